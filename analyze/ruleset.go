@@ -1,0 +1,199 @@
+package analyze
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// RuleSet is a compiled set of rules: one Aho-Corasick pass over a line finds which patterns
+// can match, and only those run their regular expression.
+type RuleSet struct {
+	rules []*Rule // sorted by id
+	byID  map[string]*Rule
+
+	pats    []pattern
+	ac      *acMatcher
+	litPats [][]int32 // literal id -> pattern indexes
+	always  []int32   // patterns with no usable literal
+}
+
+type pattern struct {
+	rule *Rule
+	re   *regexp.Regexp
+}
+
+// NewRuleSet compiles rule lists. A rule of a later list replaces an earlier rule with the
+// same id, so a user's directory can override a built-in rule; within one list ids must be
+// unique.
+func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
+	rs := &RuleSet{byID: map[string]*Rule{}}
+	for _, list := range lists {
+		seen := map[string]string{}
+		for _, r := range list {
+			if prev, ok := seen[r.ID]; ok {
+				return nil, fmt.Errorf("%s: rule id %q is also defined in %s", r.Source, r.ID, prev)
+			}
+			seen[r.ID] = r.Source
+			rs.byID[r.ID] = r
+		}
+	}
+	for _, r := range rs.byID {
+		rs.rules = append(rs.rules, r)
+	}
+	sort.Slice(rs.rules, func(i, j int) bool { return rs.rules[i].ID < rs.rules[j].ID })
+
+	var lits []string
+	litIndex := map[string]int32{}
+	for _, r := range rs.rules {
+		for pi, re := range r.res {
+			idx := int32(len(rs.pats))
+			rs.pats = append(rs.pats, pattern{rule: r, re: re})
+			set := requiredLiterals(r.Match.Patterns[pi])
+			if set == nil {
+				rs.always = append(rs.always, idx)
+				continue
+			}
+			for _, l := range set {
+				id, ok := litIndex[l]
+				if !ok {
+					id = int32(len(lits))
+					litIndex[l] = id
+					lits = append(lits, l)
+					rs.litPats = append(rs.litPats, nil)
+				}
+				rs.litPats[id] = append(rs.litPats[id], idx)
+			}
+		}
+	}
+	rs.ac = newACMatcher(lits)
+	return rs, nil
+}
+
+// Rules returns the rules sorted by id.
+func (rs *RuleSet) Rules() []*Rule { return rs.rules }
+
+// Rule returns the rule with that id, or nil.
+func (rs *RuleSet) Rule(id string) *Rule { return rs.byID[id] }
+
+// Hit is one rule matching one message.
+type Hit struct {
+	Rule   *Rule
+	Groups map[string]string
+}
+
+// Scratch is per-goroutine state that keeps Match from allocating on lines that match nothing.
+type Scratch struct {
+	mark  []uint32
+	gen   uint32
+	cands []int32
+}
+
+// NewScratch returns scratch space sized for rs.
+func (rs *RuleSet) NewScratch() *Scratch {
+	return &Scratch{mark: make([]uint32, len(rs.pats))}
+}
+
+// Match returns the rules whose patterns match text, in rule-id order; fallback rules only
+// when nothing else matched. Rules that match events by reason alone are not considered.
+func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
+	sc.gen++
+	if sc.gen == 0 { // wrapped: clear the marks once every 4 billion lines
+		clear(sc.mark)
+		sc.gen = 1
+	}
+	sc.cands = sc.cands[:0]
+	gen := sc.gen
+	rs.ac.scan(text, func(id int32) {
+		for _, p := range rs.litPats[id] {
+			if sc.mark[p] != gen {
+				sc.mark[p] = gen
+				sc.cands = append(sc.cands, p)
+			}
+		}
+	})
+	if len(sc.cands) == 0 && len(rs.always) == 0 {
+		return nil
+	}
+	for _, p := range rs.always {
+		if sc.mark[p] != gen {
+			sc.mark[p] = gen
+			sc.cands = append(sc.cands, p)
+		}
+	}
+	return rs.confirm(text, sc.cands, nil)
+}
+
+// MatchString is Match for a message that is not on the hot path.
+func (rs *RuleSet) MatchString(text string) []Hit {
+	return rs.Match([]byte(text), rs.NewScratch())
+}
+
+// MatchEvent matches a Kubernetes event: rules restricted to event reasons match when the
+// reason is theirs (and their patterns, if any, match the message); other pattern rules match
+// the message.
+func (rs *RuleSet) MatchEvent(reason, message string) []Hit {
+	var hits []Hit
+	for _, h := range rs.MatchString(message) {
+		if len(h.Rule.Match.EventReasons) == 0 || contains(h.Rule.Match.EventReasons, reason) {
+			hits = append(hits, h)
+		}
+	}
+	for _, r := range rs.rules {
+		if len(r.Match.Patterns) == 0 && contains(r.Match.EventReasons, reason) {
+			hits = append(hits, Hit{Rule: r})
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Rule.ID < hits[j].Rule.ID })
+	return dropFallbacks(hits)
+}
+
+// confirm runs the candidate patterns' regular expressions.
+func (rs *RuleSet) confirm(text []byte, cands []int32, hits []Hit) []Hit {
+	sort.Slice(cands, func(i, j int) bool { return cands[i] < cands[j] })
+	var last *Rule
+	for _, p := range cands {
+		pat := rs.pats[p]
+		if pat.rule == last {
+			continue // this rule already matched through an earlier pattern
+		}
+		if loc := pat.re.FindSubmatchIndex(text); loc != nil {
+			hits = append(hits, Hit{Rule: pat.rule, Groups: groupsAt(pat.re, text, loc)})
+			last = pat.rule
+		}
+	}
+	return dropFallbacks(hits)
+}
+
+func groupsAt(re *regexp.Regexp, text []byte, loc []int) map[string]string {
+	var g map[string]string
+	for i, name := range re.SubexpNames() {
+		if name == "" || 2*i+1 >= len(loc) || loc[2*i] < 0 {
+			continue
+		}
+		if g == nil {
+			g = map[string]string{}
+		}
+		g[name] = string(text[loc[2*i]:loc[2*i+1]])
+	}
+	return g
+}
+
+func dropFallbacks(hits []Hit) []Hit {
+	specific := false
+	for _, h := range hits {
+		if !h.Rule.Fallback {
+			specific = true
+		}
+	}
+	if !specific {
+		return hits
+	}
+	out := hits[:0]
+	for _, h := range hits {
+		if !h.Rule.Fallback {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+// Package bundle reads and describes coroner bundles: a directory or a gzip'd tar holding
+// manifest.json, resources/ and logs/ (see DESIGN.md). It uses only the standard library.
+package bundle
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// FormatVersion is the bundle format this version of coroner reads and writes.
+const FormatVersion = 1
+
+// Manifest describes a bundle: what was collected, how, and what could not be.
+type Manifest struct {
+	FormatVersion  int           `json:"formatVersion"`
+	CoronerVersion string        `json:"coronerVersion,omitempty"`
+	CollectedAt    *time.Time    `json:"collectedAt,omitempty"`
+	ServerVersion  string        `json:"serverVersion,omitempty"`
+	Target         Target        `json:"target"`
+	Options        Options       `json:"options"`
+	Files          []FileEntry   `json:"files"`
+	Errors         []Gap         `json:"errors"`
+	Redaction      RedactionInfo `json:"redaction"`
+}
+
+// Target names the object the bundle was collected for.
+type Target struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+}
+
+// Options are the collection options recorded in the manifest.
+type Options struct {
+	Since       string `json:"since,omitempty"`
+	TailLines   int64  `json:"tailLines,omitempty"`
+	MaxLogBytes int64  `json:"maxLogBytes,omitempty"`
+	Redact      bool   `json:"redact"`
+}
+
+// FileEntry is one file of the bundle as the collector wrote it.
+type FileEntry struct {
+	Path           string `json:"path"`
+	Bytes          int64  `json:"bytes"`
+	SHA256         string `json:"sha256,omitempty"`
+	Truncated      bool   `json:"truncated,omitempty"`
+	TruncatedBytes int64  `json:"truncatedBytes,omitempty"`
+}
+
+// Gap is something the collector could not collect, and why.
+type Gap struct {
+	Step    string `json:"step"`
+	Object  string `json:"object"`
+	Message string `json:"message"`
+}
+
+// RedactionInfo summarises redaction: rule ids and counts, never values.
+type RedactionInfo struct {
+	Enabled bool            `json:"enabled"`
+	Rules   []RedactionRule `json:"rules"`
+}
+
+// RedactionRule is how often one redaction rule fired.
+type RedactionRule struct {
+	ID    string `json:"id"`
+	Count int    `json:"count"`
+}
+
+// ParseManifest decodes manifest.json and checks its format version.
+func ParseManifest(data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if m.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("formatVersion %d is not supported (this coroner reads %d)", m.FormatVersion, FormatVersion)
+	}
+	return &m, nil
+}
+
+// File returns the manifest entry for path, or nil.
+func (m *Manifest) File(path string) *FileEntry {
+	if m == nil {
+		return nil
+	}
+	for i := range m.Files {
+		if m.Files[i].Path == path {
+			return &m.Files[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/report"
+)
+
+// AnalyzeOptions hold everything an analysis needs; tests build them directly.
+type AnalyzeOptions struct {
+	IO       *IOStreams
+	Inputs   []string
+	Output   string
+	Format   string
+	FailOn   string
+	RuleDirs []string
+	Limits   bundle.Limits
+	Quiet    bool
+	Workers  int
+}
+
+// NewCmdAnalyze builds `coroner analyze`. runF replaces the run function in tests.
+func NewCmdAnalyze(io *IOStreams, runF func(*AnalyzeOptions) error) *cobra.Command {
+	opts := &AnalyzeOptions{IO: io, Limits: bundle.DefaultLimits()}
+	cmd := &cobra.Command{
+		Use:   "analyze (BUNDLE | LOG... | -)",
+		Short: "Explain a job's failure from a bundle or from plain logs",
+		Long: `Analyze a bundle (a directory or a .tar.gz/.tgz made by 'coroner collect') with no cluster access:
+match every log line, event and status against the rule set, correlate them on one timeline,
+and name the root cause with its evidence.
+
+Plain log files (or - for standard input) are analyzed as the logs of an unnamed job.
+
+Without -o, a summary is printed. With -o, the report is written in the format its extension
+names (.html, .md, .json, .txt) or --format, and the summary is printed too (unless --quiet).
+`,
+		Example: `  coroner analyze samples/pytorchjob-cuda-oom-rank
+  coroner analyze bundle.tar.gz -o report.html
+  coroner analyze train.log worker-1.log
+  kubectl logs train-job-master-0 | coroner analyze -
+  coroner analyze bundle.tar.gz --format json --fail-on error`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Inputs = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return runAnalyze(opts)
+		},
+	}
+	cmd.Long += "\n" + exitMessage
+	f := cmd.Flags()
+	f.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` (format from its extension or --format)")
+	f.StringVar(&opts.Format, "format", "", "report format: text, json, md or html (default: from -o, else text)")
+	f.StringVar(&opts.FailOn, "fail-on", "", "exit 3 when a finding of this `SEVERITY` or higher exists: info, warning, error, critical")
+	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the rules of the YAML files in `DIR` (repeatable; same id replaces a built-in rule)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
+	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
+	addLimitFlags(cmd, &opts.Limits)
+	return cmd
+}
+
+func addLimitFlags(cmd *cobra.Command, l *bundle.Limits) {
+	f := cmd.Flags()
+	f.Int64Var(&l.MaxFileBytes, "max-file-bytes", l.MaxFileBytes, "largest file read from a bundle, uncompressed")
+	f.Int64Var(&l.MaxTotalBytes, "max-total-bytes", l.MaxTotalBytes, "largest bundle, uncompressed")
+	f.IntVar(&l.MaxEntries, "max-entries", l.MaxEntries, "most files and directories in a bundle")
+	f.IntVar(&l.MaxLineBytes, "max-line-bytes", l.MaxLineBytes, "longest log line matched (longer lines are cut, with a warning)")
+	f.Int64Var(&l.MaxResourceBytes, "max-resource-bytes", l.MaxResourceBytes, "largest resource YAML or manifest")
+}
+
+func runAnalyze(opts *AnalyzeOptions) error {
+	format := opts.Format
+	if format == "" && opts.Output != "" {
+		format = report.FormatFromPath(opts.Output)
+		if format == "" {
+			return flagErrorf("cannot tell the format of %q from its extension: use --format %s", opts.Output, strings.Join(report.Formats, "|"))
+		}
+	}
+	if format == "" {
+		format = "text"
+	}
+	if !slices.Contains(report.Formats, format) {
+		return flagErrorf("unknown --format %q (use %s)", format, strings.Join(report.Formats, ", "))
+	}
+	var failOn analyze.Severity
+	if opts.FailOn != "" {
+		s, err := analyze.ParseSeverity(opts.FailOn)
+		if err != nil {
+			return flagErrorf("--fail-on: %v", err)
+		}
+		failOn = s
+	}
+	rs, err := loadRuleSet(opts.RuleDirs)
+	if err != nil {
+		return err
+	}
+	b, err := openInputs(opts)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	m, err := parse.Load(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Source, err)
+	}
+	progress := func(done, total int, n int64) {}
+	if opts.IO.IsTerminal && !opts.Quiet {
+		progress = func(done, total int, n int64) {
+			fmt.Fprintf(opts.IO.ErrOut, "\rscanning logs: %d/%d (%s)", done, total, humanBytes(n))
+			if done == total {
+				fmt.Fprint(opts.IO.ErrOut, "\r\033[K")
+			}
+		}
+	}
+	res := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress})
+	rep := report.Build(m, res, version)
+
+	var buf bytes.Buffer
+	if err := report.Render(&buf, rep, format); err != nil {
+		return err
+	}
+	if opts.Output != "" {
+		if err := writeFileAtomic(opts.Output, buf.Bytes()); err != nil {
+			return err
+		}
+		if !opts.Quiet {
+			if err := report.RenderText(opts.IO.Out, rep); err != nil {
+				return err
+			}
+			fmt.Fprintf(opts.IO.Out, "Report:      %s (%s)\n", opts.Output, format)
+		}
+	} else if !opts.Quiet || format != "text" {
+		if _, err := opts.IO.Out.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	if failOn != 0 && rep.Severity() >= failOn {
+		return errFailOn
+	}
+	return nil
+}
+
+// openInputs opens one bundle, or plain logs.
+func openInputs(opts *AnalyzeOptions) (*bundle.Bundle, error) {
+	in := opts.Inputs
+	if len(in) == 1 && in[0] != "-" && bundle.IsBundlePath(in[0]) {
+		return bundle.Open(in[0], opts.Limits)
+	}
+	for _, p := range in {
+		if p != "-" && bundle.IsBundlePath(p) {
+			return nil, flagErrorf("%s is a bundle: analyze one bundle at a time, or only plain log files", p)
+		}
+	}
+	return bundle.OpenLogs(in, opts.IO.In, opts.Limits)
+}
+
+func loadRuleSet(dirs []string) (*analyze.RuleSet, error) {
+	builtin, err := analyze.DefaultRules()
+	if err != nil {
+		return nil, fmt.Errorf("built-in rules: %w", err)
+	}
+	lists := [][]*analyze.Rule{builtin}
+	for _, d := range dirs {
+		rules, err := analyze.LoadRules(os.DirFS(d), ".")
+		if err != nil {
+			return nil, fmt.Errorf("--rules %s: %w", d, err)
+		}
+		for _, r := range rules {
+			r.Source = filepath.Join(d, r.Source)
+		}
+		lists = append(lists, rules)
+	}
+	return analyze.NewRuleSet(lists...)
+}
+
+// writeFileAtomic writes to a temporary file beside path and renames it, so a failed or
+// interrupted run never leaves a half-written report under the final name.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit codes, in one place.
+const (
+	exitOK      = 0
+	exitError   = 1
+	exitUsage   = 2
+	exitFailOn  = 3
+	exitMessage = "EXIT STATUS\n  0  analysis done\n  1  error (unreadable bundle, bad rule file...)\n  2  bad usage\n  3  --fail-on: a finding at or above that severity exists\n"
+)
+
+// IOStreams are the command's standard streams; tests hand in buffers.
+type IOStreams struct {
+	In         io.Reader
+	Out        io.Writer
+	ErrOut     io.Writer
+	IsTerminal bool // ErrOut is a terminal: progress may be shown
+}
+
+// SystemStreams returns the process's streams.
+func SystemStreams() *IOStreams {
+	return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: isTerminal(os.Stderr)}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// FlagError is a usage mistake: exit 2 and show usage.
+type FlagError struct{ err error }
+
+func (e *FlagError) Error() string { return e.err.Error() }
+func (e *FlagError) Unwrap() error { return e.err }
+
+func flagErrorf(format string, args ...any) error {
+	return &FlagError{fmt.Errorf(format, args...)}
+}
+
+// errFailOn reports that --fail-on's threshold was met; the report was still written.
+var errFailOn = errors.New("a finding at or above the --fail-on severity exists")
+
+// Main runs coroner with args and returns the exit code.
+func Main(ctx context.Context, args []string, io *IOStreams) int {
+	root := NewCmdRoot(io)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errFailOn):
+		return exitFailOn
+	}
+	var fe *FlagError
+	if errors.As(err, &fe) || isCobraUsageError(err) {
+		fmt.Fprintf(io.ErrOut, "coroner: %v\n", err)
+		fmt.Fprintf(io.ErrOut, "Run 'coroner --help' for usage.\n")
+		return exitUsage
+	}
+	fmt.Fprintf(io.ErrOut, "coroner: %v\n", err)
+	return exitError
+}
+
+// isCobraUsageError recognises cobra's own errors for unknown flags, commands and arguments.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument", "invalid argument", "accepts ", "requires at least"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(io *IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "coroner",
+		Short:         "Explain why a distributed training job on Kubernetes failed",
+		Long:          "coroner analyzes a bundle (a snapshot of a training job: its object, pods, events, nodes and logs)\nwith no cluster access, names the root cause with its evidence, and writes a report.\n\n" + exitMessage,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       version,
+	}
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{err} })
+	root.AddCommand(NewCmdAnalyze(io, nil), NewCmdRules(io))
+	return root
+}

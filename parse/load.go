@@ -1,0 +1,291 @@
+// Package parse turns the files of a bundle into a typed model: the job (kind-agnostic),
+// its pods, events and nodes as upstream Kubernetes types, and its log streams.
+package parse
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/coroner-dev/coroner/bundle"
+)
+
+// Model is everything coroner knows about one job after reading a bundle.
+type Model struct {
+	Bundle *bundle.Bundle
+	Job    *Job
+	Pods   []*corev1.Pod
+	Events []corev1.Event
+	Nodes  []corev1.Node
+	// Objects are all resources of the bundle, sorted by group, kind, namespace, name.
+	Objects []*unstructured.Unstructured
+	Logs    []LogStream
+	// paths maps "Kind/namespace/name" to the bundle file the object came from.
+	paths map[string]string
+	// Warnings are problems met while reading (an unreadable resource file, an odd path).
+	Warnings []string
+}
+
+// LogStream is one container log file of the bundle.
+type LogStream struct {
+	Path      string
+	Namespace string
+	Pod       string
+	Container string
+	Previous  bool
+	Size      int64
+	// Truncated and TruncatedBytes come from the manifest: the collector cut the middle.
+	Truncated      bool
+	TruncatedBytes int64
+}
+
+// Load reads a bundle's resources and lists its logs. Unreadable resource files become
+// warnings: the rest of the bundle is still analysed.
+func Load(b *bundle.Bundle) (*Model, error) {
+	m := &Model{Bundle: b, paths: map[string]string{}}
+	for _, f := range b.Files {
+		switch {
+		case strings.HasPrefix(f.Path, "resources/"):
+			m.loadResource(f)
+		case strings.HasPrefix(f.Path, "logs/"):
+			m.addLog(f)
+		}
+	}
+	sort.SliceStable(m.Objects, func(i, j int) bool { return objectKey(m.Objects[i]) < objectKey(m.Objects[j]) })
+	sort.SliceStable(m.Pods, func(i, j int) bool {
+		a, b := m.Pods[i], m.Pods[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	sort.SliceStable(m.Events, func(i, j int) bool { return eventLess(&m.Events[i], &m.Events[j]) })
+	sort.SliceStable(m.Nodes, func(i, j int) bool { return m.Nodes[i].Name < m.Nodes[j].Name })
+	m.Job = findJob(m)
+	return m, nil
+}
+
+func objectKey(o *unstructured.Unstructured) string {
+	gv := o.GetAPIVersion()
+	return gv + "\x00" + o.GetKind() + "\x00" + o.GetNamespace() + "\x00" + o.GetName()
+}
+
+func eventLess(a, b *corev1.Event) bool {
+	ta, tb := EventTime(a), EventTime(b)
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if a.InvolvedObject.Name != b.InvolvedObject.Name {
+		return a.InvolvedObject.Name < b.InvolvedObject.Name
+	}
+	return a.Name < b.Name
+}
+
+func (m *Model) warnf(format string, args ...any) {
+	m.Warnings = append(m.Warnings, fmt.Sprintf(format, args...))
+}
+
+func (m *Model) loadResource(f bundle.File) {
+	if !strings.HasSuffix(f.Path, ".yaml") && !strings.HasSuffix(f.Path, ".yml") && !strings.HasSuffix(f.Path, ".json") {
+		m.warnf("%s: not a YAML or JSON file; skipped", f.Path)
+		return
+	}
+	if f.Size > m.Bundle.Limits.MaxResourceBytes {
+		m.warnf("%s: %d bytes exceeds --max-resource-bytes %d; skipped", f.Path, f.Size, m.Bundle.Limits.MaxResourceBytes)
+		return
+	}
+	data, err := fs.ReadFile(m.Bundle.FS, f.Path)
+	if err != nil {
+		m.warnf("%s: %v; skipped", f.Path, err)
+		return
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		m.warnf("%s: invalid YAML: %v; skipped", f.Path, firstLine(err.Error()))
+		return
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(js, &obj); err != nil || obj == nil {
+		m.warnf("%s: not a Kubernetes object; skipped", f.Path)
+		return
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if strings.HasSuffix(u.GetKind(), "List") {
+		items, _, _ := unstructured.NestedSlice(obj, "items")
+		for i, it := range items {
+			if o, ok := it.(map[string]any); ok {
+				m.addObject(fmt.Sprintf("%s[%d]", f.Path, i), &unstructured.Unstructured{Object: o})
+			}
+		}
+		return
+	}
+	m.addObject(f.Path, u)
+}
+
+func (m *Model) addObject(where string, u *unstructured.Unstructured) {
+	if u.GetKind() == "" || u.GetName() == "" {
+		m.warnf("%s: object without kind or name; skipped", where)
+		return
+	}
+	u.SetManagedFields(nil)
+	m.paths[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = strings.TrimSuffix(where, "]")
+	gv := u.GetAPIVersion()
+	typed := func(into any) bool {
+		js, err := json.Marshal(u.Object)
+		if err == nil {
+			err = json.Unmarshal(js, into)
+		}
+		if err != nil {
+			m.warnf("%s: %s does not decode: %v; skipped", where, u.GetKind(), firstLine(err.Error()))
+			return false
+		}
+		return true
+	}
+	if gv == "v1" {
+		switch u.GetKind() {
+		case "Pod":
+			var p corev1.Pod
+			if typed(&p) {
+				m.Pods = append(m.Pods, &p)
+			}
+		case "Event":
+			var e corev1.Event
+			if typed(&e) {
+				m.Events = append(m.Events, e)
+			}
+			return // events are not objects of the job
+		case "Node":
+			var n corev1.Node
+			if typed(&n) {
+				m.Nodes = append(m.Nodes, n)
+			}
+		}
+	}
+	if gv == "events.k8s.io/v1" && u.GetKind() == "Event" {
+		m.addEventsV1(where, u)
+		return
+	}
+	m.Objects = append(m.Objects, u)
+}
+
+// addEventsV1 maps an events.k8s.io/v1 Event onto the core Event the rest of coroner reads.
+func (m *Model) addEventsV1(where string, u *unstructured.Unstructured) {
+	o := u.Object
+	e := corev1.Event{}
+	e.Name, e.Namespace = u.GetName(), u.GetNamespace()
+	e.Reason, _, _ = unstructured.NestedString(o, "reason")
+	e.Message, _, _ = unstructured.NestedString(o, "note")
+	e.Type, _, _ = unstructured.NestedString(o, "type")
+	if reg, ok, _ := unstructured.NestedMap(o, "regarding"); ok {
+		js, _ := json.Marshal(reg)
+		_ = json.Unmarshal(js, &e.InvolvedObject)
+	}
+	if s, ok, _ := unstructured.NestedString(o, "eventTime"); ok {
+		_ = e.EventTime.UnmarshalQueryParameter(s)
+	}
+	if s, ok, _ := unstructured.NestedString(o, "deprecatedFirstTimestamp"); ok {
+		_ = e.FirstTimestamp.UnmarshalQueryParameter(s)
+	}
+	if s, ok, _ := unstructured.NestedString(o, "deprecatedLastTimestamp"); ok {
+		_ = e.LastTimestamp.UnmarshalQueryParameter(s)
+	}
+	if n, ok, _ := unstructured.NestedInt64(o, "deprecatedCount"); ok {
+		e.Count = int32(n)
+	}
+	m.Events = append(m.Events, e)
+}
+
+func (m *Model) addLog(f bundle.File) {
+	parts := strings.Split(f.Path, "/")
+	if len(parts) != 4 || !strings.HasSuffix(parts[3], ".log") {
+		m.warnf("%s: not at logs/<namespace>/<pod>/<container>.log; skipped", f.Path)
+		return
+	}
+	name := strings.TrimSuffix(parts[3], ".log")
+	ls := LogStream{Path: f.Path, Namespace: parts[1], Pod: parts[2], Container: name, Size: f.Size}
+	if c, ok := strings.CutSuffix(name, ".previous"); ok {
+		ls.Container, ls.Previous = c, true
+	}
+	if e := m.Bundle.Manifest.File(f.Path); e != nil {
+		ls.Truncated, ls.TruncatedBytes = e.Truncated, e.TruncatedBytes
+	}
+	m.Logs = append(m.Logs, ls)
+}
+
+// PathOf returns the bundle file an object came from, or "".
+func (m *Model) PathOf(kind, namespace, name string) string {
+	p := m.paths[kind+"/"+namespace+"/"+name]
+	if i := strings.LastIndexByte(p, '['); i >= 0 {
+		p = p[:i]
+	}
+	return p
+}
+
+// Pod returns the pod of that name, or nil.
+func (m *Model) Pod(namespace, name string) *corev1.Pod {
+	for _, p := range m.Pods {
+		if p.Name == name && (namespace == "" || p.Namespace == namespace) {
+			return p
+		}
+	}
+	return nil
+}
+
+// Object returns the first object of that kind (and group, when given) and name, or nil.
+func (m *Model) Object(group, kind, namespace, name string) *unstructured.Unstructured {
+	for _, o := range m.Objects {
+		if o.GetKind() == kind && o.GetName() == name && (namespace == "" || o.GetNamespace() == namespace) &&
+			(group == "" || groupOf(o.GetAPIVersion()) == group) {
+			return o
+		}
+	}
+	return nil
+}
+
+func groupOf(apiVersion string) string {
+	g, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return ""
+	}
+	return g
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// EventTime is when an event was last seen, whichever time field the emitter filled.
+func EventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// EventFirstTime is when an event was first seen.
+func EventFirstTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return EventTime(e)
+}
+
+
+

@@ -1,0 +1,116 @@
+package parse
+
+import (
+	"time"
+)
+
+// SplitTimestamp splits the kubelet's RFC3339Nano prefix ("2026-03-14T10:02:03.123456789Z ")
+// from a log line. It returns ok=false and the line unchanged when there is none. It is on
+// the hot path (every line of every log), so it parses by hand instead of with time.Parse.
+func SplitTimestamp(line []byte) (ts time.Time, rest []byte, ok bool) {
+	sp := -1
+	for i := 19; i < len(line) && i < 40; i++ {
+		if line[i] == ' ' {
+			sp = i
+			break
+		}
+	}
+	if sp < 0 || line[10] != 'T' {
+		return time.Time{}, line, false
+	}
+	ts, ok = parseISO(line[:sp], true)
+	if !ok {
+		return time.Time{}, line, false
+	}
+	return ts, line[sp+1:], true
+}
+
+// LeadingTime finds a timestamp that a program printed at the start of its own line, as
+// Python's logging and torchrun do ("2026-03-14 10:00:01,234 ...", "[2026-03-14 10:00:01,234] ...").
+// It is used for logs without the kubelet prefix (pasted logs); a time without a zone is
+// taken as UTC.
+func LeadingTime(line []byte) (time.Time, bool) {
+	if len(line) > 0 && line[0] == '[' {
+		line = line[1:]
+	}
+	if len(line) < 19 {
+		return time.Time{}, false
+	}
+	end := 19
+	for end < len(line) && end < 35 && line[end] != ' ' && line[end] != ']' {
+		end++
+	}
+	return parseISO(line[:end], false)
+}
+
+// parseISO parses YYYY-MM-DD[T ]HH:MM:SS[.,fraction][Z|±HH:MM]. With strict, the 'T'
+// separator and a zone are required.
+func parseISO(b []byte, strict bool) (time.Time, bool) {
+	if len(b) < 19 || b[4] != '-' || b[7] != '-' || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	if b[10] != 'T' && (strict || b[10] != ' ') {
+		return time.Time{}, false
+	}
+	num := func(s []byte) (int, bool) {
+		n := 0
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(b[0:4])
+	mon, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hh, ok4 := num(b[11:13])
+	mm, ok5 := num(b[14:16])
+	ss, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60 {
+		return time.Time{}, false
+	}
+	i := 19
+	nsec := 0
+	if i < len(b) && (b[i] == '.' || b[i] == ',') {
+		i++
+		digits := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			if digits < 9 {
+				nsec = nsec*10 + int(b[i]-'0')
+				digits++
+			}
+			i++
+		}
+		if digits == 0 {
+			return time.Time{}, false
+		}
+		for ; digits < 9; digits++ {
+			nsec *= 10
+		}
+	}
+	loc := time.UTC
+	offset := 0
+	switch {
+	case i == len(b):
+		if strict {
+			return time.Time{}, false
+		}
+	case b[i] == 'Z' && i+1 == len(b):
+	case (b[i] == '+' || b[i] == '-') && len(b)-i == 6 && b[i+3] == ':':
+		oh, ok1 := num(b[i+1 : i+3])
+		om, ok2 := num(b[i+4 : i+6])
+		if !ok1 || !ok2 {
+			return time.Time{}, false
+		}
+		offset = oh*3600 + om*60
+		if b[i] == '-' {
+			offset = -offset
+		}
+	default:
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(mon), day, hh, mm, ss, nsec, loc).Add(-time.Duration(offset) * time.Second)
+	return t, true
+}

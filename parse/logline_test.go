@@ -1,0 +1,50 @@
+package parse
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSplitTimestamp(t *testing.T) {
+	tests := []struct {
+		line   string
+		want   time.Time
+		rest   string
+		wantOK bool
+	}{
+		{"2026-03-14T10:02:03.123456789Z hello world", time.Date(2026, 3, 14, 10, 2, 3, 123456789, time.UTC), "hello world", true},
+		{"2026-03-14T10:02:03Z x", time.Date(2026, 3, 14, 10, 2, 3, 0, time.UTC), "x", true},
+		{"2026-03-14T12:02:03.5+02:00 x", time.Date(2026, 3, 14, 10, 2, 3, 500000000, time.UTC), "x", true},
+		{"2026-03-14 10:02:03,123 INFO x", time.Time{}, "2026-03-14 10:02:03,123 INFO x", false},
+		{"Traceback (most recent call last):", time.Time{}, "Traceback (most recent call last):", false},
+		{"2026-13-14T10:02:03Z x", time.Time{}, "2026-13-14T10:02:03Z x", false},
+		{"", time.Time{}, "", false},
+		{"2026-03-14T10:02:03.123456789Z", time.Time{}, "2026-03-14T10:02:03.123456789Z", false},
+	}
+	for _, tt := range tests {
+		ts, rest, ok := SplitTimestamp([]byte(tt.line))
+		if ok != tt.wantOK || !ts.Equal(tt.want) || string(rest) != tt.rest {
+			t.Errorf("SplitTimestamp(%q) = %v, %q, %v; want %v, %q, %v", tt.line, ts, rest, ok, tt.want, tt.rest, tt.wantOK)
+		}
+	}
+}
+
+func TestLeadingTime(t *testing.T) {
+	tests := []struct {
+		line string
+		want time.Time
+		ok   bool
+	}{
+		{"[2026-03-14 10:00:01,234] torch.distributed.run: [WARNING] ", time.Date(2026, 3, 14, 10, 0, 1, 234000000, time.UTC), true},
+		{"2026-03-14 10:00:01 - INFO - step 1", time.Date(2026, 3, 14, 10, 0, 1, 0, time.UTC), true},
+		{"2026-03-14T10:00:01.5Z ok", time.Date(2026, 3, 14, 10, 0, 1, 500000000, time.UTC), true},
+		{"step 1200 | loss 2.34", time.Time{}, false},
+		{"[rank3]:[E314 10:12:04.182731 ProcessGroupNCCL.cpp:616]", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := LeadingTime([]byte(tt.line))
+		if ok != tt.ok || !got.Equal(tt.want) {
+			t.Errorf("LeadingTime(%q) = %v, %v; want %v, %v", tt.line, got, ok, tt.want, tt.ok)
+		}
+	}
+}

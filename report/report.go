@@ -1,0 +1,310 @@
+// Package report defines the Report, coroner's documented data contract, and renders it as
+// JSON (its encoding), Markdown, self-contained HTML and a terminal summary.
+package report
+
+import (
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/parse"
+)
+
+// FormatVersion is the version of the JSON contract. Names are added, never renamed.
+const FormatVersion = 1
+
+// maxEvents bounds the events table.
+const maxEvents = 1000
+
+// Report is the outcome of `coroner analyze`, the JSON contract of DESIGN.md.
+type Report struct {
+	FormatVersion  int                     `json:"formatVersion"`
+	CoronerVersion string                  `json:"coronerVersion"`
+	Bundle         BundleInfo              `json:"bundle"`
+	Job            Job                     `json:"job"`
+	Verdict        string                  `json:"verdict"`
+	VerdictReason  string                  `json:"verdictReason"`
+	RootCause      *RootCause              `json:"rootCause"`
+	Findings       []*analyze.Finding      `json:"findings"`
+	Timeline       []analyze.TimelineEntry `json:"timeline"`
+	Events         []Event                 `json:"events"`
+	Logs           []analyze.LogSummary    `json:"logs"`
+	Warnings       []string                `json:"warnings"`
+	// LLM is the optional narrative; null when no LLM step ran.
+	LLM *LLM `json:"llm"`
+}
+
+// BundleInfo says what was analyzed.
+type BundleInfo struct {
+	// Name is the base name of the bundle path (the full path would make reports of the same
+	// bundle differ by where it was stored).
+	Name          string                `json:"name"`
+	Plain         bool                  `json:"plain,omitempty"`
+	CollectedAt   *time.Time            `json:"collectedAt,omitempty"`
+	ServerVersion string                `json:"serverVersion,omitempty"`
+	CollectedBy   string                `json:"collectedBy,omitempty"`
+	Gaps          []bundle.Gap          `json:"gaps"`
+	Redaction     *bundle.RedactionInfo `json:"redaction,omitempty"`
+	Files         int                   `json:"files"`
+	LogBytes      int64                 `json:"logBytes"`
+}
+
+// Job summarises the job.
+type Job struct {
+	APIVersion string      `json:"apiVersion,omitempty"`
+	Kind       string      `json:"kind"`
+	Namespace  string      `json:"namespace,omitempty"`
+	Name       string      `json:"name"`
+	UID        string      `json:"uid,omitempty"`
+	Status     string      `json:"status"`
+	Created    *time.Time  `json:"created,omitempty"`
+	Conditions []Condition `json:"conditions"`
+	Replicas   []Replica   `json:"replicas"`
+}
+
+// Condition is a job condition.
+type Condition struct {
+	Type    string     `json:"type"`
+	Status  string     `json:"status"`
+	Reason  string     `json:"reason,omitempty"`
+	Message string     `json:"message,omitempty"`
+	Time    *time.Time `json:"time,omitempty"`
+}
+
+// Replica is one role of the job. Expected is null when the spec does not say.
+type Replica struct {
+	Role       string `json:"role"`
+	Expected   *int   `json:"expected"`
+	Created    int    `json:"created"`
+	Pending    int    `json:"pending"`
+	Running    int    `json:"running"`
+	Succeeded  int    `json:"succeeded"`
+	Failed     int    `json:"failed"`
+	FromStatus bool   `json:"fromStatus,omitempty"`
+	Pods       []Pod  `json:"pods"`
+}
+
+// Pod is one pod of a replica.
+type Pod struct {
+	Name     string `json:"name"`
+	Phase    string `json:"phase"`
+	Node     string `json:"node,omitempty"`
+	Restarts int    `json:"restarts"`
+	// Ended says how its main container ended ("OOMKilled, exit 137"), when it did.
+	Ended string `json:"ended,omitempty"`
+}
+
+// RootCause is the finding that explains the failure, repeated at the top of the report.
+type RootCause struct {
+	FindingID   string             `json:"findingId"`
+	Category    string             `json:"category"`
+	RuleID      string             `json:"ruleId"`
+	Title       string             `json:"title"`
+	Severity    analyze.Severity   `json:"severity"`
+	Fault       string             `json:"fault"`
+	Retry       string             `json:"retry"`
+	Pod         string             `json:"pod,omitempty"`
+	Container   string             `json:"container,omitempty"`
+	Time        *time.Time         `json:"time,omitempty"`
+	Evidence    []analyze.Evidence `json:"evidence"`
+	Explanation string             `json:"explanation,omitempty"`
+	Remediation string             `json:"remediation,omitempty"`
+	// Symptoms counts the findings that follow from the root cause.
+	Symptoms int `json:"symptoms"`
+}
+
+// Event is one Kubernetes event of the job, its pods or their nodes.
+type Event struct {
+	Time     *time.Time `json:"time,omitempty"`
+	LastTime *time.Time `json:"lastTime,omitempty"`
+	Type     string     `json:"type"`
+	Reason   string     `json:"reason"`
+	Object   string     `json:"object"`
+	Message  string     `json:"message"`
+	Count    int        `json:"count"`
+}
+
+// LLM is the optional narrative (see the LLM issue); null until that step runs.
+type LLM struct {
+	Model   string `json:"model"`
+	Failure string `json:"failure,omitempty"`
+}
+
+// Build assembles the report from a loaded bundle and its analysis.
+func Build(m *parse.Model, res *analyze.Result, version string) *Report {
+	r := &Report{
+		FormatVersion: FormatVersion, CoronerVersion: version,
+		Verdict: res.Verdict, VerdictReason: res.VerdictReason,
+		Findings: res.Findings, Timeline: res.Timeline, Logs: res.Logs,
+	}
+	b := m.Bundle
+	r.Bundle = BundleInfo{Name: filepath.Base(b.Source), Plain: b.Plain, Files: len(b.Files), Gaps: []bundle.Gap{}}
+	if b.Plain {
+		r.Bundle.Name = strings.Join(baseNames(strings.Fields(b.Source)), " ")
+	}
+	for _, l := range res.Logs {
+		r.Bundle.LogBytes += l.Bytes
+	}
+	if mf := b.Manifest; mf != nil {
+		r.Bundle.CollectedAt, r.Bundle.ServerVersion, r.Bundle.CollectedBy = mf.CollectedAt, mf.ServerVersion, mf.CoronerVersion
+		if mf.Errors != nil {
+			r.Bundle.Gaps = mf.Errors
+		}
+		red := mf.Redaction
+		r.Bundle.Redaction = &red
+	}
+	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
+	if r.Findings == nil {
+		r.Findings = []*analyze.Finding{}
+	}
+	if r.Timeline == nil {
+		r.Timeline = []analyze.TimelineEntry{}
+	}
+	if r.Logs == nil {
+		r.Logs = []analyze.LogSummary{}
+	}
+	r.Job = buildJob(m.Job)
+	if f := res.RootCause; f != nil {
+		rc := &RootCause{FindingID: f.ID, Category: f.Category, RuleID: f.RuleID, Title: f.Title, Severity: f.Severity,
+			Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Time: f.Time, Evidence: f.Evidence,
+			Explanation: f.Explanation, Remediation: f.Remediation}
+		for _, g := range res.Findings {
+			if g.SecondaryOf == f.ID {
+				rc.Symptoms++
+			}
+		}
+		r.RootCause = rc
+	}
+	r.Events = buildEvents(m)
+	if len(r.Events) > maxEvents {
+		r.Warnings = append(r.Warnings, "the events table shows the first "+itoa(maxEvents)+" of "+itoa(len(r.Events))+" events")
+		r.Events = r.Events[:maxEvents]
+	}
+	return r
+}
+
+func baseNames(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}
+
+func buildJob(j *parse.Job) Job {
+	out := Job{Conditions: []Condition{}, Replicas: []Replica{}}
+	if j == nil {
+		return out
+	}
+	out.APIVersion, out.Kind, out.Namespace, out.Name, out.UID = j.APIVersion, j.Kind, j.Namespace, j.Name, j.UID
+	out.Status = string(j.Phase)
+	if !j.Created.IsZero() {
+		t := j.Created
+		out.Created = &t
+	}
+	for _, c := range j.Conditions {
+		cond := Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+		if !c.Time.IsZero() {
+			t := c.Time
+			cond.Time = &t
+		}
+		out.Conditions = append(out.Conditions, cond)
+	}
+	for _, rp := range j.Replicas {
+		rep := Replica{Role: rp.Role, Created: rp.Created, Pending: rp.Pending, Running: rp.Running,
+			Succeeded: rp.Succeeded, Failed: rp.Failed, FromStatus: rp.FromStatus, Pods: []Pod{}}
+		if rp.Expected >= 0 {
+			n := rp.Expected
+			rep.Expected = &n
+		}
+		for _, p := range rp.Pods {
+			rep.Pods = append(rep.Pods, buildPod(p))
+		}
+		out.Replicas = append(out.Replicas, rep)
+	}
+	return out
+}
+
+func buildPod(p *corev1.Pod) Pod {
+	out := Pod{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName}
+	for _, cs := range p.Status.ContainerStatuses {
+		out.Restarts += int(cs.RestartCount)
+		te := cs.State.Terminated
+		if te == nil {
+			te = cs.LastTerminationState.Terminated
+		}
+		if te != nil && out.Ended == "" {
+			out.Ended = te.Reason + ", exit " + itoa(int(te.ExitCode))
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && out.Ended == "" {
+			out.Ended = w.Reason
+		}
+	}
+	if p.Status.Reason != "" {
+		out.Ended = p.Status.Reason
+	}
+	return out
+}
+
+func buildEvents(m *parse.Model) []Event {
+	inJob := map[string]bool{}
+	if m.Job != nil {
+		for _, p := range m.Job.Pods() {
+			inJob[p.Name] = true
+		}
+	}
+	out := []Event{}
+	for i := range m.Events {
+		e := &m.Events[i]
+		io := e.InvolvedObject
+		if io.Kind == "Pod" && len(inJob) > 0 && !inJob[io.Name] {
+			continue
+		}
+		ev := Event{Type: e.Type, Reason: e.Reason, Object: io.Kind + " " + io.Namespace + "/" + io.Name, Message: e.Message, Count: int(e.Count)}
+		if io.Namespace == "" {
+			ev.Object = io.Kind + " " + io.Name
+		}
+		if ev.Count == 0 {
+			ev.Count = 1
+		}
+		if t := parse.EventFirstTime(e); !t.IsZero() {
+			t = t.UTC()
+			ev.Time = &t
+		}
+		if t := parse.EventTime(e); !t.IsZero() && ev.Count > 1 {
+			t = t.UTC()
+			ev.LastTime = &t
+		}
+		out = append(out, ev)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.Time == nil) != (b.Time == nil) {
+			return a.Time != nil
+		}
+		if a.Time != nil && !a.Time.Equal(*b.Time) {
+			return a.Time.Before(*b.Time)
+		}
+		return a.Object < b.Object
+	})
+	return out
+}
+
+// Severity returns the highest severity among the findings, or 0 when there are none.
+func (r *Report) Severity() analyze.Severity {
+	var s analyze.Severity
+	for _, f := range r.Findings {
+		if f.Severity > s {
+			s = f.Severity
+		}
+	}
+	return s
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

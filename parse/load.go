@@ -286,6 +286,3 @@ func EventFirstTime(e *corev1.Event) time.Time {
 	}
 	return EventTime(e)
 }
-
-
-

@@ -67,19 +67,22 @@ func scanLog(fsys fs.FS, ls parse.LogStream, rs *RuleSet, maxLine int) streamRes
 
 	for {
 		line, err := br.ReadSlice('\n')
+		res.bytes += int64(len(line))
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A long line: keep up to maxLine bytes, drop the rest.
-			long = append(long[:0], line...)
+			long = append(long[:0], line[:min(len(line), maxLine+1)]...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = br.ReadSlice('\n')
-				if room := maxLine - len(long); room > 0 {
+				res.bytes += int64(len(line))
+				if room := maxLine + 1 - len(long); room > 0 {
 					long = append(long, line[:min(room, len(line))]...)
 				}
 			}
 			line = long
-			if len(line) >= maxLine {
-				res.longLines++
-			}
+		}
+		if len(line) > maxLine && !(len(line) == maxLine+1 && line[maxLine] == '\n') {
+			line = line[:maxLine]
+			res.longLines++
 		}
 		if len(line) == 0 && err != nil {
 			if err != io.EOF {
@@ -88,7 +91,6 @@ func scanLog(fsys fs.FS, ls parse.LogStream, rs *RuleSet, maxLine int) streamRes
 			break
 		}
 		lineNo++
-		res.bytes += int64(len(line))
 		line = bytes.TrimRight(line, "\r\n")
 		ts, text, ok := parse.SplitTimestamp(line)
 		if ok {

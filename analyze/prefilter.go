@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"regexp/syntax"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,17 +15,72 @@ const minLiteral = 3
 // at least one of them, or nil when no such set can be derived (the pattern then runs on every
 // line). This is ripgrep's idea, on Go's regexp/syntax tree.
 func requiredLiterals(pattern string) []string {
+	sets := requiredSets(pattern)
+	if len(sets) == 0 {
+		return nil
+	}
+	return sets[0]
+}
+
+// maxSets bounds how many literal sets one pattern requires together.
+const maxSets = 8
+
+// requiredSets returns literal sets that a match must ALL satisfy (one literal of each set),
+// best first. "\b[Ll]oss: (nan|inf)" requires {"oss"} and {"nan", "inf"}: a training log's
+// thousands of "loss 2.31" lines have the first but not the second, so the regexp never runs
+// on them.
+func requiredSets(pattern string) [][]string {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil
 	}
-	set := literalsOf(re.Simplify())
-	for _, l := range set {
-		if len(l) < minLiteral {
-			return nil
+	re = re.Simplify()
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	var sets [][]string
+	usable := func(set []string) bool {
+		if set == nil {
+			return false
+		}
+		for _, l := range set {
+			if len(l) < minLiteral {
+				return false
+			}
+		}
+		return true
+	}
+	if re.Op != syntax.OpConcat {
+		if set := literalsOf(re); usable(set) {
+			sets = append(sets, set)
+		}
+		return sets
+	}
+	var run strings.Builder
+	flush := func() {
+		if run.Len() > 0 {
+			if set := []string{run.String()}; usable(set) {
+				sets = append(sets, set)
+			}
+			run.Reset()
 		}
 	}
-	return set
+	for _, sub := range re.Sub {
+		if sub.Op == syntax.OpLiteral && !(sub.Flags&syntax.FoldCase != 0 && !isASCII(string(sub.Rune))) {
+			run.WriteString(asciiLower(string(sub.Rune)))
+			continue
+		}
+		flush()
+		if set := literalsOf(sub); usable(set) {
+			sets = append(sets, set)
+		}
+	}
+	flush()
+	sort.SliceStable(sets, func(i, j int) bool { return shortest(sets[i]) > shortest(sets[j]) })
+	if len(sets) > maxSets {
+		sets = sets[:maxSets]
+	}
+	return sets
 }
 
 func literalsOf(re *syntax.Regexp) []string {

@@ -14,13 +14,20 @@ type RuleSet struct {
 
 	pats    []pattern
 	ac      *acMatcher
-	litPats [][]int32 // literal id -> pattern indexes
-	always  []int32   // patterns with no usable literal
+	litPats [][]patSet // literal id -> the pattern sets it belongs to
+	always  []int32    // patterns with no usable literal
 }
 
 type pattern struct {
 	rule *Rule
 	re   *regexp.Regexp
+	// full has one bit per required literal set; the regexp runs only when all are seen.
+	full uint8
+}
+
+type patSet struct {
+	pat int32
+	bit uint8
 }
 
 // NewRuleSet compiles rule lists. A rule of a later list replaces an earlier rule with the
@@ -49,20 +56,24 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		for pi, re := range r.res {
 			idx := int32(len(rs.pats))
 			rs.pats = append(rs.pats, pattern{rule: r, re: re})
-			set := requiredLiterals(r.Match.Patterns[pi])
-			if set == nil {
+			sets := requiredSets(r.Match.Patterns[pi])
+			if len(sets) == 0 {
 				rs.always = append(rs.always, idx)
 				continue
 			}
-			for _, l := range set {
-				id, ok := litIndex[l]
-				if !ok {
-					id = int32(len(lits))
-					litIndex[l] = id
-					lits = append(lits, l)
-					rs.litPats = append(rs.litPats, nil)
+			for si, set := range sets {
+				bit := uint8(1) << si
+				rs.pats[idx].full |= bit
+				for _, l := range set {
+					id, ok := litIndex[l]
+					if !ok {
+						id = int32(len(lits))
+						litIndex[l] = id
+						lits = append(lits, l)
+						rs.litPats = append(rs.litPats, nil)
+					}
+					rs.litPats[id] = append(rs.litPats[id], patSet{pat: idx, bit: bit})
 				}
-				rs.litPats[id] = append(rs.litPats[id], idx)
 			}
 		}
 	}
@@ -84,14 +95,16 @@ type Hit struct {
 
 // Scratch is per-goroutine state that keeps Match from allocating on lines that match nothing.
 type Scratch struct {
-	mark  []uint32
+	mark  []uint32 // generation in which a pattern was last touched
+	seen  []uint8  // literal sets of a pattern seen on this line
 	gen   uint32
+	touch []int32
 	cands []int32
 }
 
 // NewScratch returns scratch space sized for rs.
 func (rs *RuleSet) NewScratch() *Scratch {
-	return &Scratch{mark: make([]uint32, len(rs.pats))}
+	return &Scratch{mark: make([]uint32, len(rs.pats)), seen: make([]uint8, len(rs.pats))}
 }
 
 // Match returns the rules whose patterns match text, in rule-id order; fallback rules only
@@ -102,24 +115,28 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 		clear(sc.mark)
 		sc.gen = 1
 	}
-	sc.cands = sc.cands[:0]
+	sc.cands, sc.touch = sc.cands[:0], sc.touch[:0]
 	gen := sc.gen
 	rs.ac.scan(text, func(id int32) {
-		for _, p := range rs.litPats[id] {
-			if sc.mark[p] != gen {
-				sc.mark[p] = gen
-				sc.cands = append(sc.cands, p)
+		for _, ps := range rs.litPats[id] {
+			if sc.mark[ps.pat] != gen {
+				sc.mark[ps.pat] = gen
+				sc.seen[ps.pat] = 0
+				sc.touch = append(sc.touch, ps.pat)
 			}
+			sc.seen[ps.pat] |= ps.bit
 		}
 	})
+	for _, p := range sc.touch {
+		if sc.seen[p] == rs.pats[p].full {
+			sc.cands = append(sc.cands, p)
+		}
+	}
 	if len(sc.cands) == 0 && len(rs.always) == 0 {
 		return nil
 	}
 	for _, p := range rs.always {
-		if sc.mark[p] != gen {
-			sc.mark[p] = gen
-			sc.cands = append(sc.cands, p)
-		}
+		sc.cands = append(sc.cands, p)
 	}
 	return rs.confirm(text, sc.cands, nil)
 }

@@ -214,7 +214,7 @@ func podList(pods []string) string {
 }
 
 var funcs = map[string]any{
-	"time": fmtTime, "where": where, "expected": expected, "md": mdEscape, "code": mdCode, "block": mdBlock,
+	"time": fmtTime, "where": where, "expected": expected, "md": mdEscape, "code": mdCode, "codeblock": mdBlock,
 	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": podList,
 	"upper": strings.ToUpper, "join": strings.Join,
 	"sev": func(s analyze.Severity) string { return s.String() },

@@ -1,0 +1,103 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/parse"
+)
+
+func scan(t *testing.T, log string, maxLine int) streamResult {
+	t.Helper()
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(rules)
+	require.NoError(t, err)
+	fsys := fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log)}}
+	return scanLog(fsys, parse.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}, rs, maxLine)
+}
+
+func TestScanLogEvidenceAndContext(t *testing.T) {
+	log := "2026-03-14T10:00:00Z starting\n" +
+		"2026-03-14T10:00:01Z Traceback (most recent call last):\n" +
+		"2026-03-14T10:00:01Z   File \"/workspace/train.py\", line 3, in <module>\n" +
+		"2026-03-14T10:00:01Z     import flash_attn\n" +
+		"2026-03-14T10:00:01.5Z ModuleNotFoundError: No module named 'flash_attn'\n" +
+		"2026-03-14T10:00:02Z done\n"
+	res := scan(t, log, 1<<20)
+	require.NoError(t, res.err)
+	require.Equal(t, 6, res.lines)
+	require.Len(t, res.findings, 1)
+	f := res.findings[0]
+	require.Equal(t, "module-not-found", f.Category)
+	require.Equal(t, "2026-03-14T10:00:01.5Z", f.Time.Format("2006-01-02T15:04:05.999Z07:00"))
+	ev := f.Evidence[0]
+	require.Equal(t, 5, ev.Line)
+	require.Equal(t, "ModuleNotFoundError: No module named 'flash_attn'", ev.Text, "the kubelet timestamp is not part of the excerpt")
+	require.Equal(t, []ContextLine{{1, "starting"}, {2, "Traceback (most recent call last):"}, {3, "  File \"/workspace/train.py\", line 3, in <module>"}, {4, "    import flash_attn"}}, ev.Before)
+	require.Equal(t, []ContextLine{{6, "done"}}, ev.After)
+}
+
+func TestScanLogRepeatedLinesCountOnce(t *testing.T) {
+	line := "[rank3]:[E314 10:12:04.182731 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 milliseconds before timing out.\n"
+	res := scan(t, strings.Repeat(line, 5), 1<<20)
+	var f *Finding
+	for _, g := range res.findings {
+		if g.Category == "collective-timeout" {
+			f = g
+		}
+	}
+	require.NotNil(t, f)
+	require.Equal(t, 5, f.Count)
+	require.Equal(t, 1, f.Evidence[0].Line)
+	require.Equal(t, 5, f.Evidence[0].LastLine)
+}
+
+// TestScanLogDirtyInput: ANSI colours, carriage-return progress bars, CRLF, NUL bytes and
+// invalid UTF-8 are cleaned for matching; a line longer than the limit is cut and counted.
+func TestScanLogDirtyInput(t *testing.T) {
+	log := "\x1b[31mtorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\x1b[0m\r\n" +
+		"epoch 1:  10%|#         | 10/100\repoch 1:  20%|##        | 20/100\rOSError: [Errno 28] No space left on device\n" +
+		"bad \xff\xfe bytes and a NUL \x00 here\n" +
+		strings.Repeat("x", 5000) + " ModuleNotFoundError: No module named 'lost'\n" +
+		"tail line\n"
+	res := scan(t, log, 1024)
+	require.NoError(t, res.err)
+	require.Equal(t, 5, res.lines)
+	require.Equal(t, 1, res.longLines)
+	var cats []string
+	for _, f := range res.findings {
+		cats = append(cats, f.Category)
+		require.NotContains(t, f.Evidence[0].Text, "\x1b")
+	}
+	require.Contains(t, cats, "cuda-oom")
+	require.Contains(t, cats, "disk-full")
+	require.NotContains(t, cats, "module-not-found", "the part of a line past the limit is not read")
+	require.Equal(t, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", res.findings[0].Evidence[0].Text)
+}
+
+func TestScanLogHugeLine(t *testing.T) {
+	// A 50 MB line without a newline: read with bounded memory, cut, counted.
+	res := scan(t, strings.Repeat("A", 50<<20), 1<<20)
+	require.NoError(t, res.err)
+	require.Equal(t, 1, res.lines)
+	require.Equal(t, 1, res.longLines)
+	require.Equal(t, int64(50<<20), res.bytes, "every byte is read once")
+}
+
+func TestCleanLine(t *testing.T) {
+	tests := map[string]string{
+		"plain":                       "plain",
+		"\x1b[1;32mgreen\x1b[0m text": "green text",
+		"a\rb\rfinal":                 "final",
+		"progress 100%\r":             "progress 100%",
+		"nul\x00byte":                 "nulbyte",
+		"bad\xffutf8":                 "bad\uFFFDutf8",
+	}
+	for in, want := range tests {
+		require.Equal(t, want, string(cleanLine(nil, []byte(in))), "%q", in)
+	}
+}

@@ -1,0 +1,127 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBuiltinRuleExamples is the table test of every rule: its must-match lines match it
+// through the compiled rule set (prefilter included), its must-not-match lines do not.
+func TestBuiltinRuleExamples(t *testing.T) {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(rules)
+	require.NoError(t, err)
+	sc := rs.NewScratch()
+	for _, r := range rs.Rules() {
+		t.Run(r.ID, func(t *testing.T) {
+			require.Empty(t, r.Lint())
+			for _, ex := range r.Examples.Match {
+				got := false
+				for _, h := range rs.Match([]byte(ex), sc) {
+					got = got || h.Rule == r
+				}
+				// A fallback rule yields to specific ones on the same line; it must at least match alone.
+				if !got && r.Fallback {
+					_, got = r.matchText(ex)
+				}
+				require.True(t, got, "rule %s does not match its example through the rule set: %q", r.ID, ex)
+			}
+			for _, ex := range r.Examples.NotMatch {
+				for _, h := range rs.Match([]byte(ex), sc) {
+					require.NotEqual(t, r.ID, h.Rule.ID, "matches its counter-example %q", ex)
+				}
+			}
+		})
+	}
+}
+
+func TestEveryCategoryHasARule(t *testing.T) {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	have := map[string]bool{}
+	for _, r := range rules {
+		have[r.Category] = true
+	}
+	for _, c := range Categories {
+		require.True(t, have[c], "no rule for category %s", c)
+	}
+}
+
+func TestLoadRulesStrict(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "rules:\n- id: x\n  categry: cuda-oom\n", `unknown field "categry"`},
+		{"bad category", "rules:\n- {id: x, category: oom, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {patterns: [abcd]}}\n", `category "oom" is not one of`},
+		{"bad regexp", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {patterns: ['(?<=x)abc']}}\n", "pattern"},
+		{"bad severity", "rules:\n- {id: x, category: cuda-oom, severity: fatal, layer: execution, title: t, fault: user, retry: permanent, match: {patterns: [abcd]}}\n", "severity"},
+		{"no match", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: execution, title: t, fault: user, retry: permanent}\n", "match has no patterns"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadRules(fstest.MapFS{"my.yaml": {Data: []byte(tt.yaml)}}, ".")
+			require.Error(t, err)
+			require.Contains(t, err.Error(), "my.yaml")
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestUserRuleOverridesBuiltin(t *testing.T) {
+	builtin, err := DefaultRules()
+	require.NoError(t, err)
+	user, err := LoadRules(fstest.MapFS{"mine.yaml": {Data: []byte(`rules:
+- id: cuda-oom/torch-alloc
+  category: cuda-oom
+  severity: critical
+  layer: execution
+  title: Our GPUs are full again
+  fault: platform
+  retry: transient
+  match: {patterns: ['CUDA out of memory']}
+  examples: {match: ['CUDA out of memory'], notMatch: ['all good']}
+- id: site/quota-exceeded
+  category: disk-full
+  severity: error
+  layer: execution
+  title: Team quota exceeded on /mnt/shared
+  fault: user
+  retry: permanent
+  match: {patterns: ['Disk quota exceeded']}
+  examples: {match: ['OSError: [Errno 122] Disk quota exceeded'], notMatch: ['quota ok']}
+`)}}, ".")
+	require.NoError(t, err)
+	rs, err := NewRuleSet(builtin, user)
+	require.NoError(t, err)
+	require.Equal(t, "Our GPUs are full again", rs.Rule("cuda-oom/torch-alloc").Title)
+	hits := rs.MatchString("OSError: [Errno 122] Disk quota exceeded: '/mnt/shared/ckpt'")
+	var ids []string
+	for _, h := range hits {
+		ids = append(ids, h.Rule.ID)
+	}
+	require.Contains(t, ids, "site/quota-exceeded")
+
+	_, err = NewRuleSet(append(user, user[0]))
+	require.ErrorContains(t, err, "also defined")
+}
+
+func TestFallbackYieldsToSpecificRules(t *testing.T) {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(rules)
+	require.NoError(t, err)
+	ids := func(line string) string {
+		var out []string
+		for _, h := range rs.MatchString(line) {
+			out = append(out, h.Rule.Category)
+		}
+		return strings.Join(out, ",")
+	}
+	require.Equal(t, "module-not-found", ids("ModuleNotFoundError: No module named 'flash_attn'"))
+	require.Equal(t, "user-code-error", ids("KeyError: 'input_ids'"))
+	require.Equal(t, "", ids("step 1200 | loss 2.3412 | lr 3.0e-04 | grad_norm 0.812"))
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(t.Context(), args, &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func TestAnalyzeSummary(t *testing.T) {
+	code, out, _ := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"))
+	require.Equal(t, 0, code)
+	lines := strings.Split(out, "\n")
+	require.Equal(t, "Job:         PyTorchJob ml/train-job", lines[0])
+	require.Equal(t, "Status:      Failed", lines[1])
+	require.True(t, strings.HasPrefix(lines[2], "Verdict:     UNHEALTHY"), lines[2])
+	require.Contains(t, lines[3], "Root cause:  [cuda-oom]")
+	require.Contains(t, lines[4], "train-job-worker-4/pytorch")
+	require.Contains(t, out, "logs/ml/train-job-worker-4/pytorch.log:")
+	require.Contains(t, out, "torch.OutOfMemoryError: CUDA out of memory")
+	require.Contains(t, out, "Other findings:")
+}
+
+func TestAnalyzeWritesReportByExtension(t *testing.T) {
+	dir := t.TempDir()
+	for ext, prefix := range map[string]string{".html": "<!DOCTYPE html>", ".md": "# coroner report", ".json": "{\n  \"formatVersion\": 1"} {
+		p := filepath.Join(dir, "report"+ext)
+		code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-no-gpu"), "-o", p)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, out, "Report:      "+p)
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(data), prefix), "%s starts with %q", ext, prefix)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 3, "no temporary files are left behind")
+}
+
+func TestExitCodes(t *testing.T) {
+	failed := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	healthy := filepath.Join(samplesDir, "pytorchjob-succeeded")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"fail-on met", []string{"analyze", failed, "--format", "json", "--fail-on", "error"}, 3, ""},
+		{"fail-on not met", []string{"analyze", failed, "-q", "--fail-on", "critical"}, 0, ""},
+		{"healthy", []string{"analyze", healthy, "--fail-on", "error"}, 0, ""},
+		{"bad severity", []string{"analyze", failed, "--fail-on", "fatal"}, 2, "--fail-on"},
+		{"bad format", []string{"analyze", failed, "--format", "pdf"}, 2, "unknown --format"},
+		{"unknown extension", []string{"analyze", failed, "-o", filepath.Join(t.TempDir(), "r.pdf")}, 2, "cannot tell the format"},
+		{"no input", []string{"analyze"}, 2, "requires at least 1 arg"},
+		{"unknown flag", []string{"analyze", failed, "--bogus"}, 2, "unknown flag"},
+		{"missing file", []string{"analyze", "/nonexistent/bundle.tar.gz"}, 1, "/nonexistent/bundle.tar.gz"},
+		{"two bundles", []string{"analyze", failed, healthy}, 2, "one bundle at a time"},
+		{"bad rules dir", []string{"analyze", failed, "--rules", "/nonexistent"}, 1, "--rules /nonexistent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := run(t, tt.args...)
+			require.Equal(t, tt.code, code, stderr)
+			require.Contains(t, stderr, tt.stderr)
+			if code == 1 {
+				require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+			}
+		})
+	}
+}
+
+func TestFailOnStillWritesReport(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.json")
+	code, _, _ := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "-o", p, "--fail-on", "warning")
+	require.Equal(t, 3, code)
+	_, err := os.Stat(p)
+	require.NoError(t, err)
+}
+
+func TestNothingWrittenOnError(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.tar.gz")
+	require.NoError(t, os.WriteFile(bad, []byte("\x1f\x8bnot really gzip"), 0o644))
+	out := filepath.Join(dir, "report.html")
+	code, _, stderr := run(t, "analyze", bad, "-o", out)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "bad.tar.gz")
+	_, err := os.Stat(out)
+	require.True(t, os.IsNotExist(err), "no report on error")
+}
+
+func TestRulesCommands(t *testing.T) {
+	code, out, _ := run(t, "rules", "list")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "ID  "))
+	require.Contains(t, out, "cuda-oom/torch-alloc")
+
+	code, out, _ = run(t, "rules", "lint")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "examples: ok")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(`rules:
+- id: mine/oops
+  category: cuda-oom
+  severity: error
+  layer: execution
+  title: Oops
+  fault: user
+  retry: permanent
+  match: {patterns: ['CUDA out of memory']}
+  examples: {match: ['cuda OOM'], notMatch: ['CUDA out of memory']}
+`), 0o644))
+	code, out, stderr := run(t, "rules", "lint", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, `does not match its example "cuda OOM"`)
+	require.Contains(t, out, `matches its counter-example "CUDA out of memory"`)
+	require.Contains(t, stderr, "2 problem(s)")
+}

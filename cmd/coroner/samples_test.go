@@ -106,8 +106,8 @@ func TestSamples(t *testing.T) {
 func goldenFindings(t *testing.T, r *report.Report) []byte {
 	type finding struct {
 		ID, RuleID, Category, Severity, Layer, Title, Pod, Container, Time, SecondaryOf string
-		Count                                                                      int
-		Evidence                                                                   []string
+		Count                                                                           int
+		Evidence                                                                        []string
 	}
 	var out struct {
 		Verdict, VerdictReason string

@@ -46,10 +46,10 @@ func parseSize(s string) (int64, error) {
 }
 
 const (
-	ns      = "ml"
-	job     = "big-train"
-	jobUID  = "5b1f2c9e-0000-4000-8000-00000000b16"
-	start   = "2026-03-14T08:00:00Z"
+	ns       = "ml"
+	job      = "big-train"
+	jobUID   = "5b1f2c9e-0000-4000-8000-00000000b16"
+	start    = "2026-03-14T08:00:00Z"
 	failRank = 37 // the rank that runs out of GPU memory (modulo the number of ranks)
 )
 

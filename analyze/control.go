@@ -339,6 +339,17 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 		if f := a.builtin("config-error/runtime-missing", vars); f != nil {
 			text := fmt.Sprintf("spec.runtimeRef: %s %q; the bundle holds no such runtime", rt.Kind, rt.Name)
 			f.Time, f.Evidence = timePtr(j.Created), []Evidence{ev(text, j.Created)}
+			// The controller's own complaint, when it left one, is the best second witness.
+			for i := range a.m.Events {
+				e := &a.m.Events[i]
+				if e.InvolvedObject.Name == j.Name && strings.Contains(e.Message, rt.Name) && len(f.Evidence) < maxEvidence {
+					t := parse.EventFirstTime(e)
+					f.Evidence = append(f.Evidence, Evidence{Source: "event", File: a.m.PathOf("Event", e.Namespace, e.Name),
+						Object: e.InvolvedObject.Kind + " " + e.Namespace + "/" + e.InvolvedObject.Name, Time: timePtr(t),
+						Text: truncateText(fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Message))})
+					break
+				}
+			}
 			a.add(f)
 		}
 		return
@@ -352,14 +363,16 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 	}
 }
 
-// gapFor returns the manifest's reason for not collecting an object named name, or "".
+// gapFor returns the manifest's reason for not collecting an object named name when that
+// reason leaves its existence open (forbidden, timed out), or "". A "not found" gap is an
+// answer, not a gap: the object does not exist.
 func (a *analyzer) gapFor(name string) string {
 	mf := a.m.Bundle.Manifest
 	if mf == nil {
 		return ""
 	}
 	for _, g := range mf.Errors {
-		if strings.Contains(g.Object, name) {
+		if strings.Contains(g.Object, name) && !strings.Contains(strings.ToLower(g.Message), "not found") {
 			return g.Message
 		}
 	}

@@ -40,6 +40,11 @@ func (a *analyzer) correlate() {
 				f.SecondaryOf = root.ID
 			case after && !samePod && (propagating[f.Category] || f.generic):
 				f.SecondaryOf = root.ID
+			case after && f.Pod == root.Pod && f.Container == root.Container:
+				// Later errors of the failing process itself restate or follow from the root:
+				// chained exceptions, the traceback's last line, a re-raise; for the job itself,
+				// the controller repeating the same complaint.
+				f.SecondaryOf = root.ID
 			}
 		}
 	}

@@ -266,7 +266,11 @@ func RenderText(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(r.Verdict), r.VerdictReason)
 	if rc := r.RootCause; rc != nil {
 		fmt.Fprintf(&b, "Root cause:  [%s] %s\n", rc.Category, rc.Title)
-		fmt.Fprintf(&b, "             at %s, %s; fault: %s, retry: %s\n", where(rc.Pod, rc.Container), fmtTime(rc.Time), rc.Fault, rc.Retry)
+		at := where(rc.Pod, rc.Container)
+		if rc.Pod == "" {
+			at = job
+		}
+		fmt.Fprintf(&b, "             at %s, %s; fault: %s, retry: %s\n", at, fmtTime(rc.Time), rc.Fault, rc.Retry)
 		if len(rc.Evidence) > 0 {
 			e := rc.Evidence[0]
 			fmt.Fprintf(&b, "Evidence:    %s\n             %s\n", e.Location(), oneLine(e.Text, 160))

@@ -39,43 +39,11 @@ func requiredSets(pattern string) [][]string {
 		re = re.Sub[0]
 	}
 	var sets [][]string
-	usable := func(set []string) bool {
-		if set == nil {
-			return false
-		}
-		for _, l := range set {
-			if len(l) < minLiteral {
-				return false
-			}
-		}
-		return true
+	if re.Op == syntax.OpConcat {
+		sets = concatSets(re.Sub)
+	} else if set := literalsOf(re); usable(set) {
+		sets = append(sets, set)
 	}
-	if re.Op != syntax.OpConcat {
-		if set := literalsOf(re); usable(set) {
-			sets = append(sets, set)
-		}
-		return sets
-	}
-	var run strings.Builder
-	flush := func() {
-		if run.Len() > 0 {
-			if set := []string{run.String()}; usable(set) {
-				sets = append(sets, set)
-			}
-			run.Reset()
-		}
-	}
-	for _, sub := range re.Sub {
-		if sub.Op == syntax.OpLiteral && !(sub.Flags&syntax.FoldCase != 0 && !isASCII(string(sub.Rune))) {
-			run.WriteString(asciiLower(string(sub.Rune)))
-			continue
-		}
-		flush()
-		if set := literalsOf(sub); usable(set) {
-			sets = append(sets, set)
-		}
-	}
-	flush()
 	sort.SliceStable(sets, func(i, j int) bool { return shortest(sets[i]) > shortest(sets[j]) })
 	if len(sets) > maxSets {
 		sets = sets[:maxSets]
@@ -101,34 +69,14 @@ func literalsOf(re *syntax.Regexp) []string {
 		}
 		return nil
 	case syntax.OpConcat:
-		// Any sub-expression's set is required; pick the one whose shortest literal is longest.
-		// Adjacent literals are joined first so "CUDA" + "out of memory" becomes one literal.
+		// Every part's set is required; one set is enough here: the one whose shortest
+		// literal is longest.
 		var best []string
-		bestScore := 0
-		var run strings.Builder
-		flush := func() {
-			if run.Len() > 0 {
-				if run.Len() > bestScore {
-					best, bestScore = []string{run.String()}, run.Len()
-				}
-				run.Reset()
+		for _, set := range concatSets(re.Sub) {
+			if best == nil || shortest(set) > shortest(best) {
+				best = set
 			}
 		}
-		for _, sub := range re.Sub {
-			if sub.Op == syntax.OpLiteral && !(sub.Flags&syntax.FoldCase != 0 && !isASCII(string(sub.Rune))) {
-				run.WriteString(asciiLower(string(sub.Rune)))
-				continue
-			}
-			flush()
-			set := literalsOf(sub)
-			if set == nil {
-				continue
-			}
-			if s := shortest(set); s > bestScore {
-				best, bestScore = set, s
-			}
-		}
-		flush()
 		return best
 	case syntax.OpAlternate:
 		var out []string
@@ -142,6 +90,46 @@ func literalsOf(re *syntax.Regexp) []string {
 		return dedupe(out)
 	}
 	return nil
+}
+
+// concatSets returns the usable literal sets of the parts of a concatenation, adjacent
+// literals joined first so "CUDA" + "out of memory" becomes one literal.
+func concatSets(subs []*syntax.Regexp) [][]string {
+	var sets [][]string
+	var run strings.Builder
+	flush := func() {
+		if run.Len() > 0 {
+			if set := []string{run.String()}; usable(set) {
+				sets = append(sets, set)
+			}
+			run.Reset()
+		}
+	}
+	for _, sub := range subs {
+		if sub.Op == syntax.OpLiteral && !(sub.Flags&syntax.FoldCase != 0 && !isASCII(string(sub.Rune))) {
+			run.WriteString(asciiLower(string(sub.Rune)))
+			continue
+		}
+		flush()
+		if set := literalsOf(sub); usable(set) {
+			sets = append(sets, set)
+		}
+	}
+	flush()
+	return sets
+}
+
+// usable reports whether a literal set can prefilter: every literal long enough.
+func usable(set []string) bool {
+	if set == nil {
+		return false
+	}
+	for _, l := range set {
+		if len(l) < minLiteral {
+			return false
+		}
+	}
+	return true
 }
 
 func shortest(set []string) int {

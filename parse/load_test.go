@@ -26,7 +26,7 @@ func TestGenericCustomResource(t *testing.T) {
 	m := load(t, fstest.MapFS{
 		"resources/example.com/FancyJob/ml/fj.yaml": {Data: []byte("apiVersion: example.com/v1\nkind: FancyJob\nmetadata: {name: fj, namespace: ml, uid: j1}\n" +
 			"status:\n  conditions:\n  - {type: Failed, status: \"True\", reason: BackoffLimit, message: boom, lastTransitionTime: \"2026-03-14T10:00:00Z\"}\n")},
-		"resources/batch/Job/ml/fj-step.yaml": {Data: []byte("apiVersion: batch/v1\nkind: Job\nmetadata: {name: fj-step, namespace: ml, uid: k1, ownerReferences: [{apiVersion: example.com/v1, kind: FancyJob, name: fj, uid: j1}]}\n")},
+		"resources/batch/Job/ml/fj-step.yaml":    {Data: []byte("apiVersion: batch/v1\nkind: Job\nmetadata: {name: fj-step, namespace: ml, uid: k1, ownerReferences: [{apiVersion: example.com/v1, kind: FancyJob, name: fj, uid: j1}]}\n")},
 		"resources/core/Pod/ml/fj-step-abc.yaml": {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: fj-step-abc, namespace: ml, uid: p1, ownerReferences: [{apiVersion: batch/v1, kind: Job, name: fj-step, uid: k1}]}\nstatus: {phase: Failed}\n")},
 		"resources/core/Pod/ml/other.yaml":       {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: other, namespace: ml, uid: p2}\nstatus: {phase: Running}\n")},
 		"resources/core/Pod/ml/broken.yaml":      {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n")},

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/bundle"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -127,4 +129,26 @@ func TestRulesCommands(t *testing.T) {
 	require.Contains(t, out, `does not match its example "cuda OOM"`)
 	require.Contains(t, out, `matches its counter-example "CUDA out of memory"`)
 	require.Contains(t, stderr, "2 problem(s)")
+}
+
+func TestAnalyzeFlagsFillOptions(t *testing.T) {
+	var got *AnalyzeOptions
+	cmd := NewCmdAnalyze(&IOStreams{}, func(o *AnalyzeOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"b.tgz", "-o", "r.md", "--fail-on", "warning", "--rules", "a", "--rules", "b", "--max-line-bytes", "4096", "-q"})
+	require.NoError(t, cmd.Execute())
+	require.Equal(t, []string{"b.tgz"}, got.Inputs)
+	require.Equal(t, "r.md", got.Output)
+	require.Equal(t, "warning", got.FailOn)
+	require.Equal(t, []string{"a", "b"}, got.RuleDirs)
+	require.Equal(t, 4096, got.Limits.MaxLineBytes)
+	require.True(t, got.Quiet)
+}
+
+func TestRunAnalyzeFromOptions(t *testing.T) {
+	var out bytes.Buffer
+	opts := &AnalyzeOptions{IO: &IOStreams{Out: &out, ErrOut: &out}, Inputs: []string{filepath.Join(samplesDir, "pytorchjob-succeeded")},
+		Format: "json", FailOn: "error", Limits: bundle.DefaultLimits()}
+	require.NoError(t, runAnalyze(opts), "a healthy job does not meet --fail-on error")
+	require.Contains(t, out.String(), `"verdict": "healthy"`)
+	require.Contains(t, out.String(), `"rootCause": null`)
 }

@@ -3,6 +3,7 @@
 package analyze
 
 import (
+	"fmt"
 	"runtime"
 	"sort"
 	"sync"
@@ -74,12 +75,14 @@ type analyzer struct {
 	findings []*Finding
 	// logsFor records which pod/containers have logs in the bundle.
 	logsFor map[string]bool
+	// inJob holds the names of the job's pods (see eventOfJob).
+	inJob map[string]bool
 }
 
 func (a *analyzer) add(f *Finding) { a.findings = append(a.findings, f) }
 
 func (a *analyzer) warnf(format string, args ...any) {
-	a.res.Warnings = append(a.res.Warnings, sprintf(format, args...))
+	a.res.Warnings = append(a.res.Warnings, fmt.Sprintf(format, args...))
 }
 
 // scanLogs scans every log once, in parallel: logs are independent streams. Results are

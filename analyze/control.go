@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/coroner-dev/coroner/parse"
 )
-
-var sprintf = fmt.Sprintf
 
 // builtin makes a finding from a builtin rule; placeholders in its title come from vars.
 func (a *analyzer) builtin(id string, vars map[string]string) *Finding {
@@ -242,14 +239,10 @@ func podConditionTime(p *corev1.Pod, typ corev1.PodConditionType) time.Time {
 
 // events matches every event's message; an event of a pod is that pod's evidence.
 func (a *analyzer) events() {
-	inJob := map[string]bool{}
-	for _, p := range a.jobPods() {
-		inJob[p.Name] = true
-	}
 	for i := range a.m.Events {
 		e := &a.m.Events[i]
 		io := e.InvolvedObject
-		if io.Kind == "Pod" && len(inJob) > 0 && !inJob[io.Name] {
+		if !a.eventOfJob(e) {
 			continue
 		}
 		hits := a.rs.MatchEvent(e.Reason, e.Message)
@@ -455,11 +448,14 @@ func (a *analyzer) nodes() {
 	}
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// eventOfJob says whether an event belongs in the analysis: events of pods outside the job
+// (the bundle may hold the namespace's) are left out.
+func (a *analyzer) eventOfJob(e *corev1.Event) bool {
+	if a.inJob == nil {
+		a.inJob = map[string]bool{}
+		for _, p := range a.jobPods() {
+			a.inJob[p.Name] = true
+		}
 	}
-	sort.Strings(out)
-	return out
+	return e.InvolvedObject.Kind != "Pod" || len(a.inJob) == 0 || a.inJob[e.InvolvedObject.Name]
 }

@@ -138,7 +138,7 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 	for _, p := range rs.always {
 		sc.cands = append(sc.cands, p)
 	}
-	return rs.confirm(text, sc.cands, nil)
+	return rs.confirm(text, sc.cands)
 }
 
 // MatchString is Match for a message that is not on the hot path.
@@ -166,7 +166,8 @@ func (rs *RuleSet) MatchEvent(reason, message string) []Hit {
 }
 
 // confirm runs the candidate patterns' regular expressions.
-func (rs *RuleSet) confirm(text []byte, cands []int32, hits []Hit) []Hit {
+func (rs *RuleSet) confirm(text []byte, cands []int32) []Hit {
+	var hits []Hit
 	sort.Slice(cands, func(i, j int) bool { return cands[i] < cands[j] })
 	var last *Rule
 	for _, p := range cands {

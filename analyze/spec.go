@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,12 +21,10 @@ func (a *analyzer) spec() {
 		seen[key] = true
 		return true
 	}
-	maxGPU := int64(-1)
+	var maxGPU int64
 	for _, n := range a.m.Nodes {
 		if q, ok := n.Status.Allocatable[gpuResource]; ok && q.Value() > maxGPU {
 			maxGPU = q.Value()
-		} else if maxGPU < 0 {
-			maxGPU = 0
 		}
 	}
 	for _, p := range a.jobPods() {
@@ -112,7 +111,12 @@ func unmatchedSelector(p *corev1.Pod, nodes []corev1.Node) string {
 		}
 		if !ok {
 			var parts []string
-			for _, k := range sortedKeysStr(p.Spec.NodeSelector) {
+			keys := make([]string, 0, len(p.Spec.NodeSelector))
+			for k := range p.Spec.NodeSelector {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
 				parts = append(parts, k+"="+p.Spec.NodeSelector[k])
 			}
 			return "nodeSelector " + strings.Join(parts, ",")
@@ -175,12 +179,4 @@ func termMatches(labels map[string]string, t corev1.NodeSelectorTerm) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeysStr(m map[string]string) []string {
-	b := map[string]bool{}
-	for k := range m {
-		b[k] = true
-	}
-	return sortedKeys(b)
 }

@@ -70,14 +70,10 @@ func (a *analyzer) timeline() {
 			}
 		}
 	}
-	inJob := map[string]bool{}
-	for _, p := range a.jobPods() {
-		inJob[p.Name] = true
-	}
 	events := 0
 	for i := range a.m.Events {
 		e := &a.m.Events[i]
-		if e.InvolvedObject.Kind == "Pod" && len(inJob) > 0 && !inJob[e.InvolvedObject.Name] {
+		if !a.eventOfJob(e) {
 			continue
 		}
 		events++

@@ -1,0 +1,323 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// backoff is how API calls are retried on 429 and 5xx: 4 tries over about 1.5 s.
+var backoff = wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+
+func retriable(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err)
+}
+
+func withRetry(ctx context.Context, fn func() error) error {
+	return retry.OnError(backoff, func(err error) bool { return ctx.Err() == nil && retriable(err) }, fn)
+}
+
+func (col *collector) get(ctx context.Context, r Resource, ns, name string) (*unstructured.Unstructured, error) {
+	var u *unstructured.Unstructured
+	err := withRetry(ctx, func() (err error) {
+		u, err = col.c.Dynamic.Resource(r.GVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	return u, err
+}
+
+// list lists a resource in a namespace, page by page.
+func (col *collector) list(ctx context.Context, r Resource, ns string, opts metav1.ListOptions) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	opts.Limit = 500
+	for {
+		var l *unstructured.UnstructuredList
+		err := withRetry(ctx, func() (err error) {
+			l, err = col.c.Dynamic.Resource(r.GVR).Namespace(ns).List(ctx, opts)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// namespaced lists one served kind in ns; a kind the cluster does not serve gives nothing, and an
+// error becomes a gap.
+func (col *collector) namespaced(ctx context.Context, ns, group, kind string) []*unstructured.Unstructured {
+	r, ok := col.cat.Find(group, kind)
+	if !ok || ns == "" {
+		return nil
+	}
+	items, err := col.list(ctx, r, ns, metav1.ListOptions{})
+	if err != nil {
+		col.gap("list", r.String()+" in "+ns, "%s", describe(err))
+		return nil
+	}
+	return items
+}
+
+// podLabels are the labels controllers put on the pods of a job, with the job's name as value.
+var podLabels = []string{
+	"training.kubeflow.org/job-name", // Kubeflow training-operator v1
+	"jobset.sigs.k8s.io/jobset-name", // JobSet (TrainJob's JobSet has the TrainJob's name)
+	"batch.kubernetes.io/job-name",   // batch Job
+	"job-name",                       // batch Job, older clusters
+	"batch.tensorstack.dev/job-name", // T9k
+	"trainer.kubeflow.org/trainjob-name",
+}
+
+// ownedKinds are listed in the job's namespace to find what it owns: any object whose
+// ownerReferences lead to the job is collected, down to pods.
+var ownedKinds = [][2]string{
+	{"jobset.x-k8s.io", "JobSet"},
+	{"batch", "Job"},
+	{"scheduling.x-k8s.io", "PodGroup"},
+	{"scheduling.volcano.sh", "PodGroup"},
+}
+
+type podInfo struct {
+	u   *unstructured.Unstructured
+	pod *corev1.Pod
+}
+
+type tree struct {
+	objects []*unstructured.Unstructured // owned objects other than pods, and PodGroups
+	pods    []*podInfo
+}
+
+// ownedTree finds the objects the target owns, transitively, and its pods (by owner or by the
+// labels controllers set).
+func (col *collector) ownedTree(ctx context.Context, target *unstructured.Unstructured) (*tree, error) {
+	ns := target.GetNamespace()
+	if ns == "" {
+		return &tree{}, nil
+	}
+	var candidates []*unstructured.Unstructured
+	seenKind := map[string]bool{}
+	kinds := append([][2]string{}, ownedKinds...)
+	for _, r := range col.cat.Resources {
+		if isTrainingKind(r) && r.Namespaced {
+			kinds = append(kinds, [2]string{r.GVR.Group, r.Kind})
+		}
+	}
+	for _, k := range kinds {
+		key := k[0] + "/" + k[1]
+		if seenKind[key] {
+			continue
+		}
+		seenKind[key] = true
+		candidates = append(candidates, col.namespaced(ctx, ns, k[0], k[1])...)
+	}
+	podRes, _ := col.cat.Find("", "Pod")
+	pods, err := col.list(ctx, podRes, ns, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			col.gap("list", "pods in "+ns, "%s", describe(err))
+		} else {
+			return nil, fmt.Errorf("list pods in %s: %w", ns, err)
+		}
+	}
+
+	// Owner closure: start from the target and add whatever names an owned uid, until stable.
+	owned := map[string]bool{string(target.GetUID()): true}
+	in := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, u := range append(candidates, pods...) {
+			uid := string(u.GetUID())
+			if owned[uid] {
+				continue
+			}
+			for _, ref := range u.GetOwnerReferences() {
+				if owned[string(ref.UID)] {
+					owned[uid], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	t := &tree{}
+	name := target.GetName()
+	for _, u := range candidates {
+		uid := string(u.GetUID())
+		isGroup := u.GetKind() == "PodGroup" && (u.GetName() == name || strings.HasPrefix(u.GetName(), name+"-"))
+		if (owned[uid] || isGroup) && uid != string(target.GetUID()) && !in[uid] {
+			in[uid] = true
+			t.objects = append(t.objects, u)
+		}
+	}
+	for _, u := range pods {
+		uid := string(u.GetUID())
+		mine := owned[uid]
+		for _, l := range podLabels {
+			if v, ok := u.GetLabels()[l]; ok && v == name {
+				mine = true
+			}
+		}
+		// T9k names its pods <job>-<role>-<index> and may not set owners on all of them.
+		if !mine && strings.HasPrefix(target.GetAPIVersion(), "batch.tensorstack.dev/") && strings.HasPrefix(u.GetName(), name+"-") {
+			mine = true
+		}
+		if !mine || in[uid] {
+			continue
+		}
+		in[uid] = true
+		p, err := toPod(u)
+		if err != nil {
+			col.gap("decode", "pod/"+u.GetName(), "%v", err)
+			continue
+		}
+		t.pods = append(t.pods, &podInfo{u: u, pod: p})
+	}
+	sort.Slice(t.pods, func(a, b int) bool { return t.pods[a].pod.Name < t.pods[b].pod.Name })
+	return t, nil
+}
+
+// runtimeOf returns the TrainingRuntime or ClusterTrainingRuntime a TrainJob references.
+func (col *collector) runtimeOf(ctx context.Context, target *unstructured.Unstructured) []*unstructured.Unstructured {
+	if target.GetKind() != "TrainJob" {
+		return nil
+	}
+	name, _, _ := unstructured.NestedString(target.Object, "spec", "runtimeRef", "name")
+	kind, _, _ := unstructured.NestedString(target.Object, "spec", "runtimeRef", "kind")
+	group, _, _ := unstructured.NestedString(target.Object, "spec", "runtimeRef", "apiGroup")
+	if kind == "" {
+		kind = "ClusterTrainingRuntime"
+	}
+	if group == "" {
+		group = "trainer.kubeflow.org"
+	}
+	if name == "" {
+		return nil
+	}
+	r, ok := col.cat.Find(group, kind)
+	if !ok {
+		col.gap("get", kind+"/"+name, "the cluster does not serve %s.%s", kind, group)
+		return nil
+	}
+	ns := ""
+	if r.Namespaced {
+		ns = target.GetNamespace()
+	}
+	u, err := col.get(ctx, r, ns, name)
+	if err != nil {
+		col.gap("get", kind+"/"+name, "%s", describe(err))
+		return nil
+	}
+	return []*unstructured.Unstructured{u}
+}
+
+type nodeSet struct {
+	objects []*unstructured.Unstructured
+	gone    map[string]bool // nodes the pods ran on that no longer exist
+}
+
+// nodes gets every node the pods were scheduled on.
+func (col *collector) nodes(ctx context.Context, pods []*podInfo) *nodeSet {
+	set := &nodeSet{gone: map[string]bool{}}
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range pods {
+		if n := p.pod.Spec.NodeName; n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	r, _ := col.cat.Find("", "Node")
+	got := make([]*unstructured.Unstructured, len(names))
+	fns := make([]func(context.Context) error, len(names))
+	for i, n := range names {
+		fns[i] = func(ctx context.Context) error {
+			u, err := col.get(ctx, r, "", n)
+			switch {
+			case err == nil:
+				got[i] = u
+			case apierrors.IsNotFound(err):
+				col.mu.Lock()
+				set.gone[n] = true
+				col.mu.Unlock()
+				col.gap("get", "node/"+n, "the node is gone")
+			default:
+				col.gap("get", "node/"+n, "%s", describe(err))
+			}
+			return nil
+		}
+	}
+	_ = parallel(ctx, col.opts.Concurrency, fns)
+	for _, u := range got {
+		if u != nil {
+			set.objects = append(set.objects, u)
+		}
+	}
+	return set
+}
+
+// events lists the events of the job, of what it owns, of its pods and of their nodes.
+func (col *collector) events(ctx context.Context, ns string, objs []*unstructured.Unstructured, pods []*podInfo, nodes *nodeSet) []*unstructured.Unstructured {
+	r, ok := col.cat.Find("", "Event")
+	if !ok {
+		return nil
+	}
+	uids := map[string]bool{}
+	names := map[string]bool{}
+	for _, u := range objs {
+		uids[string(u.GetUID())] = true
+		names[u.GetKind()+"/"+u.GetName()] = true
+	}
+	for _, p := range pods {
+		uids[string(p.pod.UID)] = true
+		names["Pod/"+p.pod.Name] = true
+	}
+	var out []*unstructured.Unstructured
+	if ns != "" {
+		items, err := col.list(ctx, r, ns, metav1.ListOptions{})
+		if err != nil {
+			col.gap("list", "events in "+ns, "%s", describe(err))
+		}
+		for _, e := range items {
+			uid, _, _ := unstructured.NestedString(e.Object, "involvedObject", "uid")
+			kind, _, _ := unstructured.NestedString(e.Object, "involvedObject", "kind")
+			name, _, _ := unstructured.NestedString(e.Object, "involvedObject", "name")
+			if (uid != "" && uids[uid]) || names[kind+"/"+name] {
+				out = append(out, e)
+			}
+		}
+	}
+	// Node events are recorded in the default namespace.
+	var nodeNames []string
+	for _, u := range nodes.objects {
+		nodeNames = append(nodeNames, u.GetName())
+	}
+	for n := range nodes.gone {
+		nodeNames = append(nodeNames, n)
+	}
+	sort.Strings(nodeNames)
+	for _, n := range nodeNames {
+		items, err := col.list(ctx, r, metav1.NamespaceDefault, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + n})
+		if err != nil {
+			col.gap("list", "events of node/"+n, "%s", describe(err))
+			continue
+		}
+		out = append(out, items...)
+	}
+	return out
+}

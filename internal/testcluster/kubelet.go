@@ -1,0 +1,150 @@
+package testcluster
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Kubelet is a fake kubelet: an HTTPS server answering the kube-apiserver's
+// /containerLogs/{namespace}/{pod}/{container} requests like a real kubelet does (previous,
+// timestamps, sinceTime, limitBytes, tailLines).
+type Kubelet struct {
+	Port int
+	srv  *httptest.Server
+
+	mu    sync.Mutex
+	logs  map[string][]byte // key: ns/pod/container[/previous]; lines carry the RFC3339Nano prefix
+	slow  map[string]time.Duration
+	calls []string
+	// OnRequest, when set, runs before a log is served (e.g. to delete the pod mid-collect).
+	OnRequest func(ns, pod, container string)
+}
+
+// StartKubelet starts a fake kubelet for the test's lifetime.
+func StartKubelet(t testing.TB) *Kubelet {
+	t.Helper()
+	k := &Kubelet{logs: map[string][]byte{}, slow: map[string]time.Duration{}}
+	k.srv = httptest.NewUnstartedServer(http.HandlerFunc(k.serve))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.srv.Listener = l
+	k.srv.StartTLS()
+	t.Cleanup(k.srv.Close)
+	k.Port = l.Addr().(*net.TCPAddr).Port
+	return k
+}
+
+func logKey(ns, pod, container string, previous bool) string {
+	k := ns + "/" + pod + "/" + container
+	if previous {
+		k += "/previous"
+	}
+	return k
+}
+
+// SetLog sets a container's log; each line must start with an RFC3339Nano timestamp and a space.
+func (k *Kubelet) SetLog(ns, pod, container string, previous bool, log []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.logs[logKey(ns, pod, container, previous)] = log
+}
+
+// Slow makes a log stream one line per interval.
+func (k *Kubelet) Slow(ns, pod, container string, every time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.slow[logKey(ns, pod, container, false)] = every
+}
+
+// Calls returns the log requests served so far ("ns/pod/container[/previous]").
+func (k *Kubelet) Calls() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.calls...)
+}
+
+func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
+	if !strings.HasPrefix(r.URL.Path, "/containerLogs/") || len(parts) != 3 {
+		http.NotFound(w, r)
+		return
+	}
+	ns, pod, container := parts[0], parts[1], parts[2]
+	q := r.URL.Query()
+	previous := q.Get("previous") == "true"
+	key := logKey(ns, pod, container, previous)
+	if k.OnRequest != nil {
+		k.OnRequest(ns, pod, container)
+	}
+	k.mu.Lock()
+	k.calls = append(k.calls, key)
+	log, ok := k.logs[key]
+	every := k.slow[key]
+	k.mu.Unlock()
+	if !ok {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`previous terminated container "` + container + `" in pod "` + pod + `" not found`))
+		return
+	}
+	var lines [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var since time.Time
+	if s := q.Get("sinceTime"); s != "" {
+		since, _ = time.Parse(time.RFC3339, s)
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		ts, rest, _ := strings.Cut(line, " ")
+		if !since.IsZero() {
+			if t, err := time.Parse(time.RFC3339Nano, ts); err == nil && t.Before(since) {
+				continue
+			}
+		}
+		if q.Get("timestamps") != "true" {
+			line = rest
+		}
+		lines = append(lines, []byte(line+"\n"))
+	}
+	if n, err := strconv.Atoi(q.Get("tailLines")); err == nil && n < len(lines) {
+		lines = lines[len(lines)-n:]
+	}
+	limit := -1
+	if n, err := strconv.Atoi(q.Get("limitBytes")); err == nil {
+		limit = n
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for _, l := range lines {
+		if limit >= 0 && len(l) > limit {
+			l = l[:limit]
+		}
+		if _, err := w.Write(l); err != nil {
+			return
+		}
+		if limit >= 0 {
+			if limit -= len(l); limit == 0 {
+				return
+			}
+		}
+		if every > 0 {
+			flusher.Flush()
+			select {
+			case <-time.After(every):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+}

@@ -88,6 +88,9 @@ func TestOrdinaryTextIsLeftAlone(t *testing.T) {
 		"PASSWORD_FILE=/etc/secret/pw token_count: 3 secret=$DB_SECRET api_key=${API_KEY}",
 		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
 		"NCCL WARN Timeout while waiting for key: store/rank3",
+		"repo_info = api.repo_info(repo_id=repo_id, revision=revision, token=token)",
+		"login(token=args.hf_token, password=self.db_password)",
+		"client = OpenAI(api_key=os.environ['OPENAI_KEY'], token=get_token(), secret=vault.read(path))",
 		"[REDACTED:hf-token:0123abcd] token=[REDACTED:secret-assignment:89abcdef]",
 		"",
 	} {

@@ -297,6 +297,9 @@ func plausibleValue(v string) bool {
 		strings.HasPrefix(v, "<") || strings.Trim(v, "*xX") == "" {
 		return false
 	}
+	if isReference(v) {
+		return false // token=token, api_key=args.api_key: a variable, not its value
+	}
 	digits := true
 	for i := 0; i < len(v); i++ {
 		if v[i] < '0' || v[i] > '9' {
@@ -305,6 +308,26 @@ func plausibleValue(v string) bool {
 		}
 	}
 	return !digits || len(v) >= 6
+}
+
+// isReference reports whether v is code that fetches a secret rather than the secret: a call
+// or an index (os.environ['K']), or an identifier with a secret word for its last part that
+// is either a bare secret word or a compound name (self.token, hf_token, args.db_password).
+func isReference(v string) bool {
+	v = strings.TrimRight(v, ")]}")
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c == '(' || c == '[') && i > 0 && !(v[0] >= '0' && v[0] <= '9') {
+			return true // os.environ['K'], os.getenv("K"), vault.read(...): code, not a value
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	if !SecretName(v) {
+		return false
+	}
+	return strings.ContainsAny(v, "._") || secretWords[strings.ToUpper(v)]
 }
 
 // assignRE finds NAME=value, NAME: value, "NAME": "value" and --name=value; the name is

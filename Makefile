@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test lint bench golden clean
+.PHONY: build run test lint bench golden clean fuzz
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -30,6 +30,17 @@ golden:
 # Throughput on a generated 64-rank bundle, side by side with ripgrep over the same files.
 bench: build
 	./scripts/bench.sh
+
+# Fuzz every target for FUZZTIME each (default 5m), one after another. A crash is saved under the
+# package's testdata/fuzz/ and becomes a regression test of go test; commit it with the fix.
+FUZZTIME ?= 5m
+FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
+	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
+	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \
+	  $(GO) test ./$$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 clean:
 	rm -rf bin report.html

@@ -6,6 +6,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
+	github.com/yuin/goldmark v1.7.13
 	golang.org/x/sync v0.24.0
 	k8s.io/api v0.34.1
 	k8s.io/apimachinery v0.34.1

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +71,8 @@ type Bundle struct {
 	Plain  bool
 	Limits Limits
 
+	// sums holds the sha256 of the files extracted from a tarball, computed while extracting.
+	sums    map[string]string
 	cleanup func() error
 }
 
@@ -206,7 +210,7 @@ func openTarball(file string, lim Limits) (b *Bundle, err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	b = &Bundle{Source: file, FS: os.DirFS(tmp), Limits: lim, cleanup: func() error { return os.RemoveAll(tmp) }}
+	b = &Bundle{Source: file, FS: os.DirFS(tmp), Limits: lim, sums: map[string]string{}, cleanup: func() error { return os.RemoveAll(tmp) }}
 	tr := tar.NewReader(zr)
 	seen := map[string]bool{}
 	var total int64
@@ -259,7 +263,8 @@ func openTarball(file string, lim Limits) (b *Bundle, err error) {
 			return nil, err
 		}
 		// Copy one byte more than the header claims so a lying header is caught.
-		n, err := io.Copy(out, io.LimitReader(tr, hdr.Size+1))
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(tr, hdr.Size+1))
 		cerr := out.Close()
 		if err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -274,6 +279,7 @@ func openTarball(file string, lim Limits) (b *Bundle, err error) {
 			return nil, fmt.Errorf("%s: tar entry holds %d bytes, header says %d", name, n, hdr.Size)
 		}
 		b.Files = append(b.Files, File{Path: name, Size: n})
+		b.sums[name] = hex.EncodeToString(h.Sum(nil))
 	}
 	sortFiles(b.Files)
 	return b, nil
@@ -340,6 +346,32 @@ func (b *Bundle) checkManifest() {
 			b.Warnings = append(b.Warnings, fmt.Sprintf("manifest.json lists %s but the bundle does not hold it", e.Path))
 		case size != e.Bytes:
 			b.Warnings = append(b.Warnings, fmt.Sprintf("%s: %d bytes, manifest.json says %d (edited after collection?)", e.Path, size, e.Bytes))
+		case e.SHA256 != "":
+			sum, err := b.sha256(e.Path)
+			switch {
+			case err != nil:
+				b.Warnings = append(b.Warnings, fmt.Sprintf("%s: checking sha256: %v", e.Path, err))
+			case !strings.EqualFold(sum, e.SHA256):
+				b.Warnings = append(b.Warnings, fmt.Sprintf("%s: sha256 differs from manifest.json (edited after collection?)", e.Path))
+			}
 		}
 	}
+}
+
+// sha256 returns the hex sha256 of a file: computed while extracting a tarball, read for a
+// directory.
+func (b *Bundle) sha256(name string) (string, error) {
+	if s, ok := b.sums[name]; ok {
+		return s, nil
+	}
+	f, err := b.FS.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -201,3 +201,24 @@ func TestCleanEntryName(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// TestManifestSHA256 reports, per file, content that differs from what the manifest says,
+// in a tarball and in a directory alike; the bundle is still read.
+func TestManifestSHA256(t *testing.T) {
+	m := `{"formatVersion":1,"files":[{"path":"logs/ml/p/c.log","bytes":2,"sha256":"` + sha("x\n") + `"},` +
+		`{"path":"logs/ml/p/d.log","bytes":2,"sha256":"` + sha("y\n") + `"}]}`
+	p := writeTarGz(t, file("manifest.json", m), file("logs/ml/p/c.log", "x\n"), file("logs/ml/p/d.log", "z\n"))
+	b, err := Open(p, DefaultLimits())
+	require.NoError(t, err)
+	defer b.Close()
+	require.Equal(t, []string{"logs/ml/p/d.log: sha256 differs from manifest.json (edited after collection?)"}, b.Warnings)
+
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "logs/ml/p"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(m), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "logs/ml/p/c.log"), []byte("x\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "logs/ml/p/d.log"), []byte("z\n"), 0o644))
+	b, err = Open(dir, DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, []string{"logs/ml/p/d.log: sha256 differs from manifest.json (edited after collection?)"}, b.Warnings)
+}

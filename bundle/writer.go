@@ -2,103 +2,297 @@ package bundle
 
 import (
 	"archive/tar"
+	"bufio"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Writer writes a bundle as a gzip'd tar to a temporary file beside its final path, and renames it
-// into place on Close. (Temporary: replaced by the shared writer of the redaction branch.)
+// ManifestName is the path of the manifest inside a bundle.
+const ManifestName = "manifest.json"
+
+// Writer writes a bundle tarball: a gzip'd tar under a temporary name beside the final path,
+// renamed into place by Close once complete, so an interrupted run never leaves a half
+// bundle under the final name. The same files in the same order give the same bytes: entries
+// have fixed modes, owners and times. It is safe for concurrent use; entries are written in
+// the order they are completed (WriteFile returns, or a Create's Close).
 type Writer struct {
-	path, tmp string
-	f         *os.File
-	gz        *gzip.Writer
-	tw        *tar.Writer
-	mu        sync.Mutex
-	files     map[string]FileEntry
-	size      int64
+	path string
+	tmp  *os.File
+	buf  *bufio.Writer
+	zw   *gzip.Writer
+	tw   *tar.Writer
+
+	mu      sync.Mutex
+	files   []FileEntry
+	names   map[string]bool
+	spools  map[*entryWriter]bool
+	err     error
+	closed  bool
+	aborted bool
 }
 
-func NewWriter(path string) (*Writer, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// NewWriter starts a bundle that Close will create at path.
+func NewWriter(p string) (*Writer, error) {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("creating %s: %w", p, err)
 	}
-	gz := gzip.NewWriter(f)
-	return &Writer{path: path, tmp: f.Name(), f: f, gz: gz, tw: tar.NewWriter(gz), files: map[string]FileEntry{}}, nil
+	w := &Writer{path: p, tmp: f, names: map[string]bool{}, spools: map[*entryWriter]bool{}}
+	w.buf = bufio.NewWriterSize(f, 256<<10)
+	w.zw = gzip.NewWriter(w.buf) // no name, no time: deterministic
+	w.tw = tar.NewWriter(w.zw)
+	return w, nil
 }
 
-func (w *Writer) WriteFile(name string, data []byte) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, dup := w.files[name]; dup {
-		return fmt.Errorf("bundle: %s written twice", name)
+// epoch is the modification time of every entry.
+var epoch = time.Unix(0, 0).UTC()
+
+// checkName accepts the paths a bundle may hold: relative, slash-separated, clean.
+func checkName(name string) error {
+	switch {
+	case name == "" || name == ".":
+		return errors.New("empty file name")
+	case strings.HasPrefix(name, "/") || strings.Contains(name, "\\"):
+		return fmt.Errorf("%q: bundle paths are relative and slash-separated", name)
+	case path.Clean(name) != name || strings.HasPrefix(name, "../") || name == "..":
+		return fmt.Errorf("%q: not a clean path inside the bundle", name)
+	case strings.ContainsRune(name, 0):
+		return fmt.Errorf("%q: NUL byte in file name", name)
+	case name == ManifestName:
+		return fmt.Errorf("%s is written by Close", ManifestName)
 	}
-	h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-	if err := w.tw.WriteHeader(h); err != nil {
+	return nil
+}
+
+// reserve claims a name, or says why it cannot be written.
+func (w *Writer) reserve(name string) error {
+	if err := checkName(name); err != nil {
 		return err
 	}
-	if _, err := w.tw.Write(data); err != nil {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.closed || w.aborted:
+		return errors.New("bundle writer is closed")
+	case w.err != nil:
+		return w.err
+	case w.names[name]:
+		return fmt.Errorf("%s: written twice", name)
+	}
+	w.names[name] = true
+	return nil
+}
+
+// WriteFile adds a file.
+func (w *Writer) WriteFile(name string, data []byte) error {
+	if err := w.reserve(name); err != nil {
 		return err
 	}
 	sum := sha256.Sum256(data)
-	w.files[name] = FileEntry{Path: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.entry(name, int64(len(data)), hex.EncodeToString(sum[:]), func(tw io.Writer) error {
+		_, err := tw.Write(data)
+		return err
+	})
+}
+
+// entry writes one tar entry; w.mu is held.
+func (w *Writer) entry(name string, size int64, sum string, body func(io.Writer) error) error {
+	if w.err != nil {
+		return w.err
+	}
+	hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size, ModTime: epoch, Format: tar.FormatPAX}
+	if w.err = w.tw.WriteHeader(hdr); w.err == nil {
+		w.err = body(w.tw)
+	}
+	if w.err != nil {
+		w.err = fmt.Errorf("writing %s: %w", name, w.err)
+		return w.err
+	}
+	w.files = append(w.files, FileEntry{Path: name, Bytes: size, SHA256: sum})
 	return nil
 }
 
+// Create adds a file written in a stream. Its bytes are spooled to a private temporary file
+// (a tar entry needs its size first) and added to the bundle when the writer is closed.
+func (w *Writer) Create(name string) (io.WriteCloser, error) {
+	if err := w.reserve(name); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "coroner-entry-")
+	if err != nil {
+		return nil, err
+	}
+	ew := &entryWriter{w: w, name: name, f: f, h: sha256.New()}
+	ew.buf = bufio.NewWriterSize(io.MultiWriter(f, ew.h), 64<<10)
+	w.mu.Lock()
+	w.spools[ew] = true
+	w.mu.Unlock()
+	return ew, nil
+}
+
+type entryWriter struct {
+	w    *Writer
+	name string
+	f    *os.File
+	h    hash.Hash
+	buf  *bufio.Writer
+	n    int64
+	done bool
+}
+
+func (e *entryWriter) Write(p []byte) (int, error) {
+	if e.done {
+		return 0, fmt.Errorf("%s: write after close", e.name)
+	}
+	n, err := e.buf.Write(p)
+	e.n += int64(n)
+	return n, err
+}
+
+// Close adds the spooled file to the bundle.
+func (e *entryWriter) Close() error {
+	if e.done {
+		return nil
+	}
+	e.done = true
+	defer func() {
+		e.f.Close()
+		os.Remove(e.f.Name())
+		e.w.mu.Lock()
+		delete(e.w.spools, e)
+		e.w.mu.Unlock()
+	}()
+	if err := e.buf.Flush(); err != nil {
+		return fmt.Errorf("%s: %w", e.name, err)
+	}
+	if _, err := e.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	if e.w.closed || e.w.aborted {
+		return errors.New("bundle writer is closed")
+	}
+	return e.w.entry(e.name, e.n, hex.EncodeToString(e.h.Sum(nil)), func(tw io.Writer) error {
+		n, err := io.Copy(tw, e.f)
+		if err == nil && n != e.n {
+			err = fmt.Errorf("spool holds %d bytes, %d were written", n, e.n)
+		}
+		return err
+	})
+}
+
+// Close completes the bundle: it fills m.Files with the path, size and sha256 of every file
+// written (sorted by path, keeping the Truncated fields the caller set), writes manifest.json
+// as the last entry, and renames the tarball into place. A file still open from Create is an
+// error. After an error the bundle is aborted.
 func (w *Writer) Close(m *Manifest) error {
-	extra := map[string]FileEntry{}
-	for _, f := range m.Files {
-		extra[f.Path] = f
+	w.mu.Lock()
+	if w.closed || w.aborted {
+		w.mu.Unlock()
+		return errors.New("bundle writer is closed")
 	}
-	m.Files = m.Files[:0]
-	for _, f := range w.files {
-		if e, ok := extra[f.Path]; ok {
-			f.Truncated, f.TruncatedBytes = e.Truncated, e.TruncatedBytes
-		}
-		m.Files = append(m.Files, f)
+	open := []string{}
+	for e := range w.spools {
+		open = append(open, e.name)
 	}
-	sort.Slice(m.Files, func(a, b int) bool { return m.Files[a].Path < m.Files[b].Path })
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err == nil {
-		err = w.WriteFile("manifest.json", append(data, '\n'))
-	}
-	if err == nil {
-		err = w.tw.Close()
+	err := w.err
+	w.mu.Unlock()
+	if err == nil && len(open) > 0 {
+		sort.Strings(open)
+		err = fmt.Errorf("%s: still open when the bundle was closed", strings.Join(open, ", "))
 	}
 	if err == nil {
-		err = w.gz.Close()
-	}
-	if err == nil {
-		err = w.f.Sync()
-	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		var st os.FileInfo
-		if st, err = os.Stat(w.tmp); err == nil {
-			w.size = st.Size()
-			err = os.Rename(w.tmp, w.path)
-		}
+		err = w.finish(m)
 	}
 	if err != nil {
-		os.Remove(w.tmp)
-		return fmt.Errorf("writing %s: %w", w.path, err)
+		w.Abort()
+		return err
 	}
 	return nil
 }
 
-func (w *Writer) Size() int64 { return w.size }
+func (w *Writer) finish(m *Manifest) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if m.FormatVersion == 0 {
+		m.FormatVersion = FormatVersion
+	}
+	given := map[string]FileEntry{}
+	for _, f := range m.Files {
+		given[f.Path] = f
+	}
+	files := append([]FileEntry(nil), w.files...)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	for i := range files {
+		if g, ok := given[files[i].Path]; ok {
+			files[i].Truncated, files[i].TruncatedBytes = g.Truncated, g.TruncatedBytes
+		}
+	}
+	m.Files = files
+	if m.Errors == nil {
+		m.Errors = []Gap{}
+	}
+	if m.Redaction.Rules == nil {
+		m.Redaction.Rules = []RedactionRule{}
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	sum := sha256.Sum256(data)
+	files = w.files
+	if err := w.entry(ManifestName, int64(len(data)), hex.EncodeToString(sum[:]), func(tw io.Writer) error {
+		_, err := tw.Write(data)
+		return err
+	}); err != nil {
+		return err
+	}
+	w.files = files // the manifest does not list itself
+	for _, step := range []func() error{w.tw.Close, w.zw.Close, w.buf.Flush, w.tmp.Sync, w.tmp.Close} {
+		if err := step(); err != nil {
+			return fmt.Errorf("writing %s: %w", w.path, err)
+		}
+	}
+	if err := os.Chmod(w.tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(w.tmp.Name(), w.path); err != nil {
+		return fmt.Errorf("writing %s: %w", w.path, err)
+	}
+	w.closed = true
+	return nil
+}
 
+// Abort drops the bundle: the temporary file and spools are removed, nothing is renamed.
+// It may be called after Close (it then does nothing), so `defer w.Abort()` is safe.
 func (w *Writer) Abort() {
-	w.f.Close()
-	os.Remove(w.tmp)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.aborted {
+		return
+	}
+	w.aborted = true
+	for e := range w.spools {
+		e.f.Close()
+		os.Remove(e.f.Name())
+	}
+	w.tmp.Close()
+	os.Remove(w.tmp.Name())
 }

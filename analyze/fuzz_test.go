@@ -1,0 +1,86 @@
+package analyze
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func sampleLines(f *testing.F, every int) []string {
+	logs, _ := filepath.Glob("../samples/*/logs/*/*/*.log")
+	var out []string
+	for i, p := range logs {
+		if i%every != 0 {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		out = append(out, lines[len(lines)/2:min(len(lines), len(lines)/2+10)]...)
+		out = append(out, lines[max(0, len(lines)-12):]...)
+	}
+	return out
+}
+
+// FuzzCleanLine: what matching sees has no escape sequences, NUL bytes or invalid UTF-8.
+func FuzzCleanLine(f *testing.F) {
+	for _, l := range sampleLines(f, 6) {
+		f.Add([]byte(l))
+	}
+	for _, s := range []string{"\x1b[31mred\x1b[0m", "10%|█\r 20%|██\r", "a\x00b", "\xff\xfe", "\x1b[", "\x1b", "x\r\r"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		out := cleanLine(nil, line)
+		if !utf8.Valid(out) || bytes.IndexByte(out, 0x1b) >= 0 || bytes.IndexByte(out, 0) >= 0 {
+			t.Fatalf("cleanLine(%q) = %q", line, out)
+		}
+		excerpt(out)
+	})
+}
+
+// FuzzRuleSet: the rule engine never panics, and its prefilter never hides a match: every
+// non-fallback rule whose regular expression matches a cleaned line is reported by Match.
+func FuzzRuleSet(f *testing.F) {
+	rules, err := DefaultRules()
+	if err != nil {
+		f.Fatal(err)
+	}
+	rs, err := NewRuleSet(rules)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, l := range sampleLines(f, 3) {
+		f.Add(l)
+	}
+	for _, r := range rules {
+		for _, ex := range r.Examples.Match {
+			f.Add(ex)
+		}
+	}
+	sc := rs.NewScratch()
+	f.Fuzz(func(t *testing.T, line string) {
+		clean := cleanLine(nil, []byte(line))
+		got := map[string]bool{}
+		for _, h := range rs.Match(clean, sc) {
+			got[h.Rule.ID] = true
+			h.Rule.TitleFor(h.Groups)
+		}
+		for _, r := range rs.Rules() {
+			if r.Fallback || got[r.ID] {
+				continue
+			}
+			for _, re := range r.res {
+				if re.Match(clean) {
+					t.Fatalf("rule %s matches %q but Match did not report it", r.ID, clean)
+				}
+			}
+		}
+		rs.MatchEvent("Failed", line)
+	})
+}

@@ -1,0 +1,67 @@
+package parse
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/coroner-dev/coroner/bundle"
+)
+
+// FuzzLoadResource: any bytes in a resource file load into a model or a warning, never a
+// panic, and never more than the limits allow.
+func FuzzLoadResource(f *testing.F) {
+	paths, _ := filepath.Glob("../samples/*/resources/*/*/*/*.yaml")
+	for i, p := range paths {
+		if i%5 != 0 {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\n"))
+	f.Add([]byte(`{"kind":"List","items":[{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}]}`))
+	lim := bundle.DefaultLimits()
+	lim.MaxResourceBytes = 1 << 20
+	f.Fuzz(func(t *testing.T, data []byte) {
+		files := fstest.MapFS{"resources/core/Pod/ml/p.yaml": {Data: data}}
+		b := &bundle.Bundle{Source: "fuzz", FS: files, Limits: lim,
+			Files: []bundle.File{{Path: "resources/core/Pod/ml/p.yaml", Size: int64(len(data))}}}
+		m, err := Load(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range m.Warnings {
+			if bytes.ContainsRune([]byte(w), '\n') {
+				t.Fatalf("a warning of more than one line: %q", w)
+			}
+		}
+	})
+}
+
+// FuzzTimestamps: the timestamp parsers never panic, and what they split off is a prefix.
+func FuzzTimestamps(f *testing.F) {
+	for _, s := range []string{"2026-03-14T10:02:03.123456789Z hello", "2026-03-14 10:02:03,123 INFO x", "[2026-03-14 10:02:03] x",
+		"2026-03-14T12:02:03.5+02:00 x", "2026-03-14T10:02:03Z", "0000-00-00T00:00:00Z "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ts, rest, ok := SplitTimestamp(line)
+		if ok {
+			if !bytes.HasSuffix(line, rest) || len(rest) >= len(line) {
+				t.Fatalf("rest %q is not what follows the timestamp in %q", rest, line)
+			}
+			if ts.IsZero() {
+				t.Fatalf("ok with a zero time for %q", line)
+			}
+		} else if !bytes.Equal(rest, line) {
+			t.Fatalf("not ok, but the line changed: %q -> %q", line, rest)
+		}
+		LeadingTime(line)
+	})
+}

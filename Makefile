@@ -5,10 +5,11 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test lint bench golden clean fuzz
+.PHONY: build run test e2e e2e-tools lint bench bench-collect golden clean fuzz
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
+	ln -sf coroner bin/kubectl-coroner
 
 # Analyze a bundled sample: prints the verdict and writes report.html.
 run: build
@@ -23,12 +24,24 @@ test:
 
 lint: test
 
+# End-to-end tests against a real kube-apiserver and etcd on 127.0.0.1 (see internal/testcluster).
+# kube-apiserver is built once from the k8s.io/kubernetes module and cached; etcd comes from
+# Debian's etcd-server (.ci/run installs it).
+E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)" \
+	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
+
+e2e:
+	$(E2E_ENV) $(GO) test -count=1 -run 'E2E' ./cmd/coroner/
+
+e2e-tools:
+	./scripts/kube-apiserver.sh
+
 # Refresh golden files after reading the diff.
 golden:
 	$(GO) test ./... -run 'Golden|Sample' -update
 
 # Throughput on a generated 64-rank bundle, side by side with ripgrep over the same files.
-bench: build
+bench: build bench-collect
 	./scripts/bench.sh
 
 # Fuzz every target for FUZZTIME each (default 5m), one after another. A crash is saved under the
@@ -41,6 +54,10 @@ fuzz:
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \
 	  $(GO) test ./$$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
+
+# Collect of a 64-pod job from a real kube-apiserver (target < 10 s).
+bench-collect:
+	$(E2E_ENV) $(GO) test -count=1 -run 'TestCollectE2E64Pods' -v ./cmd/coroner/ | grep 'collect of 64 pods'
 
 clean:
 	rm -rf bin report.html

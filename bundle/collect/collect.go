@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -135,7 +136,9 @@ func Collect(ctx context.Context, c *Clients, opts Options, out string) (*Result
 		return nil, err
 	}
 	res.Path = out
-	res.Bytes = w.Size()
+	if st, err := os.Stat(out); err == nil {
+		res.Bytes = st.Size()
+	}
 	return res, nil
 }
 
@@ -170,6 +173,7 @@ type collector struct {
 	objects   int
 	logsDone  int
 	logsTotal int
+	logsKept  int
 	truncated int
 	logBytes  atomic.Int64
 	budget    atomic.Int64 // log bytes still allowed
@@ -284,7 +288,7 @@ func (col *collector) run(ctx context.Context) (*Result, error) {
 	}
 	return &Result{
 		Objects: len(objs), Pods: len(pods), Events: len(events), Nodes: len(nodes.objects),
-		Logs: col.logsDone, Truncated: col.truncated, Gaps: col.gaps, Manifest: m,
+		Logs: col.logsKept, Truncated: col.truncated, Gaps: col.gaps, Manifest: m,
 	}, nil
 }
 

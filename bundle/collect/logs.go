@@ -189,6 +189,9 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 		if context.Cause(ctx) == errIdle {
 			why = fmt.Sprintf("%v (%s)", errIdle, col.opts.LogIdleTimeout)
 		}
+		if t.empty() {
+			return fmt.Errorf("the log stream ended before any line arrived (%s)", why)
+		}
 		col.gap("logs", j.object(), "the log stream ended early (%s); kept what arrived", why)
 	}
 	data, cut := t.bytes()
@@ -197,6 +200,9 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	if err := col.w.WriteFile(j.path(), data); err != nil {
 		return err
 	}
+	col.mu.Lock()
+	col.logsKept++
+	col.mu.Unlock()
 	if cut > 0 {
 		col.mu.Lock()
 		col.truncated++
@@ -269,6 +275,8 @@ func (t *truncator) add(line []byte) {
 		t.tail = t.tail[1:]
 	}
 }
+
+func (t *truncator) empty() bool { return t.head.Len() == 0 && len(t.tail) == 0 }
 
 // bytes returns the kept log and how many bytes were cut.
 func (t *truncator) bytes() ([]byte, int64) {

@@ -46,7 +46,7 @@ func isTrainingKind(r Resource) bool {
 	return trainingGroups[r.GVR.Group] && strings.HasSuffix(r.Kind, "Job") || r.Kind == "JobSet"
 }
 
-// Catalog is what discovery says the cluster serves, preferred versions only.
+// Catalog is what discovery says the cluster serves, in each group's preferred version.
 type Catalog struct {
 	Resources []Resource
 	names     [][]string // lower-case names per resource, same order
@@ -55,7 +55,7 @@ type Catalog struct {
 // Discover reads the served resources. A partial discovery failure (one aggregated API down)
 // still returns what was discovered, with the failure as a gap message.
 func Discover(d discovery.DiscoveryInterface) (*Catalog, string, error) {
-	lists, err := d.ServerPreferredResources()
+	groups, lists, err := d.ServerGroupsAndResources()
 	partial := ""
 	if err != nil {
 		if !discovery.IsGroupDiscoveryFailedError(err) || len(lists) == 0 {
@@ -63,10 +63,14 @@ func Discover(d discovery.DiscoveryInterface) (*Catalog, string, error) {
 		}
 		partial = err.Error()
 	}
+	preferred := map[string]string{}
+	for _, g := range groups {
+		preferred[g.Name] = g.PreferredVersion.Version
+	}
 	c := &Catalog{}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
+		if err != nil || (preferred[gv.Group] != "" && preferred[gv.Group] != gv.Version) {
 			continue
 		}
 		for _, r := range l.APIResources {

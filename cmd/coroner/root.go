@@ -11,6 +11,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// commandName is how the user called us: "coroner", or "kubectl coroner" as a kubectl plugin.
+var commandName = "coroner"
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
@@ -68,7 +71,7 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	var fe *FlagError
 	if errors.As(err, &fe) || isCobraUsageError(err) {
 		fmt.Fprintf(io.ErrOut, "coroner: %v\n", err)
-		fmt.Fprintf(io.ErrOut, "Run 'coroner --help' for usage.\n")
+		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", commandName)
 		return exitUsage
 	}
 	fmt.Fprintf(io.ErrOut, "coroner: %v\n", err)
@@ -90,6 +93,7 @@ func isCobraUsageError(err error) bool {
 func NewCmdRoot(io *IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "coroner",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: commandName},
 		Short:         "Explain why a distributed training job on Kubernetes failed",
 		Long:          "coroner analyzes a bundle (a snapshot of a training job: its object, pods, events, nodes and logs)\nwith no cluster access, names the root cause with its evidence, and writes a report.\n\n" + exitMessage,
 		SilenceErrors: true,
@@ -99,6 +103,6 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{err} })
-	root.AddCommand(NewCmdAnalyze(io, nil), NewCmdRules(io), NewCmdRedact(io, nil))
+	root.AddCommand(NewCmdAnalyze(io, nil), NewCmdCollect(io, nil), NewCmdRedact(io, nil), NewCmdRules(io))
 	return root
 }

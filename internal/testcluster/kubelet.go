@@ -20,18 +20,25 @@ type Kubelet struct {
 	Port int
 	srv  *httptest.Server
 
-	mu    sync.Mutex
-	logs  map[string][]byte // key: ns/pod/container[/previous]; lines carry the RFC3339Nano prefix
-	slow  map[string]time.Duration
-	calls []string
-	// OnRequest, when set, runs before a log is served (e.g. to delete the pod mid-collect).
-	OnRequest func(ns, pod, container string)
+	mu        sync.Mutex
+	logs      map[string][]byte // key: ns/pod/container[/previous]; lines carry the RFC3339Nano prefix
+	slow      map[string]time.Duration
+	stall     map[string]int
+	calls     []string
+	onRequest func(ns, pod, container string)
+}
+
+// OnRequest sets a function run before each log is served (e.g. to delete a pod mid-collect).
+func (k *Kubelet) OnRequest(fn func(ns, pod, container string)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.onRequest = fn
 }
 
 // StartKubelet starts a fake kubelet for the test's lifetime.
 func StartKubelet(t testing.TB) *Kubelet {
 	t.Helper()
-	k := &Kubelet{logs: map[string][]byte{}, slow: map[string]time.Duration{}}
+	k := &Kubelet{logs: map[string][]byte{}, slow: map[string]time.Duration{}, stall: map[string]int{}}
 	k.srv = httptest.NewUnstartedServer(http.HandlerFunc(k.serve))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,6 +73,13 @@ func (k *Kubelet) Slow(ns, pod, container string, every time.Duration) {
 	k.slow[logKey(ns, pod, container, false)] = every
 }
 
+// Stall makes a log stream stop sending, without ending, after about n bytes.
+func (k *Kubelet) Stall(ns, pod, container string, n int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stall[logKey(ns, pod, container, false)] = n
+}
+
 // Calls returns the log requests served so far ("ns/pod/container[/previous]").
 func (k *Kubelet) Calls() []string {
 	k.mu.Lock()
@@ -83,13 +97,17 @@ func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	previous := q.Get("previous") == "true"
 	key := logKey(ns, pod, container, previous)
-	if k.OnRequest != nil {
-		k.OnRequest(ns, pod, container)
+	k.mu.Lock()
+	hook := k.onRequest
+	k.mu.Unlock()
+	if hook != nil {
+		hook(ns, pod, container)
 	}
 	k.mu.Lock()
 	k.calls = append(k.calls, key)
 	log, ok := k.logs[key]
 	every := k.slow[key]
+	stallAt, stalls := k.stall[key]
 	k.mu.Unlock()
 	if !ok {
 		w.WriteHeader(http.StatusBadRequest)
@@ -126,7 +144,14 @@ func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	sent := 0
 	for _, l := range lines {
+		if stalls && sent >= stallAt {
+			flusher.Flush()
+			<-r.Context().Done()
+			return
+		}
+		sent += len(l)
 		if limit >= 0 && len(l) > limit {
 			l = l[:limit]
 		}

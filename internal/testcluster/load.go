@@ -127,6 +127,42 @@ func (c *Cluster) LoadSample(t testing.TB, dir, namespace string, k *Kubelet) *S
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := c.Apply(t, k, objs...)
+	logs := filepath.Join(dir, "logs")
+	_ = filepath.WalkDir(logs, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(logs, p)
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		if len(parts) != 3 {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := parts[2]
+		previous := strings.HasSuffix(name, ".previous.log")
+		container := strings.TrimSuffix(strings.TrimSuffix(name, ".previous.log"), ".log")
+		k.SetLog(namespace, parts[1], container, previous, data)
+		return nil
+	})
+	return s
+}
+
+func (c *Cluster) ensureNamespace(t testing.TB, ns string) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+	if _, err := c.Dyn.Resource(gvr).Create(ctx(t), u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+}
+
+// Apply creates objects (and their status) in dependency order: namespaces, cluster-scoped
+// objects, owners before what they own, pods, events. Nodes get the kubelet's address.
+func (c *Cluster) Apply(t testing.TB, k *Kubelet, objs ...*unstructured.Unstructured) *Sample {
+	t.Helper()
 	s := &Sample{Objects: map[string]*unstructured.Unstructured{}, UIDs: map[string]types.UID{}}
 	// Owners before owned; events last.
 	rank := func(u *unstructured.Unstructured) int {
@@ -166,35 +202,7 @@ func (c *Cluster) LoadSample(t testing.TB, dir, namespace string, k *Kubelet) *S
 		}
 		pending = later
 	}
-	logs := filepath.Join(dir, "logs")
-	_ = filepath.WalkDir(logs, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(logs, p)
-		parts := strings.Split(filepath.ToSlash(rel), "/")
-		if len(parts) != 3 {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		name := parts[2]
-		previous := strings.HasSuffix(name, ".previous.log")
-		container := strings.TrimSuffix(strings.TrimSuffix(name, ".previous.log"), ".log")
-		k.SetLog(namespace, parts[1], container, previous, data)
-		return nil
-	})
 	return s
-}
-
-func (c *Cluster) ensureNamespace(t testing.TB, ns string) {
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
-	if _, err := c.Dyn.Resource(gvr).Create(ctx(t), u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace %s: %v", ns, err)
-	}
 }
 
 // create makes one object; false when an owner does not exist yet.

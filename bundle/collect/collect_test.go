@@ -1,0 +1,125 @@
+package collect
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+)
+
+func TestTruncatorKeepsHeadAndTail(t *testing.T) {
+	tr := newTruncator(400) // head 100 bytes, tail 300
+	var all strings.Builder
+	for i := range 100 {
+		l := fmt.Sprintf("line %03d of the log\n", i) // 20 bytes
+		all.WriteString(l)
+		tr.add([]byte(l))
+	}
+	out, cut := tr.bytes()
+	s := string(out)
+	require.True(t, strings.HasPrefix(s, "line 000 of the log\nline 001"), "the head is kept from the start")
+	require.True(t, strings.HasSuffix(s, "line 099 of the log\n"), "the tail is kept to the end")
+	require.Contains(t, s, fmt.Sprintf("[coroner] ... %d bytes cut here", cut))
+	require.Equal(t, int64(all.Len()), int64(len(s))-int64(strings.Count(s, "[coroner]")*len(markerLine(s)))+cut, "kept + cut = all")
+	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		require.True(t, strings.HasPrefix(l, "line ") || strings.HasPrefix(l, "[coroner]"), "whole lines only: %q", l)
+	}
+}
+
+func markerLine(s string) string {
+	i := strings.Index(s, "[coroner]")
+	j := strings.IndexByte(s[i:], '\n')
+	return s[i : i+j+1]
+}
+
+func TestTruncatorUnderTheLimitIsUntouched(t *testing.T) {
+	tr := newTruncator(1 << 10)
+	tr.add([]byte("a\n"))
+	tr.add([]byte("b\n"))
+	out, cut := tr.bytes()
+	require.Equal(t, "a\nb\n", string(out))
+	require.Zero(t, cut)
+}
+
+func TestReadLineBoundsLongLines(t *testing.T) {
+	long := strings.Repeat("x", 3*maxLineBytes+10)
+	br := bufio.NewReaderSize(strings.NewReader(long+"\nshort\n"), 64<<10)
+	var pieces []int
+	for {
+		l, err := readLine(br)
+		if len(l) > 0 {
+			pieces = append(pieces, len(l))
+		}
+		if err != nil {
+			break
+		}
+	}
+	require.Equal(t, []int{maxLineBytes, maxLineBytes, maxLineBytes, 11, 6}, pieces)
+}
+
+func fakeCatalog(t *testing.T) *Catalog {
+	kube := kubefake.NewClientset()
+	d := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	d.Resources = []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"}, Verbs: []string{"get", "list"}},
+			{Name: "pods/log", Kind: "Pod", Namespaced: true, Verbs: []string{"get"}},
+		}},
+		{GroupVersion: "batch/v1", APIResources: []metav1.APIResource{
+			{Name: "jobs", SingularName: "job", Kind: "Job", Namespaced: true, Verbs: []string{"get", "list"}},
+			{Name: "cronjobs", SingularName: "cronjob", Kind: "CronJob", Namespaced: true, ShortNames: []string{"cj"}, Verbs: []string{"get", "list"}},
+		}},
+		{GroupVersion: "kubeflow.org/v1", APIResources: []metav1.APIResource{
+			{Name: "pytorchjobs", SingularName: "pytorchjob", Kind: "PyTorchJob", Namespaced: true, Verbs: []string{"get", "list"}},
+		}},
+		{GroupVersion: "batch.tensorstack.dev/v1beta1", APIResources: []metav1.APIResource{
+			{Name: "colossalaijobs", SingularName: "colossalaijob", Kind: "ColossalAIJob", Namespaced: true, ShortNames: []string{"cj"}, Verbs: []string{"get", "list"}},
+		}},
+		{GroupVersion: "trainer.kubeflow.org/v1alpha1", APIResources: []metav1.APIResource{
+			{Name: "trainjobs", SingularName: "trainjob", Kind: "TrainJob", Namespaced: true, Verbs: []string{"get", "list"}},
+			{Name: "clustertrainingruntimes", SingularName: "clustertrainingruntime", Kind: "ClusterTrainingRuntime", Verbs: []string{"get", "list"}},
+		}},
+		{GroupVersion: "other.example.com/v1", APIResources: []metav1.APIResource{
+			{Name: "pytorchjobs", SingularName: "pytorchjob", Kind: "PyTorchJob", Namespaced: true, Verbs: []string{"get", "list"}},
+		}},
+	}
+	cat, partial, err := Discover(d)
+	require.NoError(t, err)
+	require.Empty(t, partial)
+	return cat
+}
+
+func TestResolveKind(t *testing.T) {
+	cat := fakeCatalog(t)
+	for _, tc := range []struct{ in, want string }{
+		{"PyTorchJob.kubeflow.org", "pytorchjobs.kubeflow.org"},
+		{"pytorchjobs.kubeflow.org", "pytorchjobs.kubeflow.org"},
+		{"pytorchjob.v1.kubeflow.org", "pytorchjobs.kubeflow.org"},
+		{"trainjob", "trainjobs.trainer.kubeflow.org"},
+		{"TrainJobs", "trainjobs.trainer.kubeflow.org"},
+		{"colossalaijob", "colossalaijobs.batch.tensorstack.dev"},
+		{"job", "jobs.batch"},
+		{"po", "pods"},
+		{"cj", "cronjobs.batch"}, // a short name in the batch group wins, as with kubectl
+		{"cj.batch.tensorstack.dev", "colossalaijobs.batch.tensorstack.dev"},
+	} {
+		r, err := cat.Resolve(tc.in)
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, r.String(), tc.in)
+	}
+
+	_, err := cat.Resolve("pytorchjob")
+	require.EqualError(t, err, `kind "pytorchjob" is ambiguous; name one of: pytorchjobs.kubeflow.org, pytorchjobs.other.example.com`)
+
+	_, err = cat.Resolve("rayjob")
+	require.EqualError(t, err, `the cluster serves no kind "rayjob"; training kinds it serves: `+
+		`colossalaijobs.batch.tensorstack.dev (ColossalAIJob), jobs.batch (Job), pytorchjobs.kubeflow.org (PyTorchJob), trainjobs.trainer.kubeflow.org (TrainJob)`)
+
+	_, err = cat.Resolve("pods/log")
+	require.Error(t, err, "subresources are not kinds")
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/bundle/redact"
+)
+
+// CollectOptions hold everything a collect needs; tests build them directly.
+type CollectOptions struct {
+	IO     *IOStreams
+	Target string // KIND/NAME
+	Output string
+
+	Since            time.Duration
+	MaxLogBytes      string
+	MaxTotalLogBytes string
+	LogIdleTimeout   time.Duration
+	Concurrency      int
+	Strict           bool
+	NoRedact         bool
+	RedactRules      string
+	Quiet            bool
+
+	Kubeconfig string
+	Overrides  clientcmd.ConfigOverrides
+	Now        func() time.Time
+}
+
+// NewCmdCollect builds `coroner collect`. runF replaces the run function in tests.
+func NewCmdCollect(io *IOStreams, runF func(*CollectOptions) error) *cobra.Command {
+	opts := &CollectOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "collect KIND/NAME",
+		Short: "Snapshot a training job from a live cluster into a bundle",
+		Long: `Collect a job and everything it stands on into one bundle (.tar.gz): the job object, the
+objects it owns down to its pods (JobSets, Jobs, PodGroups; a TrainJob's runtime), every pod,
+their events, the nodes they ran on, the namespace's ResourceQuotas and LimitRanges, and the log
+of every container (the previous one too after a restart), with timestamps.
+
+KIND is a kind, its plural or short name, optionally with its group: pytorchjob,
+pytorchjobs.kubeflow.org, trainjob, colossalaijob, job...
+
+Secrets are redacted before anything is written (--no-redact to keep them). What could not be
+collected (forbidden by RBAC, gone, truncated) is listed in the bundle's manifest and after the
+summary; the collect still succeeds unless --strict. The bundle is written to a temporary file
+and renamed when complete, so an interrupted collect leaves nothing under the final name.
+`,
+		Example: `  coroner collect pytorchjob/train-job -n ml
+  coroner collect trainjob/llama-ft -n team-a -o ticket-4711.tar.gz --since 6h --max-log-bytes 20Mi
+  coroner collect colossalaijob/cai-demo --context prod-gpu --kubeconfig ~/.kube/air-gapped
+  kubectl coroner collect job/preprocess -n ml --no-redact`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Target = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runCollect(cmd, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.Output, "output", "o", "", "write the bundle to `FILE` (default ./coroner-<namespace>-<name>-<UTC time>.tar.gz)")
+	f.DurationVar(&opts.Since, "since", 0, "only logs newer than this `DURATION` (e.g. 6h; default all)")
+	f.StringVar(&opts.MaxLogBytes, "max-log-bytes", "10Mi", "largest log kept per container: the first quarter and the end are kept, the middle cut")
+	f.StringVar(&opts.MaxTotalLogBytes, "max-total-log-bytes", "2Gi", "all logs together; logs beyond it are skipped and listed as gaps")
+	f.DurationVar(&opts.LogIdleTimeout, "log-idle-timeout", collect.DefaultLogIdleTimeout, "give up a log stream that sends nothing for this long")
+	f.IntVar(&opts.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight at once")
+	f.BoolVar(&opts.Strict, "strict", false, "fail, and write no bundle, when anything could not be collected (truncation aside)")
+	f.BoolVar(&opts.NoRedact, "no-redact", false, "keep secrets (redaction is on by default)")
+	f.StringVar(&opts.RedactRules, "redact-rules", "", "add the redaction rules of `FILE`")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
+	clientcmd.BindOverrideFlags(&opts.Overrides, f, clientcmd.RecommendedConfigOverrideFlags(""))
+	return cmd
+}
+
+func parseSize(flag, s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return 0, flagErrorf("--%s %q: want a positive size such as 20Mi or 1Gi", flag, s)
+	}
+	return q.Value(), nil
+}
+
+func runCollect(cmd *cobra.Command, opts *CollectOptions) error {
+	kind, name, ok := strings.Cut(opts.Target, "/")
+	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
+		return flagErrorf("%q: want KIND/NAME, e.g. pytorchjob/train-job", opts.Target)
+	}
+	maxLog, err := parseSize("max-log-bytes", opts.MaxLogBytes)
+	if err != nil {
+		return err
+	}
+	maxTotal, err := parseSize("max-total-log-bytes", opts.MaxTotalLogBytes)
+	if err != nil {
+		return err
+	}
+	if opts.Concurrency < 1 {
+		return flagErrorf("--concurrency %d: want at least 1", opts.Concurrency)
+	}
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = opts.Kubeconfig
+	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &opts.Overrides)
+	cfg, err := kc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %v", err)
+	}
+	cfg.QPS, cfg.Burst = float32(4*opts.Concurrency), 8*opts.Concurrency
+	cfg.UserAgent = "coroner/" + version
+	ns, _, err := kc.Namespace()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %v", err)
+	}
+	clients, err := collect.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+
+	var red collect.Redactor
+	if !opts.NoRedact {
+		ro := redact.Options{}
+		if opts.RedactRules != "" {
+			if ro.Extra, err = redact.LoadRules(opts.RedactRules); err != nil {
+				return err
+			}
+		}
+		r, err := redact.New(ro)
+		if err != nil {
+			return err
+		}
+		red = r
+	} else if opts.RedactRules != "" {
+		return flagErrorf("--redact-rules and --no-redact contradict each other")
+	}
+
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	out := opts.Output
+	if out == "" {
+		out = fmt.Sprintf("coroner-%s-%s-%s.tar.gz", ns, name, now().UTC().Format("20060102T150405Z"))
+	}
+	bar := newProgressBar(opts.IO, name)
+	res, err := collect.Collect(cmd.Context(), clients, collect.Options{
+		Kind: kind, Name: name, Namespace: ns,
+		Since: opts.Since, MaxLogBytes: maxLog, MaxTotalLogBytes: maxTotal, LogIdleTimeout: opts.LogIdleTimeout,
+		Concurrency: opts.Concurrency, Strict: opts.Strict, Redactor: red, Version: version, Now: now,
+		Progress: bar.update,
+	}, out)
+	bar.done()
+	if err != nil {
+		var se *collect.StrictError
+		if errors.As(err, &se) {
+			printGaps(opts.IO, se.Gaps)
+		}
+		if cmd.Context().Err() != nil {
+			return fmt.Errorf("collect interrupted; no bundle written")
+		}
+		return err
+	}
+	if !opts.Quiet {
+		fmt.Fprintf(opts.IO.Out, "%s: %s; %d objects (%d pods, %d events, %d nodes), %d logs (%d truncated), %d gaps\n",
+			res.Path, humanBytes(res.Bytes), res.Objects+res.Pods+res.Events+res.Nodes, res.Pods, res.Events, res.Nodes, res.Logs, res.Truncated, len(res.Gaps))
+		printGaps(opts.IO, res.Gaps)
+	}
+	return nil
+}
+
+func printGaps(io *IOStreams, gaps []bundle.Gap) {
+	for _, g := range gaps {
+		fmt.Fprintf(io.ErrOut, "warning: %s %s: %s\n", g.Step, g.Object, g.Message)
+	}
+}
+
+// progressBar shows objects and logs collected on a terminal, at most ten times a second.
+type progressBar struct {
+	io    *IOStreams
+	name  string
+	mu    sync.Mutex
+	last  time.Time
+	shown bool
+}
+
+func newProgressBar(io *IOStreams, name string) *progressBar {
+	return &progressBar{io: io, name: name}
+}
+
+func (b *progressBar) update(p collect.Progress) {
+	if !b.io.IsTerminal {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if time.Since(b.last) < 100*time.Millisecond && p.LogsDone < p.LogsTotal {
+		return
+	}
+	b.last = time.Now()
+	bar := ""
+	if p.LogsTotal > 0 {
+		const width = 20
+		n := p.LogsDone * width / p.LogsTotal
+		bar = "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "] "
+	}
+	fmt.Fprintf(b.io.ErrOut, "\r\033[Kcollecting %s: %s%d objects, logs %d/%d, %s", b.name, bar, p.Objects, p.LogsDone, p.LogsTotal, humanBytes(p.LogBytes))
+	b.shown = true
+}
+
+func (b *progressBar) done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shown {
+		fmt.Fprint(b.io.ErrOut, "\r\033[K")
+	}
+}

@@ -1,0 +1,333 @@
+package main
+
+// End-to-end tests of `coroner collect` against a real kube-apiserver (internal/testcluster).
+// They run under `make e2e`, which builds kube-apiserver and installs etcd; `go test` alone skips
+// them.
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/testcluster"
+)
+
+type e2eEnv struct {
+	c       *testcluster.Cluster
+	kubelet *testcluster.Kubelet
+	admin   string // kubeconfig of the admin user
+}
+
+func startE2E(t *testing.T) *e2eEnv {
+	c := testcluster.Start(t)
+	c.InstallCRDs(t, testcluster.TrainingCRDs...)
+	k := testcluster.StartKubelet(t)
+	return &e2eEnv{c: c, kubelet: k, admin: c.Kubeconfig(t, testcluster.AdminToken, "e2e-admin", "default")}
+}
+
+// collectCLI runs `coroner collect ARGS` and returns the exit code, stdout and stderr.
+func collectCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(t.Context(), append([]string{"collect"}, args...), &IOStreams{Out: &out, ErrOut: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func readManifest(t *testing.T, path string) *bundle.Manifest {
+	t.Helper()
+	b, err := bundle.Open(path, bundle.DefaultLimits())
+	require.NoError(t, err)
+	defer b.Close()
+	require.NotNil(t, b.Manifest)
+	return b.Manifest
+}
+
+func TestCollectE2E(t *testing.T) {
+	env := startE2E(t)
+
+	// Each seed job kind, recreated from its sample, collected and analyzed to the sample's verdict.
+	t.Run("kinds", func(t *testing.T) {
+		for _, tc := range []struct{ sample, target string }{
+			{"pytorchjob-cuda-oom-rank", "pytorchjob/train-job"},
+			{"trainjob-dataset-init-failed", "trainjobs.trainer.kubeflow.org/llama-sft"},
+			{"colossalai-launcher-succeeded", "caij/cai-demo"},
+			{"job-disk-full", "job/ckpt-export"},
+			{"pytorchjob-master-oomkilled", "pytorchjob/train-job"},
+		} {
+			t.Run(tc.sample, func(t *testing.T) {
+				ns := strings.ReplaceAll(tc.sample, "_", "-")
+				env.c.LoadSample(t, filepath.Join(samplesDir, tc.sample), ns, env.kubelet)
+				out := filepath.Join(t.TempDir(), "bundle.tar.gz")
+				code, stdout, stderr := collectCLI(t, tc.target, "-n", ns, "--kubeconfig", env.admin, "-o", out)
+				require.Equal(t, 0, code, "stderr: %s", stderr)
+				require.Contains(t, stdout, out)
+				t.Logf("%s%s", stdout, stderr)
+				m := readManifest(t, out)
+				require.Equal(t, ns, m.Target.Namespace)
+				require.Equal(t, "v1.34.1", m.ServerVersion)
+				require.True(t, m.Redaction.Enabled)
+
+				var want expectation
+				data, err := os.ReadFile(filepath.Join(samplesDir, tc.sample, "expected.json"))
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(data, &want))
+				r, _ := analyzeJSON(t, nil, out)
+				require.Equal(t, want.Verdict, r.Verdict, "verdict (%s)", r.VerdictReason)
+				require.NotNil(t, r.RootCause)
+				require.Equal(t, want.RootCause.Category, r.RootCause.Category, "root cause (%s)", r.RootCause.Title)
+				require.Equal(t, want.RootCause.Pod, r.RootCause.Pod)
+			})
+		}
+	})
+}
+
+func TestCollectE2EFailures(t *testing.T) {
+	env := startE2E(t)
+	c, k := env.c, env.kubelet
+
+	t.Run("restarted container, redaction", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "restarts", Name: "rj", Workers: 2, Restarted: map[int]bool{2: true}}
+		c.CreateJob(t, k, j)
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code, _, stderr := collectCLI(t, "pytorchjob/rj", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out)
+		require.Equal(t, 0, code, stderr)
+		m := readManifest(t, out)
+		require.NotNil(t, m.File("logs/restarts/rj-worker-1/pytorch.previous.log"), "the restarted container's previous log")
+		require.NotNil(t, m.File("logs/restarts/rj-worker-1/pytorch.log"))
+		require.Nil(t, m.File("logs/restarts/rj-worker-0/pytorch.previous.log"), "no previous log without a restart")
+		require.Empty(t, m.Errors)
+		require.NotNil(t, m.File("resources/scheduling.x-k8s.io/PodGroup/restarts/rj.yaml"), "the job's PodGroup")
+
+		raw := gunzip(t, out)
+		require.NotContains(t, string(raw), "hf_abcdefghijklmnopqrstuvwxyz012345", "the token in the logs is redacted")
+		require.NotContains(t, string(raw), "0123456789abcdef0123456789abcdef01234567", "the secret env value is redacted")
+		require.NotEmpty(t, m.Redaction.Rules)
+
+		r, _ := analyzeJSON(t, nil, out)
+		require.Equal(t, "unhealthy", r.Verdict)
+		require.Equal(t, "cuda-oom", r.RootCause.Category)
+		require.Equal(t, "rj-worker-1", r.RootCause.Pod)
+	})
+
+	t.Run("log larger than the limit keeps head and tail", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "biglog", Name: "big", Workers: 2, LogLines: 20000}
+		c.CreateJob(t, k, j)
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code, stdout, stderr := collectCLI(t, "pytorchjob/big", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out, "--max-log-bytes", "64Ki")
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stdout, "3 logs (3 truncated)")
+		m := readManifest(t, out)
+		f := m.File("logs/biglog/big-worker-1/pytorch.log")
+		require.NotNil(t, f)
+		require.True(t, f.Truncated)
+		require.Greater(t, f.TruncatedBytes, int64(1<<20))
+		require.LessOrEqual(t, f.Bytes, int64(64<<10+200))
+		log := fileInTar(t, out, "logs/biglog/big-worker-1/pytorch.log")
+		require.Contains(t, log, "initializing process group", "the head is kept")
+		require.Contains(t, log, "CUDA out of memory", "the tail is kept")
+		require.Contains(t, log, "bytes cut here")
+		r, _ := analyzeJSON(t, nil, out)
+		require.Equal(t, "cuda-oom", r.RootCause.Category)
+	})
+
+	t.Run("least-privilege RBAC, and events forbidden", func(t *testing.T) {
+		rbac, err := os.ReadFile("../../deploy/rbac.yaml")
+		require.NoError(t, err)
+		kc := c.Kubeconfig(t, testcluster.CollectorToken, "collector", "rbac")
+		j := testcluster.Job{Namespace: "rbac", Name: "rb", Workers: 1}
+		c.CreateJob(t, k, j)
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+
+		// Before any binding: the job itself is forbidden, which is fatal.
+		code, _, stderr := collectCLI(t, "pytorchjob/rb", "--kubeconfig", kc, "-o", out)
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, "forbidden")
+		require.NoFileExists(t, out)
+
+		// The documented RBAC, minus events.
+		noEvents := strings.Replace(strings.ReplaceAll(string(rbac), "namespace: ml", "namespace: rbac"),
+			"resources: [pods, events, resourcequotas, limitranges]", "resources: [pods, resourcequotas, limitranges]", 1)
+		c.ApplyYAML(t, k, noEvents)
+		code, _, stderr = eventually(t, func() (int, string, string) {
+			return collectCLI(t, "pytorchjob/rb", "--kubeconfig", kc, "-o", out)
+		})
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stderr, "warning: list events in rbac: forbidden by RBAC")
+		m := readManifest(t, out)
+		require.Len(t, m.Errors, 1, "%+v", m.Errors)
+		require.Equal(t, "events in rbac", m.Errors[0].Object)
+		require.Contains(t, m.Errors[0].Message, "forbidden")
+		require.NotNil(t, m.File("logs/rbac/rb-worker-0/pytorch.log"), "logs are allowed")
+		require.NotNil(t, m.File("resources/core/Node/_cluster/rb-node-0.yaml"), "nodes are allowed")
+
+		// --strict turns the gap into an error, and writes nothing.
+		strict := filepath.Join(t.TempDir(), "strict.tar.gz")
+		code, _, stderr = collectCLI(t, "pytorchjob/rb", "--kubeconfig", kc, "-o", strict, "--strict")
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, "--strict: 1 gap(s)")
+		require.NoFileExists(t, strict)
+		require.Empty(t, leftovers(t, filepath.Dir(strict)))
+	})
+
+	t.Run("node whose kubelet does not answer", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "deadnode", Name: "dn", Workers: 3, Nodes: 2}
+		c.CreateJob(t, k, j)
+		c.SetKubeletPort(t, j.NodeName(1), testcluster.DeadPort(t))
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code, stdout, stderr := collectCLI(t, "pytorchjob/dn", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stdout, "2 logs (0 truncated), 2 gaps")
+		m := readManifest(t, out)
+		require.Len(t, m.Errors, 2)
+		for _, g := range m.Errors {
+			require.Equal(t, "logs", g.Step)
+			require.Contains(t, g.Message, "logs unavailable")
+		}
+		require.NotNil(t, m.File("logs/deadnode/dn-master-0/pytorch.log"))
+		require.Nil(t, m.File("logs/deadnode/dn-worker-0/pytorch.log"))
+	})
+
+	t.Run("log stream that stalls is given up, keeping what arrived", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "stall", Name: "st", Workers: 1, LogLines: 2000}
+		c.CreateJob(t, k, j)
+		k.Stall(j.Namespace, j.PodName(1), "pytorch", 64<<10)
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code, _, stderr := collectCLI(t, "pytorchjob/st", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out, "--log-idle-timeout", "1s")
+		require.Equal(t, 0, code, stderr)
+		m := readManifest(t, out)
+		require.Len(t, m.Errors, 1, "%+v", m.Errors)
+		require.Contains(t, m.Errors[0].Message, "the log stream ended early (the log stream sent nothing for too long (1s))")
+		log := fileInTar(t, out, "logs/stall/st-worker-0/pytorch.log")
+		require.Contains(t, log, "initializing process group", "what arrived is kept")
+		require.NotContains(t, log, "CUDA out of memory", "what never arrived is not")
+	})
+
+	t.Run("pod deleted mid-collect", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "deleted", Name: "dp", Workers: 2}
+		c.CreateJob(t, k, j)
+		k.OnRequest(func(ns, pod, container string) {
+			if ns == "deleted" && pod == "dp-master-0" {
+				require.NoError(t, c.Kube.CoreV1().Pods(ns).Delete(context.Background(), "dp-worker-1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+			}
+		})
+		defer k.OnRequest(nil)
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code, _, stderr := collectCLI(t, "pytorchjob/dp", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out, "--concurrency", "1")
+		require.Equal(t, 0, code, stderr)
+		m := readManifest(t, out)
+		require.Len(t, m.Errors, 1, "%+v", m.Errors)
+		require.Equal(t, "pod/dp-worker-1 container pytorch", m.Errors[0].Object)
+		require.Contains(t, m.Errors[0].Message, "gone")
+		require.NotNil(t, m.File("resources/core/Pod/deleted/dp-worker-1.yaml"), "the pod object was collected before it went")
+		require.NotNil(t, m.File("logs/deleted/dp-worker-0/pytorch.log"))
+	})
+
+	t.Run("interrupted collect leaves no bundle", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "interrupt", Name: "ir", Workers: 1, LogLines: 2000}
+		c.CreateJob(t, k, j)
+		k.Slow(j.Namespace, j.PodName(1), "pytorch", 50*time.Millisecond)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "b.tar.gz")
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			for !slices.Contains(k.Calls(), "interrupt/ir-worker-0/pytorch") {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond)
+			cancel()
+		}()
+		var stdout, stderr bytes.Buffer
+		code := Main(ctx, []string{"collect", "pytorchjob/ir", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out}, &IOStreams{Out: &stdout, ErrOut: &stderr})
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr.String(), "interrupted; no bundle written")
+		require.Empty(t, leftovers(t, dir), "no bundle and no temporary file")
+	})
+
+	t.Run("unknown kind lists the training kinds", func(t *testing.T) {
+		code, _, stderr := collectCLI(t, "rayjob/x", "-n", "default", "--kubeconfig", env.admin)
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, `the cluster serves no kind "rayjob"; training kinds it serves:`)
+		require.Contains(t, stderr, "pytorchjobs.kubeflow.org (PyTorchJob)")
+		require.Contains(t, stderr, "trainjobs.trainer.kubeflow.org (TrainJob)")
+		require.Contains(t, stderr, "jobs.batch (Job)")
+		code, _, stderr = collectCLI(t, "pytorchjob/nope", "-n", "default", "--kubeconfig", env.admin)
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, `pytorchjobs.kubeflow.org "nope" not found in namespace default`)
+	})
+}
+
+// TestCollectE2E64Pods collects a 64-pod job and reports how long it took (make bench prints it).
+func TestCollectE2E64Pods(t *testing.T) {
+	env := startE2E(t)
+	j := testcluster.Job{Namespace: "wide", Name: "wide", Workers: 63, Nodes: 8, LogLines: 2000}
+	env.c.CreateJob(t, env.kubelet, j)
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	start := time.Now()
+	code, stdout, stderr := collectCLI(t, "pytorchjob/wide", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out)
+	took := time.Since(start)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "64 logs (0 truncated), 0 gaps")
+	t.Logf("collect of 64 pods (64 logs, %s): %.2fs", strings.TrimSpace(stdout), took.Seconds())
+	r, _ := analyzeJSON(t, nil, out)
+	require.Equal(t, "wide-worker-1", r.RootCause.Pod)
+}
+
+// eventually retries a collect while RBAC bindings propagate to the authorizer's cache.
+func eventually(t *testing.T, fn func() (int, string, string)) (int, string, string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, out, errOut := fn()
+		if code == 0 || time.Now().After(deadline) {
+			return code, out, errOut
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func leftovers(t *testing.T, dir string) []string {
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func gunzip(t *testing.T, path string) []byte {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	return b
+}
+
+func fileInTar(t *testing.T, path, name string) string {
+	tr := tar.NewReader(bytes.NewReader(gunzip(t, path)))
+	for {
+		h, err := tr.Next()
+		require.NoError(t, err, "%s not in %s", name, path)
+		if h.Name == name {
+			b, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			return string(b)
+		}
+	}
+}

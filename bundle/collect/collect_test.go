@@ -2,12 +2,16 @@ package collect
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 )
@@ -122,4 +126,34 @@ func TestResolveKind(t *testing.T) {
 
 	_, err = cat.Resolve("pods/log")
 	require.Error(t, err, "subresources are not kinds")
+}
+
+func TestRetryOn429And5xxOnly(t *testing.T) {
+	backoff.Duration = time.Millisecond
+	calls := 0
+	err := withRetry(t.Context(), func() error {
+		calls++
+		if calls < 3 {
+			return apierrors.NewTooManyRequests("slow down", 0)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, calls, "retried until it worked")
+
+	calls = 0
+	err = withRetry(t.Context(), func() error {
+		calls++
+		return apierrors.NewInternalError(errors.New("etcd leader changed"))
+	})
+	require.Error(t, err)
+	require.Equal(t, backoff.Steps, calls, "gave up after the backoff's steps")
+
+	calls = 0
+	err = withRetry(t.Context(), func() error {
+		calls++
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
+	})
+	require.True(t, apierrors.IsForbidden(err))
+	require.Equal(t, 1, calls, "a forbidden request is not retried")
 }

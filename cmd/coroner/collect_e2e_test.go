@@ -141,6 +141,27 @@ func TestCollectE2EFailures(t *testing.T) {
 		require.Contains(t, log, "bytes cut here")
 		r, _ := analyzeJSON(t, nil, out)
 		require.Equal(t, "cuda-oom", r.RootCause.Category)
+
+		// A total budget across logs: what does not fit is cut or skipped, and said so.
+		code, _, stderr = collectCLI(t, "pytorchjob/big", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out,
+			"--max-log-bytes", "64Ki", "--max-total-log-bytes", "100Ki", "--concurrency", "1")
+		require.Equal(t, 0, code, stderr)
+		m = readManifest(t, out)
+		var logBytes int64
+		for _, f := range m.Files {
+			if strings.HasPrefix(f.Path, "logs/") {
+				logBytes += f.Bytes
+			}
+		}
+		require.LessOrEqual(t, logBytes, int64(100<<10+3*200))
+		require.Contains(t, stderr, "--max-total-log-bytes")
+
+		// --since: the kubelet only sends newer lines (these logs are from March).
+		code, _, stderr = collectCLI(t, "pytorchjob/big", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out, "--since", "1h")
+		require.Equal(t, 0, code, stderr)
+		m = readManifest(t, out)
+		require.Equal(t, "1h0m0s", m.Options.Since)
+		require.Equal(t, int64(0), m.File("logs/biglog/big-worker-1/pytorch.log").Bytes)
 	})
 
 	t.Run("least-privilege RBAC, and events forbidden", func(t *testing.T) {

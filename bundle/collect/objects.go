@@ -113,8 +113,10 @@ func (col *collector) ownedTree(ctx context.Context, target *unstructured.Unstru
 	var candidates []*unstructured.Unstructured
 	seenKind := map[string]bool{}
 	kinds := append([][2]string{}, ownedKinds...)
+	group, _, _ := strings.Cut(target.GetAPIVersion(), "/")
 	for _, r := range col.cat.Resources {
-		if isTrainingKind(r) && r.Namespaced {
+		// A custom resource of an unknown kind most likely owns kinds of its own group.
+		if r.Namespaced && (isTrainingKind(r) || (strings.Contains(target.GetAPIVersion(), "/") && r.GVR.Group == group)) {
 			kinds = append(kinds, [2]string{r.GVR.Group, r.Kind})
 		}
 	}

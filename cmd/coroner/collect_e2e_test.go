@@ -277,6 +277,54 @@ func TestCollectE2EFailures(t *testing.T) {
 		require.Empty(t, leftovers(t, dir), "no bundle and no temporary file")
 	})
 
+	t.Run("unknown custom resource: what it owns, down to pods", func(t *testing.T) {
+		c.InstallCRDs(t, testcluster.CRD{Group: "ml.example.com", Version: "v1", Kind: "Experiment", Plural: "experiments"})
+		c.ApplyYAML(t, k, `
+apiVersion: ml.example.com/v1
+kind: Experiment
+metadata: {name: exp, namespace: custom, uid: 11111111-0000-0000-0000-000000000001}
+spec: {trials: 1}
+status: {conditions: [{type: Failed, status: "True", reason: TrialFailed, message: "trial 0 failed"}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: exp-trial-0
+  namespace: custom
+  uid: 11111111-0000-0000-0000-000000000002
+  ownerReferences: [{apiVersion: ml.example.com/v1, kind: Experiment, name: exp, uid: 11111111-0000-0000-0000-000000000001}]
+spec:
+  backoffLimit: 0
+  template: {spec: {restartPolicy: Never, containers: [{name: trial, image: trial:1}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: exp-trial-0-abcde
+  namespace: custom
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: exp-trial-0, uid: 11111111-0000-0000-0000-000000000002}]
+spec: {restartPolicy: Never, containers: [{name: trial, image: trial:1}]}
+status: {phase: Pending, conditions: [{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/8 nodes are available: 8 Insufficient nvidia.com/gpu."}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unrelated, namespace: custom}
+spec: {containers: [{name: c, image: x}]}
+`)
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code, _, stderr := collectCLI(t, "experiment/exp", "-n", "custom", "--kubeconfig", env.admin, "-o", out)
+		require.Equal(t, 0, code, stderr)
+		m := readManifest(t, out)
+		require.NotNil(t, m.File("resources/ml.example.com/Experiment/custom/exp.yaml"))
+		require.NotNil(t, m.File("resources/batch/Job/custom/exp-trial-0.yaml"))
+		require.NotNil(t, m.File("resources/core/Pod/custom/exp-trial-0-abcde.yaml"))
+		require.Nil(t, m.File("resources/core/Pod/custom/unrelated.yaml"), "a pod the job does not own is left out")
+		require.Len(t, m.Errors, 1)
+		require.Contains(t, m.Errors[0].Message, "never scheduled")
+		r, _ := analyzeJSON(t, nil, out)
+		require.Equal(t, "unhealthy", r.Verdict)
+	})
+
 	t.Run("unknown kind lists the training kinds", func(t *testing.T) {
 		code, _, stderr := collectCLI(t, "rayjob/x", "-n", "default", "--kubeconfig", env.admin)
 		require.Equal(t, 1, code)

@@ -325,6 +325,20 @@ spec: {containers: [{name: c, image: x}]}
 		require.Equal(t, "unhealthy", r.Verdict)
 	})
 
+	t.Run("progress on a terminal only", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "progress", Name: "pg", Workers: 1}
+		c.CreateJob(t, k, j)
+		var stdout, stderr bytes.Buffer
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code := Main(t.Context(), []string{"collect", "pytorchjob/pg", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out},
+			&IOStreams{Out: &stdout, ErrOut: &stderr, IsTerminal: true})
+		require.Equal(t, 0, code, stderr.String())
+		require.Contains(t, stderr.String(), "collecting pg: [####################] ")
+		require.Contains(t, stderr.String(), "logs 2/2")
+		require.True(t, strings.HasSuffix(stderr.String(), "\r\033[K"), "the bar is cleared before the summary")
+		require.NotContains(t, stdout.String(), "collecting")
+	})
+
 	t.Run("unknown kind lists the training kinds", func(t *testing.T) {
 		code, _, stderr := collectCLI(t, "rayjob/x", "-n", "default", "--kubeconfig", env.admin)
 		require.Equal(t, 1, code)

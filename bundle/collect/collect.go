@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"sort"
@@ -29,10 +30,12 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 )
 
-// Redactor masks secrets in objects and log lines before anything is written.
+// Redactor masks secrets in objects and logs before anything is written (bundle/redact).
 type Redactor interface {
-	Line(s string) string
-	Object(obj map[string]any)
+	// Copy redacts a log as it streams; where is its path in the bundle.
+	Copy(dst io.Writer, src io.Reader, where string) (int64, error)
+	// ObjectAt redacts a decoded object in place; where is its path in the bundle.
+	ObjectAt(where string, obj map[string]any)
 	Summary() []bundle.RedactionRule
 }
 
@@ -305,7 +308,7 @@ func (col *collector) writeObject(u *unstructured.Unstructured) error {
 	obj := runtime.DeepCopyJSON(u.Object)
 	unstructured.RemoveNestedField(obj, "metadata", "managedFields")
 	if col.opts.Redactor != nil {
-		col.opts.Redactor.Object(obj)
+		col.opts.Redactor.ObjectAt(p, obj)
 	}
 	data, err := yaml.Marshal(obj)
 	if err != nil {

@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"strings"
@@ -50,20 +49,20 @@ func TestTruncatorUnderTheLimitIsUntouched(t *testing.T) {
 	require.Zero(t, cut)
 }
 
-func TestReadLineBoundsLongLines(t *testing.T) {
+func TestLineSinkBoundsLongLines(t *testing.T) {
+	var lines []string
+	sink := &lineSink{add: func(l []byte) { lines = append(lines, string(l)) }}
 	long := strings.Repeat("x", 3*maxLineBytes+10)
-	br := bufio.NewReaderSize(strings.NewReader(long+"\nshort\n"), 64<<10)
-	var pieces []int
-	for {
-		l, err := readLine(br)
-		if len(l) > 0 {
-			pieces = append(pieces, len(l))
-		}
-		if err != nil {
-			break
-		}
+	for _, piece := range []string{long[:5], long[5:], "\nshort\n", "no newline at the end"} {
+		_, _ = sink.Write([]byte(piece))
 	}
-	require.Equal(t, []int{maxLineBytes, maxLineBytes, maxLineBytes, 11, 6}, pieces)
+	sink.flush()
+	var sizes []int
+	for _, l := range lines {
+		sizes = append(sizes, len(l))
+	}
+	require.Equal(t, []int{maxLineBytes, maxLineBytes, maxLineBytes, 11, 6, 21}, sizes)
+	require.Equal(t, long+"\nshort\nno newline at the end", strings.Join(lines, ""), "nothing lost or added")
 }
 
 func fakeCatalog(t *testing.T) *Catalog {

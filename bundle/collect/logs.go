@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -163,23 +162,15 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	defer rc.Close()
 	limit := min(col.opts.MaxLogBytes, col.budget.Load())
 	t := newTruncator(limit)
-	br := bufio.NewReaderSize(&watchdog{r: rc, t: idle, d: col.opts.LogIdleTimeout}, 64<<10)
+	src := &watchdog{r: rc, t: idle, d: col.opts.LogIdleTimeout}
+	sink := &lineSink{add: t.add}
 	var readErr error
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 {
-			if col.opts.Redactor != nil {
-				line = []byte(col.opts.Redactor.Line(string(line)))
-			}
-			t.add(line)
-		}
-		if err != nil {
-			if err != io.EOF {
-				readErr = err
-			}
-			break
-		}
+	if col.opts.Redactor != nil {
+		_, readErr = col.opts.Redactor.Copy(sink, src, j.path())
+	} else {
+		_, readErr = io.Copy(sink, src)
 	}
+	sink.flush()
 	if readErr != nil {
 		if parent.Err() != nil {
 			return parent.Err()
@@ -213,19 +204,41 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	return nil
 }
 
-// readLine returns the next line with its newline, or a piece of maxLineBytes of a longer one.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if err == bufio.ErrBufferFull && len(buf) < maxLineBytes {
+// lineSink cuts what is written to it into lines (pieces of maxLineBytes for longer ones) for
+// the truncator.
+type lineSink struct {
+	add func(line []byte)
+	buf []byte
+}
+
+func (s *lineSink) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			take := min(len(p), maxLineBytes-len(s.buf))
+			s.buf = append(s.buf, p[:take]...)
+			p = p[take:]
+			if len(s.buf) == maxLineBytes {
+				s.flush()
+			}
 			continue
 		}
-		if err == bufio.ErrBufferFull {
-			err = nil
+		if len(s.buf) == 0 && i < maxLineBytes {
+			s.add(bytes.Clone(p[:i+1]))
+		} else {
+			s.buf = append(s.buf, p[:i+1]...)
+			s.flush()
 		}
-		return buf, err
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (s *lineSink) flush() {
+	if len(s.buf) > 0 {
+		s.add(bytes.Clone(s.buf))
+		s.buf = s.buf[:0]
 	}
 }
 

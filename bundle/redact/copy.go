@@ -48,6 +48,12 @@ func (r *Redactor) Copy(dst io.Writer, src io.Reader, where string) (int64, erro
 			break
 		}
 		if err != nil {
+			// Keep what arrived before the source failed (a cut log stream).
+			c.flushBlock()
+			r.record(c.locs)
+			if ferr := c.w.Flush(); c.err == nil {
+				c.err = ferr
+			}
 			return c.n, err
 		}
 	}

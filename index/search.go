@@ -456,11 +456,14 @@ func (m *queryMatch) leafTemplate(l node, s *Stream, t *Template) tri {
 		}
 		return yes
 	case *prefixNode:
-		if in {
+		// Without digits, a shape starting with the prefix means every word there does (digits
+		// only replace digits); with digits, any variable word may.
+		digits := hasDigit(n.prefix)
+		if in && !digits {
 			return yes
 		}
 		for _, tok := range t.tokens {
-			if tok.kind == tokWhole || (tok.kind == tokRun && hasDigit(n.prefix)) {
+			if tok.kind == tokWhole || (tok.kind == tokRun && digits) {
 				return maybe
 			}
 		}

@@ -123,7 +123,11 @@ func runAnalyze(opts *AnalyzeOptions) error {
 			}
 		}
 	}
-	res := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress})
+	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress})
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Source, err)
+	}
+	defer res.Index.Close()
 	rep := report.Build(m, res, version)
 
 	var buf bytes.Buffer

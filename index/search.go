@@ -65,6 +65,12 @@ type Result struct {
 	Omitted int `json:"omitted"`
 }
 
+// QueryError is a query or regular expression that cannot be read.
+type QueryError struct{ Err error }
+
+func (e *QueryError) Error() string { return e.Err.Error() }
+func (e *QueryError) Unwrap() error { return e.Err }
+
 // matcher answers whether a template, a block of one, or a line matches.
 type matcher interface {
 	template(s *Stream, t *Template) tri
@@ -96,20 +102,20 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 	var err error
 	switch {
 	case opts.Query != "" && opts.Regex != "":
-		return nil, errors.New("give a query or a regular expression, not both")
+		return nil, &QueryError{errors.New("give a query or a regular expression, not both")}
 	case opts.Regex != "":
 		m, err = ix.regexMatcher(opts.Regex)
 	case strings.TrimSpace(opts.Query) != "":
 		m, err = ix.queryMatcher(opts.Query)
 	default:
-		return nil, errors.New("nothing to search for")
+		return nil, &QueryError{errors.New("nothing to search for")}
 	}
 	if err != nil {
 		return nil, err
 	}
 	for _, g := range append(append([]string{}, opts.Pods...), opts.Containers...) {
 		if _, err := path.Match(g, ""); err != nil {
-			return nil, fmt.Errorf("bad pattern %q", g)
+			return nil, &QueryError{fmt.Errorf("bad pattern %q", g)}
 		}
 	}
 	if opts.Limit <= 0 {
@@ -374,7 +380,7 @@ type queryMatch struct {
 func (ix *Index) queryMatcher(q string) (*queryMatch, error) {
 	root, err := parseQuery(q)
 	if err != nil {
-		return nil, err
+		return nil, &QueryError{err}
 	}
 	m := &queryMatch{root: root, sets: map[node]map[*Template]float64{}}
 	for _, l := range leaves(root, nil) {
@@ -530,7 +536,7 @@ type regexMatch struct {
 func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, fmt.Errorf("--regex: %v", err)
+		return nil, &QueryError{fmt.Errorf("--regex: %v", err)}
 	}
 	return &regexMatch{re: re, sets: RequiredLiterals(expr)}, nil
 }

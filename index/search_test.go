@@ -301,5 +301,3 @@ func TestSearchEqualsBruteForceOnGeneratedBundle(t *testing.T) {
 	require.Equal(t, len(bruteSet(lines, has("grad_norm"))), total)
 	require.Equal(t, total, res.Lines)
 }
-
-

@@ -228,7 +228,13 @@ func scanStream(fsys fs.FS, ls parse.LogStream, maxLine int, sb *streamBuilder, 
 		if first == 0 {
 			first = clock.last
 		}
-		if needsClean(text) {
+		if sb != nil {
+			if sb.tokenize(text) {
+				clean = Clean(clean[:0], text)
+				text = clean
+				sb.tokenize(text)
+			}
+		} else if needsClean(text) {
 			clean = Clean(clean[:0], text)
 			text = clean
 		}

@@ -43,11 +43,11 @@ func (r *slotRange) add(v slotValue) {
 	}
 	if !r.hasStr {
 		r.hasStr = true
-		r.strMin, r.strMax = append(r.strMin[:0], v.str...), append(r.strMax[:0], v.str...)
-	} else if string(v.str) < string(r.strMin) {
-		r.strMin = append(r.strMin[:0], v.str...)
-	} else if string(v.str) > string(r.strMax) {
-		r.strMax = append(r.strMax[:0], v.str...)
+		r.strMin, r.strMax = fold(r.strMin[:0], v.str), fold(r.strMax[:0], v.str)
+	} else if cmpFold(r.strMin, v.str) > 0 {
+		r.strMin = fold(r.strMin[:0], v.str)
+	} else if cmpFold(r.strMax, v.str) < 0 {
+		r.strMax = fold(r.strMax[:0], v.str)
 	}
 }
 
@@ -56,7 +56,7 @@ func (r *slotRange) mayHold(v slotValue) bool {
 	if v.numeric {
 		return r.hasNum && v.num >= r.numMin && v.num <= r.numMax
 	}
-	return r.hasStr && string(v.str) >= string(r.strMin) && string(v.str) <= string(r.strMax)
+	return r.hasStr && cmpFold(r.strMin, v.str) <= 0 && cmpFold(r.strMax, v.str) >= 0
 }
 
 // mayStartWith reports whether a string value with that prefix could be in the range.
@@ -167,18 +167,17 @@ type streamBuilder struct {
 	key   []byte
 	vals  []slotValue
 	masks []uint64
-	arena []byte
 }
 
 func newStreamBuilder() *streamBuilder {
 	return &streamBuilder{byKey: map[string]*tmplBuilder{}, rank: -1}
 }
 
+// add records one tokenized line (see tokenize).
 func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) {
 	if (n-1)%checkpointEvery == 0 {
 		b.checkpoints = append(b.checkpoints, checkpoint{off: off, time: before})
 	}
-	b.tokenize(text)
 	t := b.byKey[string(b.key)]
 	if t == nil {
 		t = b.newTemplate(text)
@@ -188,34 +187,36 @@ func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) {
 
 // tokenize masks the variable words of text into b.key, collecting their values. The key
 // keeps every other byte; a slot is the byte 0 (which cleaned text never holds) and its kind.
-func (b *streamBuilder) tokenize(text []byte) {
+// It reports whether text holds a byte that cleaning could change (the caller then cleans and
+// tokenizes again): the scan looks at every byte once for both.
+func (b *streamBuilder) tokenize(text []byte) (special bool) {
 	key, vals, masks := b.key[:0], b.vals[:0], b.masks[:0]
-	arena := b.arena[:0]
+	var seen uint8
 	constStart := 0
 	for i := 0; i < len(text); {
-		if class[text[i]]&cWord == 0 {
+		c := class[text[i]]
+		seen |= c
+		if c&cWord == 0 {
 			i++
 			continue
 		}
-		j, digits := i, uint8(0)
-		for j < len(text) {
-			c := class[text[j]]
+		j, digits := i+1, c&cDigit
+		for ; j < len(text); j++ {
+			c = class[text[j]]
 			if c&cWord == 0 {
 				break
 			}
-			digits |= c & cDigit
-			j++
+			digits |= c
 		}
-		if digits != 0 {
+		seen |= digits
+		if digits&cDigit != 0 {
 			kind, s, e := wordShape(text[i:j])
 			s, e = i+s, i+e
 			key = append(key, text[constStart:s]...)
 			key = append(key, 0, kind)
 			constStart = e
 			v := text[s:e]
-			var sv slotValue
-			sv, arena = valueOf(v, arena)
-			vals = append(vals, sv)
+			vals = append(vals, valueOf(v))
 			if kind == slotRun {
 				masks = append(masks, maskDigit)
 			} else {
@@ -225,7 +226,8 @@ func (b *streamBuilder) tokenize(text []byte) {
 		i = j
 	}
 	key = append(key, text[constStart:]...)
-	b.key, b.vals, b.masks, b.arena = key, vals, masks, arena
+	b.key, b.vals, b.masks = key, vals, masks
+	return seen&cSpecial != 0
 }
 
 func (b *streamBuilder) newTemplate(text []byte) *tmplBuilder {

@@ -160,34 +160,52 @@ func shapeOf(w string) string {
 
 // slotValue is the varying part of a word: numeric when it is all digits and short enough to
 // order as a number (digit strings order by length, then value, which is also how equal
-// strings compare), otherwise the folded string.
+// strings compare), otherwise a string, compared folded.
 type slotValue struct {
 	num     uint64
-	str     []byte
+	str     []byte // not folded
 	numeric bool
 }
 
 const maxNumDigits = 17
 
-// valueOf appends a string value's folded bytes to arena.
-func valueOf(v []byte, arena []byte) (slotValue, []byte) {
+func valueOf(v []byte) slotValue {
 	if len(v) <= maxNumDigits {
 		var n uint64
-		ok := true
 		for _, c := range v {
-			if c < '0' || c > '9' {
-				ok = false
-				break
+			if c-'0' > 9 {
+				return slotValue{str: v}
 			}
 			n = n*10 + uint64(c-'0')
 		}
-		if ok {
-			return slotValue{num: uint64(len(v))<<59 | n, numeric: true}, arena
+		return slotValue{num: uint64(len(v))<<59 | n, numeric: true}
+	}
+	return slotValue{str: v}
+}
+
+// cmpFold compares a folded string with one not yet folded.
+func cmpFold(folded, raw []byte) int {
+	if !isASCIIBytes(raw) {
+		return bytes.Compare(folded, bytes.ToLower(raw))
+	}
+	for i := 0; i < len(folded) && i < len(raw); i++ {
+		if c := lower[raw[i]]; folded[i] != c {
+			if folded[i] < c {
+				return -1
+			}
+			return 1
 		}
 	}
-	start := len(arena)
-	arena = fold(arena, v)
-	return slotValue{str: arena[start:]}, arena
+	return len(folded) - len(raw)
+}
+
+func isASCIIBytes(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // queryValue is the slot value a folded query word with digits must find.
@@ -196,8 +214,7 @@ func queryValue(w string) (shape string, v slotValue) {
 	if kind == 0 {
 		return w, slotValue{}
 	}
-	v, _ = valueOf([]byte(w[start:end]), nil)
-	return shapeOf(w), v
+	return shapeOf(w), valueOf([]byte(w[start:end]))
 }
 
 func hasDigit(w string) bool {

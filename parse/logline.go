@@ -72,23 +72,9 @@ func parseISO(b []byte, strict bool) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	i := 19
-	nsec := 0
-	if i < len(b) && (b[i] == '.' || b[i] == ',') {
-		i++
-		digits := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			if digits < 9 {
-				nsec = nsec*10 + int(b[i]-'0')
-				digits++
-			}
-			i++
-		}
-		if digits == 0 {
-			return time.Time{}, false
-		}
-		for ; digits < 9; digits++ {
-			nsec *= 10
-		}
+	nsec, i, ok := fractionAt(b, i)
+	if !ok {
+		return time.Time{}, false
 	}
 	loc := time.UTC
 	offset := 0
@@ -156,25 +142,36 @@ func secondsZ(b []byte) (int, fraction, bool) {
 		return 0, fraction{}, false
 	}
 	s := int(b[0]-'0')*10 + int(b[1]-'0')
-	i, nsec, digits := 2, 0, 0
-	if b[i] == '.' || b[i] == ',' {
-		i++
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			if digits < 9 {
-				nsec = nsec*10 + int(b[i]-'0')
-				digits++
-			}
-			i++
-		}
-		if digits == 0 {
-			return 0, fraction{}, false
-		}
-		for ; digits < 9; digits++ {
-			nsec *= 10
-		}
+	nsec, i, ok := fractionAt(b, 2)
+	if !ok {
+		return 0, fraction{}, false
 	}
 	if s > 60 || i+1 >= len(b) || b[i] != 'Z' || b[i+1] != ' ' {
 		return 0, fraction{}, false
 	}
 	return s, fraction{nsec: nsec, width: i}, true
+}
+
+// fractionAt reads an optional ".123" or ",123" fraction of a second at b[i:], as nanoseconds
+// (digits past the ninth are ignored), and returns the index after it.
+func fractionAt(b []byte, i int) (nsec, next int, ok bool) {
+	if i >= len(b) || (b[i] != '.' && b[i] != ',') {
+		return 0, i, true
+	}
+	i++
+	digits := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if digits < 9 {
+			nsec = nsec*10 + int(b[i]-'0')
+			digits++
+		}
+		i++
+	}
+	if digits == 0 {
+		return 0, i, false
+	}
+	for ; digits < 9; digits++ {
+		nsec *= 10
+	}
+	return nsec, i, true
 }

@@ -4,11 +4,10 @@ package analyze
 
 import (
 	"fmt"
-	"runtime"
 	"sort"
-	"sync"
 	"time"
 
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -26,6 +25,12 @@ type Options struct {
 	Workers int
 	// Progress, when set, is called after each log is scanned.
 	Progress func(done, total int, bytes int64)
+	// Cache keeps the index of the bundle's logs for later searches; nil builds a private one.
+	Cache *index.Cache
+	// Version is coroner's version, part of the index cache key.
+	Version string
+	// Log, when set, hears about the index cache (a damaged index rebuilt).
+	Log func(format string, args ...any)
 }
 
 // Result is the outcome of an analysis.
@@ -41,6 +46,10 @@ type Result struct {
 	Logs []LogSummary
 	// Warnings are problems met while analysing (unreadable logs, cut lines).
 	Warnings []string
+	// Index is the index of the bundle's logs, built in the same pass as the rules ran (or
+	// reused from the cache). The caller closes it; it reads from the bundle, which must stay
+	// open meanwhile.
+	Index *index.Index
 }
 
 // LogSummary describes one scanned log.
@@ -57,15 +66,18 @@ type LogSummary struct {
 	Findings  int        `json:"findings"`
 }
 
-// Run analyses a loaded bundle.
-func Run(m *parse.Model, opts Options) *Result {
+// Run analyses a loaded bundle. It fails only when the index of the logs cannot be built
+// (a full disk); problems with the bundle itself become warnings.
+func Run(m *parse.Model, opts Options) (*Result, error) {
 	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}}
-	a.scanLogs(opts)
+	if err := a.scanLogs(opts); err != nil {
+		return nil, err
+	}
 	a.control()
 	a.spec()
 	a.correlate()
 	a.timeline()
-	return a.res
+	return a.res, nil
 }
 
 type analyzer struct {
@@ -85,60 +97,47 @@ func (a *analyzer) warnf(format string, args ...any) {
 	a.res.Warnings = append(a.res.Warnings, fmt.Sprintf(format, args...))
 }
 
-// scanLogs scans every log once, in parallel: logs are independent streams. Results are
-// merged in bundle order so the output does not depend on scheduling.
-func (a *analyzer) scanLogs(opts Options) {
+// scanLogs scans every log once, in parallel (logs are independent streams), building the
+// index in the same pass. Results are merged in bundle order so the output does not depend on
+// scheduling; evidence context is read back through the index.
+func (a *analyzer) scanLogs(opts Options) error {
 	logs := a.m.Logs
 	a.logsFor = map[string]bool{}
-	results := make([]streamResult, len(logs))
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+	scanners := make([]*logScanner, len(logs))
+	ix, stats, err := index.Build(a.m.Bundle, logs, index.BuildOptions{
+		Cache: opts.Cache, Version: opts.Version, Workers: opts.Workers, Progress: opts.Progress, Log: opts.Log,
+		Visit: func(i int) func(*index.Scanned) {
+			scanners[i] = newLogScanner(logs[i], a.rs)
+			return scanners[i].visit
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("indexing the logs: %w", err)
 	}
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	var doneBytes int64
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				results[i] = scanLog(a.m.Bundle.FS, logs[i], a.rs, a.m.Bundle.Limits.MaxLineBytes)
-				if opts.Progress != nil {
-					mu.Lock()
-					done++
-					doneBytes += results[i].bytes
-					opts.Progress(done, len(logs), doneBytes)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range logs {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	for i, r := range results {
+	a.res.Index = ix
+	for i, st := range stats {
 		ls := logs[i]
 		a.logsFor[ls.Pod+"/"+ls.Container] = true
 		a.logsFor[ls.Pod] = true
-		if r.err != nil {
-			a.warnf("%s: %v (the rest of the log was not read)", ls.Path, r.err)
+		if st.Err != nil {
+			a.warnf("%s: %v (the rest of the log was not read)", ls.Path, st.Err)
 		}
-		if r.longLines > 0 {
-			a.warnf("%s: %d line(s) longer than %d bytes were cut (--max-line-bytes)", ls.Path, r.longLines, a.m.Bundle.Limits.MaxLineBytes)
+		if st.LongLines > 0 {
+			a.warnf("%s: %d line(s) longer than %d bytes were cut (--max-line-bytes)", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
+		found := scanners[i].findings
 		a.res.Logs = append(a.res.Logs, LogSummary{
-			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: r.bytes,
-			Lines: r.lines, First: r.first, Last: r.last, Truncated: ls.Truncated, Findings: len(r.findings),
+			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
+			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated, Findings: len(found),
 		})
-		for _, f := range r.findings {
+		for _, f := range found {
+			if err := addContext(ix, f); err != nil {
+				a.warnf("%s: context lines: %v", ls.Path, err)
+			}
 			a.add(f)
 		}
 	}
+	return nil
 }
 
 // sortFindings orders findings by time (none last), then by place, so ids are stable.

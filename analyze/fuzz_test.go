@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/coroner-dev/coroner/index"
 )
 
 func sampleLines(f *testing.F, every int) []string {
@@ -36,9 +38,9 @@ func FuzzCleanLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		out := cleanLine(nil, line)
+		out := index.Clean(nil, line)
 		if !utf8.Valid(out) || bytes.IndexByte(out, 0x1b) >= 0 || bytes.IndexByte(out, 0) >= 0 {
-			t.Fatalf("cleanLine(%q) = %q", line, out)
+			t.Fatalf("index.Clean(%q) = %q", line, out)
 		}
 		excerpt(out)
 	})
@@ -65,7 +67,7 @@ func FuzzRuleSet(f *testing.F) {
 	}
 	sc := rs.NewScratch()
 	f.Fuzz(func(t *testing.T, line string) {
-		clean := cleanLine(nil, []byte(line))
+		clean := index.Clean(nil, []byte(line))
 		got := map[string]bool{}
 		for _, h := range rs.Match(clean, sc) {
 			got[h.Rule.ID] = true

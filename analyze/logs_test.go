@@ -7,17 +7,37 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 )
 
-func scan(t *testing.T, log string, maxLine int) streamResult {
+// scanned is what scanning one log produced.
+type scanned struct {
+	findings  []*Finding
+	lines     int
+	longLines int
+	bytes     int64
+	err       error
+}
+
+// scan runs one log through the index's scanner and the rules, as Run does.
+func scan(t *testing.T, log string, maxLine int) scanned {
 	t.Helper()
 	rules, err := DefaultRules()
 	require.NoError(t, err)
 	rs, err := NewRuleSet(rules)
 	require.NoError(t, err)
-	fsys := fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log)}}
-	return scanLog(fsys, parse.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}, rs, maxLine)
+	b := &bundle.Bundle{FS: fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log)}}, Limits: bundle.Limits{MaxLineBytes: maxLine}}
+	ls := parse.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}
+	sc := newLogScanner(ls, rs)
+	ix, stats, err := index.Build(b, []parse.LogStream{ls}, index.BuildOptions{Visit: func(int) func(*index.Scanned) { return sc.visit }})
+	require.NoError(t, err)
+	defer ix.Close()
+	for _, f := range sc.findings {
+		require.NoError(t, addContext(ix, f))
+	}
+	return scanned{findings: sc.findings, lines: stats[0].Lines, longLines: stats[0].LongLines, bytes: stats[0].Bytes, err: stats[0].Err}
 }
 
 func TestScanLogEvidenceAndContext(t *testing.T) {
@@ -86,18 +106,4 @@ func TestScanLogHugeLine(t *testing.T) {
 	require.Equal(t, 1, res.lines)
 	require.Equal(t, 1, res.longLines)
 	require.Equal(t, int64(50<<20), res.bytes, "every byte is read once")
-}
-
-func TestCleanLine(t *testing.T) {
-	tests := map[string]string{
-		"plain":                       "plain",
-		"\x1b[1;32mgreen\x1b[0m text": "green text",
-		"a\rb\rfinal":                 "final",
-		"progress 100%\r":             "progress 100%",
-		"nul\x00byte":                 "nulbyte",
-		"bad\xffutf8":                 "bad\uFFFDutf8",
-	}
-	for in, want := range tests {
-		require.Equal(t, want, string(cleanLine(nil, []byte(in))), "%q", in)
-	}
 }

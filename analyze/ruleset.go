@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+
+	"github.com/coroner-dev/coroner/index"
 )
 
 // RuleSet is a compiled set of rules: one Aho-Corasick pass over a line finds which patterns
@@ -56,7 +58,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		for pi, re := range r.res {
 			idx := int32(len(rs.pats))
 			rs.pats = append(rs.pats, pattern{rule: r, re: re})
-			sets := requiredSets(r.Match.Patterns[pi])
+			sets := index.RequiredLiterals(r.Match.Patterns[pi])
 			if len(sets) == 0 {
 				rs.always = append(rs.always, idx)
 				continue

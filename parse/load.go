@@ -51,12 +51,10 @@ type LogStream struct {
 // warnings: the rest of the bundle is still analysed.
 func Load(b *bundle.Bundle) (*Model, error) {
 	m := &Model{Bundle: b, paths: map[string]string{}}
+	m.Logs, m.Warnings = LogStreams(b) // logs/ sorts before resources/: warnings keep file order
 	for _, f := range b.Files {
-		switch {
-		case strings.HasPrefix(f.Path, "resources/"):
+		if strings.HasPrefix(f.Path, "resources/") {
 			m.loadResource(f)
-		case strings.HasPrefix(f.Path, "logs/"):
-			m.addLog(f)
 		}
 	}
 	sort.SliceStable(m.Objects, func(i, j int) bool { return objectKey(m.Objects[i]) < objectKey(m.Objects[j]) })
@@ -203,21 +201,31 @@ func (m *Model) addEventsV1(where string, u *unstructured.Unstructured) {
 	m.Events = append(m.Events, e)
 }
 
-func (m *Model) addLog(f bundle.File) {
-	parts := strings.Split(f.Path, "/")
-	if len(parts) != 4 || !strings.HasSuffix(parts[3], ".log") {
-		m.warnf("%s: not at logs/<namespace>/<pod>/<container>.log; skipped", f.Path)
-		return
+// LogStreams lists the container logs of a bundle, in path order, without reading resources
+// (search needs only the logs). Files under logs/ at another path are skipped with a warning.
+func LogStreams(b *bundle.Bundle) ([]LogStream, []string) {
+	var logs []LogStream
+	var warnings []string
+	for _, f := range b.Files {
+		if !strings.HasPrefix(f.Path, "logs/") {
+			continue
+		}
+		parts := strings.Split(f.Path, "/")
+		if len(parts) != 4 || !strings.HasSuffix(parts[3], ".log") {
+			warnings = append(warnings, fmt.Sprintf("%s: not at logs/<namespace>/<pod>/<container>.log; skipped", f.Path))
+			continue
+		}
+		name := strings.TrimSuffix(parts[3], ".log")
+		ls := LogStream{Path: f.Path, Namespace: parts[1], Pod: parts[2], Container: name, Size: f.Size}
+		if c, ok := strings.CutSuffix(name, ".previous"); ok {
+			ls.Container, ls.Previous = c, true
+		}
+		if e := b.Manifest.File(f.Path); e != nil {
+			ls.Truncated, ls.TruncatedBytes = e.Truncated, e.TruncatedBytes
+		}
+		logs = append(logs, ls)
 	}
-	name := strings.TrimSuffix(parts[3], ".log")
-	ls := LogStream{Path: f.Path, Namespace: parts[1], Pod: parts[2], Container: name, Size: f.Size}
-	if c, ok := strings.CutSuffix(name, ".previous"); ok {
-		ls.Container, ls.Previous = c, true
-	}
-	if e := m.Bundle.Manifest.File(f.Path); e != nil {
-		ls.Truncated, ls.TruncatedBytes = e.Truncated, e.TruncatedBytes
-	}
-	m.Logs = append(m.Logs, ls)
+	return logs, warnings
 }
 
 // PathOf returns the bundle file an object came from, or "".

@@ -72,23 +72,9 @@ func parseISO(b []byte, strict bool) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	i := 19
-	nsec := 0
-	if i < len(b) && (b[i] == '.' || b[i] == ',') {
-		i++
-		digits := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			if digits < 9 {
-				nsec = nsec*10 + int(b[i]-'0')
-				digits++
-			}
-			i++
-		}
-		if digits == 0 {
-			return time.Time{}, false
-		}
-		for ; digits < 9; digits++ {
-			nsec *= 10
-		}
+	nsec, i, ok := fractionAt(b, i)
+	if !ok {
+		return time.Time{}, false
 	}
 	loc := time.UTC
 	offset := 0
@@ -113,4 +99,79 @@ func parseISO(b []byte, strict bool) (time.Time, bool) {
 	}
 	t := time.Date(year, time.Month(mon), day, hh, mm, ss, nsec, loc).Add(-time.Duration(offset) * time.Second)
 	return t, true
+}
+
+// TimeParser splits kubelet timestamps like SplitTimestamp, faster: consecutive lines of a log
+// share their date, hour and minute, so it remembers the last UTC minute it parsed and reads
+// only the seconds of lines in the same minute. Use one per log stream; it is not safe for
+// concurrent use.
+type TimeParser struct {
+	minute [16]byte // "2026-03-14T10:02" of the last line parsed the slow way
+	base   int64    // that minute as Unix seconds
+	cached bool
+}
+
+// Split returns the timestamp as Unix nanoseconds and the rest of the line, or ok=false and
+// the line unchanged when it has no kubelet prefix.
+func (p *TimeParser) Split(line []byte) (unixNano int64, rest []byte, ok bool) {
+	if p.cached && len(line) > 20 && line[16] == ':' && string(line[:16]) == string(p.minute[:]) {
+		if s, n, ok := secondsZ(line[17:]); ok {
+			return (p.base+int64(s))*1e9 + int64(n.nsec), line[17+n.width+2:], true
+		}
+	}
+	ts, rest, ok := SplitTimestamp(line)
+	if !ok {
+		return 0, line, false
+	}
+	if sp := len(line) - len(rest) - 1; line[sp-1] == 'Z' {
+		copy(p.minute[:], line[:16])
+		p.base = ts.Unix() - int64(ts.Second())
+		p.cached = true
+	}
+	return ts.UnixNano(), rest, true
+}
+
+type fraction struct {
+	nsec  int
+	width int // offset of the 'Z' from the seconds' first digit
+}
+
+// secondsZ parses "SS[.fraction]Z " at the start of b.
+func secondsZ(b []byte) (int, fraction, bool) {
+	if len(b) < 4 || b[0] < '0' || b[0] > '6' || b[1] < '0' || b[1] > '9' {
+		return 0, fraction{}, false
+	}
+	s := int(b[0]-'0')*10 + int(b[1]-'0')
+	nsec, i, ok := fractionAt(b, 2)
+	if !ok {
+		return 0, fraction{}, false
+	}
+	if s > 60 || i+1 >= len(b) || b[i] != 'Z' || b[i+1] != ' ' {
+		return 0, fraction{}, false
+	}
+	return s, fraction{nsec: nsec, width: i}, true
+}
+
+// fractionAt reads an optional ".123" or ",123" fraction of a second at b[i:], as nanoseconds
+// (digits past the ninth are ignored), and returns the index after it.
+func fractionAt(b []byte, i int) (nsec, next int, ok bool) {
+	if i >= len(b) || (b[i] != '.' && b[i] != ',') {
+		return 0, i, true
+	}
+	i++
+	digits := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if digits < 9 {
+			nsec = nsec*10 + int(b[i]-'0')
+			digits++
+		}
+		i++
+	}
+	if digits == 0 {
+		return 0, i, false
+	}
+	for ; digits < 9; digits++ {
+		nsec *= 10
+	}
+	return nsec, i, true
 }

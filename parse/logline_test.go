@@ -48,3 +48,30 @@ func TestLeadingTime(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeParserAgreesWithSplitTimestamp: the cached fast path gives the same times and rests
+// as the full parser, across minute changes, zones and malformed lines.
+func TestTimeParserAgreesWithSplitTimestamp(t *testing.T) {
+	lines := []string{
+		"2026-03-14T10:02:03.123456789Z a",
+		"2026-03-14T10:02:04.5Z b",
+		"2026-03-14T10:02:59Z c",
+		"2026-03-14T10:02:60Z leap",
+		"2026-03-14T10:03:00.000000001Z d",
+		"2026-03-14T10:03:0xZ bad seconds",
+		"2026-03-14T10:03:01Z",
+		"2026-03-14T12:03:02.5+02:00 zone",
+		"2026-03-14T10:03:03,25Z comma",
+		"2026-03-14T10:03:04.Z no fraction digits",
+		"plain line",
+		"2026-03-14T10:03:05.1234567891234Z long fraction",
+	}
+	var p TimeParser
+	for _, l := range lines {
+		wantTS, wantRest, wantOK := SplitTimestamp([]byte(l))
+		ns, rest, ok := p.Split([]byte(l))
+		if ok != wantOK || string(rest) != string(wantRest) || (ok && ns != wantTS.UnixNano()) {
+			t.Errorf("Split(%q) = %d, %q, %v; want %d, %q, %v", l, ns, rest, ok, wantTS.UnixNano(), wantRest, wantOK)
+		}
+	}
+}

@@ -27,6 +27,7 @@ type AnalyzeOptions struct {
 	Limits   bundle.Limits
 	Quiet    bool
 	Workers  int
+	Cache    CacheOptions
 }
 
 // NewCmdAnalyze builds `coroner analyze`. runF replaces the run function in tests.
@@ -40,6 +41,10 @@ match every log line, event and status against the rule set, correlate them on o
 and name the root cause with its evidence.
 
 Plain log files (or - for standard input) are analyzed as the logs of an unnamed job.
+
+The same single pass over the logs indexes them for 'coroner search' and for the context lines
+of the evidence; the index is kept in the cache ($XDG_CACHE_HOME/coroner/index, --cache-dir),
+keyed by the logs' content, so a search that follows is immediate. --no-cache keeps nothing.
 
 Without -o, a summary is printed. With -o, the report is written in the format its extension
 names (.html, .md, .json, .txt) or --format, and the summary is printed too (unless --quiet).
@@ -66,6 +71,7 @@ names (.html, .md, .json, .txt) or --format, and the summary is printed too (unl
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the rules of the YAML files in `DIR` (repeatable; same id replaces a built-in rule)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
 	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
+	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
 	return cmd
 }
@@ -101,6 +107,10 @@ func runAnalyze(opts *AnalyzeOptions) error {
 		}
 		failOn = s
 	}
+	cache, err := opts.Cache.cache()
+	if err != nil {
+		return err
+	}
 	rs, err := loadRuleSet(opts.RuleDirs)
 	if err != nil {
 		return err
@@ -123,7 +133,17 @@ func runAnalyze(opts *AnalyzeOptions) error {
 			}
 		}
 	}
-	res := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress})
+	logf := func(format string, args ...any) {
+		if !opts.Quiet {
+			fmt.Fprintf(opts.IO.ErrOut, "coroner: "+format+"\n", args...)
+		}
+	}
+	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
+		Cache: cache, Version: version, Log: logf})
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Source, err)
+	}
+	defer res.Index.Close()
 	rep := report.Build(m, res, version)
 
 	var buf bytes.Buffer

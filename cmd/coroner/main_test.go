@@ -1,0 +1,20 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestMain points the index cache at a private directory: tests never touch the user's.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "coroner-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

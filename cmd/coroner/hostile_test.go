@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -125,9 +126,8 @@ func TestHostileBundlesFail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := tt.input(t)
 			for _, cmd := range []string{"analyze", "redact"} {
-				args := append([]string{cmd, in}, tt.flags...)
+				args := append([]string{cmd, tt.input(t)}, tt.flags...)
 				out := filepath.Join(t.TempDir(), "out.tar.gz")
 				if cmd == "redact" {
 					args = append(args, "-o", out)
@@ -151,31 +151,35 @@ func millionFiles(t *testing.T) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 2 { // analyze, then redact, read it once each
-			f, err := os.OpenFile(p, os.O_WRONLY, 0)
-			if err != nil {
-				return
-			}
-			bw := bufio.NewWriter(f)
-			zw := gzip.NewWriter(bw)
-			tw := tar.NewWriter(zw)
-			for i := range 1_000_000 {
-				if tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("logs/ml/p/c%07d.log", i), Typeflag: tar.TypeReg, Mode: 0o644}) != nil {
-					break // the reader stopped at its limit
-				}
-			}
-			tw.Close()
-			zw.Close()
-			bw.Flush()
-			f.Close()
+		f, err := os.OpenFile(p, os.O_WRONLY, 0) // waits for the reader
+		if err != nil {
+			return
 		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		zw := gzip.NewWriter(bw)
+		tw := tar.NewWriter(zw)
+		for i := range 1_000_000 {
+			if tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("logs/ml/p/c%07d.log", i), Typeflag: tar.TypeReg, Mode: 0o644}) != nil {
+				return // the reader stopped at its limit
+			}
+		}
+		tw.Close()
+		zw.Close()
+		bw.Flush()
 	}()
 	t.Cleanup(func() {
-		// Unblock a writer still waiting for a reader, then wait for it.
-		if f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
+		// A writer still waiting for a reader is let go by one that opens and leaves.
+		for {
+			if f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
-		<-done
 	})
 	return p
 }

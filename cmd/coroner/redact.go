@@ -121,6 +121,12 @@ func runRedact(opts *RedactOptions) error {
 			return fmt.Errorf("%s: %s: %w", opts.Input, f.Path, err)
 		}
 	}
+	if b.Manifest != nil {
+		// Collection errors quote API messages, which may hold a URL with credentials.
+		for i := range b.Manifest.Errors {
+			b.Manifest.Errors[i].Message = r.LineAt(bundle.ManifestName, fmt.Sprintf("errors[%d].message", i), b.Manifest.Errors[i].Message)
+		}
+	}
 	m := redactedManifest(b.Manifest, r.Summary())
 	if err := w.Close(m); err != nil {
 		return err

@@ -44,18 +44,19 @@ const (
 func plantBundle(t *testing.T) *planted {
 	t.Helper()
 	p := &planted{dir: t.TempDir(), want: map[string]int{}}
-	secret := func(rule, value string) string {
-		p.secrets = append(p.secrets, value)
-		p.want[rule]++
-		return value
-	}
 	write := func(rel, data string) {
 		f := filepath.Join(p.dir, rel)
 		require.NoError(t, os.MkdirAll(filepath.Dir(f), 0o755))
 		require.NoError(t, os.WriteFile(f, []byte(data), 0o644))
 	}
+	secret := func(rule, value string) string {
+		p.secrets = append(p.secrets, value)
+		p.want[rule]++
+		return value
+	}
 	write("manifest.json", `{"formatVersion":1,"target":{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","namespace":"ml","name":"train"},`+
-		`"options":{"redact":false},"files":[{"path":"logs/ml/train-master-0/pytorch.log","bytes":0,"truncated":true,"truncatedBytes":1000}],"errors":[],"redaction":{"enabled":false,"rules":[]}}`)
+		`"options":{"redact":false},"files":[{"path":"logs/ml/train-master-0/pytorch.log","bytes":0,"truncated":true,"truncatedBytes":1000}],`+
+		`"errors":[{"step":"logs","object":"Pod ml/x","message":"Get https://admin:`+secret("url-credentials", "GapPw"+fill(40, 12, alnum))+`@10.0.0.1:10250/containerLogs: EOF"}],"redaction":{"enabled":false,"rules":[]}}`)
 
 	// Logs: two of every shape, each on its own line among ordinary training output.
 	var log strings.Builder
@@ -230,6 +231,7 @@ func TestRedactPlantedSecrets(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	require.Equal(t, fmt.Sprintf("Redacted %d secret(s) in 4 file(s) into %s", total, out), lines[total])
 	require.Contains(t, lines, "logs/ml/train-master-0/pytorch.log:2\thf-token")
+	require.Contains(t, lines, "manifest.json\terrors[0].message\turl-credentials")
 	require.Contains(t, lines, "resources/core/Secret/ml/creds.yaml\tdata[\"password\"]\tkubernetes-secret")
 	require.Contains(t, lines, "resources/kubeflow.org/PyTorchJob/ml/train.yaml\tspec.pytorchReplicaSpecs.Master.template.spec.containers[0].args[2]\tsecret-assignment")
 

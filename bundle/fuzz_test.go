@@ -55,7 +55,7 @@ func fuzzLimits() Limits {
 }
 
 // FuzzOpen feeds arbitrary bytes to the tarball reader: it returns a bundle or an error, never
-// panics, never leaves its extraction directory behind, and the files it lists are readable.
+// panics, stays within its limits, and the files it lists are readable at their listed sizes.
 func FuzzOpen(f *testing.F) {
 	f.Add(sampleSeed(f, "pytorchjob-image-pull", "manifest.json", "resources/core/Pod/ml/train-job-worker-0.yaml"))
 	f.Add(sampleSeed(f, "pytorchjob-shm-bus-error", "logs/ml/resnet-imagenet-worker-0/pytorch.log"))

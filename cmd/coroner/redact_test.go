@@ -312,3 +312,24 @@ func TestRedactFlagsFillOptions(t *testing.T) {
 	require.True(t, got.Report)
 	require.Equal(t, 7, got.Limits.MaxEntries)
 }
+
+// TestRedactYAMLStream: a resource file holding several documents has each redacted as an
+// object; none is dropped.
+func TestRedactYAMLStream(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "resources/core/List/ml"), 0o755))
+	stream := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: \"1\"}\n---\n" +
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {token: stream-secret-value}\n---\n" +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, env: [{name: DB_PASSWORD, value: stream-env-value}]}]}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "resources/core/List/ml/all.yaml"), []byte(stream), 0o644))
+	out := filepath.Join(t.TempDir(), "o.tgz")
+	code, _, stderr := run(t, "redact", dir, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	raw := string(rawTar(t, out))
+	require.NotContains(t, raw, "stream-secret-value")
+	require.NotContains(t, raw, "stream-env-value")
+	for _, kept := range []string{"kind: ConfigMap", "kind: Secret", "kind: Pod", "[REDACTED:kubernetes-secret:", "[REDACTED:env-secret:"} {
+		require.Contains(t, raw, kept)
+	}
+	require.Equal(t, 2, strings.Count(raw, "\n---\n"), "three documents still")
+}

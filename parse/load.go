@@ -110,6 +110,12 @@ func (m *Model) loadResource(f bundle.File) {
 		m.warnf("%s: invalid YAML: %v; skipped", f.Path, firstLine(err.Error()))
 		return
 	}
+	// Anchors and aliases can make a small file expand ("billion laughs"); the YAML library
+	// refuses excessive aliasing, and this bounds what is left.
+	if lim := 2 * m.Bundle.Limits.MaxResourceBytes; int64(len(js)) > lim {
+		m.warnf("%s: expands to %d bytes through YAML aliases, over twice --max-resource-bytes %d; skipped", f.Path, len(js), m.Bundle.Limits.MaxResourceBytes)
+		return
+	}
 	var obj map[string]any
 	if err := json.Unmarshal(js, &obj); err != nil || obj == nil {
 		m.warnf("%s: not a Kubernetes object; skipped", f.Path)

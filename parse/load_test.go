@@ -1,6 +1,9 @@
 package parse
 
 import (
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -57,4 +60,54 @@ func TestKubeflowReplicasFromStatusWhenPodsAreGone(t *testing.T) {
 	require.Equal(t, 4, j.Replicas[1].Expected)
 	require.Equal(t, 4, j.Replicas[1].Succeeded)
 	require.True(t, j.Replicas[1].FromStatus)
+}
+
+// TestHostileResources: YAML that expands exponentially, YAML that expands within what the
+// library allows but past the limit, deeply nested JSON and YAML: each is a one-line warning
+// naming the file, and the other resources are still read.
+func TestHostileResources(t *testing.T) {
+	laughs := func(levels, width int) []byte {
+		var b strings.Builder
+		b.WriteString("a0: &a0 [" + strings.Repeat(`"lol",`, width-1) + "\"lol\"]\n")
+		for i := 1; i < levels; i++ {
+			fmt.Fprintf(&b, "a%d: &a%d [", i, i)
+			for j := range width {
+				if j > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, "*a%d", i-1)
+			}
+			b.WriteString("]\n")
+		}
+		return []byte(b.String())
+	}
+	pod := []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\nstatus: {phase: Failed}\n")
+	files := fstest.MapFS{
+		"resources/core/Pod/ml/p.yaml":            {Data: pod},
+		"resources/core/ConfigMap/ml/laughs.yaml": {Data: laughs(10, 10)},
+		"resources/core/ConfigMap/ml/wide.yaml":   {Data: []byte("a0: &a0 " + strings.Repeat("x", 30000) + "\na1: [" + strings.Repeat("*a0, ", 9) + "*a0]\n")},
+		"resources/core/ConfigMap/ml/deep.json":   {Data: []byte(`{"a":` + strings.Repeat("[", 20000) + "1" + strings.Repeat("]", 20000) + "}")},
+		"resources/core/ConfigMap/ml/deep.yaml":   {Data: []byte("a: " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000))},
+	}
+	b := &bundle.Bundle{Source: "test", FS: files, Limits: bundle.DefaultLimits()}
+	b.Limits.MaxResourceBytes = 64 << 10
+	for name, f := range files {
+		b.Files = append(b.Files, bundle.File{Path: name, Size: int64(len(f.Data))})
+	}
+	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Path < b.Files[j].Path })
+	m, err := Load(b)
+	require.NoError(t, err)
+	require.Len(t, m.Pods, 1, "the rest of the bundle is read")
+	require.Len(t, m.Warnings, 4)
+	want := []string{
+		"resources/core/ConfigMap/ml/deep.json: invalid YAML: yaml: exceeded max depth of 10000; skipped",
+		"resources/core/ConfigMap/ml/deep.yaml: invalid YAML: yaml: exceeded max depth of 10000; skipped",
+		"resources/core/ConfigMap/ml/laughs.yaml: invalid YAML: yaml: document contains excessive aliasing; skipped",
+		"resources/core/ConfigMap/ml/wide.yaml: expands to",
+	}
+	for i, w := range m.Warnings {
+		require.Contains(t, w, want[i])
+		require.NotContains(t, w, "\n")
+	}
+	require.Contains(t, m.Warnings[3], "--max-resource-bytes 65536")
 }

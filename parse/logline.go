@@ -68,7 +68,8 @@ func parseISO(b []byte, strict bool) (time.Time, bool) {
 	hh, ok4 := num(b[11:13])
 	mm, ok5 := num(b[14:16])
 	ss, ok6 := num(b[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60 {
+	// Before 1970 is not a log's clock but a zero value printed as a date ("0001-01-01T00:00:00Z").
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60 {
 		return time.Time{}, false
 	}
 	i := 19

@@ -75,3 +75,16 @@ func TestTimeParserAgreesWithSplitTimestamp(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroTimeIsNotATimestamp is the fuzzer's find (testdata/fuzz/FuzzTimestamps): a zero
+// time printed as a date was taken for a timestamp, and gave ok with a zero time.
+func TestZeroTimeIsNotATimestamp(t *testing.T) {
+	for _, s := range []string{"0001-01-01T00:00:00+00:00 x", "0001-01-01T00:00:00Z x", "1969-12-31T23:59:59Z x"} {
+		if _, _, ok := SplitTimestamp([]byte(s)); ok {
+			t.Errorf("SplitTimestamp(%q) ok", s)
+		}
+		if _, ok := LeadingTime([]byte(s)); ok {
+			t.Errorf("LeadingTime(%q) ok", s)
+		}
+	}
+}

@@ -200,28 +200,39 @@ func (w *walker) annotations(ann map[string]any, path string) {
 			continue
 		}
 		field := path + "[" + strconv.Quote(k) + "]"
-		if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") {
-			dec := json.NewDecoder(strings.NewReader(t))
-			dec.UseNumber()
-			var inner map[string]any
-			if dec.Decode(&inner) == nil && !dec.More() {
-				sub := &walker{r: w.r, where: w.where}
-				sub.object(inner, field)
-				w.locs = append(w.locs, sub.locs...)
-				if sub.changed {
-					w.changed = true
-					var buf bytes.Buffer
-					enc := json.NewEncoder(&buf)
-					enc.SetEscapeHTML(false)
-					if enc.Encode(inner) == nil {
-						ann[k] = buf.String()
-						continue
-					}
-				} else {
-					continue
-				}
-			}
+		if js, ok := w.jsonObject(s, field); ok {
+			ann[k] = js
+			continue
 		}
 		ann[k] = w.line(s, field)
 	}
+}
+
+// jsonObject redacts s as an object when it is one JSON object, and returns it re-encoded
+// (or unchanged when nothing was masked).
+func (w *walker) jsonObject(s, field string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "{") {
+		return "", false
+	}
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	var inner map[string]any
+	if dec.Decode(&inner) != nil || dec.More() {
+		return "", false
+	}
+	sub := &walker{r: w.r, where: w.where}
+	sub.object(inner, field)
+	if !sub.changed {
+		return s, true
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(inner); err != nil {
+		return "", false // cannot happen for decoded JSON; the text path still masks
+	}
+	w.changed = true
+	w.locs = append(w.locs, sub.locs...)
+	return buf.String(), true
 }

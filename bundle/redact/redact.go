@@ -365,6 +365,14 @@ func (r *Redactor) Line(s string) string {
 	return string(r.apply(nil, b, spans, nil))
 }
 
+// LineAt is Line, recording the location of what it masks as file where, field field.
+func (r *Redactor) LineAt(where, field, s string) string {
+	w := &walker{r: r, where: where}
+	out := w.line(s, field)
+	r.record(w.locs)
+	return out
+}
+
 func hasMask(spans []span) bool {
 	for _, s := range spans {
 		if s.m >= 0 {

@@ -71,15 +71,20 @@ func TestExitCodes(t *testing.T) {
 		{"bad rules dir", []string{"analyze", failed, "--rules", "/nonexistent"}, 1, "--rules /nonexistent"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := run(t, tt.args...)
-			require.Equal(t, tt.code, code, stderr)
-			require.Contains(t, stderr, tt.stderr)
-			if code == 1 {
-				require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { requireExit(t, tt.code, tt.stderr, tt.args...) })
 	}
+}
+
+// requireExit runs coroner and checks its exit code and stderr; an error (exit 1) is one line.
+func requireExit(t *testing.T, wantCode int, wantStderr string, args ...string) (stdout string) {
+	t.Helper()
+	code, stdout, stderr := run(t, args...)
+	require.Equal(t, wantCode, code, "%v: %s%s", args, stdout, stderr)
+	require.Contains(t, stderr, wantStderr)
+	if code == 1 {
+		require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	}
+	return stdout
 }
 
 func TestFailOnStillWritesReport(t *testing.T) {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/renderer/html"
 )
 
 // TestReportsEscapeBundleText plants markup in a log line and an event message: the HTML
@@ -58,4 +61,16 @@ func stripFences(md string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestMarkdownReportOfHostileBundle renders the Markdown report of the markup bundle the
+// way a viewer would (CommonMark, raw HTML passed through): no planted element appears.
+func TestMarkdownReportOfHostileBundle(t *testing.T) {
+	code, md, stderr := run(t, "analyze", hostileMarkupBundle(t), "--format", "md")
+	require.Equal(t, 0, code, stderr)
+	var out bytes.Buffer
+	require.NoError(t, goldmark.New(goldmark.WithRendererOptions(html.WithUnsafe())).Convert([]byte(md), &out))
+	require.Empty(t, plantedElement.FindAllString(out.String(), -1), out.String())
+	require.Contains(t, out.String(), "pwned-event", "the event is in the report, as text")
+	require.Contains(t, out.String(), "pwned-evidence")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -121,6 +122,12 @@ func runRedact(opts *RedactOptions) error {
 			return fmt.Errorf("%s: %s: %w", opts.Input, f.Path, err)
 		}
 	}
+	if b.Manifest != nil {
+		// Collection errors quote API messages, which may hold a URL with credentials.
+		for i := range b.Manifest.Errors {
+			b.Manifest.Errors[i].Message = r.LineAt(bundle.ManifestName, fmt.Sprintf("errors[%d].message", i), b.Manifest.Errors[i].Message)
+		}
+	}
 	m := redactedManifest(b.Manifest, r.Summary())
 	if err := w.Close(m); err != nil {
 		return err
@@ -181,9 +188,43 @@ func redactFile(w *bundle.Writer, r *redact.Redactor, b *bundle.Bundle, f bundle
 	return out.Close()
 }
 
-// redactResource redacts a YAML or JSON object. It keeps the original bytes when nothing was
-// masked, and reports false when the data is not an object.
+// docSep separates the documents of a YAML stream.
+var docSep = regexp.MustCompile(`(?m)^---[ \t]*\r?$\n?`)
+
+// redactResource redacts a YAML or JSON object, or each object of a YAML stream. It keeps
+// the original bytes when nothing was masked, and reports false when the data is not made of
+// objects (the caller then redacts it as text).
 func redactResource(r *redact.Redactor, name string, data []byte) ([]byte, bool) {
+	if path.Ext(name) != ".json" {
+		if seps := docSep.FindAllIndex(data, -1); len(seps) > 0 && !(len(seps) == 1 && seps[0][0] == 0) {
+			var out []byte
+			start := 0
+			for i := 0; i <= len(seps); i++ {
+				end := len(data)
+				if i < len(seps) {
+					end = seps[i][0]
+				}
+				doc := data[start:end]
+				if len(bytes.TrimSpace(doc)) > 0 {
+					red, ok := redactDocument(r, name, doc)
+					if !ok {
+						return nil, false
+					}
+					out = append(out, red...)
+				}
+				if i < len(seps) {
+					out = append(out, "---\n"...)
+					start = seps[i][1]
+				}
+			}
+			return out, true
+		}
+	}
+	return redactDocument(r, name, data)
+}
+
+// redactDocument redacts one YAML or JSON object.
+func redactDocument(r *redact.Redactor, name string, data []byte) ([]byte, bool) {
 	js := data
 	isJSON := path.Ext(name) == ".json"
 	if !isJSON {

@@ -1,0 +1,255 @@
+package redact
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+const (
+	// maxChunk bounds the memory one line may take: a longer line is redacted in pieces.
+	maxChunk = 1 << 20
+	// overlap is carried from one piece of a long line to the next, so a secret that crosses
+	// the cut is still seen whole. It is longer than any secret a rule knows, keys aside.
+	overlap = 16 << 10
+	// maxBlockLines and maxBlockBytes bound a private key block that spans lines.
+	maxBlockLines = 200
+	maxBlockBytes = 256 << 10
+)
+
+// Copy writes src to dst with every secret masked, line by line, and returns the number of
+// bytes written. Memory is bounded whatever the line lengths. A private key block that spans
+// lines becomes one token. Each mask is recorded as a location in where (file:line).
+func (r *Redactor) Copy(dst io.Writer, src io.Reader, where string) (int64, error) {
+	c := &copier{r: r, where: where, w: bufio.NewWriterSize(dst, 64<<10), sc: r.getScratch()}
+	defer r.putScratch(c.sc)
+	br := bufio.NewReaderSize(src, 64<<10)
+	var line []byte
+	lineNo := 1
+	for {
+		piece, err := br.ReadSlice('\n')
+		line = append(line, piece...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(line) >= maxChunk {
+				line = c.longPiece(line, lineNo)
+			}
+			continue
+		}
+		if len(line) > 0 {
+			c.line(line, lineNo)
+			lineNo++
+			line = line[:0]
+		}
+		if c.err != nil {
+			return c.n, c.err
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return c.n, err
+		}
+	}
+	c.flushBlock()
+	r.record(c.locs)
+	if c.err == nil {
+		c.err = c.w.Flush()
+	}
+	return c.n, c.err
+}
+
+type copier struct {
+	r     *Redactor
+	where string
+	w     *bufio.Writer
+	sc    *scratch
+	n     int64
+	err   error
+	locs  []Location
+	// inBlock is set inside a private key block. block holds its raw lines until its token
+	// is known (blockTok); blockAt is where BEGIN starts in the first line, blockStart that
+	// line's number.
+	inBlock    bool
+	block      [][]byte
+	blockTok   []byte
+	blockSize  int
+	blockAt    int
+	blockStart int
+}
+
+func (c *copier) write(b []byte) {
+	if c.err != nil {
+		return
+	}
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.err = err
+}
+
+func (c *copier) at(lineNo int) func(int32) {
+	if c.where == "" {
+		return nil
+	}
+	return func(m int32) {
+		c.locs = append(c.locs, Location{File: c.where, Line: lineNo, Rule: c.r.ms[m].id})
+	}
+}
+
+// longPiece redacts and writes most of a long line, and returns the tail to carry.
+func (c *copier) longPiece(buf []byte, lineNo int) []byte {
+	spans := c.r.find(buf, c.sc)
+	cut := len(buf) - overlap
+	for _, s := range spans {
+		if s.start < cut && s.end > cut {
+			cut = s.start
+		}
+	}
+	if cut <= 0 {
+		cut = len(buf) // one secret fills the piece: mask it all
+	}
+	keep := spans[:0]
+	for _, s := range spans {
+		if s.end <= cut {
+			keep = append(keep, s)
+		}
+	}
+	c.sc.out = c.r.apply(c.sc.out[:0], buf[:cut], keep, c.at(lineNo))
+	c.write(c.sc.out)
+	return append(buf[:0], buf[cut:]...)
+}
+
+// line redacts one whole line (with its newline, if any) and writes it.
+func (c *copier) line(raw []byte, lineNo int) {
+	if c.inBlock && c.blockLine(raw) {
+		return
+	}
+	text := bytes.TrimSuffix(raw, []byte("\n"))
+	spans := c.r.find(text, c.sc)
+	if n := len(spans); n > 0 {
+		if s := spans[n-1]; s.m >= 0 && c.r.ms[s.m].block && s.end == len(bytes.TrimRight(text, "\r")) &&
+			!bytes.Contains(text[s.start:s.end], []byte("-----END")) {
+			// A key block begins here and goes on in the next lines.
+			c.inBlock, c.blockTok = true, nil
+			c.block = [][]byte{append([]byte(nil), raw...)}
+			c.blockSize, c.blockAt, c.blockStart = len(raw), s.start, lineNo
+			return
+		}
+	}
+	c.sc.out = c.r.apply(c.sc.out[:0], text, spans, c.at(lineNo))
+	c.sc.out = append(c.sc.out, raw[len(text):]...)
+	c.write(c.sc.out)
+}
+
+// blockLine takes a line that may continue a private key block and reports whether it did.
+// The block ends at its END line, or before the first line that cannot be part of a key.
+func (c *copier) blockLine(raw []byte) bool {
+	text := bytes.TrimRight(raw, "\r\n")
+	body := text[stampLen(text):]
+	end := bytes.Contains(body, []byte("-----END"))
+	if !end && !keyBody(body) {
+		c.flushBlock()
+		c.inBlock = false
+		return false
+	}
+	if c.blockTok != nil {
+		// The key went on past the buffer: its token is known, and counted.
+		c.write(c.blockOut(raw, false, c.blockStart))
+	} else {
+		c.block = append(c.block, append([]byte(nil), raw...))
+		c.blockSize += len(raw)
+		if end || len(c.block) >= maxBlockLines || c.blockSize >= maxBlockBytes {
+			c.flushBlock()
+		}
+	}
+	if end {
+		c.inBlock, c.blockTok = false, nil
+	}
+	return true
+}
+
+// keyBody reports whether a line can be inside a PEM block: base64, a header, or empty.
+func keyBody(b []byte) bool {
+	if bytes.HasPrefix(b, []byte("Proc-Type:")) || bytes.HasPrefix(b, []byte("DEK-Info:")) || bytes.HasPrefix(b, []byte("Comment:")) {
+		return true
+	}
+	for _, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == ' ' || c == '\t' || c == '\\' || c == '"') {
+			return false
+		}
+	}
+	return true
+}
+
+// flushBlock writes the buffered lines of a private key block: one token for the key, on
+// each of its lines after the line's timestamp, so the file keeps its line count.
+func (c *copier) flushBlock() {
+	if c.block == nil {
+		return
+	}
+	block := c.block
+	c.block = nil
+	m := int32(c.r.byID["private-key"])
+	var value []byte
+	for i, raw := range block {
+		text := bytes.TrimRight(raw, "\r\n")
+		if i == 0 {
+			text = text[c.blockAt:]
+		} else {
+			text = text[stampLen(text):]
+		}
+		value = append(value, text...)
+		value = append(value, '\n')
+	}
+	c.blockTok = c.r.token(nil, m, value)
+	c.r.counts[m].Add(1)
+	if c.where != "" {
+		c.locs = append(c.locs, Location{File: c.where, Line: c.blockStart, Rule: c.r.ms[m].id})
+	}
+	for i, raw := range block {
+		c.write(c.blockOut(raw, i == 0, c.blockStart+i))
+	}
+}
+
+// blockOut is one line of a key block as written: what came before the key (first line) or
+// the timestamp, the token, and what follows an END marker.
+func (c *copier) blockOut(raw []byte, first bool, lineNo int) []byte {
+	text := bytes.TrimSuffix(raw, []byte("\n"))
+	cr := bytes.HasSuffix(text, []byte("\r"))
+	text = bytes.TrimSuffix(text, []byte("\r"))
+	var out []byte
+	if first {
+		head := text[:c.blockAt]
+		out = c.r.apply(nil, head, c.r.find(head, c.sc), c.at(lineNo))
+	} else {
+		out = append(out, text[:stampLen(text)]...)
+	}
+	out = append(out, c.blockTok...)
+	if end := bytes.Index(text, []byte("-----END")); end >= 0 && !first {
+		if stop := bytes.Index(text[end+8:], []byte("-----")); stop >= 0 {
+			tail := text[end+8+stop+5:]
+			out = c.r.apply(out, tail, c.r.find(tail, c.sc), c.at(lineNo))
+		}
+	}
+	if cr {
+		out = append(out, '\r')
+	}
+	return append(out, raw[len(bytes.TrimSuffix(raw, []byte("\n"))):]...)
+}
+
+// stampLen is the length of a kubelet timestamp prefix ("2026-03-14T10:00:01.123Z "), or 0.
+func stampLen(b []byte) int {
+	if len(b) < 21 || b[4] != '-' || b[7] != '-' || b[10] != 'T' {
+		return 0
+	}
+	for i := 19; i < len(b) && i < 40; i++ {
+		c := b[i]
+		if c == ' ' {
+			return i + 1
+		}
+		if !(c >= '0' && c <= '9' || c == '.' || c == ':' || c == 'Z' || c == '+' || c == '-') {
+			return 0
+		}
+	}
+	return 0
+}

@@ -62,6 +62,9 @@ type Finding struct {
 	// Evidence reads "logs/ml/x/pytorch.log:56 (2026-03-14 10:02:11.496Z): the line".
 	Evidence    []string
 	Remediation string
+
+	// evidence is each evidence's location and text, to say "same text as" once told.
+	evidence [][2]string
 }
 
 // Event is a Kubernetes event.
@@ -206,7 +209,8 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 		}
 	}
 
-	// Primary findings, most severe first, then the symptoms grouped.
+	// Primary findings, then the symptoms; each the same failure on many pods as one entry,
+	// most severe first.
 	var primary, secondary []int
 	for i, f := range rep.Findings {
 		if f.ID == rootID || !sc.has(f.Pod) {
@@ -218,35 +222,8 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 			secondary = append(secondary, i)
 		}
 	}
-	bySeverity := func(idx []int) {
-		sort.SliceStable(idx, func(a, b int) bool { return rep.Findings[idx[a]].Severity > rep.Findings[idx[b]].Severity })
-	}
-	bySeverity(primary)
-	for _, i := range primary {
-		f := rep.Findings[i]
-		add(&piece{kind: "finding", ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(f.Pod), count: f.Count}})
-	}
-	var groups []*errorEntry
-	groupOf := map[string]*errorEntry{}
-	for _, i := range secondary {
-		f := rep.Findings[i]
-		key := f.RuleID + "\x00" + f.Title + "\x00" + f.Severity.String()
-		g := groupOf[key]
-		if g == nil {
-			g = &errorEntry{first: i}
-			groupOf[key] = g
-			groups = append(groups, g)
-		}
-		g.findings = append(g.findings, convertFinding(f, rootID))
-		g.count += f.Count
-		if f.Pod != "" && !contains(g.pods, f.Pod) {
-			g.pods = append(g.pods, f.Pod)
-		}
-	}
-	sort.SliceStable(groups, func(a, b int) bool {
-		return rep.Findings[groups[a].first].Severity > rep.Findings[groups[b].first].Severity
-	})
-	for _, g := range groups {
+	primaries, groups := groupFindings(rep, primary, rootID), groupFindings(rep, secondary, rootID)
+	for _, g := range append(append([]*errorEntry{}, primaries...), groups...) {
 		var ids []string
 		for _, f := range g.findings {
 			ids = append(ids, f.ID)
@@ -255,8 +232,8 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 	}
 
 	// The other primary findings' log context.
-	for _, i := range primary {
-		f := rep.Findings[i]
+	for _, g := range primaries {
+		f := rep.Findings[g.first]
 		for _, ev := range f.Evidence {
 			if ev.Source == "log" && ev.Line > 0 {
 				add(window(ev.File, ev.Line, otherBefore, otherAfter, f.ID))
@@ -306,6 +283,32 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 	return out
 }
 
+// groupFindings makes one entry of the findings of one rule and title (the same failure on
+// several pods), the most severe entries first.
+func groupFindings(rep *report.Report, idx []int, rootID string) []*errorEntry {
+	var groups []*errorEntry
+	groupOf := map[string]*errorEntry{}
+	for _, i := range idx {
+		f := rep.Findings[i]
+		key := f.RuleID + "\x00" + f.Title + "\x00" + f.Severity.String()
+		g := groupOf[key]
+		if g == nil {
+			g = &errorEntry{first: i}
+			groupOf[key] = g
+			groups = append(groups, g)
+		}
+		g.findings = append(g.findings, convertFinding(f, rootID))
+		g.count += f.Count
+		if f.Pod != "" && !contains(g.pods, f.Pod) {
+			g.pods = append(g.pods, f.Pod)
+		}
+	}
+	sort.SliceStable(groups, func(a, b int) bool {
+		return rep.Findings[groups[a].first].Severity > rep.Findings[groups[b].first].Severity
+	})
+	return groups
+}
+
 func eventPod(e report.Event) string {
 	if rest, ok := strings.CutPrefix(e.Object, "Pod "); ok {
 		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
@@ -342,6 +345,7 @@ func convertFinding(f *analyze.Finding, rootID string) Finding {
 			s += " (" + fmtTime(e.Time) + ")"
 		}
 		out.Evidence = append(out.Evidence, s+": "+cut(e.Text))
+		out.evidence = append(out.evidence, [2]string{s, e.Text})
 	}
 	return out
 }
@@ -551,6 +555,7 @@ func compose(b *Data, pieces []piece, included []bool) *Data {
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].first < entries[j].first })
 	var errInfo strings.Builder
+	told := map[string]string{}
 	for _, e := range entries {
 		for k := range e.findings {
 			f := e.findings[k]
@@ -559,7 +564,7 @@ func compose(b *Data, pieces []piece, included []bool) *Data {
 				d.RootCause = &d.Findings[len(d.Findings)-1]
 			}
 		}
-		writeEntry(&errInfo, e)
+		writeEntry(&errInfo, e, told)
 	}
 	if d.RootCause != nil {
 		// d.Findings may have grown since: point into its final backing array.
@@ -597,7 +602,9 @@ func compose(b *Data, pieces []piece, included []bool) *Data {
 	return &d
 }
 
-func writeEntry(b *strings.Builder, e *errorEntry) {
+// writeEntry writes one entry of ErrorInfo. An evidence text already told (the same message
+// on another pod, or matched by two rules) is referred to, not repeated.
+func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string) {
 	f := e.findings[0]
 	ids := make([]string, len(e.findings))
 	for i, g := range e.findings {
@@ -627,11 +634,16 @@ func writeEntry(b *strings.Builder, e *errorEntry) {
 	if len(e.findings) > 1 {
 		n = 1
 	}
-	for i, ev := range f.Evidence {
+	for i, ev := range f.evidence {
 		if i == n {
 			break
 		}
-		fmt.Fprintf(b, "    evidence: %s\n", ev)
+		if id, ok := told[ev[1]]; ok {
+			fmt.Fprintf(b, "    evidence: %s: the same text as %s's\n", ev[0], id)
+			continue
+		}
+		told[ev[1]] = f.ID
+		fmt.Fprintf(b, "    evidence: %s: %s\n", ev[0], cut(ev[1]))
 	}
 }
 

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test lint bench golden clean
+.PHONY: build run test lint bench golden clean e2e-llm
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -33,3 +33,8 @@ bench: build
 
 clean:
 	rm -rf bin report.html
+
+# End-to-end test of the LLM step against a real Ollama server, built from the same module
+# version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model.
+e2e-llm:
+	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" $(GO) test -tags e2e -count=1 -run 'E2E' -v ./cmd/coroner

@@ -228,7 +228,7 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 		for _, f := range g.findings {
 			ids = append(ids, f.ID)
 		}
-		add(&piece{kind: "finding", ref: strings.Join(ids, ","), entry: g})
+		add(&piece{kind: "finding", ref: idList(ids, ","), entry: g})
 	}
 
 	// The other primary findings' log context.
@@ -307,6 +307,14 @@ func groupFindings(rep *report.Report, idx []int, rootID string) []*errorEntry {
 		return rep.Findings[groups[a].first].Severity > rep.Findings[groups[b].first].Severity
 	})
 	return groups
+}
+
+// idList names the findings of an entry; a long list (the same symptom on 64 ranks) is cut.
+func idList(ids []string, sep string) string {
+	if len(ids) <= 4 {
+		return strings.Join(ids, sep)
+	}
+	return strings.Join(ids[:3], sep) + fmt.Sprintf(" and %d more", len(ids)-3)
 }
 
 func eventPod(e report.Event) string {
@@ -610,7 +618,7 @@ func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string) {
 	for i, g := range e.findings {
 		ids[i] = g.ID
 	}
-	fmt.Fprintf(b, "%s", strings.Join(ids, ", "))
+	b.WriteString(idList(ids, ", "))
 	if f.RootCause {
 		b.WriteString(" [root cause]")
 	}

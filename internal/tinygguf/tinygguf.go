@@ -1,9 +1,14 @@
 // Package tinygguf writes a tiny llama-architecture model in GGUF format (2 layers, hidden
 // size 64, a SentencePiece vocabulary of a few hundred tokens, F32 weights, under 1 MB) that a
 // real Ollama server loads with `ollama create` and runs in milliseconds on one CPU thread.
-// Its weights are deterministic noise, so it answers gibberish: it exists to drive the real
-// serving path (create, load, stream, done reasons, context limits, errors) in tests, since no
-// real model can be downloaded where coroner is built.
+// It exists to drive the real serving path (create, load, stream, done reasons, context
+// limits, errors) in tests, since no real model can be downloaded where coroner is built.
+//
+// Its weights are deterministic and mostly noise, except that each lowercase letter (and the
+// space) predicts the next one in a cycle: the model writes "abc...z abc..." for as long as it
+// is let, never an end-of-sequence token and never one token over and over (which Ollama
+// aborts after 30 repeats). Tests can so rely on long answers (timeouts, cancellation, cut
+// streams) as well as short ones (a small num_predict).
 package tinygguf
 
 import (
@@ -111,7 +116,7 @@ func Write(w io.Writer) error {
 	noise := func(n uint64) []float32 {
 		out := make([]float32, n)
 		for i := range out {
-			out[i] = float32(rng.NormFloat64() * 0.05)
+			out[i] = float32(rng.NormFloat64() * 0.02)
 		}
 		return out
 	}
@@ -123,7 +128,8 @@ func Write(w io.Writer) error {
 		return out
 	}
 	h, f := uint64(Hidden), uint64(FFN)
-	ts := []tensor{{"token_embd.weight", []uint64{h, vocab}, noise(h * vocab)}}
+	embd, output := cycleWeights(rng, tokens)
+	ts := []tensor{{"token_embd.weight", []uint64{h, vocab}, embd}}
 	for l := 0; l < Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		ts = append(ts,
@@ -140,7 +146,7 @@ func Write(w io.Writer) error {
 	}
 	ts = append(ts,
 		tensor{"output_norm.weight", []uint64{h}, ones(h)},
-		tensor{"output.weight", []uint64{h, vocab}, noise(h * vocab)},
+		tensor{"output.weight", []uint64{h, vocab}, output},
 	)
 
 	bw := bufio.NewWriter(w)
@@ -175,6 +181,48 @@ func Write(w io.Writer) error {
 		return e.err
 	}
 	return bw.Flush()
+}
+
+// cycleWeights makes the embeddings (a random direction of norm 8 per token; the residual
+// stream carries it through the small layers) and the output projection: the row of a cycle
+// token is the direction of the token before it in the cycle, so the current token's
+// direction scores its successor highest; other rows are zero, below every cycle token's
+// score in practice, the end-of-sequence token's included.
+func cycleWeights(rng *rand.Rand, tokens []string) (embd, output []float32) {
+	dirs := make([][]float32, len(tokens))
+	for i := range tokens {
+		v := make([]float32, Hidden)
+		var norm float64
+		for k := range v {
+			x := rng.NormFloat64()
+			v[k] = float32(x)
+			norm += x * x
+		}
+		for k := range v {
+			v[k] /= float32(math.Sqrt(norm))
+		}
+		dirs[i] = v
+	}
+	var cycle []int
+	for i, t := range tokens {
+		if len(t) == 1 && t[0] >= 'a' && t[0] <= 'z' || t == "▁" {
+			cycle = append(cycle, i)
+		}
+	}
+	embd = make([]float32, 0, len(tokens)*Hidden)
+	for _, d := range dirs {
+		for _, x := range d {
+			embd = append(embd, 8*x)
+		}
+	}
+	output = make([]float32, len(tokens)*Hidden)
+	for k, id := range cycle {
+		prev := cycle[(k+len(cycle)-1)%len(cycle)]
+		for j, x := range dirs[prev] {
+			output[id*Hidden+j] = 4 * x
+		}
+	}
+	return embd, output
 }
 
 func pad(n uint64) uint64 { return (n + alignment - 1) / alignment * alignment }

@@ -1,7 +1,7 @@
 // Command tinygguf writes the tiny test model to a file, for trying `coroner analyze --llm`
 // against a real Ollama server by hand:
 //
-//	go run ./analyze/llm/internal/tinygguf/cmd/tinygguf /tmp/tiny.gguf
+//	go run ./internal/tinygguf/cmd/tinygguf /tmp/tiny.gguf
 //	printf 'FROM /tmp/tiny.gguf\n' > /tmp/Modelfile && ollama create tiny -f /tmp/Modelfile
 package main
 
@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/coroner-dev/coroner/analyze/llm/internal/tinygguf"
+	"github.com/coroner-dev/coroner/internal/tinygguf"
 )
 
 func main() {

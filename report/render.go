@@ -206,7 +206,8 @@ func containsStr(ss []string, s string) bool {
 	return false
 }
 
-func podList(pods []string) string {
+// PodList names pods for a summary line: all of up to three, else two and how many more.
+func PodList(pods []string) string {
 	if len(pods) <= 3 {
 		return strings.Join(pods, ", ")
 	}
@@ -215,7 +216,7 @@ func podList(pods []string) string {
 
 var funcs = map[string]any{
 	"time": fmtTime, "where": where, "expected": expected, "md": mdEscape, "code": mdCode, "codeblock": mdBlock,
-	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": podList,
+	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": PodList,
 	"upper": strings.ToUpper, "join": strings.Join,
 	"sev":   func(s analyze.Severity) string { return s.String() },
 	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
@@ -326,7 +327,7 @@ func RenderText(w io.Writer, r *Report) error {
 			at = "the job"
 		}
 		if len(g.Pods) > 1 {
-			at = podList(g.Pods)
+			at = PodList(g.Pods)
 		}
 		line := fmt.Sprintf("  %-8s %-19s %s — %s", f.Severity, f.Category, oneLine(f.Title, 70), at)
 		if g.Count > 1 {

@@ -55,7 +55,7 @@ start=$(date +%s)
 # go install pkg@version builds with the server's own go.mod, outside coroner's module graph.
 (
 	cd "$work"
-	GOBIN="$work/bin" CGO_ENABLED=1 GOFLAGS=-mod=mod \
+	GOBIN="$work/bin" CGO_ENABLED=1 \
 		CGO_CPPFLAGS="-I$work/stub" CGO_CFLAGS="-O2 -g0" CGO_CXXFLAGS="-O2 -g0" \
 		$GO install -trimpath \
 		-ldflags "-s -w -X github.com/ollama/ollama/version.Version=${ver#v}" \

@@ -231,27 +231,21 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 		add(&piece{kind: "finding", ref: idList(ids, ","), entry: g})
 	}
 
-	// The other primary findings' log context.
-	for _, g := range primaries {
-		f := rep.Findings[g.first]
-		for _, ev := range f.Evidence {
-			if ev.Source == "log" && ev.Line > 0 {
-				add(window(ev.File, ev.Line, otherBefore, otherAfter, f.ID))
-				break
+	// The log context of the other primary findings, then of the symptoms (the other ranks'
+	// side of the story): around each entry's first log evidence.
+	firstLog := func(gs []*errorEntry, before, after int) {
+		for _, g := range gs {
+			f := rep.Findings[g.first]
+			for _, ev := range f.Evidence {
+				if ev.Source == "log" && ev.Line > 0 {
+					add(window(ev.File, ev.Line, before, after, f.ID))
+					break
+				}
 			}
 		}
 	}
-
-	// The symptoms' log context: the other ranks' side of the story.
-	for _, g := range groups {
-		f := rep.Findings[g.first]
-		for _, ev := range f.Evidence {
-			if ev.Source == "log" && ev.Line > 0 {
-				add(window(ev.File, ev.Line, symptomBefore, symptomAfter, f.ID))
-				break
-			}
-		}
-	}
+	firstLog(primaries, otherBefore, otherAfter)
+	firstLog(groups, symptomBefore, symptomAfter)
 
 	// Warning events.
 	for i, e := range rep.Events {
@@ -629,7 +623,7 @@ func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string) {
 	b.WriteString("\n    at ")
 	switch {
 	case len(e.pods) > 1:
-		b.WriteString(podList(e.pods))
+		b.WriteString(report.PodList(e.pods))
 	default:
 		b.WriteString(where(f.Pod, f.Container))
 	}
@@ -719,19 +713,21 @@ func mergeWindows(ps []*piece) []LogWindow {
 // a reader who has the code line above it, and many tokens.
 var caretLine = regexp.MustCompile(`^(\[rank\d+\]:)?\s*[\^~]+\s*$`)
 
+// cut makes bundle text one line of at most maxPromptLine bytes.
 func cut(s string) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " ")
-	if len(s) <= maxPromptLine {
-		return s
-	}
-	i := maxPromptLine
-	for i > 0 && !utf8RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
+	return truncate(strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " "), maxPromptLine)
 }
 
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 func fmtTime(t *time.Time) string {
 	if t == nil || t.IsZero() {
@@ -748,13 +744,6 @@ func where(pod, container string) string {
 		return pod
 	}
 	return pod + "/" + container
-}
-
-func podList(pods []string) string {
-	if len(pods) <= 3 {
-		return strings.Join(pods, ", ")
-	}
-	return fmt.Sprintf("%s and %d more pods", strings.Join(pods[:2], ", "), len(pods)-2)
 }
 
 func expected(n *int) string {

@@ -316,17 +316,7 @@ func reportRoles(roles []Role) []report.LLMRole {
 	return out
 }
 
-func cutAnswer(s string) string {
-	s = oneLine(s)
-	if len(s) <= maxRoleAnswer {
-		return s
-	}
-	i := maxRoleAnswer
-	for i > 0 && !utf8RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+func cutAnswer(s string) string { return truncate(oneLine(s), maxRoleAnswer) }
 
 // questioner asks questions of the cache, the replay file or the model, in that order.
 type questioner struct {

@@ -358,7 +358,8 @@ func base(rep *report.Report, roles []Role) *Data {
 	j := rep.Job
 	d.Job = Job{Kind: j.Kind, Namespace: j.Namespace, Name: j.Name, Status: j.Status}
 	if rep.Bundle.Plain {
-		d.Job.Name = "plain logs " + rep.Bundle.Name
+		// Plain logs have no job object, so no kind.
+		d.Job.Kind, d.Job.Name = "", "plain logs "+rep.Bundle.Name
 	}
 	for _, c := range j.Conditions {
 		s := c.Type + "=" + c.Status

@@ -560,21 +560,12 @@ func compose(b *Data, pieces []piece, included []bool) *Data {
 	var errInfo strings.Builder
 	told := map[string]string{}
 	for _, e := range entries {
-		for k := range e.findings {
-			f := e.findings[k]
-			d.Findings = append(d.Findings, f)
-			if f.RootCause {
-				d.RootCause = &d.Findings[len(d.Findings)-1]
-			}
-		}
+		d.Findings = append(d.Findings, e.findings...)
 		writeEntry(&errInfo, e, told)
 	}
-	if d.RootCause != nil {
-		// d.Findings may have grown since: point into its final backing array.
-		for i := range d.Findings {
-			if d.Findings[i].RootCause {
-				d.RootCause = &d.Findings[i]
-			}
+	for i := range d.Findings {
+		if d.Findings[i].RootCause {
+			d.RootCause = &d.Findings[i]
 		}
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].eventIdx < events[j].eventIdx })

@@ -363,3 +363,25 @@ func TestBrokenTemplateIsAnErrorBeforeAnyCall(t *testing.T) {
 		})
 	}
 }
+
+// TestStructuredData: a template can use coroner's own variables instead of the seed's text
+// blocks, and gets the same parts.
+func TestStructuredData(t *testing.T) {
+	rep, m := sample(t, "pytorchjob-cuda-oom-rank")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(
+		`{{ with .RootCause }}{{ .ID }} {{ .Category }} {{ .Pod }}{{ end }}|{{ len .Findings }}|{{ range .Logs }}{{ .File }}:{{ .From }}-{{ .To }} {{ end }}|{{ range .Replicas }}{{ .Role }}={{ .Failed }} {{ end }}|{{ range .Roles }}{{ .Name }}:{{ .Source }} {{ end }}|{{ .Verdict }}`), 0o644))
+	ts, err := LoadTemplates(templates.FS, dir)
+	require.NoError(t, err)
+	n := narrator(t, m, nil)
+	n.Templates = ts
+	ps, err := n.Prompts(rep)
+	require.NoError(t, err)
+	parts := strings.Split(ps[0].Messages[0].Content, "|")
+	require.Equal(t, "f1 cuda-oom train-job-worker-4", parts[0])
+	require.Equal(t, fmt.Sprint(len(rep.Findings)), parts[1], "every finding fits the default context")
+	require.True(t, strings.HasPrefix(parts[2], "logs/ml/train-job-worker-4/pytorch.log:36-66 "), parts[2])
+	require.Equal(t, "Master=1 Worker=7 ", parts[3])
+	require.Equal(t, "Master:findings Worker:findings ", parts[4])
+	require.Equal(t, "unhealthy", parts[5])
+}

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test e2e e2e-tools lint bench bench-collect golden clean fuzz
+.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-collect golden clean fuzz
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -31,7 +31,7 @@ E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)"
 	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
 
 e2e:
-	$(E2E_ENV) $(GO) test -count=1 -run 'E2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -count=1 -run 'TestCollectE2E' ./cmd/coroner/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh
@@ -63,3 +63,8 @@ bench-collect:
 
 clean:
 	rm -rf bin report.html
+
+# End-to-end test of the LLM step against a real Ollama server, built from the same module
+# version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model.
+e2e-llm:
+	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E' -v ./cmd/coroner

@@ -206,7 +206,8 @@ func containsStr(ss []string, s string) bool {
 	return false
 }
 
-func podList(pods []string) string {
+// PodList names pods for a summary line: all of up to three, else two and how many more.
+func PodList(pods []string) string {
 	if len(pods) <= 3 {
 		return strings.Join(pods, ", ")
 	}
@@ -215,9 +216,44 @@ func podList(pods []string) string {
 
 var funcs = map[string]any{
 	"time": fmtTime, "where": where, "expected": expected, "md": mdEscape, "code": mdCode, "codeblock": mdBlock,
-	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": podList,
+	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": PodList,
 	"upper": strings.ToUpper, "join": strings.Join,
-	"sev": func(s analyze.Severity) string { return s.String() },
+	"sev":   func(s analyze.Severity) string { return s.String() },
+	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
+}
+
+// sentParts lists what a prompt carried for Markdown: findings and log windows one by one,
+// events and timeline entries counted.
+func sentParts(items []LLMItem) []string {
+	var out []string
+	type agg struct{ n, bytes int }
+	counts := map[string]*agg{}
+	for _, it := range items {
+		if it.Kind == "event" || it.Kind == "timeline" {
+			if counts[it.Kind] == nil {
+				counts[it.Kind] = &agg{}
+			}
+			counts[it.Kind].n++
+			counts[it.Kind].bytes += it.Bytes
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s (%d bytes)", it.Kind, it.Ref, it.Bytes))
+	}
+	for _, k := range []string{"event", "timeline"} {
+		if a := counts[k]; a != nil {
+			out = append(out, fmt.Sprintf("%d %s entries (%d bytes)", a.n, k, a.bytes))
+		}
+	}
+	return out
+}
+
+// shortDigest is the first 12 hex digits of a digest, as `ollama list` shows it.
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
 }
 
 func renderTemplate(w io.Writer, r *Report, name string, html bool) error {
@@ -291,7 +327,7 @@ func RenderText(w io.Writer, r *Report) error {
 			at = "the job"
 		}
 		if len(g.Pods) > 1 {
-			at = podList(g.Pods)
+			at = PodList(g.Pods)
 		}
 		line := fmt.Sprintf("  %-8s %-19s %s — %s", f.Severity, f.Category, oneLine(f.Title, 70), at)
 		if g.Count > 1 {
@@ -302,11 +338,44 @@ func RenderText(w io.Writer, r *Report) error {
 		}
 		b.WriteString(line + "\n")
 	}
+	if l := r.LLM; l != nil {
+		writeLLMText(&b, l)
+	}
 	for _, wr := range r.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", wr)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeLLMText adds the narrative's gist to the terminal summary.
+func writeLLMText(b *strings.Builder, l *LLM) {
+	label := "LLM:"
+	if l.Failure != "" {
+		fmt.Fprintf(b, "%-12s no narrative: %s\n", label, oneLine(l.Failure, 300))
+		return
+	}
+	how := oneLine(l.Model, 60)
+	if l.Cached {
+		how += ", cached"
+	}
+	switch {
+	case l.AnswerFormat == "":
+		fmt.Fprintf(b, "%-12s (%s) answered out of form; the report has its raw text\n", label, how)
+	default:
+		fmt.Fprintf(b, "%-12s (%s) healthy: %s — %s\n", label, how, yesNo(l.Healthy), oneLine(l.Error, 200))
+	}
+}
+
+// yesNo shows the seed's Healthy field.
+func yesNo(h *bool) string {
+	switch {
+	case h == nil:
+		return "?"
+	case *h:
+		return "Yes"
+	}
+	return "No"
 }
 
 // oneLine makes bundle text safe for a terminal: one line, no control characters (an escape

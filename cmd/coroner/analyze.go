@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,9 @@ type AnalyzeOptions struct {
 	Quiet    bool
 	Workers  int
 	Cache    CacheOptions
+
+	// The LLM step (see llm.go).
+	LLM LLMOptions
 }
 
 // NewCmdAnalyze builds `coroner analyze`. runF replaces the run function in tests.
@@ -53,14 +57,16 @@ names (.html, .md, .json, .txt) or --format, and the summary is printed too (unl
   coroner analyze bundle.tar.gz -o report.html
   coroner analyze train.log worker-1.log
   kubectl logs train-job-master-0 | coroner analyze -
-  coroner analyze bundle.tar.gz --format json --fail-on error`,
+  coroner analyze bundle.tar.gz --format json --fail-on error
+  coroner analyze bundle.tar.gz --llm --model qwen2.5:7b-instruct --num-ctx 8192 -o report.html
+  coroner analyze bundle.tar.gz --llm --dry-run-prompt`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
 			if runF != nil {
 				return runF(opts)
 			}
-			return runAnalyze(opts)
+			return runAnalyze(cmd.Context(), opts)
 		},
 	}
 	cmd.Long += "\n" + exitMessage
@@ -73,6 +79,7 @@ names (.html, .md, .json, .txt) or --format, and the summary is printed too (unl
 	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
+	addLLMFlags(cmd, &opts.LLM)
 	return cmd
 }
 
@@ -85,7 +92,7 @@ func addLimitFlags(cmd *cobra.Command, l *bundle.Limits) {
 	f.Int64Var(&l.MaxResourceBytes, "max-resource-bytes", l.MaxResourceBytes, "largest resource YAML or manifest")
 }
 
-func runAnalyze(opts *AnalyzeOptions) error {
+func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 	format := opts.Format
 	if format == "" && opts.Output != "" {
 		format = report.FormatFromPath(opts.Output)
@@ -112,6 +119,10 @@ func runAnalyze(opts *AnalyzeOptions) error {
 		return err
 	}
 	rs, err := loadRuleSet(opts.RuleDirs)
+	if err != nil {
+		return err
+	}
+	step, err := newLLMStep(&opts.LLM)
 	if err != nil {
 		return err
 	}
@@ -145,6 +156,12 @@ func runAnalyze(opts *AnalyzeOptions) error {
 	}
 	defer res.Index.Close()
 	rep := report.Build(m, res, version)
+	if step != nil {
+		done, err := step.run(ctx, opts, m, rep)
+		if err != nil || done {
+			return err
+		}
+	}
 
 	var buf bytes.Buffer
 	if err := report.Render(&buf, rep, format); err != nil {

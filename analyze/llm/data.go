@@ -1,0 +1,746 @@
+package llm
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/report"
+)
+
+// Data is what a prompt template sees. README.md documents every field.
+type Data struct {
+	// Metadata holds the seed document's variables: JobName, JobStatus, LauncherStatus,
+	// MasterExpected, MasterCreatedCount, WorkerExpected, WorkerCreatedCount,
+	// MasterDiagnosis, WorkerDiagnosis. A role the job does not have reads "N/A".
+	Metadata map[string]string
+	// ErrorInfo is the extracted errors, one block per finding (or group of the same symptom).
+	ErrorInfo string
+	// EventInfo is the warning events, one per line.
+	EventInfo string
+	// LogInfo is the key log windows, each headed by its file, lines and why it was chosen.
+	LogInfo string
+
+	Job           Job
+	Verdict       string
+	VerdictReason string
+	// RootCause is the root cause finding, nil when healthy (or when it did not fit).
+	RootCause *Finding
+	Findings  []Finding
+	Events    []Event
+	Logs      []LogWindow
+	Timeline  []TimelineEntry
+	Replicas  []Replica
+	// Roles are the per-role diagnoses (Metadata's MasterDiagnosis... for every role).
+	Roles []Role
+	// Role is the role role.tmpl is asked about; "" for job templates.
+	Role string
+	// Omitted counts the candidate parts left out to fit the context.
+	Omitted int
+}
+
+// Job is the job's identity and status.
+type Job struct {
+	Kind, Namespace, Name, Status string
+	// Conditions read "Failed=True (PyTorchJobFailed): message".
+	Conditions []string
+}
+
+// Finding is one finding with its evidence lines.
+type Finding struct {
+	ID, Category, Severity, Title string
+	Pod, Container, Time          string
+	Fault, Retry                  string
+	// SecondaryOf is the finding this one follows from; RootCause marks the root cause.
+	SecondaryOf string
+	RootCause   bool
+	Count       int
+	// Evidence reads "logs/ml/x/pytorch.log:56 (2026-03-14 10:02:11.496Z): the line".
+	Evidence    []string
+	Remediation string
+
+	// evidence is each evidence's location and text, to say "same text as" once told.
+	evidence [][2]string
+}
+
+// Event is a Kubernetes event.
+type Event struct {
+	Time, Type, Reason, Object, Message string
+	Count                               int
+}
+
+// LogWindow is consecutive lines of one log. Lines read "  56 | text", with ">" marking the
+// lines that are evidence.
+type LogWindow struct {
+	File     string
+	From, To int
+	Why      string
+	Lines    []string
+}
+
+// TimelineEntry is a lifecycle moment of the job or its pods.
+type TimelineEntry struct {
+	Time, Kind, Where, Text string
+}
+
+// Replica is one role of the job: counts and pods.
+type Replica struct {
+	Role, Expected                               string
+	Created, Pending, Running, Succeeded, Failed int
+	// Pods read "train-job-worker-0 Failed (Error, exit 1) on node-3, 2 restarts".
+	Pods []string
+}
+
+// Role is one role's diagnosis.
+type Role struct {
+	Name, Diagnosis string
+	// Source is "findings" or "model".
+	Source string
+}
+
+// Limits of what one part of the prompt may hold.
+const (
+	maxPromptLine   = 400
+	maxPodsPerRole  = 16
+	maxCandidates   = 400
+	maxRoleFindings = 4
+	rootBefore      = 20
+	rootAfter       = 10
+	tailLines       = 30
+	otherBefore     = 6
+	otherAfter      = 4
+	symptomBefore   = 3
+	symptomAfter    = 2
+	searchHits      = 8
+)
+
+// piece is one candidate part of the prompt.
+type piece struct {
+	kind, ref string
+	entry     *errorEntry
+	window    *LogWindow
+	hits      []int
+	event     *Event
+	eventIdx  int
+	timeline  *TimelineEntry
+	tlIdx     int
+}
+
+// errorEntry is one finding, or several of the same rule and title that follow from the same
+// cause ("collective-timeout on 7 pods").
+type errorEntry struct {
+	first    int // index of the first finding in the report, for ordering
+	findings []Finding
+	pods     []string
+	count    int
+}
+
+// scope restricts data to some pods (a role); nil means the whole job.
+type scope map[string]bool
+
+func (s scope) has(pod string) bool { return s == nil || s[pod] }
+
+// candidates lists the parts of the prompt by relevance: the root cause and its log context
+// first, then the other primary findings, the symptoms, the other findings' log context,
+// warning events, the index's most relevant lines, and the lifecycle timeline.
+func candidates(rep *report.Report, win Windows, sc scope) []piece {
+	var out []piece
+	byID := map[string]int{}
+	for i, f := range rep.Findings {
+		byID[f.ID] = i
+	}
+	rootID := ""
+	if rc := rep.RootCause; rc != nil {
+		rootID = rc.FindingID
+	}
+	window := func(file string, line, before, after int, why string) *piece {
+		if win == nil || file == "" || line <= 0 {
+			return nil
+		}
+		lines, err := win.Around(file, line, before, after)
+		if err != nil || len(lines) == 0 {
+			return nil
+		}
+		w := &LogWindow{File: file, From: lines[0].Line, To: lines[len(lines)-1].Line, Why: why}
+		for _, l := range lines {
+			w.Lines = append(w.Lines, l.Text)
+		}
+		return &piece{kind: "log", ref: fmt.Sprintf("%s:%d-%d", file, w.From, w.To), window: w, hits: []int{line}}
+	}
+	seen := map[string]bool{}
+	add := func(p *piece) {
+		// Two findings on one line would bring the same window twice.
+		if p == nil || p.kind == "log" && seen[p.ref] {
+			return
+		}
+		if p.kind == "log" {
+			seen[p.ref] = true
+		}
+		out = append(out, *p)
+	}
+
+	// The root cause and its context.
+	if i, ok := byID[rootID]; ok && sc.has(rep.Findings[i].Pod) {
+		f := rep.Findings[i]
+		add(&piece{kind: "finding", ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(f.Pod), count: f.Count}})
+		logEvidence := false
+		for _, ev := range f.Evidence {
+			if ev.Source == "log" && ev.Line > 0 {
+				logEvidence = true
+				add(window(ev.File, ev.Line, rootBefore, rootAfter, "root cause "+f.ID))
+			}
+		}
+		if !logEvidence && f.Pod != "" {
+			// Killed from outside (OOMKilled, evicted): its log just stops, and how it
+			// stopped is the context.
+			for _, l := range rep.Logs {
+				if l.Pod == f.Pod && (f.Container == "" || l.Container == f.Container) && l.Lines > 0 {
+					p := window(l.Path, l.Lines, tailLines-1, 0, "end of the log of "+f.ID+"'s container")
+					if p != nil {
+						p.hits = nil
+					}
+					add(p)
+				}
+			}
+		}
+	}
+
+	// Primary findings, then the symptoms; each the same failure on many pods as one entry,
+	// most severe first.
+	var primary, secondary []int
+	for i, f := range rep.Findings {
+		if f.ID == rootID || !sc.has(f.Pod) {
+			continue
+		}
+		if f.SecondaryOf == "" {
+			primary = append(primary, i)
+		} else {
+			secondary = append(secondary, i)
+		}
+	}
+	primaries, groups := groupFindings(rep, primary, rootID), groupFindings(rep, secondary, rootID)
+	for _, g := range append(append([]*errorEntry{}, primaries...), groups...) {
+		var ids []string
+		for _, f := range g.findings {
+			ids = append(ids, f.ID)
+		}
+		add(&piece{kind: "finding", ref: idList(ids, ","), entry: g})
+	}
+
+	// The log context of the other primary findings, then of the symptoms (the other ranks'
+	// side of the story): around each entry's first log evidence.
+	firstLog := func(gs []*errorEntry, before, after int) {
+		for _, g := range gs {
+			f := rep.Findings[g.first]
+			for _, ev := range f.Evidence {
+				if ev.Source == "log" && ev.Line > 0 {
+					add(window(ev.File, ev.Line, before, after, f.ID))
+					break
+				}
+			}
+		}
+	}
+	firstLog(primaries, otherBefore, otherAfter)
+	firstLog(groups, symptomBefore, symptomAfter)
+
+	// Warning events.
+	for i, e := range rep.Events {
+		if e.Type == "Normal" || !sc.has(eventPod(e)) {
+			continue
+		}
+		ev := Event{Time: fmtTime(e.Time), Type: e.Type, Reason: e.Reason, Object: e.Object, Message: e.Message, Count: e.Count}
+		add(&piece{kind: "event", ref: e.Object + " " + e.Reason, event: &ev, eventIdx: i})
+	}
+
+	// The index's most relevant lines for the root cause, when there is an index.
+	if s, ok := win.(Searcher); ok && rep.RootCause != nil {
+		hits, err := s.Top(rep.RootCause.Category+" "+rep.RootCause.Title, searchHits)
+		if err == nil {
+			for _, h := range hits {
+				add(window(h.File, h.Line, 3, 3, "relevant to "+rep.RootCause.Category))
+			}
+		}
+	}
+
+	// The lifecycle timeline (findings and events are above already).
+	for i, e := range rep.Timeline {
+		if e.Kind == "finding" || e.Kind == "event" || (e.Pod != "" && !sc.has(e.Pod)) {
+			continue
+		}
+		te := TimelineEntry{Time: fmtTime(&e.Time), Kind: e.Kind, Where: where(e.Pod, e.Container), Text: e.Text}
+		add(&piece{kind: "timeline", ref: te.Time + " " + te.Where, timeline: &te, tlIdx: i})
+	}
+	return out
+}
+
+// groupFindings makes one entry of the findings of one rule and title (the same failure on
+// several pods), the most severe entries first.
+func groupFindings(rep *report.Report, idx []int, rootID string) []*errorEntry {
+	var groups []*errorEntry
+	groupOf := map[string]*errorEntry{}
+	for _, i := range idx {
+		f := rep.Findings[i]
+		key := f.RuleID + "\x00" + f.Title + "\x00" + f.Severity.String()
+		g := groupOf[key]
+		if g == nil {
+			g = &errorEntry{first: i}
+			groupOf[key] = g
+			groups = append(groups, g)
+		}
+		g.findings = append(g.findings, convertFinding(f, rootID))
+		g.count += f.Count
+		if f.Pod != "" && !contains(g.pods, f.Pod) {
+			g.pods = append(g.pods, f.Pod)
+		}
+	}
+	sort.SliceStable(groups, func(a, b int) bool {
+		return rep.Findings[groups[a].first].Severity > rep.Findings[groups[b].first].Severity
+	})
+	return groups
+}
+
+// idList names the findings of an entry; a long list (the same symptom on 64 ranks) is cut.
+func idList(ids []string, sep string) string {
+	if len(ids) <= 4 {
+		return strings.Join(ids, sep)
+	}
+	return strings.Join(ids[:3], sep) + fmt.Sprintf(" and %d more", len(ids)-3)
+}
+
+func eventPod(e report.Event) string {
+	if rest, ok := strings.CutPrefix(e.Object, "Pod "); ok {
+		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+			return rest[i+1:]
+		}
+		return rest
+	}
+	return ""
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func convertFinding(f *analyze.Finding, rootID string) Finding {
+	out := Finding{ID: f.ID, Category: f.Category, Severity: f.Severity.String(), Title: f.Title,
+		Pod: f.Pod, Container: f.Container, Time: fmtTime(f.Time), Fault: f.Fault, Retry: f.Retry,
+		SecondaryOf: f.SecondaryOf, RootCause: f.ID == rootID, Count: f.Count, Remediation: strings.TrimSpace(f.Remediation)}
+	for _, e := range f.Evidence {
+		s := e.Location()
+		if e.Time != nil {
+			s += " (" + fmtTime(e.Time) + ")"
+		}
+		out.Evidence = append(out.Evidence, s+": "+cut(e.Text))
+		out.evidence = append(out.evidence, [2]string{s, e.Text})
+	}
+	return out
+}
+
+// base is the part of the data every prompt has: metadata, job, verdict, replicas, roles.
+func base(rep *report.Report, roles []Role) *Data {
+	d := &Data{Verdict: rep.Verdict, VerdictReason: rep.VerdictReason, Roles: roles}
+	j := rep.Job
+	d.Job = Job{Kind: j.Kind, Namespace: j.Namespace, Name: j.Name, Status: j.Status}
+	if rep.Bundle.Plain {
+		// Plain logs have no job object, so no kind.
+		d.Job.Kind, d.Job.Name = "", "plain logs "+rep.Bundle.Name
+	}
+	for _, c := range j.Conditions {
+		s := c.Type + "=" + c.Status
+		if c.Reason != "" {
+			s += " (" + c.Reason + ")"
+		}
+		if c.Message != "" {
+			s += ": " + cut(c.Message)
+		}
+		d.Job.Conditions = append(d.Job.Conditions, s)
+	}
+	for _, r := range j.Replicas {
+		rp := Replica{Role: r.Role, Expected: expected(r.Expected), Created: r.Created, Pending: r.Pending,
+			Running: r.Running, Succeeded: r.Succeeded, Failed: r.Failed}
+		for i, p := range r.Pods {
+			if i == maxPodsPerRole {
+				rp.Pods = append(rp.Pods, fmt.Sprintf("... and %d more pods", len(r.Pods)-i))
+				break
+			}
+			rp.Pods = append(rp.Pods, podLine(p))
+		}
+		d.Replicas = append(d.Replicas, rp)
+	}
+	d.Metadata = metadata(rep, roles)
+	return d
+}
+
+func podLine(p report.Pod) string {
+	s := p.Name + " " + p.Phase
+	if p.Ended != "" {
+		s += " (" + p.Ended + ")"
+	}
+	if p.Node != "" {
+		s += " on " + p.Node
+	}
+	if p.Restarts > 0 {
+		s += fmt.Sprintf(", %d restarts", p.Restarts)
+	}
+	return s
+}
+
+// metadata fills the seed document's variables.
+func metadata(rep *report.Report, roles []Role) map[string]string {
+	name := rep.Job.Name
+	if rep.Bundle.Plain {
+		name = "plain logs " + rep.Bundle.Name
+	}
+	status := rep.Job.Status
+	if status == "" {
+		status = "Unknown"
+	}
+	m := map[string]string{"JobName": name, "JobStatus": status, "LauncherStatus": "N/A"}
+	for _, key := range []string{"Master", "Worker"} {
+		m[key+"Expected"], m[key+"CreatedCount"], m[key+"Diagnosis"] = "N/A", "N/A", "N/A"
+	}
+	if r := seedRole(rep, "Launcher"); r != nil {
+		m["LauncherStatus"] = roleStatus(r)
+	}
+	for _, key := range []string{"Master", "Worker"} {
+		r := seedRole(rep, key)
+		if r == nil {
+			continue
+		}
+		m[key+"Expected"] = expected(r.Expected)
+		m[key+"CreatedCount"] = strconv.Itoa(r.Created)
+		for _, ro := range roles {
+			if ro.Name == r.Role {
+				m[key+"Diagnosis"] = ro.Diagnosis
+			}
+		}
+	}
+	return m
+}
+
+// seedRole finds the replica the seed's names mean: Master is also TFJob's Chief; Worker is
+// also a TrainJob's or JobSet's node.
+func seedRole(rep *report.Report, key string) *report.Replica {
+	names := map[string][]string{"Master": {"master", "chief"}, "Worker": {"worker", "node"}, "Launcher": {"launcher"}}[key]
+	for _, n := range names {
+		for i := range rep.Job.Replicas {
+			if strings.EqualFold(rep.Job.Replicas[i].Role, n) {
+				return &rep.Job.Replicas[i]
+			}
+		}
+	}
+	return nil
+}
+
+// roleStatus says in a word how a role's pods are, then the counts.
+func roleStatus(r *report.Replica) string {
+	word := "NotCreated"
+	switch {
+	case r.Failed > 0:
+		word = "Failed"
+	case r.Running > 0:
+		word = "Running"
+	case r.Pending > 0:
+		word = "Pending"
+	case r.Succeeded > 0:
+		word = "Succeeded"
+	}
+	return fmt.Sprintf("%s (%d created of %s expected: %d pending, %d running, %d succeeded, %d failed)",
+		word, r.Created, expected(r.Expected), r.Pending, r.Running, r.Succeeded, r.Failed)
+}
+
+// FindingsDiagnoses summarises each role from the findings, coroner's deterministic stand-in
+// for the seed's MasterDiagnosis and WorkerDiagnosis.
+func FindingsDiagnoses(rep *report.Report) []Role {
+	var out []Role
+	rootID := ""
+	if rep.RootCause != nil {
+		rootID = rep.RootCause.FindingID
+	}
+	for _, r := range rep.Job.Replicas {
+		pods := map[string]bool{}
+		var parts []string
+		parts = append(parts, roleStatus(&r)+".")
+		var bad []string
+		for _, p := range r.Pods {
+			pods[p.Name] = true
+			if p.Phase != "Succeeded" && p.Phase != "Running" || p.Ended != "" && !strings.HasPrefix(p.Ended, "Completed") || p.Restarts > 0 {
+				bad = append(bad, podLine(p))
+			}
+		}
+		if len(bad) > maxRoleFindings {
+			bad = append(bad[:maxRoleFindings], fmt.Sprintf("%d more", len(bad)-maxRoleFindings))
+		}
+		if len(bad) > 0 {
+			parts = append(parts, "Pods: "+strings.Join(bad, "; ")+".")
+		}
+		var fs []string
+		n := 0
+		for _, f := range rep.Findings {
+			if !pods[f.Pod] || f.Severity < analyze.SeverityWarning {
+				continue
+			}
+			n++
+			if len(fs) == maxRoleFindings {
+				continue
+			}
+			s := fmt.Sprintf("%s %s %q", f.ID, f.Category, f.Title)
+			if f.ID == rootID {
+				s += " [root cause]"
+			} else if f.SecondaryOf != "" {
+				s += " (follows " + f.SecondaryOf + ")"
+			}
+			fs = append(fs, s)
+		}
+		if n > len(fs) {
+			fs = append(fs, fmt.Sprintf("%d more", n-len(fs)))
+		}
+		if len(fs) > 0 {
+			parts = append(parts, "Findings: "+strings.Join(fs, "; ")+".")
+		} else {
+			parts = append(parts, "No failure found in its pods.")
+		}
+		out = append(out, Role{Name: r.Role, Diagnosis: strings.Join(parts, " "), Source: "findings"})
+	}
+	return out
+}
+
+// compose builds the data holding the included pieces.
+func compose(b *Data, pieces []piece, included []bool) *Data {
+	d := *b
+	d.Findings, d.Events, d.Logs, d.Timeline, d.RootCause = nil, nil, nil, nil, nil
+	var entries []*errorEntry
+	var events []*piece
+	var tl []*piece
+	type fileWins struct {
+		file string
+		wins []*piece
+	}
+	var files []*fileWins
+	fileIdx := map[string]*fileWins{}
+	for i := range pieces {
+		if !included[i] {
+			continue
+		}
+		p := &pieces[i]
+		switch p.kind {
+		case "finding":
+			entries = append(entries, p.entry)
+		case "event":
+			events = append(events, p)
+		case "timeline":
+			tl = append(tl, p)
+		case "log":
+			fw := fileIdx[p.window.File]
+			if fw == nil {
+				fw = &fileWins{file: p.window.File}
+				fileIdx[p.window.File] = fw
+				files = append(files, fw)
+			}
+			fw.wins = append(fw.wins, p)
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].first < entries[j].first })
+	var errInfo strings.Builder
+	told := map[string]string{}
+	for _, e := range entries {
+		d.Findings = append(d.Findings, e.findings...)
+		writeEntry(&errInfo, e, told)
+	}
+	for i := range d.Findings {
+		if d.Findings[i].RootCause {
+			d.RootCause = &d.Findings[i]
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].eventIdx < events[j].eventIdx })
+	var evInfo strings.Builder
+	for _, p := range events {
+		e := *p.event
+		d.Events = append(d.Events, e)
+		fmt.Fprintf(&evInfo, "%s %s %s %s: %s", e.Time, e.Type, e.Reason, e.Object, cut(e.Message))
+		if e.Count > 1 {
+			fmt.Fprintf(&evInfo, " (x%d)", e.Count)
+		}
+		evInfo.WriteByte('\n')
+	}
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].tlIdx < tl[j].tlIdx })
+	for _, p := range tl {
+		d.Timeline = append(d.Timeline, *p.timeline)
+	}
+	var logInfo strings.Builder
+	for _, fw := range files {
+		for _, w := range mergeWindows(fw.wins) {
+			d.Logs = append(d.Logs, w)
+			fmt.Fprintf(&logInfo, "--- %s lines %d-%d (%s) ---\n%s\n", w.File, w.From, w.To, w.Why, strings.Join(w.Lines, "\n"))
+		}
+	}
+	d.ErrorInfo = strings.TrimRight(errInfo.String(), "\n")
+	d.EventInfo = strings.TrimRight(evInfo.String(), "\n")
+	d.LogInfo = strings.TrimRight(logInfo.String(), "\n")
+	return &d
+}
+
+// writeEntry writes one entry of ErrorInfo. An evidence text already told (the same message
+// on another pod, or matched by two rules) is referred to, not repeated.
+func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string) {
+	f := e.findings[0]
+	ids := make([]string, len(e.findings))
+	for i, g := range e.findings {
+		ids[i] = g.ID
+	}
+	b.WriteString(idList(ids, ", "))
+	if f.RootCause {
+		b.WriteString(" [root cause]")
+	}
+	fmt.Fprintf(b, " %s %s: %s", f.Severity, f.Category, f.Title)
+	if f.SecondaryOf != "" {
+		fmt.Fprintf(b, " (follows %s)", f.SecondaryOf)
+	}
+	b.WriteString("\n    at ")
+	switch {
+	case len(e.pods) > 1:
+		b.WriteString(report.PodList(e.pods))
+	default:
+		b.WriteString(where(f.Pod, f.Container))
+	}
+	fmt.Fprintf(b, ", %s; fault: %s; retry: %s", f.Time, f.Fault, f.Retry)
+	if e.count > 1 {
+		fmt.Fprintf(b, "; seen %d times", e.count)
+	}
+	b.WriteByte('\n')
+	n := 2
+	if len(e.findings) > 1 {
+		n = 1
+	}
+	for i, ev := range f.evidence {
+		if i == n {
+			break
+		}
+		if id, ok := told[ev[1]]; ok {
+			fmt.Fprintf(b, "    evidence: %s: the same text as %s's\n", ev[0], id)
+			continue
+		}
+		told[ev[1]] = f.ID
+		fmt.Fprintf(b, "    evidence: %s: %s\n", ev[0], cut(ev[1]))
+	}
+}
+
+// mergeWindows joins the windows of one file that overlap or touch, keeping the lines in
+// order and marking every evidence line.
+func mergeWindows(ps []*piece) []LogWindow {
+	sorted := append([]*piece(nil), ps...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].window.From < sorted[j].window.From })
+	type merged struct {
+		file     string
+		from, to int
+		why      []string
+		lines    map[int]string
+		hits     map[int]bool
+		priority int
+	}
+	// The earliest chosen window of a group decides its place.
+	rank := map[*piece]int{}
+	for i, p := range ps {
+		rank[p] = i
+	}
+	var out []*merged
+	for _, p := range sorted {
+		w := p.window
+		var m *merged
+		if n := len(out); n > 0 && w.From <= out[n-1].to+1 {
+			m = out[n-1]
+		} else {
+			m = &merged{file: w.File, from: w.From, to: w.To, lines: map[int]string{}, hits: map[int]bool{}, priority: rank[p]}
+			out = append(out, m)
+		}
+		m.to = max(m.to, w.To)
+		if !contains(m.why, w.Why) {
+			m.why = append(m.why, w.Why)
+		}
+		for i, l := range w.Lines {
+			m.lines[w.From+i] = l
+		}
+		for _, h := range p.hits {
+			m.hits[h] = true
+		}
+		m.priority = min(m.priority, rank[p])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].priority < out[j].priority })
+	res := make([]LogWindow, 0, len(out))
+	for _, m := range out {
+		w := LogWindow{File: m.file, From: m.from, To: m.to, Why: strings.Join(m.why, ", ")}
+		for n := m.from; n <= m.to; n++ {
+			text, ok := m.lines[n]
+			if !ok || !m.hits[n] && caretLine.MatchString(text) {
+				continue
+			}
+			mark := " "
+			if m.hits[n] {
+				mark = ">"
+			}
+			w.Lines = append(w.Lines, fmt.Sprintf("%s %6d | %s", mark, n, cut(text)))
+		}
+		res = append(res, w)
+	}
+	return res
+}
+
+// caretLine is a line of Python's "^^^^" markers under a traceback's code: no information for
+// a reader who has the code line above it, and many tokens.
+var caretLine = regexp.MustCompile(`^(\[rank\d+\]:)?\s*[\^~]+\s*$`)
+
+// cut makes bundle text one line of at most maxPromptLine bytes.
+func cut(s string) string {
+	return truncate(strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " "), maxPromptLine)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "(no time)"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+func where(pod, container string) string {
+	switch {
+	case pod == "":
+		return "the job"
+	case container == "":
+		return pod
+	}
+	return pod + "/" + container
+}
+
+func expected(n *int) string {
+	if n == nil {
+		return "unknown"
+	}
+	return strconv.Itoa(*n)
+}

@@ -1,0 +1,165 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/ollama/ollama/api"
+)
+
+// DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
+const DefaultHost = "http://127.0.0.1:11434"
+
+// maxAnswerBytes bounds an answer kept in memory, whatever NumPredict says.
+const maxAnswerBytes = 256 << 10
+
+// Ollama is the LLM of a local Ollama server, through its official Go client.
+type Ollama struct {
+	host   string
+	client *api.Client
+}
+
+var (
+	_ LLM      = (*Ollama)(nil)
+	_ Digester = (*Ollama)(nil)
+)
+
+// NewOllama returns the client of the server at host, written as OLLAMA_HOST is ("host",
+// "host:port", "http://host:port"); "" is DefaultHost.
+func NewOllama(host string, hc *http.Client) (*Ollama, error) {
+	u, err := ParseHost(host)
+	if err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Ollama{host: u.String(), client: api.NewClient(u, hc)}, nil
+}
+
+// ParseHost reads an Ollama address the way OLLAMA_HOST is written: the scheme defaults to
+// http and the port to 11434 (443 for https).
+func ParseHost(host string) (*url.URL, error) {
+	host = strings.TrimSpace(host)
+	if host == "" {
+		host = DefaultHost
+	}
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("bad Ollama host %q: want host, host:port or http://host:port", host)
+	}
+	if u.Port() == "" {
+		port := "11434"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		u.Host = net.JoinHostPort(u.Hostname(), port)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	return u, nil
+}
+
+// Host is the server's address.
+func (o *Ollama) Host() string { return o.host }
+
+// Digest returns the digest of a model the server has, from its model list.
+func (o *Ollama) Digest(ctx context.Context, model string) (string, error) {
+	list, err := o.client.List(ctx)
+	if err != nil {
+		return "", o.classify(ctx, model, err)
+	}
+	want := fullName(model)
+	for _, m := range list.Models {
+		if fullName(m.Name) == want || fullName(m.Model) == want {
+			return m.Digest, nil
+		}
+	}
+	return "", fmt.Errorf("%w: the Ollama server at %s does not have %q: run `ollama pull %s`", ErrModelNotFound, o.host, model, model)
+}
+
+// fullName adds the ":latest" tag Ollama assumes when a name has none.
+func fullName(name string) string {
+	if i := strings.LastIndexByte(name, ':'); i < 0 || strings.Contains(name[i:], "/") {
+		return name + ":latest"
+	}
+	return name
+}
+
+// Chat streams the answer and returns it once the final chunk has arrived. The client returns
+// nil when the context ends or the connection drops mid-stream, so a missing final chunk is
+// checked here, not trusted to an error.
+func (o *Ollama) Chat(ctx context.Context, req *Request) (*Reply, error) {
+	stream, truncate := true, false
+	msgs := make([]api.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = api.Message{Role: m.Role, Content: m.Content}
+	}
+	areq := &api.ChatRequest{
+		Model:    req.Model,
+		Messages: msgs,
+		Stream:   &stream,
+		Format:   req.Format,
+		// An oversized prompt is an error, never silently cut from the front.
+		Truncate: &truncate,
+		Options: map[string]any{
+			"num_ctx":     req.Options.NumCtx,
+			"num_predict": req.Options.NumPredict,
+			"temperature": req.Options.Temperature,
+			"seed":        req.Options.Seed,
+		},
+	}
+	var text strings.Builder
+	var final *api.ChatResponse
+	err := o.client.Chat(ctx, areq, func(r api.ChatResponse) error {
+		if text.Len()+len(r.Message.Content) > maxAnswerBytes {
+			return fmt.Errorf("the answer is longer than %d bytes", maxAnswerBytes)
+		}
+		text.WriteString(r.Message.Content)
+		if r.Done {
+			final = &r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, o.classify(ctx, req.Model, err)
+	}
+	if final == nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w (%d bytes received): the server stopped or the connection dropped", ErrStreamCut, text.Len())
+	}
+	return &Reply{Text: text.String(), DoneReason: final.DoneReason, PromptTokens: final.PromptEvalCount, AnswerTokens: final.EvalCount}, nil
+}
+
+// classify turns the client's errors into the package's, with what to do about them.
+func (o *Ollama) classify(ctx context.Context, model string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var se api.StatusError
+	if errors.As(err, &se) {
+		msg := strings.TrimSpace(se.ErrorMessage)
+		switch {
+		case se.StatusCode == http.StatusNotFound && strings.Contains(msg, "not found"):
+			return fmt.Errorf("%w: the Ollama server at %s does not have %q: run `ollama pull %s`", ErrModelNotFound, o.host, model, model)
+		case strings.Contains(msg, "exceeds") && strings.Contains(msg, "context"):
+			return fmt.Errorf("%w: the server says %q: raise --num-ctx", ErrContextTooSmall, msg)
+		}
+		return fmt.Errorf("Ollama at %s: %w", o.host, err)
+	}
+	var ne net.Error
+	var oe *net.OpError
+	if errors.As(err, &oe) || (errors.As(err, &ne) && !ne.Timeout()) {
+		return fmt.Errorf("%w at %s (%v): start it with `ollama serve`, or set OLLAMA_HOST", ErrUnreachable, o.host, err)
+	}
+	return fmt.Errorf("Ollama at %s: %w", o.host, err)
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coroner-dev/coroner/analyze/llm"
+	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/report"
+	"github.com/coroner-dev/coroner/templates"
+)
+
+// LLMOptions are the flags of the optional LLM step of `coroner analyze`.
+type LLMOptions struct {
+	Enabled bool
+	// Host is the Ollama server, written as OLLAMA_HOST is.
+	Host      string
+	Model     string
+	NumCtx    int
+	MaxTokens int
+	Timeout   time.Duration
+	PerRole   bool
+	PromptDir string
+	DryRun    bool
+	Replay    string
+	Record    string
+	// CacheDir holds the answer cache; "" or NoCache turns it off.
+	CacheDir string
+	NoCache  bool
+	// NewLLM makes the client of the server at host; nil means Ollama's.
+	NewLLM func(host string) (llm.LLM, error)
+}
+
+// promptRedactionKey keys the redaction tokens of prompts. It is fixed so that the same bundle
+// gives the same prompt, hence the same cache key and replayable answers; prompts stay on the
+// machine (they go to the local model, never into the report).
+var promptRedactionKey = sha256.Sum256([]byte("coroner llm prompt redaction v1"))
+
+func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
+	model := os.Getenv("CORONER_LLM_MODEL")
+	if model == "" {
+		model = llm.DefaultModel
+	}
+	cacheDir := ""
+	if d, err := os.UserCacheDir(); err == nil {
+		cacheDir = filepath.Join(d, "coroner", "llm")
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Enabled, "llm", false, "add a narrative from a local Ollama model (the report is complete without it)")
+	f.StringVar(&o.Host, "ollama-host", os.Getenv("OLLAMA_HOST"), "Ollama server `URL` (default $OLLAMA_HOST, else "+llm.DefaultHost+")")
+	f.StringVar(&o.Model, "model", model, "Ollama `MODEL` for --llm (default $CORONER_LLM_MODEL, else "+llm.DefaultModel+")")
+	f.IntVar(&o.NumCtx, "num-ctx", llm.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
+	f.IntVar(&o.MaxTokens, "llm-max-tokens", llm.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
+	f.DurationVar(&o.Timeout, "llm-timeout", llm.DefaultTimeout, "longest wait for one complete answer")
+	f.BoolVar(&o.PerRole, "llm-per-role", false, "ask the model for each role's diagnosis first, then for the job")
+	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
+	f.BoolVar(&o.DryRun, "dry-run-prompt", false, "print the prompt that --llm would send, and its token estimate; send nothing")
+	f.StringVar(&o.Replay, "llm-replay", "", "answer from the recorded answers in `FILE` instead of calling a model (implies --llm)")
+	f.StringVar(&o.Record, "llm-record", "", "record the answers in `FILE`, for --llm-replay (implies --llm)")
+	f.StringVar(&o.CacheDir, "llm-cache-dir", cacheDir, "answer cache `DIR`")
+	f.BoolVar(&o.NoCache, "llm-no-cache", false, "neither read nor write the answer cache")
+}
+
+// llmStep is the LLM step, set up (flags checked, templates parsed, answer files read)
+// before the bundle is read.
+type llmStep struct {
+	o         *LLMOptions
+	templates *llm.Templates
+	replay    *llm.Answers
+	record    *llm.Answers
+}
+
+// newLLMStep checks the LLM flags; nil when no LLM flag asks for the step.
+func newLLMStep(o *LLMOptions) (*llmStep, error) {
+	if !o.Enabled && !o.DryRun && o.Replay == "" && o.Record == "" {
+		return nil, nil
+	}
+	switch {
+	case o.MaxTokens <= 0:
+		return nil, flagErrorf("--llm-max-tokens must be positive")
+	case o.NumCtx <= o.MaxTokens:
+		return nil, flagErrorf("--num-ctx %d leaves no room for a prompt beside --llm-max-tokens %d", o.NumCtx, o.MaxTokens)
+	case o.Timeout <= 0:
+		return nil, flagErrorf("--llm-timeout must be positive")
+	case o.Replay != "" && o.Record != "":
+		return nil, flagErrorf("--llm-replay and --llm-record exclude each other")
+	case o.Model == "":
+		return nil, flagErrorf("--model is empty")
+	}
+	s := &llmStep{o: o}
+	var err error
+	if s.templates, err = llm.LoadTemplates(templates.FS, o.PromptDir); err != nil {
+		return nil, err
+	}
+	if o.Replay != "" {
+		if s.replay, err = llm.LoadAnswers(o.Replay, true); err != nil {
+			return nil, fmt.Errorf("--llm-replay: %w", err)
+		}
+	}
+	if o.Record != "" {
+		if s.record, err = llm.LoadAnswers(o.Record, false); err != nil {
+			return nil, fmt.Errorf("--llm-record: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// run adds the narrative to the report, or with --dry-run-prompt prints the prompts and
+// reports done. Only a prompt template that does not render, or answers that cannot be
+// recorded, are errors: every other problem goes in the narrative's failure.
+func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, rep *report.Report) (done bool, err error) {
+	o := s.o
+	red, err := redact.New(redact.Options{Key: promptRedactionKey[:]})
+	if err != nil {
+		return false, err
+	}
+	n := &llm.Narrator{
+		Templates: s.templates,
+		Redactor:  red,
+		Windows:   llm.FileWindows{FS: m.Bundle.FS, MaxLineBytes: m.Bundle.Limits.MaxLineBytes},
+		Options:   llm.Options{Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole},
+	}
+	if o.DryRun {
+		prompts, err := n.Prompts(rep)
+		if err != nil {
+			return false, err
+		}
+		var b strings.Builder
+		for _, p := range prompts {
+			writePrompt(&b, p, o)
+		}
+		_, err = fmt.Fprint(opts.IO.Out, b.String())
+		return true, err
+	}
+	switch {
+	case s.replay != nil:
+		n.Replay = s.replay
+	default:
+		newLLM := o.NewLLM
+		if newLLM == nil {
+			newLLM = func(host string) (llm.LLM, error) { return llm.NewOllama(host, nil) }
+		}
+		if n.LLM, err = newLLM(o.Host); err != nil {
+			return false, flagErrorf("--ollama-host: %v", err)
+		}
+	}
+	if !o.NoCache && o.CacheDir != "" && s.replay == nil {
+		n.Cache = &llm.Cache{Dir: o.CacheDir}
+	}
+	n.Record = s.record
+	narrative, err := n.Narrate(ctx, rep)
+	if err != nil {
+		return false, err
+	}
+	rep.LLM = narrative
+	if s.record != nil {
+		if err := s.record.Save(); err != nil {
+			return false, fmt.Errorf("--llm-record: %w", err)
+		}
+	}
+	if narrative.Failure != "" && !opts.Quiet {
+		fmt.Fprintf(opts.IO.ErrOut, "coroner: no LLM narrative: %s\n", narrative.Failure)
+	}
+	return false, nil
+}
+
+// writePrompt prints one prompt as --dry-run-prompt shows it: a header of "#" lines (what, how
+// big, what it carries), then the messages.
+func writePrompt(b *strings.Builder, p *llm.Prompt, o *LLMOptions) {
+	what := "job"
+	if p.Role != "" {
+		what = "role " + p.Role
+	}
+	t := p.Template
+	version := t.Version
+	if version == "" {
+		version = "none"
+	}
+	fmt.Fprintf(b, "# prompt for the %s: template %s, version %s (%s)\n", what, t.Name, version, t.Source)
+	fmt.Fprintf(b, "# about %d tokens (estimated) of --num-ctx %d, %d kept for the answer; %d bytes; %s\n",
+		p.Tokens, o.NumCtx, o.MaxTokens, p.Bytes, p.Hash)
+	// Findings and log windows by name; events and timeline entries counted.
+	var inc []string
+	counts := map[string]int{}
+	for _, it := range p.Included {
+		if it.Kind == "event" || it.Kind == "timeline" {
+			counts[it.Kind]++
+			continue
+		}
+		inc = append(inc, it.Kind+" "+it.Ref)
+	}
+	for _, k := range []string{"event", "timeline"} {
+		if counts[k] > 0 {
+			inc = append(inc, fmt.Sprintf("%d %s entries", counts[k], k))
+		}
+	}
+	if len(inc) == 0 {
+		inc = []string{"nothing from the bundle beyond the job summary"}
+	}
+	fmt.Fprintf(b, "# included: %s; %d left out to fit\n", strings.Join(inc, "; "), p.Omitted)
+	b.WriteString(p.Text())
+}

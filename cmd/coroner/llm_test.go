@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/analyze/llm"
+	"github.com/coroner-dev/coroner/report"
+)
+
+// fakeLLM answers every question with text, counting the calls.
+type fakeLLM struct {
+	text  string
+	err   error
+	calls atomic.Int32
+}
+
+func (f *fakeLLM) Chat(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
+	f.calls.Add(1)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &llm.Reply{Text: f.text, DoneReason: "stop"}, nil
+}
+
+// analyzeWithLLM runs `coroner analyze ARGS` the way Main does, with the LLM client replaced.
+func analyzeWithLLM(t *testing.T, l llm.LLM, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	var opts *AnalyzeOptions
+	cmd := NewCmdAnalyze(ios, func(o *AnalyzeOptions) error { opts = o; return nil })
+	cmd.SetArgs(append(args, "--llm-cache-dir", t.TempDir()))
+	cmd.SetOut(&errOut)
+	cmd.SetErr(&errOut)
+	require.NoError(t, cmd.Execute())
+	opts.LLM.NewLLM = func(host string) (llm.LLM, error) { return l, nil }
+	err := runAnalyze(t.Context(), opts)
+	switch {
+	case err == nil:
+		return 0, out.String(), errOut.String()
+	case isUsage(err):
+		return 2, out.String(), err.Error()
+	}
+	return 1, out.String(), err.Error()
+}
+
+func isUsage(err error) bool {
+	_, ok := err.(*FlagError)
+	return ok
+}
+
+const hostileAnswer = `{"healthy":"No","error":"The master was <script>alert(1)</script> OOM-killed.","analysis":"Its | table [link](x) broke.","solution":["Raise resources.limits.memory","Stream the dataset"]}`
+
+func TestAnalyzeWithLLMNarrative(t *testing.T) {
+	fake := &fakeLLM{text: hostileAnswer}
+	sampleDir := filepath.Join(samplesDir, "pytorchjob-master-oomkilled")
+	code, out, stderr := analyzeWithLLM(t, fake, sampleDir, "--llm", "--model", "tiny", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, int32(1), fake.calls.Load())
+	var r report.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	l := r.LLM
+	require.NotNil(t, l)
+	require.Equal(t, "tiny", l.Model)
+	require.NotNil(t, l.Healthy)
+	require.False(t, *l.Healthy)
+	require.Equal(t, "The master was <script>alert(1)</script> OOM-killed.", l.Error)
+	require.Equal(t, []string{"Raise resources.limits.memory", "Stream the dataset"}, l.Solution)
+	require.Equal(t, hostileAnswer, l.Raw)
+	require.Equal(t, "pytorchjob", l.Prompt.Template)
+	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, l.Prompt.Hash)
+	require.Positive(t, l.Prompt.Tokens)
+	require.Equal(t, llm.DefaultNumCtx, l.Prompt.NumCtx)
+	require.NotEmpty(t, l.Prompt.Included)
+	require.Empty(t, l.Failure)
+
+	// Markdown and HTML show the same, with the model's text escaped.
+	for _, format := range []string{"md", "html", "text"} {
+		code, out, stderr := analyzeWithLLM(t, fake, sampleDir, "--llm", "--model", "tiny", "--format", format)
+		require.Equal(t, 0, code, stderr)
+		switch format {
+		case "md":
+			require.Contains(t, out, "## LLM narrative")
+			require.Contains(t, out, `**Error:** The master was \<script\>alert\(1\)\</script\> OOM-killed.`)
+			require.Contains(t, out, "**Healthy:** No")
+			require.Contains(t, out, `Its \| table \[link\]\(x\) broke.`)
+			require.Contains(t, out, "1. Raise resources.limits.memory")
+			require.Contains(t, out, "finding f1 \\(")
+		case "html":
+			require.Contains(t, out, `<h2>LLM narrative</h2>`)
+			require.NotContains(t, out, "<script>")
+			require.Contains(t, out, "&lt;script&gt;alert(1)&lt;/script&gt;")
+			require.Contains(t, out, "<li>Raise resources.limits.memory</li>")
+			require.Contains(t, out, "<dt>Healthy</dt><dd>No</dd>")
+		case "text":
+			require.Contains(t, out, "LLM:         (tiny) healthy: No — The master was <script>")
+		}
+	}
+}
+
+func TestAnalyzeWithoutLLMHasNoNarrative(t *testing.T) {
+	fake := &fakeLLM{text: hostileAnswer}
+	code, out, _ := analyzeWithLLM(t, fake, filepath.Join(samplesDir, "pytorchjob-no-gpu"), "--format", "json", "--model", "x")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"llm": null`)
+	require.Zero(t, fake.calls.Load())
+}
+
+func TestLLMFailureKeepsTheReport(t *testing.T) {
+	fake := &fakeLLM{err: llm.ErrStreamCut}
+	p := filepath.Join(t.TempDir(), "r.json")
+	code, out, stderr := analyzeWithLLM(t, fake, filepath.Join(samplesDir, "pytorchjob-no-gpu"), "--llm", "-o", p)
+	require.Equal(t, 0, code, "the analysis is done; the narrative is optional")
+	require.Equal(t, "coroner: no LLM narrative: the answer stream ended before its final chunk\n", stderr)
+	require.Contains(t, out, "LLM:         no narrative: the answer stream ended")
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var r report.Report
+	require.NoError(t, json.Unmarshal(data, &r))
+	require.Equal(t, "unhealthy", r.Verdict)
+	require.Equal(t, "the answer stream ended before its final chunk", r.LLM.Failure)
+	require.Nil(t, r.LLM.Healthy)
+}
+
+func TestLLMUsageAndTemplateErrors(t *testing.T) {
+	sampleDir := filepath.Join(samplesDir, "pytorchjob-master-oomkilled")
+	bad := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "pytorchjob.tmpl"), []byte("Job {{ index .Metadata \"JobNmae\" }}\n"), 0o644))
+	unparsable := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(unparsable, "default.tmpl"), []byte("{{ if }}"), 0o644))
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"num-ctx below max tokens", []string{"--llm", "--num-ctx", "512", "--llm-max-tokens", "1024"}, 2, "--num-ctx 512 leaves no room"},
+		{"replay and record", []string{"--llm-replay", "a.json", "--llm-record", "b.json"}, 2, "exclude each other"},
+		{"missing replay file", []string{"--llm-replay", filepath.Join(bad, "none.json")}, 1, "--llm-replay"},
+		{"missing key", []string{"--llm", "--prompt-dir", bad}, 1, filepath.Join(bad, "pytorchjob.tmpl") + `: template: pytorchjob:1:7: executing "pytorchjob" at <index .Metadata "JobNmae">: error calling index: no key "JobNmae"`},
+		{"does not parse", []string{"--llm", "--prompt-dir", unparsable}, 1, filepath.Join(unparsable, "default.tmpl") + ": template: default:1: missing value for if"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeLLM{text: hostileAnswer}
+			code, _, stderr := analyzeWithLLM(t, fake, append([]string{sampleDir}, tt.args...)...)
+			require.Equal(t, tt.code, code, stderr)
+			require.Contains(t, stderr, tt.stderr)
+			require.NotContains(t, stderr, "\n")
+			require.Zero(t, fake.calls.Load(), "nothing is asked")
+		})
+	}
+}
+
+func TestRecordAndReplayThroughTheCLI(t *testing.T) {
+	sampleDir := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	file := filepath.Join(t.TempDir(), "answers.json")
+	fake := &fakeLLM{text: "Healthy: No\nError: Rank 5 ran out of GPU memory.\nAnalysis: worker-4 first.\nSolution:\n1. Lower the batch size.\n"}
+	code, live, stderr := analyzeWithLLM(t, fake, sampleDir, "--llm-record", file, "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, int32(1), fake.calls.Load())
+
+	// The replay needs no model at all.
+	code, replayed, stderr := analyzeWithLLM(t, nil, sampleDir, "--llm-replay", file, "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, strings.Replace(live, `"cached": false`, `"cached": true`, 1), replayed)
+	require.Contains(t, replayed, `"answerFormat": "text"`)
+	require.Contains(t, replayed, `"error": "Rank 5 ran out of GPU memory."`)
+}
+
+func TestPromptsCommand(t *testing.T) {
+	code, out, _ := run(t, "prompts", "list")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^pytorchjob\s+1\s+built-in$`, out)
+	require.Regexp(t, `(?m)^default\s+1\s+built-in$`, out)
+
+	code, out, _ = run(t, "prompts", "show", "pytorchjob")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "{{/* coroner prompt for Kubeflow PyTorchJob, version: 1 */ -}}"), out)
+	require.Contains(t, out, `{{ index .Metadata "MasterDiagnosis" }}`)
+
+	// A template shown is a template that loads back as an override.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(strings.Replace(out, "version: 1", "version: 1-site", 1)), 0o644))
+	code, out, _ = run(t, "prompts", "list", "--prompt-dir", dir)
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^pytorchjob\s+1-site\s+`+regexp.QuoteMeta(filepath.Join(dir, "pytorchjob.tmpl"))+`$`, out)
+
+	code, _, stderr := run(t, "prompts", "show", "nope")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `no prompt template "nope"`)
+}
+
+// TestGoldenPrompts keeps the prompt of every sample under review: what is chosen, in what
+// order, how it reads. Refresh with -update and read the diff.
+func TestGoldenPrompts(t *testing.T) {
+	for _, name := range sampleNames(t) {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"analyze", filepath.Join(samplesDir, name), "--dry-run-prompt"}
+			if name == "pytorchjob-master-oomkilled" {
+				args = append(args, "--llm-per-role")
+			}
+			code, out, stderr := run(t, args...)
+			require.Equal(t, 0, code, stderr)
+			for _, m := range regexp.MustCompile(`# about (\d+) tokens`).FindAllStringSubmatch(out, -1) {
+				n, _ := strconv.Atoi(m[1])
+				require.LessOrEqual(t, n, llm.DefaultNumCtx-llm.DefaultNumPredict, "the prompt fits the default context")
+			}
+			checkGolden(t, filepath.Join("testdata", "prompts", name+".txt"), []byte(out))
+		})
+	}
+}
+
+func TestDryRunPromptIsBoundedByNumCtx(t *testing.T) {
+	code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "--dry-run-prompt", "--num-ctx", "3000", "--llm-max-tokens", "500")
+	require.Equal(t, 0, code, stderr)
+	m := regexp.MustCompile(`# about (\d+) tokens \(estimated\) of --num-ctx 3000, 500 kept for the answer`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	n, _ := strconv.Atoi(m[1])
+	require.LessOrEqual(t, n, 2500)
+	require.Regexp(t, `; [1-9]\d* left out to fit\n`, out)
+	require.Contains(t, out, "# included: finding f1; log logs/ml/train-job-worker-4/pytorch.log:")
+
+	code, _, stderr = run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "--dry-run-prompt", "--num-ctx", "1100", "--llm-max-tokens", "1000")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "context too small")
+}

@@ -160,3 +160,6 @@ func ReadLines(fsys fs.FS, path string, from, to, maxLine int) ([]ContextLine, e
 	}
 	return out, nil
 }
+
+// Excerpt bounds a cleaned log line the way evidence lines are bounded.
+func Excerpt(text string) string { return excerpt([]byte(text)) }

@@ -157,7 +157,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 	defer res.Index.Close()
 	rep := report.Build(m, res, version)
 	if step != nil {
-		done, err := step.run(ctx, opts, m, rep)
+		done, err := step.run(ctx, opts, m, res.Index, rep)
 		if err != nil || done {
 			return err
 		}

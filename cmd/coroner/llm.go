@@ -13,6 +13,7 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze/llm"
 	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 	"github.com/coroner-dev/coroner/templates"
@@ -116,7 +117,7 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 // run adds the narrative to the report, or with --dry-run-prompt prints the prompts and
 // reports done. Only a prompt template that does not render, or answers that cannot be
 // recorded, are errors: every other problem goes in the narrative's failure.
-func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, rep *report.Report) (done bool, err error) {
+func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
 	o := s.o
 	red, err := redact.New(redact.Options{Key: promptRedactionKey[:]})
 	if err != nil {
@@ -125,7 +126,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 	n := &llm.Narrator{
 		Templates: s.templates,
 		Redactor:  red,
-		Windows:   llm.FileWindows{FS: m.Bundle.FS, MaxLineBytes: m.Bundle.Limits.MaxLineBytes},
+		Windows:   llm.IndexWindows{Index: ix},
 		Options:   llm.Options{Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole},
 	}
 	if o.DryRun {

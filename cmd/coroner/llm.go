@@ -30,9 +30,12 @@ type LLMOptions struct {
 	Timeout   time.Duration
 	PerRole   bool
 	PromptDir string
-	DryRun    bool
-	Replay    string
-	Record    string
+	// RedactRules adds the user's redaction rules (a `coroner redact --rules` file) to what
+	// every prompt goes through.
+	RedactRules string
+	DryRun      bool
+	Replay      string
+	Record      string
 	// CacheDir holds the answer cache; "" or NoCache turns it off.
 	CacheDir string
 	NoCache  bool
@@ -63,6 +66,7 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	f.DurationVar(&o.Timeout, "llm-timeout", llm.DefaultTimeout, "longest wait for one complete answer")
 	f.BoolVar(&o.PerRole, "llm-per-role", false, "ask the model for each role's diagnosis first, then for the job")
 	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
+	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts (the format of 'coroner redact --rules')")
 	f.BoolVar(&o.DryRun, "dry-run-prompt", false, "print the prompt that --llm would send, and its token estimate; send nothing")
 	f.StringVar(&o.Replay, "llm-replay", "", "answer from the recorded answers in `FILE` instead of calling a model (implies --llm)")
 	f.StringVar(&o.Record, "llm-record", "", "record the answers in `FILE`, for --llm-replay (implies --llm)")
@@ -77,6 +81,8 @@ type llmStep struct {
 	templates *llm.Templates
 	replay    *llm.Answers
 	record    *llm.Answers
+	// redactRules are the user's extra rules (--redact-rules), loaded before any work.
+	redactRules []redact.Rule
 }
 
 // newLLMStep checks the LLM flags; nil when no LLM flag asks for the step.
@@ -101,6 +107,11 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 	if s.templates, err = llm.LoadTemplates(templates.FS, o.PromptDir); err != nil {
 		return nil, err
 	}
+	if o.RedactRules != "" {
+		if s.redactRules, err = redact.LoadRules(o.RedactRules); err != nil {
+			return nil, err
+		}
+	}
 	if o.Replay != "" {
 		if s.replay, err = llm.LoadAnswers(o.Replay, true); err != nil {
 			return nil, fmt.Errorf("--llm-replay: %w", err)
@@ -119,7 +130,7 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 // recorded, are errors: every other problem goes in the narrative's failure.
 func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
 	o := s.o
-	red, err := redact.New(redact.Options{Key: promptRedactionKey[:]})
+	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: s.redactRules})
 	if err != nil {
 		return false, err
 	}

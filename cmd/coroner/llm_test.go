@@ -236,3 +236,28 @@ func TestDryRunPromptIsBoundedByNumCtx(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "context too small")
 }
+
+// TestPromptGoesThroughTheUsersRedactionRules: --redact-rules masks a site-specific secret
+// in the prompt, beside the built-in rules; a bad rules file is an error before any work.
+func TestPromptGoesThroughTheUsersRedactionRules(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	require.NoError(t, os.WriteFile(rules, []byte("rules:\n- id: acme-token\n  pattern: 'acme_(?P<secret>[a-z0-9]{8})'\n"), 0o644))
+	log := filepath.Join(dir, "train.log")
+	require.NoError(t, os.WriteFile(log, []byte("2026-03-14T10:00:00Z starting with acme_abcdef12 hf_abcdefghijklmnopqrstuvwxyz0123456789\n"+
+		"2026-03-14T10:00:01Z torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (acme_abcdef12)\n"), 0o644))
+
+	code, out, stderr := run(t, "analyze", log, "--dry-run-prompt")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "acme_abcdef12", "not a secret to the built-in rules")
+	require.NotContains(t, out, "hf_abcdefghijklmnopqrstuvwxyz0123456789", "a Hugging Face token always is")
+
+	code, out, stderr = run(t, "analyze", log, "--dry-run-prompt", "--redact-rules", rules)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, out, "acme_abcdef12")
+	require.Contains(t, out, "[REDACTED:acme-token:")
+
+	code, _, stderr = run(t, "analyze", log, "--dry-run-prompt", "--redact-rules", filepath.Join(dir, "missing.yaml"))
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "missing.yaml")
+}

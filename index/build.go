@@ -16,6 +16,9 @@ import (
 	"github.com/coroner-dev/coroner/parse"
 )
 
+// maxLineLimit bounds the line limit: offsets within a line fit 32 bits.
+const maxLineLimit = 1 << 30
+
 // BuildOptions tune Build.
 type BuildOptions struct {
 	// Cache keeps and reuses indexes; nil builds a private index that Close removes.
@@ -39,8 +42,8 @@ type BuildOptions struct {
 // stats describe each log in the order of logs.
 func Build(b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index, []StreamStats, error) {
 	maxLine := b.Limits.MaxLineBytes
-	if maxLine <= 0 {
-		return nil, nil, fmt.Errorf("the line limit must be positive (got %d)", maxLine)
+	if maxLine <= 0 || maxLine > maxLineLimit {
+		return nil, nil, fmt.Errorf("the line limit must be between 1 and %d bytes (got %d)", maxLineLimit, maxLine)
 	}
 	want := meta{Format: FormatVersion, Version: opts.Version, MaxLine: maxLine, Streams: len(logs)}
 	var sigs []fileSig

@@ -35,6 +35,12 @@ type Scanned struct {
 	Time int64
 	// Text is the cleaned line without the kubelet timestamp, cut at the line limit.
 	Text []byte
+	// Shape is the line's template when the scan builds the index; nil when the index came
+	// from the cache or the log has too many shapes.
+	Shape *Shape
+	// VarClasses are the character classes of each variable word of the line (see Classes),
+	// when Shape is set. Valid only during the call.
+	VarClasses []uint64
 }
 
 // StreamStats describe one scanned log.
@@ -229,21 +235,19 @@ func scanStream(fsys fs.FS, ls parse.LogStream, maxLine int, sb *streamBuilder, 
 			first = clock.last
 		}
 		if sb != nil {
-			if sb.tokenize(text) {
-				clean = Clean(clean[:0], text)
-				text = clean
-				sb.tokenize(text)
-			}
+			text = sb.line(text, &clean)
 		} else if needsClean(text) {
 			clean = Clean(clean[:0], text)
 			text = clean
 		}
-		sc.Number, sc.Time, sc.Text = n, clock.last, text
+		sc.Number, sc.Time, sc.Text, sc.Shape, sc.VarClasses = n, clock.last, text, nil, nil
+		if sb != nil {
+			if t := sb.add(n, off, before, clock.last, text); t.shape != nil {
+				sc.Shape, sc.VarClasses = t.shape, sb.masks
+			}
+		}
 		if visit != nil {
 			visit(&sc)
-		}
-		if sb != nil {
-			sb.add(n, off, before, clock.last, text)
 		}
 		st.Lines = n
 		if err != nil {

@@ -30,8 +30,9 @@ type slotRange struct {
 	strMin, strMax []byte
 }
 
-func (r *slotRange) add(v slotValue) {
-	if v.numeric {
+// add adds a value of a line: a number (see lineVal), or else the string text[v.s:v.e].
+func (r *slotRange) add(v lineVal, text []byte) {
+	if v.num != 0 {
 		if !r.hasNum {
 			r.hasNum, r.numMin, r.numMax = true, v.num, v.num
 		} else if v.num < r.numMin {
@@ -41,14 +42,35 @@ func (r *slotRange) add(v slotValue) {
 		}
 		return
 	}
+	str := text[v.s:v.e]
 	if !r.hasStr {
 		r.hasStr = true
-		r.strMin, r.strMax = fold(r.strMin[:0], v.str), fold(r.strMax[:0], v.str)
-	} else if cmpFold(r.strMin, v.str) > 0 {
-		r.strMin = fold(r.strMin[:0], v.str)
-	} else if cmpFold(r.strMax, v.str) < 0 {
-		r.strMax = fold(r.strMax[:0], v.str)
+		r.strMin, r.strMax = fold(r.strMin[:0], str), fold(r.strMax[:0], str)
+	} else if cmpFold(r.strMin, str) > 0 {
+		r.strMin = fold(r.strMin[:0], str)
+	} else if cmpFold(r.strMax, str) < 0 {
+		r.strMax = fold(r.strMax[:0], str)
 	}
+}
+
+// lineVal is a variable word's value in the line being scanned: num is its slotValue number
+// when it is one, else 0 and the value is the string at [s, e) of the line. It holds no
+// pointer, so the scan's per-word writes cost the garbage collector nothing.
+type lineVal struct {
+	num  uint64
+	s, e int32
+}
+
+// numValue returns the slotValue number of a word of n digits (n <= maxNumDigits) worth v.
+func numValue(n int, v uint64) uint64 { return uint64(n)<<59 | v }
+
+// lineValOf returns the value of text[s:e].
+func lineValOf(text []byte, s, e int) lineVal {
+	v := valueOf(text[s:e])
+	if v.numeric {
+		return lineVal{num: v.num}
+	}
+	return lineVal{s: int32(s), e: int32(e)}
 }
 
 // mayHold reports whether a value could be in the range.
@@ -77,6 +99,8 @@ type tmplBuilder struct {
 	first, last         int64
 	firstLine, lastLine int
 	overflow            bool
+	shape               *Shape
+	ascii               bool // the key is ASCII: lines can be matched against it (see match)
 	masks               []uint64
 	lines               []byte // line numbers, delta-encoded uvarints
 	prevLine            int
@@ -87,7 +111,7 @@ type tmplBuilder struct {
 	ranges              []slotRange
 }
 
-func (t *tmplBuilder) add(n int, ts int64, vals []slotValue, masks []uint64) {
+func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text []byte) {
 	if t.count%blockSize == 0 {
 		if t.count > 0 {
 			t.flushBlock()
@@ -116,8 +140,10 @@ func (t *tmplBuilder) add(n int, ts int64, vals []slotValue, masks []uint64) {
 	if t.overflow {
 		return
 	}
-	for i := range vals {
-		t.ranges[i].add(vals[i])
+	masks = masks[:len(vals)]
+	ranges := t.ranges[:len(vals)]
+	for i, v := range vals {
+		ranges[i].add(v, text)
 		t.masks[i] |= masks[i]
 	}
 }
@@ -163,9 +189,12 @@ type streamBuilder struct {
 	overflow    *tmplBuilder
 	checkpoints []checkpoint
 	rank        int
+	// recent holds the last two templates (of ASCII text) seen, tried first on a new line.
+	recent [2]*tmplBuilder
 	// per-line scratch
+	cur   *tmplBuilder // the line's template when match found it
 	key   []byte
-	vals  []slotValue
+	vals  []lineVal
 	masks []uint64
 }
 
@@ -173,16 +202,116 @@ func newStreamBuilder() *streamBuilder {
 	return &streamBuilder{byKey: map[string]*tmplBuilder{}, rank: -1}
 }
 
-// add records one tokenized line (see tokenize).
-func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) {
+// line tokenizes a line, cleaning it first when it must (into *clean), and returns the text
+// to record. A line is first matched against the templates of the lines before it, which
+// reads its variable words without building its key; else it is tokenized.
+func (b *streamBuilder) line(text []byte, clean *[]byte) []byte {
+	for _, t := range b.recent {
+		if t != nil && b.match(t, text) {
+			b.cur = t
+			return text
+		}
+	}
+	b.cur = nil
+	if b.tokenize(text) {
+		*clean = Clean((*clean)[:0], text)
+		text = *clean
+		b.tokenize(text)
+	}
+	return text
+}
+
+// add records the line line() returned and returns its template.
+func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) *tmplBuilder {
 	if (n-1)%checkpointEvery == 0 {
 		b.checkpoints = append(b.checkpoints, checkpoint{off: off, time: before})
 	}
-	t := b.byKey[string(b.key)]
+	t := b.cur
 	if t == nil {
-		t = b.newTemplate(text)
+		if t = b.byKey[string(b.key)]; t == nil {
+			t = b.newTemplate(text)
+		}
 	}
-	t.add(n, ts, b.vals, b.masks)
+	if t != b.recent[0] && t.shape != nil && t.ascii {
+		b.recent[0], b.recent[1] = t, b.recent[0]
+	}
+	t.add(n, ts, b.vals, b.masks, text)
+	return t
+}
+
+// match reads text as a line of template t: the same constant parts, and in between variable
+// words of the same kinds. It is exact: it succeeds only when tokenize would give t's key,
+// which holds for templates of ASCII text whose lines need no cleaning: the parts are compared
+// byte for byte, a word of digits ends where the next part starts with a non-digit (as it did
+// in the line that made the template), a whole word is read to its end and must still be
+// shaped as one, and any byte that cleaning could change fails the match.
+func (b *streamBuilder) match(t *tmplBuilder, text []byte) bool {
+	parts, kinds := t.shape.Parts, t.shape.Vars
+	p := parts[0]
+	if len(text) < len(p) || string(text[:len(p)]) != p {
+		return false
+	}
+	pos := len(p)
+	vals, masks := b.vals[:0], b.masks[:0]
+	for v, kind := range kinds {
+		start := pos
+		var num uint64
+		if kind == slotRun {
+			for pos < len(text) && text[pos]-'0' <= 9 {
+				num = num*10 + uint64(text[pos]-'0')
+				pos++
+			}
+			if pos == start {
+				return false
+			}
+			if pos-start <= maxNumDigits {
+				vals = append(vals, lineVal{num: numValue(pos-start, num)})
+			} else {
+				vals = append(vals, lineVal{s: int32(start), e: int32(pos)})
+			}
+			masks = append(masks, maskDigit)
+		} else {
+			seen, all := uint8(0), uint8(0xff)
+			for pos < len(text) {
+				c := class[text[pos]]
+				if c&cWord == 0 {
+					break
+				}
+				seen |= c
+				all &= c
+				num = num*10 + uint64(text[pos]-'0')
+				pos++
+			}
+			switch {
+			case seen&cSpecial != 0 || seen&cDigit == 0:
+				return false
+			case all&cDigit != 0: // all digits: a number
+				if pos-start <= maxNumDigits {
+					vals = append(vals, lineVal{num: numValue(pos-start, num)})
+				} else {
+					vals = append(vals, lineVal{s: int32(start), e: int32(pos)})
+				}
+				masks = append(masks, maskDigit)
+			default:
+				w := text[start:pos]
+				if kind, _, _ := wordShape(w); kind != slotWhole {
+					return false
+				}
+				vals = append(vals, lineVal{s: int32(start), e: int32(pos)})
+				masks = append(masks, charMask(w))
+			}
+		}
+		p = parts[v+1]
+		if len(text)-pos < len(p) || string(text[pos:pos+len(p)]) != p {
+			return false
+		}
+		pos += len(p)
+	}
+	if pos != len(text) {
+		return false
+	}
+	b.vals, b.masks = vals, masks
+	return true
 }
 
 // tokenize masks the variable words of text into b.key, collecting their values. The key
@@ -216,7 +345,7 @@ func (b *streamBuilder) tokenize(text []byte) (special bool) {
 			key = append(key, 0, kind)
 			constStart = e
 			v := text[s:e]
-			vals = append(vals, valueOf(v))
+			vals = append(vals, lineValOf(text, s, e))
 			if kind == slotRun {
 				masks = append(masks, maskDigit)
 			} else {
@@ -243,6 +372,8 @@ func (b *streamBuilder) newTemplate(text []byte) *tmplBuilder {
 		key: string(b.key), level: levelOf(words), rank: rankOf(text),
 		masks: make([]uint64, len(b.vals)), ranges: make([]slotRange, len(b.vals)),
 	}
+	t.shape = newShape(len(b.templates), t.key)
+	t.ascii = isASCII(t.key)
 	if b.rank < 0 {
 		b.rank = t.rank
 	}

@@ -1,6 +1,10 @@
 package analyze
 
-import "github.com/coroner-dev/coroner/index"
+import (
+	"slices"
+
+	"github.com/coroner-dev/coroner/index"
+)
 
 // A log is mostly a few line shapes repeated with different numbers. Whether the rules can
 // match a line of a shape is decided once per shape, from the literals every matching line
@@ -22,7 +26,8 @@ type shapeFilter struct {
 // classes and whether a need held for them.
 type shapeMemo struct {
 	f *shapeFilter
-	// byVar lists the needs of each variable word; last and met memoise it.
+	// vars are the variable words with needs, byVar their needs; last and met memoise them.
+	vars  []int
 	byVar [][]uint64
 	last  []uint64
 	met   []bool
@@ -35,8 +40,12 @@ func newShapeMemo(f *shapeFilter, vars int) *shapeMemo {
 	}
 	m.byVar, m.last, m.met = make([][]uint64, vars), make([]uint64, vars), make([]bool, vars)
 	for _, n := range f.needs {
+		if m.byVar[n.Var] == nil {
+			m.vars = append(m.vars, n.Var)
+		}
 		m.byVar[n.Var] = append(m.byVar[n.Var], n.Classes)
 	}
+	slices.Sort(m.vars)
 	for v := range m.met {
 		m.met[v] = m.meets(v, 0)
 	}
@@ -58,11 +67,9 @@ func (m *shapeMemo) mayMatch(classes []uint64) bool {
 	if m.f.all {
 		return true
 	}
-	if m.byVar == nil {
-		return false
-	}
-	for v, c := range classes[:len(m.last)] {
-		if c != m.last[v] {
+	classes = classes[:len(m.last)]
+	for _, v := range m.vars {
+		if c := classes[v]; c != m.last[v] {
 			m.last[v], m.met[v] = c, m.meets(v, c)
 		}
 		if m.met[v] {

@@ -11,7 +11,7 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 1
+const FormatVersion = 2
 
 const streamMagic = "coroner-index-stream\n"
 
@@ -47,12 +47,13 @@ type Template struct {
 	tokens []token
 	masks  []uint64
 	lines  []byte
-	blob   []byte // encoded blocks, decoded on first use
-	blocks []block
+	blob   []byte // encoded blocks (see eachBlock)
 }
 
 type block struct {
-	prevLine, lineOff int
+	// the block's first line: skip lines into the run at byte lineOff of the template's
+	// lines, the line before that run being prevLine
+	lineOff, skip, prevLine int
 	n                 int
 	tmin, tmax        int64
 	ranges            []slotRange
@@ -81,9 +82,8 @@ func encodeStream(ls parse.LogStream, st StreamStats, sb *streamBuilder) []byte 
 	}
 	b = binary.AppendUvarint(b, uint64(len(sb.templates)))
 	for _, tb := range sb.templates {
-		if tb.count > 0 {
-			tb.flushBlock() // the last block is still open
-		}
+		tb.flushRun() // the last run and block are still open
+		tb.flushBlock()
 		b = appendString(b, tb.key)
 		b = appendString(b, tb.level)
 		b = binary.AppendVarint(b, int64(tb.rank))
@@ -141,6 +141,16 @@ func (d *decoder) uvarint() uint64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// number reads a slot number (see valueOf): its digit count, then its value.
+func (d *decoder) number() uint64 {
+	n := d.byte()
+	v := d.uvarint()
+	if n == 0 || n > maxNumDigits || v >= 1<<59 {
+		d.fail()
+	}
+	return uint64(n)<<59 | v
 }
 
 func (d *decoder) varint() int64 {
@@ -232,7 +242,9 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 		t.key = d.string()
 		t.Level = d.string()
 		t.Rank = int(d.varint())
-		t.Count = d.int()
+		if t.Count = d.int(); t.Count > s.Lines {
+			d.fail()
+		}
 		t.First, t.Last = d.varint(), d.varint()
 		t.FirstLine, t.LastLine = d.int(), d.int()
 		t.Overflow = d.bool()
@@ -271,26 +283,36 @@ func countSlots(toks []token) int {
 	return n
 }
 
-// decodeBlocks reads a template's block summaries on first use.
-func (t *Template) decodeBlocks() ([]block, error) {
-	if t.blocks != nil || t.Count == 0 {
-		return t.blocks, nil
-	}
+// eachBlock decodes a template's block summaries in line order, handing each to fn. The
+// block and its ranges are reused from one call to the next (a step template of a large log
+// has hundreds of blocks of a dozen ranges: search reads them all and keeps none).
+func (t *Template) eachBlock(fn func(bl *block) error) error {
 	d := &decoder{b: t.blob}
-	nb := (t.Count + blockSize - 1) / blockSize
-	blocks := make([]block, nb)
-	for i := range blocks {
-		bl := &blocks[i]
-		bl.prevLine, bl.lineOff = d.int(), d.int()
-		bl.tmin, bl.tmax = d.varint(), d.varint()
-		bl.n = min(blockSize, t.Count-i*blockSize)
-		bl.ranges = make([]slotRange, len(t.masks))
+	bl := &block{ranges: make([]slotRange, len(t.masks))}
+	var tmax int64
+	for total := 0; total < t.Count; {
+		bl.lineOff, bl.skip, bl.prevLine, bl.n = d.int(), d.int(), d.int(), d.int()
+		if bl.n < 1 || bl.n > blockSize || bl.n > t.Count-total {
+			d.fail()
+		}
+		total += bl.n
+		bl.tmin = tmax + d.varint()
+		bl.tmax = bl.tmin + d.varint()
+		tmax = bl.tmax
 		for k := range bl.ranges {
 			r := &bl.ranges[k]
 			flags := d.byte()
-			r.hasNum, r.hasStr = flags&1 != 0, flags&2 != 0
+			r.hasNum, r.hasStr = flags&rangeNum != 0, flags&rangeStr != 0
 			if r.hasNum {
-				r.numMin, r.numMax = d.uvarint(), d.uvarint()
+				r.numMin = d.number()
+				if flags&rangeSameLen != 0 {
+					r.numMax = r.numMin + d.uvarint()
+					if r.numMax>>59 != r.numMin>>59 {
+						d.fail()
+					}
+				} else {
+					r.numMax = d.number()
+				}
 			}
 			if r.hasStr {
 				r.strMin, r.strMax = d.bytes(), d.bytes()
@@ -299,24 +321,45 @@ func (t *Template) decodeBlocks() ([]block, error) {
 		if d.err == nil && bl.lineOff > len(t.lines) {
 			d.fail()
 		}
+		if d.err != nil {
+			return d.err
+		}
+		if err := fn(bl); err != nil {
+			return err
+		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail()
+	if len(d.b) != 0 {
+		return errCorrupt
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	t.blocks = blocks
-	return blocks, nil
+	return nil
 }
 
 // blockLines decodes the line numbers of one block.
 func (t *Template) blockLines(bl *block, dst []int) ([]int, error) {
-	d := &decoder{b: t.lines[bl.lineOff:]}
-	n := bl.prevLine
-	for k := 0; k < bl.n; k++ {
-		n += d.int()
-		dst = append(dst, n)
+	return decodeRuns(t.lines[bl.lineOff:], bl.prevLine, bl.skip, bl.n, dst)
+}
+
+// decodeRuns appends n line numbers read from runs (see tmplBuilder.lines) to dst, after
+// skipping skip lines; prev is the line before the first run.
+func decodeRuns(runs []byte, prev, skip, n int, dst []int) ([]int, error) {
+	d := &decoder{b: runs}
+	for n > 0 && d.err == nil {
+		gap, extra := d.int(), d.int()
+		if gap < 1 {
+			d.fail()
+			break
+		}
+		first := prev + gap
+		prev = first + extra
+		if skip > extra {
+			skip -= extra + 1
+			continue
+		}
+		for l := first + skip; l <= prev && n > 0; l++ {
+			dst = append(dst, l)
+			n--
+		}
+		skip = 0
 	}
 	return dst, d.err
 }

@@ -30,7 +30,7 @@ type Index struct {
 	meta    meta
 	streams []*Stream
 	bleve   bleve.Index
-	docs    int
+	groups  [][]*Template // the templates of bleve document i (see shapeGroups)
 }
 
 // Streams returns the indexed logs in bundle path order.
@@ -165,12 +165,8 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 			return nil, err
 		}
 		ix.streams = append(ix.streams, s)
-		for _, t := range s.Templates {
-			if !t.Overflow {
-				ix.docs++
-			}
-		}
 	}
+	ix.groups = shapeGroups(ix.streams)
 	if !sort.SliceIsSorted(ix.streams, func(i, j int) bool { return ix.streams[i].Path < ix.streams[j].Path }) {
 		return nil, errors.New("streams are not in path order")
 	}
@@ -179,8 +175,8 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 		return nil, fmt.Errorf("opening the bleve index: %w", err)
 	}
 	n, err := ix.bleve.DocCount()
-	if err == nil && n != uint64(ix.docs) {
-		err = fmt.Errorf("the bleve index holds %d templates, the streams %d", n, ix.docs)
+	if err == nil && n != uint64(len(ix.groups)) {
+		err = fmt.Errorf("the bleve index holds %d template texts, the streams %d", n, len(ix.groups))
 	}
 	if err != nil {
 		ix.bleve.Close()

@@ -68,6 +68,16 @@ func newLineReader(r io.Reader, off int64, max int) *lineReader {
 	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max, off: off}
 }
 
+// seekBuffer is the buffer of a reader that jumps between checkpoints: a checkpoint's lines
+// of a training log, so that a jump reads what it needs and not 64 KiB.
+const seekBuffer = 8 << 10
+
+// reset makes the reader read r from offset off, keeping its buffer.
+func (r *lineReader) reset(rd io.Reader, off int64) {
+	r.br.Reset(rd)
+	r.off = off
+}
+
 // next returns the next line without its line ending, and its offset. It returns io.EOF (or
 // the read error) when there is no line left.
 func (r *lineReader) next() (line []byte, off int64, err error) {
@@ -98,7 +108,10 @@ func (r *lineReader) next() (line []byte, off int64, err error) {
 	if err == io.EOF {
 		err = nil
 	}
-	return bytes.TrimRight(line, "\r\n"), off, err
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line, off, err
 }
 
 // lineClock gives each line its time: the kubelet prefix, else a time the program printed at
@@ -280,6 +293,7 @@ func (ix *Index) readLines(s *Stream, lines []int, fn func(n int, t int64, text 
 		return fmt.Errorf("%s: the bundle's files cannot be read at an offset", s.Path)
 	}
 	var clean []byte
+	lr := &lineReader{br: bufio.NewReaderSize(nil, seekBuffer), max: ix.maxLine}
 	i := 0
 	for i < len(lines) {
 		want := lines[i]
@@ -290,7 +304,7 @@ func (ix *Index) readLines(s *Stream, lines []int, fn func(n int, t int64, text 
 		n := cp*checkpointEvery + 1
 		off := s.checkpoints[cp].off
 		clock := lineClock{last: s.checkpoints[cp].time}
-		lr := newLineReader(io.NewSectionReader(ra, off, 1<<62), off, ix.maxLine)
+		lr.reset(io.NewSectionReader(ra, off, 1<<62), off)
 		for ; i < len(lines); n++ {
 			// Seek when the next wanted line is more than a checkpoint ahead.
 			if (lines[i]-1)/checkpointEvery > (n-1)/checkpointEvery+1 {

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path"
@@ -156,33 +157,33 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 				g.whole = true
 				continue
 			}
-			blocks, err := t.decodeBlocks()
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", s.Path, err)
-			}
-			for bi := range blocks {
-				bl := &blocks[bi]
+			var lines []int
+			err := t.eachBlock(func(bl *block) error {
 				if timed && (bl.tmax < since || (bl.tmin > until && bl.tmin != 0)) {
-					continue
+					return nil
 				}
 				bv := v
 				if bv == maybe {
 					bv = m.block(s, t, bl)
 				}
 				if bv == no {
-					continue
+					return nil
 				}
-				lines, err := t.blockLines(bl, nil)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", s.Path, err)
+				var err error
+				if lines, err = t.blockLines(bl, lines[:0]); err != nil {
+					return err
 				}
 				if bv == yes && (!timed || (bl.tmin != 0 && bl.tmin >= since && bl.tmax <= until)) {
 					g.lines = append(g.lines, lines...)
-					continue
+					return nil
 				}
 				for _, n := range lines {
 					verify = append(verify, candidate{n, g})
 				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Path, err)
 			}
 		}
 		if len(verify) > 0 {
@@ -360,14 +361,11 @@ func timeOf(ns int64) *time.Time {
 
 // allLines decodes every line of a template.
 func (t *Template) allLines() ([]int, error) {
-	d := &decoder{b: t.lines}
-	out := make([]int, 0, t.Count)
-	n := 0
-	for k := 0; k < t.Count; k++ {
-		n += d.int()
-		out = append(out, n)
+	lines, err := decodeRuns(t.lines, 0, 0, t.Count, make([]int, 0, t.Count))
+	if err == nil && len(lines) != t.Count {
+		err = errCorrupt
 	}
-	return out, d.err
+	return lines, err
 }
 
 // queryMatch evaluates a parsed query: leaves are answered for templates by bleve, for
@@ -475,7 +473,8 @@ func (m *queryMatch) leafTemplate(l node, s *Stream, t *Template) tri {
 		}
 		return no
 	}
-	if in {
+	// A field: bleve's document has the values of every log with the template's text.
+	if f, ok := l.(*fieldNode); ok && in && fieldMatches(f, s, t) {
 		return yes
 	}
 	return no
@@ -522,6 +521,32 @@ func slotMayHold(t *Template, bl *block, w *wordNode) tri {
 }
 
 func (m *queryMatch) line(s *Stream, t *Template, text []byte) bool {
+	// Lines are verified because of words with digits, which the index cannot answer for every
+	// line: a line without a word's longest digit run cannot hold the word, and digits have
+	// no case, so that is settled before the line is split into words.
+	quick := eval(m.root, func(l node) tri {
+		switch n := l.(type) {
+		case *wordNode:
+			if n.digit && !bytes.Contains(text, n.run) {
+				return no
+			}
+		case *phraseNode:
+			for _, w := range n.words {
+				if w.digit && !bytes.Contains(text, w.run) {
+					return no
+				}
+			}
+		case *fieldNode:
+			if fieldMatches(n, s, t) {
+				return yes
+			}
+			return no
+		}
+		return maybe
+	})
+	if quick != maybe {
+		return quick == yes
+	}
 	return matchLine(m.root, splitWords(text), s, t)
 }
 

@@ -11,6 +11,12 @@ const (
 	checkpointEvery = 64
 	// blockSize occurrences of a template share one summary of their slot values and times.
 	blockSize = 256
+	// A block also ends once it spans blockSpan lines and holds minBlock occurrences: a rare
+	// template's occurrences lie far apart, and one block of them across the whole log would
+	// summarise nothing (an "eval step N" line every few thousand lines: a search for a step
+	// number would read every one of them, each from its own checkpoint).
+	blockSpan = 1024
+	minBlock  = 8
 	// maxTemplates bounds one stream's templates; lines of further shapes go to an overflow
 	// template that search always verifies line by line.
 	maxTemplates = 20_000
@@ -32,23 +38,28 @@ type slotRange struct {
 
 // add adds a value of a line: a number (see lineVal), or else the string text[v.s:v.e].
 func (r *slotRange) add(v lineVal, text []byte) {
-	if v.num != 0 {
-		if !r.hasNum {
-			r.hasNum, r.numMin, r.numMax = true, v.num, v.num
-		} else if v.num < r.numMin {
-			r.numMin = v.num
-		} else if v.num > r.numMax {
-			r.numMax = v.num
-		}
-		return
+	switch {
+	case v.num == 0:
+		r.addStr(text[v.s:v.e])
+	case !r.hasNum:
+		r.hasNum, r.numMin, r.numMax = true, v.num, v.num
+	case v.num < r.numMin:
+		r.numMin = v.num
+	case v.num > r.numMax:
+		r.numMax = v.num
 	}
-	str := text[v.s:v.e]
+}
+
+func (r *slotRange) addStr(str []byte) {
 	if !r.hasStr {
 		r.hasStr = true
 		r.strMin, r.strMax = fold(r.strMin[:0], str), fold(r.strMax[:0], str)
-	} else if cmpFold(r.strMin, str) > 0 {
+		return
+	}
+	switch c := cmpFold(r.strMin, str); {
+	case c > 0:
 		r.strMin = fold(r.strMin[:0], str)
-	} else if cmpFold(r.strMax, str) < 0 {
+	case c < 0 && cmpFold(r.strMax, str) < 0:
 		r.strMax = fold(r.strMax[:0], str)
 	}
 }
@@ -101,28 +112,44 @@ type tmplBuilder struct {
 	overflow            bool
 	shape               *Shape
 	ascii               bool // the key is ASCII: lines can be matched against it (see match)
+	prog                partProg
 	masks               []uint64
-	lines               []byte // line numbers, delta-encoded uvarints
-	prevLine            int
-	blocks              []byte
-	// the block being filled
-	blockPrev, blockOff int
+	// lines are the line numbers as runs of consecutive lines, each two uvarints: the gap
+	// from the last line of the run before (from 0 for the first), and how many lines follow
+	// the run's first. A training log's step lines are long runs, broken only by other lines.
+	lines    []byte
+	prevLine int
+	// the run being filled: it will be written at runOff; runPrev is the line before it
+	runOff, runPrev, runFirst, runLen int
+	blocks                            []byte
+	// the block being filled: where its first line is (the run, how many lines of the run
+	// come before it, the line before the run), its first line, its occurrences so far
+	blockOff, blockSkip, blockPrev int
+	blockFirst, blockN             int
 	tmin, tmax          int64
+	blockTmax           int64 // of the last block written
 	ranges              []slotRange
 }
 
 func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text []byte) {
-	if t.count%blockSize == 0 {
-		if t.count > 0 {
-			t.flushBlock()
-		}
-		t.blockPrev, t.blockOff, t.tmin, t.tmax = t.prevLine, len(t.lines), ts, ts
+	if t.blockN == blockSize || (t.blockN >= minBlock && n-t.blockFirst >= blockSpan) {
+		t.flushBlock()
+	}
+	if t.runLen > 0 && n == t.runFirst+t.runLen {
+		t.runLen++
+	} else {
+		t.flushRun()
+		t.runOff, t.runPrev, t.runFirst, t.runLen = len(t.lines), t.prevLine, n, 1
+	}
+	t.prevLine = n
+	if t.blockN == 0 {
+		t.blockOff, t.blockSkip, t.blockPrev = t.runOff, t.runLen-1, t.runPrev
+		t.blockFirst, t.tmin, t.tmax = n, ts, ts
 		for i := range t.ranges {
 			t.ranges[i].hasNum, t.ranges[i].hasStr = false, false
 		}
 	}
-	t.lines = binary.AppendUvarint(t.lines, uint64(n-t.prevLine))
-	t.prevLine = n
+	t.blockN++
 	if t.count == 0 {
 		t.firstLine, t.first = n, ts
 	}
@@ -142,31 +169,73 @@ func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text 
 	}
 	masks = masks[:len(vals)]
 	ranges := t.ranges[:len(vals)]
+	tmasks := t.masks[:len(vals)]
 	for i, v := range vals {
-		ranges[i].add(v, text)
-		t.masks[i] |= masks[i]
+		// slotRange.add, inlined: this runs for every variable word of the log.
+		r := &ranges[i]
+		switch {
+		case v.num == 0:
+			r.addStr(text[v.s:v.e])
+		case !r.hasNum:
+			r.hasNum, r.numMin, r.numMax = true, v.num, v.num
+		case v.num < r.numMin:
+			r.numMin = v.num
+		case v.num > r.numMax:
+			r.numMax = v.num
+		}
+		tmasks[i] |= masks[i]
 	}
 }
 
+// flushRun encodes the run being filled, if any.
+func (t *tmplBuilder) flushRun() {
+	if t.runLen > 0 {
+		t.lines = binary.AppendUvarint(t.lines, uint64(t.runFirst-t.runPrev))
+		t.lines = binary.AppendUvarint(t.lines, uint64(t.runLen-1))
+		t.runLen = 0
+	}
+}
+
+// flushBlock encodes the block being filled, if any.
 func (t *tmplBuilder) flushBlock() {
+	if t.blockN == 0 {
+		return
+	}
 	b := t.blocks
-	b = binary.AppendUvarint(b, uint64(t.blockPrev))
 	b = binary.AppendUvarint(b, uint64(t.blockOff))
-	b = binary.AppendVarint(b, t.tmin)
-	b = binary.AppendVarint(b, t.tmax)
+	b = binary.AppendUvarint(b, uint64(t.blockSkip))
+	b = binary.AppendUvarint(b, uint64(t.blockPrev))
+	b = binary.AppendUvarint(b, uint64(t.blockN))
+	t.blockN = 0
+	// Times as differences: from the last block's end, and the block's span.
+	b = binary.AppendVarint(b, t.tmin-t.blockTmax)
+	b = binary.AppendVarint(b, t.tmax-t.tmin)
+	t.blockTmax = t.tmax
 	for i := range t.ranges {
 		r := &t.ranges[i]
 		var flags byte
 		if r.hasNum {
-			flags |= 1
+			flags |= rangeNum
+			if r.numMin>>59 == r.numMax>>59 {
+				flags |= rangeSameLen
+			}
 		}
 		if r.hasStr {
-			flags |= 2
+			flags |= rangeStr
 		}
 		b = append(b, flags)
 		if r.hasNum {
-			b = binary.AppendUvarint(b, r.numMin)
-			b = binary.AppendUvarint(b, r.numMax)
+			// A number's digit count and value apart (see valueOf); the maximum as the
+			// difference from the minimum when both have as many digits.
+			const lenShift, valMask = 59, 1<<59 - 1
+			b = append(b, byte(r.numMin>>lenShift))
+			b = binary.AppendUvarint(b, r.numMin&valMask)
+			if flags&rangeSameLen != 0 {
+				b = binary.AppendUvarint(b, r.numMax-r.numMin)
+			} else {
+				b = append(b, byte(r.numMax>>lenShift))
+				b = binary.AppendUvarint(b, r.numMax&valMask)
+			}
 		}
 		if r.hasStr {
 			b = appendBytes(b, r.strMin)
@@ -175,6 +244,13 @@ func (t *tmplBuilder) flushBlock() {
 	}
 	t.blocks = b
 }
+
+// Flags of an encoded slot range.
+const (
+	rangeNum     = 1
+	rangeStr     = 2
+	rangeSameLen = 4 // the numbers have as many digits
+)
 
 func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -247,62 +323,55 @@ func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) *tmplBuil
 // shaped as one, and any byte that cleaning could change fails the match.
 func (b *streamBuilder) match(t *tmplBuilder, text []byte) bool {
 	parts, kinds := t.shape.Parts, t.shape.Vars
-	p := parts[0]
-	if len(text) < len(p) || string(text[:len(p)]) != p {
+	if !t.prog.partAt(0, parts[0], text, 0) {
 		return false
 	}
-	pos := len(p)
-	vals, masks := b.vals[:0], b.masks[:0]
+	pos := len(parts[0])
+	vals, masks := grow(b.vals, len(kinds)), grow(b.masks, len(kinds))
 	for v, kind := range kinds {
 		start := pos
 		var num uint64
-		if kind == slotRun {
-			for pos < len(text) && text[pos]-'0' <= 9 {
-				num = num*10 + uint64(text[pos]-'0')
-				pos++
-			}
+		for pos < len(text) && text[pos]-'0' <= 9 {
+			num = num*10 + uint64(text[pos]-'0')
+			pos++
+		}
+		switch {
+		case pos == start && kind == slotRun:
+			return false
+		case kind == slotRun || pos < len(text) && class[text[pos]]&cWord == 0 || pos == len(text):
+			// A digit run, or a whole word of digits: a number.
 			if pos == start {
 				return false
 			}
 			if pos-start <= maxNumDigits {
-				vals = append(vals, lineVal{num: numValue(pos-start, num)})
+				vals[v] = lineVal{num: numValue(pos-start, num)}
 			} else {
-				vals = append(vals, lineVal{s: int32(start), e: int32(pos)})
+				vals[v] = lineVal{s: int32(start), e: int32(pos)}
 			}
-			masks = append(masks, maskDigit)
-		} else {
-			seen, all := uint8(0), uint8(0xff)
+			masks[v] = maskDigit
+		default:
+			// A whole word with more than digits: read to its end.
+			var seen uint8
 			for pos < len(text) {
 				c := class[text[pos]]
 				if c&cWord == 0 {
 					break
 				}
 				seen |= c
-				all &= c
-				num = num*10 + uint64(text[pos]-'0')
 				pos++
 			}
-			switch {
-			case seen&cSpecial != 0 || seen&cDigit == 0:
+			w := text[start:pos]
+			if seen&cSpecial != 0 {
 				return false
-			case all&cDigit != 0: // all digits: a number
-				if pos-start <= maxNumDigits {
-					vals = append(vals, lineVal{num: numValue(pos-start, num)})
-				} else {
-					vals = append(vals, lineVal{s: int32(start), e: int32(pos)})
-				}
-				masks = append(masks, maskDigit)
-			default:
-				w := text[start:pos]
-				if kind, _, _ := wordShape(w); kind != slotWhole {
-					return false
-				}
-				vals = append(vals, lineVal{s: int32(start), e: int32(pos)})
-				masks = append(masks, charMask(w))
 			}
+			if kind, _, _ := wordShape(w); kind != slotWhole {
+				return false
+			}
+			vals[v] = lineVal{s: int32(start), e: int32(pos)}
+			masks[v] = charMask(w)
 		}
-		p = parts[v+1]
-		if len(text)-pos < len(p) || string(text[pos:pos+len(p)]) != p {
+		p := parts[v+1]
+		if !t.prog.partAt(v+1, p, text, pos) {
 			return false
 		}
 		pos += len(p)
@@ -312,6 +381,41 @@ func (b *streamBuilder) match(t *tmplBuilder, text []byte) bool {
 	}
 	b.vals, b.masks = vals, masks
 	return true
+}
+
+// grow returns s resized to n elements, reusing its array when it can.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// partProg holds each constant part of a template of up to 8 bytes as a word and a mask,
+// so that match compares it with one load instead of a call.
+type partProg struct {
+	words, masks []uint64
+}
+
+func newPartProg(parts []string) partProg {
+	p := partProg{words: make([]uint64, len(parts)), masks: make([]uint64, len(parts))}
+	for i, s := range parts {
+		if len(s) <= 8 {
+			for k := len(s) - 1; k >= 0; k-- {
+				p.words[i] = p.words[i]<<8 | uint64(s[k])
+				p.masks[i] = p.masks[i]<<8 | 0xff
+			}
+		}
+	}
+	return p
+}
+
+// partAt reports whether part i, s, is at text[pos:].
+func (p *partProg) partAt(i int, s string, text []byte, pos int) bool {
+	if len(s) <= 8 && pos+8 <= len(text) {
+		return (binary.LittleEndian.Uint64(text[pos:])^p.words[i])&p.masks[i] == 0
+	}
+	return len(text)-pos >= len(s) && string(text[pos:pos+len(s)]) == s
 }
 
 // tokenize masks the variable words of text into b.key, collecting their values. The key
@@ -373,7 +477,9 @@ func (b *streamBuilder) newTemplate(text []byte) *tmplBuilder {
 		masks: make([]uint64, len(b.vals)), ranges: make([]slotRange, len(b.vals)),
 	}
 	t.shape = newShape(len(b.templates), t.key)
-	t.ascii = isASCII(t.key)
+	if t.ascii = isASCII(t.key); t.ascii {
+		t.prog = newPartProg(t.shape.Parts)
+	}
 	if b.rank < 0 {
 		b.rank = t.rank
 	}

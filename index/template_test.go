@@ -240,3 +240,61 @@ func TestShapeLiteral(t *testing.T) {
 	require.False(t, always)
 	require.Empty(t, needs)
 }
+
+// TestLineRunsAndBlocks: a template's lines come back from its runs, whole and block by
+// block, whatever mix of runs, gaps and far-apart lines they were.
+func TestLineRunsAndBlocks(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for trial := 0; trial < 200; trial++ {
+		tb := &tmplBuilder{}
+		var want []int
+		n := 0
+		for k := rng.Intn(3000); k >= 0; k-- {
+			switch rng.Intn(4) {
+			case 0:
+				n++ // a run goes on
+			case 1:
+				n += 2 + rng.Intn(5)
+			case 2:
+				n += rng.Intn(3 * blockSpan)
+			default:
+				n++
+			}
+			n = max(n, 1)
+			if len(want) > 0 && n <= want[len(want)-1] {
+				n = want[len(want)-1] + 1
+			}
+			want = append(want, n)
+			tb.add(n, int64(n), nil, nil, nil)
+		}
+		tb.flushRun()
+		tb.flushBlock()
+		tmpl := &Template{Count: tb.count, lines: tb.lines, blob: tb.blocks}
+		all, err := tmpl.allLines()
+		require.NoError(t, err)
+		require.Equal(t, want, all)
+		var got []int
+		blocks := 0
+		require.NoError(t, tmpl.eachBlock(func(bl *block) error {
+			blocks++
+			lines, err := tmpl.blockLines(bl, nil)
+			require.Len(t, lines, bl.n)
+			require.Equal(t, int64(lines[0]), bl.tmin)
+			require.Equal(t, int64(lines[len(lines)-1]), bl.tmax)
+			require.True(t, bl.n == blockSize || lines[len(lines)-1]-lines[0] < blockSpan || bl.n <= minBlock ||
+				len(got)+bl.n == len(want), "a block spans at most blockSpan lines once it has minBlock")
+			got = append(got, lines...)
+			return err
+		}))
+		require.Equal(t, want, got)
+	}
+	// A step template of 100k consecutive lines takes a few bytes, not one per line.
+	tb := &tmplBuilder{}
+	for n := 1; n <= 100_000; n++ {
+		if n%1000 != 0 {
+			tb.add(n, 0, nil, nil, nil)
+		}
+	}
+	tb.flushRun()
+	require.Less(t, len(tb.lines), 500)
+}

@@ -91,7 +91,7 @@ func (s *logScanner) mayMatch(l *index.Scanned) bool {
 		if seen.lines++; seen.lines <= filterAfter {
 			return true
 		}
-		seen.memo = newShapeMemo(s.rs.shapeFilter(sh), len(sh.Vars))
+		seen.memo = newShapeMemo(s.rs.shapeFilter(sh))
 	}
 	return seen.memo.mayMatch(l.VarClasses)
 }

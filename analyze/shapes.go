@@ -22,38 +22,39 @@ type shapeFilter struct {
 }
 
 // shapeMemo is one log's view of a shape's filter: the lines of a shape mostly put the same
-// classes of characters in each variable word (digits), so each word remembers its last
-// classes and whether a need held for them.
+// classes of characters in each variable word (digits), so each word with needs remembers the
+// classes it last held and whether a need held for them.
 type shapeMemo struct {
-	f *shapeFilter
-	// vars are the variable words with needs, byVar their needs; last and met memoise them.
-	vars  []int
-	byVar [][]uint64
-	last  []uint64
-	met   []bool
+	all  bool
+	vars []varMemo // in variable word order
 }
 
-func newShapeMemo(f *shapeFilter, vars int) *shapeMemo {
-	m := &shapeMemo{f: f}
-	if f.all || len(f.needs) == 0 {
-		return m
-	}
-	m.byVar, m.last, m.met = make([][]uint64, vars), make([]uint64, vars), make([]bool, vars)
+type varMemo struct {
+	v     int
+	last  uint64
+	met   bool
+	needs []uint64
+}
+
+func newShapeMemo(f *shapeFilter) *shapeMemo {
+	m := &shapeMemo{all: f.all}
 	for _, n := range f.needs {
-		if m.byVar[n.Var] == nil {
-			m.vars = append(m.vars, n.Var)
+		i := slices.IndexFunc(m.vars, func(vm varMemo) bool { return vm.v == n.Var })
+		if i < 0 {
+			i = len(m.vars)
+			m.vars = append(m.vars, varMemo{v: n.Var})
 		}
-		m.byVar[n.Var] = append(m.byVar[n.Var], n.Classes)
+		m.vars[i].needs = append(m.vars[i].needs, n.Classes)
 	}
-	slices.Sort(m.vars)
-	for v := range m.met {
-		m.met[v] = m.meets(v, 0)
+	slices.SortFunc(m.vars, func(a, b varMemo) int { return a.v - b.v })
+	for i := range m.vars {
+		m.vars[i].met = m.vars[i].meets(0)
 	}
 	return m
 }
 
-func (m *shapeMemo) meets(v int, classes uint64) bool {
-	for _, need := range m.byVar[v] {
+func (vm *varMemo) meets(classes uint64) bool {
+	for _, need := range vm.needs {
 		if classes&need == need {
 			return true
 		}
@@ -64,15 +65,18 @@ func (m *shapeMemo) meets(v int, classes uint64) bool {
 // mayMatch reports whether the rules could match a line of the shape whose variable words
 // hold these character classes.
 func (m *shapeMemo) mayMatch(classes []uint64) bool {
-	if m.f.all {
+	if m.all {
 		return true
 	}
-	classes = classes[:len(m.last)]
-	for _, v := range m.vars {
-		if c := classes[v]; c != m.last[v] {
-			m.last[v], m.met[v] = c, m.meets(v, c)
+	for i := range m.vars {
+		vm := &m.vars[i]
+		if vm.v >= len(classes) {
+			return true // not a line of this shape: let the rules see it
 		}
-		if m.met[v] {
+		if c := classes[vm.v]; c != vm.last {
+			vm.last, vm.met = c, vm.meets(c)
+		}
+		if vm.met {
 			return true
 		}
 	}

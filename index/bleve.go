@@ -83,8 +83,8 @@ func shapeGroups(streams []*Stream) [][]*Template {
 // docOf is the bleve document of a group of templates of one text.
 func docOf(streams []*Stream, group []*Template) map[string]interface{} {
 	t0 := group[0]
-	words := make([]string, len(t0.tokens))
-	for i, tok := range t0.tokens {
+	words := make([]string, len(t0.toks()))
+	for i, tok := range t0.toks() {
 		words[i] = tok.shape
 	}
 	var pods, containers []string

@@ -138,12 +138,14 @@ func scanAll(fsys fs.FS, logs []parse.LogStream, maxLine int, opts BuildOptions,
 			defer wg.Done()
 			for i := range jobs {
 				var sb *streamBuilder
-				if done != nil {
-					sb = newStreamBuilder()
-				}
 				var visit func(*Scanned)
 				if opts.Visit != nil {
 					visit = opts.Visit(i)
+				}
+				if done != nil || visit != nil {
+					// A visitor gets each line's shape even when the index exists: deciding
+					// what to do per shape saves it more than the templates cost.
+					sb = newStreamBuilder()
 				}
 				stats[i], crcs[i] = scanStream(fsys, logs[i], maxLine, sb, visit)
 				if done != nil {

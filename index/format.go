@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/coroner-dev/coroner/parse"
@@ -26,7 +27,11 @@ type Stream struct {
 	Rank        int
 	First, Last int64
 	Templates   []*Template
-	checkpoints []checkpoint
+	// cpData holds the encoded checkpoints, decoded into cps on first use.
+	cpData []byte
+	cpOnce sync.Once
+	cps    []checkpoint
+	cpErr  error
 }
 
 // Template is one line shape of one stream: its variable words masked, with where it occurs.
@@ -41,22 +46,23 @@ type Template struct {
 	// Overflow holds the lines of a stream with too many shapes; search reads them all.
 	Overflow bool
 
-	stream int
-	id     int
-	key    string
-	tokens []token
-	masks  []uint64
-	lines  []byte
-	blob   []byte // encoded blocks (see eachBlock)
+	stream  int
+	id      int
+	key     string
+	tokOnce sync.Once
+	tokens  []token // see toks
+	masks   []uint64
+	lines   []byte
+	blob    []byte // encoded blocks (see eachBlock)
 }
 
 type block struct {
 	// the block's first line: skip lines into the run at byte lineOff of the template's
 	// lines, the line before that run being prevLine
 	lineOff, skip, prevLine int
-	n                 int
-	tmin, tmax        int64
-	ranges            []slotRange
+	n                       int
+	tmin, tmax              int64
+	ranges                  []slotRange
 }
 
 func encodeStream(ls parse.LogStream, st StreamStats, sb *streamBuilder) []byte {
@@ -73,13 +79,16 @@ func encodeStream(ls parse.LogStream, st StreamStats, sb *streamBuilder) []byte 
 	b = binary.AppendVarint(b, int64(sb.rank))
 	b = binary.AppendVarint(b, unixNano(st.First))
 	b = binary.AppendVarint(b, unixNano(st.Last))
-	b = binary.AppendUvarint(b, uint64(len(sb.checkpoints)))
+	// The checkpoints as one length-prefixed section: opening an index skips it, and only
+	// the logs whose lines are read decode theirs.
+	cps := binary.AppendUvarint(nil, uint64(len(sb.checkpoints)))
 	var off, t int64
 	for _, c := range sb.checkpoints {
-		b = binary.AppendUvarint(b, uint64(c.off-off))
-		b = binary.AppendVarint(b, c.time-t)
+		cps = binary.AppendUvarint(cps, uint64(c.off-off))
+		cps = binary.AppendVarint(cps, c.time-t)
 		off, t = c.off, c.time
 	}
+	b = appendBytes(b, cps)
 	b = binary.AppendUvarint(b, uint64(len(sb.templates)))
 	for _, tb := range sb.templates {
 		tb.flushRun() // the last run and block are still open
@@ -226,14 +235,8 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 	s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
 	s.Rank = int(d.varint())
 	s.First, s.Last = d.varint(), d.varint()
-	s.checkpoints = make([]checkpoint, d.count())
-	var off, t int64
-	for i := range s.checkpoints {
-		off += int64(d.uvarint())
-		t += d.varint()
-		s.checkpoints[i] = checkpoint{off: off, time: t}
-	}
-	if d.err == nil && len(s.checkpoints) != (s.Lines+checkpointEvery-1)/checkpointEvery {
+	s.cpData = d.bytes()
+	if n, _ := binary.Uvarint(s.cpData); d.err == nil && n != uint64((s.Lines+checkpointEvery-1)/checkpointEvery) {
 		d.fail()
 	}
 	s.Templates = make([]*Template, d.count())
@@ -258,8 +261,7 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 			break
 		}
 		t.Text = display(t.key)
-		t.tokens = tokensOf(t.key)
-		if slots := countSlots(t.tokens); !t.Overflow && slots != len(t.masks) {
+		if slots := countSlots(t.key); !t.Overflow && slots != len(t.masks) {
 			d.fail()
 		}
 		s.Templates[i] = t
@@ -273,14 +275,47 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 	return s, nil
 }
 
-func countSlots(toks []token) int {
+// countSlots counts the variable words of a template key, as tokensOf reads them.
+func countSlots(key string) int {
 	n := 0
-	for _, t := range toks {
-		if t.kind != tokConst {
+	for i := 0; i+1 < len(key); i++ {
+		if key[i] == 0 {
 			n++
+			i++
 		}
 	}
 	return n
+}
+
+// checkpoint returns the stream's checkpoint i, decoding them all on first use.
+func (s *Stream) checkpoint(i int) (checkpoint, error) {
+	s.cpOnce.Do(func() {
+		d := &decoder{b: s.cpData}
+		cps := make([]checkpoint, d.count())
+		var off, t int64
+		for k := range cps {
+			off += int64(d.uvarint())
+			t += d.varint()
+			cps[k] = checkpoint{off: off, time: t}
+		}
+		if d.err == nil && len(d.b) != 0 {
+			d.fail()
+		}
+		s.cps, s.cpErr = cps, d.err
+	})
+	if s.cpErr != nil {
+		return checkpoint{}, fmt.Errorf("%s: checkpoints: %w", s.Path, s.cpErr)
+	}
+	if i < 0 || i >= len(s.cps) {
+		return checkpoint{}, fmt.Errorf("%s: no checkpoint %d: the index does not fit the bundle", s.Path, i)
+	}
+	return s.cps[i], nil
+}
+
+// toks returns the template's words and slots (see tokensOf), read on first use.
+func (t *Template) toks() []token {
+	t.tokOnce.Do(func() { t.tokens = tokensOf(t.key) })
+	return t.tokens
 }
 
 // eachBlock decodes a template's block summaries in line order, handing each to fn. The

@@ -302,9 +302,12 @@ func (ix *Index) readLines(s *Stream, lines []int, fn func(n int, t int64, text 
 		}
 		cp := (want - 1) / checkpointEvery
 		n := cp*checkpointEvery + 1
-		off := s.checkpoints[cp].off
-		clock := lineClock{last: s.checkpoints[cp].time}
-		lr.reset(io.NewSectionReader(ra, off, 1<<62), off)
+		c, err := s.checkpoint(cp)
+		if err != nil {
+			return err
+		}
+		clock := lineClock{last: c.time}
+		lr.reset(io.NewSectionReader(ra, c.off, 1<<62), c.off)
 		for ; i < len(lines); n++ {
 			// Seek when the next wanted line is more than a checkpoint ahead.
 			if (lines[i]-1)/checkpointEvery > (n-1)/checkpointEvery+1 {

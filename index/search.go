@@ -373,6 +373,10 @@ func (t *Template) allLines() ([]int, error) {
 type queryMatch struct {
 	root node
 	sets map[node]map[*Template]float64
+	// The leaf answers of the template whose blocks are being checked: a large template has
+	// hundreds of blocks, and its leaves answer the same for each.
+	leafOf   *Template
+	leafTmpl map[node]tri
 }
 
 func (ix *Index) queryMatcher(q string) (*queryMatch, error) {
@@ -466,7 +470,7 @@ func (m *queryMatch) leafTemplate(l node, s *Stream, t *Template) tri {
 		if in && !digits {
 			return yes
 		}
-		for _, tok := range t.tokens {
+		for _, tok := range t.toks() {
 			if tok.kind == tokWhole || (tok.kind == tokRun && digits) {
 				return maybe
 			}
@@ -481,8 +485,17 @@ func (m *queryMatch) leafTemplate(l node, s *Stream, t *Template) tri {
 }
 
 func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
+	if m.leafOf != t {
+		m.leafOf = t
+		if m.leafTmpl == nil {
+			m.leafTmpl = map[node]tri{}
+		}
+		for _, l := range leaves(m.root, nil) {
+			m.leafTmpl[l] = m.leafTemplate(l, s, t)
+		}
+	}
 	return eval(m.root, func(l node) tri {
-		v := m.leafTemplate(l, s, t)
+		v := m.leafTmpl[l]
 		if v != maybe || t.Overflow {
 			return v
 		}
@@ -499,7 +512,7 @@ func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
 			if hasDigit(n.prefix) {
 				return maybe
 			}
-			for _, tok := range t.tokens {
+			for _, tok := range t.toks() {
 				if tok.kind == tokWhole && bl.ranges[tok.slot].mayStartWith(n.prefix) {
 					return maybe
 				}
@@ -512,7 +525,7 @@ func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
 
 // slotMayHold: could a slot of the word's shape hold the word's value in this block?
 func slotMayHold(t *Template, bl *block, w *wordNode) tri {
-	for _, tok := range t.tokens {
+	for _, tok := range t.toks() {
 		if tok.kind != tokConst && tok.shape == w.shape && bl.ranges[tok.slot].mayHold(w.value) {
 			return maybe
 		}

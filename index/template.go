@@ -126,9 +126,9 @@ type tmplBuilder struct {
 	// come before it, the line before the run), its first line, its occurrences so far
 	blockOff, blockSkip, blockPrev int
 	blockFirst, blockN             int
-	tmin, tmax          int64
-	blockTmax           int64 // of the last block written
-	ranges              []slotRange
+	tmin, tmax                     int64
+	blockTmax                      int64 // of the last block written
+	ranges                         []slotRange
 }
 
 func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text []byte) {

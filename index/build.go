@@ -101,7 +101,10 @@ func buildIn(dir string, b *bundle.Bundle, logs []parse.LogStream, want meta, op
 			errs[i] = err
 			return
 		}
-		streams[i], errs[i] = decodeStream(data, i)
+		// bleve needs the templates, not the body: memory stays flat as the logs grow.
+		if streams[i], errs[i] = decodeStream(data, i); errs[i] == nil {
+			streams[i].dropBody()
+		}
 	})
 	for _, err := range errs {
 		if err != nil {

@@ -27,11 +27,26 @@ type Stream struct {
 	Rank        int
 	First, Last int64
 	Templates   []*Template
+
+	idx int // the stream's number in the index
+	// The body: what reading lines back needs, the checkpoints and the templates' line runs
+	// and blocks. It grows with the log, so an opened index loads it per log on first use
+	// (see Index.load); bodyOnce guards that.
+	bodyOnce sync.Once
+	bodyErr  error
 	// cpData holds the encoded checkpoints, decoded into cps on first use.
 	cpData []byte
 	cpOnce sync.Once
 	cps    []checkpoint
 	cpErr  error
+}
+
+// dropBody forgets the stream's body (see Index.load).
+func (s *Stream) dropBody() {
+	s.cpData = nil
+	for _, t := range s.Templates {
+		t.lines, t.blob = nil, nil
+	}
 }
 
 // Template is one line shape of one stream: its variable words masked, with where it occurs.
@@ -229,7 +244,7 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 		return nil, errors.New("not an index stream file")
 	}
 	d := &decoder{b: data[len(streamMagic):]}
-	s := &Stream{}
+	s := &Stream{idx: idx}
 	s.Path, s.Namespace, s.Pod, s.Container = d.string(), d.string(), d.string(), d.string()
 	s.Previous, s.Truncated = d.bool(), d.bool()
 	s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()

@@ -28,6 +28,7 @@ type Index struct {
 	fsys    fs.FS
 	maxLine int
 	meta    meta
+	files   map[string]metaFile // meta's files by name
 	streams []*Stream
 	bleve   bleve.Index
 	groups  [][]*Template // the templates of bleve document i (see shapeGroups)
@@ -147,7 +148,7 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 			return nil, err
 		}
 	}
-	ix := &Index{dir: dir, fsys: fsys, maxLine: m.MaxLine, meta: m}
+	ix := &Index{dir: dir, fsys: fsys, maxLine: m.MaxLine, meta: m, files: files}
 	if m.MaxLine <= 0 {
 		return nil, errors.New("meta.json: no line limit")
 	}
@@ -164,6 +165,7 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.dropBody()
 		ix.streams = append(ix.streams, s)
 	}
 	ix.groups = shapeGroups(ix.streams)
@@ -225,6 +227,36 @@ func checkFiles(dir string, files map[string]metaFile) error {
 		err = errors.New("files listed in meta.json are missing")
 	}
 	return err
+}
+
+// load reads a stream's body (see Stream) from its file, checked again against meta.json,
+// once.
+func (ix *Index) load(s *Stream) error {
+	s.bodyOnce.Do(func() {
+		name := streamFile(s.idx)
+		data, err := os.ReadFile(filepath.Join(ix.dir, filepath.FromSlash(name)))
+		if err == nil {
+			if f, ok := ix.files[name]; !ok || f.Size != int64(len(data)) || f.CRC != crc32.Checksum(data, castagnoli) {
+				err = fmt.Errorf("%s no longer matches meta.json", name)
+			}
+		}
+		var full *Stream
+		if err == nil {
+			full, err = decodeStream(data, s.idx)
+		}
+		if err == nil && (full.Path != s.Path || len(full.Templates) != len(s.Templates)) {
+			err = fmt.Errorf("%s: %w", name, errCorrupt)
+		}
+		if err != nil {
+			s.bodyErr = fmt.Errorf("the index of %s: %w", s.Path, err)
+			return
+		}
+		s.cpData = full.cpData
+		for i, t := range s.Templates {
+			t.lines, t.blob = full.Templates[i].lines, full.Templates[i].blob
+		}
+	})
+	return s.bodyErr
 }
 
 // stream returns the stream of a bundle path, or nil.

@@ -283,6 +283,9 @@ func (ix *Index) readLines(s *Stream, lines []int, fn func(n int, t int64, text 
 	if len(lines) == 0 {
 		return nil
 	}
+	if err := ix.load(s); err != nil {
+		return err
+	}
 	f, err := ix.fsys.Open(s.Path)
 	if err != nil {
 		return err

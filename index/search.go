@@ -157,6 +157,9 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 				g.whole = true
 				continue
 			}
+			if err := ix.load(s); err != nil {
+				return nil, err
+			}
 			var lines []int
 			err := t.eachBlock(func(bl *block) error {
 				if timed && (bl.tmax < since || (bl.tmin > until && bl.tmin != 0)) {
@@ -257,6 +260,9 @@ func (ix *Index) hits(groups []*group, opts SearchOptions) (*Result, error) {
 		}
 		lines := g.lines
 		if g.whole {
+			if err := ix.load(g.s); err != nil {
+				return nil, err
+			}
 			var err error
 			if lines, err = g.t.allLines(); err != nil {
 				return nil, fmt.Errorf("%s: %w", g.s.Path, err)

@@ -36,20 +36,7 @@ type slotRange struct {
 	strMin, strMax []byte
 }
 
-// add adds a value of a line: a number (see lineVal), or else the string text[v.s:v.e].
-func (r *slotRange) add(v lineVal, text []byte) {
-	switch {
-	case v.num == 0:
-		r.addStr(text[v.s:v.e])
-	case !r.hasNum:
-		r.hasNum, r.numMin, r.numMax = true, v.num, v.num
-	case v.num < r.numMin:
-		r.numMin = v.num
-	case v.num > r.numMax:
-		r.numMax = v.num
-	}
-}
-
+// addStr adds a value that is not a number (numbers are added in tmplBuilder.add).
 func (r *slotRange) addStr(str []byte) {
 	if !r.hasStr {
 		r.hasStr = true
@@ -171,7 +158,9 @@ func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text 
 	ranges := t.ranges[:len(vals)]
 	tmasks := t.masks[:len(vals)]
 	for i, v := range vals {
-		// slotRange.add, inlined: this runs for every variable word of the log.
+		// A value joins its range: a number (see lineVal), else the string text[v.s:v.e].
+		// Written out here rather than as a method, which would not be inlined: this runs for
+		// every variable word of the logs.
 		r := &ranges[i]
 		switch {
 		case v.num == 0:

@@ -1,7 +1,7 @@
 // Package index scans a bundle's logs once and indexes every line: each line is cleaned and
 // timed, its variable words (numbers, hex, ids) are masked into a template, identical
-// templates of a stream are kept once with the compact list of their lines, and the templates
-// go into a bleve index. Search finds templates in bleve, narrows them with per-block
+// templates of a stream are kept once with the compact list of their lines, and the template
+// texts go into a bleve index. Search finds templates in bleve, narrows them with per-block
 // summaries of their variable words, and reads back from the bundle only the lines it must
 // verify or show. Indexes are cached by the content of the logs (see Cache).
 package index

@@ -35,8 +35,8 @@ type Scanned struct {
 	Time int64
 	// Text is the cleaned line without the kubelet timestamp, cut at the line limit.
 	Text []byte
-	// Shape is the line's template when the scan builds the index; nil when the index came
-	// from the cache or the log has too many shapes.
+	// Shape is the line's template; nil when the log has too many shapes or the line's is too
+	// long (see maxTemplates, maxKeyBytes).
 	Shape *Shape
 	// VarClasses are the character classes of each variable word of the line (see Classes),
 	// when Shape is set. Valid only during the call.

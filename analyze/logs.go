@@ -32,13 +32,28 @@ type logScanner struct {
 	sc       *Scratch
 	byRule   map[string]*Finding
 	findings []*Finding
+	// shapes holds, by shape id, how many lines of the shape were seen and then its filter.
+	shapes []shapeSeen
 }
+
+type shapeSeen struct {
+	lines int
+	memo  *shapeMemo
+}
+
+// filterAfter is how many lines of a shape are matched in full before its filter is worked
+// out: most shapes occur a few times, and the filter costs as much as matching a hundred
+// lines.
+const filterAfter = 16
 
 func newLogScanner(ls parse.LogStream, rs *RuleSet) *logScanner {
 	return &logScanner{ls: ls, rs: rs, sc: rs.NewScratch(), byRule: map[string]*Finding{}}
 }
 
 func (s *logScanner) visit(l *index.Scanned) {
+	if !s.mayMatch(l) {
+		return
+	}
 	hits := s.rs.Match(l.Text, s.sc)
 	if len(hits) == 0 {
 		return
@@ -64,6 +79,26 @@ func (s *logScanner) visit(l *index.Scanned) {
 		s.byRule[h.Rule.ID] = f
 		s.findings = append(s.findings, f)
 	}
+}
+
+// mayMatch reports whether the rules could match a line, from what they can match in lines
+// of its shape (see shapeFilter).
+func (s *logScanner) mayMatch(l *index.Scanned) bool {
+	sh := l.Shape
+	if sh == nil {
+		return true
+	}
+	for sh.ID >= len(s.shapes) {
+		s.shapes = append(s.shapes, shapeSeen{})
+	}
+	seen := &s.shapes[sh.ID]
+	if seen.memo == nil {
+		if seen.lines++; seen.lines <= filterAfter {
+			return true
+		}
+		seen.memo = newShapeMemo(s.rs.shapeFilter(sh))
+	}
+	return seen.memo.mayMatch(l.VarClasses)
 }
 
 // addContext reads the lines around each log evidence line back through the index.

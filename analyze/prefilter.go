@@ -33,11 +33,6 @@ type acMatcher struct {
 }
 
 func newACMatcher(literals []string) *acMatcher {
-	type node struct {
-		next map[uint16]int32
-		fail int32
-		out  []int32
-	}
 	m := &acMatcher{}
 	nclass := 1
 	for _, lit := range literals {
@@ -52,40 +47,55 @@ func newACMatcher(literals []string) *acMatcher {
 		m.classes[c] = m.classes[c-'A'+'a']
 	}
 	m.stride = uint32(nclass)
-	nodes := []node{{next: map[uint16]int32{}}}
+	// The trie, as a dense table of transitions by state and class (-1: none).
+	most := 1
+	for _, lit := range literals {
+		most += len(lit)
+	}
+	trie := make([]int32, most*nclass)
+	for i := range trie {
+		trie[i] = -1
+	}
+	outs := make([][]int32, 1, most)
 	for id, lit := range literals {
 		s := int32(0)
 		for i := 0; i < len(lit); i++ {
-			c := m.classes[lit[i]]
-			n, ok := nodes[s].next[c]
-			if !ok {
-				n = int32(len(nodes))
-				nodes = append(nodes, node{next: map[uint16]int32{}})
-				nodes[s].next[c] = n
+			c := int(m.classes[lit[i]])
+			n := trie[int(s)*nclass+c]
+			if n < 0 {
+				n = int32(len(outs))
+				outs = append(outs, nil)
+				trie[int(s)*nclass+c] = n
 			}
 			s = n
 		}
-		nodes[s].out = append(nodes[s].out, int32(id))
+		outs[s] = append(outs[s], int32(id))
 	}
-	next := make([]int32, len(nodes)*nclass) // plain transitions, by state and class
-	m.out = make([][]int32, len(nodes))
+	nodes := len(outs)
+	next := make([]int32, nodes*nclass) // plain transitions, by state and class
+	fail := make([]int32, nodes)
+	m.out = make([][]int32, nodes)
 	// Breadth-first: a state's fail target is complete before the state is.
 	queue := []int32{}
 	for c := 0; c < nclass; c++ {
-		if n, ok := nodes[0].next[uint16(c)]; ok {
+		if n := trie[c]; n >= 0 {
 			next[c] = n
 			queue = append(queue, n)
 		}
 	}
-	m.out[0] = nodes[0].out
+	m.out[0] = outs[0]
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
-		f := nodes[s].fail
-		m.out[s] = append(append([]int32(nil), nodes[s].out...), m.out[f]...)
+		f := fail[s]
+		if len(outs[s]) == 0 {
+			m.out[s] = m.out[f]
+		} else {
+			m.out[s] = append(append([]int32(nil), outs[s]...), m.out[f]...)
+		}
 		for c := 0; c < nclass; c++ {
-			if n, ok := nodes[s].next[uint16(c)]; ok {
-				nodes[n].fail = next[int(f)*nclass+c]
+			if n := trie[int(s)*nclass+c]; n >= 0 {
+				fail[n] = next[int(f)*nclass+c]
 				next[int(s)*nclass+c] = n
 				queue = append(queue, n)
 			} else {
@@ -96,8 +106,8 @@ func newACMatcher(literals []string) *acMatcher {
 	// Number the states breadth-first, so the shallow states that most bytes visit share
 	// cache lines.
 	order := []int32{0}
-	renum := make([]int32, len(nodes))
-	seen := make([]bool, len(nodes))
+	renum := make([]int32, nodes)
+	seen := make([]bool, nodes)
 	seen[0] = true
 	for k := 0; k < len(order); k++ {
 		s := order[k]

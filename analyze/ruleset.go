@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/coroner-dev/coroner/index"
 )
@@ -15,9 +16,11 @@ type RuleSet struct {
 	byID  map[string]*Rule
 
 	pats    []pattern
+	lits    []string // the literals of the patterns' required sets, by id
 	ac      *acMatcher
 	litPats [][]patSet // literal id -> the pattern sets it belongs to
 	always  []int32    // patterns with no usable literal
+	shapes  sync.Map   // index.Shape key -> *shapeFilter, shared by the logs
 }
 
 type pattern struct {
@@ -79,6 +82,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 			}
 		}
 	}
+	rs.lits = lits
 	rs.ac = newACMatcher(lits)
 	return rs, nil
 }

@@ -1,7 +1,11 @@
 package index
 
 import (
+	"cmp"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -13,10 +17,12 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
-// The bleve index holds one document per template of each stream: its words (constant words
-// as they are, variable words as their shape: "rank0", "0"), pod, container, rank, level,
-// first and last time and count. Lines are not documents: a template's compact line list
-// expands a hit into exact lines.
+// The bleve index holds one document per distinct template text of the bundle: its words
+// (constant words as they are, variable words as their shape: "rank0", "0"), and the pods,
+// containers, ranks, level, first and last time and count of the logs' templates of that text.
+// Ranks of a training job log the same shapes: a step line is one document, not one per rank.
+// Lines are not documents: a hit expands to each log's template of that text, whose compact
+// line list expands it into exact lines.
 
 const shapesAnalyzer = "coroner-shapes"
 
@@ -51,97 +57,120 @@ func indexMapping() (*mapping.IndexMappingImpl, error) {
 	return im, nil
 }
 
-// tmplDoc is what bleve indexes of a template.
-type tmplDoc struct {
-	id  string
-	doc map[string]interface{}
+// shapeGroups groups the templates of the streams (but overflow ones, which search reads
+// line by line) by text: document i of the bleve index is group i, groups in key order.
+func shapeGroups(streams []*Stream) [][]*Template {
+	byKey := map[string][]*Template{}
+	for _, s := range streams {
+		for _, t := range s.Templates {
+			if !t.Overflow {
+				byKey[t.key] = append(byKey[t.key], t)
+			}
+		}
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	groups := make([][]*Template, len(keys))
+	for i, k := range keys {
+		groups[i] = byKey[k]
+	}
+	return groups
 }
 
-func docOf(s *Stream, t *Template) tmplDoc {
-	words := make([]string, len(t.tokens))
-	for i, tok := range t.tokens {
+// docOf is the bleve document of a group of templates of one text.
+func docOf(streams []*Stream, group []*Template) map[string]interface{} {
+	t0 := group[0]
+	words := make([]string, len(t0.toks()))
+	for i, tok := range t0.toks() {
 		words[i] = tok.shape
 	}
+	var pods, containers []string
+	var ranks []float64
+	count := 0
+	var first, last int64
+	for _, t := range group {
+		s := streams[t.stream]
+		pods, containers = append(pods, s.Pod), append(containers, s.Container)
+		ranks = append(ranks, float64(t.Rank))
+		count += t.Count
+		if t.First != 0 && (first == 0 || t.First < first) {
+			first = t.First
+		}
+		last = max(last, t.Last)
+	}
 	doc := map[string]interface{}{
-		"text": strings.Join(words, " "), "pod": s.Pod, "container": s.Container, "level": t.Level,
-		"rank": float64(t.Rank), "count": float64(t.Count),
+		"text": strings.Join(words, " "), "pod": distinct(pods), "container": distinct(containers), "level": t0.Level,
+		"rank": distinct(ranks), "count": float64(count),
 	}
-	if t.First != 0 {
-		doc["first"] = time.Unix(0, t.First).UTC()
-		doc["last"] = time.Unix(0, t.Last).UTC()
+	if first != 0 {
+		doc["first"] = time.Unix(0, first).UTC()
+		doc["last"] = time.Unix(0, last).UTC()
 	}
-	return tmplDoc{id: docID(t.stream, t.id), doc: doc}
+	return doc
 }
 
-func docID(stream, tmpl int) string { return strconv.Itoa(stream) + "." + strconv.Itoa(tmpl) }
+func distinct[T cmp.Ordered](vs []T) []T {
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
 
 // writeBleve indexes the templates of every stream (but overflow ones, which search reads
-// line by line) into a new bleve index at dir.
+// line by line) into a new bleve index at dir. It uses bleve's offline builder: one segment
+// written once, with none of an online index's background persisting and merging.
 func writeBleve(dir string, streams []*Stream) error {
 	im, err := indexMapping()
 	if err != nil {
 		return err
 	}
-	bi, err := bleve.New(dir, im)
+	groups := shapeGroups(streams)
+	docs := len(groups)
+	if docs == 0 { // the builder needs a document: an empty index is an ordinary one
+		bi, err := bleve.New(dir, im)
+		if err != nil {
+			return fmt.Errorf("creating the bleve index: %w", err)
+		}
+		return bi.Close()
+	}
+	bb, err := bleve.NewBuilder(dir, im, map[string]interface{}{
+		"batchSize":       docs + 1, // one segment
+		"buildPathPrefix": filepath.Dir(dir),
+	})
 	if err != nil {
 		return fmt.Errorf("creating the bleve index: %w", err)
 	}
-	batch := bi.NewBatch()
-	for _, s := range streams {
-		for _, t := range s.Templates {
-			if t.Overflow {
-				continue
-			}
-			d := docOf(s, t)
-			if err := batch.Index(d.id, d.doc); err != nil {
-				bi.Close()
-				return err
-			}
-			if batch.Size() >= 2000 {
-				if err := bi.Batch(batch); err != nil {
-					bi.Close()
-					return err
-				}
-				batch.Reset()
-			}
+	for i, g := range groups {
+		if err := bb.Index(strconv.Itoa(i), docOf(streams, g)); err != nil {
+			bb.Close()
+			return err
 		}
 	}
-	if err := bi.Batch(batch); err != nil {
-		bi.Close()
-		return err
+	if err := bb.Close(); err != nil {
+		return fmt.Errorf("writing the bleve index: %w", err)
 	}
-	return bi.Close()
+	return nil
 }
 
-// templatesMatching returns the templates whose bleve document matches q.
+// templatesMatching returns the templates whose bleve document matches q, with its score.
 func (ix *Index) templatesMatching(q query.Query) (map[*Template]float64, error) {
-	req := bleve.NewSearchRequestOptions(q, max(ix.docs, 1), 0, false)
+	req := bleve.NewSearchRequestOptions(q, max(len(ix.groups), 1), 0, false)
 	res, err := ix.bleve.Search(req)
 	if err != nil {
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}
 	out := make(map[*Template]float64, len(res.Hits))
 	for _, h := range res.Hits {
-		t := ix.templateByID(h.ID)
-		if t == nil {
+		i, err := strconv.Atoi(h.ID)
+		if err != nil || i < 0 || i >= len(ix.groups) {
 			return nil, fmt.Errorf("the index names template %q that it does not hold", h.ID)
 		}
-		out[t] = h.Score
+		for _, t := range ix.groups[i] {
+			out[t] = h.Score
+		}
 	}
 	return out, nil
-}
-
-func (ix *Index) templateByID(id string) *Template {
-	a, b, ok := strings.Cut(id, ".")
-	if !ok {
-		return nil
-	}
-	si, err1 := strconv.Atoi(a)
-	ti, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || si < 0 || si >= len(ix.streams) || ti < 0 || ti >= len(ix.streams[si].Templates) {
-		return nil
-	}
-	return ix.streams[si].Templates[ti]
 }
 
 func termQuery(field, term string) query.Query {

@@ -16,6 +16,9 @@ import (
 	"github.com/coroner-dev/coroner/parse"
 )
 
+// maxLineLimit bounds the line limit: offsets within a line fit 32 bits.
+const maxLineLimit = 1 << 30
+
 // BuildOptions tune Build.
 type BuildOptions struct {
 	// Cache keeps and reuses indexes; nil builds a private index that Close removes.
@@ -39,8 +42,8 @@ type BuildOptions struct {
 // stats describe each log in the order of logs.
 func Build(b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index, []StreamStats, error) {
 	maxLine := b.Limits.MaxLineBytes
-	if maxLine <= 0 {
-		return nil, nil, fmt.Errorf("the line limit must be positive (got %d)", maxLine)
+	if maxLine <= 0 || maxLine > maxLineLimit {
+		return nil, nil, fmt.Errorf("the line limit must be between 1 and %d bytes (got %d)", maxLineLimit, maxLine)
 	}
 	want := meta{Format: FormatVersion, Version: opts.Version, MaxLine: maxLine, Streams: len(logs)}
 	var sigs []fileSig
@@ -98,7 +101,10 @@ func buildIn(dir string, b *bundle.Bundle, logs []parse.LogStream, want meta, op
 			errs[i] = err
 			return
 		}
-		streams[i], errs[i] = decodeStream(data, i)
+		// bleve needs the templates, not the body: memory stays flat as the logs grow.
+		if streams[i], errs[i] = decodeStream(data, i); errs[i] == nil {
+			streams[i].dropBody()
+		}
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -135,12 +141,14 @@ func scanAll(fsys fs.FS, logs []parse.LogStream, maxLine int, opts BuildOptions,
 			defer wg.Done()
 			for i := range jobs {
 				var sb *streamBuilder
-				if done != nil {
-					sb = newStreamBuilder()
-				}
 				var visit func(*Scanned)
 				if opts.Visit != nil {
 					visit = opts.Visit(i)
+				}
+				if done != nil || visit != nil {
+					// A visitor gets each line's shape even when the index exists: deciding
+					// what to do per shape saves it more than the templates cost.
+					sb = newStreamBuilder()
 				}
 				stats[i], crcs[i] = scanStream(fsys, logs[i], maxLine, sb, visit)
 				if done != nil {

@@ -115,3 +115,23 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+// TestStreamChangedAfterOpen: a log's part of the index is read when first needed and checked
+// again then; a file changed meanwhile is an error naming the log, never a wrong answer.
+func TestStreamChangedAfterOpen(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	c := &Cache{Dir: t.TempDir()}
+	ix, _ := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, 7, hitCount(t, ix, "NCCL AND timeout"), "loads the logs with hits")
+	again, _ := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, ix.Dir(), again.Dir())
+	for _, f := range []string{"000000.bin", "000001.bin", "000002.bin", "000003.bin", "000004.bin", "000005.bin"} {
+		p := filepath.Join(again.Dir(), "streams", f)
+		if data, err := os.ReadFile(p); err == nil {
+			data[len(data)-1] ^= 0x40
+			require.NoError(t, os.WriteFile(p, data, 0o644))
+		}
+	}
+	_, err := again.Search(SearchOptions{Query: "NCCL AND timeout"})
+	require.ErrorContains(t, err, "no longer matches meta.json")
+}

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/coroner-dev/coroner/parse"
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 1
+const FormatVersion = 2
 
 const streamMagic = "coroner-index-stream\n"
 
@@ -26,7 +27,26 @@ type Stream struct {
 	Rank        int
 	First, Last int64
 	Templates   []*Template
-	checkpoints []checkpoint
+
+	idx int // the stream's number in the index
+	// The body: what reading lines back needs, the checkpoints and the templates' line runs
+	// and blocks. It grows with the log, so an opened index loads it per log on first use
+	// (see Index.load); bodyOnce guards that.
+	bodyOnce sync.Once
+	bodyErr  error
+	// cpData holds the encoded checkpoints, decoded into cps on first use.
+	cpData []byte
+	cpOnce sync.Once
+	cps    []checkpoint
+	cpErr  error
+}
+
+// dropBody forgets the stream's body (see Index.load).
+func (s *Stream) dropBody() {
+	s.cpData = nil
+	for _, t := range s.Templates {
+		t.lines, t.blob = nil, nil
+	}
 }
 
 // Template is one line shape of one stream: its variable words masked, with where it occurs.
@@ -41,21 +61,23 @@ type Template struct {
 	// Overflow holds the lines of a stream with too many shapes; search reads them all.
 	Overflow bool
 
-	stream int
-	id     int
-	key    string
-	tokens []token
-	masks  []uint64
-	lines  []byte
-	blob   []byte // encoded blocks, decoded on first use
-	blocks []block
+	stream  int
+	id      int
+	key     string
+	tokOnce sync.Once
+	tokens  []token // see toks
+	masks   []uint64
+	lines   []byte
+	blob    []byte // encoded blocks (see eachBlock)
 }
 
 type block struct {
-	prevLine, lineOff int
-	n                 int
-	tmin, tmax        int64
-	ranges            []slotRange
+	// the block's first line: skip lines into the run at byte lineOff of the template's
+	// lines, the line before that run being prevLine
+	lineOff, skip, prevLine int
+	n                       int
+	tmin, tmax              int64
+	ranges                  []slotRange
 }
 
 func encodeStream(ls parse.LogStream, st StreamStats, sb *streamBuilder) []byte {
@@ -72,18 +94,20 @@ func encodeStream(ls parse.LogStream, st StreamStats, sb *streamBuilder) []byte 
 	b = binary.AppendVarint(b, int64(sb.rank))
 	b = binary.AppendVarint(b, unixNano(st.First))
 	b = binary.AppendVarint(b, unixNano(st.Last))
-	b = binary.AppendUvarint(b, uint64(len(sb.checkpoints)))
+	// The checkpoints as one length-prefixed section: opening an index skips it, and only
+	// the logs whose lines are read decode theirs.
+	cps := binary.AppendUvarint(nil, uint64(len(sb.checkpoints)))
 	var off, t int64
 	for _, c := range sb.checkpoints {
-		b = binary.AppendUvarint(b, uint64(c.off-off))
-		b = binary.AppendVarint(b, c.time-t)
+		cps = binary.AppendUvarint(cps, uint64(c.off-off))
+		cps = binary.AppendVarint(cps, c.time-t)
 		off, t = c.off, c.time
 	}
+	b = appendBytes(b, cps)
 	b = binary.AppendUvarint(b, uint64(len(sb.templates)))
 	for _, tb := range sb.templates {
-		if tb.count > 0 {
-			tb.flushBlock() // the last block is still open
-		}
+		tb.flushRun() // the last run and block are still open
+		tb.flushBlock()
 		b = appendString(b, tb.key)
 		b = appendString(b, tb.level)
 		b = binary.AppendVarint(b, int64(tb.rank))
@@ -141,6 +165,16 @@ func (d *decoder) uvarint() uint64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// number reads a slot number (see valueOf): its digit count, then its value.
+func (d *decoder) number() uint64 {
+	n := d.byte()
+	v := d.uvarint()
+	if n == 0 || n > maxNumDigits || v >= 1<<59 {
+		d.fail()
+	}
+	return uint64(n)<<59 | v
 }
 
 func (d *decoder) varint() int64 {
@@ -210,20 +244,14 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 		return nil, errors.New("not an index stream file")
 	}
 	d := &decoder{b: data[len(streamMagic):]}
-	s := &Stream{}
+	s := &Stream{idx: idx}
 	s.Path, s.Namespace, s.Pod, s.Container = d.string(), d.string(), d.string(), d.string()
 	s.Previous, s.Truncated = d.bool(), d.bool()
 	s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
 	s.Rank = int(d.varint())
 	s.First, s.Last = d.varint(), d.varint()
-	s.checkpoints = make([]checkpoint, d.count())
-	var off, t int64
-	for i := range s.checkpoints {
-		off += int64(d.uvarint())
-		t += d.varint()
-		s.checkpoints[i] = checkpoint{off: off, time: t}
-	}
-	if d.err == nil && len(s.checkpoints) != (s.Lines+checkpointEvery-1)/checkpointEvery {
+	s.cpData = d.bytes()
+	if n, _ := binary.Uvarint(s.cpData); d.err == nil && n != uint64((s.Lines+checkpointEvery-1)/checkpointEvery) {
 		d.fail()
 	}
 	s.Templates = make([]*Template, d.count())
@@ -232,7 +260,9 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 		t.key = d.string()
 		t.Level = d.string()
 		t.Rank = int(d.varint())
-		t.Count = d.int()
+		if t.Count = d.int(); t.Count > s.Lines {
+			d.fail()
+		}
 		t.First, t.Last = d.varint(), d.varint()
 		t.FirstLine, t.LastLine = d.int(), d.int()
 		t.Overflow = d.bool()
@@ -246,8 +276,7 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 			break
 		}
 		t.Text = display(t.key)
-		t.tokens = tokensOf(t.key)
-		if slots := countSlots(t.tokens); !t.Overflow && slots != len(t.masks) {
+		if slots := countSlots(t.key); !t.Overflow && slots != len(t.masks) {
 			d.fail()
 		}
 		s.Templates[i] = t
@@ -261,36 +290,79 @@ func decodeStream(data []byte, idx int) (*Stream, error) {
 	return s, nil
 }
 
-func countSlots(toks []token) int {
+// countSlots counts the variable words of a template key, as tokensOf reads them.
+func countSlots(key string) int {
 	n := 0
-	for _, t := range toks {
-		if t.kind != tokConst {
+	for i := 0; i+1 < len(key); i++ {
+		if key[i] == 0 {
 			n++
+			i++
 		}
 	}
 	return n
 }
 
-// decodeBlocks reads a template's block summaries on first use.
-func (t *Template) decodeBlocks() ([]block, error) {
-	if t.blocks != nil || t.Count == 0 {
-		return t.blocks, nil
+// checkpoint returns the stream's checkpoint i, decoding them all on first use.
+func (s *Stream) checkpoint(i int) (checkpoint, error) {
+	s.cpOnce.Do(func() {
+		d := &decoder{b: s.cpData}
+		cps := make([]checkpoint, d.count())
+		var off, t int64
+		for k := range cps {
+			off += int64(d.uvarint())
+			t += d.varint()
+			cps[k] = checkpoint{off: off, time: t}
+		}
+		if d.err == nil && len(d.b) != 0 {
+			d.fail()
+		}
+		s.cps, s.cpErr = cps, d.err
+	})
+	if s.cpErr != nil {
+		return checkpoint{}, fmt.Errorf("%s: checkpoints: %w", s.Path, s.cpErr)
 	}
+	if i < 0 || i >= len(s.cps) {
+		return checkpoint{}, fmt.Errorf("%s: no checkpoint %d: the index does not fit the bundle", s.Path, i)
+	}
+	return s.cps[i], nil
+}
+
+// toks returns the template's words and slots (see tokensOf), read on first use.
+func (t *Template) toks() []token {
+	t.tokOnce.Do(func() { t.tokens = tokensOf(t.key) })
+	return t.tokens
+}
+
+// eachBlock decodes a template's block summaries in line order, handing each to fn. The
+// block and its ranges are reused from one call to the next (a step template of a large log
+// has hundreds of blocks of a dozen ranges: search reads them all and keeps none).
+func (t *Template) eachBlock(fn func(bl *block) error) error {
 	d := &decoder{b: t.blob}
-	nb := (t.Count + blockSize - 1) / blockSize
-	blocks := make([]block, nb)
-	for i := range blocks {
-		bl := &blocks[i]
-		bl.prevLine, bl.lineOff = d.int(), d.int()
-		bl.tmin, bl.tmax = d.varint(), d.varint()
-		bl.n = min(blockSize, t.Count-i*blockSize)
-		bl.ranges = make([]slotRange, len(t.masks))
+	bl := &block{ranges: make([]slotRange, len(t.masks))}
+	var tmax int64
+	for total := 0; total < t.Count; {
+		bl.lineOff, bl.skip, bl.prevLine, bl.n = d.int(), d.int(), d.int(), d.int()
+		if bl.n < 1 || bl.n > blockSize || bl.n > t.Count-total {
+			d.fail()
+		}
+		total += bl.n
+		bl.tmin = tmax + d.varint()
+		bl.tmax = bl.tmin + d.varint()
+		tmax = bl.tmax
 		for k := range bl.ranges {
 			r := &bl.ranges[k]
 			flags := d.byte()
-			r.hasNum, r.hasStr = flags&1 != 0, flags&2 != 0
+			r.hasNum, r.hasStr = flags&rangeNum != 0, flags&rangeStr != 0
 			if r.hasNum {
-				r.numMin, r.numMax = d.uvarint(), d.uvarint()
+				r.numMin = d.number()
+				if flags&rangeSameLen != 0 {
+					r.numMax = r.numMin + d.uvarint()
+					if r.numMax>>59 != r.numMin>>59 {
+						d.fail()
+					}
+				} else {
+					r.numMax = d.number()
+				}
 			}
 			if r.hasStr {
 				r.strMin, r.strMax = d.bytes(), d.bytes()
@@ -299,24 +371,45 @@ func (t *Template) decodeBlocks() ([]block, error) {
 		if d.err == nil && bl.lineOff > len(t.lines) {
 			d.fail()
 		}
+		if d.err != nil {
+			return d.err
+		}
+		if err := fn(bl); err != nil {
+			return err
+		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail()
+	if len(d.b) != 0 {
+		return errCorrupt
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	t.blocks = blocks
-	return blocks, nil
+	return nil
 }
 
 // blockLines decodes the line numbers of one block.
 func (t *Template) blockLines(bl *block, dst []int) ([]int, error) {
-	d := &decoder{b: t.lines[bl.lineOff:]}
-	n := bl.prevLine
-	for k := 0; k < bl.n; k++ {
-		n += d.int()
-		dst = append(dst, n)
+	return decodeRuns(t.lines[bl.lineOff:], bl.prevLine, bl.skip, bl.n, dst)
+}
+
+// decodeRuns appends n line numbers read from runs (see tmplBuilder.lines) to dst, after
+// skipping skip lines; prev is the line before the first run.
+func decodeRuns(runs []byte, prev, skip, n int, dst []int) ([]int, error) {
+	d := &decoder{b: runs}
+	for n > 0 && d.err == nil {
+		gap, extra := d.int(), d.int()
+		if gap < 1 {
+			d.fail()
+			break
+		}
+		first := prev + gap
+		prev = first + extra
+		if skip > extra {
+			skip -= extra + 1
+			continue
+		}
+		for l := first + skip; l <= prev && n > 0; l++ {
+			dst = append(dst, l)
+			n--
+		}
+		skip = 0
 	}
 	return dst, d.err
 }

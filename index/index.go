@@ -1,7 +1,7 @@
 // Package index scans a bundle's logs once and indexes every line: each line is cleaned and
 // timed, its variable words (numbers, hex, ids) are masked into a template, identical
-// templates of a stream are kept once with the compact list of their lines, and the templates
-// go into a bleve index. Search finds templates in bleve, narrows them with per-block
+// templates of a stream are kept once with the compact list of their lines, and the template
+// texts go into a bleve index. Search finds templates in bleve, narrows them with per-block
 // summaries of their variable words, and reads back from the bundle only the lines it must
 // verify or show. Indexes are cached by the content of the logs (see Cache).
 package index
@@ -28,9 +28,10 @@ type Index struct {
 	fsys    fs.FS
 	maxLine int
 	meta    meta
+	files   map[string]metaFile // meta's files by name
 	streams []*Stream
 	bleve   bleve.Index
-	docs    int
+	groups  [][]*Template // the templates of bleve document i (see shapeGroups)
 }
 
 // Streams returns the indexed logs in bundle path order.
@@ -147,7 +148,7 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 			return nil, err
 		}
 	}
-	ix := &Index{dir: dir, fsys: fsys, maxLine: m.MaxLine, meta: m}
+	ix := &Index{dir: dir, fsys: fsys, maxLine: m.MaxLine, meta: m, files: files}
 	if m.MaxLine <= 0 {
 		return nil, errors.New("meta.json: no line limit")
 	}
@@ -164,13 +165,10 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.dropBody()
 		ix.streams = append(ix.streams, s)
-		for _, t := range s.Templates {
-			if !t.Overflow {
-				ix.docs++
-			}
-		}
 	}
+	ix.groups = shapeGroups(ix.streams)
 	if !sort.SliceIsSorted(ix.streams, func(i, j int) bool { return ix.streams[i].Path < ix.streams[j].Path }) {
 		return nil, errors.New("streams are not in path order")
 	}
@@ -179,8 +177,8 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 		return nil, fmt.Errorf("opening the bleve index: %w", err)
 	}
 	n, err := ix.bleve.DocCount()
-	if err == nil && n != uint64(ix.docs) {
-		err = fmt.Errorf("the bleve index holds %d templates, the streams %d", n, ix.docs)
+	if err == nil && n != uint64(len(ix.groups)) {
+		err = fmt.Errorf("the bleve index holds %d template texts, the streams %d", n, len(ix.groups))
 	}
 	if err != nil {
 		ix.bleve.Close()
@@ -229,6 +227,36 @@ func checkFiles(dir string, files map[string]metaFile) error {
 		err = errors.New("files listed in meta.json are missing")
 	}
 	return err
+}
+
+// load reads a stream's body (see Stream) from its file, checked again against meta.json,
+// once.
+func (ix *Index) load(s *Stream) error {
+	s.bodyOnce.Do(func() {
+		name := streamFile(s.idx)
+		data, err := os.ReadFile(filepath.Join(ix.dir, filepath.FromSlash(name)))
+		if err == nil {
+			if f, ok := ix.files[name]; !ok || f.Size != int64(len(data)) || f.CRC != crc32.Checksum(data, castagnoli) {
+				err = fmt.Errorf("%s no longer matches meta.json", name)
+			}
+		}
+		var full *Stream
+		if err == nil {
+			full, err = decodeStream(data, s.idx)
+		}
+		if err == nil && (full.Path != s.Path || len(full.Templates) != len(s.Templates)) {
+			err = fmt.Errorf("%s: %w", name, errCorrupt)
+		}
+		if err != nil {
+			s.bodyErr = fmt.Errorf("the index of %s: %w", s.Path, err)
+			return
+		}
+		s.cpData = full.cpData
+		for i, t := range s.Templates {
+			t.lines, t.blob = full.Templates[i].lines, full.Templates[i].blob
+		}
+	})
+	return s.bodyErr
 }
 
 // stream returns the stream of a bundle path, or nil.

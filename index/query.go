@@ -35,6 +35,7 @@ type wordNode struct {
 	shape string
 	value slotValue
 	digit bool
+	run   []byte // the longest run of digits of a word with digits
 }
 
 type phraseNode struct{ words []*wordNode }
@@ -279,6 +280,16 @@ func newWordNode(w string) *wordNode {
 	if hasDigit(w) {
 		n.digit = true
 		n.shape, n.value = queryValue(w)
+		for i := 0; i < len(w); {
+			j := i
+			for j < len(w) && w[j] >= '0' && w[j] <= '9' {
+				j++
+			}
+			if j-i > len(n.run) {
+				n.run = []byte(w[i:j])
+			}
+			i = j + 1
+		}
 	}
 	return n
 }

@@ -35,6 +35,12 @@ type Scanned struct {
 	Time int64
 	// Text is the cleaned line without the kubelet timestamp, cut at the line limit.
 	Text []byte
+	// Shape is the line's template; nil when the log has too many shapes or the line's is too
+	// long (see maxTemplates, maxKeyBytes).
+	Shape *Shape
+	// VarClasses are the character classes of each variable word of the line (see Classes),
+	// when Shape is set. Valid only during the call.
+	VarClasses []uint64
 }
 
 // StreamStats describe one scanned log.
@@ -60,6 +66,16 @@ type lineReader struct {
 
 func newLineReader(r io.Reader, off int64, max int) *lineReader {
 	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max, off: off}
+}
+
+// seekBuffer is the buffer of a reader that jumps between checkpoints: a checkpoint's lines
+// of a training log, so that a jump reads what it needs and not 64 KiB.
+const seekBuffer = 8 << 10
+
+// reset makes the reader read r from offset off, keeping its buffer.
+func (r *lineReader) reset(rd io.Reader, off int64) {
+	r.br.Reset(rd)
+	r.off = off
 }
 
 // next returns the next line without its line ending, and its offset. It returns io.EOF (or
@@ -92,7 +108,10 @@ func (r *lineReader) next() (line []byte, off int64, err error) {
 	if err == io.EOF {
 		err = nil
 	}
-	return bytes.TrimRight(line, "\r\n"), off, err
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line, off, err
 }
 
 // lineClock gives each line its time: the kubelet prefix, else a time the program printed at
@@ -229,21 +248,19 @@ func scanStream(fsys fs.FS, ls parse.LogStream, maxLine int, sb *streamBuilder, 
 			first = clock.last
 		}
 		if sb != nil {
-			if sb.tokenize(text) {
-				clean = Clean(clean[:0], text)
-				text = clean
-				sb.tokenize(text)
-			}
+			text = sb.line(text, &clean)
 		} else if needsClean(text) {
 			clean = Clean(clean[:0], text)
 			text = clean
 		}
-		sc.Number, sc.Time, sc.Text = n, clock.last, text
+		sc.Number, sc.Time, sc.Text, sc.Shape, sc.VarClasses = n, clock.last, text, nil, nil
+		if sb != nil {
+			if t := sb.add(n, off, before, clock.last, text); t.shape != nil {
+				sc.Shape, sc.VarClasses = t.shape, sb.masks
+			}
+		}
 		if visit != nil {
 			visit(&sc)
-		}
-		if sb != nil {
-			sb.add(n, off, before, clock.last, text)
 		}
 		st.Lines = n
 		if err != nil {
@@ -266,6 +283,9 @@ func (ix *Index) readLines(s *Stream, lines []int, fn func(n int, t int64, text 
 	if len(lines) == 0 {
 		return nil
 	}
+	if err := ix.load(s); err != nil {
+		return err
+	}
 	f, err := ix.fsys.Open(s.Path)
 	if err != nil {
 		return err
@@ -276,6 +296,7 @@ func (ix *Index) readLines(s *Stream, lines []int, fn func(n int, t int64, text 
 		return fmt.Errorf("%s: the bundle's files cannot be read at an offset", s.Path)
 	}
 	var clean []byte
+	lr := &lineReader{br: bufio.NewReaderSize(nil, seekBuffer), max: ix.maxLine}
 	i := 0
 	for i < len(lines) {
 		want := lines[i]
@@ -284,9 +305,12 @@ func (ix *Index) readLines(s *Stream, lines []int, fn func(n int, t int64, text 
 		}
 		cp := (want - 1) / checkpointEvery
 		n := cp*checkpointEvery + 1
-		off := s.checkpoints[cp].off
-		clock := lineClock{last: s.checkpoints[cp].time}
-		lr := newLineReader(io.NewSectionReader(ra, off, 1<<62), off, ix.maxLine)
+		c, err := s.checkpoint(cp)
+		if err != nil {
+			return err
+		}
+		clock := lineClock{last: c.time}
+		lr.reset(io.NewSectionReader(ra, c.off, 1<<62), c.off)
 		for ; i < len(lines); n++ {
 			// Seek when the next wanted line is more than a checkpoint ahead.
 			if (lines[i]-1)/checkpointEvery > (n-1)/checkpointEvery+1 {

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path"
@@ -156,33 +157,36 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 				g.whole = true
 				continue
 			}
-			blocks, err := t.decodeBlocks()
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", s.Path, err)
+			if err := ix.load(s); err != nil {
+				return nil, err
 			}
-			for bi := range blocks {
-				bl := &blocks[bi]
+			var lines []int
+			err := t.eachBlock(func(bl *block) error {
 				if timed && (bl.tmax < since || (bl.tmin > until && bl.tmin != 0)) {
-					continue
+					return nil
 				}
 				bv := v
 				if bv == maybe {
 					bv = m.block(s, t, bl)
 				}
 				if bv == no {
-					continue
+					return nil
 				}
-				lines, err := t.blockLines(bl, nil)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", s.Path, err)
+				var err error
+				if lines, err = t.blockLines(bl, lines[:0]); err != nil {
+					return err
 				}
 				if bv == yes && (!timed || (bl.tmin != 0 && bl.tmin >= since && bl.tmax <= until)) {
 					g.lines = append(g.lines, lines...)
-					continue
+					return nil
 				}
 				for _, n := range lines {
 					verify = append(verify, candidate{n, g})
 				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Path, err)
 			}
 		}
 		if len(verify) > 0 {
@@ -256,6 +260,9 @@ func (ix *Index) hits(groups []*group, opts SearchOptions) (*Result, error) {
 		}
 		lines := g.lines
 		if g.whole {
+			if err := ix.load(g.s); err != nil {
+				return nil, err
+			}
 			var err error
 			if lines, err = g.t.allLines(); err != nil {
 				return nil, fmt.Errorf("%s: %w", g.s.Path, err)
@@ -360,14 +367,11 @@ func timeOf(ns int64) *time.Time {
 
 // allLines decodes every line of a template.
 func (t *Template) allLines() ([]int, error) {
-	d := &decoder{b: t.lines}
-	out := make([]int, 0, t.Count)
-	n := 0
-	for k := 0; k < t.Count; k++ {
-		n += d.int()
-		out = append(out, n)
+	lines, err := decodeRuns(t.lines, 0, 0, t.Count, make([]int, 0, t.Count))
+	if err == nil && len(lines) != t.Count {
+		err = errCorrupt
 	}
-	return out, d.err
+	return lines, err
 }
 
 // queryMatch evaluates a parsed query: leaves are answered for templates by bleve, for
@@ -375,6 +379,10 @@ func (t *Template) allLines() ([]int, error) {
 type queryMatch struct {
 	root node
 	sets map[node]map[*Template]float64
+	// The leaf answers of the template whose blocks are being checked: a large template has
+	// hundreds of blocks, and its leaves answer the same for each.
+	leafOf   *Template
+	leafTmpl map[node]tri
 }
 
 func (ix *Index) queryMatcher(q string) (*queryMatch, error) {
@@ -468,22 +476,32 @@ func (m *queryMatch) leafTemplate(l node, s *Stream, t *Template) tri {
 		if in && !digits {
 			return yes
 		}
-		for _, tok := range t.tokens {
+		for _, tok := range t.toks() {
 			if tok.kind == tokWhole || (tok.kind == tokRun && digits) {
 				return maybe
 			}
 		}
 		return no
 	}
-	if in {
+	// A field: bleve's document has the values of every log with the template's text.
+	if f, ok := l.(*fieldNode); ok && in && fieldMatches(f, s, t) {
 		return yes
 	}
 	return no
 }
 
 func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
+	if m.leafOf != t {
+		m.leafOf = t
+		if m.leafTmpl == nil {
+			m.leafTmpl = map[node]tri{}
+		}
+		for _, l := range leaves(m.root, nil) {
+			m.leafTmpl[l] = m.leafTemplate(l, s, t)
+		}
+	}
 	return eval(m.root, func(l node) tri {
-		v := m.leafTemplate(l, s, t)
+		v := m.leafTmpl[l]
 		if v != maybe || t.Overflow {
 			return v
 		}
@@ -500,7 +518,7 @@ func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
 			if hasDigit(n.prefix) {
 				return maybe
 			}
-			for _, tok := range t.tokens {
+			for _, tok := range t.toks() {
 				if tok.kind == tokWhole && bl.ranges[tok.slot].mayStartWith(n.prefix) {
 					return maybe
 				}
@@ -513,7 +531,7 @@ func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
 
 // slotMayHold: could a slot of the word's shape hold the word's value in this block?
 func slotMayHold(t *Template, bl *block, w *wordNode) tri {
-	for _, tok := range t.tokens {
+	for _, tok := range t.toks() {
 		if tok.kind != tokConst && tok.shape == w.shape && bl.ranges[tok.slot].mayHold(w.value) {
 			return maybe
 		}
@@ -522,6 +540,32 @@ func slotMayHold(t *Template, bl *block, w *wordNode) tri {
 }
 
 func (m *queryMatch) line(s *Stream, t *Template, text []byte) bool {
+	// Lines are verified because of words with digits, which the index cannot answer for every
+	// line: a line without a word's longest digit run cannot hold the word, and digits have
+	// no case, so that is settled before the line is split into words.
+	quick := eval(m.root, func(l node) tri {
+		switch n := l.(type) {
+		case *wordNode:
+			if n.digit && !bytes.Contains(text, n.run) {
+				return no
+			}
+		case *phraseNode:
+			for _, w := range n.words {
+				if w.digit && !bytes.Contains(text, w.run) {
+					return no
+				}
+			}
+		case *fieldNode:
+			if fieldMatches(n, s, t) {
+				return yes
+			}
+			return no
+		}
+		return maybe
+	})
+	if quick != maybe {
+		return quick == yes
+	}
 	return matchLine(m.root, splitWords(text), s, t)
 }
 

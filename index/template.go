@@ -11,6 +11,12 @@ const (
 	checkpointEvery = 64
 	// blockSize occurrences of a template share one summary of their slot values and times.
 	blockSize = 256
+	// A block also ends once it spans blockSpan lines and holds minBlock occurrences: a rare
+	// template's occurrences lie far apart, and one block of them across the whole log would
+	// summarise nothing (an "eval step N" line every few thousand lines: a search for a step
+	// number would read every one of them, each from its own checkpoint).
+	blockSpan = 1024
+	minBlock  = 8
 	// maxTemplates bounds one stream's templates; lines of further shapes go to an overflow
 	// template that search always verifies line by line.
 	maxTemplates = 20_000
@@ -30,25 +36,39 @@ type slotRange struct {
 	strMin, strMax []byte
 }
 
-func (r *slotRange) add(v slotValue) {
-	if v.numeric {
-		if !r.hasNum {
-			r.hasNum, r.numMin, r.numMax = true, v.num, v.num
-		} else if v.num < r.numMin {
-			r.numMin = v.num
-		} else if v.num > r.numMax {
-			r.numMax = v.num
-		}
-		return
-	}
+// addStr adds a value that is not a number (numbers are added in tmplBuilder.add).
+func (r *slotRange) addStr(str []byte) {
 	if !r.hasStr {
 		r.hasStr = true
-		r.strMin, r.strMax = fold(r.strMin[:0], v.str), fold(r.strMax[:0], v.str)
-	} else if cmpFold(r.strMin, v.str) > 0 {
-		r.strMin = fold(r.strMin[:0], v.str)
-	} else if cmpFold(r.strMax, v.str) < 0 {
-		r.strMax = fold(r.strMax[:0], v.str)
+		r.strMin, r.strMax = fold(r.strMin[:0], str), fold(r.strMax[:0], str)
+		return
 	}
+	switch c := cmpFold(r.strMin, str); {
+	case c > 0:
+		r.strMin = fold(r.strMin[:0], str)
+	case c < 0 && cmpFold(r.strMax, str) < 0:
+		r.strMax = fold(r.strMax[:0], str)
+	}
+}
+
+// lineVal is a variable word's value in the line being scanned: num is its slotValue number
+// when it is one, else 0 and the value is the string at [s, e) of the line. It holds no
+// pointer, so the scan's per-word writes cost the garbage collector nothing.
+type lineVal struct {
+	num  uint64
+	s, e int32
+}
+
+// numValue returns the slotValue number of a word of n digits (n <= maxNumDigits) worth v.
+func numValue(n int, v uint64) uint64 { return uint64(n)<<59 | v }
+
+// lineValOf returns the value of text[s:e].
+func lineValOf(text []byte, s, e int) lineVal {
+	v := valueOf(text[s:e])
+	if v.numeric {
+		return lineVal{num: v.num}
+	}
+	return lineVal{s: int32(s), e: int32(e)}
 }
 
 // mayHold reports whether a value could be in the range.
@@ -77,28 +97,46 @@ type tmplBuilder struct {
 	first, last         int64
 	firstLine, lastLine int
 	overflow            bool
+	shape               *Shape
+	ascii               bool // the key is ASCII: lines can be matched against it (see match)
+	prog                partProg
 	masks               []uint64
-	lines               []byte // line numbers, delta-encoded uvarints
-	prevLine            int
-	blocks              []byte
-	// the block being filled
-	blockPrev, blockOff int
-	tmin, tmax          int64
-	ranges              []slotRange
+	// lines are the line numbers as runs of consecutive lines, each two uvarints: the gap
+	// from the last line of the run before (from 0 for the first), and how many lines follow
+	// the run's first. A training log's step lines are long runs, broken only by other lines.
+	lines    []byte
+	prevLine int
+	// the run being filled: it will be written at runOff; runPrev is the line before it
+	runOff, runPrev, runFirst, runLen int
+	blocks                            []byte
+	// the block being filled: where its first line is (the run, how many lines of the run
+	// come before it, the line before the run), its first line, its occurrences so far
+	blockOff, blockSkip, blockPrev int
+	blockFirst, blockN             int
+	tmin, tmax                     int64
+	blockTmax                      int64 // of the last block written
+	ranges                         []slotRange
 }
 
-func (t *tmplBuilder) add(n int, ts int64, vals []slotValue, masks []uint64) {
-	if t.count%blockSize == 0 {
-		if t.count > 0 {
-			t.flushBlock()
-		}
-		t.blockPrev, t.blockOff, t.tmin, t.tmax = t.prevLine, len(t.lines), ts, ts
+func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text []byte) {
+	if t.blockN == blockSize || (t.blockN >= minBlock && n-t.blockFirst >= blockSpan) {
+		t.flushBlock()
+	}
+	if t.runLen > 0 && n == t.runFirst+t.runLen {
+		t.runLen++
+	} else {
+		t.flushRun()
+		t.runOff, t.runPrev, t.runFirst, t.runLen = len(t.lines), t.prevLine, n, 1
+	}
+	t.prevLine = n
+	if t.blockN == 0 {
+		t.blockOff, t.blockSkip, t.blockPrev = t.runOff, t.runLen-1, t.runPrev
+		t.blockFirst, t.tmin, t.tmax = n, ts, ts
 		for i := range t.ranges {
 			t.ranges[i].hasNum, t.ranges[i].hasStr = false, false
 		}
 	}
-	t.lines = binary.AppendUvarint(t.lines, uint64(n-t.prevLine))
-	t.prevLine = n
+	t.blockN++
 	if t.count == 0 {
 		t.firstLine, t.first = n, ts
 	}
@@ -116,31 +154,77 @@ func (t *tmplBuilder) add(n int, ts int64, vals []slotValue, masks []uint64) {
 	if t.overflow {
 		return
 	}
-	for i := range vals {
-		t.ranges[i].add(vals[i])
-		t.masks[i] |= masks[i]
+	masks = masks[:len(vals)]
+	ranges := t.ranges[:len(vals)]
+	tmasks := t.masks[:len(vals)]
+	for i, v := range vals {
+		// A value joins its range: a number (see lineVal), else the string text[v.s:v.e].
+		// Written out here rather than as a method, which would not be inlined: this runs for
+		// every variable word of the logs.
+		r := &ranges[i]
+		switch {
+		case v.num == 0:
+			r.addStr(text[v.s:v.e])
+		case !r.hasNum:
+			r.hasNum, r.numMin, r.numMax = true, v.num, v.num
+		case v.num < r.numMin:
+			r.numMin = v.num
+		case v.num > r.numMax:
+			r.numMax = v.num
+		}
+		tmasks[i] |= masks[i]
 	}
 }
 
+// flushRun encodes the run being filled, if any.
+func (t *tmplBuilder) flushRun() {
+	if t.runLen > 0 {
+		t.lines = binary.AppendUvarint(t.lines, uint64(t.runFirst-t.runPrev))
+		t.lines = binary.AppendUvarint(t.lines, uint64(t.runLen-1))
+		t.runLen = 0
+	}
+}
+
+// flushBlock encodes the block being filled, if any.
 func (t *tmplBuilder) flushBlock() {
+	if t.blockN == 0 {
+		return
+	}
 	b := t.blocks
-	b = binary.AppendUvarint(b, uint64(t.blockPrev))
 	b = binary.AppendUvarint(b, uint64(t.blockOff))
-	b = binary.AppendVarint(b, t.tmin)
-	b = binary.AppendVarint(b, t.tmax)
+	b = binary.AppendUvarint(b, uint64(t.blockSkip))
+	b = binary.AppendUvarint(b, uint64(t.blockPrev))
+	b = binary.AppendUvarint(b, uint64(t.blockN))
+	t.blockN = 0
+	// Times as differences: from the last block's end, and the block's span.
+	b = binary.AppendVarint(b, t.tmin-t.blockTmax)
+	b = binary.AppendVarint(b, t.tmax-t.tmin)
+	t.blockTmax = t.tmax
 	for i := range t.ranges {
 		r := &t.ranges[i]
 		var flags byte
 		if r.hasNum {
-			flags |= 1
+			flags |= rangeNum
+			if r.numMin>>59 == r.numMax>>59 {
+				flags |= rangeSameLen
+			}
 		}
 		if r.hasStr {
-			flags |= 2
+			flags |= rangeStr
 		}
 		b = append(b, flags)
 		if r.hasNum {
-			b = binary.AppendUvarint(b, r.numMin)
-			b = binary.AppendUvarint(b, r.numMax)
+			// A number's digit count and value apart (see valueOf); the maximum as the
+			// difference from the minimum when both have as many digits.
+			const lenShift, valMask = 59, 1<<59 - 1
+			b = append(b, byte(r.numMin>>lenShift))
+			b = binary.AppendUvarint(b, r.numMin&valMask)
+			if flags&rangeSameLen != 0 {
+				b = binary.AppendUvarint(b, r.numMax-r.numMin)
+			} else {
+				b = append(b, byte(r.numMax>>lenShift))
+				b = binary.AppendUvarint(b, r.numMax&valMask)
+			}
 		}
 		if r.hasStr {
 			b = appendBytes(b, r.strMin)
@@ -149,6 +233,13 @@ func (t *tmplBuilder) flushBlock() {
 	}
 	t.blocks = b
 }
+
+// Flags of an encoded slot range.
+const (
+	rangeNum     = 1
+	rangeStr     = 2
+	rangeSameLen = 4 // the numbers have as many digits
+)
 
 func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -163,9 +254,12 @@ type streamBuilder struct {
 	overflow    *tmplBuilder
 	checkpoints []checkpoint
 	rank        int
+	// recent holds the last two templates (of ASCII text) seen, tried first on a new line.
+	recent [2]*tmplBuilder
 	// per-line scratch
+	cur   *tmplBuilder // the line's template when match found it
 	key   []byte
-	vals  []slotValue
+	vals  []lineVal
 	masks []uint64
 }
 
@@ -173,16 +267,144 @@ func newStreamBuilder() *streamBuilder {
 	return &streamBuilder{byKey: map[string]*tmplBuilder{}, rank: -1}
 }
 
-// add records one tokenized line (see tokenize).
-func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) {
+// line tokenizes a line, cleaning it first when it must (into *clean), and returns the text
+// to record. A line is first matched against the templates of the lines before it, which
+// reads its variable words without building its key; else it is tokenized.
+func (b *streamBuilder) line(text []byte, clean *[]byte) []byte {
+	for _, t := range b.recent {
+		if t != nil && b.match(t, text) {
+			b.cur = t
+			return text
+		}
+	}
+	b.cur = nil
+	if b.tokenize(text) {
+		*clean = Clean((*clean)[:0], text)
+		text = *clean
+		b.tokenize(text)
+	}
+	return text
+}
+
+// add records the line line() returned and returns its template.
+func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) *tmplBuilder {
 	if (n-1)%checkpointEvery == 0 {
 		b.checkpoints = append(b.checkpoints, checkpoint{off: off, time: before})
 	}
-	t := b.byKey[string(b.key)]
+	t := b.cur
 	if t == nil {
-		t = b.newTemplate(text)
+		if t = b.byKey[string(b.key)]; t == nil {
+			t = b.newTemplate(text)
+		}
 	}
-	t.add(n, ts, b.vals, b.masks)
+	if t != b.recent[0] && t.shape != nil && t.ascii {
+		b.recent[0], b.recent[1] = t, b.recent[0]
+	}
+	t.add(n, ts, b.vals, b.masks, text)
+	return t
+}
+
+// match reads text as a line of template t: the same constant parts, and in between variable
+// words of the same kinds. It is exact: it succeeds only when tokenize would give t's key,
+// which holds for templates of ASCII text whose lines need no cleaning: the parts are compared
+// byte for byte, a word of digits ends where the next part starts with a non-digit (as it did
+// in the line that made the template), a whole word is read to its end and must still be
+// shaped as one, and any byte that cleaning could change fails the match.
+func (b *streamBuilder) match(t *tmplBuilder, text []byte) bool {
+	parts, kinds := t.shape.Parts, t.shape.Vars
+	if !t.prog.partAt(0, parts[0], text, 0) {
+		return false
+	}
+	pos := len(parts[0])
+	vals, masks := grow(b.vals, len(kinds)), grow(b.masks, len(kinds))
+	for v, kind := range kinds {
+		start := pos
+		var num uint64
+		for pos < len(text) && text[pos]-'0' <= 9 {
+			num = num*10 + uint64(text[pos]-'0')
+			pos++
+		}
+		switch {
+		case pos == start && kind == slotRun:
+			return false
+		case kind == slotRun || pos < len(text) && class[text[pos]]&cWord == 0 || pos == len(text):
+			// A digit run, or a whole word of digits: a number.
+			if pos == start {
+				return false
+			}
+			if pos-start <= maxNumDigits {
+				vals[v] = lineVal{num: numValue(pos-start, num)}
+			} else {
+				vals[v] = lineVal{s: int32(start), e: int32(pos)}
+			}
+			masks[v] = maskDigit
+		default:
+			// A whole word with more than digits: read to its end.
+			var seen uint8
+			for pos < len(text) {
+				c := class[text[pos]]
+				if c&cWord == 0 {
+					break
+				}
+				seen |= c
+				pos++
+			}
+			w := text[start:pos]
+			if seen&cSpecial != 0 {
+				return false
+			}
+			if kind, _, _ := wordShape(w); kind != slotWhole {
+				return false
+			}
+			vals[v] = lineVal{s: int32(start), e: int32(pos)}
+			masks[v] = charMask(w)
+		}
+		p := parts[v+1]
+		if !t.prog.partAt(v+1, p, text, pos) {
+			return false
+		}
+		pos += len(p)
+	}
+	if pos != len(text) {
+		return false
+	}
+	b.vals, b.masks = vals, masks
+	return true
+}
+
+// grow returns s resized to n elements, reusing its array when it can.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// partProg holds each constant part of a template of up to 8 bytes as a word and a mask,
+// so that match compares it with one load instead of a call.
+type partProg struct {
+	words, masks []uint64
+}
+
+func newPartProg(parts []string) partProg {
+	p := partProg{words: make([]uint64, len(parts)), masks: make([]uint64, len(parts))}
+	for i, s := range parts {
+		if len(s) <= 8 {
+			for k := len(s) - 1; k >= 0; k-- {
+				p.words[i] = p.words[i]<<8 | uint64(s[k])
+				p.masks[i] = p.masks[i]<<8 | 0xff
+			}
+		}
+	}
+	return p
+}
+
+// partAt reports whether part i, s, is at text[pos:].
+func (p *partProg) partAt(i int, s string, text []byte, pos int) bool {
+	if len(s) <= 8 && pos+8 <= len(text) {
+		return (binary.LittleEndian.Uint64(text[pos:])^p.words[i])&p.masks[i] == 0
+	}
+	return len(text)-pos >= len(s) && string(text[pos:pos+len(s)]) == s
 }
 
 // tokenize masks the variable words of text into b.key, collecting their values. The key
@@ -216,7 +438,7 @@ func (b *streamBuilder) tokenize(text []byte) (special bool) {
 			key = append(key, 0, kind)
 			constStart = e
 			v := text[s:e]
-			vals = append(vals, valueOf(v))
+			vals = append(vals, lineValOf(text, s, e))
 			if kind == slotRun {
 				masks = append(masks, maskDigit)
 			} else {
@@ -242,6 +464,10 @@ func (b *streamBuilder) newTemplate(text []byte) *tmplBuilder {
 	t := &tmplBuilder{
 		key: string(b.key), level: levelOf(words), rank: rankOf(text),
 		masks: make([]uint64, len(b.vals)), ranges: make([]slotRange, len(b.vals)),
+	}
+	t.shape = newShape(len(b.templates), t.key)
+	if t.ascii = isASCII(t.key); t.ascii {
+		t.prog = newPartProg(t.shape.Parts)
 	}
 	if b.rank < 0 {
 		b.rank = t.rank

@@ -16,6 +16,8 @@ command -v /usr/bin/time >/dev/null || { echo "bench: GNU time is needed: apt-ge
 # rg joins the patterns into one regexp: named groups would clash, so they become plain groups.
 $BIN rules list --patterns | sed -E 's/\(\?P<[A-Za-z_]+>/(/g' > "$CACHE/patterns.txt"
 echo "coroner $($BIN --version | awk '{print $3}'), $(nproc) CPUs, $(wc -l < "$CACHE/patterns.txt") rule patterns, $RANKS ranks"
+# The machine may be shared: the load says how much, and the ratio compares runs made together.
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %10s %10s %10s %10s %10s %12s %9s %14s\n' size logMB analyze_s MB/s peakRSS_MB rg_s analyze/rg index% search_p50_ms
 
 measure() { # prints "seconds maxrss_kb" of a command, best of 3 runs
@@ -49,5 +51,6 @@ for size in $SIZES; do
   awk -v size="$size" -v b="$bytes" -v a="$a_s" -v rss="$a_rss" -v r="$r_s" -v ib="$ibytes" -v p50="$p50" 'BEGIN {
     mb = b / 1048576; printf "%-8s %10.0f %10.2f %10.0f %10.0f %10.2f %11.2fx %8.2f%% %14d\n", size, mb, a, mb / a, rss / 1024, r, a / r, 100 * ib / b, p50 }'
 done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "analyze/rg: wall-clock ratio of coroner analyze (whole report, index built) to rg -c -f PATTERNS (matching only); lower is better."
 echo "index%: size of the cached log index over the log bytes; search_p50_ms: median of 25 coroner search runs on the warm cache."

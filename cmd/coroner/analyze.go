@@ -118,23 +118,36 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 	if err != nil {
 		return err
 	}
-	rs, err := loadRuleSet(opts.RuleDirs)
-	if err != nil {
-		return err
+	// The rules compile while the bundle is read: both come before the scan.
+	type ruleSet struct {
+		rs  *analyze.RuleSet
+		err error
 	}
 	step, err := newLLMStep(&opts.LLM)
 	if err != nil {
 		return err
 	}
+	rules := make(chan ruleSet, 1)
+	go func() {
+		rs, err := loadRuleSet(opts.RuleDirs)
+		rules <- ruleSet{rs, err}
+	}()
 	b, err := openInputs(opts)
+	var m *parse.Model
+	if err == nil {
+		defer b.Close()
+		if m, err = parse.Load(b); err != nil {
+			err = fmt.Errorf("%s: %w", b.Source, err)
+		}
+	}
+	loaded := <-rules
+	if loaded.err != nil {
+		return loaded.err
+	}
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	m, err := parse.Load(b)
-	if err != nil {
-		return fmt.Errorf("%s: %w", b.Source, err)
-	}
+	rs := loaded.rs
 	progress := func(done, total int, n int64) {}
 	if opts.IO.IsTerminal && !opts.Quiet {
 		progress = func(done, total int, n int64) {

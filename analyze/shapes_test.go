@@ -1,0 +1,117 @@
+package analyze
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/parse"
+)
+
+// checkShapeFilter scans every log of a bundle as Run does and checks that each line the
+// shape filters rule out is one the rules do not match. It returns how many lines were
+// ruled out, and of how many.
+func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []parse.LogStream, rs *RuleSet) (skipped, lines int) {
+	t.Helper()
+	scanners := make([]*logScanner, len(logs))
+	counts := make([][2]int, len(logs))
+	errs := make([]string, len(logs))
+	ix, _, err := index.Build(b, logs, index.BuildOptions{Visit: func(i int) func(*index.Scanned) {
+		scanners[i] = newLogScanner(logs[i], rs)
+		sc := rs.NewScratch()
+		return func(l *index.Scanned) {
+			counts[i][1]++
+			if scanners[i].mayMatch(l) {
+				return
+			}
+			counts[i][0]++
+			if hits := rs.Match(l.Text, sc); len(hits) > 0 && errs[i] == "" {
+				errs[i] = fmt.Sprintf("%s:%d %q: ruled out, but %s matches", logs[i].Path, l.Number, l.Text, hits[0].Rule.ID)
+			}
+		}
+	}})
+	require.NoError(t, err)
+	ix.Close()
+	for i := range logs {
+		require.Empty(t, errs[i])
+		skipped += counts[i][0]
+		lines += counts[i][1]
+	}
+	return skipped, lines
+}
+
+func defaultRuleSet(t *testing.T) *RuleSet {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(rules)
+	require.NoError(t, err)
+	return rs
+}
+
+// TestShapeFilterRulesOutOnlyLinesNoRuleMatches runs the filter on the samples, on a
+// generated training bundle (where it must rule out nearly every line), and on a log made of
+// every rule's examples with their numbers varied, where the numbers decide the match.
+func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
+	rs := defaultRuleSet(t)
+	entries, err := os.ReadDir("../samples")
+	require.NoError(t, err)
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join("../samples", e.Name(), "logs")); !e.IsDir() || err != nil {
+			continue
+		}
+		b, err := bundle.Open(filepath.Join("../samples", e.Name()), bundle.DefaultLimits())
+		require.NoError(t, err)
+		logs, _ := parse.LogStreams(b)
+		checkShapeFilter(t, b, logs, rs)
+		b.Close()
+	}
+
+	gen := filepath.Join(t.TempDir(), "gen")
+	out, err := exec.Command("go", "run", "../samples/internal/genbundle", "-o", gen, "-ranks", "2", "-size", "2MiB").CombinedOutput()
+	require.NoError(t, err, string(out))
+	b, err := bundle.Open(gen, bundle.DefaultLimits())
+	require.NoError(t, err)
+	defer b.Close()
+	logs, _ := parse.LogStreams(b)
+	skipped, lines := checkShapeFilter(t, b, logs, rs)
+	require.Greater(t, skipped, lines*9/10, "the step lines need no rule")
+
+	// Every rule example, each 40 times with its numbers changed, between step lines: the
+	// shapes of the examples get filters, and lines whose numbers make them match (exit code
+	// 137, Xid 79) must still be seen.
+	rng := rand.New(rand.NewSource(7))
+	digits := regexp.MustCompile(`[0-9]+`)
+	var log strings.Builder
+	for _, r := range rs.Rules() {
+		for _, ex := range r.Examples.Match {
+			for k := 0; k < 40; k++ {
+				line := ex
+				if k > 0 {
+					line = digits.ReplaceAllStringFunc(ex, func(d string) string {
+						if rng.Intn(3) == 0 {
+							return d
+						}
+						return fmt.Sprint(rng.Intn(200))
+					})
+				}
+				fmt.Fprintf(&log, "2026-03-14T10:00:%02d.000000000Z %s\n", k%60, line)
+				fmt.Fprintf(&log, "2026-03-14T10:00:%02d.500000000Z [rank3]: step %d | loss 2.%04d\n", k%60, k, rng.Intn(10000))
+			}
+		}
+	}
+	fsys := fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log.String())}}
+	logs = []parse.LogStream{{Path: "logs/ml/p/c.log", Namespace: "ml", Pod: "p", Container: "c"}}
+	skipped, lines = checkShapeFilter(t, &bundle.Bundle{FS: fsys, Limits: bundle.DefaultLimits()}, logs, rs)
+	require.Greater(t, lines, 2*40*len(rs.Rules()))
+	require.Greater(t, skipped, lines/3)
+}

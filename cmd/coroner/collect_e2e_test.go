@@ -7,7 +7,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -111,7 +110,7 @@ func TestCollectE2EFailures(t *testing.T) {
 		require.Empty(t, m.Errors)
 		require.NotNil(t, m.File("resources/scheduling.x-k8s.io/PodGroup/restarts/rj.yaml"), "the job's PodGroup")
 
-		raw := gunzip(t, out)
+		raw := rawTar(t, out)
 		require.NotContains(t, string(raw), "hf_abcdefghijklmnopqrstuvwxyz012345", "the token in the logs is redacted")
 		require.NotContains(t, string(raw), "0123456789abcdef0123456789abcdef01234567", "the secret env value is redacted")
 		require.NotEmpty(t, m.Redaction.Rules)
@@ -391,19 +390,8 @@ func leftovers(t *testing.T, dir string) []string {
 	return names
 }
 
-func gunzip(t *testing.T, path string) []byte {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	b, err := io.ReadAll(zr)
-	require.NoError(t, err)
-	return b
-}
-
 func fileInTar(t *testing.T, path, name string) string {
-	tr := tar.NewReader(bytes.NewReader(gunzip(t, path)))
+	tr := tar.NewReader(bytes.NewReader(rawTar(t, path)))
 	for {
 		h, err := tr.Next()
 		require.NoError(t, err, "%s not in %s", name, path)

@@ -259,7 +259,7 @@ func printHits(w io.Writer, res *index.Result, context bool) error {
 	if res.Omitted > 0 {
 		fmt.Fprintf(w, "… %s more hits not shown (--limit)\n", commas(res.Omitted))
 	}
-	_, err := fmt.Fprintf(w, "%s matching lines, %d hits shown\n", commas(res.Lines), len(res.Hits))
+	_, err := fmt.Fprintf(w, "%s matching %s, %d %s shown\n", commas(res.Lines), plural(res.Lines, "line", "lines"), len(res.Hits), plural(len(res.Hits), "hit", "hits"))
 	return err
 }
 
@@ -303,4 +303,11 @@ func commas(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -1,12 +1,7 @@
 package analyze
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -144,56 +139,6 @@ func truncateText(s string) string {
 		return s
 	}
 	return excerpt([]byte(s[:maxExcerpt*2]))
-}
-
-// ReadLines returns lines from..to (1-based, inclusive) of a bundle log, cleaned and bounded
-// as evidence lines are (kubelet timestamp removed, escape sequences dropped, long lines cut
-// to maxLine bytes then to an excerpt). It reads the log once, streaming, up to line to.
-func ReadLines(fsys fs.FS, path string, from, to, maxLine int) ([]ContextLine, error) {
-	from = max(from, 1)
-	if to < from {
-		return nil, nil
-	}
-	f, err := fsys.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
-	var out []ContextLine
-	var long, clean []byte
-	for lineNo := 1; lineNo <= to; lineNo++ {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line[:min(len(line), maxLine)]...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				if room := maxLine - len(long); room > 0 {
-					long = append(long, line[:min(room, len(line))]...)
-				}
-			}
-			line = long
-		}
-		if len(line) == 0 && err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return out, err
-		}
-		if lineNo >= from {
-			line = bytes.TrimRight(line[:min(len(line), maxLine)], "\r\n")
-			_, text, _ := parse.SplitTimestamp(line)
-			clean = index.Clean(clean[:0], text)
-			out = append(out, ContextLine{Line: lineNo, Text: excerpt(clean)})
-		}
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return out, err
-		}
-	}
-	return out, nil
 }
 
 // Excerpt bounds a cleaned log line the way evidence lines are bounded.

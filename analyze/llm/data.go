@@ -115,7 +115,6 @@ const (
 	otherAfter      = 4
 	symptomBefore   = 3
 	symptomAfter    = 2
-	searchHits      = 8
 )
 
 // piece is one candidate part of the prompt.
@@ -254,16 +253,6 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 		}
 		ev := Event{Time: fmtTime(e.Time), Type: e.Type, Reason: e.Reason, Object: e.Object, Message: e.Message, Count: e.Count}
 		add(&piece{kind: "event", ref: e.Object + " " + e.Reason, event: &ev, eventIdx: i})
-	}
-
-	// The index's most relevant lines for the root cause, when there is an index.
-	if s, ok := win.(Searcher); ok && rep.RootCause != nil {
-		hits, err := s.Top(rep.RootCause.Category+" "+rep.RootCause.Title, searchHits)
-		if err == nil {
-			for _, h := range hits {
-				add(window(h.File, h.Line, 3, 3, "relevant to "+rep.RootCause.Category))
-			}
-		}
 	}
 
 	// The lifecycle timeline (findings and events are above already).

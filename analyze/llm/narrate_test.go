@@ -15,6 +15,7 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 	"github.com/coroner-dev/coroner/templates"
@@ -56,8 +57,8 @@ func answering(text string) *fakeLLM {
 
 const goodAnswer = `{"healthy":"No","error":"The master was OOM-killed.","analysis":"It hit its memory limit.","solution":["Raise the limit"]}`
 
-// sample analyzes a sample bundle as coroner analyze does.
-func sample(t *testing.T, name string) (*report.Report, *parse.Model) {
+// sample analyzes a sample bundle as coroner analyze does; the index serves the log windows.
+func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	t.Helper()
 	b, err := bundle.Open(filepath.Join("..", "..", "samples", name), bundle.DefaultLimits())
 	require.NoError(t, err)
@@ -71,7 +72,7 @@ func sample(t *testing.T, name string) (*report.Report, *parse.Model) {
 	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: 1})
 	require.NoError(t, err)
 	t.Cleanup(func() { res.Index.Close() })
-	return report.Build(m, res, "test"), m
+	return report.Build(m, res, "test"), res.Index
 }
 
 // maskRedactor stands in for bundle/redact: it masks one known secret.
@@ -79,12 +80,12 @@ type maskRedactor struct{ secret string }
 
 func (r maskRedactor) Line(s string) string { return strings.ReplaceAll(s, r.secret, "[REDACTED]") }
 
-func narrator(t *testing.T, m *parse.Model, l LLM) *Narrator {
+func narrator(t *testing.T, ix *index.Index, l LLM) *Narrator {
 	t.Helper()
 	ts, err := LoadTemplates(templates.FS, "")
 	require.NoError(t, err)
 	return &Narrator{LLM: l, Templates: ts, Redactor: maskRedactor{"no-such-secret"},
-		Windows: FileWindows{FS: m.Bundle.FS, MaxLineBytes: m.Bundle.Limits.MaxLineBytes},
+		Windows: IndexWindows{Index: ix},
 		Options: Options{Model: "m", NumCtx: DefaultNumCtx, NumPredict: DefaultNumPredict, Timeout: time.Minute}}
 }
 

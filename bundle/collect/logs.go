@@ -107,8 +107,12 @@ func (col *collector) logs(ctx context.Context, pods []*podInfo, nodes *nodeSet)
 			col.logsDone++
 			col.mu.Unlock()
 			col.progress()
+			var we *writeError
+			if errors.As(err, &we) {
+				return we.err // the bundle itself cannot be written: stop
+			}
 			if err != nil && ctx.Err() == nil {
-				col.gap("logs", j.object(), "%s", describeLogError(err, j))
+				col.gap("logs", j.object(), "%s", describeLogError(err))
 				return nil
 			}
 			return ctx.Err()
@@ -117,7 +121,7 @@ func (col *collector) logs(ctx context.Context, pods []*podInfo, nodes *nodeSet)
 	return parallel(ctx, col.opts.Concurrency, fns)
 }
 
-func describeLogError(err error, j logJob) string {
+func describeLogError(err error) string {
 	if apierrors.IsNotFound(err) {
 		return "logs unavailable: the pod or container is gone: " + err.Error()
 	}
@@ -128,6 +132,12 @@ func describeLogError(err error, j logJob) string {
 }
 
 var errIdle = errors.New("the log stream sent nothing for too long")
+
+// writeError is a failure to write the bundle (a full disk...), which ends the collect,
+// unlike a log that cannot be read.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
 
 // fetchLog streams one log through redaction and the head+tail limit, and writes it.
 func (col *collector) fetchLog(ctx context.Context, j logJob) error {
@@ -189,7 +199,7 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	col.budget.Add(-int64(len(data)))
 	col.logBytes.Add(int64(len(data)))
 	if err := col.w.WriteFile(j.path(), data); err != nil {
-		return err
+		return &writeError{err}
 	}
 	col.mu.Lock()
 	col.logsKept++

@@ -268,7 +268,9 @@ func (c *Cluster) create(t testing.TB, s *Sample, orig *unstructured.Unstructure
 	if hasStatus && u.GetKind() != "Event" {
 		created.Object["status"] = status
 		if u.GetKind() == "Job" {
-			// A Job's status is validated against its spec; keep what the test needs.
+			// A Job's status is validated against its spec and history ("cannot set Failed=True
+			// condition without the FailureTarget=true condition", failedIndexes without
+			// backoffLimitPerIndex): keep the counts, which no controller has to have written.
 			created.Object["status"] = jobStatus(status)
 		}
 		if created, err = ri.UpdateStatus(ctx(t), created, metav1.UpdateOptions{}); err != nil {

@@ -141,9 +141,7 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 	if len(sc.cands) == 0 && len(rs.always) == 0 {
 		return nil
 	}
-	for _, p := range rs.always {
-		sc.cands = append(sc.cands, p)
-	}
+	sc.cands = append(sc.cands, rs.always...)
 	return rs.confirm(text, sc.cands)
 }
 

@@ -239,7 +239,7 @@ func openTarball(file string, lim Limits) (b *Bundle, err error) {
 				}
 			}
 			continue
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // the reader already turns the legacy TypeRegA into TypeReg or TypeDir
 		case tar.TypeSymlink, tar.TypeLink:
 			return nil, fmt.Errorf("%s: tar entry is a link; bundles hold regular files only", name)
 		case tar.TypeXGlobalHeader:

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
@@ -197,4 +196,3 @@ func contentKey(m meta, logs []parse.LogStream, stats []StreamStats, crcs []uint
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }

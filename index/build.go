@@ -195,4 +195,3 @@ func contentKey(m meta, logs []parse.LogStream, stats []StreamStats, crcs []uint
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
-

@@ -29,7 +29,7 @@ var Categories = []string{
 	"cuda-oom", "host-oom", "nan-loss", "module-not-found", "collective-timeout", "collective-error",
 	"rendezvous-failure", "shm-bus-error", "cuda-error", "gpu-hardware", "scheduling", "image-pull",
 	"disk-full", "file-not-found", "permission-denied", "hub-offline", "config-error", "crash-signal",
-	"preempted-evicted", "user-code-error", "unknown",
+	"preempted-evicted", "user-code-error", "hang", "storage-error", "data-error", "unknown",
 }
 
 // Fault values say who is most likely at fault.

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/internal/literal"
 )
 
 // RuleSet is a compiled set of rules: one Aho-Corasick pass over a line finds which patterns
@@ -17,10 +17,10 @@ type RuleSet struct {
 
 	pats    []pattern
 	lits    []string // the literals of the patterns' required sets, by id
-	ac      *acMatcher
+	ac      *literal.Matcher
 	litPats [][]patSet // literal id -> the pattern sets it belongs to
 	always  []int32    // patterns with no usable literal
-	shapes  sync.Map   // index.Shape key -> *shapeFilter, shared by the logs
+	shapes  sync.Map   // shape key -> *shapeFilter, shared by the logs
 }
 
 type pattern struct {
@@ -61,7 +61,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		for pi, re := range r.res {
 			idx := int32(len(rs.pats))
 			rs.pats = append(rs.pats, pattern{rule: r, re: re})
-			sets := index.RequiredLiterals(r.Match.Patterns[pi])
+			sets := literal.Required(r.Match.Patterns[pi])
 			if len(sets) == 0 {
 				rs.always = append(rs.always, idx)
 				continue
@@ -83,7 +83,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		}
 	}
 	rs.lits = lits
-	rs.ac = newACMatcher(lits)
+	rs.ac = literal.NewMatcher(lits)
 	return rs, nil
 }
 
@@ -106,6 +106,7 @@ type Scratch struct {
 	gen   uint32
 	touch []int32
 	cands []int32
+	hits  []literal.Hit
 }
 
 // NewScratch returns scratch space sized for rs.
@@ -123,8 +124,9 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 	}
 	sc.cands, sc.touch = sc.cands[:0], sc.touch[:0]
 	gen := sc.gen
-	rs.ac.scan(text, func(id int32) {
-		for _, ps := range rs.litPats[id] {
+	sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
+	for _, h := range sc.hits {
+		for _, ps := range rs.litPats[h.ID] {
 			if sc.mark[ps.pat] != gen {
 				sc.mark[ps.pat] = gen
 				sc.seen[ps.pat] = 0
@@ -132,7 +134,7 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 			}
 			sc.seen[ps.pat] |= ps.bit
 		}
-	})
+	}
 	for _, p := range sc.touch {
 		if sc.seen[p] == rs.pats[p].full {
 			sc.cands = append(sc.cands, p)

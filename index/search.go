@@ -12,6 +12,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/coroner-dev/coroner/internal/literal"
 )
 
 // SearchOptions say what to look for and how to show it.
@@ -582,7 +584,7 @@ func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
 	if err != nil {
 		return nil, &QueryError{fmt.Errorf("--regex: %v", err)}
 	}
-	return &regexMatch{re: re, sets: RequiredLiterals(expr)}, nil
+	return &regexMatch{re: re, sets: literal.Required(expr)}, nil
 }
 
 func (m *regexMatch) template(s *Stream, t *Template) tri {

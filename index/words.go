@@ -225,3 +225,21 @@ func hasDigit(w string) bool {
 	}
 	return false
 }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower lower-cases the ASCII letters of s, as the prefilters compare.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		b[i] = lower[c]
+	}
+	return string(b)
+}

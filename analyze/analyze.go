@@ -11,13 +11,6 @@ import (
 	"github.com/coroner-dev/coroner/parse"
 )
 
-// Verdicts.
-const (
-	VerdictHealthy   = "healthy"
-	VerdictUnhealthy = "unhealthy"
-	VerdictUnknown   = "unknown"
-)
-
 // Options tune an analysis.
 type Options struct {
 	Rules *RuleSet
@@ -35,7 +28,7 @@ type Options struct {
 
 // Result is the outcome of an analysis.
 type Result struct {
-	Verdict string
+	Verdict Verdict
 	// VerdictReason says in one sentence why the verdict is what it is.
 	VerdictReason string
 	RootCause     *Finding
@@ -54,16 +47,17 @@ type Result struct {
 
 // LogSummary describes one scanned log.
 type LogSummary struct {
-	Path      string     `json:"path"`
-	Pod       string     `json:"pod"`
-	Container string     `json:"container"`
-	Previous  bool       `json:"previous,omitempty"`
-	Bytes     int64      `json:"bytes"`
-	Lines     int        `json:"lines"`
-	First     *time.Time `json:"first,omitempty"`
-	Last      *time.Time `json:"last,omitempty"`
-	Truncated bool       `json:"truncated,omitempty"`
-	Findings  int        `json:"findings"`
+	Path      string
+	Pod       string
+	Container string
+	Previous  bool
+	Bytes     int64
+	Lines     int
+	// First and Last are the first and last times the log showed (nil: none).
+	First, Last *time.Time
+	Truncated   bool
+	// Findings counts the findings of the log's lines.
+	Findings int
 }
 
 // Run analyses a loaded bundle. It fails only when the index of the logs cannot be built

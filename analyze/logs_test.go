@@ -52,7 +52,7 @@ func TestScanLogEvidenceAndContext(t *testing.T) {
 	require.Equal(t, 6, res.lines)
 	require.Len(t, res.findings, 1)
 	f := res.findings[0]
-	require.Equal(t, "module-not-found", f.Category)
+	require.Equal(t, CategoryModuleNotFound, f.Category)
 	require.Equal(t, "2026-03-14T10:00:01.5Z", f.Time.Format("2006-01-02T15:04:05.999Z07:00"))
 	ev := f.Evidence[0]
 	require.Equal(t, 5, ev.Line)
@@ -88,7 +88,7 @@ func TestScanLogDirtyInput(t *testing.T) {
 	require.NoError(t, res.err)
 	require.Equal(t, 5, res.lines)
 	require.Equal(t, 1, res.longLines)
-	var cats []string
+	var cats []Category
 	for _, f := range res.findings {
 		cats = append(cats, f.Category)
 		require.NotContains(t, f.Evidence[0].Text, "\x1b")

@@ -42,7 +42,7 @@ func TestBuiltinRuleExamples(t *testing.T) {
 func TestEveryCategoryHasARule(t *testing.T) {
 	rules, err := DefaultRules()
 	require.NoError(t, err)
-	have := map[string]bool{}
+	have := map[Category]bool{}
 	for _, r := range rules {
 		have[r.Category] = true
 	}
@@ -117,7 +117,7 @@ func TestFallbackYieldsToSpecificRules(t *testing.T) {
 	ids := func(line string) string {
 		var out []string
 		for _, h := range rs.MatchString(line) {
-			out = append(out, h.Rule.Category)
+			out = append(out, string(h.Rule.Category))
 		}
 		return strings.Join(out, ",")
 	}

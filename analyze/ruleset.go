@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 
@@ -158,12 +159,12 @@ func (rs *RuleSet) MatchString(text string) []Hit {
 func (rs *RuleSet) MatchEvent(reason, message string) []Hit {
 	var hits []Hit
 	for _, h := range rs.MatchString(message) {
-		if len(h.Rule.Match.EventReasons) == 0 || contains(h.Rule.Match.EventReasons, reason) {
+		if len(h.Rule.Match.EventReasons) == 0 || slices.Contains(h.Rule.Match.EventReasons, reason) {
 			hits = append(hits, h)
 		}
 	}
 	for _, r := range rs.rules {
-		if len(r.Match.Patterns) == 0 && contains(r.Match.EventReasons, reason) {
+		if len(r.Match.Patterns) == 0 && slices.Contains(r.Match.EventReasons, reason) {
 			hits = append(hits, Hit{Rule: r})
 		}
 	}

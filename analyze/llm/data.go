@@ -154,7 +154,7 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 	}
 	rootID := ""
 	if rc := rep.RootCause; rc != nil {
-		rootID = rc.FindingID
+		rootID = rc.ID
 	}
 	window := func(file string, line, before, after int, why string) *piece {
 		if win == nil || file == "" || line <= 0 {
@@ -326,9 +326,9 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-func convertFinding(f *analyze.Finding, rootID string) Finding {
-	out := Finding{ID: f.ID, Category: f.Category, Severity: f.Severity.String(), Title: f.Title,
-		Pod: f.Pod, Container: f.Container, Time: fmtTime(f.Time), Fault: f.Fault, Retry: f.Retry,
+func convertFinding(f *report.Finding, rootID string) Finding {
+	out := Finding{ID: f.ID, Category: string(f.Category), Severity: f.Severity.String(), Title: f.Title,
+		Pod: f.Pod, Container: f.Container, Time: fmtTime(f.Time), Fault: string(f.Fault), Retry: string(f.Retry),
 		SecondaryOf: f.SecondaryOf, RootCause: f.ID == rootID, Count: f.Count, Remediation: strings.TrimSpace(f.Remediation)}
 	for _, e := range f.Evidence {
 		s := e.Location()
@@ -343,7 +343,7 @@ func convertFinding(f *analyze.Finding, rootID string) Finding {
 
 // base is the part of the data every prompt has: metadata, job, verdict, replicas, roles.
 func base(rep *report.Report, roles []Role) *Data {
-	d := &Data{Verdict: rep.Verdict, VerdictReason: rep.VerdictReason, Roles: roles}
+	d := &Data{Verdict: string(rep.Verdict), VerdictReason: rep.VerdictReason, Roles: roles}
 	j := rep.Job
 	d.Job = Job{Kind: j.Kind, Namespace: j.Namespace, Name: j.Name, Status: j.Status}
 	if rep.Bundle.Plain {
@@ -460,7 +460,7 @@ func FindingsDiagnoses(rep *report.Report) []Role {
 	var out []Role
 	rootID := ""
 	if rep.RootCause != nil {
-		rootID = rep.RootCause.FindingID
+		rootID = rep.RootCause.ID
 	}
 	for _, r := range rep.Job.Replicas {
 		pods := map[string]bool{}

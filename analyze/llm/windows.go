@@ -3,12 +3,13 @@ package llm
 import (
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/report"
 )
 
 // Windows reads log context: the lines around a line of a bundle log. The bundle's log index
 // implements it (IndexWindows).
 type Windows interface {
-	Around(file string, line, before, after int) ([]analyze.ContextLine, error)
+	Around(file string, line, before, after int) ([]report.ContextLine, error)
 }
 
 // IndexWindows reads windows from the bundle's log index (the lines the report's evidence
@@ -24,14 +25,14 @@ type IndexWindows struct {
 var _ Windows = IndexWindows{}
 
 // Around returns lines line-before..line+after of file, cleaned and bounded like evidence.
-func (w IndexWindows) Around(file string, line, before, after int) ([]analyze.ContextLine, error) {
+func (w IndexWindows) Around(file string, line, before, after int) ([]report.ContextLine, error) {
 	lines, err := w.Index.Window(file, line, before, after)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]analyze.ContextLine, len(lines))
+	out := make([]report.ContextLine, len(lines))
 	for i, l := range lines {
-		out[i] = analyze.ContextLine{Line: l.Number, Text: analyze.Excerpt(l.Text)}
+		out[i] = report.ContextLine{Line: l.Number, Text: analyze.Excerpt(l.Text)}
 	}
 	return out, nil
 }

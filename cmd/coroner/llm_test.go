@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/analyze/llm"
 	"github.com/coroner-dev/coroner/report"
 )
@@ -128,7 +129,7 @@ func TestLLMFailureKeepsTheReport(t *testing.T) {
 	require.NoError(t, err)
 	var r report.Report
 	require.NoError(t, json.Unmarshal(data, &r))
-	require.Equal(t, "unhealthy", r.Verdict)
+	require.Equal(t, analyze.VerdictUnhealthy, r.Verdict)
 	require.Equal(t, "the answer stream ended before its final chunk", r.LLM.Failure)
 	require.Nil(t, r.LLM.Healthy)
 }

@@ -1,13 +1,23 @@
-// Package analyze explains a job's failure from its bundle: the spec, control and execution
-// layers of DESIGN.md, correlated on one timeline into a verdict and a root cause.
+// Package analyze explains a job's failure from its bundle: the spec layer (what the job asked
+// for), the control layer (job, pod and container status, events, nodes) and the execution
+// layer (the container logs, against the rule set), correlated on one timeline into a verdict
+// and a root cause, each finding with the evidence that shows it.
+//
+// Rules are data (package rules); LoadRules checks their words and NewRuleSet compiles them
+// behind a literal prefilter (internal/literal) and per-shape filters (logscan.Shape). The
+// logs are read once, by the index build (package index over package logscan), which hands
+// every line to the rules. analyze works with typed values (Verdict, Category, Severity,
+// Layer, Fault, Retry) and no encoding: package report owns the JSON contract.
 package analyze
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -61,10 +71,11 @@ type LogSummary struct {
 }
 
 // Run analyses a loaded bundle. It fails only when the index of the logs cannot be built
-// (a full disk); problems with the bundle itself become warnings.
-func Run(m *parse.Model, opts Options) (*Result, error) {
+// (a full disk) or when ctx is done (its error, wrapped); problems with the bundle itself
+// become warnings.
+func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
 	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}}
-	if err := a.scanLogs(opts); err != nil {
+	if err := a.scanLogs(ctx, opts); err != nil {
 		return nil, err
 	}
 	a.control()
@@ -94,13 +105,13 @@ func (a *analyzer) warnf(format string, args ...any) {
 // scanLogs scans every log once, in parallel (logs are independent streams), building the
 // index in the same pass. Results are merged in bundle order so the output does not depend on
 // scheduling; evidence context is read back through the index.
-func (a *analyzer) scanLogs(opts Options) error {
+func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 	logs := a.m.Logs
 	a.logsFor = map[string]bool{}
 	scanners := make([]*logScanner, len(logs))
-	ix, stats, err := index.Build(a.m.Bundle, logs, index.BuildOptions{
+	ix, stats, err := index.Build(ctx, a.m.Bundle, logs, index.BuildOptions{
 		Cache: opts.Cache, Version: opts.Version, Workers: opts.Workers, Progress: opts.Progress, Log: opts.Log,
-		Visit: func(i int) func(*index.Scanned) {
+		Visit: func(i int) func(*logscan.Scanned) {
 			scanners[i] = newLogScanner(logs[i], a.rs)
 			return scanners[i].visit
 		},

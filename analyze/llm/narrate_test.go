@@ -69,7 +69,7 @@ func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	require.NoError(t, err)
 	rs, err := analyze.NewRuleSet(rules)
 	require.NoError(t, err)
-	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: 1})
+	res, err := analyze.Run(t.Context(), m, analyze.Options{Rules: rs, Workers: 1})
 	require.NoError(t, err)
 	t.Cleanup(func() { res.Index.Close() })
 	return report.Build(m, res, "test"), res.Index

@@ -162,7 +162,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "coroner: "+format+"\n", args...)
 		}
 	}
-	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
+	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
 		Cache: cache, Version: version, Log: logf})
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Source, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +81,7 @@ once with its count and time span; --all lists every line.
 			if runF != nil {
 				return runF(opts)
 			}
-			return runSearch(opts)
+			return runSearch(cmd.Context(), opts)
 		},
 	}
 	cmd.Long += "\n" + searchExitMessage
@@ -124,7 +125,7 @@ func (c CacheOptions) cache() (*index.Cache, error) {
 	return &index.Cache{Dir: dir}, nil
 }
 
-func runSearch(opts *SearchOptions) error {
+func runSearch(ctx context.Context, opts *SearchOptions) error {
 	if opts.Output != "text" && opts.Output != "json" {
 		return flagErrorf("unknown --output %q (use text or json)", opts.Output)
 	}
@@ -159,7 +160,7 @@ func runSearch(opts *SearchOptions) error {
 			}
 		}
 	}
-	ix, _, err := index.Build(b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
+	ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
 		Progress: progress, Log: func(format string, args ...any) {
 			fmt.Fprintf(opts.IO.ErrOut, "coroner: "+format+"\n", args...)
 		}})
@@ -180,7 +181,7 @@ func runSearch(opts *SearchOptions) error {
 	if so.Until, err = parseWhen(opts.Until, from); err != nil {
 		return flagErrorf("--until: %v", err)
 	}
-	res, err := ix.Search(so)
+	res, err := ix.Search(ctx, so)
 	var qe *index.QueryError
 	if errors.As(err, &qe) {
 		return &FlagError{err}

@@ -605,7 +605,7 @@ func (m *regexMatch) template(s *Stream, t *Template) tri {
 	if t.Overflow {
 		return maybe
 	}
-	consts := logscan.ASCIILower(t.key)
+	consts := literal.Lower(t.key)
 	var slots uint64
 	for _, mk := range t.masks {
 		slots |= mk

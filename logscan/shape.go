@@ -1,6 +1,10 @@
 package logscan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/coroner-dev/coroner/internal/literal"
+)
 
 // Shape is a line template of one log as the scan hands it to a visitor: the lines of one
 // shape differ only in their variable words (words holding a digit). A visitor that decides
@@ -36,7 +40,7 @@ func newShape(id int, key string) *Shape {
 	sh.Parts = append(sh.Parts, key[start:])
 	sh.lower = make([]string, len(sh.Parts))
 	for i, p := range sh.Parts {
-		sh.lower[i] = ASCIILower(p)
+		sh.lower[i] = literal.Lower(p)
 	}
 	return sh
 }

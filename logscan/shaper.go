@@ -72,7 +72,7 @@ func (b *shaper) newShape() *Shape {
 	}
 	sh := newShape(b.shapes, string(b.key))
 	b.shapes++
-	if sh.ascii = IsASCII(sh.Key); sh.ascii {
+	if sh.ascii = isASCII(sh.Key); sh.ascii {
 		sh.prog = newPartProg(sh.Parts)
 	}
 	b.byKey[sh.Key] = sh

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/internal/literal"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -214,7 +215,7 @@ func TestShapeLiteral(t *testing.T) {
 					sb.WriteString(sh.Parts[v+1])
 				}
 				line := sb.String()
-				if !strings.Contains(ASCIILower(line), lit) {
+				if !strings.Contains(literal.Lower(line), lit) {
 					continue
 				}
 				met := always

@@ -241,21 +241,12 @@ func HasDigit(w string) bool {
 	return false
 }
 
-// IsASCII reports whether s is all ASCII.
-func IsASCII(s string) bool {
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}
 	return true
-}
-
-// ASCIILower lower-cases the ASCII letters of s, as the prefilters compare.
-func ASCIILower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		b[i] = lower[c]
-	}
-	return string(b)
 }

@@ -101,11 +101,11 @@ func TestMatcherFindsOverlaps(t *testing.T) {
 // case, in the order Append promises: by end offset, then longest first.
 func naive(lits []string, text string) []Hit {
 	var out []Hit
-	lower := asciiLower(text)
+	lower := Lower(text)
 	for end := 1; end <= len(text); end++ {
 		var at []Hit
 		for id, l := range lits {
-			l = asciiLower(l)
+			l = Lower(l)
 			if l != "" && len(l) <= end && lower[end-len(l):end] == l {
 				at = append(at, Hit{ID: int32(id), End: end})
 			}

@@ -48,7 +48,7 @@ func literalsOf(re *syntax.Regexp) []string {
 		if re.Flags&syntax.FoldCase != 0 && !isASCII(s) {
 			return nil // ASCII-only case folding in the prefilter would miss matches
 		}
-		return []string{asciiLower(s)}
+		return []string{Lower(s)}
 	case syntax.OpCapture:
 		return literalsOf(re.Sub[0])
 	case syntax.OpPlus:
@@ -97,7 +97,7 @@ func concatSets(subs []*syntax.Regexp) [][]string {
 	}
 	for _, sub := range subs {
 		if sub.Op == syntax.OpLiteral && !(sub.Flags&syntax.FoldCase != 0 && !isASCII(string(sub.Rune))) {
-			run.WriteString(asciiLower(string(sub.Rune)))
+			run.WriteString(Lower(string(sub.Rune)))
 			continue
 		}
 		flush()
@@ -153,8 +153,9 @@ func isASCII(s string) bool {
 	return true
 }
 
-// asciiLower lower-cases the ASCII letters of s.
-func asciiLower(s string) string {
+// Lower lower-cases the ASCII letters of s, as literals are compared: a text lowered so
+// holds a literal of Required where the Matcher would find it.
+func Lower(s string) string {
 	b := []byte(s)
 	for i, c := range b {
 		b[i] = fold(c)

@@ -60,7 +60,7 @@ const goodAnswer = `{"healthy":"No","error":"The master was OOM-killed.","analys
 // sample analyzes a sample bundle as coroner analyze does; the index serves the log windows.
 func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	t.Helper()
-	b, err := bundle.Open(filepath.Join("..", "..", "samples", name), bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), filepath.Join("..", "..", "samples", name), bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	m, err := parse.Load(b)

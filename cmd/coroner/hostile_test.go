@@ -101,9 +101,9 @@ func TestHostileBundlesFail(t *testing.T) {
 		}, nil, "dev/mem: tar entry of type '3' is not a regular file"},
 		{"duplicate", func(t *testing.T) string { return tarFile(t, append(good(), reg("logs/ml/p/c.log", "again"))...) }, nil, "logs/ml/p/c.log: duplicate path in tar"},
 		{"gzip bomb", func(t *testing.T) string { return tarFile(t, append(good(), reg("logs/ml/p/bomb.log", bomb))...) }, []string{"--max-total-bytes", "16777216"},
-			"total uncompressed size exceeds the limit of 16777216 (raise it with --max-total-bytes)"},
+			"total uncompressed size exceeds the bundle size limit of 16777216 (raise it with --max-total-bytes)"},
 		{"one huge file", func(t *testing.T) string { return tarFile(t, append(good(), reg("logs/ml/p/bomb.log", bomb))...) }, []string{"--max-file-bytes", "1048576"},
-			"logs/ml/p/bomb.log: size exceeds the limit of 1048576 (raise it with --max-file-bytes)"},
+			"logs/ml/p/bomb.log: size exceeds the file size limit of 1048576 (raise it with --max-file-bytes)"},
 		{"truncated gzip", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "t.tar.gz")
 			require.NoError(t, os.WriteFile(p, whole.Bytes()[:whole.Len()*2/3], 0o644))
@@ -122,7 +122,7 @@ func TestHostileBundlesFail(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, nil, 0o644))
 			return p
 		}, nil, "empty.tar.gz: not a gzip file: EOF"},
-		{"a million tiny files", millionFiles, []string{"--max-entries", "1000"}, "number of entries exceeds the limit of 1000 (raise it with --max-entries)"},
+		{"a million tiny files", millionFiles, []string{"--max-entries", "1000"}, "number of entries exceeds the entry count limit of 1000 (raise it with --max-entries)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -128,7 +128,7 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 // run adds the narrative to the report, or with --dry-run-prompt prints the prompts and
 // reports done. Only a prompt template that does not render, or answers that cannot be
 // recorded, are errors: every other problem goes in the narrative's failure.
-func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
+func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
 	o := s.o
 	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: s.redactRules})
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 		for _, p := range prompts {
 			writePrompt(&b, p, o)
 		}
-		_, err = fmt.Fprint(opts.IO.Out, b.String())
+		_, err = fmt.Fprint(io.Out, b.String())
 		return true, err
 	}
 	switch {
@@ -179,7 +179,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 		}
 	}
 	if narrative.Failure != "" && !opts.Quiet {
-		fmt.Fprintf(opts.IO.ErrOut, "coroner: no LLM narrative: %s\n", narrative.Failure)
+		fmt.Fprintf(io.ErrOut, "coroner: no LLM narrative: %s\n", narrative.Failure)
 	}
 	return false, nil
 }

@@ -251,7 +251,8 @@ func TestLLME2E(t *testing.T) {
 		args := append(append([]string{}, long[1:]...), "--ollama-host", dying.host)
 		var opts *AnalyzeOptions
 		var out, errOut bytes.Buffer
-		cmd := NewCmdAnalyze(&IOStreams{Out: &out, ErrOut: &errOut}, func(o *AnalyzeOptions) error { opts = o; return nil })
+		ios := &IOStreams{Out: &out, ErrOut: &errOut}
+		cmd := NewCmdAnalyze(ios, func(o *AnalyzeOptions) error { opts = o; return nil })
 		cmd.SetArgs(args)
 		require.NoError(t, cmd.Execute())
 		streaming := make(chan struct{})
@@ -270,7 +271,7 @@ func TestLLME2E(t *testing.T) {
 			<-streaming
 			dying.stop()
 		}()
-		require.NoError(t, runAnalyze(t.Context(), opts))
+		require.NoError(t, runAnalyze(t.Context(), opts, ios))
 		l := decodeLLM(t, out.String())
 		require.Contains(t, l.Failure, "the answer stream ended before its final chunk")
 	})

@@ -45,7 +45,7 @@ func analyzeWithLLM(t *testing.T, l llm.LLM, args ...string) (code int, stdout, 
 	cmd.SetErr(&errOut)
 	require.NoError(t, cmd.Execute())
 	opts.LLM.NewLLM = func(host string) (llm.LLM, error) { return l, nil }
-	err := runAnalyze(t.Context(), opts)
+	err := runAnalyze(t.Context(), opts, ios)
 	switch {
 	case err == nil:
 		return 0, out.String(), errOut.String()

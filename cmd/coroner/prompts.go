@@ -22,8 +22,7 @@ print it, edit it, and point 'coroner analyze --llm --prompt-dir DIR' at the dir
   mkdir prompts && coroner prompts show pytorchjob > prompts/pytorchjob.tmpl
 
 README.md lists every variable a template can use.
-
-` + exitMessage,
+`,
 	}
 	var dir string
 	list := &cobra.Command{

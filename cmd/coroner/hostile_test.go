@@ -124,8 +124,13 @@ func TestHostileBundlesFail(t *testing.T) {
 		}, nil, "empty.tar.gz: not a gzip file: EOF"},
 		{"a million tiny files", millionFiles, []string{"--max-entries", "1000"}, "number of entries exceeds the entry count limit of 1000 (raise it with --max-entries)"},
 	}
+	// Cases that write or read tens of megabytes; go test -short leaves them out.
+	slow := map[string]bool{"gzip bomb": true, "one huge file": true, "a million tiny files": true}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if testing.Short() && slow[tt.name] {
+				t.Skip("tens of megabytes; skipped with -short")
+			}
 			for _, cmd := range []string{"analyze", "redact"} {
 				args := append([]string{cmd, tt.input(t)}, tt.flags...)
 				out := filepath.Join(t.TempDir(), "out.tar.gz")
@@ -211,6 +216,9 @@ func requireOOM(t *testing.T, r *report.Report) {
 
 func TestHostileBundlesWarn(t *testing.T) {
 	t.Run("100 MB single log line", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("100 MB; skipped with -short")
+		}
 		dir := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "logs/ml/p"), 0o755))
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "resources/core/Pod/ml"), 0o755))

@@ -11,7 +11,7 @@ import (
 // TestOfflinePackagesNeverImportClientGo keeps DESIGN.md's arrows: nothing that reads or
 // analyzes a bundle may reach a cluster. Only bundle/collect may import client-go.
 func TestOfflinePackagesNeverImportClientGo(t *testing.T) {
-	pkgs := []string{"../../bundle", "../../bundle/redact", "../../parse", "../../index", "../../analyze", "../../analyze/llm", "../../report", "../../templates", "../../rules"}
+	pkgs := []string{"../../bundle", "../../bundle/redact", "../../parse", "../../index", "../../analyze", "../../narrate", "../../narrate/ollama", "../../report", "../../templates", "../../rules"}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
 	require.NoError(t, err, string(out))
 	for _, dep := range strings.Fields(string(out)) {

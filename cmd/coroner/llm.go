@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coroner-dev/coroner/analyze/llm"
 	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/narrate"
+	"github.com/coroner-dev/coroner/narrate/ollama"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
-	"github.com/coroner-dev/coroner/templates"
 )
 
 // LLMOptions are the flags of the optional LLM step of `coroner analyze`.
@@ -40,7 +40,7 @@ type LLMOptions struct {
 	CacheDir string
 	NoCache  bool
 	// NewLLM makes the client of the server at host; nil means Ollama's.
-	NewLLM func(host string) (llm.LLM, error)
+	NewLLM func(host string) (narrate.LLM, error)
 }
 
 // promptRedactionKey keys the redaction tokens of prompts. It is fixed so that the same bundle
@@ -51,7 +51,7 @@ var promptRedactionKey = sha256.Sum256([]byte("coroner llm prompt redaction v1")
 func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	model := os.Getenv("CORONER_LLM_MODEL")
 	if model == "" {
-		model = llm.DefaultModel
+		model = narrate.DefaultModel
 	}
 	cacheDir := ""
 	if d, err := os.UserCacheDir(); err == nil {
@@ -59,11 +59,11 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Enabled, "llm", false, "add a narrative from a local Ollama model (the report is complete without it)")
-	f.StringVar(&o.Host, "ollama-host", os.Getenv("OLLAMA_HOST"), "Ollama server `URL` (default $OLLAMA_HOST, else "+llm.DefaultHost+")")
-	f.StringVar(&o.Model, "model", model, "Ollama `MODEL` for --llm (default $CORONER_LLM_MODEL, else "+llm.DefaultModel+")")
-	f.IntVar(&o.NumCtx, "num-ctx", llm.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
-	f.IntVar(&o.MaxTokens, "llm-max-tokens", llm.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
-	f.DurationVar(&o.Timeout, "llm-timeout", llm.DefaultTimeout, "longest wait for one complete answer")
+	f.StringVar(&o.Host, "ollama-host", os.Getenv("OLLAMA_HOST"), "Ollama server `URL` (default $OLLAMA_HOST, else "+ollama.DefaultHost+")")
+	f.StringVar(&o.Model, "model", model, "Ollama `MODEL` for --llm (default $CORONER_LLM_MODEL, else "+narrate.DefaultModel+")")
+	f.IntVar(&o.NumCtx, "num-ctx", narrate.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
+	f.IntVar(&o.MaxTokens, "llm-max-tokens", narrate.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
+	f.DurationVar(&o.Timeout, "llm-timeout", narrate.DefaultTimeout, "longest wait for one complete answer")
 	f.BoolVar(&o.PerRole, "llm-per-role", false, "ask the model for each role's diagnosis first, then for the job")
 	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
 	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts (the format of 'coroner redact --rules')")
@@ -78,9 +78,9 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 // before the bundle is read.
 type llmStep struct {
 	o         *LLMOptions
-	templates *llm.Templates
-	replay    *llm.Answers
-	record    *llm.Answers
+	templates *narrate.Templates
+	replay    *narrate.Answers
+	record    *narrate.Answers
 	// redactRules are the user's extra rules (--redact-rules), loaded before any work.
 	redactRules []redact.Rule
 }
@@ -104,7 +104,7 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 	}
 	s := &llmStep{o: o}
 	var err error
-	if s.templates, err = llm.LoadTemplates(templates.FS, o.PromptDir); err != nil {
+	if s.templates, err = narrate.LoadTemplates(o.PromptDir); err != nil {
 		return nil, err
 	}
 	if o.RedactRules != "" {
@@ -113,12 +113,12 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 		}
 	}
 	if o.Replay != "" {
-		if s.replay, err = llm.LoadAnswers(o.Replay, true); err != nil {
+		if s.replay, err = narrate.LoadAnswers(o.Replay, true); err != nil {
 			return nil, fmt.Errorf("--llm-replay: %w", err)
 		}
 	}
 	if o.Record != "" {
-		if s.record, err = llm.LoadAnswers(o.Record, false); err != nil {
+		if s.record, err = narrate.LoadAnswers(o.Record, false); err != nil {
 			return nil, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
@@ -134,11 +134,11 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 	if err != nil {
 		return false, err
 	}
-	n := &llm.Narrator{
+	n := &narrate.Narrator{
 		Templates: s.templates,
 		Redactor:  red,
-		Windows:   llm.IndexWindows{Index: ix},
-		Options:   llm.Options{Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole},
+		Windows:   narrate.IndexWindows{Index: ix},
+		Options:   narrate.Options{Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole},
 	}
 	if o.DryRun {
 		prompts, err := n.Prompts(rep)
@@ -158,14 +158,14 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 	default:
 		newLLM := o.NewLLM
 		if newLLM == nil {
-			newLLM = func(host string) (llm.LLM, error) { return llm.NewOllama(host, nil) }
+			newLLM = func(host string) (narrate.LLM, error) { return ollama.New(host, nil) }
 		}
 		if n.LLM, err = newLLM(o.Host); err != nil {
 			return false, flagErrorf("--ollama-host: %v", err)
 		}
 	}
 	if !o.NoCache && o.CacheDir != "" && s.replay == nil {
-		n.Cache = &llm.Cache{Dir: o.CacheDir}
+		n.Cache = &narrate.Cache{Dir: o.CacheDir}
 	}
 	n.Record = s.record
 	narrative, err := n.Narrate(ctx, rep)
@@ -186,7 +186,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 
 // writePrompt prints one prompt as --dry-run-prompt shows it: a header of "#" lines (what, how
 // big, what it carries), then the messages.
-func writePrompt(b *strings.Builder, p *llm.Prompt, o *LLMOptions) {
+func writePrompt(b *strings.Builder, p *narrate.Prompt, o *LLMOptions) {
 	what := "job"
 	if p.Role != "" {
 		what = "role " + p.Role

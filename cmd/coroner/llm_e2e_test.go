@@ -20,8 +20,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/coroner-dev/coroner/analyze/llm"
 	"github.com/coroner-dev/coroner/internal/tinygguf"
+	"github.com/coroner-dev/coroner/narrate"
+	"github.com/coroner-dev/coroner/narrate/ollama"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -80,7 +81,7 @@ func startOllama(t *testing.T) *ollamaServer {
 		}
 	})
 
-	client, err := llm.NewOllama(host, nil)
+	client, err := ollama.New(host, nil)
 	require.NoError(t, err)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -164,7 +165,7 @@ func TestLLME2E(t *testing.T) {
 	base := []string{"analyze", sampleDir, "--llm", "--ollama-host", srv.host, "--model", "tiny", "--prompt-dir", prompts,
 		"--llm-cache-dir", cache, "--num-ctx", "2048", "--llm-max-tokens", "48", "--llm-timeout", "60s", "--format", "json"}
 
-	client, err := llm.NewOllama(srv.host, nil)
+	client, err := ollama.New(srv.host, nil)
 	require.NoError(t, err)
 	digest, err := client.Digest(t.Context(), "tiny")
 	require.NoError(t, err)
@@ -256,7 +257,7 @@ func TestLLME2E(t *testing.T) {
 		require.NoError(t, cmd.Execute())
 		streaming := make(chan struct{})
 		var once sync.Once
-		opts.LLM.NewLLM = func(host string) (llm.LLM, error) {
+		opts.LLM.NewLLM = func(host string) (narrate.LLM, error) {
 			hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 				resp, err := http.DefaultTransport.RoundTrip(r)
 				if err == nil && r.URL.Path == "/api/chat" {
@@ -264,7 +265,7 @@ func TestLLME2E(t *testing.T) {
 				}
 				return resp, err
 			})}
-			return llm.NewOllama(host, hc)
+			return ollama.New(host, hc)
 		}
 		go func() {
 			<-streaming

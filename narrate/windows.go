@@ -1,4 +1,4 @@
-package llm
+package narrate
 
 import (
 	"github.com/coroner-dev/coroner/analyze"

@@ -1,4 +1,4 @@
-package llm
+package narrate
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
-	"github.com/coroner-dev/coroner/templates"
 )
 
 // fakeLLM is an LLM whose answers come from a function; it counts and keeps the requests.
@@ -60,7 +59,7 @@ const goodAnswer = `{"healthy":"No","error":"The master was OOM-killed.","analys
 // sample analyzes a sample bundle as coroner analyze does; the index serves the log windows.
 func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	t.Helper()
-	b, err := bundle.Open(filepath.Join("..", "..", "samples", name), bundle.DefaultLimits())
+	b, err := bundle.Open(filepath.Join("..", "samples", name), bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	m, err := parse.Load(b)
@@ -82,7 +81,7 @@ func (r maskRedactor) Line(s string) string { return strings.ReplaceAll(s, r.sec
 
 func narrator(t *testing.T, ix *index.Index, l LLM) *Narrator {
 	t.Helper()
-	ts, err := LoadTemplates(templates.FS, "")
+	ts, err := LoadTemplates("")
 	require.NoError(t, err)
 	return &Narrator{LLM: l, Templates: ts, Redactor: maskRedactor{"no-such-secret"},
 		Windows: IndexWindows{Index: ix},
@@ -352,7 +351,7 @@ func TestBrokenTemplateIsAnErrorBeforeAnyCall(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(text), 0o644))
-			ts, err := LoadTemplates(templates.FS, dir)
+			ts, err := LoadTemplates(dir)
 			require.NoError(t, err)
 			fake := answering(goodAnswer)
 			n := narrator(t, m, fake)
@@ -374,7 +373,7 @@ func TestStructuredData(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(
 		`{{ with .RootCause }}{{ .ID }} {{ .Category }} {{ .Pod }}{{ end }}|{{ len .Findings }}|{{ range .Logs }}{{ .File }}:{{ .From }}-{{ .To }} {{ end }}|{{ range .Replicas }}{{ .Role }}={{ .Failed }} {{ end }}|{{ range .Roles }}{{ .Name }}:{{ .Source }} {{ end }}|{{ .Verdict }}`), 0o644))
-	ts, err := LoadTemplates(templates.FS, dir)
+	ts, err := LoadTemplates(dir)
 	require.NoError(t, err)
 	n := narrator(t, m, nil)
 	n.Templates = ts

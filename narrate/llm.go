@@ -7,7 +7,7 @@
 //
 // Nothing here fails a report: every problem (server unreachable, model not pulled, context
 // too small, timeout, a stream cut mid-way) becomes the narrative's Failure.
-package llm
+package narrate
 
 import (
 	"context"

@@ -1,6 +1,7 @@
 package narrate
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -117,16 +118,29 @@ const (
 	symptomAfter    = 2
 )
 
-// piece is one candidate part of the prompt.
-type piece struct {
-	kind, ref string
-	entry     *errorEntry
-	window    *LogWindow
-	hits      []int
-	event     *Event
-	eventIdx  int
-	timeline  *TimelineEntry
-	tlIdx     int
+// part is one candidate part of the prompt. Candidates are listed most relevant first: that
+// order is their priority when the context cannot hold them all. A kind of part is a
+// report.PartKind, a field below that holds it, and a case in compose.
+type part struct {
+	kind report.PartKind
+	// ref names the part in the report's list of what was sent.
+	ref string
+
+	// entry is a finding part's finding, or the findings of one failure on several pods.
+	entry *errorEntry
+	// window is a log part's lines; hits are its evidence lines, marked in the prompt.
+	window *LogWindow
+	hits   []int
+	// event and timeline are an event part's and a timeline part's entry.
+	event    *Event
+	timeline *TimelineEntry
+	// order is an event's or timeline entry's place in the report, which the prompt keeps.
+	order int
+}
+
+// info is the part as the report lists it, with the bytes it added to the prompt.
+func (p *part) info(bytes int) report.PromptPart {
+	return report.PromptPart{Kind: p.kind, Ref: p.ref, Bytes: bytes}
 }
 
 // errorEntry is one finding, or several of the same rule and title that follow from the same
@@ -146,8 +160,9 @@ func (s scope) has(pod string) bool { return s == nil || s[pod] }
 // candidates lists the parts of the prompt by relevance: the root cause and its log context
 // first, then the other primary findings, the symptoms, the other findings' log context,
 // warning events, the index's most relevant lines, and the lifecycle timeline.
-func candidates(rep *report.Report, win Windows, sc scope) []piece {
-	var out []piece
+// Log windows are read through win and stop when ctx ends (the caller checks it).
+func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope) []part {
+	var out []part
 	byID := map[string]int{}
 	for i, f := range rep.Findings {
 		byID[f.ID] = i
@@ -156,27 +171,27 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 	if rc := rep.RootCause; rc != nil {
 		rootID = rc.FindingID
 	}
-	window := func(file string, line, before, after int, why string) *piece {
+	window := func(file string, line, before, after int, why string) *part {
 		if win == nil || file == "" || line <= 0 {
 			return nil
 		}
-		lines, err := win.Around(file, line, before, after)
+		lines, err := win.Around(ctx, file, line, before, after)
 		if err != nil || len(lines) == 0 {
 			return nil
 		}
-		w := &LogWindow{File: file, From: lines[0].Line, To: lines[len(lines)-1].Line, Why: why}
+		w := &LogWindow{File: file, From: lines[0].Number, To: lines[len(lines)-1].Number, Why: why}
 		for _, l := range lines {
 			w.Lines = append(w.Lines, l.Text)
 		}
-		return &piece{kind: "log", ref: fmt.Sprintf("%s:%d-%d", file, w.From, w.To), window: w, hits: []int{line}}
+		return &part{kind: report.PartLog, ref: fmt.Sprintf("%s:%d-%d", file, w.From, w.To), window: w, hits: []int{line}}
 	}
 	seen := map[string]bool{}
-	add := func(p *piece) {
+	add := func(p *part) {
 		// Two findings on one line would bring the same window twice.
-		if p == nil || p.kind == "log" && seen[p.ref] {
+		if p == nil || p.kind == report.PartLog && seen[p.ref] {
 			return
 		}
-		if p.kind == "log" {
+		if p.kind == report.PartLog {
 			seen[p.ref] = true
 		}
 		out = append(out, *p)
@@ -185,7 +200,7 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 	// The root cause and its context.
 	if i, ok := byID[rootID]; ok && sc.has(rep.Findings[i].Pod) {
 		f := rep.Findings[i]
-		add(&piece{kind: "finding", ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(f.Pod), count: f.Count}})
+		add(&part{kind: report.PartFinding, ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(f.Pod), count: f.Count}})
 		logEvidence := false
 		for _, ev := range f.Evidence {
 			if ev.Source == "log" && ev.Line > 0 {
@@ -227,7 +242,7 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 		for _, f := range g.findings {
 			ids = append(ids, f.ID)
 		}
-		add(&piece{kind: "finding", ref: idList(ids, ","), entry: g})
+		add(&part{kind: report.PartFinding, ref: idList(ids, ","), entry: g})
 	}
 
 	// The log context of the other primary findings, then of the symptoms (the other ranks'
@@ -252,7 +267,7 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 			continue
 		}
 		ev := Event{Time: fmtTime(e.Time), Type: e.Type, Reason: e.Reason, Object: e.Object, Message: e.Message, Count: e.Count}
-		add(&piece{kind: "event", ref: e.Object + " " + e.Reason, event: &ev, eventIdx: i})
+		add(&part{kind: report.PartEvent, ref: e.Object + " " + e.Reason, event: &ev, order: i})
 	}
 
 	// The lifecycle timeline (findings and events are above already).
@@ -261,7 +276,7 @@ func candidates(rep *report.Report, win Windows, sc scope) []piece {
 			continue
 		}
 		te := TimelineEntry{Time: fmtTime(&e.Time), Kind: e.Kind, Where: where(e.Pod, e.Container), Text: e.Text}
-		add(&piece{kind: "timeline", ref: te.Time + " " + te.Where, timeline: &te, tlIdx: i})
+		add(&part{kind: report.PartTimeline, ref: te.Time + " " + te.Where, timeline: &te, order: i})
 	}
 	return out
 }
@@ -510,32 +525,32 @@ func FindingsDiagnoses(rep *report.Report) []Role {
 	return out
 }
 
-// compose builds the data holding the included pieces.
-func compose(b *Data, pieces []piece, included []bool) *Data {
+// compose builds the data holding the included parts.
+func compose(b *Data, parts []part, included []bool) *Data {
 	d := *b
 	d.Findings, d.Events, d.Logs, d.Timeline, d.RootCause = nil, nil, nil, nil, nil
 	var entries []*errorEntry
-	var events []*piece
-	var tl []*piece
+	var events []*part
+	var tl []*part
 	type fileWins struct {
 		file string
-		wins []*piece
+		wins []*part
 	}
 	var files []*fileWins
 	fileIdx := map[string]*fileWins{}
-	for i := range pieces {
+	for i := range parts {
 		if !included[i] {
 			continue
 		}
-		p := &pieces[i]
+		p := &parts[i]
 		switch p.kind {
-		case "finding":
+		case report.PartFinding:
 			entries = append(entries, p.entry)
-		case "event":
+		case report.PartEvent:
 			events = append(events, p)
-		case "timeline":
+		case report.PartTimeline:
 			tl = append(tl, p)
-		case "log":
+		case report.PartLog:
 			fw := fileIdx[p.window.File]
 			if fw == nil {
 				fw = &fileWins{file: p.window.File}
@@ -557,7 +572,7 @@ func compose(b *Data, pieces []piece, included []bool) *Data {
 			d.RootCause = &d.Findings[i]
 		}
 	}
-	sort.SliceStable(events, func(i, j int) bool { return events[i].eventIdx < events[j].eventIdx })
+	sort.SliceStable(events, func(i, j int) bool { return events[i].order < events[j].order })
 	var evInfo strings.Builder
 	for _, p := range events {
 		e := *p.event
@@ -568,7 +583,7 @@ func compose(b *Data, pieces []piece, included []bool) *Data {
 		}
 		evInfo.WriteByte('\n')
 	}
-	sort.SliceStable(tl, func(i, j int) bool { return tl[i].tlIdx < tl[j].tlIdx })
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].order < tl[j].order })
 	for _, p := range tl {
 		d.Timeline = append(d.Timeline, *p.timeline)
 	}
@@ -632,8 +647,8 @@ func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string) {
 
 // mergeWindows joins the windows of one file that overlap or touch, keeping the lines in
 // order and marking every evidence line.
-func mergeWindows(ps []*piece) []LogWindow {
-	sorted := append([]*piece(nil), ps...)
+func mergeWindows(ps []*part) []LogWindow {
+	sorted := append([]*part(nil), ps...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].window.From < sorted[j].window.From })
 	type merged struct {
 		file     string
@@ -644,7 +659,7 @@ func mergeWindows(ps []*piece) []LogWindow {
 		priority int
 	}
 	// The earliest chosen window of a group decides its place.
-	rank := map[*piece]int{}
+	rank := map[*part]int{}
 	for i, p := range ps {
 		rank[p] = i
 	}

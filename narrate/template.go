@@ -2,6 +2,7 @@ package narrate
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -70,7 +71,7 @@ type Templates struct {
 // LoadTemplates reads the built-in templates and, when dir is not empty, the *.tmpl files of
 // dir, which replace the built-ins of the same name or add templates for other job kinds. A
 // template that does not parse is an error naming its file.
-func LoadTemplates(dir string) (*Templates, error) {
+func LoadTemplates(ctx context.Context, dir string) (*Templates, error) {
 	ts := &Templates{byName: map[string]*Template{}}
 	names, err := fs.Glob(builtin, "prompts/*.tmpl")
 	if err != nil {
@@ -97,6 +98,9 @@ func LoadTemplates(dir string) (*Templates, error) {
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tmpl") {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		file := filepath.Join(dir, e.Name())
 		info, err := e.Info()

@@ -123,7 +123,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 		rs  *analyze.RuleSet
 		err error
 	}
-	step, err := newLLMStep(&opts.LLM)
+	step, err := newLLMStep(ctx, &opts.LLM)
 	if err != nil {
 		return err
 	}

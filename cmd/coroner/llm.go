@@ -86,7 +86,7 @@ type llmStep struct {
 }
 
 // newLLMStep checks the LLM flags; nil when no LLM flag asks for the step.
-func newLLMStep(o *LLMOptions) (*llmStep, error) {
+func newLLMStep(ctx context.Context, o *LLMOptions) (*llmStep, error) {
 	if !o.Enabled && !o.DryRun && o.Replay == "" && o.Record == "" {
 		return nil, nil
 	}
@@ -104,7 +104,7 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 	}
 	s := &llmStep{o: o}
 	var err error
-	if s.templates, err = narrate.LoadTemplates(o.PromptDir); err != nil {
+	if s.templates, err = narrate.LoadTemplates(ctx, o.PromptDir); err != nil {
 		return nil, err
 	}
 	if o.RedactRules != "" {
@@ -113,35 +113,36 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 		}
 	}
 	if o.Replay != "" {
-		if s.replay, err = narrate.LoadAnswers(o.Replay, true); err != nil {
+		if s.replay, err = narrate.LoadAnswers(ctx, o.Replay, true); err != nil {
 			return nil, fmt.Errorf("--llm-replay: %w", err)
 		}
 	}
 	if o.Record != "" {
-		if s.record, err = narrate.LoadAnswers(o.Record, false); err != nil {
+		if s.record, err = narrate.LoadAnswers(ctx, o.Record, false); err != nil {
 			return nil, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
 	return s, nil
 }
 
-// run adds the narrative to the report, or with --dry-run-prompt prints the prompts and
-// reports done. Only a prompt template that does not render, or answers that cannot be
-// recorded, are errors: every other problem goes in the narrative's failure.
+// run adds the narrative and its warnings to the report, or with --dry-run-prompt prints the
+// prompts and reports done. Only a prompt template that does not render, an interrupted run,
+// or answers that cannot be recorded, are errors: every other problem goes in the narrative's
+// failure.
 func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
 	o := s.o
 	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: s.redactRules})
 	if err != nil {
 		return false, err
 	}
-	n := &narrate.Narrator{
+	n := narrate.Options{
+		Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole,
 		Templates: s.templates,
 		Redactor:  red,
 		Windows:   narrate.IndexWindows{Index: ix},
-		Options:   narrate.Options{Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole},
 	}
 	if o.DryRun {
-		prompts, err := n.Prompts(rep)
+		prompts, err := narrate.Prompts(ctx, rep, n)
 		if err != nil {
 			return false, err
 		}
@@ -168,13 +169,16 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 		n.Cache = &narrate.Cache{Dir: o.CacheDir}
 	}
 	n.Record = s.record
-	narrative, err := n.Narrate(ctx, rep)
+	narrative, warnings, err := narrate.Narrate(ctx, rep, n)
 	if err != nil {
 		return false, err
 	}
-	rep.LLM = narrative
+	rep.LLM = &narrative
+	for _, w := range warnings {
+		rep.Warnings = append(rep.Warnings, string(w))
+	}
 	if s.record != nil {
-		if err := s.record.Save(); err != nil {
+		if err := s.record.Save(ctx); err != nil {
 			return false, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
@@ -199,20 +203,9 @@ func writePrompt(b *strings.Builder, p *narrate.Prompt, o *LLMOptions) {
 	fmt.Fprintf(b, "# prompt for the %s: template %s, version %s (%s)\n", what, t.Name, version, t.Source)
 	fmt.Fprintf(b, "# about %d tokens (estimated) of --num-ctx %d, %d kept for the answer; %d bytes; %s\n",
 		p.Tokens, o.NumCtx, o.MaxTokens, p.Bytes, p.Hash)
-	// Findings and log windows by name; events and timeline entries counted.
 	var inc []string
-	counts := map[string]int{}
-	for _, it := range p.Included {
-		if it.Kind == "event" || it.Kind == "timeline" {
-			counts[it.Kind]++
-			continue
-		}
-		inc = append(inc, it.Kind+" "+it.Ref)
-	}
-	for _, k := range []string{"event", "timeline"} {
-		if counts[k] > 0 {
-			inc = append(inc, fmt.Sprintf("%d %s entries", counts[k], k))
-		}
+	for _, s := range report.SummarizeParts(p.Included) {
+		inc = append(inc, s.String())
 	}
 	if len(inc) == 0 {
 		inc = []string{"nothing from the bundle beyond the job summary"}

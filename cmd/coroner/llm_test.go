@@ -133,6 +133,39 @@ func TestLLMFailureKeepsTheReport(t *testing.T) {
 	require.Nil(t, r.LLM.Healthy)
 }
 
+// TestInterruptedLLMStepWritesNoReport: a narrative cut short by Ctrl-C is not a narrative
+// that failed: the run stops with the context's error and leaves nothing under -o.
+func TestInterruptedLLMStepWritesNoReport(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	var opts *AnalyzeOptions
+	cmd := NewCmdAnalyze(&IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(o *AnalyzeOptions) error { opts = o; return nil })
+	cmd.SetArgs([]string{filepath.Join(samplesDir, "pytorchjob-master-oomkilled"), "--llm", "--llm-cache-dir", t.TempDir(), "-o", filepath.Join(dir, "r.html")})
+	require.NoError(t, cmd.Execute())
+	ctx, cancel := context.WithCancel(t.Context())
+	opts.LLM.NewLLM = func(host string) (narrate.LLM, error) {
+		return chatFunc(func(c context.Context, req *narrate.Request) (*narrate.Reply, error) {
+			cancel()
+			<-c.Done()
+			return nil, c.Err()
+		}), nil
+	}
+	err := runAnalyze(ctx, opts)
+	require.ErrorIs(t, err, context.Canceled)
+	require.EqualError(t, err, "LLM step interrupted: context canceled")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Empty(t, out.String())
+}
+
+// chatFunc is an LLM that is one function.
+type chatFunc func(ctx context.Context, req *narrate.Request) (*narrate.Reply, error)
+
+func (f chatFunc) Chat(ctx context.Context, req *narrate.Request) (*narrate.Reply, error) {
+	return f(ctx, req)
+}
+
 func TestLLMUsageAndTemplateErrors(t *testing.T) {
 	sampleDir := filepath.Join(samplesDir, "pytorchjob-master-oomkilled")
 	bad := t.TempDir()

@@ -30,7 +30,7 @@ README.md lists every variable a template can use.
 		Short: "List the templates: name, version, source",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			ts, err := narrate.LoadTemplates(dir)
+			ts, err := narrate.LoadTemplates(c.Context(), dir)
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ README.md lists every variable a template can use.
 		Short: "Print a template (a job kind such as pytorchjob, or default, or role)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ts, err := narrate.LoadTemplates(dir)
+			ts, err := narrate.LoadTemplates(c.Context(), dir)
 			if err != nil {
 				return err
 			}

@@ -27,3 +27,21 @@ func TestOfflinePackagesNeverImportClientGo(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrateComesAfterReport keeps the LLM step after the report: nothing the report is
+// built from may import narrate, and narrate reaches the network only through the LLM the
+// caller hands it (narrate/ollama for the CLI).
+func TestNarrateComesAfterReport(t *testing.T) {
+	below := []string{"../../bundle", "../../bundle/redact", "../../parse", "../../index", "../../analyze", "../../report", "../../templates", "../../rules"}
+	out, err := exec.Command("go", append([]string{"list", "-deps"}, below...)...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, dep := range strings.Fields(string(out)) {
+		require.NotContains(t, dep, "coroner/narrate", "a package the report is built from depends on %s", dep)
+	}
+	out, err = exec.Command("go", "list", "-deps", "../../narrate").CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, dep := range strings.Fields(string(out)) {
+		require.False(t, strings.HasSuffix(dep, "/narrate/ollama") || strings.HasPrefix(dep, "github.com/ollama/"),
+			"narrate depends on %s: the model client is handed in, not imported", dep)
+	}
+}

@@ -87,8 +87,8 @@ func options(ix *index.Index, l LLM) Options {
 		LLM: l, Redactor: maskRedactor{"no-such-secret"}, Windows: IndexWindows{Index: ix}}
 }
 
-// narrate runs Narrate, which must neither fail nor warn.
-func narrate(t *testing.T, rep *report.Report, o Options) report.Narrative {
+// mustNarrate runs Narrate, which must neither fail nor warn.
+func mustNarrate(t *testing.T, rep *report.Report, o Options) report.Narrative {
 	t.Helper()
 	out, warnings, err := Narrate(t.Context(), rep, o)
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func TestNarrateParsesTheAnswer(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-master-oomkilled")
 	fake := answering(goodAnswer)
 	n := options(m, fake)
-	out := narrate(t, rep, n)
+	out := mustNarrate(t, rep, n)
 	require.Empty(t, out.Failure)
 	require.Equal(t, 1, fake.calls())
 	req := fake.requests[0]
@@ -163,7 +163,7 @@ func TestContextTooSmallFailsBeforeAnyCall(t *testing.T) {
 	fake := answering(goodAnswer)
 	n := options(m, fake)
 	n.NumCtx, n.NumPredict = 600, 500
-	out := narrate(t, rep, n)
+	out := mustNarrate(t, rep, n)
 	require.Zero(t, fake.calls())
 	require.Contains(t, out.Failure, "context too small")
 	require.Contains(t, out.Failure, "raise --num-ctx")
@@ -176,7 +176,7 @@ func TestEverythingSentIsRedacted(t *testing.T) {
 	n := options(m, fake)
 	// A word of the root cause's evidence line and of its log window stands for a secret.
 	n.Redactor = maskRedactor{"OutOfMemoryError"}
-	narrate(t, rep, n)
+	mustNarrate(t, rep, n)
 	require.Equal(t, 1, fake.calls())
 	for _, msg := range fake.requests[0].Messages {
 		require.NotContains(t, msg.Content, "OutOfMemoryError")
@@ -192,12 +192,12 @@ func TestAnswerCache(t *testing.T) {
 	n := options(m, fakeServer{fake})
 	n.Cache = &Cache{Dir: t.TempDir()}
 
-	first := narrate(t, rep, n)
+	first := mustNarrate(t, rep, n)
 	require.Equal(t, 1, fake.calls())
 	require.False(t, first.Cached)
 	require.Equal(t, digest, first.ModelDigest)
 
-	second := narrate(t, rep, n)
+	second := mustNarrate(t, rep, n)
 	require.Equal(t, 1, fake.calls(), "a re-run answers from the cache")
 	require.True(t, second.Cached)
 	second.Cached = false
@@ -207,7 +207,7 @@ func TestAnswerCache(t *testing.T) {
 	fake.digest = func(ctx context.Context, model string) (string, error) {
 		return "", fmt.Errorf("%w at x (dial tcp: connection refused)", ErrUnreachable)
 	}
-	offline := narrate(t, rep, n)
+	offline := mustNarrate(t, rep, n)
 	require.True(t, offline.Cached)
 	require.Equal(t, digest, offline.ModelDigest)
 	require.Equal(t, 1, fake.calls())
@@ -215,14 +215,14 @@ func TestAnswerCache(t *testing.T) {
 	// A re-pulled model (another digest) is asked again.
 	digest = "sha256:bbb"
 	fake.digest = func(ctx context.Context, model string) (string, error) { return digest, nil }
-	third := narrate(t, rep, n)
+	third := mustNarrate(t, rep, n)
 	require.Equal(t, 2, fake.calls())
 	require.False(t, third.Cached)
 	require.Equal(t, digest, third.ModelDigest)
 
 	// Other options are another question.
 	n.NumPredict = 512
-	narrate(t, rep, n)
+	mustNarrate(t, rep, n)
 	require.Equal(t, 3, fake.calls())
 }
 
@@ -233,7 +233,7 @@ func TestUnreachableWithoutCacheIsAFailure(t *testing.T) {
 		return "", fmt.Errorf("%w at http://127.0.0.1:1 (dial tcp: connection refused): start it with `ollama serve`, or set OLLAMA_HOST", ErrUnreachable)
 	}
 	n := options(m, fakeServer{fake})
-	out := narrate(t, rep, n)
+	out := mustNarrate(t, rep, n)
 	require.Zero(t, fake.calls())
 	require.Contains(t, out.Failure, "cannot be reached")
 	require.Contains(t, out.Failure, "ollama serve")
@@ -262,7 +262,7 @@ func TestCallFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := options(m, &fakeLLM{chat: tt.chat})
 			n.Timeout = 50 * time.Millisecond
-			out := narrate(t, rep, n)
+			out := mustNarrate(t, rep, n)
 			require.Contains(t, out.Failure, tt.want)
 			require.Empty(t, out.Raw)
 		})
@@ -323,21 +323,21 @@ func TestRecordThenReplay(t *testing.T) {
 	fake := answering(goodAnswer)
 	n := options(m, fake)
 	n.Record = rec
-	live := narrate(t, rep, n)
+	live := mustNarrate(t, rep, n)
 	require.NoError(t, rec.Save(t.Context()))
 
 	replay, err := LoadAnswers(t.Context(), file, true)
 	require.NoError(t, err)
 	n = options(m, nil)
 	n.Replay = replay
-	replayed := narrate(t, rep, n)
+	replayed := mustNarrate(t, rep, n)
 	require.True(t, replayed.Cached)
 	replayed.Cached = false
 	require.Equal(t, live, replayed)
 
 	// Another prompt has no recorded answer.
 	rep2, _ := sample(t, "pytorchjob-no-gpu")
-	missing := narrate(t, rep2, n)
+	missing := mustNarrate(t, rep2, n)
 	require.Contains(t, missing.Failure, file+" holds no answer")
 
 	_, err = LoadAnswers(t.Context(), filepath.Join(t.TempDir(), "none.json"), true)
@@ -370,7 +370,7 @@ func TestPerRoleAsksEachRoleThenTheJob(t *testing.T) {
 	}}
 	n := options(m, fake)
 	n.PerRole = true
-	out := narrate(t, rep, n)
+	out := mustNarrate(t, rep, n)
 	require.Empty(t, out.Failure)
 	require.Equal(t, 3, fake.calls(), "Master, Worker, then the job")
 	require.Contains(t, fake.requests[0].Messages[1].Content, "Role: Master")

@@ -75,3 +75,29 @@ func TestSummarizeParts(t *testing.T) {
 		t.Fatal("nothing sent, nothing to say")
 	}
 }
+
+// TestNarrativePartsRender: the HTML table names each part's kind; the Markdown list
+// summarises them.
+func TestNarrativePartsRender(t *testing.T) {
+	r := hostileReport("a", "b", "c")
+	r.LLM = &Narrative{Model: "m", Solution: []string{}, Prompt: PromptInfo{Template: "pytorchjob", Included: []PromptPart{
+		{Kind: PartFinding, Ref: "f1", Bytes: 100}, {Kind: PartEvent, Ref: "Pod ml/a OOMKilling", Bytes: 30},
+		{Kind: PartEvent, Ref: "Pod ml/b OOMKilling", Bytes: 40}}, Omitted: 2}}
+	var html, md strings.Builder
+	if err := Render(&html, r, "html"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(&md, r, "md"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<tr><td>finding</td><td class="loc">f1</td><td class="n">100</td></tr>`, `<tr><td>event</td>`} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("the HTML report lacks %s", want)
+		}
+	}
+	for _, want := range []string{"**Sent to the model** (3 parts of the bundle, 2 left out to fit):\n\n- finding f1 \\(100 bytes\\)\n- 2 event entries \\(70 bytes\\)\n"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the Markdown report lacks %q:\n%s", want, md.String())
+		}
+	}
+}

@@ -135,14 +135,14 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 	if err != nil {
 		return false, err
 	}
-	n := narrate.Options{
+	nopts := narrate.Options{
 		Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole,
 		Templates: s.templates,
 		Redactor:  red,
 		Windows:   narrate.IndexWindows{Index: ix},
 	}
 	if o.DryRun {
-		prompts, err := narrate.Prompts(ctx, rep, n)
+		prompts, err := narrate.Prompts(ctx, rep, nopts)
 		if err != nil {
 			return false, err
 		}
@@ -155,21 +155,21 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 	}
 	switch {
 	case s.replay != nil:
-		n.Replay = s.replay
+		nopts.Replay = s.replay
 	default:
 		newLLM := o.NewLLM
 		if newLLM == nil {
 			newLLM = func(host string) (narrate.LLM, error) { return ollama.New(host, nil) }
 		}
-		if n.LLM, err = newLLM(o.Host); err != nil {
+		if nopts.LLM, err = newLLM(o.Host); err != nil {
 			return false, flagErrorf("--ollama-host: %v", err)
 		}
 	}
 	if !o.NoCache && o.CacheDir != "" && s.replay == nil {
-		n.Cache = &narrate.Cache{Dir: o.CacheDir}
+		nopts.Cache = &narrate.Cache{Dir: o.CacheDir}
 	}
-	n.Record = s.record
-	narrative, warnings, err := narrate.Narrate(ctx, rep, n)
+	nopts.Record = s.record
+	narrative, warnings, err := narrate.Narrate(ctx, rep, nopts)
 	if err != nil {
 		return false, err
 	}

@@ -64,12 +64,6 @@ type Reply struct {
 	AnswerTokens int
 }
 
-// Redactor masks secrets in one line of text (bundle/redact implements it). Everything a
-// prompt holds passes through it.
-type Redactor interface {
-	Line(s string) string
-}
-
 // Errors an LLM returns, so that the narrative's failure can say what to do.
 var (
 	// ErrUnreachable: no server answers at the address.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -43,8 +44,9 @@ type Options struct {
 	LLM LLM
 	// Templates are the prompt templates; nil means the built-in ones.
 	Templates *Templates
-	// Redactor masks every line of every prompt.
-	Redactor Redactor
+	// RedactRules are the user's redaction rules (the format of `coroner redact --rules`),
+	// applied with the built-in ones to every line of every prompt.
+	RedactRules []redact.Rule
 	// Windows reads log context for the prompt; nil leaves log windows out.
 	Windows Windows
 	// Cache, when set, answers questions asked before and keeps new answers.
@@ -98,13 +100,24 @@ type TemplateError struct{ Err error }
 func (e *TemplateError) Error() string { return e.Err.Error() }
 func (e *TemplateError) Unwrap() error { return e.Err }
 
+// promptRedactionKey keys the redaction tokens of prompts. It is fixed so that the same bundle
+// gives the same prompt, hence the same cache key and replayable answers; prompts stay on the
+// machine (they go to the local model, never into the report).
+var promptRedactionKey = sha256.Sum256([]byte("coroner llm prompt redaction v1"))
+
 // narrator is one run of the LLM step.
 type narrator struct {
 	Options
+	// redactor masks every line of every prompt: nothing reaches a model unredacted.
+	redactor *redact.Redactor
 }
 
 func newNarrator(ctx context.Context, opts Options) (*narrator, error) {
-	n := &narrator{Options: opts}
+	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: opts.RedactRules})
+	if err != nil {
+		return nil, err
+	}
+	n := &narrator{Options: opts, redactor: red}
 	if n.Templates == nil {
 		ts, err := LoadTemplates(ctx, "")
 		if err != nil {
@@ -262,12 +275,9 @@ func msgBytes(msgs []Message) int {
 
 // redact passes every line through the redactor.
 func (n *narrator) redact(s string) string {
-	if n.Redactor == nil {
-		return s
-	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = n.Redactor.Line(l)
+		lines[i] = n.redactor.Line(l)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
@@ -75,16 +76,11 @@ func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	return report.Build(m, res, "test"), res.Index
 }
 
-// maskRedactor stands in for bundle/redact: it masks one known secret.
-type maskRedactor struct{ secret string }
-
-func (r maskRedactor) Line(s string) string { return strings.ReplaceAll(s, r.secret, "[REDACTED]") }
-
 // options are the LLM step's options as coroner analyze sets them, with the built-in
 // templates.
 func options(ix *index.Index, l LLM) Options {
 	return Options{Model: "m", NumCtx: DefaultNumCtx, NumPredict: DefaultNumPredict, Timeout: time.Minute,
-		LLM: l, Redactor: maskRedactor{"no-such-secret"}, Windows: IndexWindows{Index: ix}}
+		LLM: l, Windows: IndexWindows{Index: ix}}
 }
 
 // mustNarrate runs Narrate, which must neither fail nor warn.
@@ -175,13 +171,13 @@ func TestEverythingSentIsRedacted(t *testing.T) {
 	fake := answering(goodAnswer)
 	n := options(m, fake)
 	// A word of the root cause's evidence line and of its log window stands for a secret.
-	n.Redactor = maskRedactor{"OutOfMemoryError"}
+	n.RedactRules = []redact.Rule{{ID: "test-secret", Literals: []string{"OutOfMemoryError"}}}
 	mustNarrate(t, rep, n)
 	require.Equal(t, 1, fake.calls())
 	for _, msg := range fake.requests[0].Messages {
 		require.NotContains(t, msg.Content, "OutOfMemoryError")
 	}
-	require.Contains(t, fake.requests[0].Messages[1].Content, "torch.[REDACTED]: CUDA out of memory")
+	require.Regexp(t, `torch\.\[REDACTED:test-secret:\w+\]: CUDA out of memory`, fake.requests[0].Messages[1].Content)
 }
 
 func TestAnswerCache(t *testing.T) {

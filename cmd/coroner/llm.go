@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,11 +41,6 @@ type LLMOptions struct {
 	// NewLLM makes the client of the server at host; nil means Ollama's.
 	NewLLM func(host string) (narrate.LLM, error)
 }
-
-// promptRedactionKey keys the redaction tokens of prompts. It is fixed so that the same bundle
-// gives the same prompt, hence the same cache key and replayable answers; prompts stay on the
-// machine (they go to the local model, never into the report).
-var promptRedactionKey = sha256.Sum256([]byte("coroner llm prompt redaction v1"))
 
 func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	model := os.Getenv("CORONER_LLM_MODEL")
@@ -131,15 +125,11 @@ func newLLMStep(ctx context.Context, o *LLMOptions) (*llmStep, error) {
 // failure.
 func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
 	o := s.o
-	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: s.redactRules})
-	if err != nil {
-		return false, err
-	}
 	nopts := narrate.Options{
 		Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole,
-		Templates: s.templates,
-		Redactor:  red,
-		Windows:   narrate.IndexWindows{Index: ix},
+		Templates:   s.templates,
+		RedactRules: s.redactRules,
+		Windows:     narrate.IndexWindows{Index: ix},
 	}
 	if o.DryRun {
 		prompts, err := narrate.Prompts(ctx, rep, nopts)

@@ -122,7 +122,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		rs  *analyze.RuleSet
 		err error
 	}
-	step, err := newLLMStep(&opts.LLM)
+	step, err := newLLMStep(ctx, &opts.LLM)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coroner-dev/coroner/analyze/llm"
-	"github.com/coroner-dev/coroner/templates"
+	"github.com/coroner-dev/coroner/narrate"
 )
 
 // NewCmdPrompts builds `coroner prompts list|show`.
@@ -30,7 +29,7 @@ README.md lists every variable a template can use.
 		Short: "List the templates: name, version, source",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			ts, err := llm.LoadTemplates(templates.FS, dir)
+			ts, err := narrate.LoadTemplates(c.Context(), dir)
 			if err != nil {
 				return err
 			}
@@ -47,7 +46,7 @@ README.md lists every variable a template can use.
 		Short: "Print a template (a job kind such as pytorchjob, or default, or role)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ts, err := llm.LoadTemplates(templates.FS, dir)
+			ts, err := narrate.LoadTemplates(c.Context(), dir)
 			if err != nil {
 				return err
 			}

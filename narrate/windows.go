@@ -1,6 +1,8 @@
-package llm
+package narrate
 
 import (
+	"context"
+
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/index"
 )
@@ -8,7 +10,13 @@ import (
 // Windows reads log context: the lines around a line of a bundle log. The bundle's log index
 // implements it (IndexWindows).
 type Windows interface {
-	Around(file string, line, before, after int) ([]analyze.ContextLine, error)
+	Around(ctx context.Context, file string, line, before, after int) ([]Line, error)
+}
+
+// Line is one line of a log window.
+type Line struct {
+	Number int
+	Text   string
 }
 
 // IndexWindows reads windows from the bundle's log index (the lines the report's evidence
@@ -23,15 +31,19 @@ type IndexWindows struct {
 
 var _ Windows = IndexWindows{}
 
-// Around returns lines line-before..line+after of file, cleaned and bounded like evidence.
-func (w IndexWindows) Around(file string, line, before, after int) ([]analyze.ContextLine, error) {
+// Around returns lines line-before..line+after of file, cleaned and bounded like evidence. A
+// window is a few dozen lines read back from the bundle: ctx is checked before each one.
+func (w IndexWindows) Around(ctx context.Context, file string, line, before, after int) ([]Line, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	lines, err := w.Index.Window(file, line, before, after)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]analyze.ContextLine, len(lines))
+	out := make([]Line, len(lines))
 	for i, l := range lines {
-		out[i] = analyze.ContextLine{Line: l.Number, Text: analyze.Excerpt(l.Text)}
+		out[i] = Line{Number: l.Number, Text: analyze.Excerpt(l.Text)}
 	}
 	return out, nil
 }

@@ -25,7 +25,7 @@ func BenchmarkRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bu, err := bundle.Open(dir, bundle.DefaultLimits())
+	bu, err := bundle.Open(b.Context(), dir, bundle.DefaultLimits())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestRunCancelled(t *testing.T) {
 	require.NoError(t, err)
 	rs, err := NewRuleSet(rules)
 	require.NoError(t, err)
-	b, err := bundle.Open("../samples/pytorchjob-cuda-oom-rank", bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), "../samples/pytorchjob-cuda-oom-rank", bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	m, err := parse.Load(b)

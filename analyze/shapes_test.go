@@ -70,7 +70,7 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 		if _, err := os.Stat(filepath.Join("../samples", e.Name(), "logs")); !e.IsDir() || err != nil {
 			continue
 		}
-		b, err := bundle.Open(filepath.Join("../samples", e.Name()), bundle.DefaultLimits())
+		b, err := bundle.Open(t.Context(), filepath.Join("../samples", e.Name()), bundle.DefaultLimits())
 		require.NoError(t, err)
 		logs, _ := parse.LogStreams(b)
 		checkShapeFilter(t, b, logs, rs)
@@ -80,7 +80,7 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 	gen := filepath.Join(t.TempDir(), "gen")
 	out, err := exec.Command("go", "run", "../samples/internal/genbundle", "-o", gen, "-ranks", "2", "-size", "2MiB").CombinedOutput()
 	require.NoError(t, err, string(out))
-	b, err := bundle.Open(gen, bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), gen, bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	logs, _ := parse.LogStreams(b)

@@ -67,7 +67,7 @@ func FuzzOpen(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		b, err := Open(p, fuzzLimits())
+		b, err := Open(t.Context(), p, fuzzLimits())
 		if err != nil {
 			if b != nil {
 				t.Fatal("a bundle and an error")

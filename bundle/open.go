@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/coroner-dev/coroner/internal/scratch"
 )
 
 // Limits bound what is read from a bundle. Bundles come from strangers: every limit has a
@@ -38,15 +42,43 @@ func DefaultLimits() Limits {
 	}
 }
 
-// LimitError reports a bound that a bundle exceeded.
+// LimitKind names one of the Limits, so that a caller can say how to raise it.
+type LimitKind int
+
+// The limits of Limits, one kind each.
+const (
+	LimitFileBytes LimitKind = iota + 1
+	LimitTotalBytes
+	LimitEntries
+	LimitLineBytes
+	LimitResourceBytes
+)
+
+var limitNames = map[LimitKind]string{
+	LimitFileBytes:     "file size limit",
+	LimitTotalBytes:    "bundle size limit",
+	LimitEntries:       "entry count limit",
+	LimitLineBytes:     "line length limit",
+	LimitResourceBytes: "resource size limit",
+}
+
+func (k LimitKind) String() string {
+	if n, ok := limitNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("limit(%d)", int(k))
+}
+
+// LimitError reports a bound that a bundle exceeded. Kind says which; the caller knows how the
+// user raises it.
 type LimitError struct {
 	What  string
 	Limit int64
-	Flag  string
+	Kind  LimitKind
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s exceeds the limit of %d (raise it with --%s)", e.What, e.Limit, e.Flag)
+	return fmt.Sprintf("%s exceeds the %s of %d", e.What, e.Kind, e.Limit)
 }
 
 // File is one regular file of an opened bundle.
@@ -86,17 +118,18 @@ func (b *Bundle) Close() error {
 	return err
 }
 
-// Open opens a bundle directory or a .tar.gz/.tgz file.
-func Open(p string, lim Limits) (*Bundle, error) {
+// Open opens a bundle directory or a .tar.gz/.tgz file. A cancelled ctx stops it (and removes
+// what it extracted) with ctx's error.
+func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return nil, err
 	}
 	var b *Bundle
 	if st.IsDir() {
-		b, err = openDir(p, lim)
+		b, err = openDir(ctx, p, lim)
 	} else {
-		b, err = openTarball(p, lim)
+		b, err = openTarball(ctx, p, lim)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
@@ -121,6 +154,9 @@ func IsBundlePath(p string) bool {
 	if strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz") {
 		return true
 	}
+	if !st.Mode().IsRegular() {
+		return false // a FIFO or a device: read as a plain log, never opened twice
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false
@@ -131,7 +167,7 @@ func IsBundlePath(p string) bool {
 	return err == nil && magic[0] == 0x1f && magic[1] == 0x8b
 }
 
-func openDir(dir string, lim Limits) (*Bundle, error) {
+func openDir(ctx context.Context, dir string, lim Limits) (*Bundle, error) {
 	b := &Bundle{Source: dir, FS: os.DirFS(dir), Limits: lim}
 	var total int64
 	entries := 0
@@ -139,9 +175,12 @@ func openDir(dir string, lim Limits) (*Bundle, error) {
 		if err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		entries++
 		if entries > lim.MaxEntries {
-			return &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Flag: "max-entries"}
+			return &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
@@ -175,11 +214,11 @@ func openDir(dir string, lim Limits) (*Bundle, error) {
 
 func checkSize(name string, size int64, total *int64, lim Limits) error {
 	if size > lim.MaxFileBytes {
-		return &LimitError{What: name + ": size", Limit: lim.MaxFileBytes, Flag: "max-file-bytes"}
+		return &LimitError{What: name + ": size", Limit: lim.MaxFileBytes, Kind: LimitFileBytes}
 	}
 	*total += size
 	if *total > lim.MaxTotalBytes {
-		return &LimitError{What: "total uncompressed size", Limit: lim.MaxTotalBytes, Flag: "max-total-bytes"}
+		return &LimitError{What: "total uncompressed size", Limit: lim.MaxTotalBytes, Kind: LimitTotalBytes}
 	}
 	return nil
 }
@@ -188,29 +227,35 @@ func sortFiles(fs []File) {
 	sort.Slice(fs, func(i, j int) bool { return fs[i].Path < fs[j].Path })
 }
 
+// extractPrefix names the directories tarballs are extracted into, in the temporary directory.
+const extractPrefix = "coroner-bundle-"
+
 // openTarball extracts a gzip'd tar into a private temporary directory, refusing anything
 // that is not a plain relative file or directory, and enforcing the limits while it reads
 // (a gzip bomb stops at the limit, not at the end of the disk).
-func openTarball(file string, lim Limits) (b *Bundle, err error) {
-	f, err := os.Open(file)
+func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err error) {
+	f, err := openFile(ctx, file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
+	defer interruptible(ctx, f)()
+	zr, err := gzip.NewReader(bufio.NewReader(ctxReader{ctx, f}))
 	if err != nil {
 		return nil, fmt.Errorf("not a gzip file: %w", err)
 	}
-	tmp, err := os.MkdirTemp("", "coroner-bundle-")
+	scratch.Sweep("", extractPrefix)
+	dir, err := scratch.MkdirTemp("", extractPrefix+"*")
 	if err != nil {
 		return nil, err
 	}
+	tmp := dir.Path
 	defer func() {
 		if err != nil {
-			os.RemoveAll(tmp)
+			dir.Remove()
 		}
 	}()
-	b = &Bundle{Source: file, FS: os.DirFS(tmp), Limits: lim, sums: map[string]string{}, cleanup: func() error { return os.RemoveAll(tmp) }}
+	b = &Bundle{Source: file, FS: os.DirFS(tmp), Limits: lim, sums: map[string]string{}, cleanup: dir.Remove}
 	tr := tar.NewReader(zr)
 	seen := map[string]bool{}
 	var total int64
@@ -220,12 +265,15 @@ func openTarball(file string, lim Limits) (b *Bundle, err error) {
 		if err == io.EOF {
 			break
 		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading tar: %w", err)
 		}
 		entries++
 		if entries > lim.MaxEntries {
-			return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Flag: "max-entries"}
+			return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 		}
 		name, err := cleanEntryName(hdr.Name)
 		if err != nil {
@@ -267,6 +315,9 @@ func openTarball(file string, lim Limits) (b *Bundle, err error) {
 		n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(tr, hdr.Size+1))
 		cerr := out.Close()
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, fmt.Errorf("%s: archive ends in the middle of this file (truncated download?)", name)
 			}
@@ -283,6 +334,54 @@ func openTarball(file string, lim Limits) (b *Bundle, err error) {
 	}
 	sortFiles(b.Files)
 	return b, nil
+}
+
+// openFile opens a file for reading. Opening a FIFO waits for its writer, which may never
+// come: a cancelled ctx returns at once.
+func openFile(ctx context.Context, p string) (*os.File, error) {
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		return os.Open(p)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(p)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// interruptible makes a read of f that waits for data (a pipe, a FIFO, a socket) return once
+// ctx is done; it returns the function that stops watching ctx.
+func interruptible(ctx context.Context, f *os.File) func() {
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	return func() { stop() }
+}
+
+// ctxReader ends a read loop once ctx is done: every Read checks it first.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // cleanEntryName accepts only relative, slash-separated paths without "..".
@@ -317,7 +416,7 @@ func (b *Bundle) readManifest() error {
 		return err
 	}
 	if st.Size() > b.Limits.MaxResourceBytes {
-		return &LimitError{What: name + ": size", Limit: b.Limits.MaxResourceBytes, Flag: "max-resource-bytes"}
+		return &LimitError{What: name + ": size", Limit: b.Limits.MaxResourceBytes, Kind: LimitResourceBytes}
 	}
 	data, err := fs.ReadFile(b.FS, name)
 	if err != nil {

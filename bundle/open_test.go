@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -47,7 +48,7 @@ const manifest = `{"formatVersion":1,"target":{"apiVersion":"batch/v1","kind":"J
 
 func TestOpenTarball(t *testing.T) {
 	p := writeTarGz(t, file("manifest.json", manifest), file("logs/ml/j-0/main.log", "hello\n"))
-	b, err := Open(p, DefaultLimits())
+	b, err := Open(t.Context(), p, DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	require.Equal(t, "j", b.Manifest.Target.Name)
@@ -59,7 +60,7 @@ func TestOpenTarball(t *testing.T) {
 }
 
 func TestCloseRemovesExtractedTree(t *testing.T) {
-	b, err := Open(writeTarGz(t, file("manifest.json", manifest)), DefaultLimits())
+	b, err := Open(t.Context(), writeTarGz(t, file("manifest.json", manifest)), DefaultLimits())
 	require.NoError(t, err)
 	dir := b.FS.(interface{ ReadFile(string) ([]byte, error) })
 	_, err = dir.ReadFile("manifest.json")
@@ -85,7 +86,7 @@ func TestOpenRefusesUnsafeArchives(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Open(writeTarGz(t, tt.entries...), DefaultLimits())
+			_, err := Open(t.Context(), writeTarGz(t, tt.entries...), DefaultLimits())
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tt.want)
 			require.NotContains(t, err.Error(), "\n", "one line")
@@ -96,8 +97,11 @@ func TestOpenRefusesUnsafeArchives(t *testing.T) {
 func TestOpenEnforcesLimits(t *testing.T) {
 	lim := DefaultLimits()
 	lim.MaxEntries = 3
-	_, err := Open(writeTarGz(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4")), lim)
-	require.ErrorContains(t, err, "number of entries exceeds the limit of 3 (raise it with --max-entries)")
+	_, err := Open(t.Context(), writeTarGz(t, file("a", "1"), file("b", "2"), file("c", "3"), file("d", "4")), lim)
+	require.ErrorContains(t, err, "number of entries exceeds the entry count limit of 3")
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, LimitEntries, le.Kind, "the error says which limit, so the caller can say how to raise it")
 
 	// A gzip bomb: a small archive that expands past the limit stops at the limit.
 	lim = DefaultLimits()
@@ -106,9 +110,10 @@ func TestOpenEnforcesLimits(t *testing.T) {
 	p := writeTarGz(t, file("logs/ml/p/c.log", big))
 	st, _ := os.Stat(p)
 	require.Less(t, st.Size(), int64(64<<10), "the archive is small")
-	_, err = Open(p, lim)
-	require.ErrorContains(t, err, "exceeds the limit")
-	require.ErrorContains(t, err, "--max-")
+	_, err = Open(t.Context(), p, lim)
+	require.ErrorContains(t, err, "exceeds the bundle size limit")
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, LimitTotalBytes, le.Kind)
 }
 
 func TestOpenBrokenArchives(t *testing.T) {
@@ -118,13 +123,13 @@ func TestOpenBrokenArchives(t *testing.T) {
 
 	truncated := filepath.Join(t.TempDir(), "t.tar.gz")
 	require.NoError(t, os.WriteFile(truncated, data[:len(data)/2], 0o644))
-	_, err = Open(truncated, DefaultLimits())
+	_, err = Open(t.Context(), truncated, DefaultLimits())
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "t.tar.gz")
 
 	notGzip := filepath.Join(t.TempDir(), "x.tgz")
 	require.NoError(t, os.WriteFile(notGzip, []byte("PK\x03\x04 a zip file"), 0o644))
-	_, err = Open(notGzip, DefaultLimits())
+	_, err = Open(t.Context(), notGzip, DefaultLimits())
 	require.ErrorContains(t, err, "not a gzip file")
 
 	// A tar whose last entry ends early: the header promises more than the stream holds.
@@ -136,26 +141,26 @@ func TestOpenBrokenArchives(t *testing.T) {
 	zw.Close() // no tw.Close: the entry is cut
 	cut := filepath.Join(t.TempDir(), "cut.tar.gz")
 	require.NoError(t, os.WriteFile(cut, buf.Bytes(), 0o644))
-	_, err = Open(cut, DefaultLimits())
+	_, err = Open(t.Context(), cut, DefaultLimits())
 	require.ErrorContains(t, err, "logs/ml/p/c.log")
 }
 
 func TestManifest(t *testing.T) {
 	// Missing: readable, with a warning.
-	b, err := Open(writeTarGz(t, file("logs/ml/p/c.log", "x\n")), DefaultLimits())
+	b, err := Open(t.Context(), writeTarGz(t, file("logs/ml/p/c.log", "x\n")), DefaultLimits())
 	require.NoError(t, err)
 	require.Nil(t, b.Manifest)
 	require.Contains(t, b.Warnings[0], "manifest.json is missing")
 
-	_, err = Open(writeTarGz(t, file("manifest.json", `{"formatVersion":7}`)), DefaultLimits())
+	_, err = Open(t.Context(), writeTarGz(t, file("manifest.json", `{"formatVersion":7}`)), DefaultLimits())
 	require.ErrorContains(t, err, "manifest.json: formatVersion 7 is not supported")
 
-	_, err = Open(writeTarGz(t, file("manifest.json", `{"formatVersion":`)), DefaultLimits())
+	_, err = Open(t.Context(), writeTarGz(t, file("manifest.json", `{"formatVersion":`)), DefaultLimits())
 	require.ErrorContains(t, err, "manifest.json: invalid JSON")
 
 	// A manifest that lies about sizes: analyzed, with a warning per file.
 	lying := `{"formatVersion":1,"files":[{"path":"logs/ml/p/c.log","bytes":99},{"path":"logs/ml/p/gone.log","bytes":1}]}`
-	b, err = Open(writeTarGz(t, file("manifest.json", lying), file("logs/ml/p/c.log", "x\n")), DefaultLimits())
+	b, err = Open(t.Context(), writeTarGz(t, file("manifest.json", lying), file("logs/ml/p/c.log", "x\n")), DefaultLimits())
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		"logs/ml/p/c.log: 2 bytes, manifest.json says 99 (edited after collection?)",
@@ -167,7 +172,7 @@ func TestOpenDirRefusesSymlinks(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "logs/ml/p"), 0o755))
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "logs/ml/p/c.log")))
-	_, err := Open(dir, DefaultLimits())
+	_, err := Open(t.Context(), dir, DefaultLimits())
 	require.ErrorContains(t, err, "logs/ml/p/c.log: is a symbolic link")
 }
 
@@ -175,7 +180,7 @@ func TestOpenLogs(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "train.log")
 	require.NoError(t, os.WriteFile(a, []byte("x\n"), 0o644))
-	b, err := OpenLogs([]string{a, "-"}, strings.NewReader("from stdin\n"), DefaultLimits())
+	b, err := OpenLogs(t.Context(), []string{a, "-"}, strings.NewReader("from stdin\n"), DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	require.True(t, b.Plain)
@@ -187,7 +192,7 @@ func TestOpenLogs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
 
-	_, err = OpenLogs([]string{filepath.Join(dir, "nope.log")}, nil, DefaultLimits())
+	_, err = OpenLogs(t.Context(), []string{filepath.Join(dir, "nope.log")}, nil, DefaultLimits())
 	require.ErrorContains(t, err, "nope.log")
 }
 
@@ -208,7 +213,7 @@ func TestManifestSHA256(t *testing.T) {
 	m := `{"formatVersion":1,"files":[{"path":"logs/ml/p/c.log","bytes":2,"sha256":"` + sha("x\n") + `"},` +
 		`{"path":"logs/ml/p/d.log","bytes":2,"sha256":"` + sha("y\n") + `"}]}`
 	p := writeTarGz(t, file("manifest.json", m), file("logs/ml/p/c.log", "x\n"), file("logs/ml/p/d.log", "z\n"))
-	b, err := Open(p, DefaultLimits())
+	b, err := Open(t.Context(), p, DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	require.Equal(t, []string{"logs/ml/p/d.log: sha256 differs from manifest.json (edited after collection?)"}, b.Warnings)
@@ -218,7 +223,25 @@ func TestManifestSHA256(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(m), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "logs/ml/p/c.log"), []byte("x\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "logs/ml/p/d.log"), []byte("z\n"), 0o644))
-	b, err = Open(dir, DefaultLimits())
+	b, err = Open(t.Context(), dir, DefaultLimits())
 	require.NoError(t, err)
 	require.Equal(t, []string{"logs/ml/p/d.log: sha256 differs from manifest.json (edited after collection?)"}, b.Warnings)
+}
+
+func TestOpenCancelled(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	p := writeTarGz(t, file("logs/ml/p/c.log", strings.Repeat("line\n", 100000)))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := Open(ctx, p, DefaultLimits())
+	require.ErrorIs(t, err, context.Canceled)
+	es, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, es, "what was extracted is removed")
+
+	_, err = OpenLogs(ctx, []string{"-"}, strings.NewReader("a line\n"), DefaultLimits())
+	require.ErrorIs(t, err, context.Canceled)
+	es, _ = os.ReadDir(tmp)
+	require.Empty(t, es, "the copy of standard input is removed")
 }

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing/fstest"
 	"time"
+
+	"github.com/coroner-dev/coroner/internal/scratch"
 )
 
 // PlainNamespace is the namespace given to logs that came as plain files.
@@ -20,30 +23,50 @@ const PlainContainer = "main"
 
 // OpenLogs makes a bundle of plain log files: each file becomes the log of one container of
 // an unnamed job, in logs/_/<file name>/main.log. The name "-" reads stdin (into a private
-// temporary file, bounded by the limits).
-func OpenLogs(paths []string, stdin io.Reader, lim Limits) (*Bundle, error) {
+// temporary file, bounded by the limits); a cancelled ctx stops that read.
+func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) (*Bundle, error) {
 	b := &Bundle{Source: strings.Join(paths, " "), Plain: true, Limits: lim}
 	vfs := &pathFS{files: map[string]string{}}
 	var total int64
 	used := map[string]bool{}
 	for _, p := range paths {
 		real := p
-		if p == "-" {
-			tmp, err := spoolStdin(stdin, lim)
+		st, err := os.Stat(p)
+		if p != "-" && err != nil {
+			b.Close()
+			return nil, err
+		}
+		if p == "-" || (st.Mode()&(fs.ModeNamedPipe|fs.ModeCharDevice|fs.ModeSocket) != 0) {
+			// Standard input, a FIFO, a pipe from <(kubectl logs ...): read once, into a
+			// private copy.
+			var tmp *scratch.File
+			what := "standard input"
+			if p == "-" {
+				tmp, err = spoolStdin(ctx, stdin, lim)
+			} else {
+				what = p
+				var f *os.File
+				if f, err = openFile(ctx, p); err == nil {
+					stop := interruptible(ctx, f)
+					tmp, err = spoolStdin(ctx, f, lim)
+					stop()
+					f.Close()
+				}
+			}
 			if err != nil {
 				b.Close()
-				return nil, fmt.Errorf("reading standard input: %w", err)
+				return nil, fmt.Errorf("reading %s: %w", what, err)
 			}
 			prev := b.cleanup
 			b.cleanup = func() error {
 				if prev != nil {
 					prev()
 				}
-				return os.Remove(tmp)
+				return tmp.Remove()
 			}
-			real = tmp
+			real = tmp.Name()
 		}
-		st, err := os.Stat(real)
+		st, err = os.Stat(real)
 		if err != nil {
 			b.Close()
 			return nil, err
@@ -93,23 +116,43 @@ func plainPodName(p string) string {
 	return sb.String()
 }
 
-func spoolStdin(r io.Reader, lim Limits) (string, error) {
-	f, err := os.CreateTemp("", "coroner-stdin-")
+// stdinPrefix names the copies of standard input in the temporary directory.
+const stdinPrefix = "coroner-stdin-"
+
+// spoolStdin copies r into a temporary file. A read from a terminal or a pipe cannot be
+// interrupted, so the copy runs on its own and a cancelled ctx returns at once (the process is
+// about to end; the copy is abandoned and its file removed).
+func spoolStdin(ctx context.Context, r io.Reader, lim Limits) (*scratch.File, error) {
+	scratch.Sweep("", stdinPrefix)
+	f, err := scratch.CreateTemp("", stdinPrefix+"*")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	n, err := io.Copy(f, io.LimitReader(r, lim.MaxFileBytes+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	type copied struct {
+		n   int64
+		err error
+	}
+	done := make(chan copied, 1)
+	go func() {
+		n, err := io.Copy(f, io.LimitReader(ctxReader{ctx, r}, lim.MaxFileBytes+1))
+		done <- copied{n, err}
+	}()
+	var n int64
+	select {
+	case c := <-done:
+		n, err = c.n, c.err
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	if err == nil && n > lim.MaxFileBytes {
-		err = &LimitError{What: "standard input", Limit: lim.MaxFileBytes, Flag: "max-file-bytes"}
+		err = &LimitError{What: "the input", Limit: lim.MaxFileBytes, Kind: LimitFileBytes}
 	}
 	if err != nil {
-		os.Remove(f.Name())
-		return "", err
+		f.Remove()
+		return nil, err
 	}
-	return f.Name(), nil
+	// The file stays open, hence locked against Sweep, until the bundle is closed.
+	return f, nil
 }
 
 // pathFS is a read-only fs.FS whose files are real files under other names. Directories are

@@ -11,13 +11,14 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coroner-dev/coroner/internal/outfile"
+	"github.com/coroner-dev/coroner/internal/scratch"
 )
 
 // ManifestName is the path of the manifest inside a bundle.
@@ -30,7 +31,7 @@ const ManifestName = "manifest.json"
 // the order they are completed (WriteFile returns, or a Create's Close).
 type Writer struct {
 	path string
-	tmp  *os.File
+	out  *outfile.File
 	buf  *bufio.Writer
 	zw   *gzip.Writer
 	tw   *tar.Writer
@@ -44,13 +45,15 @@ type Writer struct {
 	aborted bool
 }
 
-// NewWriter starts a bundle that Close will create at path.
+// NewWriter starts a bundle that Close will create at path (see internal/outfile: a regular
+// file is replaced only when complete, a device or pipe is written as a stream, a link is
+// refused).
 func NewWriter(p string) (*Writer, error) {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
+	f, err := outfile.Create(p)
 	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", p, err)
+		return nil, err
 	}
-	w := &Writer{path: p, tmp: f, names: map[string]bool{}, spools: map[*entryWriter]bool{}}
+	w := &Writer{path: p, out: f, names: map[string]bool{}, spools: map[*entryWriter]bool{}}
 	w.buf = bufio.NewWriterSize(f, 256<<10)
 	w.zw = gzip.NewWriter(w.buf) // no name, no time: deterministic
 	w.tw = tar.NewWriter(w.zw)
@@ -133,7 +136,7 @@ func (w *Writer) Create(name string) (io.WriteCloser, error) {
 	if err := w.reserve(name); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp("", "coroner-entry-")
+	f, err := scratch.CreateTemp("", spoolPrefix+"*")
 	if err != nil {
 		return nil, err
 	}
@@ -145,10 +148,13 @@ func (w *Writer) Create(name string) (io.WriteCloser, error) {
 	return ew, nil
 }
 
+// spoolPrefix names the spools of Create in the temporary directory.
+const spoolPrefix = "coroner-entry-"
+
 type entryWriter struct {
 	w    *Writer
 	name string
-	f    *os.File
+	f    *scratch.File
 	h    hash.Hash
 	buf  *bufio.Writer
 	n    int64
@@ -171,8 +177,7 @@ func (e *entryWriter) Close() error {
 	}
 	e.done = true
 	defer func() {
-		e.f.Close()
-		os.Remove(e.f.Name())
+		e.f.Remove()
 		e.w.mu.Lock()
 		delete(e.w.spools, e)
 		e.w.mu.Unlock()
@@ -265,16 +270,13 @@ func (w *Writer) finish(m *Manifest) error {
 		return err
 	}
 	w.files = files // the manifest does not list itself
-	for _, step := range []func() error{w.tw.Close, w.zw.Close, w.buf.Flush, w.tmp.Sync, w.tmp.Close} {
+	for _, step := range []func() error{w.tw.Close, w.zw.Close, w.buf.Flush} {
 		if err := step(); err != nil {
 			return fmt.Errorf("writing %s: %w", w.path, err)
 		}
 	}
-	if err := os.Chmod(w.tmp.Name(), 0o644); err != nil {
+	if err := w.out.Commit(); err != nil {
 		return err
-	}
-	if err := os.Rename(w.tmp.Name(), w.path); err != nil {
-		return fmt.Errorf("writing %s: %w", w.path, err)
 	}
 	w.closed = true
 	return nil
@@ -290,9 +292,7 @@ func (w *Writer) Abort() {
 	}
 	w.aborted = true
 	for e := range w.spools {
-		e.f.Close()
-		os.Remove(e.f.Name())
+		e.f.Remove()
 	}
-	w.tmp.Close()
-	os.Remove(w.tmp.Name())
+	w.out.Abort()
 }

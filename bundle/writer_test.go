@@ -45,7 +45,7 @@ func TestWriterRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file left beside the bundle")
 
-	b, err := Open(p, DefaultLimits())
+	b, err := Open(t.Context(), p, DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	require.Empty(t, b.Warnings, "sizes and sha256 agree with the manifest")
@@ -135,7 +135,7 @@ func TestWriterConcurrentCreate(t *testing.T) {
 	}
 	wg.Wait()
 	require.NoError(t, w.Close(&Manifest{}))
-	b, err := Open(p, DefaultLimits())
+	b, err := Open(t.Context(), p, DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	require.Len(t, b.Manifest.Files, 16)

@@ -20,7 +20,7 @@ func copyDir(t *testing.T, src string) string {
 
 func cachedBuild(t *testing.T, dir string, c *Cache, version string) (*Index, []string) {
 	t.Helper()
-	b, err := bundle.Open(dir, bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	logs, _ := parse.LogStreams(b)

@@ -29,7 +29,7 @@ func requireNoTemporaries(t *testing.T, dir string) {
 // scan returns an error that is context.Canceled, and the cache holds no entry and no
 // temporary; nor does the system's temporary directory (a private build).
 func TestCancelledBuildLeavesNoTrace(t *testing.T) {
-	b, err := bundle.Open("../samples/pytorchjob-cuda-oom-rank", bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), "../samples/pytorchjob-cuda-oom-rank", bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	logs, _ := parse.LogStreams(b)

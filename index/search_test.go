@@ -165,7 +165,7 @@ func bruteSet(lines []bfLine, p pred) []string {
 
 func buildIndex(t *testing.T, dir string) (*bundle.Bundle, *Index) {
 	t.Helper()
-	b, err := bundle.Open(dir, bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	logs, _ := parse.LogStreams(b)

@@ -222,27 +222,11 @@ var funcs = map[string]any{
 	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
 }
 
-// sentParts lists what a prompt carried for Markdown: findings and log windows one by one,
-// events and timeline entries counted.
-func sentParts(items []LLMItem) []string {
+// sentParts lists what a prompt carried for Markdown, with the bytes each line added.
+func sentParts(parts []PromptPart) []string {
 	var out []string
-	type agg struct{ n, bytes int }
-	counts := map[string]*agg{}
-	for _, it := range items {
-		if it.Kind == "event" || it.Kind == "timeline" {
-			if counts[it.Kind] == nil {
-				counts[it.Kind] = &agg{}
-			}
-			counts[it.Kind].n++
-			counts[it.Kind].bytes += it.Bytes
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s %s (%d bytes)", it.Kind, it.Ref, it.Bytes))
-	}
-	for _, k := range []string{"event", "timeline"} {
-		if a := counts[k]; a != nil {
-			out = append(out, fmt.Sprintf("%d %s entries (%d bytes)", a.n, k, a.bytes))
-		}
+	for _, s := range SummarizeParts(parts) {
+		out = append(out, fmt.Sprintf("%s (%d bytes)", s, s.Bytes))
 	}
 	return out
 }
@@ -349,7 +333,7 @@ func RenderText(w io.Writer, r *Report) error {
 }
 
 // writeLLMText adds the narrative's gist to the terminal summary.
-func writeLLMText(b *strings.Builder, l *LLM) {
+func writeLLMText(b *strings.Builder, l *Narrative) {
 	label := "LLM:"
 	if l.Failure != "" {
 		fmt.Fprintf(b, "%-12s no narrative: %s\n", label, oneLine(l.Failure, 300))

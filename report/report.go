@@ -38,7 +38,7 @@ type Report struct {
 	Logs      []LogSummary    `json:"logs"`
 	Warnings  []string        `json:"warnings"`
 	// LLM is the optional narrative; null when no LLM step ran.
-	LLM *LLM `json:"llm"`
+	LLM *Narrative `json:"llm"`
 }
 
 // BundleInfo says what was analyzed.
@@ -110,70 +110,6 @@ type Event struct {
 	Object   string     `json:"object"`
 	Message  string     `json:"message"`
 	Count    int        `json:"count"`
-}
-
-// LLM is the optional narrative of a local model (coroner analyze --llm); null when no LLM
-// step ran. When there is no narrative, Failure says why and the rest of the report stands.
-type LLM struct {
-	Model string `json:"model"`
-	// ModelDigest identifies the model's weights, as the server lists them.
-	ModelDigest string    `json:"modelDigest"`
-	Prompt      LLMPrompt `json:"prompt"`
-	// Roles are the per-role diagnoses the prompt carried (the seed's MasterDiagnosis,
-	// WorkerDiagnosis...): from the findings, or from the model with --llm-per-role.
-	Roles []LLMRole `json:"roles"`
-	// Healthy, Error, Analysis and Solution are the seed document's answer fields, parsed
-	// from the model's answer; Healthy is null when the answer did not say.
-	Healthy  *bool    `json:"healthy"`
-	Error    string   `json:"error"`
-	Analysis string   `json:"analysis"`
-	Solution []string `json:"solution"`
-	// Raw is the model's answer as it came.
-	Raw string `json:"raw"`
-	// AnswerFormat is how the answer was parsed: "json" (the schema asked for), "text" (the
-	// "Healthy: / Error: / Analysis: / Solution:" form), or "" when neither parsed.
-	AnswerFormat string `json:"answerFormat"`
-	// DoneReason is the server's reason to stop: "stop", or "length" when cut at the limit.
-	DoneReason string `json:"doneReason,omitempty"`
-	// Cached is true when the answer came from the answer cache or a replay file, not a call.
-	Cached  bool   `json:"cached"`
-	Failure string `json:"failure,omitempty"`
-}
-
-// LLMPrompt says what was sent: the template, the prompt's hash and size, and which parts of
-// the bundle it carried.
-type LLMPrompt struct {
-	Template string `json:"template"`
-	Version  string `json:"version"`
-	// Source is "built-in" or the override file.
-	Source string `json:"source"`
-	// Hash is the sha256 of the messages sent (after redaction).
-	Hash   string `json:"hash"`
-	Tokens int    `json:"tokens"`
-	NumCtx int    `json:"numCtx"`
-	Bytes  int    `json:"bytes"`
-	// Included lists the bundle's parts in the prompt, in the order they were chosen;
-	// Omitted counts the candidates left out to fit the context.
-	Included []LLMItem `json:"included"`
-	Omitted  int       `json:"omitted"`
-}
-
-// LLMItem is one part of the bundle in the prompt.
-type LLMItem struct {
-	// Kind is finding, log, event or timeline.
-	Kind string `json:"kind"`
-	// Ref names it: finding ids, "file:from-to" for log lines, the event's object and reason.
-	Ref   string `json:"ref"`
-	Bytes int    `json:"bytes"`
-}
-
-// LLMRole is one role's diagnosis.
-type LLMRole struct {
-	Role      string `json:"role"`
-	Diagnosis string `json:"diagnosis"`
-	// Source is "findings" (coroner's summary) or "model".
-	Source string `json:"source"`
-	Cached bool   `json:"cached,omitempty"`
 }
 
 // Build assembles the report from a loaded bundle and its analysis.

@@ -33,7 +33,7 @@ import (
 // Redactor masks secrets in objects and logs before anything is written (bundle/redact).
 type Redactor interface {
 	// Copy redacts a log as it streams; where is its path in the bundle.
-	Copy(dst io.Writer, src io.Reader, where string) (int64, error)
+	Copy(ctx context.Context, dst io.Writer, src io.Reader, where string) (int64, error)
 	// ObjectAt redacts a decoded object in place; where is its path in the bundle.
 	ObjectAt(where string, obj map[string]any)
 	Summary() []bundle.RedactionRule

@@ -176,7 +176,7 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	sink := &lineSink{add: t.add}
 	var readErr error
 	if col.opts.Redactor != nil {
-		_, readErr = col.opts.Redactor.Copy(sink, src, j.path())
+		_, readErr = col.opts.Redactor.Copy(ctx, sink, src, j.path())
 	} else {
 		_, readErr = io.Copy(sink, src)
 	}

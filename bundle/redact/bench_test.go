@@ -37,7 +37,7 @@ func BenchmarkCopy(b *testing.B) {
 	b.SetBytes(int64(len(log)))
 	b.ResetTimer()
 	for range b.N {
-		if _, err := r.Copy(io.Discard, bytes.NewReader(log), ""); err != nil {
+		if _, err := r.Copy(b.Context(), io.Discard, bytes.NewReader(log), ""); err != nil {
 			b.Fatal(err)
 		}
 	}

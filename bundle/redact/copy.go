@@ -3,6 +3,7 @@ package redact
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 )
@@ -16,12 +17,16 @@ const (
 	// maxBlockLines and maxBlockBytes bound a private key block that spans lines.
 	maxBlockLines = 200
 	maxBlockBytes = 256 << 10
+	// ctxCheckLines is how often Copy looks at its context: often enough to stop within
+	// milliseconds, seldom enough to cost nothing.
+	ctxCheckLines = 1024
 )
 
 // Copy writes src to dst with every secret masked, line by line, and returns the number of
 // bytes written. Memory is bounded whatever the line lengths. A private key block that spans
-// lines becomes one token. Each mask is recorded as a location in where (file:line).
-func (r *Redactor) Copy(dst io.Writer, src io.Reader, where string) (int64, error) {
+// lines becomes one token. Each mask is recorded as a location in where (file:line). A
+// cancelled ctx stops the copy (checked every ctxCheckLines lines) with ctx's error.
+func (r *Redactor) Copy(ctx context.Context, dst io.Writer, src io.Reader, where string) (int64, error) {
 	c := &copier{r: r, where: where, w: bufio.NewWriterSize(dst, 64<<10), sc: r.getScratch()}
 	defer r.putScratch(c.sc)
 	br := bufio.NewReaderSize(src, 64<<10)
@@ -46,6 +51,9 @@ func (r *Redactor) Copy(dst io.Writer, src io.Reader, where string) (int64, erro
 		}
 		if err == io.EOF {
 			break
+		}
+		if err == nil && lineNo%ctxCheckLines == 0 {
+			err = ctx.Err()
 		}
 		if err != nil {
 			// Keep what arrived before the source failed (a cut log stream).

@@ -41,7 +41,7 @@ func FuzzRedact(f *testing.F) {
 			return
 		}
 		var out bytes.Buffer
-		if _, err := r.Copy(&out, strings.NewReader(s+"\n"), "f"); err != nil {
+		if _, err := r.Copy(t.Context(), &out, strings.NewReader(s+"\n"), "f"); err != nil {
 			t.Fatal(err)
 		}
 		if out.String() != once+"\n" {

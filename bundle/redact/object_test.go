@@ -194,7 +194,7 @@ func TestCopy(t *testing.T) {
 		"2026-03-14T10:00:02Z -----END RSA PRIVATE KEY----- done, password=hunter2hunter2\n" +
 		"2026-03-14T10:00:03Z no newline at the end"
 	var out bytes.Buffer
-	n, err := r.Copy(&out, strings.NewReader(in), "logs/ml/p/c.log")
+	n, err := r.Copy(t.Context(), &out, strings.NewReader(in), "logs/ml/p/c.log")
 	require.NoError(t, err)
 	require.Equal(t, int64(out.Len()), n)
 	got := out.String()
@@ -230,7 +230,7 @@ func TestCopyLongLine(t *testing.T) {
 	}
 	in.WriteString("\nnext line\n")
 	var out bytes.Buffer
-	_, err := r.Copy(&out, strings.NewReader(in.String()), "")
+	_, err := r.Copy(t.Context(), &out, strings.NewReader(in.String()), "")
 	require.NoError(t, err)
 	require.NotContains(t, out.String(), secret)
 	require.Equal(t, strings.Count(in.String(), secret), strings.Count(out.String(), "[REDACTED:hf-token:"))
@@ -245,7 +245,7 @@ func TestCopyUnendedKeyBlock(t *testing.T) {
 	in := "2026-03-14T10:00:00Z -----BEGIN PRIVATE KEY-----\n" + strings.Repeat("2026-03-14T10:00:00Z QUJDREVGR0g=\n", 300) +
 		"2026-03-14T10:00:01Z step 1 loss=2.0\n"
 	var out bytes.Buffer
-	_, err := r.Copy(&out, strings.NewReader(in), "")
+	_, err := r.Copy(t.Context(), &out, strings.NewReader(in), "")
 	require.NoError(t, err)
 	require.NotContains(t, out.String(), "QUJDREVGR0g=", "a block without END is masked as long as its lines look like a key")
 	require.Equal(t, 302, strings.Count(out.String(), "\n"))

@@ -13,13 +13,13 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/outfile"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 )
 
 // AnalyzeOptions hold everything an analysis needs; tests build them directly.
 type AnalyzeOptions struct {
-	IO       *IOStreams
 	Inputs   []string
 	Output   string
 	Format   string
@@ -36,7 +36,7 @@ type AnalyzeOptions struct {
 
 // NewCmdAnalyze builds `coroner analyze`. runF replaces the run function in tests.
 func NewCmdAnalyze(io *IOStreams, runF func(*AnalyzeOptions) error) *cobra.Command {
-	opts := &AnalyzeOptions{IO: io, Limits: bundle.DefaultLimits()}
+	opts := &AnalyzeOptions{Limits: bundle.DefaultLimits()}
 	cmd := &cobra.Command{
 		Use:   "analyze (BUNDLE | LOG... | -)",
 		Short: "Explain a job's failure from a bundle or from plain logs",
@@ -66,10 +66,9 @@ names (.html, .md, .json, .txt) or --format, and the summary is printed too (unl
 			if runF != nil {
 				return runF(opts)
 			}
-			return runAnalyze(cmd.Context(), opts)
+			return runAnalyze(cmd.Context(), opts, io)
 		},
 	}
-	cmd.Long += "\n" + exitMessage
 	f := cmd.Flags()
 	f.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` (format from its extension or --format)")
 	f.StringVar(&opts.Format, "format", "", "report format: text, json, md or html (default: from -o, else text)")
@@ -92,7 +91,7 @@ func addLimitFlags(cmd *cobra.Command, l *bundle.Limits) {
 	f.Int64Var(&l.MaxResourceBytes, "max-resource-bytes", l.MaxResourceBytes, "largest resource YAML or manifest")
 }
 
-func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
+func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error {
 	format := opts.Format
 	if format == "" && opts.Output != "" {
 		format = report.FormatFromPath(opts.Output)
@@ -123,7 +122,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 		rs  *analyze.RuleSet
 		err error
 	}
-	step, err := newLLMStep(&opts.LLM)
+	step, err := newLLMStep(ctx, &opts.LLM)
 	if err != nil {
 		return err
 	}
@@ -132,7 +131,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 		rs, err := loadRuleSet(opts.RuleDirs)
 		rules <- ruleSet{rs, err}
 	}()
-	b, err := openInputs(opts)
+	b, err := openInputs(ctx, opts, io)
 	var m *parse.Model
 	if err == nil {
 		defer b.Close()
@@ -149,17 +148,17 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 	}
 	rs := loaded.rs
 	progress := func(done, total int, n int64) {}
-	if opts.IO.IsTerminal && !opts.Quiet {
+	if io.IsTerminal && !opts.Quiet {
 		progress = func(done, total int, n int64) {
-			fmt.Fprintf(opts.IO.ErrOut, "\rscanning logs: %d/%d (%s)", done, total, humanBytes(n))
+			fmt.Fprintf(io.ErrOut, "\rscanning logs: %d/%d (%s)", done, total, humanBytes(n))
 			if done == total {
-				fmt.Fprint(opts.IO.ErrOut, "\r\033[K")
+				fmt.Fprint(io.ErrOut, "\r\033[K")
 			}
 		}
 	}
 	logf := func(format string, args ...any) {
 		if !opts.Quiet {
-			fmt.Fprintf(opts.IO.ErrOut, "coroner: "+format+"\n", args...)
+			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
 		}
 	}
 	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
@@ -170,7 +169,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 	defer res.Index.Close()
 	rep := report.Build(m, res, version)
 	if step != nil {
-		done, err := step.run(ctx, opts, m, res.Index, rep)
+		done, err := step.run(ctx, opts, io, m, res.Index, rep)
 		if err != nil || done {
 			return err
 		}
@@ -180,18 +179,21 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 	if err := report.Render(&buf, rep, format); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: nothing is written
+	}
 	if opts.Output != "" {
-		if err := writeFileAtomic(opts.Output, buf.Bytes()); err != nil {
+		if err := outfile.WriteFile(opts.Output, buf.Bytes()); err != nil {
 			return err
 		}
 		if !opts.Quiet {
-			if err := report.RenderText(opts.IO.Out, rep); err != nil {
+			if err := report.RenderText(io.Out, rep); err != nil {
 				return err
 			}
-			fmt.Fprintf(opts.IO.Out, "Report:      %s (%s)\n", opts.Output, format)
+			fmt.Fprintf(io.Out, "Report:      %s (%s)\n", opts.Output, format)
 		}
 	} else if !opts.Quiet || format != "text" {
-		if _, err := opts.IO.Out.Write(buf.Bytes()); err != nil {
+		if _, err := io.Out.Write(buf.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -202,17 +204,17 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions) error {
 }
 
 // openInputs opens one bundle, or plain logs.
-func openInputs(opts *AnalyzeOptions) (*bundle.Bundle, error) {
+func openInputs(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) (*bundle.Bundle, error) {
 	in := opts.Inputs
 	if len(in) == 1 && in[0] != "-" && bundle.IsBundlePath(in[0]) {
-		return bundle.Open(in[0], opts.Limits)
+		return bundle.Open(ctx, in[0], opts.Limits)
 	}
 	for _, p := range in {
 		if p != "-" && bundle.IsBundlePath(p) {
 			return nil, flagErrorf("%s is a bundle: analyze one bundle at a time, or only plain log files", p)
 		}
 	}
-	return bundle.OpenLogs(in, opts.IO.In, opts.Limits)
+	return bundle.OpenLogs(ctx, in, io.In, opts.Limits)
 }
 
 func loadRuleSet(dirs []string) (*analyze.RuleSet, error) {
@@ -232,32 +234,6 @@ func loadRuleSet(dirs []string) (*analyze.RuleSet, error) {
 		lists = append(lists, rules)
 	}
 	return analyze.NewRuleSet(lists...)
-}
-
-// writeFileAtomic writes to a temporary file beside path and renames it, so a failed or
-// interrupted run never leaves a half-written report under the final name.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
 
 func humanBytes(n int64) string {

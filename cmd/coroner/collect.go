@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,7 +19,6 @@ import (
 
 // CollectOptions hold everything a collect needs; tests build them directly.
 type CollectOptions struct {
-	IO     *IOStreams
 	Target string // KIND/NAME
 	Output string
 
@@ -39,7 +39,7 @@ type CollectOptions struct {
 
 // NewCmdCollect builds `coroner collect`. runF replaces the run function in tests.
 func NewCmdCollect(io *IOStreams, runF func(*CollectOptions) error) *cobra.Command {
-	opts := &CollectOptions{IO: io}
+	opts := &CollectOptions{}
 	cmd := &cobra.Command{
 		Use:   "collect KIND/NAME",
 		Short: "Snapshot a training job from a live cluster into a bundle",
@@ -66,7 +66,7 @@ and renamed when complete, so an interrupted collect leaves nothing under the fi
 			if runF != nil {
 				return runF(opts)
 			}
-			return runCollect(cmd, opts)
+			return runCollect(cmd.Context(), opts, io)
 		},
 	}
 	f := cmd.Flags()
@@ -93,7 +93,7 @@ func parseSize(flag, s string) (int64, error) {
 	return q.Value(), nil
 }
 
-func runCollect(cmd *cobra.Command, opts *CollectOptions) error {
+func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error {
 	kind, name, ok := strings.Cut(opts.Target, "/")
 	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
 		return flagErrorf("%q: want KIND/NAME, e.g. pytorchjob/train-job", opts.Target)
@@ -153,8 +153,8 @@ func runCollect(cmd *cobra.Command, opts *CollectOptions) error {
 	if out == "" {
 		out = fmt.Sprintf("coroner-%s-%s-%s.tar.gz", ns, name, now().UTC().Format("20060102T150405Z"))
 	}
-	bar := newProgressBar(opts.IO, name)
-	res, err := collect.Collect(cmd.Context(), clients, collect.Options{
+	bar := newProgressBar(io, name)
+	res, err := collect.Collect(ctx, clients, collect.Options{
 		Kind: kind, Name: name, Namespace: ns,
 		Since: opts.Since, MaxLogBytes: maxLog, MaxTotalLogBytes: maxTotal, LogIdleTimeout: opts.LogIdleTimeout,
 		Concurrency: opts.Concurrency, Strict: opts.Strict, Redactor: red, Version: version, Now: now,
@@ -164,17 +164,17 @@ func runCollect(cmd *cobra.Command, opts *CollectOptions) error {
 	if err != nil {
 		var se *collect.StrictError
 		if errors.As(err, &se) {
-			printGaps(opts.IO, se.Gaps)
+			printGaps(io, se.Gaps)
 		}
-		if cmd.Context().Err() != nil {
-			return fmt.Errorf("collect interrupted; no bundle written")
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		return err
 	}
 	if !opts.Quiet {
-		fmt.Fprintf(opts.IO.Out, "%s: %s; %d objects (%d pods, %d events, %d nodes), %d logs (%d truncated), %d gaps\n",
+		fmt.Fprintf(io.Out, "%s: %s; %d objects (%d pods, %d events, %d nodes), %d logs (%d truncated), %d gaps\n",
 			res.Path, humanBytes(res.Bytes), res.Objects+res.Pods+res.Events+res.Nodes, res.Pods, res.Events, res.Nodes, res.Logs, res.Truncated, len(res.Gaps))
-		printGaps(opts.IO, res.Gaps)
+		printGaps(io, res.Gaps)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func collectCLI(t *testing.T, args ...string) (int, string, string) {
 
 func readManifest(t *testing.T, path string) *bundle.Manifest {
 	t.Helper()
-	b, err := bundle.Open(path, bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), path, bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	require.NotNil(t, b.Manifest)
@@ -262,18 +262,18 @@ func TestCollectE2EFailures(t *testing.T) {
 		k.Slow(j.Namespace, j.PodName(1), "pytorch", 50*time.Millisecond)
 		dir := t.TempDir()
 		out := filepath.Join(dir, "b.tar.gz")
-		ctx, cancel := context.WithCancel(t.Context())
+		ctx, cancel := context.WithCancelCause(t.Context())
 		go func() {
 			for !slices.Contains(k.Calls(), "interrupt/ir-worker-0/pytorch") {
 				time.Sleep(20 * time.Millisecond)
 			}
 			time.Sleep(200 * time.Millisecond)
-			cancel()
+			cancel(&Interrupted{Signal: os.Interrupt})
 		}()
 		var stdout, stderr bytes.Buffer
 		code := Main(ctx, []string{"collect", "pytorchjob/ir", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out}, &IOStreams{Out: &stdout, ErrOut: &stderr})
-		require.Equal(t, 1, code)
-		require.Contains(t, stderr.String(), "interrupted; no bundle written")
+		require.Equal(t, exitInterrupt, code)
+		require.Equal(t, "coroner: interrupted; nothing written\n", stderr.String())
 		require.Empty(t, leftovers(t, dir), "no bundle and no temporary file")
 	})
 

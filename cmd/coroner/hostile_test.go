@@ -102,9 +102,9 @@ func TestHostileBundlesFail(t *testing.T) {
 		}, nil, "dev/mem: tar entry of type '3' is not a regular file"},
 		{"duplicate", func(t *testing.T) string { return tarFile(t, append(good(), reg("logs/ml/p/c.log", "again"))...) }, nil, "logs/ml/p/c.log: duplicate path in tar"},
 		{"gzip bomb", func(t *testing.T) string { return tarFile(t, append(good(), reg("logs/ml/p/bomb.log", bomb))...) }, []string{"--max-total-bytes", "16777216"},
-			"total uncompressed size exceeds the limit of 16777216 (raise it with --max-total-bytes)"},
+			"total uncompressed size exceeds the bundle size limit of 16777216 (raise it with --max-total-bytes)"},
 		{"one huge file", func(t *testing.T) string { return tarFile(t, append(good(), reg("logs/ml/p/bomb.log", bomb))...) }, []string{"--max-file-bytes", "1048576"},
-			"logs/ml/p/bomb.log: size exceeds the limit of 1048576 (raise it with --max-file-bytes)"},
+			"logs/ml/p/bomb.log: size exceeds the file size limit of 1048576 (raise it with --max-file-bytes)"},
 		{"truncated gzip", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "t.tar.gz")
 			require.NoError(t, os.WriteFile(p, whole.Bytes()[:whole.Len()*2/3], 0o644))
@@ -123,10 +123,15 @@ func TestHostileBundlesFail(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, nil, 0o644))
 			return p
 		}, nil, "empty.tar.gz: not a gzip file: EOF"},
-		{"a million tiny files", millionFiles, []string{"--max-entries", "1000"}, "number of entries exceeds the limit of 1000 (raise it with --max-entries)"},
+		{"a million tiny files", millionFiles, []string{"--max-entries", "1000"}, "number of entries exceeds the entry count limit of 1000 (raise it with --max-entries)"},
 	}
+	// Cases that write or read tens of megabytes; go test -short leaves them out.
+	slow := map[string]bool{"gzip bomb": true, "one huge file": true, "a million tiny files": true}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if testing.Short() && slow[tt.name] {
+				t.Skip("tens of megabytes; skipped with -short")
+			}
 			for _, cmd := range []string{"analyze", "redact"} {
 				args := append([]string{cmd, tt.input(t)}, tt.flags...)
 				out := filepath.Join(t.TempDir(), "out.tar.gz")
@@ -212,6 +217,9 @@ func requireOOM(t *testing.T, r *report.Report) {
 
 func TestHostileBundlesWarn(t *testing.T) {
 	t.Run("100 MB single log line", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("100 MB; skipped with -short")
+		}
 		dir := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "logs/ml/p"), 0o755))
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "resources/core/Pod/ml"), 0o755))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coroner-dev/coroner/analyze/llm"
 	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/narrate"
+	"github.com/coroner-dev/coroner/narrate/ollama"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
-	"github.com/coroner-dev/coroner/templates"
 )
 
 // LLMOptions are the flags of the optional LLM step of `coroner analyze`.
@@ -40,18 +39,13 @@ type LLMOptions struct {
 	CacheDir string
 	NoCache  bool
 	// NewLLM makes the client of the server at host; nil means Ollama's.
-	NewLLM func(host string) (llm.LLM, error)
+	NewLLM func(host string) (narrate.LLM, error)
 }
-
-// promptRedactionKey keys the redaction tokens of prompts. It is fixed so that the same bundle
-// gives the same prompt, hence the same cache key and replayable answers; prompts stay on the
-// machine (they go to the local model, never into the report).
-var promptRedactionKey = sha256.Sum256([]byte("coroner llm prompt redaction v1"))
 
 func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	model := os.Getenv("CORONER_LLM_MODEL")
 	if model == "" {
-		model = llm.DefaultModel
+		model = narrate.DefaultModel
 	}
 	cacheDir := ""
 	if d, err := os.UserCacheDir(); err == nil {
@@ -59,11 +53,11 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Enabled, "llm", false, "add a narrative from a local Ollama model (the report is complete without it)")
-	f.StringVar(&o.Host, "ollama-host", os.Getenv("OLLAMA_HOST"), "Ollama server `URL` (default $OLLAMA_HOST, else "+llm.DefaultHost+")")
-	f.StringVar(&o.Model, "model", model, "Ollama `MODEL` for --llm (default $CORONER_LLM_MODEL, else "+llm.DefaultModel+")")
-	f.IntVar(&o.NumCtx, "num-ctx", llm.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
-	f.IntVar(&o.MaxTokens, "llm-max-tokens", llm.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
-	f.DurationVar(&o.Timeout, "llm-timeout", llm.DefaultTimeout, "longest wait for one complete answer")
+	f.StringVar(&o.Host, "ollama-host", os.Getenv("OLLAMA_HOST"), "Ollama server `URL` (default $OLLAMA_HOST, else "+ollama.DefaultHost+")")
+	f.StringVar(&o.Model, "model", model, "Ollama `MODEL` for --llm (default $CORONER_LLM_MODEL, else "+narrate.DefaultModel+")")
+	f.IntVar(&o.NumCtx, "num-ctx", narrate.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
+	f.IntVar(&o.MaxTokens, "llm-max-tokens", narrate.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
+	f.DurationVar(&o.Timeout, "llm-timeout", narrate.DefaultTimeout, "longest wait for one complete answer")
 	f.BoolVar(&o.PerRole, "llm-per-role", false, "ask the model for each role's diagnosis first, then for the job")
 	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
 	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts (the format of 'coroner redact --rules')")
@@ -78,15 +72,15 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 // before the bundle is read.
 type llmStep struct {
 	o         *LLMOptions
-	templates *llm.Templates
-	replay    *llm.Answers
-	record    *llm.Answers
+	templates *narrate.Templates
+	replay    *narrate.Answers
+	record    *narrate.Answers
 	// redactRules are the user's extra rules (--redact-rules), loaded before any work.
 	redactRules []redact.Rule
 }
 
 // newLLMStep checks the LLM flags; nil when no LLM flag asks for the step.
-func newLLMStep(o *LLMOptions) (*llmStep, error) {
+func newLLMStep(ctx context.Context, o *LLMOptions) (*llmStep, error) {
 	if !o.Enabled && !o.DryRun && o.Replay == "" && o.Record == "" {
 		return nil, nil
 	}
@@ -104,7 +98,7 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 	}
 	s := &llmStep{o: o}
 	var err error
-	if s.templates, err = llm.LoadTemplates(templates.FS, o.PromptDir); err != nil {
+	if s.templates, err = narrate.LoadTemplates(ctx, o.PromptDir); err != nil {
 		return nil, err
 	}
 	if o.RedactRules != "" {
@@ -113,35 +107,32 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 		}
 	}
 	if o.Replay != "" {
-		if s.replay, err = llm.LoadAnswers(o.Replay, true); err != nil {
+		if s.replay, err = narrate.LoadAnswers(ctx, o.Replay, true); err != nil {
 			return nil, fmt.Errorf("--llm-replay: %w", err)
 		}
 	}
 	if o.Record != "" {
-		if s.record, err = llm.LoadAnswers(o.Record, false); err != nil {
+		if s.record, err = narrate.LoadAnswers(ctx, o.Record, false); err != nil {
 			return nil, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
 	return s, nil
 }
 
-// run adds the narrative to the report, or with --dry-run-prompt prints the prompts and
-// reports done. Only a prompt template that does not render, or answers that cannot be
-// recorded, are errors: every other problem goes in the narrative's failure.
-func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
+// run adds the narrative and its warnings to the report, or with --dry-run-prompt prints the
+// prompts and reports done. Only a prompt template that does not render, an interrupted run,
+// or answers that cannot be recorded, are errors: every other problem goes in the narrative's
+// failure.
+func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
 	o := s.o
-	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: s.redactRules})
-	if err != nil {
-		return false, err
-	}
-	n := &llm.Narrator{
-		Templates: s.templates,
-		Redactor:  red,
-		Windows:   llm.IndexWindows{Index: ix},
-		Options:   llm.Options{Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole},
+	nopts := narrate.Options{
+		Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole,
+		Templates:   s.templates,
+		RedactRules: s.redactRules,
+		Windows:     narrate.IndexWindows{Index: ix},
 	}
 	if o.DryRun {
-		prompts, err := n.Prompts(rep)
+		prompts, err := narrate.Prompts(ctx, rep, nopts)
 		if err != nil {
 			return false, err
 		}
@@ -149,44 +140,47 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, m *parse.Model,
 		for _, p := range prompts {
 			writePrompt(&b, p, o)
 		}
-		_, err = fmt.Fprint(opts.IO.Out, b.String())
+		_, err = fmt.Fprint(io.Out, b.String())
 		return true, err
 	}
 	switch {
 	case s.replay != nil:
-		n.Replay = s.replay
+		nopts.Replay = s.replay
 	default:
 		newLLM := o.NewLLM
 		if newLLM == nil {
-			newLLM = func(host string) (llm.LLM, error) { return llm.NewOllama(host, nil) }
+			newLLM = func(host string) (narrate.LLM, error) { return ollama.New(host, nil) }
 		}
-		if n.LLM, err = newLLM(o.Host); err != nil {
+		if nopts.LLM, err = newLLM(o.Host); err != nil {
 			return false, flagErrorf("--ollama-host: %v", err)
 		}
 	}
 	if !o.NoCache && o.CacheDir != "" && s.replay == nil {
-		n.Cache = &llm.Cache{Dir: o.CacheDir}
+		nopts.Cache = &narrate.Cache{Dir: o.CacheDir}
 	}
-	n.Record = s.record
-	narrative, err := n.Narrate(ctx, rep)
+	nopts.Record = s.record
+	narrative, warnings, err := narrate.Narrate(ctx, rep, nopts)
 	if err != nil {
 		return false, err
 	}
-	rep.LLM = narrative
+	rep.LLM = &narrative
+	for _, w := range warnings {
+		rep.Warnings = append(rep.Warnings, string(w))
+	}
 	if s.record != nil {
-		if err := s.record.Save(); err != nil {
+		if err := s.record.Save(ctx); err != nil {
 			return false, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
 	if narrative.Failure != "" && !opts.Quiet {
-		fmt.Fprintf(opts.IO.ErrOut, "coroner: no LLM narrative: %s\n", narrative.Failure)
+		fmt.Fprintf(io.ErrOut, "coroner: no LLM narrative: %s\n", narrative.Failure)
 	}
 	return false, nil
 }
 
 // writePrompt prints one prompt as --dry-run-prompt shows it: a header of "#" lines (what, how
 // big, what it carries), then the messages.
-func writePrompt(b *strings.Builder, p *llm.Prompt, o *LLMOptions) {
+func writePrompt(b *strings.Builder, p *narrate.Prompt, o *LLMOptions) {
 	what := "job"
 	if p.Role != "" {
 		what = "role " + p.Role
@@ -199,20 +193,9 @@ func writePrompt(b *strings.Builder, p *llm.Prompt, o *LLMOptions) {
 	fmt.Fprintf(b, "# prompt for the %s: template %s, version %s (%s)\n", what, t.Name, version, t.Source)
 	fmt.Fprintf(b, "# about %d tokens (estimated) of --num-ctx %d, %d kept for the answer; %d bytes; %s\n",
 		p.Tokens, o.NumCtx, o.MaxTokens, p.Bytes, p.Hash)
-	// Findings and log windows by name; events and timeline entries counted.
 	var inc []string
-	counts := map[string]int{}
-	for _, it := range p.Included {
-		if it.Kind == "event" || it.Kind == "timeline" {
-			counts[it.Kind]++
-			continue
-		}
-		inc = append(inc, it.Kind+" "+it.Ref)
-	}
-	for _, k := range []string{"event", "timeline"} {
-		if counts[k] > 0 {
-			inc = append(inc, fmt.Sprintf("%d %s entries", counts[k], k))
-		}
+	for _, s := range report.SummarizeParts(p.Included) {
+		inc = append(inc, s.String())
 	}
 	if len(inc) == 0 {
 		inc = []string{"nothing from the bundle beyond the job summary"}

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/analyze"
-	"github.com/coroner-dev/coroner/analyze/llm"
+	"github.com/coroner-dev/coroner/narrate"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -26,16 +26,16 @@ type fakeLLM struct {
 	calls atomic.Int32
 }
 
-func (f *fakeLLM) Chat(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
+func (f *fakeLLM) Chat(ctx context.Context, req *narrate.Request) (*narrate.Reply, error) {
 	f.calls.Add(1)
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &llm.Reply{Text: f.text, DoneReason: "stop"}, nil
+	return &narrate.Reply{Text: f.text, DoneReason: "stop"}, nil
 }
 
 // analyzeWithLLM runs `coroner analyze ARGS` the way Main does, with the LLM client replaced.
-func analyzeWithLLM(t *testing.T, l llm.LLM, args ...string) (code int, stdout, stderr string) {
+func analyzeWithLLM(t *testing.T, l narrate.LLM, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
@@ -45,8 +45,8 @@ func analyzeWithLLM(t *testing.T, l llm.LLM, args ...string) (code int, stdout, 
 	cmd.SetOut(&errOut)
 	cmd.SetErr(&errOut)
 	require.NoError(t, cmd.Execute())
-	opts.LLM.NewLLM = func(host string) (llm.LLM, error) { return l, nil }
-	err := runAnalyze(t.Context(), opts)
+	opts.LLM.NewLLM = func(host string) (narrate.LLM, error) { return l, nil }
+	err := runAnalyze(t.Context(), opts, ios)
 	switch {
 	case err == nil:
 		return 0, out.String(), errOut.String()
@@ -82,7 +82,7 @@ func TestAnalyzeWithLLMNarrative(t *testing.T) {
 	require.Equal(t, "pytorchjob", l.Prompt.Template)
 	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, l.Prompt.Hash)
 	require.Positive(t, l.Prompt.Tokens)
-	require.Equal(t, llm.DefaultNumCtx, l.Prompt.NumCtx)
+	require.Equal(t, narrate.DefaultNumCtx, l.Prompt.NumCtx)
 	require.NotEmpty(t, l.Prompt.Included)
 	require.Empty(t, l.Failure)
 
@@ -119,7 +119,7 @@ func TestAnalyzeWithoutLLMHasNoNarrative(t *testing.T) {
 }
 
 func TestLLMFailureKeepsTheReport(t *testing.T) {
-	fake := &fakeLLM{err: llm.ErrStreamCut}
+	fake := &fakeLLM{err: narrate.ErrStreamCut}
 	p := filepath.Join(t.TempDir(), "r.json")
 	code, out, stderr := analyzeWithLLM(t, fake, filepath.Join(samplesDir, "pytorchjob-no-gpu"), "--llm", "-o", p)
 	require.Equal(t, 0, code, "the analysis is done; the narrative is optional")
@@ -132,6 +132,40 @@ func TestLLMFailureKeepsTheReport(t *testing.T) {
 	require.Equal(t, analyze.VerdictUnhealthy, r.Verdict)
 	require.Equal(t, "the answer stream ended before its final chunk", r.LLM.Failure)
 	require.Nil(t, r.LLM.Healthy)
+}
+
+// TestInterruptedLLMStepWritesNoReport: a narrative cut short by Ctrl-C is not a narrative
+// that failed: the run stops with the context's error and leaves nothing under -o.
+func TestInterruptedLLMStepWritesNoReport(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	var opts *AnalyzeOptions
+	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	cmd := NewCmdAnalyze(ios, func(o *AnalyzeOptions) error { opts = o; return nil })
+	cmd.SetArgs([]string{filepath.Join(samplesDir, "pytorchjob-master-oomkilled"), "--llm", "--llm-cache-dir", t.TempDir(), "-o", filepath.Join(dir, "r.html")})
+	require.NoError(t, cmd.Execute())
+	ctx, cancel := context.WithCancel(t.Context())
+	opts.LLM.NewLLM = func(host string) (narrate.LLM, error) {
+		return chatFunc(func(c context.Context, req *narrate.Request) (*narrate.Reply, error) {
+			cancel()
+			<-c.Done()
+			return nil, c.Err()
+		}), nil
+	}
+	err := runAnalyze(ctx, opts, ios)
+	require.ErrorIs(t, err, context.Canceled)
+	require.EqualError(t, err, "LLM step interrupted: context canceled")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Empty(t, out.String())
+}
+
+// chatFunc is an LLM that is one function.
+type chatFunc func(ctx context.Context, req *narrate.Request) (*narrate.Reply, error)
+
+func (f chatFunc) Chat(ctx context.Context, req *narrate.Request) (*narrate.Reply, error) {
+	return f(ctx, req)
 }
 
 func TestLLMUsageAndTemplateErrors(t *testing.T) {
@@ -216,7 +250,7 @@ func TestGoldenPrompts(t *testing.T) {
 			require.Equal(t, 0, code, stderr)
 			for _, m := range regexp.MustCompile(`# about (\d+) tokens`).FindAllStringSubmatch(out, -1) {
 				n, _ := strconv.Atoi(m[1])
-				require.LessOrEqual(t, n, llm.DefaultNumCtx-llm.DefaultNumPredict, "the prompt fits the default context")
+				require.LessOrEqual(t, n, narrate.DefaultNumCtx-narrate.DefaultNumPredict, "the prompt fits the default context")
 			}
 			checkGolden(t, filepath.Join("testdata", "prompts", name+".txt"), []byte(out))
 		})

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -12,6 +13,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	// The go command finds its build cache through XDG_CACHE_HOME too: keep it where it was,
+	// or a test that builds the binary would rebuild every dependency.
+	if os.Getenv("GOCACHE") == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			os.Setenv("GOCACHE", filepath.Join(base, "go-build"))
+		}
 	}
 	os.Setenv("XDG_CACHE_HOME", dir)
 	code := m.Run()

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
-	"io/fs"
-	"path"
-	"regexp"
-	"sort"
-	"strings"
+	"os"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
@@ -19,7 +13,6 @@ import (
 
 // RedactOptions hold everything `coroner redact` needs; tests build them directly.
 type RedactOptions struct {
-	IO        *IOStreams
 	Input     string
 	Output    string
 	RulesFile string
@@ -30,11 +23,9 @@ type RedactOptions struct {
 	Key []byte
 }
 
-const redactExit = "EXIT STATUS\n  0  the redacted bundle was written\n  1  error (unreadable bundle, bad rules file...); nothing is written\n  2  bad usage\n"
-
 // NewCmdRedact builds `coroner redact`. runF replaces the run function in tests.
 func NewCmdRedact(io *IOStreams, runF func(*RedactOptions) error) *cobra.Command {
-	opts := &RedactOptions{IO: io, Limits: bundle.DefaultLimits()}
+	opts := &RedactOptions{Limits: bundle.DefaultLimits()}
 	cmd := &cobra.Command{
 		Use:   "redact BUNDLE -o OUT.tar.gz",
 		Short: "Mask the secrets of a bundle before it is handed over",
@@ -67,10 +58,9 @@ The manifest of the new bundle records each rule id and how often it fired, neve
 			if runF != nil {
 				return runF(opts)
 			}
-			return runRedact(opts)
+			return runRedact(cmd.Context(), opts, io)
 		},
 	}
-	cmd.Long += "\n" + redactExit
 	f := cmd.Flags()
 	f.StringVarP(&opts.Output, "output", "o", "", "write the redacted bundle to `FILE` (.tar.gz)")
 	f.StringVar(&opts.RulesFile, "rules", "", "add the redaction rules of this YAML `FILE`")
@@ -80,7 +70,7 @@ The manifest of the new bundle records each rule id and how often it fired, neve
 	return cmd
 }
 
-func runRedact(opts *RedactOptions) error {
+func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 	if opts.Output == "" {
 		return flagErrorf("-o is required: name the redacted bundle to write")
 	}
@@ -97,16 +87,19 @@ func runRedact(opts *RedactOptions) error {
 		return err
 	}
 	if !bundle.IsBundlePath(opts.Input) {
+		if _, err := os.Stat(opts.Input); err != nil {
+			return err
+		}
 		return fmt.Errorf("%s: not a bundle (a directory or a .tar.gz)", opts.Input)
 	}
-	b, err := bundle.Open(opts.Input, opts.Limits)
+	b, err := bundle.Open(ctx, opts.Input, opts.Limits)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	if !opts.Quiet {
 		for _, w := range b.Warnings {
-			fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", w)
+			fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
 		}
 	}
 	w, err := bundle.NewWriter(opts.Output)
@@ -114,35 +107,21 @@ func runRedact(opts *RedactOptions) error {
 		return err
 	}
 	defer w.Abort()
-	for _, f := range b.Files {
-		if f.Path == bundle.ManifestName {
-			continue
-		}
-		if err := redactFile(w, r, b, f); err != nil {
-			return fmt.Errorf("%s: %s: %w", opts.Input, f.Path, err)
-		}
-	}
-	if b.Manifest != nil {
-		// Collection errors quote API messages, which may hold a URL with credentials.
-		for i := range b.Manifest.Errors {
-			b.Manifest.Errors[i].Message = r.LineAt(bundle.ManifestName, fmt.Sprintf("errors[%d].message", i), b.Manifest.Errors[i].Message)
-		}
-	}
-	m := redactedManifest(b.Manifest, r.Summary())
-	if err := w.Close(m); err != nil {
-		return err
+	m, err := r.Bundle(ctx, b, w)
+	if err != nil {
+		return fmt.Errorf("%s: %w", opts.Input, err)
 	}
 	if opts.Report {
 		locs, more := r.Locations()
 		for _, l := range locs {
 			if l.Line > 0 {
-				fmt.Fprintf(opts.IO.Out, "%s:%d\t%s\n", l.File, l.Line, l.Rule)
+				fmt.Fprintf(io.Out, "%s:%d\t%s\n", l.File, l.Line, l.Rule)
 			} else {
-				fmt.Fprintf(opts.IO.Out, "%s\t%s\t%s\n", l.File, l.Field, l.Rule)
+				fmt.Fprintf(io.Out, "%s\t%s\t%s\n", l.File, l.Field, l.Rule)
 			}
 		}
 		if more > 0 {
-			fmt.Fprintf(opts.IO.Out, "... and %d more\n", more)
+			fmt.Fprintf(io.Out, "... and %d more\n", more)
 		}
 	}
 	if !opts.Quiet {
@@ -150,144 +129,10 @@ func runRedact(opts *RedactOptions) error {
 		for _, s := range r.Summary() {
 			total += s.Count
 		}
-		fmt.Fprintf(opts.IO.Out, "Redacted %d secret(s) in %d file(s) into %s\n", total, len(m.Files), opts.Output)
+		fmt.Fprintf(io.Out, "Redacted %d secret(s) in %d file(s) into %s\n", total, len(m.Files), opts.Output)
 		for _, s := range r.Summary() {
-			fmt.Fprintf(opts.IO.Out, "  %-28s %d\n", s.ID, s.Count)
+			fmt.Fprintf(io.Out, "  %-28s %d\n", s.ID, s.Count)
 		}
 	}
 	return nil
-}
-
-// redactFile copies one file into the new bundle, redacted: a resource as an object (so env
-// values, Secret data and annotations are found by their place), anything else line by line.
-func redactFile(w *bundle.Writer, r *redact.Redactor, b *bundle.Bundle, f bundle.File) error {
-	if strings.HasPrefix(f.Path, "resources/") && f.Size <= b.Limits.MaxResourceBytes {
-		data, err := fs.ReadFile(b.FS, f.Path)
-		if err != nil {
-			return err
-		}
-		if out, ok := redactResource(r, f.Path, data); ok {
-			return w.WriteFile(f.Path, out)
-		}
-	}
-	// Logs, and resources that do not decode as an object: as text, which still masks every
-	// secret that has a shape or a name.
-	in, err := b.FS.Open(f.Path)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := w.Create(f.Path)
-	if err != nil {
-		return err
-	}
-	if _, err := r.Copy(out, in, f.Path); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-// docSep separates the documents of a YAML stream.
-var docSep = regexp.MustCompile(`(?m)^---[ \t]*\r?$\n?`)
-
-// redactResource redacts a YAML or JSON object, or each object of a YAML stream. It keeps
-// the original bytes when nothing was masked, and reports false when the data is not made of
-// objects (the caller then redacts it as text).
-func redactResource(r *redact.Redactor, name string, data []byte) ([]byte, bool) {
-	if path.Ext(name) != ".json" {
-		if seps := docSep.FindAllIndex(data, -1); len(seps) > 0 && !(len(seps) == 1 && seps[0][0] == 0) {
-			var out []byte
-			start := 0
-			for i := 0; i <= len(seps); i++ {
-				end := len(data)
-				if i < len(seps) {
-					end = seps[i][0]
-				}
-				doc := data[start:end]
-				if len(bytes.TrimSpace(doc)) > 0 {
-					red, ok := redactDocument(r, name, doc)
-					if !ok {
-						return nil, false
-					}
-					out = append(out, red...)
-				}
-				if i < len(seps) {
-					out = append(out, "---\n"...)
-					start = seps[i][1]
-				}
-			}
-			return out, true
-		}
-	}
-	return redactDocument(r, name, data)
-}
-
-// redactDocument redacts one YAML or JSON object.
-func redactDocument(r *redact.Redactor, name string, data []byte) ([]byte, bool) {
-	js := data
-	isJSON := path.Ext(name) == ".json"
-	if !isJSON {
-		var err error
-		if js, err = yaml.YAMLToJSON(data); err != nil {
-			return nil, false
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber() // resourceVersion-like integers stay exact
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-		return nil, false
-	}
-	before := total(r.Summary())
-	r.ObjectAt(name, obj)
-	if total(r.Summary()) == before {
-		return data, true
-	}
-	out, err := json.MarshalIndent(obj, "", "  ")
-	if err != nil {
-		return nil, false
-	}
-	if isJSON {
-		return append(out, '\n'), true
-	}
-	y, err := yaml.JSONToYAML(out)
-	if err != nil {
-		return nil, false
-	}
-	return y, true
-}
-
-func total(s []bundle.RedactionRule) int {
-	n := 0
-	for _, r := range s {
-		n += r.Count
-	}
-	return n
-}
-
-// redactedManifest is the input's manifest with redaction on and the counts of this run added
-// to those of an earlier redaction (its tokens were left as they were).
-func redactedManifest(in *bundle.Manifest, summary []bundle.RedactionRule) *bundle.Manifest {
-	m := &bundle.Manifest{FormatVersion: bundle.FormatVersion}
-	if in != nil {
-		*m = *in
-		m.Files = append([]bundle.FileEntry(nil), in.Files...)
-	}
-	counts := map[string]int{}
-	if m.Redaction.Enabled || m.Options.Redact {
-		for _, r := range m.Redaction.Rules {
-			counts[r.ID] += r.Count
-		}
-	}
-	for _, r := range summary {
-		counts[r.ID] += r.Count
-	}
-	m.Redaction = bundle.RedactionInfo{Enabled: true, Rules: []bundle.RedactionRule{}}
-	for id, n := range counts {
-		m.Redaction.Rules = append(m.Redaction.Rules, bundle.RedactionRule{ID: id, Count: n})
-	}
-	sort.Slice(m.Redaction.Rules, func(i, j int) bool { return m.Redaction.Rules[i].ID < m.Redaction.Rules[j].ID })
-	m.Options.Redact = true
-	return m
 }

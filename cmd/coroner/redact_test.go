@@ -211,7 +211,7 @@ func TestRedactPlantedSecrets(t *testing.T) {
 	}
 	t.Logf("%d secrets planted, %d leaked", total, leaks)
 
-	b, err := bundle.Open(out, bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), out, bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
 	require.Empty(t, b.Warnings, "sizes and sha256 in the new manifest are right")
@@ -246,7 +246,7 @@ func TestRedactPlantedSecrets(t *testing.T) {
 	code, stdout, stderr = run(t, "redact", out, "-o", again)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "Redacted 0 secret(s)")
-	b2, err := bundle.Open(again, bundle.DefaultLimits())
+	b2, err := bundle.Open(t.Context(), again, bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b2.Close()
 	require.Equal(t, b.Manifest.Redaction, b2.Manifest.Redaction)

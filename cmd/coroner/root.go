@@ -17,15 +17,6 @@ var commandName = "coroner"
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// Exit codes, in one place.
-const (
-	exitOK      = 0
-	exitError   = 1
-	exitUsage   = 2
-	exitFailOn  = 3
-	exitMessage = "EXIT STATUS\n  0  analysis done\n  1  error (unreadable bundle, bad rule file...)\n  2  bad usage\n  3  --fail-on: a finding at or above that severity exists\n"
-)
-
 // IOStreams are the command's standard streams; tests hand in buffers.
 type IOStreams struct {
 	In         io.Reader
@@ -57,25 +48,24 @@ func flagErrorf(format string, args ...any) error {
 // errFailOn reports that --fail-on's threshold was met; the report was still written.
 var errFailOn = errors.New("a finding at or above the --fail-on severity exists")
 
-// Main runs coroner with args and returns the exit code.
+// Main runs coroner with args and returns the exit code (see exitStatuses). ctx is cancelled
+// with an *Interrupted cause when a signal asks coroner to stop.
 func Main(ctx context.Context, args []string, io *IOStreams) int {
 	root := NewCmdRoot(io)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, errFailOn):
-		return exitFailOn
-	}
-	var fe *FlagError
-	if errors.As(err, &fe) || isCobraUsageError(err) {
-		fmt.Fprintf(io.ErrOut, "coroner: %v\n", err)
+	code := exitCode(ctx, err)
+	switch code {
+	case exitOK, exitFailOn:
+	case exitInterrupt, exitTerminated:
+		fmt.Fprintf(io.ErrOut, "coroner: %v; nothing written\n", context.Cause(ctx))
+	case exitUsage:
+		fmt.Fprintf(io.ErrOut, "coroner: %s\n", describeError(err))
 		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", commandName)
-		return exitUsage
+	default:
+		fmt.Fprintf(io.ErrOut, "coroner: %s\n", describeError(err))
 	}
-	fmt.Fprintf(io.ErrOut, "coroner: %v\n", err)
-	return exitError
+	return code
 }
 
 // isCobraUsageError recognises cobra's own errors for unknown flags, commands and arguments.
@@ -95,7 +85,7 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 		Use:           "coroner",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: commandName},
 		Short:         "Explain why a distributed training job on Kubernetes failed",
-		Long:          "coroner analyzes a bundle (a snapshot of a training job: its object, pods, events, nodes and logs)\nwith no cluster access, names the root cause with its evidence, and writes a report.\n\n" + exitMessage,
+		Long:          "coroner analyzes a bundle (a snapshot of a training job: its object, pods, events, nodes and logs)\nwith no cluster access, names the root cause with its evidence, and writes a report.\n\nEach command's help ends with its EXIT STATUS.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version,
@@ -104,5 +94,6 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 	root.SetErr(io.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{err} })
 	root.AddCommand(NewCmdAnalyze(io, nil), NewCmdCollect(io, nil), NewCmdSearch(io, nil), NewCmdRedact(io, nil), NewCmdRules(io), NewCmdPrompts(io))
+	addExitHelp(root)
 	return root
 }

@@ -21,7 +21,6 @@ import (
 
 // SearchOptions hold everything a search needs; tests build them directly.
 type SearchOptions struct {
-	IO         *IOStreams
 	Bundle     string
 	Query      string
 	Regex      string
@@ -46,7 +45,7 @@ type CacheOptions struct {
 
 // NewCmdSearch builds `coroner search`. runF replaces the run function in tests.
 func NewCmdSearch(io *IOStreams, runF func(*SearchOptions) error) *cobra.Command {
-	opts := &SearchOptions{IO: io, Limits: bundle.DefaultLimits()}
+	opts := &SearchOptions{Limits: bundle.DefaultLimits()}
 	cmd := &cobra.Command{
 		Use:   "search BUNDLE [QUERY]",
 		Short: "Search a bundle's logs",
@@ -81,10 +80,9 @@ once with its count and time span; --all lists every line.
 			if runF != nil {
 				return runF(opts)
 			}
-			return runSearch(cmd.Context(), opts)
+			return runSearch(cmd.Context(), opts, io)
 		},
 	}
-	cmd.Long += "\n" + searchExitMessage
 	f := cmd.Flags()
 	f.StringVar(&opts.Regex, "regex", "", "match this Go regular `EXPR` against each line instead of a query")
 	f.StringArrayVar(&opts.Pods, "pod", nil, "only pods matching this `GLOB` (repeatable)")
@@ -100,8 +98,6 @@ once with its count and time span; --all lists every line.
 	addLimitFlags(cmd, &opts.Limits)
 	return cmd
 }
-
-const searchExitMessage = "EXIT STATUS\n  0  search done (with or without hits)\n  1  error (unreadable bundle, damaged cache that cannot be rebuilt...)\n  2  bad usage (a malformed query, an unknown flag)\n"
 
 func addCacheFlags(cmd *cobra.Command, c *CacheOptions) {
 	f := cmd.Flags()
@@ -125,7 +121,7 @@ func (c CacheOptions) cache() (*index.Cache, error) {
 	return &index.Cache{Dir: dir}, nil
 }
 
-func runSearch(ctx context.Context, opts *SearchOptions) error {
+func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	if opts.Output != "text" && opts.Output != "json" {
 		return flagErrorf("unknown --output %q (use text or json)", opts.Output)
 	}
@@ -140,9 +136,9 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		if _, err := os.Stat(opts.Bundle); err != nil {
 			return err
 		}
-		return flagErrorf("%s is not a bundle (a directory or a .tar.gz)", opts.Bundle)
+		return fmt.Errorf("%s: not a bundle (a directory or a .tar.gz)", opts.Bundle)
 	}
-	b, err := bundle.Open(opts.Bundle, opts.Limits)
+	b, err := bundle.Open(ctx, opts.Bundle, opts.Limits)
 	if err != nil {
 		return err
 	}
@@ -152,17 +148,17 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		return fmt.Errorf("%s: the bundle holds no logs", opts.Bundle)
 	}
 	var progress func(int, int, int64)
-	if opts.IO.IsTerminal {
+	if io.IsTerminal {
 		progress = func(done, total int, n int64) {
-			fmt.Fprintf(opts.IO.ErrOut, "\rindexing logs: %d/%d (%s)", done, total, humanBytes(n))
+			fmt.Fprintf(io.ErrOut, "\rindexing logs: %d/%d (%s)", done, total, humanBytes(n))
 			if done == total {
-				fmt.Fprint(opts.IO.ErrOut, "\r\033[K")
+				fmt.Fprint(io.ErrOut, "\r\033[K")
 			}
 		}
 	}
 	ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
 		Progress: progress, Log: func(format string, args ...any) {
-			fmt.Fprintf(opts.IO.ErrOut, "coroner: "+format+"\n", args...)
+			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
 		}})
 	if err != nil {
 		return fmt.Errorf("%s: indexing the logs: %w", opts.Bundle, err)
@@ -190,12 +186,12 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		return err
 	}
 	if opts.Output == "json" {
-		enc := json.NewEncoder(opts.IO.Out)
+		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		return enc.Encode(res)
 	}
-	return printHits(opts.IO.Out, res, opts.Context > 0)
+	return printHits(io.Out, res, opts.Context > 0)
 }
 
 // firstTime is the earliest timestamp of the bundle's logs: "10:02" means 10:02 of that day.

@@ -1,4 +1,7 @@
-package llm
+// Package ollama is the narrative's model client: a local Ollama server, through Ollama's
+// official Go client (github.com/ollama/ollama/api). It is the only network use of the LLM
+// step, and only towards the host the user names.
+package ollama
 
 import (
 	"context"
@@ -10,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/ollama/ollama/api"
+
+	"github.com/coroner-dev/coroner/narrate"
 )
 
 // DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
@@ -18,20 +23,20 @@ const DefaultHost = "http://127.0.0.1:11434"
 // maxAnswerBytes bounds an answer kept in memory, whatever NumPredict says.
 const maxAnswerBytes = 256 << 10
 
-// Ollama is the LLM of a local Ollama server, through its official Go client.
-type Ollama struct {
+// Client is the LLM of a local Ollama server.
+type Client struct {
 	host   string
 	client *api.Client
 }
 
 var (
-	_ LLM      = (*Ollama)(nil)
-	_ Digester = (*Ollama)(nil)
+	_ narrate.LLM      = (*Client)(nil)
+	_ narrate.Digester = (*Client)(nil)
 )
 
-// NewOllama returns the client of the server at host, written as OLLAMA_HOST is ("host",
+// New returns the client of the server at host, written as OLLAMA_HOST is ("host",
 // "host:port", "http://host:port"); "" is DefaultHost.
-func NewOllama(host string, hc *http.Client) (*Ollama, error) {
+func New(host string, hc *http.Client) (*Client, error) {
 	u, err := ParseHost(host)
 	if err != nil {
 		return nil, err
@@ -39,7 +44,7 @@ func NewOllama(host string, hc *http.Client) (*Ollama, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Ollama{host: u.String(), client: api.NewClient(u, hc)}, nil
+	return &Client{host: u.String(), client: api.NewClient(u, hc)}, nil
 }
 
 // ParseHost reads an Ollama address the way OLLAMA_HOST is written: the scheme defaults to
@@ -68,10 +73,10 @@ func ParseHost(host string) (*url.URL, error) {
 }
 
 // Host is the server's address.
-func (o *Ollama) Host() string { return o.host }
+func (o *Client) Host() string { return o.host }
 
 // Digest returns the digest of a model the server has, from its model list.
-func (o *Ollama) Digest(ctx context.Context, model string) (string, error) {
+func (o *Client) Digest(ctx context.Context, model string) (string, error) {
 	list, err := o.client.List(ctx)
 	if err != nil {
 		return "", o.classify(ctx, model, err)
@@ -82,7 +87,7 @@ func (o *Ollama) Digest(ctx context.Context, model string) (string, error) {
 			return m.Digest, nil
 		}
 	}
-	return "", fmt.Errorf("%w: the Ollama server at %s does not have %q: run `ollama pull %s`", ErrModelNotFound, o.host, model, model)
+	return "", fmt.Errorf("%w: the Ollama server at %s does not have %q: run `ollama pull %s`", narrate.ErrModelNotFound, o.host, model, model)
 }
 
 // fullName adds the ":latest" tag Ollama assumes when a name has none.
@@ -96,7 +101,7 @@ func fullName(name string) string {
 // Chat streams the answer and returns it once the final chunk has arrived. The client returns
 // nil when the context ends or the connection drops mid-stream, so a missing final chunk is
 // checked here, not trusted to an error.
-func (o *Ollama) Chat(ctx context.Context, req *Request) (*Reply, error) {
+func (o *Client) Chat(ctx context.Context, req *narrate.Request) (*narrate.Reply, error) {
 	stream, truncate := true, false
 	msgs := make([]api.Message, len(req.Messages))
 	for i, m := range req.Messages {
@@ -135,13 +140,13 @@ func (o *Ollama) Chat(ctx context.Context, req *Request) (*Reply, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w (%d bytes received): the server stopped or the connection dropped", ErrStreamCut, text.Len())
+		return nil, fmt.Errorf("%w (%d bytes received): the server stopped or the connection dropped", narrate.ErrStreamCut, text.Len())
 	}
-	return &Reply{Text: text.String(), DoneReason: final.DoneReason, PromptTokens: final.PromptEvalCount, AnswerTokens: final.EvalCount}, nil
+	return &narrate.Reply{Text: text.String(), DoneReason: final.DoneReason, PromptTokens: final.PromptEvalCount, AnswerTokens: final.EvalCount}, nil
 }
 
 // classify turns the client's errors into the package's, with what to do about them.
-func (o *Ollama) classify(ctx context.Context, model string, err error) error {
+func (o *Client) classify(ctx context.Context, model string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -150,16 +155,16 @@ func (o *Ollama) classify(ctx context.Context, model string, err error) error {
 		msg := strings.TrimSpace(se.ErrorMessage)
 		switch {
 		case se.StatusCode == http.StatusNotFound && strings.Contains(msg, "not found"):
-			return fmt.Errorf("%w: the Ollama server at %s does not have %q: run `ollama pull %s`", ErrModelNotFound, o.host, model, model)
+			return fmt.Errorf("%w: the Ollama server at %s does not have %q: run `ollama pull %s`", narrate.ErrModelNotFound, o.host, model, model)
 		case strings.Contains(msg, "exceeds") && strings.Contains(msg, "context"):
-			return fmt.Errorf("%w: the server says %q: raise --num-ctx", ErrContextTooSmall, msg)
+			return fmt.Errorf("%w: the server says %q: raise --num-ctx", narrate.ErrContextTooSmall, msg)
 		}
 		return fmt.Errorf("Ollama at %s: %w", o.host, err)
 	}
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &oe) || (errors.As(err, &ne) && !ne.Timeout()) {
-		return fmt.Errorf("%w at %s (%v): start it with `ollama serve`, or set OLLAMA_HOST", ErrUnreachable, o.host, err)
+		return fmt.Errorf("%w at %s (%v): start it with `ollama serve`, or set OLLAMA_HOST", narrate.ErrUnreachable, o.host, err)
 	}
 	return fmt.Errorf("Ollama at %s: %w", o.host, err)
 }

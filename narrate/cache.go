@@ -1,6 +1,7 @@
-package llm
+package narrate
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -51,10 +52,10 @@ type Cache struct {
 }
 
 // Get returns the stored answer to a question, or nil.
-func (c *Cache) Get(key string) (*Entry, error) {
+func (c *Cache) Get(ctx context.Context, key string) (*Entry, error) {
 	p := filepath.Join(c.Dir, key+".json")
 	var e Entry
-	if err := readJSON(p, maxCacheEntryBytes, &e); err != nil {
+	if err := readJSON(ctx, p, maxCacheEntryBytes, &e); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
@@ -67,11 +68,14 @@ func (c *Cache) Get(key string) (*Entry, error) {
 }
 
 // Put stores an answer.
-func (c *Cache) Put(e *Entry) error {
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return fmt.Errorf("answer cache: %w", err)
+func (c *Cache) Put(ctx context.Context, e *Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return writeJSON(filepath.Join(c.Dir, e.Key+".json"), e)
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return err
+	}
+	return writeJSON(ctx, filepath.Join(c.Dir, e.Key+".json"), e)
 }
 
 // Answers is a file of recorded answers (--llm-record writes it, --llm-replay answers from
@@ -87,10 +91,10 @@ type answersFile struct {
 }
 
 // LoadAnswers reads a file of answers. A file that does not exist is empty unless mustExist.
-func LoadAnswers(path string, mustExist bool) (*Answers, error) {
+func LoadAnswers(ctx context.Context, path string, mustExist bool) (*Answers, error) {
 	a := &Answers{path: path, entries: map[string]*Entry{}}
 	var f answersFile
-	if err := readJSON(path, maxAnswersFileBytes, &f); err != nil {
+	if err := readJSON(ctx, path, maxAnswersFileBytes, &f); err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !mustExist {
 			return a, nil
 		}
@@ -118,23 +122,31 @@ func (a *Answers) Get(key string) *Entry { return a.entries[key] }
 func (a *Answers) Put(e *Entry) { a.entries[e.Key] = e }
 
 // Save writes the file, answers sorted by key so that it diffs well.
-func (a *Answers) Save() error {
+func (a *Answers) Save(ctx context.Context) error {
 	f := answersFile{FormatVersion: 1, Answers: []*Entry{}}
 	for _, e := range a.entries {
 		f.Answers = append(f.Answers, e)
 	}
 	sort.Slice(f.Answers, func(i, j int) bool { return f.Answers[i].Key < f.Answers[j].Key })
-	return writeJSON(a.path, &f)
+	return writeJSON(ctx, a.path, &f)
 }
 
-func readJSON(path string, limit int64, v any) error {
+// readJSON reads a JSON file of at most limit bytes; an answers file can be tens of MiB, so
+// the read stops when ctx ends.
+func readJSON(ctx context.Context, path string, limit int64, v any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, limit+1))
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	if int64(len(data)) > limit {
@@ -146,9 +158,22 @@ func readJSON(path string, limit int64, v any) error {
 	return nil
 }
 
+// ctxReader stops reading when its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
 // writeJSON writes to a temporary file beside path and renames it: a reader never sees half
-// an answer.
-func writeJSON(path string, v any) error {
+// an answer, and a write interrupted by ctx leaves nothing behind.
+func writeJSON(ctx context.Context, path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -162,10 +187,16 @@ func writeJSON(path string, v any) error {
 		err = cerr
 	}
 	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package llm
+package narrate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -27,25 +28,25 @@ const (
 	maxRoleAnswer = 800
 )
 
-// Options configure the LLM step.
+// Options configure the LLM step: how to ask, and whom.
 type Options struct {
 	Model string
 	// NumCtx is the context window asked for; the prompt plus NumPredict must fit in it.
 	NumCtx int
 	// NumPredict is the most tokens an answer may have.
 	NumPredict int
-	Timeout    time.Duration
+	// Timeout bounds each question, from the request to the answer's final chunk.
+	Timeout time.Duration
 	// PerRole asks the model for each role's diagnosis first (map), then for the job (reduce).
 	PerRole bool
-}
 
-// Narrator runs the LLM step.
-type Narrator struct {
 	// LLM answers questions; it may be nil when Replay answers them all.
-	LLM       LLM
+	LLM LLM
+	// Templates are the prompt templates; nil means the built-in ones.
 	Templates *Templates
-	// Redactor masks every line of every prompt.
-	Redactor Redactor
+	// RedactRules are the user's redaction rules (the format of `coroner redact --rules`),
+	// applied with the built-in ones to every line of every prompt.
+	RedactRules []redact.Rule
 	// Windows reads log context for the prompt; nil leaves log windows out.
 	Windows Windows
 	// Cache, when set, answers questions asked before and keeps new answers.
@@ -54,8 +55,11 @@ type Narrator struct {
 	Replay *Answers
 	// Record, when set, receives every answer (the caller saves it).
 	Record *Answers
-	Options
 }
+
+// Warning is a problem the narrative survived, such as an answer cache that cannot be read
+// or written. Narrate returns them; the caller adds them to the report's warnings.
+type Warning string
 
 // Prompt is one rendered prompt and what it carries.
 type Prompt struct {
@@ -66,17 +70,17 @@ type Prompt struct {
 	Hash     string
 	Tokens   int
 	Bytes    int
-	Included []report.LLMItem
+	Included []report.PromptPart
 	Omitted  int
 }
 
 // Info is the prompt as the report describes it.
-func (p *Prompt) Info(numCtx int) report.LLMPrompt {
+func (p *Prompt) Info(numCtx int) report.PromptInfo {
 	inc := p.Included
 	if inc == nil {
-		inc = []report.LLMItem{}
+		inc = []report.PromptPart{}
 	}
-	return report.LLMPrompt{Template: p.Template.Name, Version: p.Template.Version, Source: p.Template.Source,
+	return report.PromptInfo{Template: p.Template.Name, Version: p.Template.Version, Source: p.Template.Source,
 		Hash: p.Hash, Tokens: p.Tokens, NumCtx: numCtx, Bytes: p.Bytes, Included: inc, Omitted: p.Omitted}
 }
 
@@ -89,26 +93,74 @@ func (p *Prompt) Text() string {
 	return b.String()
 }
 
-func (n *Narrator) genOptions() GenOptions {
+// TemplateError is a prompt template that does not render: the user's to fix, found before
+// any call.
+type TemplateError struct{ Err error }
+
+func (e *TemplateError) Error() string { return e.Err.Error() }
+func (e *TemplateError) Unwrap() error { return e.Err }
+
+// promptRedactionKey keys the redaction tokens of prompts. It is fixed so that the same bundle
+// gives the same prompt, hence the same cache key and replayable answers; prompts stay on the
+// machine (they go to the local model, never into the report).
+var promptRedactionKey = sha256.Sum256([]byte("coroner llm prompt redaction v1"))
+
+// narrator is one run of the LLM step.
+type narrator struct {
+	Options
+	// redactor masks every line of every prompt: nothing reaches a model unredacted.
+	redactor *redact.Redactor
+}
+
+func newNarrator(ctx context.Context, opts Options) (*narrator, error) {
+	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: opts.RedactRules})
+	if err != nil {
+		return nil, err
+	}
+	n := &narrator{Options: opts, redactor: red}
+	if n.Templates == nil {
+		ts, err := LoadTemplates(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		n.Templates = ts
+	}
+	return n, nil
+}
+
+func (n *narrator) genOptions() GenOptions {
 	return GenOptions{NumCtx: n.NumCtx, NumPredict: n.NumPredict, Temperature: 0, Seed: Seed}
+}
+
+// interrupted is the error of a run whose context ended: nothing it made should be kept.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("LLM step interrupted: %w", context.Cause(ctx))
 }
 
 // Prompts renders what Narrate would send, without calling: with PerRole the role prompts
 // first, then the job's prompt (carrying the findings' role diagnoses, which the model's
-// replace in a real run).
-func (n *Narrator) Prompts(rep *report.Report) ([]*Prompt, error) {
+// replace in a real run). It reads log windows, so it stops when ctx ends.
+func Prompts(ctx context.Context, rep *report.Report, opts Options) ([]*Prompt, error) {
+	n, err := newNarrator(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return n.prompts(ctx, rep)
+}
+
+func (n *narrator) prompts(ctx context.Context, rep *report.Report) ([]*Prompt, error) {
 	roles := FindingsDiagnoses(rep)
 	var out []*Prompt
 	if n.PerRole {
 		for _, r := range askedRoles(rep) {
-			p, err := n.build(rep, r, roles)
+			p, err := n.build(ctx, rep, r, roles)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, p)
 		}
 	}
-	p, err := n.build(rep, "", roles)
+	p, err := n.build(ctx, rep, "", roles)
 	if err != nil {
 		return nil, err
 	}
@@ -126,15 +178,8 @@ func askedRoles(rep *report.Report) []string {
 	return out
 }
 
-// TemplateError is a prompt template that does not render: the user's to fix, found before
-// any call.
-type TemplateError struct{ Err error }
-
-func (e *TemplateError) Error() string { return e.Err.Error() }
-func (e *TemplateError) Unwrap() error { return e.Err }
-
 // build renders one prompt, choosing what goes in by relevance until the context is full.
-func (n *Narrator) build(rep *report.Report, role string, roles []Role) (*Prompt, error) {
+func (n *narrator) build(ctx context.Context, rep *report.Report, role string, roles []Role) (*Prompt, error) {
 	t := n.Templates.For(rep.Job.Kind)
 	var sc scope
 	if role != "" {
@@ -152,14 +197,17 @@ func (n *Narrator) build(rep *report.Report, role string, roles []Role) (*Prompt
 			}
 		}
 	}
-	pieces := candidates(rep, n.Windows, sc)
+	parts := candidates(ctx, rep, n.Windows, sc)
+	if ctx.Err() != nil {
+		return nil, interrupted(ctx)
+	}
 	b := base(rep, roles)
 	b.Role = role
 	budget := n.NumCtx - n.NumPredict - slack
-	included := make([]bool, len(pieces))
+	included := make([]bool, len(parts))
 
 	render := func(omitted int) ([]Message, error) {
-		d := compose(b, pieces, included)
+		d := compose(b, parts, included)
 		d.Omitted = omitted
 		system, user, err := t.Render(d)
 		if err != nil {
@@ -182,9 +230,13 @@ func (n *Narrator) build(rep *report.Report, role string, roles []Role) (*Prompt
 	p := &Prompt{Template: t, Role: role}
 	size := msgBytes(msgs)
 	omitted := 0
-	for i := range pieces {
+	// The parts come most relevant first: each goes in if the prompt still fits with it.
+	for i := range parts {
+		if ctx.Err() != nil {
+			return nil, interrupted(ctx)
+		}
 		if i >= maxCandidates {
-			omitted += len(pieces) - i
+			omitted += len(parts) - i
 			break
 		}
 		included[i] = true
@@ -198,7 +250,7 @@ func (n *Narrator) build(rep *report.Report, role string, roles []Role) (*Prompt
 			continue
 		}
 		if grown := msgBytes(next) - size; grown > 0 {
-			p.Included = append(p.Included, report.LLMItem{Kind: pieces[i].kind, Ref: pieces[i].ref, Bytes: grown})
+			p.Included = append(p.Included, parts[i].info(grown))
 		}
 		size = msgBytes(next)
 	}
@@ -222,57 +274,78 @@ func msgBytes(msgs []Message) int {
 }
 
 // redact passes every line through the redactor.
-func (n *Narrator) redact(s string) string {
-	if n.Redactor == nil {
-		return s
-	}
+func (n *narrator) redact(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = n.Redactor.Line(l)
+		lines[i] = n.redactor.Line(l)
 	}
 	return strings.Join(lines, "\n")
 }
 
-// Narrate runs the LLM step for a report and returns the narrative. The error is only for a
-// prompt template that does not render, found before any call; every other problem is the
-// narrative's Failure, and the report stands without it.
-func (n *Narrator) Narrate(ctx context.Context, rep *report.Report) (*report.LLM, error) {
-	roles := FindingsDiagnoses(rep)
-	out := &report.LLM{Model: n.Model, Roles: reportRoles(roles), Solution: []string{}}
-	// Render everything once before asking anything: template errors surface now.
-	prompts, err := n.Prompts(rep)
-	var te *TemplateError
-	if errors.As(err, &te) {
-		return nil, err
+// Narrate runs the LLM step for a report and returns the narrative, and the warnings for the
+// caller to add to the report; it does not change the report. The error is for a prompt
+// template that does not render (found before any call) and for ctx ending (the narrative
+// would say only that it was interrupted: the caller should not write the report). Every
+// other problem is the narrative's Failure, and the report stands without it.
+func Narrate(ctx context.Context, rep *report.Report, opts Options) (report.Narrative, []Warning, error) {
+	n, err := newNarrator(ctx, opts)
+	if err != nil {
+		return report.Narrative{}, nil, err
+	}
+	q := &questioner{n: n}
+	out, err := n.narrate(ctx, rep, q)
+	if err == nil && ctx.Err() != nil {
+		err = interrupted(ctx)
 	}
 	if err != nil {
+		return report.Narrative{}, q.warnings, err
+	}
+	return out, q.warnings, nil
+}
+
+// narrate asks the questions; a failure that leaves the report standing is out.Failure.
+func (n *narrator) narrate(ctx context.Context, rep *report.Report, q *questioner) (report.Narrative, error) {
+	roles := FindingsDiagnoses(rep)
+	out := report.Narrative{Model: n.Model, Roles: roleDiagnoses(roles), Solution: []string{}}
+	var te *TemplateError
+	// fail keeps the report standing with a narrative that says why it is missing, unless
+	// the template is broken or the run was interrupted.
+	fail := func(err error) (report.Narrative, error) {
+		if errors.As(err, &te) {
+			return report.Narrative{}, err
+		}
+		if ctx.Err() != nil {
+			return report.Narrative{}, interrupted(ctx)
+		}
 		out.Failure = err.Error()
 		return out, nil
+	}
+	// Render everything once before asking anything: template errors surface now.
+	prompts, err := n.prompts(ctx, rep)
+	if err != nil {
+		return fail(err)
 	}
 	job := prompts[len(prompts)-1]
 	out.Prompt = job.Info(n.NumCtx)
 
-	q := &questioner{n: n}
 	if n.Replay == nil {
 		if err := q.resolveDigest(ctx); err != nil {
-			out.Failure = err.Error()
-			return out, nil
+			return fail(err)
 		}
 		out.ModelDigest = q.digest
 	}
 	if n.PerRole {
-		for i, p := range prompts[:len(prompts)-1] {
+		for _, p := range prompts[:len(prompts)-1] {
 			ans, err := q.ask(ctx, p, nil)
 			if err != nil {
-				out.Failure = fmt.Sprintf("asking for the %s diagnosis: %v", p.Role, err)
-				return out, nil
+				return fail(fmt.Errorf("asking for the %s diagnosis: %w", p.Role, err))
 			}
 			for k := range roles {
-				if roles[k].Name == prompts[i].Role {
+				if roles[k].Name == p.Role {
 					roles[k] = Role{Name: p.Role, Diagnosis: cutAnswer(ans.Text), Source: "model"}
 				}
 			}
-			out.Roles = reportRoles(roles)
+			out.Roles = roleDiagnoses(roles)
 			for k := range out.Roles {
 				if out.Roles[k].Role == p.Role {
 					out.Roles[k].Cached = ans.cached
@@ -280,20 +353,14 @@ func (n *Narrator) Narrate(ctx context.Context, rep *report.Report) (*report.LLM
 			}
 		}
 		// The reduce step: the job's prompt now carries the model's role diagnoses.
-		job, err = n.build(rep, "", roles)
-		if err != nil {
-			if errors.As(err, &te) {
-				return nil, err
-			}
-			out.Failure = err.Error()
-			return out, nil
+		if job, err = n.build(ctx, rep, "", roles); err != nil {
+			return fail(err)
 		}
 		out.Prompt = job.Info(n.NumCtx)
 	}
 	ans, err := q.ask(ctx, job, AnswerSchema)
 	if err != nil {
-		out.Failure = err.Error()
-		return out, nil
+		return fail(err)
 	}
 	if q.digest != "" {
 		out.ModelDigest = q.digest
@@ -304,14 +371,13 @@ func (n *Narrator) Narrate(ctx context.Context, rep *report.Report) (*report.LLM
 	if a.Solution != nil {
 		out.Solution = a.Solution
 	}
-	rep.Warnings = append(rep.Warnings, q.warnings...)
 	return out, nil
 }
 
-func reportRoles(roles []Role) []report.LLMRole {
-	out := make([]report.LLMRole, len(roles))
+func roleDiagnoses(roles []Role) []report.RoleDiagnosis {
+	out := make([]report.RoleDiagnosis, len(roles))
 	for i, r := range roles {
-		out[i] = report.LLMRole{Role: r.Name, Diagnosis: r.Diagnosis, Source: r.Source}
+		out[i] = report.RoleDiagnosis{Role: r.Name, Diagnosis: r.Diagnosis, Source: r.Source}
 	}
 	return out
 }
@@ -320,17 +386,21 @@ func cutAnswer(s string) string { return truncate(oneLine(s), maxRoleAnswer) }
 
 // questioner asks questions of the cache, the replay file or the model, in that order.
 type questioner struct {
-	n      *Narrator
+	n      *narrator
 	digest string
 	// offline: the server could not be reached to name the digest; only stored answers can
 	// be had.
 	offline  error
-	warnings []string
+	warnings []Warning
 }
 
 type answer struct {
 	*Entry
 	cached bool
+}
+
+func (q *questioner) warn(err error) {
+	q.warnings = append(q.warnings, Warning("answer cache: "+err.Error()))
 }
 
 func (q *questioner) resolveDigest(ctx context.Context) error {
@@ -366,9 +436,12 @@ func (q *questioner) ask(ctx context.Context, p *Prompt, format json.RawMessage)
 		return &answer{Entry: e, cached: true}, nil
 	}
 	if n.Cache != nil {
-		e, err := n.Cache.Get(key)
+		e, err := n.Cache.Get(ctx, key)
 		if err != nil {
-			q.warnings = append(q.warnings, "answer cache: "+err.Error())
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			q.warn(err)
 		}
 		if e != nil && (q.digest == "" || e.Digest == q.digest) {
 			if q.digest == "" {
@@ -395,8 +468,11 @@ func (q *questioner) ask(ctx context.Context, p *Prompt, format json.RawMessage)
 	}
 	e := &Entry{Key: key, Model: n.Model, Digest: q.digest, PromptHash: p.Hash, Options: opts, Text: reply.Text, DoneReason: reply.DoneReason}
 	if n.Cache != nil {
-		if err := n.Cache.Put(e); err != nil {
-			q.warnings = append(q.warnings, "answer cache: "+err.Error())
+		if err := n.Cache.Put(ctx, e); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			q.warn(err)
 		}
 	}
 	q.record(e)
@@ -410,10 +486,7 @@ func (q *questioner) record(e *Entry) {
 }
 
 func (q *questioner) callError(err error) error {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return errors.New("interrupted before the answer was complete")
-	case errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no answer within --llm-timeout %s", q.n.Timeout)
 	}
 	return err

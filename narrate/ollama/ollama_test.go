@@ -1,4 +1,4 @@
-package llm
+package ollama
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/narrate"
 )
 
 func TestParseHost(t *testing.T) {
@@ -32,7 +34,7 @@ func TestParseHost(t *testing.T) {
 
 // chatServer is an HTTP server on 127.0.0.1 that answers /api/chat with the given chunks and
 // then ends the response, as a server that stops mid-answer does.
-func chatServer(t *testing.T, status int, chunks ...string) *Ollama {
+func chatServer(t *testing.T, status int, chunks ...string) *Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
@@ -43,7 +45,7 @@ func chatServer(t *testing.T, status int, chunks ...string) *Ollama {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	o, err := NewOllama(srv.URL, nil)
+	o, err := New(srv.URL, nil)
 	require.NoError(t, err)
 	return o
 }
@@ -54,45 +56,45 @@ func chunk(content string, done bool) string {
 }
 
 func TestOllamaChat(t *testing.T) {
-	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hi"}}}
+	req := &narrate.Request{Model: "m", Messages: []narrate.Message{{Role: "user", Content: "hi"}}}
 
 	o := chatServer(t, 200, chunk(`{"healthy":`, false), chunk(`"No"}`, true))
 	reply, err := o.Chat(t.Context(), req)
 	require.NoError(t, err)
-	require.Equal(t, &Reply{Text: `{"healthy":"No"}`, DoneReason: "stop", AnswerTokens: 3}, reply)
+	require.Equal(t, &narrate.Reply{Text: `{"healthy":"No"}`, DoneReason: "stop", AnswerTokens: 3}, reply)
 
 	// The client returns nil when the stream just stops; the missing final chunk is the tell.
 	o = chatServer(t, 200, chunk(`{"healthy":`, false))
 	_, err = o.Chat(t.Context(), req)
-	require.ErrorIs(t, err, ErrStreamCut)
+	require.ErrorIs(t, err, narrate.ErrStreamCut)
 	require.ErrorContains(t, err, "11 bytes received")
 
 	o = chatServer(t, 404, `{"error":"model 'm' not found"}`)
 	_, err = o.Chat(t.Context(), req)
-	require.ErrorIs(t, err, ErrModelNotFound)
+	require.ErrorIs(t, err, narrate.ErrModelNotFound)
 	require.ErrorContains(t, err, "run `ollama pull m`")
 
 	o = chatServer(t, 400, `{"error":"the input length exceeds the context length"}`)
 	_, err = o.Chat(t.Context(), req)
-	require.ErrorIs(t, err, ErrContextTooSmall)
+	require.ErrorIs(t, err, narrate.ErrContextTooSmall)
 
 	o = chatServer(t, 500, `{"error":"llama runner process has terminated"}`)
 	_, err = o.Chat(t.Context(), req)
 	require.ErrorContains(t, err, "llama runner process has terminated")
-	require.False(t, errors.Is(err, ErrStreamCut))
+	require.False(t, errors.Is(err, narrate.ErrStreamCut))
 
 	// Nothing listens: a port that was free a moment ago.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	o, err = NewOllama(addr, nil)
+	o, err = New(addr, nil)
 	require.NoError(t, err)
 	_, err = o.Chat(t.Context(), req)
-	require.ErrorIs(t, err, ErrUnreachable)
+	require.ErrorIs(t, err, narrate.ErrUnreachable)
 	require.ErrorContains(t, err, "ollama serve")
 	_, err = o.Digest(t.Context(), "m")
-	require.ErrorIs(t, err, ErrUnreachable)
+	require.ErrorIs(t, err, narrate.ErrUnreachable)
 }
 
 func TestOllamaDigest(t *testing.T) {
@@ -101,7 +103,7 @@ func TestOllamaDigest(t *testing.T) {
 		fmt.Fprint(w, `{"models":[{"name":"qwen2.5:7b-instruct","model":"qwen2.5:7b-instruct","digest":"845dbda0ea48"},{"name":"tiny:latest","model":"tiny:latest","digest":"ac73683a376d"}]}`)
 	}))
 	defer srv.Close()
-	o, err := NewOllama(srv.URL, nil)
+	o, err := New(srv.URL, nil)
 	require.NoError(t, err)
 	d, err := o.Digest(t.Context(), "tiny")
 	require.NoError(t, err)
@@ -110,6 +112,6 @@ func TestOllamaDigest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "845dbda0ea48", d)
 	_, err = o.Digest(t.Context(), "llama3.1")
-	require.ErrorIs(t, err, ErrModelNotFound)
+	require.ErrorIs(t, err, narrate.ErrModelNotFound)
 	require.ErrorContains(t, err, "run `ollama pull llama3.1`")
 }

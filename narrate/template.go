@@ -1,8 +1,10 @@
-package llm
+package narrate
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -27,6 +29,12 @@ const (
 	// maxTemplateBytes bounds a template file.
 	maxTemplateBytes = 256 << 10
 )
+
+// builtin holds the built-in prompt templates: one per job kind (pytorchjob.tmpl serves
+// PyTorchJob), default.tmpl for the other kinds and role.tmpl for --llm-per-role.
+//
+//go:embed prompts/*.tmpl
+var builtin embed.FS
 
 // versionComment is a template's version line: a comment such as
 // {{/* coroner prompt for PyTorchJob, version: 3 */}} in its first five lines.
@@ -60,11 +68,10 @@ type Templates struct {
 	byName map[string]*Template
 }
 
-// LoadTemplates reads the built-in templates from builtin (files prompts/*.tmpl) and, when
-// dir is not empty, the *.tmpl files of dir, which replace the built-ins of the same name or
-// add templates for other job kinds. A template that does not parse is an error naming its
-// file.
-func LoadTemplates(builtin fs.FS, dir string) (*Templates, error) {
+// LoadTemplates reads the built-in templates and, when dir is not empty, the *.tmpl files of
+// dir, which replace the built-ins of the same name or add templates for other job kinds. A
+// template that does not parse is an error naming its file.
+func LoadTemplates(ctx context.Context, dir string) (*Templates, error) {
 	ts := &Templates{byName: map[string]*Template{}}
 	names, err := fs.Glob(builtin, "prompts/*.tmpl")
 	if err != nil {
@@ -91,6 +98,9 @@ func LoadTemplates(builtin fs.FS, dir string) (*Templates, error) {
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tmpl") {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		file := filepath.Join(dir, e.Name())
 		info, err := e.Info()

@@ -1,4 +1,4 @@
-package llm
+package narrate
 
 import (
 	"os"
@@ -7,12 +7,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/coroner-dev/coroner/templates"
 )
 
 func TestBuiltinTemplates(t *testing.T) {
-	ts, err := LoadTemplates(templates.FS, "")
+	ts, err := LoadTemplates(t.Context(), "")
 	require.NoError(t, err)
 	var names []string
 	for _, tmpl := range ts.List() {
@@ -55,7 +53,7 @@ func TestUserTemplates(t *testing.T) {
 	write("pytorchjob.tmpl", "{{/* aegis override, version: 7 */}}\nYou are a Kubernetes + Kubeflow diagnostic expert...\nJob Name: {{ index .Metadata \"JobName\" }}\nJob Status: {{ index .Metadata \"JobStatus\" }}\n{{ .ErrorInfo }}\n")
 	write("xgboostjob.tmpl", "XGBoost {{ .Job.Name }}")
 	write("notes.txt", "{{ not a template")
-	ts, err := LoadTemplates(templates.FS, dir)
+	ts, err := LoadTemplates(t.Context(), dir)
 	require.NoError(t, err)
 	pt := ts.For("PyTorchJob")
 	require.Equal(t, "7", pt.Version)
@@ -71,13 +69,13 @@ func TestUserTemplates(t *testing.T) {
 	require.True(t, strings.HasPrefix(user, "You are a Kubernetes + Kubeflow diagnostic expert...\nJob Name: train-job\nJob Status: Failed"), user)
 
 	write("pytorchjob.tmpl", "line one\n{{ .Verdict ) }}\n")
-	_, err = LoadTemplates(templates.FS, dir)
+	_, err = LoadTemplates(t.Context(), dir)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), filepath.Join(dir, "pytorchjob.tmpl"))
 	require.Contains(t, err.Error(), ":2:", "the error names the line")
 	require.NotContains(t, err.Error(), "\n")
 
-	_, err = LoadTemplates(templates.FS, filepath.Join(dir, "missing"))
+	_, err = LoadTemplates(t.Context(), filepath.Join(dir, "missing"))
 	require.ErrorContains(t, err, "--prompt-dir")
 }
 

@@ -1,4 +1,4 @@
-package llm
+package narrate
 
 import (
 	"testing"

@@ -1,13 +1,16 @@
-// Package llm is coroner's optional LLM step: it builds a bounded, redacted prompt from a
-// report (the job summary, the findings with their evidence, the events and the most relevant
-// log windows), renders it with a prompt template, asks a local model through Ollama with
-// temperature 0 and a fixed seed, and parses the answer into the seed document's fields:
-// Healthy, Error, Analysis, Solution. Answers are cached, and can be recorded to and replayed
-// from a file, so a re-run is offline and gives the same report.
+// Package narrate is coroner's optional LLM step, which runs after the report is built: it
+// builds a bounded, redacted prompt from the report (the job summary, the findings with their
+// evidence, the events and the most relevant log windows, read through the bundle's index),
+// renders it with a prompt template (prompts/, embedded; the user can override them), asks a
+// local model (narrate/ollama) with temperature 0 and a fixed seed, and parses the answer into
+// the seed document's fields: Healthy, Error, Analysis, Solution. Answers are cached, and can
+// be recorded to and replayed from a file, so a re-run is offline and gives the same report.
 //
-// Nothing here fails a report: every problem (server unreachable, model not pulled, context
-// too small, timeout, a stream cut mid-way) becomes the narrative's Failure.
-package llm
+// Narrate returns the report's narrative and leaves the report alone. Nothing here fails a
+// report: every problem (server unreachable, model not pulled, context too small, timeout, a
+// stream cut mid-way) becomes the narrative's Failure; only a broken prompt template and an
+// interrupted run are errors.
+package narrate
 
 import (
 	"context"
@@ -15,7 +18,7 @@ import (
 	"errors"
 )
 
-// LLM answers one chat request. *Ollama implements it; tests use fakes.
+// LLM answers one chat request. narrate/ollama's Client implements it; tests use fakes.
 type LLM interface {
 	Chat(ctx context.Context, req *Request) (*Reply, error)
 }
@@ -59,12 +62,6 @@ type Reply struct {
 	// PromptTokens and AnswerTokens are the server's counts.
 	PromptTokens int
 	AnswerTokens int
-}
-
-// Redactor masks secrets in one line of text (bundle/redact implements it). Everything a
-// prompt holds passes through it.
-type Redactor interface {
-	Line(s string) string
 }
 
 // Errors an LLM returns, so that the narrative's failure can say what to do.

@@ -1,6 +1,7 @@
-package llm
+package narrate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +16,10 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
-	"github.com/coroner-dev/coroner/templates"
 )
 
 // fakeLLM is an LLM whose answers come from a function; it counts and keeps the requests.
@@ -60,7 +61,7 @@ const goodAnswer = `{"healthy":"No","error":"The master was OOM-killed.","analys
 // sample analyzes a sample bundle as coroner analyze does; the index serves the log windows.
 func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	t.Helper()
-	b, err := bundle.Open(filepath.Join("..", "..", "samples", name), bundle.DefaultLimits())
+	b, err := bundle.Open(t.Context(), filepath.Join("..", "samples", name), bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	m, err := parse.Load(b)
@@ -75,26 +76,27 @@ func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	return report.Build(m, res, "test"), res.Index
 }
 
-// maskRedactor stands in for bundle/redact: it masks one known secret.
-type maskRedactor struct{ secret string }
+// options are the LLM step's options as coroner analyze sets them, with the built-in
+// templates.
+func options(ix *index.Index, l LLM) Options {
+	return Options{Model: "m", NumCtx: DefaultNumCtx, NumPredict: DefaultNumPredict, Timeout: time.Minute,
+		LLM: l, Windows: IndexWindows{Index: ix}}
+}
 
-func (r maskRedactor) Line(s string) string { return strings.ReplaceAll(s, r.secret, "[REDACTED]") }
-
-func narrator(t *testing.T, ix *index.Index, l LLM) *Narrator {
+// mustNarrate runs Narrate, which must neither fail nor warn.
+func mustNarrate(t *testing.T, rep *report.Report, o Options) report.Narrative {
 	t.Helper()
-	ts, err := LoadTemplates(templates.FS, "")
+	out, warnings, err := Narrate(t.Context(), rep, o)
 	require.NoError(t, err)
-	return &Narrator{LLM: l, Templates: ts, Redactor: maskRedactor{"no-such-secret"},
-		Windows: IndexWindows{Index: ix},
-		Options: Options{Model: "m", NumCtx: DefaultNumCtx, NumPredict: DefaultNumPredict, Timeout: time.Minute}}
+	require.Empty(t, warnings)
+	return out
 }
 
 func TestNarrateParsesTheAnswer(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-master-oomkilled")
 	fake := answering(goodAnswer)
-	n := narrator(t, m, fake)
-	out, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	n := options(m, fake)
+	out := mustNarrate(t, rep, n)
 	require.Empty(t, out.Failure)
 	require.Equal(t, 1, fake.calls())
 	req := fake.requests[0]
@@ -114,9 +116,9 @@ func TestNarrateParsesTheAnswer(t *testing.T) {
 	require.Equal(t, "pytorchjob", out.Prompt.Template)
 	require.Equal(t, "1", out.Prompt.Version)
 	require.Equal(t, BuiltIn, out.Prompt.Source)
-	require.Equal(t, "finding", out.Prompt.Included[0].Kind)
+	require.Equal(t, report.PartFinding, out.Prompt.Included[0].Kind)
 	require.Equal(t, "f1", out.Prompt.Included[0].Ref, "the root cause goes in first")
-	require.Equal(t, "log", out.Prompt.Included[1].Kind)
+	require.Equal(t, report.PartLog, out.Prompt.Included[1].Kind)
 	require.Contains(t, out.Prompt.Included[1].Ref, "logs/ml/train-job-master-0/pytorch.log:", "then the end of the OOM-killed container's log")
 	require.Len(t, out.Roles, 2)
 	require.Equal(t, "findings", out.Roles[0].Source)
@@ -126,20 +128,20 @@ func TestNarrateParsesTheAnswer(t *testing.T) {
 // drops the least relevant parts, never exceeding the budget.
 func TestPromptIsBoundedByRelevance(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-cuda-oom-rank")
-	n := narrator(t, m, nil)
-	full, err := n.Prompts(rep)
+	n := options(m, nil)
+	full, err := Prompts(t.Context(), rep, n)
 	require.NoError(t, err)
 	require.Zero(t, full[0].Omitted)
 
 	n.NumCtx, n.NumPredict = 3000, 500
-	small, err := n.Prompts(rep)
+	small, err := Prompts(t.Context(), rep, n)
 	require.NoError(t, err)
 	p := small[0]
 	require.LessOrEqual(t, p.Tokens, 3000-500)
 	require.Positive(t, p.Omitted)
 	require.Less(t, len(p.Included), len(full[0].Included))
 	require.Equal(t, "f1", p.Included[0].Ref)
-	require.Equal(t, "log", p.Included[1].Kind)
+	require.Equal(t, report.PartLog, p.Included[1].Kind)
 	require.Contains(t, p.Messages[1].Content, "torch.OutOfMemoryError: CUDA out of memory")
 	require.Contains(t, p.Messages[1].Content, fmt.Sprintf("(%d more findings, events or log windows were left out", p.Omitted))
 	// What went in is a prefix of the full prompt's choice, in its order, minus what did not fit.
@@ -155,10 +157,9 @@ func TestPromptIsBoundedByRelevance(t *testing.T) {
 func TestContextTooSmallFailsBeforeAnyCall(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-master-oomkilled")
 	fake := answering(goodAnswer)
-	n := narrator(t, m, fake)
+	n := options(m, fake)
 	n.NumCtx, n.NumPredict = 600, 500
-	out, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	out := mustNarrate(t, rep, n)
 	require.Zero(t, fake.calls())
 	require.Contains(t, out.Failure, "context too small")
 	require.Contains(t, out.Failure, "raise --num-ctx")
@@ -168,16 +169,15 @@ func TestContextTooSmallFailsBeforeAnyCall(t *testing.T) {
 func TestEverythingSentIsRedacted(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-cuda-oom-rank")
 	fake := answering(goodAnswer)
-	n := narrator(t, m, fake)
+	n := options(m, fake)
 	// A word of the root cause's evidence line and of its log window stands for a secret.
-	n.Redactor = maskRedactor{"OutOfMemoryError"}
-	_, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	n.RedactRules = []redact.Rule{{ID: "test-secret", Literals: []string{"OutOfMemoryError"}}}
+	mustNarrate(t, rep, n)
 	require.Equal(t, 1, fake.calls())
 	for _, msg := range fake.requests[0].Messages {
 		require.NotContains(t, msg.Content, "OutOfMemoryError")
 	}
-	require.Contains(t, fake.requests[0].Messages[1].Content, "torch.[REDACTED]: CUDA out of memory")
+	require.Regexp(t, `torch\.\[REDACTED:test-secret:\w+\]: CUDA out of memory`, fake.requests[0].Messages[1].Content)
 }
 
 func TestAnswerCache(t *testing.T) {
@@ -185,17 +185,15 @@ func TestAnswerCache(t *testing.T) {
 	digest := "sha256:aaa"
 	fake := answering(goodAnswer)
 	fake.digest = func(ctx context.Context, model string) (string, error) { return digest, nil }
-	n := narrator(t, m, fakeServer{fake})
+	n := options(m, fakeServer{fake})
 	n.Cache = &Cache{Dir: t.TempDir()}
 
-	first, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	first := mustNarrate(t, rep, n)
 	require.Equal(t, 1, fake.calls())
 	require.False(t, first.Cached)
 	require.Equal(t, digest, first.ModelDigest)
 
-	second, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	second := mustNarrate(t, rep, n)
 	require.Equal(t, 1, fake.calls(), "a re-run answers from the cache")
 	require.True(t, second.Cached)
 	second.Cached = false
@@ -205,8 +203,7 @@ func TestAnswerCache(t *testing.T) {
 	fake.digest = func(ctx context.Context, model string) (string, error) {
 		return "", fmt.Errorf("%w at x (dial tcp: connection refused)", ErrUnreachable)
 	}
-	offline, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	offline := mustNarrate(t, rep, n)
 	require.True(t, offline.Cached)
 	require.Equal(t, digest, offline.ModelDigest)
 	require.Equal(t, 1, fake.calls())
@@ -214,16 +211,14 @@ func TestAnswerCache(t *testing.T) {
 	// A re-pulled model (another digest) is asked again.
 	digest = "sha256:bbb"
 	fake.digest = func(ctx context.Context, model string) (string, error) { return digest, nil }
-	third, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	third := mustNarrate(t, rep, n)
 	require.Equal(t, 2, fake.calls())
 	require.False(t, third.Cached)
 	require.Equal(t, digest, third.ModelDigest)
 
 	// Other options are another question.
 	n.NumPredict = 512
-	_, err = n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	mustNarrate(t, rep, n)
 	require.Equal(t, 3, fake.calls())
 }
 
@@ -233,9 +228,8 @@ func TestUnreachableWithoutCacheIsAFailure(t *testing.T) {
 	fake.digest = func(ctx context.Context, model string) (string, error) {
 		return "", fmt.Errorf("%w at http://127.0.0.1:1 (dial tcp: connection refused): start it with `ollama serve`, or set OLLAMA_HOST", ErrUnreachable)
 	}
-	n := narrator(t, m, fakeServer{fake})
-	out, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	n := options(m, fakeServer{fake})
+	out := mustNarrate(t, rep, n)
 	require.Zero(t, fake.calls())
 	require.Contains(t, out.Failure, "cannot be reached")
 	require.Contains(t, out.Failure, "ollama serve")
@@ -262,57 +256,103 @@ func TestCallFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := narrator(t, m, &fakeLLM{chat: tt.chat})
+			n := options(m, &fakeLLM{chat: tt.chat})
 			n.Timeout = 50 * time.Millisecond
-			out, err := n.Narrate(t.Context(), rep)
-			require.NoError(t, err)
+			out := mustNarrate(t, rep, n)
 			require.Contains(t, out.Failure, tt.want)
 			require.Empty(t, out.Raw)
 		})
 	}
-	t.Run("interrupted", func(t *testing.T) {
+	// An interrupted run is an error, not a narrative: the caller writes no report.
+	t.Run("interrupted while asking", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		n := narrator(t, m, &fakeLLM{chat: func(c context.Context, req *Request) (*Reply, error) {
+		n := options(m, &fakeLLM{chat: func(c context.Context, req *Request) (*Reply, error) {
 			cancel()
 			<-c.Done()
 			return nil, c.Err()
 		}})
-		out, err := n.Narrate(ctx, rep)
-		require.NoError(t, err)
-		require.Equal(t, "interrupted before the answer was complete", out.Failure)
+		out, _, err := Narrate(ctx, rep, n)
+		require.ErrorIs(t, err, context.Canceled)
+		require.EqualError(t, err, "LLM step interrupted: context canceled")
+		require.Equal(t, report.Narrative{}, out)
 	})
+	t.Run("interrupted before asking", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		fake := answering(goodAnswer)
+		_, _, err := Narrate(ctx, rep, options(m, fake))
+		require.ErrorIs(t, err, context.Canceled)
+		require.Zero(t, fake.calls())
+		_, err = Prompts(ctx, rep, options(m, nil))
+		require.ErrorIs(t, err, context.Canceled, "reading the log windows stops")
+	})
+}
+
+// TestNarrateLeavesTheReportAlone: problems the narrative survives come back as warnings for
+// the caller; the report is not changed.
+func TestNarrateLeavesTheReportAlone(t *testing.T) {
+	rep, m := sample(t, "pytorchjob-master-oomkilled")
+	var before bytes.Buffer
+	require.NoError(t, report.RenderJSON(&before, rep))
+	n := options(m, answering(goodAnswer))
+	// The cache's directory is a file: the answer cannot be kept.
+	notDir := filepath.Join(t.TempDir(), "cache")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o644))
+	n.Cache = &Cache{Dir: notDir}
+	out, warnings, err := Narrate(t.Context(), rep, n)
+	require.NoError(t, err)
+	require.Empty(t, out.Failure)
+	require.Equal(t, []Warning{
+		Warning(fmt.Sprintf("answer cache: open %s/%s.json: not a directory", notDir, questionKey("m", out.Prompt.Hash, AnswerSchema, GenOptions{NumCtx: DefaultNumCtx, NumPredict: DefaultNumPredict, Seed: Seed}))),
+		Warning(fmt.Sprintf("answer cache: mkdir %s: not a directory", notDir)),
+	}, warnings, "the read and the write are told")
+	var after bytes.Buffer
+	require.NoError(t, report.RenderJSON(&after, rep))
+	require.Equal(t, before.String(), after.String())
 }
 
 func TestRecordThenReplay(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-master-oomkilled")
 	file := filepath.Join(t.TempDir(), "answers.json")
-	rec, err := LoadAnswers(file, false)
+	rec, err := LoadAnswers(t.Context(), file, false)
 	require.NoError(t, err)
 	fake := answering(goodAnswer)
-	n := narrator(t, m, fake)
+	n := options(m, fake)
 	n.Record = rec
-	live, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
-	require.NoError(t, rec.Save())
+	live := mustNarrate(t, rep, n)
+	require.NoError(t, rec.Save(t.Context()))
 
-	replay, err := LoadAnswers(file, true)
+	replay, err := LoadAnswers(t.Context(), file, true)
 	require.NoError(t, err)
-	n = narrator(t, m, nil)
+	n = options(m, nil)
 	n.Replay = replay
-	replayed, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	replayed := mustNarrate(t, rep, n)
 	require.True(t, replayed.Cached)
 	replayed.Cached = false
 	require.Equal(t, live, replayed)
 
 	// Another prompt has no recorded answer.
 	rep2, _ := sample(t, "pytorchjob-no-gpu")
-	missing, err := n.Narrate(t.Context(), rep2)
-	require.NoError(t, err)
+	missing := mustNarrate(t, rep2, n)
 	require.Contains(t, missing.Failure, file+" holds no answer")
 
-	_, err = LoadAnswers(filepath.Join(t.TempDir(), "none.json"), true)
+	_, err = LoadAnswers(t.Context(), filepath.Join(t.TempDir(), "none.json"), true)
 	require.ErrorIs(t, err, os.ErrNotExist)
+
+	// An interrupted save leaves neither the file nor a temporary one; an interrupted load
+	// reads nothing.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	dir := t.TempDir()
+	other, err := LoadAnswers(t.Context(), filepath.Join(dir, "answers.json"), false)
+	require.NoError(t, err)
+	other.Put(&Entry{Key: "k", Text: "t"})
+	require.ErrorIs(t, other.Save(ctx), context.Canceled)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	_, err = LoadAnswers(ctx, file, true)
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestPerRoleAsksEachRoleThenTheJob(t *testing.T) {
@@ -324,10 +364,9 @@ func TestPerRoleAsksEachRoleThenTheJob(t *testing.T) {
 		}
 		return &Reply{Text: goodAnswer, DoneReason: "stop"}, nil
 	}}
-	n := narrator(t, m, fake)
+	n := options(m, fake)
 	n.PerRole = true
-	out, err := n.Narrate(t.Context(), rep)
-	require.NoError(t, err)
+	out := mustNarrate(t, rep, n)
 	require.Empty(t, out.Failure)
 	require.Equal(t, 3, fake.calls(), "Master, Worker, then the job")
 	require.Contains(t, fake.requests[0].Messages[1].Content, "Role: Master")
@@ -337,7 +376,7 @@ func TestPerRoleAsksEachRoleThenTheJob(t *testing.T) {
 	job := fake.requests[2].Messages[1].Content
 	require.Contains(t, job, "Master diagnosis: The Master pods <summary>.")
 	require.Contains(t, job, "Worker diagnosis: The Worker pods <summary>.")
-	require.Equal(t, []report.LLMRole{
+	require.Equal(t, []report.RoleDiagnosis{
 		{Role: "Master", Diagnosis: "The Master pods <summary>.", Source: "model"},
 		{Role: "Worker", Diagnosis: "The Worker pods <summary>.", Source: "model"},
 	}, out.Roles)
@@ -352,12 +391,12 @@ func TestBrokenTemplateIsAnErrorBeforeAnyCall(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(text), 0o644))
-			ts, err := LoadTemplates(templates.FS, dir)
+			ts, err := LoadTemplates(t.Context(), dir)
 			require.NoError(t, err)
 			fake := answering(goodAnswer)
-			n := narrator(t, m, fake)
+			n := options(m, fake)
 			n.Templates = ts
-			_, err = n.Narrate(t.Context(), rep)
+			_, _, err = Narrate(t.Context(), rep, n)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), filepath.Join(dir, "pytorchjob.tmpl"))
 			require.Zero(t, fake.calls())
@@ -374,11 +413,11 @@ func TestStructuredData(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(
 		`{{ with .RootCause }}{{ .ID }} {{ .Category }} {{ .Pod }}{{ end }}|{{ len .Findings }}|{{ range .Logs }}{{ .File }}:{{ .From }}-{{ .To }} {{ end }}|{{ range .Replicas }}{{ .Role }}={{ .Failed }} {{ end }}|{{ range .Roles }}{{ .Name }}:{{ .Source }} {{ end }}|{{ .Verdict }}`), 0o644))
-	ts, err := LoadTemplates(templates.FS, dir)
+	ts, err := LoadTemplates(t.Context(), dir)
 	require.NoError(t, err)
-	n := narrator(t, m, nil)
+	n := options(m, nil)
 	n.Templates = ts
-	ps, err := n.Prompts(rep)
+	ps, err := Prompts(t.Context(), rep, n)
 	require.NoError(t, err)
 	parts := strings.Split(ps[0].Messages[0].Content, "|")
 	require.Equal(t, "f1 cuda-oom train-job-worker-4", parts[0])

@@ -1,5 +1,7 @@
 // Package report defines the Report, coroner's documented data contract, and renders it as
-// JSON (its encoding), Markdown, self-contained HTML and a terminal summary.
+// JSON (its encoding), Markdown, self-contained HTML and a terminal summary. It owns every
+// type of the contract and its JSON names (Finding, Evidence, RootCause, TimelineEntry,
+// LogSummary...): Build converts the typed analysis of package analyze into them.
 package report
 
 import (

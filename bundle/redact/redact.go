@@ -4,8 +4,8 @@
 // within one Redactor (a reader can tell two values apart), and the HMAC key is random per
 // Redactor and never stored, so tokens cannot be reversed by guessing.
 //
-// Every line is first scanned by one case-folding Aho-Corasick automaton for the literals the
-// rules need ("hf_", "AKIA", "://", "password"...); regular expressions run only on the lines
+// Every line is first scanned by one case-folding Aho-Corasick automaton (internal/literal,
+// the one the rule prefilter uses) for the literals the rules need ("hf_", "AKIA", "://", "password"...); regular expressions run only on the lines
 // that hold one, which keeps redaction near memory speed on multi-GiB logs.
 package redact
 

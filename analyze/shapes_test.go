@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/internal/samplegen"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
@@ -78,8 +78,7 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 	}
 
 	gen := filepath.Join(t.TempDir(), "gen")
-	out, err := exec.Command("go", "run", "../samples/internal/genbundle", "-o", gen, "-ranks", "2", "-size", "2MiB").CombinedOutput()
-	require.NoError(t, err, string(out))
+	require.NoError(t, samplegen.Generate(gen, 2, 2<<20, 1))
 	b, err := bundle.Open(t.Context(), gen, bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/internal/literal"
+	"github.com/coroner-dev/coroner/internal/samplegen"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -67,8 +67,7 @@ func corpus(t *testing.T) [][]byte {
 	}
 	add("../samples")
 	gen := filepath.Join(t.TempDir(), "gen")
-	o, err := exec.Command("go", "run", "../samples/internal/genbundle", "-o", gen, "-ranks", "2", "-size", "1MiB").CombinedOutput()
-	require.NoError(t, err, string(o))
+	require.NoError(t, samplegen.Generate(gen, 2, 1<<20, 1))
 	add(gen)
 	for _, l := range trickyLines {
 		out = append(out, []byte(l))

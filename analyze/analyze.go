@@ -80,6 +80,8 @@ func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
 	}
 	a.control()
 	a.spec()
+	a.podRanks()
+	a.stateful()
 	a.correlate()
 	a.timeline()
 	return a.res, nil
@@ -92,8 +94,11 @@ type analyzer struct {
 	findings []*Finding
 	// logsFor records which pod/containers have logs in the bundle.
 	logsFor map[string]bool
-	// inJob holds the names of the job's pods (see eventOfJob).
-	inJob map[string]bool
+	// procs are the processes the logs showed, in bundle order.
+	procs []*procState
+	// inJob and onNode hold the names of the job's pods and of the nodes they ran on (see
+	// eventOfJob).
+	inJob, onNode map[string]bool
 }
 
 func (a *analyzer) add(f *Finding) { a.findings = append(a.findings, f) }
@@ -130,6 +135,7 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 		if st.LongLines > 0 {
 			a.warnf("%s: %d line(s) longer than %d bytes were cut (--max-line-bytes)", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
+		a.procs = append(a.procs, scanners[i].finish(st)...)
 		found := scanners[i].findings
 		a.res.Logs = append(a.res.Logs, LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
@@ -145,28 +151,40 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// sortFindings orders findings by time (none last), then by place, so ids are stable.
+// sortFindings orders findings in time, so ids are stable and the first failure comes
+// first: lines of one log in line order; findings of different logs or objects by time; two
+// lines without a time in different logs by how far their ranks had trained; findings
+// nothing orders last, by place.
 func sortFindings(fs []*Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		switch {
-		case a.Time != nil && b.Time != nil && !a.Time.Equal(*b.Time):
-			return a.Time.Before(*b.Time)
-		case (a.Time == nil) != (b.Time == nil):
-			return a.Time != nil
-		}
-		if a.Pod != b.Pod {
-			return a.Pod < b.Pod
-		}
-		if a.Container != b.Container {
-			return a.Container < b.Container
-		}
-		if a.order != b.order {
-			return a.order < b.order
-		}
-		if a.Severity != b.Severity {
-			return a.Severity > b.Severity
-		}
-		return a.RuleID < b.RuleID
-	})
+	sort.SliceStable(fs, func(i, j int) bool { return findingLess(fs[i], fs[j]) })
+}
+
+func findingLess(a, b *Finding) bool {
+	if a.log != "" && a.log == b.log && a.order != b.order {
+		return a.order < b.order
+	}
+	switch {
+	case a.at != nil && b.at != nil && !a.at.Equal(*b.at):
+		return a.at.Before(*b.at)
+	case (a.at == nil || b.at == nil) && a.step >= 0 && b.step >= 0 && a.step != b.step:
+		return a.step < b.step
+	case (a.at == nil) != (b.at == nil):
+		return a.at != nil
+	}
+	if (a.Layer == LayerSpec) != (b.Layer == LayerSpec) {
+		return a.Layer == LayerSpec // at the same moment, what was asked comes before what followed
+	}
+	if a.Pod != b.Pod {
+		return a.Pod < b.Pod
+	}
+	if a.Container != b.Container {
+		return a.Container < b.Container
+	}
+	if a.order != b.order {
+		return a.order < b.order
+	}
+	if a.Severity != b.Severity {
+		return a.Severity > b.Severity
+	}
+	return a.RuleID < b.RuleID
 }

@@ -11,16 +11,6 @@ import (
 	"github.com/coroner-dev/coroner/parse"
 )
 
-// builtin makes a finding from a builtin rule; placeholders in its title come from vars.
-func (a *analyzer) builtin(id string, vars map[string]string) *Finding {
-	r := a.rs.Rule(id)
-	if r == nil {
-		// The embedded rule set always has them; a user set that drops one loses the check.
-		return nil
-	}
-	return newFinding(r, vars)
-}
-
 // jobPods lists the pods the analysis covers: the job's, or every pod when the bundle has
 // no job object.
 func (a *analyzer) jobPods() []*corev1.Pod {
@@ -32,7 +22,8 @@ func (a *analyzer) jobPods() []*corev1.Pod {
 
 func podRef(p *corev1.Pod) string { return "Pod " + p.Namespace + "/" + p.Name }
 
-// control reads the Kubernetes side: pods, containers, events, job conditions, nodes.
+// control reads the Kubernetes side: pods, containers, events, job conditions, nodes. It
+// observes facts (see factKinds); the object rules say which are failures.
 func (a *analyzer) control() {
 	for _, p := range a.jobPods() {
 		a.pod(p)
@@ -40,6 +31,44 @@ func (a *analyzer) control() {
 	a.events()
 	a.job()
 	a.nodes()
+}
+
+// seen says where and when a fact was observed, for the findings it gives.
+type seen struct {
+	pod, container, node string
+	t                    time.Time
+	ev                   Evidence
+	// message, when set, is matched by the pattern rules first; object rules marked
+	// fallback then report the fact only when no pattern rule did.
+	message string
+	// at orders the finding when it has no time of its own (a spec check is as old as its pod).
+	at time.Time
+}
+
+// observe reports a fact: the pattern rules on its message, then the object rules that
+// match it. It returns how many findings it added.
+func (a *analyzer) observe(f fact, w seen) int {
+	n := 0
+	if w.message != "" {
+		n = a.matchMessage(w.message, w.ev, w.pod, w.container, w.t)
+	}
+	for _, r := range a.rs.matchFact(f) {
+		if r.Fallback && n > 0 {
+			continue
+		}
+		g := newFinding(r, f.fields)
+		g.Pod, g.Container, g.Node, g.Time = w.pod, w.container, w.node, timePtr(w.t)
+		g.Evidence = []Evidence{w.ev}
+		g.Evidence[0].Time = g.Time
+		if g.Time == nil && g.Severity >= SeverityError {
+			// A spec error is as old as its pod: it comes before the events it causes. Notes
+			// and warnings keep their place after the dated findings.
+			g.at = timePtr(w.at)
+		}
+		a.add(g)
+		n++
+	}
+	return n
 }
 
 // matchMessage runs the rule set on a Kubernetes message and adds what matched.
@@ -56,17 +85,21 @@ func (a *analyzer) matchMessage(text string, ev Evidence, pod, container string,
 	return n
 }
 
+func boolString(b bool) string { return strconv.FormatBool(b) }
+
 func (a *analyzer) pod(p *corev1.Pod) {
 	file := a.m.PathOf("Pod", p.Namespace, p.Name)
 	ev := func(text string) Evidence {
 		return Evidence{Source: "pod", File: file, Object: podRef(p), Text: truncateText(text)}
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Status == corev1.ConditionTrue || c.Message == "" {
-			continue
-		}
 		text := fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
-		a.matchMessage(c.Message, ev(text), p.Name, "", c.LastTransitionTime.Time)
+		w := seen{pod: p.Name, t: c.LastTransitionTime.Time, ev: ev(strings.TrimSuffix(text, ": "))}
+		if c.Message != "" && (c.Status != corev1.ConditionTrue || c.Type == corev1.DisruptionTarget) {
+			w.message = c.Message
+		}
+		a.observe(fact{"pod-condition", map[string]string{"type": string(c.Type), "status": string(c.Status),
+			"reason": c.Reason, "message": c.Message}}, w)
 	}
 	a.podStatus(p, ev)
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
@@ -75,54 +108,53 @@ func (a *analyzer) pod(p *corev1.Pod) {
 	}
 }
 
-// podStatus covers pod-level ends: eviction and the DisruptionTarget condition.
+// podFields are the facts of a pod that rules read: its phase, status reason, and what it
+// got to do (rules' rootOnlyIf reads these too).
+func (a *analyzer) podFields(p *corev1.Pod) map[string]string {
+	started := a.logsFor[p.Name]
+	for _, cs := range p.Status.ContainerStatuses {
+		started = started || cs.State.Running != nil || cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero() ||
+			cs.LastTerminationState.Terminated != nil || cs.RestartCount > 0
+	}
+	return map[string]string{
+		"phase": string(p.Status.Phase), "reason": p.Status.Reason, "message": p.Status.Message,
+		"scheduled":    boolString(p.Spec.NodeName != "" || podConditionTrue(p, corev1.PodScheduled)),
+		"imagesPulled": boolString(imagesPulled(p)), "started": boolString(started),
+	}
+}
+
+// podStatus covers the pod's own status: its reason (Evicted) and message.
 func (a *analyzer) podStatus(p *corev1.Pod, ev func(string) Evidence) {
-	when := p.Status.StartTime
-	t := time.Time{}
-	if when != nil {
-		t = when.Time
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == "DisruptionTarget" && c.Status == corev1.ConditionTrue {
-			t = c.LastTransitionTime.Time
-			text := fmt.Sprintf("DisruptionTarget=True %s: %s", c.Reason, c.Message)
-			if a.matchMessage(c.Message, ev(text), p.Name, "", t) == 0 {
-				if f := a.builtin("preempted-evicted/preempted", map[string]string{"reason": c.Reason}); f != nil {
-					f.Pod, f.Time, f.Evidence = p.Name, timePtr(t), []Evidence{ev(text)}
-					f.Evidence[0].Time = f.Time
-					a.add(f)
-				}
-			}
-		}
-	}
 	if p.Status.Reason == "" && p.Status.Message == "" {
 		return
 	}
 	// The pod's own status has no time; the latest container end is the best estimate.
+	t := time.Time{}
+	if p.Status.StartTime != nil {
+		t = p.Status.StartTime.Time
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			t = c.LastTransitionTime.Time
+		}
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if te := cs.State.Terminated; te != nil && te.FinishedAt.After(t) {
 			t = te.FinishedAt.Time
 		}
 	}
 	text := strings.TrimSpace(p.Status.Reason + ": " + p.Status.Message)
-	if a.matchMessage(p.Status.Message, ev(text), p.Name, "", t) == 0 && p.Status.Reason == "Evicted" {
-		if f := a.builtin("preempted-evicted/evicted", nil); f != nil {
-			f.Pod, f.Time, f.Evidence = p.Name, timePtr(t), []Evidence{ev(text)}
-			f.Evidence[0].Time = f.Time
-			a.add(f)
-		}
-	}
-}
-
-var waitingRules = map[string]string{
-	"ErrImagePull": "image-pull/waiting", "ImagePullBackOff": "image-pull/waiting", "InvalidImageName": "image-pull/waiting",
-	"ErrImageNeverPull": "image-pull/waiting", "CreateContainerConfigError": "config-error/container-create",
-	"CreateContainerError": "config-error/container-create", "RunContainerError": "config-error/container-create",
-	"CrashLoopBackOff": "unknown/crash-loop",
+	a.observe(fact{"pod", a.podFields(p)}, seen{pod: p.Name, t: t, ev: ev(text), message: p.Status.Message})
 }
 
 func (a *analyzer) containerStatus(p *corev1.Pod, cs corev1.ContainerStatus, ev func(string) Evidence) {
+	lastExit, lastReason := "", ""
+	if lt := cs.LastTerminationState.Terminated; lt != nil {
+		lastExit, lastReason = strconv.Itoa(int(lt.ExitCode)), lt.Reason
+	}
+	waiting := ""
 	if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+		waiting = w.Reason
 		t := time.Time{}
 		if lt := cs.LastTerminationState.Terminated; lt != nil {
 			t = lt.FinishedAt.Time
@@ -134,96 +166,56 @@ func (a *analyzer) containerStatus(p *corev1.Pod, cs corev1.ContainerStatus, ev 
 		if w.Message != "" {
 			text += ": " + w.Message
 		}
-		matched := w.Message != "" && a.matchMessage(w.Message, ev(text), p.Name, cs.Name, t) > 0
-		if id, ok := waitingRules[w.Reason]; ok && !matched {
-			if f := a.builtin(id, map[string]string{"reason": w.Reason}); f != nil {
-				f.Pod, f.Container, f.Time, f.Evidence = p.Name, cs.Name, timePtr(t), []Evidence{ev(text)}
-				f.Evidence[0].Time = f.Time
-				f.weak = id == "image-pull/waiting" // the pull events carry the registry's answer
-				a.add(f)
-			}
-		}
+		a.observe(fact{"container-waiting", map[string]string{"container": cs.Name, "reason": w.Reason, "message": w.Message,
+			"lastExitCode": lastExit, "lastReason": lastReason, "restarts": strconv.Itoa(int(cs.RestartCount))}},
+			seen{pod: p.Name, container: cs.Name, t: t, ev: ev(text), message: w.Message})
 	}
-	for _, te := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+	for i, te := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 		if te != nil {
-			a.terminated(p, cs.Name, te, ev)
+			a.terminated(p, cs, te, i == 1, waiting, ev)
 		}
 	}
-	if cs.RestartCount >= 3 {
-		if f := a.builtin("unknown/many-restarts", map[string]string{"count": strconv.Itoa(int(cs.RestartCount))}); f != nil {
-			f.Pod, f.Container, f.weak = p.Name, cs.Name, true
-			text := fmt.Sprintf("container %s restartCount: %d", cs.Name, cs.RestartCount)
-			if lt := cs.LastTerminationState.Terminated; lt != nil {
-				f.Time = timePtr(lt.FinishedAt.Time)
-			}
-			f.Evidence = []Evidence{ev(text)}
-			f.Evidence[0].Time = f.Time
-			a.add(f)
-		}
+	text := fmt.Sprintf("container %s restartCount: %d", cs.Name, cs.RestartCount)
+	t := time.Time{}
+	if lt := cs.LastTerminationState.Terminated; lt != nil {
+		t = lt.FinishedAt.Time
 	}
+	a.observe(fact{"container-restarts", map[string]string{"container": cs.Name, "count": strconv.Itoa(int(cs.RestartCount))}},
+		seen{pod: p.Name, container: cs.Name, t: t, ev: ev(text)})
 }
 
 // signalNames are the signals training processes die of, by number.
 var signalNames = map[int]string{1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
 
-// exitRule maps a container's end onto a builtin rule, and says whether that rule is weak
-// (explained by a more specific finding when there is one).
-func exitRule(te *corev1.ContainerStateTerminated) (id string, weak bool) {
-	if te.Reason == "OOMKilled" {
-		return "host-oom/oomkilled", false
+// terminatedFields are the fields of a container-terminated fact.
+func terminatedFields(container, reason string, code int, signal int, last bool, waiting string, restarts int, message string) map[string]string {
+	if signal == 0 && code > 128 && code < 160 {
+		signal = code - 128
 	}
-	switch te.ExitCode {
-	case 0:
-		return "", false
-	case 127:
-		return "config-error/command-not-found", false
-	case 126:
-		return "config-error/command-not-executable", false
-	case 137:
-		return "crash-signal/sigkill", true
-	case 139:
-		return "crash-signal/sigsegv", true
-	case 134:
-		return "crash-signal/sigabrt", true
-	case 135:
-		return "crash-signal/sigbus", true
-	case 143:
-		return "crash-signal/sigterm", true
+	fields := map[string]string{"container": container, "reason": reason, "exitCode": strconv.Itoa(code),
+		"last": boolString(last), "waiting": waiting, "restarts": strconv.Itoa(restarts), "message": message}
+	if signal > 0 {
+		fields["signal"] = strconv.Itoa(signal)
+		fields["signalName"] = signalNames[signal]
+		if fields["signalName"] == "" {
+			fields["signalName"] = "signal " + strconv.Itoa(signal)
+		}
 	}
-	if te.ExitCode > 128 && te.ExitCode < 160 {
-		return "crash-signal/signal", true
-	}
-	return "unknown/exit-code", true
+	return fields
 }
 
-func (a *analyzer) terminated(p *corev1.Pod, container string, te *corev1.ContainerStateTerminated, ev func(string) Evidence) {
-	id, weak := exitRule(te)
-	if id == "" {
-		return
-	}
-	text := fmt.Sprintf("container %s terminated: reason %s, exit code %d, finished %s", container, te.Reason, te.ExitCode, te.FinishedAt.UTC().Format(time.RFC3339))
+func (a *analyzer) terminated(p *corev1.Pod, cs corev1.ContainerStatus, te *corev1.ContainerStateTerminated, last bool, waiting string, ev func(string) Evidence) {
+	text := fmt.Sprintf("container %s terminated: reason %s, exit code %d, finished %s", cs.Name, te.Reason, te.ExitCode, te.FinishedAt.UTC().Format(time.RFC3339))
 	if te.Signal != 0 {
 		text += fmt.Sprintf(", signal %d", te.Signal)
 	}
-	vars := map[string]string{"code": strconv.Itoa(int(te.ExitCode))}
-	if te.ExitCode > 128 {
-		sig := int(te.ExitCode - 128)
-		vars["signal"] = signalNames[sig]
-		if vars["signal"] == "" {
-			vars["signal"] = strconv.Itoa(sig)
-		}
-	}
-	if f := a.builtin(id, vars); f != nil {
-		f.Pod, f.Container, f.weak, f.Time = p.Name, container, weak, timePtr(te.FinishedAt.Time)
-		f.Evidence = []Evidence{ev(text)}
-		f.Evidence[0].Time = f.Time
-		a.add(f)
-	}
+	fields := terminatedFields(cs.Name, te.Reason, int(te.ExitCode), int(te.Signal), last, waiting, int(cs.RestartCount), te.Message)
+	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(text)})
 	// The termination message (terminationMessagePolicy FallbackToLogsOnError puts the log's
 	// tail there) can carry the real error when the logs are gone.
-	if te.Message != "" && !a.logsFor[p.Name+"/"+container] {
+	if te.Message != "" && !a.logsFor[p.Name+"/"+cs.Name] {
 		for _, line := range strings.Split(te.Message, "\n") {
-			a.matchMessage(line, ev("termination message: "+line), p.Name, container, te.FinishedAt.Time)
+			a.matchMessage(line, ev("termination message: "+line), p.Name, cs.Name, te.FinishedAt.Time)
 		}
 	}
 }
@@ -237,7 +229,29 @@ func podConditionTime(p *corev1.Pod, typ corev1.PodConditionType) time.Time {
 	return time.Time{}
 }
 
-// events matches every event's message; an event of a pod is that pod's evidence.
+func podConditionTrue(p *corev1.Pod, typ corev1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func imagesPulled(p *corev1.Pod) bool {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.ImageID == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// events matches every event's message; an event of a pod is that pod's evidence, an
+// event of a node that node's.
 func (a *analyzer) events() {
 	for i := range a.m.Events {
 		e := &a.m.Events[i]
@@ -256,13 +270,19 @@ func (a *analyzer) events() {
 		}
 		ev := Evidence{Source: "event", File: a.m.PathOf("Event", e.Namespace, e.Name), Object: io.Kind + " " + io.Namespace + "/" + io.Name,
 			Time: timePtr(t), Text: truncateText(text)}
-		pod := ""
-		if io.Kind == "Pod" {
+		if io.Namespace == "" {
+			ev.Object = io.Kind + " " + io.Name
+		}
+		pod, node := "", ""
+		switch io.Kind {
+		case "Pod":
 			pod = io.Name
+		case "Node":
+			node = io.Name
 		}
 		for _, h := range hits {
 			f := newFinding(h.Rule, h.Groups)
-			f.Pod, f.Time, f.Evidence = pod, timePtr(t), []Evidence{ev}
+			f.Pod, f.Node, f.Time, f.Evidence = pod, node, timePtr(t), []Evidence{ev}
 			if e.Count > 1 {
 				f.Count = int(e.Count)
 			}
@@ -282,34 +302,21 @@ func (a *analyzer) job() {
 		return Evidence{Source: "job", File: file, Object: j.Kind + " " + j.Namespace + "/" + j.Name, Text: truncateText(text), Time: timePtr(t)}
 	}
 	for _, c := range j.Conditions {
-		if c.Status != "True" || !strings.EqualFold(c.Type, "Failed") {
-			continue
+		text := fmt.Sprintf("condition %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
+		w := seen{t: c.Time, ev: ev(text, c.Time)}
+		if c.Status == "True" && strings.EqualFold(c.Type, "Failed") {
+			w.message = c.Message
 		}
-		text := fmt.Sprintf("condition %s=True reason %s: %s", c.Type, c.Reason, c.Message)
-		if c.Reason == "TrainingRuntimeNotSupported" {
-			if f := a.builtin("config-error/runtime-not-supported", nil); f != nil {
-				f.Time, f.Evidence = timePtr(c.Time), []Evidence{ev(text, c.Time)}
-				a.add(f)
-			}
-			continue
-		}
-		if a.matchMessage(c.Message, ev(text, c.Time), "", "", c.Time) == 0 {
-			if f := a.builtin("unknown/job-failed", map[string]string{"reason": c.Reason}); f != nil {
-				f.Time, f.Evidence, f.weak = timePtr(c.Time), []Evidence{ev(text, c.Time)}, true
-				a.add(f)
-			}
-		}
+		a.observe(fact{"job-condition", map[string]string{"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message}}, w)
 	}
-	if j.Phase != parse.PhaseSucceeded && !j.CleanUpWorkers {
+	if len(a.jobPods()) > 0 {
 		for _, r := range j.Replicas {
-			if r.Expected > 0 && r.Created < r.Expected && !r.FromStatus && len(a.jobPods()) > 0 {
-				vars := map[string]string{"role": r.Role, "created": strconv.Itoa(r.Created), "expected": strconv.Itoa(r.Expected)}
-				if f := a.builtin("unknown/replicas-missing", vars); f != nil {
-					f.weak = true
-					f.Evidence = []Evidence{ev(fmt.Sprintf("%s: expected %d, created %d", r.Role, r.Expected, r.Created), time.Time{})}
-					a.add(f)
-				}
+			if r.Expected <= 0 || r.FromStatus {
+				continue
 			}
+			fields := map[string]string{"role": r.Role, "expected": strconv.Itoa(r.Expected), "created": strconv.Itoa(r.Created),
+				"missing": strconv.Itoa(max(0, r.Expected-r.Created)), "jobPhase": string(j.Phase), "cleanUpWorkers": boolString(j.CleanUpWorkers)}
+			a.observe(fact{"replicas", fields}, seen{ev: ev(fmt.Sprintf("%s: expected %d, created %d", r.Role, r.Expected, r.Created), time.Time{})})
 		}
 	}
 	a.trainJob(ev)
@@ -322,17 +329,18 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 		return
 	}
 	rt := j.Runtime
+	fields := map[string]string{"kind": rt.Kind, "name": rt.Name, "state": "present", "deprecatedBy": rt.DeprecatedBy}
 	if rt.Object == nil {
-		gap := a.gapFor(rt.Name)
-		if gap != "" {
+		if gap := a.gapFor(rt.Name); gap != "" {
 			a.warnf("runtime %s %s was not collected (%s); its checks were skipped", rt.Kind, rt.Name, gap)
 			return
 		}
-		vars := map[string]string{"kind": rt.Kind, "name": rt.Name}
-		if f := a.builtin("config-error/runtime-missing", vars); f != nil {
-			text := fmt.Sprintf("spec.runtimeRef: %s %q; the bundle holds no such runtime", rt.Kind, rt.Name)
-			f.Time, f.Evidence = timePtr(j.Created), []Evidence{ev(text, j.Created)}
-			// The controller's own complaint, when it left one, is the best second witness.
+		fields["state"] = "missing"
+		text := fmt.Sprintf("spec.runtimeRef: %s %q; the bundle holds no such runtime", rt.Kind, rt.Name)
+		before := len(a.findings)
+		a.observe(fact{"runtime", fields}, seen{t: j.Created, ev: ev(text, j.Created)})
+		// The controller's own complaint, when it left one, is the best second witness.
+		for _, f := range a.findings[before:] {
 			for i := range a.m.Events {
 				e := &a.m.Events[i]
 				if e.InvolvedObject.Name == j.Name && strings.Contains(e.Message, rt.Name) && len(f.Evidence) < maxEvidence {
@@ -343,17 +351,14 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 					break
 				}
 			}
-			a.add(f)
 		}
 		return
 	}
 	if rt.DeprecatedBy != "" {
-		if f := a.builtin("config-error/runtime-deprecated", map[string]string{"name": rt.Name}); f != nil {
-			f.Evidence = []Evidence{{Source: "spec", File: a.m.PathOf(rt.Kind, rt.Object.GetNamespace(), rt.Name),
-				Object: rt.Kind + " " + rt.Name, Text: rt.DeprecatedBy}}
-			a.add(f)
-		}
+		fields["state"] = "deprecated"
 	}
+	a.observe(fact{"runtime", fields}, seen{ev: Evidence{Source: "spec", File: a.m.PathOf(rt.Kind, rt.Object.GetNamespace(), rt.Name),
+		Object: rt.Kind + " " + rt.Name, Text: rt.DeprecatedBy}})
 }
 
 // gapFor returns the manifest's reason for not collecting an object named name when that
@@ -372,7 +377,7 @@ func (a *analyzer) gapFor(name string) string {
 	return ""
 }
 
-// missingRoles reports the roles with pods expected and none in the bundle, for the kinds
+// missingRoles observes the roles with pods expected and none in the bundle, for the kinds
 // whose controller may delete them (parse.Family.ReportMissingRoles); the role whose log
 // decides is left to launcherMasksFailure.
 func (a *analyzer) missingRoles() {
@@ -388,44 +393,50 @@ func (a *analyzer) missingRoles() {
 		if j.CleanUpWorkers {
 			why = "deleted by spec.runPolicy.cleanUpWorkers"
 		}
-		if f := a.builtin("unknown/logs-missing", map[string]string{"role": r.Role, "why": why}); f != nil {
-			f.Evidence = []Evidence{{Source: "job", File: a.m.PathOf(j.Kind, j.Namespace, j.Name), Object: j.Kind + " " + j.Namespace + "/" + j.Name,
-				Text: fmt.Sprintf("%s: %d pods expected, none in the bundle; runPolicy.cleanUpWorkers: %v", r.Role, r.Expected, j.CleanUpWorkers)}}
-			a.add(f)
-		}
+		a.observe(fact{"role-logs", map[string]string{"role": r.Role, "expected": strconv.Itoa(r.Expected), "why": why}},
+			seen{ev: Evidence{Source: "job", File: a.m.PathOf(j.Kind, j.Namespace, j.Name), Object: j.Kind + " " + j.Namespace + "/" + j.Name,
+				Text: fmt.Sprintf("%s: %d pods expected, none in the bundle; runPolicy.cleanUpWorkers: %v", r.Role, r.Expected, j.CleanUpWorkers)}})
 	}
 }
 
-// launcherMasksFailure adds, once the log findings are known, that the role whose log decides
-// (parse.Family.LogDecides: ColossalAIJob's launcher) succeeded while its log shows training
-// failed.
+// launcherMasksFailure observes, once the log findings are known, the role whose log
+// decides (parse.Family.LogDecides: ColossalAIJob's launcher): its phase, and whether its
+// log shows training failed.
 func (a *analyzer) launcherMasksFailure() {
 	j := a.m.Job
 	if j == nil || j.Family.LogDecides == "" {
 		return
 	}
 	l := j.Replica(j.Family.LogDecides)
-	if l == nil || len(l.Pods) == 0 || l.Succeeded == 0 {
+	if l == nil || len(l.Pods) == 0 {
 		return
 	}
 	p := l.Pods[0]
+	var failed *Finding
 	for _, f := range a.findings {
-		if f.Pod == p.Name && f.Layer == LayerExecution && f.Severity >= SeverityError && !f.weak {
-			n := a.builtin("unknown/launcher-succeeded-training-failed", nil)
-			if n == nil {
-				return
-			}
-			n.Pod = p.Name
-			n.Time = f.Time
-			n.Evidence = []Evidence{{Source: "pod", File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p),
-				Text: fmt.Sprintf("launcher pod phase %s; job phase %s; launcher log: %s", p.Status.Phase, j.Phase, f.Evidence[0].Text), Time: f.Time}}
-			a.add(n)
-			return
+		if f.Pod == p.Name && f.Layer == LayerExecution && f.Severity >= SeverityError && !f.generic {
+			failed = f
+			break
 		}
 	}
+	fields := map[string]string{"role": l.Role, "phase": string(p.Status.Phase), "trainingFailed": boolString(failed != nil)}
+	w := seen{pod: p.Name, ev: Evidence{Source: "pod", File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p),
+		Text: fmt.Sprintf("launcher pod phase %s; job phase %s", p.Status.Phase, j.Phase)}}
+	if failed != nil {
+		w.t = timeOr(failed.Time)
+		w.ev.Text += "; launcher log: " + failed.Evidence[0].Text
+	}
+	a.observe(fact{"log-decides", fields}, w)
 }
 
-// nodes reports nodes of the job's pods that were not ready.
+func timeOr(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// nodes observes the conditions and GPUs of the nodes that ran the job's pods.
 func (a *analyzer) nodes() {
 	used := map[string]bool{}
 	for _, p := range a.jobPods() {
@@ -437,28 +448,45 @@ func (a *analyzer) nodes() {
 		if !used[n.Name] {
 			continue
 		}
+		ev := func(text string, t time.Time) Evidence {
+			return Evidence{Source: "node", File: a.m.PathOf("Node", "", n.Name), Object: "Node " + n.Name, Time: timePtr(t), Text: truncateText(text)}
+		}
 		for _, c := range n.Status.Conditions {
-			if c.Type != corev1.NodeReady || c.Status == corev1.ConditionTrue {
-				continue
-			}
-			if f := a.builtin("preempted-evicted/node-not-ready", map[string]string{"node": n.Name}); f != nil {
-				f.Time = timePtr(c.LastTransitionTime.Time)
-				f.Evidence = []Evidence{{Source: "node", File: a.m.PathOf("Node", "", n.Name), Object: "Node " + n.Name, Time: f.Time,
-					Text: truncateText(fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message))}}
-				a.add(f)
-			}
+			t := c.LastTransitionTime.Time
+			text := fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+			a.observe(fact{"node-condition", map[string]string{"node": n.Name, "type": string(c.Type), "status": string(c.Status),
+				"reason": c.Reason, "message": c.Message}}, seen{node: n.Name, t: t, ev: ev(text, t)})
+		}
+		capacity, okc := n.Status.Capacity[gpuResource]
+		alloc, oka := n.Status.Allocatable[gpuResource]
+		if okc && oka {
+			c, al := capacity.Value(), alloc.Value()
+			text := fmt.Sprintf("%s capacity %d, allocatable %d", gpuResource, c, al)
+			a.observe(fact{"node-gpus", map[string]string{"node": n.Name, "capacity": strconv.FormatInt(c, 10),
+				"allocatable": strconv.FormatInt(al, 10), "lost": strconv.FormatInt(max(0, c-al), 10)}},
+				seen{node: n.Name, ev: ev(text, time.Time{})})
 		}
 	}
 }
 
 // eventOfJob says whether an event belongs in the analysis: events of pods outside the job
-// (the bundle may hold the namespace's) are left out.
+// (the bundle may hold the namespace's) and of nodes that ran none of its pods are left out.
 func (a *analyzer) eventOfJob(e *corev1.Event) bool {
 	if a.inJob == nil {
 		a.inJob = map[string]bool{}
+		a.onNode = map[string]bool{}
 		for _, p := range a.jobPods() {
 			a.inJob[p.Name] = true
+			if p.Spec.NodeName != "" {
+				a.onNode[p.Spec.NodeName] = true
+			}
 		}
 	}
-	return e.InvolvedObject.Kind != "Pod" || len(a.inJob) == 0 || a.inJob[e.InvolvedObject.Name]
+	switch e.InvolvedObject.Kind {
+	case "Pod":
+		return len(a.inJob) == 0 || a.inJob[e.InvolvedObject.Name]
+	case "Node":
+		return len(a.onNode) == 0 || a.onNode[e.InvolvedObject.Name]
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,6 +19,11 @@ var propagating = map[Category]bool{
 // correlate merges, orders and links findings, picks the root cause and the verdict.
 func (a *analyzer) correlate() {
 	a.launcherMasksFailure()
+	for _, f := range a.findings {
+		if f.at == nil {
+			f.at = f.Time
+		}
+	}
 	a.merge()
 	a.resolvedLater()
 	sortFindings(a.findings)
@@ -31,14 +37,14 @@ func (a *analyzer) correlate() {
 			if f == root || f.SecondaryOf != "" || f.Severity < SeverityWarning {
 				continue
 			}
-			after := f.Time == nil || root.Time == nil || !f.Time.Before(*root.Time)
+			after := !after(root, f)
 			samePod := f.Pod == root.Pod || f.Pod == ""
 			switch {
-			case (f.symptom || f.weak) && (after || samePod):
+			case (f.symptom || f.generic) && (after || samePod):
 				// A symptom of the root's own pod may be dated before the root's evidence: a
 				// crash loop's first back-off predates the last restart's log.
 				f.SecondaryOf = root.ID
-			case after && !samePod && (propagating[f.Category] || f.generic):
+			case after && !samePod && (propagating[f.Category] || f.fallback):
 				f.SecondaryOf = root.ID
 			case after && f.Pod == root.Pod && f.Container == root.Container:
 				// Later errors of the failing process itself restate or follow from the root:
@@ -68,6 +74,9 @@ func (a *analyzer) merge() {
 			continue
 		}
 		first.Count += f.Count
+		for _, st := range f.streams {
+			first.addStream(st)
+		}
 		for _, ev := range f.Evidence {
 			if len(first.Evidence) < maxEvidence && !sameEvidence(first.Evidence, ev) {
 				first.Evidence = append(first.Evidence, ev)
@@ -86,74 +95,35 @@ func sameEvidence(evs []Evidence, ev Evidence) bool {
 	return false
 }
 
-// resolvedLater lowers scheduling and image-pull findings of pods that were later scheduled
-// and whose images were pulled: a job that waited for GPUs for a while did not fail of it.
+// resolvedLater lowers findings whose rule says when they are a root cause (rootOnlyIf) and
+// whose pod shows otherwise: a job that waited for GPUs for a while did not fail of it, and
+// a volume that failed to mount at first did not stop a container that then ran.
 func (a *analyzer) resolvedLater() {
 	for _, f := range a.findings {
-		if f.Pod == "" || f.Severity < SeverityError {
+		if f.Pod == "" || f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
 			continue
 		}
 		p := a.m.Pod("", f.Pod)
 		if p == nil {
 			continue
 		}
-		var resolved bool
-		switch f.Category {
-		case CategoryScheduling:
-			resolved = podConditionTrue(p, corev1.PodScheduled)
-		case CategoryImagePull:
-			resolved = imagesPulled(p)
-		}
-		if resolved {
+		if !f.rule.rootOnlyIf.holds(a.podFields(p)) {
 			f.Severity = SeverityWarning
 			f.Title += " (resolved later)"
 		}
 	}
 }
 
-func podConditionTrue(p *corev1.Pod, typ corev1.PodConditionType) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == typ {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func imagesPulled(p *corev1.Pod) bool {
-	if len(p.Status.ContainerStatuses) == 0 {
-		return false
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.ImageID == "" {
-			return false
-		}
-	}
-	return true
-}
-
-// linkWeak points each generic fact and each symptom at the specific finding of the same
-// pod (and container) that explains it.
+// linkWeak points each generic finding, catch-all and symptom at the specific finding of
+// the same process that explains it (see explains).
 func (a *analyzer) linkWeak() {
 	for _, f := range a.findings {
-		if !(f.weak || f.symptom) || f.Pod == "" {
+		if !(f.generic || f.fallback || f.symptom || f.derived) || f.Pod == "" {
 			continue
 		}
 		var best *Finding
 		for _, g := range a.findings {
-			if g == f || g.weak || g.Pod != f.Pod || g.Severity < SeverityError || (f.symptom && g.symptom) {
-				continue
-			}
-			// A log symptom follows only what came before it (a watchdog timeout is not
-			// explained by the abort it causes); a container's state may be dated later or
-			// earlier than the log that explains it.
-			if f.Layer == LayerExecution && f.Time != nil && g.Time != nil && g.Time.After(*f.Time) {
-				continue
-			}
-			if f.Container != "" && g.Container != "" && g.Container != f.Container {
-				continue
-			}
-			if best == nil || (best.symptom && !g.symptom) {
+			if g != f && explains(g, f) && (best == nil || betterExplanation(f, g, best)) {
 				best = g
 			}
 		}
@@ -163,9 +133,127 @@ func (a *analyzer) linkWeak() {
 	}
 }
 
-// rootCause is the earliest primary failure: not a symptom, not a generic fact, at least an
-// error. Failing that, the earliest symptom, then the earliest generic fact: a job whose
-// only evidence is a watchdog timeout still has that as its best explanation.
+// specificity ranks what a finding says about why: that a process failed (generic), that it
+// raised some exception (fallback), or what failed (specific).
+func specificity(f *Finding) int {
+	switch {
+	case f.generic:
+		return 0
+	case f.fallback:
+		return 1
+	}
+	return 2
+}
+
+// sameProcess says whether two findings may be about the same failure of the same process:
+// the same pod, container and rank where both say, and for two log lines the same log (a
+// restarted container's previous log is another failure).
+func sameProcess(f, g *Finding) bool {
+	if f.Pod != g.Pod {
+		return false
+	}
+	if f.Container != "" && g.Container != "" && f.Container != g.Container {
+		return false
+	}
+	if f.log != "" && f.log == g.log {
+		return shareStream(f, g)
+	}
+	if f.Rank >= 0 && g.Rank >= 0 && f.Rank != g.Rank {
+		return false
+	}
+	return f.log == "" || g.log == ""
+}
+
+// nearLines and nearTime bound "the same failure" for a symptom that explains a generic line
+// printed before it: the abort's own what() text, the watchdog line that follows
+// "terminate called".
+const (
+	nearLines = 30
+	nearTime  = time.Minute
+)
+
+// explains says whether g explains f: g is an error of the same process that says more
+// about why. A finding derived from other processes' reports (the rank a collective waited
+// for) is explained by a failure of that rank itself. A symptom is explained only by what came before it (a watchdog timeout is not
+// explained by the abort it causes); a generic line or a catch-all by a specific finding
+// printed anywhere in the same failure, or by a symptom before it or right after it (an
+// abort carries its cause on the next lines).
+func explains(g, f *Finding) bool {
+	if g.Severity < SeverityError || !sameProcess(f, g) {
+		return false
+	}
+	if f.derived {
+		return !g.symptom && !g.generic && !g.derived
+	}
+	if f.symptom {
+		if g.symptom || g.generic {
+			return false
+		}
+		// A container's state may be dated later or earlier than the log that explains it.
+		return f.Layer != LayerExecution || !after(g, f)
+	}
+	if specificity(g) <= specificity(f) {
+		return false
+	}
+	if g.symptom {
+		return !after(g, f) || near(f, g)
+	}
+	return true
+}
+
+// after says whether g came after f.
+func after(g, f *Finding) bool {
+	if g.log != "" && g.log == f.log {
+		return g.order > f.order
+	}
+	return g.at != nil && f.at != nil && g.at.After(*f.at)
+}
+
+// near says whether g, printed after f, is close enough to be part of the same message.
+func near(f, g *Finding) bool {
+	if g.log != "" && g.log == f.log {
+		return g.order-f.order <= nearLines
+	}
+	return g.at != nil && f.at != nil && g.at.Sub(*f.at) <= nearTime
+}
+
+// distance is how far apart two findings of one process are, for choosing the nearest
+// explanation: lines in one log, else time.
+func distance(f, g *Finding) int64 {
+	if g.log != "" && g.log == f.log {
+		return abs64(int64(g.order - f.order))
+	}
+	if g.at != nil && f.at != nil {
+		return abs64(int64(g.at.Sub(*f.at)))
+	}
+	return 1 << 62
+}
+
+func abs64(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// betterExplanation prefers, for f, a primary failure to a symptom, the more specific, then
+// the nearer, then the earlier.
+func betterExplanation(f, g, best *Finding) bool {
+	if g.symptom != best.symptom {
+		return !g.symptom
+	}
+	if sg, sb := specificity(g), specificity(best); sg != sb {
+		return sg > sb
+	}
+	if dg, db := distance(f, g), distance(f, best); dg != db {
+		return dg < db
+	}
+	return false // findings are sorted: the first is the earliest
+}
+
+// rootCause is the earliest primary failure: at least an error, not a symptom, not generic,
+// not explained by another finding. Failing that, the earliest symptom or generic finding: a
+// job whose only evidence is a watchdog timeout still has that as its best explanation.
 func (a *analyzer) rootCause() *Finding {
 	pick := func(ok func(f *Finding) bool) *Finding {
 		for _, f := range a.findings { // sorted by time: the first is the earliest
@@ -175,10 +263,7 @@ func (a *analyzer) rootCause() *Finding {
 		}
 		return nil
 	}
-	if f := pick(func(f *Finding) bool { return !f.weak && !f.symptom }); f != nil {
-		return f
-	}
-	if f := pick(func(f *Finding) bool { return !f.weak }); f != nil {
+	if f := pick(func(f *Finding) bool { return !f.generic && !f.symptom }); f != nil {
 		return f
 	}
 	return pick(func(f *Finding) bool { return true })

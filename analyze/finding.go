@@ -1,6 +1,9 @@
 package analyze
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Finding is one thing that went wrong (or looks wrong), with the evidence that shows it.
 // report.Finding is its form in the JSON contract.
@@ -16,6 +19,12 @@ type Finding struct {
 	Retry    Retry
 	// Pod and Container say where, when the finding is about one ("" for the job).
 	Pod, Container string
+	// Rank is the global rank of the process the finding is about, or -1 when nothing says
+	// (a launcher prefix, the pod's RANK).
+	Rank int
+	// Node is the node the finding is about, when it is about one (a node condition or
+	// event, a GPU fault of the node a pod ran on).
+	Node string
 	// Time is when it was first seen; nil when nothing dates it.
 	Time *time.Time
 	// Count is how many times it was seen (log lines, event repeats).
@@ -28,14 +37,31 @@ type Finding struct {
 
 	// symptom: the rule says this message usually follows another failure.
 	symptom bool
-	// weak: a generic fact (a non-zero exit, a Failed condition, a restart count) that a more
-	// specific finding of the same pod or container explains.
-	weak bool
-	// generic: a fallback rule's catch-all (any Python exception); on another pod after a
-	// failure it is most likely a consequence.
+	// generic: the finding says that something failed, not why (an abort, a launcher's
+	// summary, a non-zero exit, a Failed condition): a specific finding of the same process
+	// explains it, wherever it was printed.
 	generic bool
+	// fallback: a catch-all (any Python exception): a specific finding of the same process
+	// explains it, and on another pod after a failure it is most likely a consequence.
+	fallback bool
+	// derived: the finding names a process from what others reported (the rank a collective
+	// waited for): a failure that process shows itself explains it.
+	derived bool
+	// rule is the rule that made the finding.
+	rule *Rule
 	// order keeps findings of one stream in line order when times are equal or missing.
 	order int
+	// log is the log file of a log finding and stream the process within it that printed
+	// the first line (a launcher prefix: "rank 3", "pid 123"), "" when the log is one
+	// process or the line had no prefix; streams lists every process that printed one.
+	log, stream string
+	streams     []string
+	// at orders findings in time: the finding's time, or for a log line without one the
+	// first time its log showed later; never earlier than a line before it in the same log.
+	at *time.Time
+	// step is the last training step its stream had reached when the finding's line was
+	// printed, or -1: logs without times are ordered by how far each rank got.
+	step int64
 }
 
 // Evidence points into the bundle.
@@ -66,8 +92,32 @@ func newFinding(r *Rule, g map[string]string) *Finding {
 	return &Finding{
 		RuleID: r.ID, Category: r.Category, Severity: r.Severity, Layer: r.Layer, Title: r.TitleFor(g),
 		Fault: r.Fault, Retry: r.Retry, Count: 1, Explanation: r.Explanation, Remediation: r.Remediation,
-		symptom: r.Secondary, generic: r.Fallback,
+		symptom: r.Secondary, generic: r.Generic, fallback: r.Fallback, Rank: -1, step: -1, rule: r,
 	}
+}
+
+// maxStreams bounds how many processes a finding remembers.
+const maxStreams = 1024
+
+// addStream records that a process printed one of the finding's lines.
+func (f *Finding) addStream(s string) {
+	if len(f.streams) < maxStreams && !slices.Contains(f.streams, s) {
+		f.streams = append(f.streams, s)
+	}
+}
+
+// shareStream says whether two findings of one log may be about the same process: a line
+// without a prefix (stream "") may be any process's.
+func shareStream(f, g *Finding) bool {
+	if len(f.streams) == 0 || len(g.streams) == 0 {
+		return true
+	}
+	for _, s := range f.streams {
+		if s == "" || slices.Contains(g.streams, s) || slices.Contains(g.streams, "") {
+			return true
+		}
+	}
+	return false
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -2,6 +2,9 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,11 +29,31 @@ type logScanner struct {
 	ls       parse.LogStream
 	rs       *RuleSet
 	sc       *Scratch
-	byRule   map[string]*Finding
+	byRule   map[*Rule]*Finding
 	findings []*Finding
 	// shapes holds, by shape id, how many lines of the shape were seen and then its filter.
 	shapes []shapeSeen
+	// latest is the latest time the log has shown (ns): a line is never ordered before one
+	// printed above it.
+	latest int64
+	// procs follows each process of the log (by launcher prefix; "" for lines without one).
+	procs map[string]*procState
+	// progress holds, by shape id, whether lines of the shape are progress lines.
+	progress []progressMemo
 }
+
+// progressMemo decides once per shape whether its lines are progress lines, and which of
+// its variable words holds the step: lines of one shape differ only in their numbers.
+type progressMemo struct {
+	seen, matched int
+	// stepVar is the variable word that held the step on every line seen (-1: the pattern
+	// has no step; -2: no single word held it, so each line runs the pattern).
+	stepVar int
+	decided bool
+}
+
+// progressDecideAfter is how many lines of a shape are matched before its memo decides.
+const progressDecideAfter = 8
 
 type shapeSeen struct {
 	lines int
@@ -43,38 +66,226 @@ type shapeSeen struct {
 const filterAfter = 16
 
 func newLogScanner(ls parse.LogStream, rs *RuleSet) *logScanner {
-	return &logScanner{ls: ls, rs: rs, sc: rs.NewScratch(), byRule: map[string]*Finding{}}
+	return &logScanner{ls: ls, rs: rs, sc: rs.NewScratch(), byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}}
 }
 
+// proc returns the state of a process of the log.
+func (s *logScanner) proc(stream string, rank int) *procState {
+	p := s.procs[stream]
+	if p == nil {
+		p = newProcState(s.ls.Path, stream, s.ls.Pod, s.ls.Container, rank)
+		s.procs[stream] = p
+	}
+	return p
+}
+
+func (s *logScanner) addFinding(f *Finding) { s.findings = append(s.findings, f) }
+
 func (s *logScanner) visit(l *logscan.Scanned) {
-	if !s.mayMatch(l) {
+	if l.Time > s.latest {
+		s.latest = l.Time
+	}
+	text, pre := splitPrefix(l.Text)
+	progress, step := s.progressOf(l, text)
+	var hits []Hit
+	s.sc.state = s.sc.state[:0]
+	if s.mayMatch(l) {
+		hits = s.rs.Match(text, s.sc)
+	}
+	// Every process the log shows is known, whether a line of it matched or not: a rank
+	// that printed only routine lines is still one the others may have waited for.
+	p := s.procs[pre.stream]
+	if p == nil {
+		p = s.proc(pre.stream, pre.rank)
+	}
+	if p.active > 0 {
+		p.recover(text, s.sc.state)
+	}
+	if len(hits) == 0 && len(s.sc.state) == 0 && !progress {
 		return
 	}
-	hits := s.rs.Match(l.Text, s.sc)
+	rank := pre.rank
+	if rank < 0 {
+		rank = contentRank(text)
+	}
+	proc := p
+	if progress || len(s.sc.state) > 0 {
+		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, l.Text, rank, s.addFinding)
+	}
 	if len(hits) == 0 {
 		return
 	}
-	var ts time.Time
+	var ts, at time.Time
 	if l.Time != 0 {
-		ts = time.Unix(0, l.Time)
+		ts, at = time.Unix(0, l.Time), time.Unix(0, s.latest)
 	}
 	for _, h := range hits {
-		f := s.byRule[h.Rule.ID]
+		f := s.byRule[h.Rule]
 		if f != nil {
 			f.Count++
+			f.addStream(pre.stream)
 			last := &f.Evidence[len(f.Evidence)-1]
 			last.LastLine = l.Number
 			last.LastTime = timePtr(ts)
 			continue
 		}
 		f = newFinding(h.Rule, h.Groups)
-		f.Pod, f.Container = s.ls.Pod, s.ls.Container
-		f.Time = timePtr(ts)
-		f.order = l.Number
+		f.Pod, f.Container, f.Rank = s.ls.Pod, s.ls.Container, rank
+		if r, ok := h.Groups["rank"]; ok && rank < 0 {
+			// The rule's pattern names the rank ("process rank 3 ... exited on signal 9").
+			if n, ok := atoi([]byte(r)); ok {
+				f.Rank = n
+			}
+		}
+		f.Time, f.at = timePtr(ts), timePtr(at)
+		f.order, f.log, f.stream, f.step = l.Number, s.ls.Path, pre.stream, proc.step
 		f.Evidence = []Evidence{{Source: "log", File: s.ls.Path, Line: l.Number, Time: timePtr(ts), Text: excerpt(l.Text)}}
-		s.byRule[h.Rule.ID] = f
+		f.addStream(pre.stream)
+		s.byRule[h.Rule] = f
 		s.findings = append(s.findings, f)
 	}
+}
+
+// finish closes the log's processes (streaks that last to its end), makes a log whose
+// prefixed lines all name one process that process (its other lines are its own too), and
+// dates the findings of lines printed before the log showed any time with the first time it
+// showed (they happened no later than that).
+func (s *logScanner) finish(st logscan.Stats) []*procState {
+	s.proc("", -1) // every log is a process, whether a line of it matched or not
+	var named []string
+	for k := range s.procs {
+		if k != "" {
+			named = append(named, k)
+		}
+	}
+	if len(named) == 1 {
+		one := s.procs[named[0]]
+		merged := mergeProcs(s.procs[""], one)
+		merged.stream, merged.rank = "", one.rank
+		s.procs = map[string]*procState{"": merged}
+		for _, f := range s.findings {
+			f.stream, f.streams = "", nil
+			if f.Rank < 0 {
+				f.Rank = one.rank
+			}
+		}
+	}
+	keys := make([]string, 0, len(s.procs))
+	for k := range s.procs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	procs := make([]*procState, 0, len(keys))
+	for _, k := range keys {
+		p := s.procs[k]
+		p.lastLine = mark{line: st.Lines, time: st.Last.UnixNano(), step: p.step}
+		if st.Last.IsZero() {
+			p.lastLine.time = 0
+		}
+		p.finish(s.addFinding)
+		procs = append(procs, p)
+	}
+	for _, f := range s.findings {
+		if f.at == nil && !st.First.IsZero() {
+			f.at = timePtr(st.First)
+		}
+	}
+	return procs
+}
+
+// mergeProcs makes one process of the lines of a log without a prefix (a, may be nil) and
+// those with the log's only prefix (b).
+func mergeProcs(a, b *procState) *procState {
+	if a == nil {
+		return b
+	}
+	base, other := a, b
+	if b.progress > a.progress {
+		base, other = b, a
+	}
+	if other.progress > 0 {
+		if other.first.line < base.first.line || base.progress == 0 {
+			base.first = other.first
+		}
+		if last := other.lastProgress(); base.progress == 0 || last.line > base.lastProgress().line {
+			text := slices.Clone(other.lastText)
+			base.sawProgress(last, text)
+			base.progress += other.progress - 1
+		} else {
+			base.progress += other.progress
+		}
+	}
+	base.reports = append(base.reports, other.reports...)
+	for r, st := range other.streaks {
+		if base.streaks == nil {
+			base.streaks = map[*Rule]*streak{}
+		}
+		if cur := base.streaks[r]; cur == nil || st.n > cur.n {
+			base.streaks[r] = st
+		}
+	}
+	if base.step < 0 {
+		base.step = other.step
+	}
+	return base
+}
+
+// progressOf says whether a line shows training progress, and its step (-1 when none):
+// per shape once it has decided, else by the progress patterns.
+func (s *logScanner) progressOf(l *logscan.Scanned, text []byte) (bool, int64) {
+	if len(s.rs.progress) == 0 {
+		return false, -1
+	}
+	sh := l.Shape
+	if sh == nil {
+		return s.rs.matchProgress(text)
+	}
+	for sh.ID >= len(s.progress) {
+		s.progress = append(s.progress, progressMemo{stepVar: -3})
+	}
+	m := &s.progress[sh.ID]
+	if m.decided {
+		switch {
+		case m.matched == 0:
+			return false, -1
+		case m.stepVar >= 0 && m.stepVar < len(l.Vars) && l.Vars[m.stepVar].Num != 0:
+			return true, int64(l.Vars[m.stepVar].Num & (1<<59 - 1))
+		case m.stepVar == -1:
+			return true, -1
+		}
+		return s.rs.matchProgress(text)
+	}
+	ok, step := s.rs.matchProgress(text)
+	m.seen++
+	if ok {
+		m.matched++
+		k := -1
+		if step >= 0 {
+			want := logscan.NumberValue(len(strconv.FormatInt(step, 10)), uint64(step))
+			for i, v := range l.Vars {
+				if v.Num == want {
+					if k >= 0 {
+						k = -2 // two words hold the number: ambiguous
+						break
+					}
+					k = i
+				}
+			}
+			if k == -1 {
+				k = -2
+			}
+		}
+		switch {
+		case m.stepVar == -3:
+			m.stepVar = k
+		case m.stepVar != k:
+			m.stepVar = -2
+		}
+	}
+	if m.seen >= progressDecideAfter && (m.matched == 0 || m.matched == m.seen) {
+		m.decided = true
+	}
+	return ok, step
 }
 
 // mayMatch reports whether the rules could match a line, from what they can match in lines

@@ -6,13 +6,17 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/coroner-dev/coroner/rules"
 )
 
 // Rule is one known failure pattern, its words checked and typed. Rules are data: YAML files
 // (see package rules for their schema) embedded in the binary and in the user's directories.
+// A rule file's progress entries are Rules too (Progress reports whether), so that they can
+// be overridden by id like any rule.
 type Rule struct {
 	ID       string
 	Category Category
@@ -23,16 +27,57 @@ type Rule struct {
 	Retry    Retry
 	// Secondary marks messages that are usually symptoms of another rank's failure.
 	Secondary bool
+	// Generic rules say a process failed, not why; a specific finding of the same process
+	// explains them.
+	Generic bool
 	// Fallback rules report a line only when no other rule matched it.
 	Fallback    bool
 	Match       rules.Match
+	RootOnlyIf  rules.Where
 	Explanation string
 	Remediation string
 	Examples    rules.Examples
 
 	// Source is the file the rule came from.
 	Source string
-	res    []*regexp.Regexp
+
+	progress   bool
+	res        []compiledPattern
+	where      where // object rules: the conditions on the fact
+	rootOnlyIf where // conditions on the finding's pod
+	last       where // streak: conditions on the last line's groups
+	atLeast    time.Duration
+}
+
+// compiledPattern is one of a rule's regular expressions and what its match means.
+type compiledPattern struct {
+	re   *regexp.Regexp
+	kind patKind
+}
+
+// Progress reports whether the rule is a progress entry (a kind of line that shows training
+// advancing) rather than a failure.
+func (r *Rule) Progress() bool { return r.progress }
+
+// Kind names the rule's match kind: patterns, eventReasons, object, streak, sequence,
+// silence or progress.
+func (r *Rule) Kind() string {
+	m := r.Match
+	switch {
+	case r.progress:
+		return "progress"
+	case m.Object != nil:
+		return "object"
+	case m.Streak != nil:
+		return "streak"
+	case m.Sequence != nil:
+		return "sequence"
+	case m.Silence != nil:
+		return "silence"
+	case len(m.Patterns) == 0 && len(m.EventReasons) > 0:
+		return "eventReasons"
+	}
+	return "patterns"
 }
 
 // LoadRules reads every *.yaml file of fsys (sorted, not recursive), strictly: an unknown
@@ -67,14 +112,42 @@ func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 			r.Source = p
 			out = append(out, r)
 		}
+		for i, pr := range rf.Progress {
+			if pr == nil {
+				return nil, fmt.Errorf("%s: progress entry %d is empty", p, i+1)
+			}
+			r, err := newProgress(pr)
+			if err != nil {
+				return nil, fmt.Errorf("%s: progress %q: %w", p, pr.ID, err)
+			}
+			r.Source = p
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
 
+// newProgress checks a progress entry and compiles its patterns.
+func newProgress(pr *rules.Progress) (*Rule, error) {
+	r := &Rule{ID: pr.ID, Match: rules.Match{Patterns: pr.Patterns}, Examples: pr.Examples, progress: true}
+	var problems []string
+	if r.ID == "" {
+		problems = append(problems, "id is empty")
+	}
+	if len(pr.Patterns) == 0 {
+		problems = append(problems, "patterns is empty")
+	}
+	problems = append(problems, r.compile(pr.Patterns, kindProgress)...)
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return r, nil
+}
+
 // newRule checks a rule's words and compiles its patterns; every problem is reported.
 func newRule(spec *rules.Spec) (*Rule, error) {
-	r := &Rule{ID: spec.ID, Title: spec.Title, Secondary: spec.Secondary, Fallback: spec.Fallback, Match: spec.Match,
-		Explanation: spec.Explanation, Remediation: spec.Remediation, Examples: spec.Examples}
+	r := &Rule{ID: spec.ID, Title: spec.Title, Secondary: spec.Secondary, Generic: spec.Generic, Fallback: spec.Fallback, Match: spec.Match,
+		RootOnlyIf: spec.RootOnlyIf, Explanation: spec.Explanation, Remediation: spec.Remediation, Examples: spec.Examples}
 	var problems []string
 	problem := func(err error) {
 		if err != nil {
@@ -102,46 +175,151 @@ func newRule(spec *rules.Spec) (*Rule, error) {
 	if r.Title == "" {
 		problems = append(problems, "title is empty")
 	}
-	if len(r.Match.Patterns) == 0 && len(r.Match.EventReasons) == 0 && r.Match.Builtin == "" {
-		problems = append(problems, "match has no patterns, eventReasons or builtin")
-	}
-	r.res = nil
-	for _, p := range r.Match.Patterns {
-		re, err := regexp.Compile(p)
+	if len(spec.RootOnlyIf) > 0 {
+		r.rootOnlyIf, err = compileWhere("pod", spec.RootOnlyIf)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("pattern %q: %v", p, err))
-			continue
+			problems = append(problems, "rootOnlyIf: "+err.Error())
 		}
-		r.res = append(r.res, re)
 	}
+	problems = append(problems, r.compileMatch()...)
 	if len(problems) > 0 {
 		return nil, errors.New(strings.Join(problems, "; "))
 	}
 	return r, nil
 }
 
+// compileMatch checks that the rule has one match kind and compiles it.
+func (r *Rule) compileMatch() []string {
+	m := r.Match
+	kinds := 0
+	for _, set := range []bool{len(m.Patterns) > 0 || len(m.EventReasons) > 0, m.Object != nil, m.Streak != nil, m.Sequence != nil, m.Silence != nil} {
+		if set {
+			kinds++
+		}
+	}
+	switch {
+	case kinds == 0:
+		return []string{"match has no patterns, eventReasons, object, streak, sequence or silence"}
+	case kinds > 1:
+		return []string{"match has more than one kind (patterns/eventReasons, object, streak, sequence, silence): write one rule for each"}
+	}
+	var problems []string
+	switch {
+	case m.Object != nil:
+		w, err := compileWhere(m.Object.Kind, m.Object.Where)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		r.where = w
+	case m.Streak != nil:
+		s := m.Streak
+		if len(s.Patterns) == 0 {
+			problems = append(problems, "streak has no patterns")
+		}
+		if s.Min < 2 {
+			problems = append(problems, "streak min must be at least 2 (one line is not a streak)")
+		}
+		problems = append(problems, r.compile(s.Patterns, kindStreak)...)
+		problems = append(problems, r.compile(s.Recover, kindRecover)...)
+		for g, c := range s.Last {
+			cc, err := compileCond(c)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("streak last %s: %v", g, err))
+				continue
+			}
+			r.last = append(r.last, fieldCond{g, cc})
+		}
+	case m.Sequence != nil:
+		if len(m.Sequence.Patterns) == 0 {
+			problems = append(problems, "sequence has no patterns")
+		}
+		problems = append(problems, r.compile(m.Sequence.Patterns, kindSequence)...)
+		problems = append(problems, r.compile(m.Sequence.Culprit, kindCulprit)...)
+		for _, cp := range r.res {
+			names := strings.Join(cp.re.SubexpNames(), " ")
+			if cp.kind == kindSequence && !strings.Contains(names, "seq") {
+				problems = append(problems, fmt.Sprintf("sequence pattern %q has no (?P<seq>...) group", cp.re))
+			}
+			if cp.kind == kindCulprit && !strings.Contains(names, "rank") {
+				problems = append(problems, fmt.Sprintf("culprit pattern %q has no (?P<rank>...) or (?P<ranks>...) group", cp.re))
+			}
+		}
+	case m.Silence != nil:
+		s := m.Silence
+		if s.Scope != "rank" && s.Scope != "job" {
+			problems = append(problems, fmt.Sprintf("silence scope %q is not rank or job", s.Scope))
+		}
+		if s.Periods < 2 || s.Periods > maxPeriods {
+			problems = append(problems, fmt.Sprintf("silence periods must be between 2 and %d", maxPeriods))
+		}
+		if s.AtLeast != "" {
+			d, err := time.ParseDuration(s.AtLeast)
+			if err != nil || d <= 0 {
+				problems = append(problems, fmt.Sprintf("silence atLeast %q is not a duration such as 15m", s.AtLeast))
+			}
+			r.atLeast = d
+		}
+	default:
+		problems = append(problems, r.compile(m.Patterns, kindLine)...)
+	}
+	return problems
+}
+
+func (r *Rule) compile(patterns []string, kind patKind) []string {
+	var problems []string
+	for _, p := range patterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("pattern %q: %v", p, err))
+			continue
+		}
+		r.res = append(r.res, compiledPattern{re: re, kind: kind})
+	}
+	return problems
+}
+
+// patterns lists the sources of every regular expression of the rule.
+func (r *Rule) patterns() []string {
+	out := make([]string, len(r.res))
+	for i, cp := range r.res {
+		out[i] = cp.re.String()
+	}
+	return out
+}
+
+// Patterns lists every regular expression of the rule, whatever its match kind.
+func (r *Rule) Patterns() []string { return r.patterns() }
+
 // Lint runs a rule's examples and reports what is wrong, one problem a string.
 func (r *Rule) Lint() []string {
 	var problems []string
-	if len(r.Match.Patterns) > 0 {
+	kind := r.Kind()
+	if kind != "eventReasons" {
 		if len(r.Examples.Match) == 0 {
-			problems = append(problems, "no examples.match: every pattern rule needs real lines it must match")
+			problems = append(problems, fmt.Sprintf("no examples.match: every %s rule needs real examples it must match", kind))
 		}
-		if len(r.Examples.NotMatch) == 0 {
-			problems = append(problems, "no examples.notMatch: every pattern rule needs lines it must not match")
+		if len(r.Examples.NotMatch) == 0 && kind != "silence" {
+			problems = append(problems, fmt.Sprintf("no examples.notMatch: every %s rule needs examples it must not match", kind))
+		}
+	}
+	check := func(ex rules.Example, want bool) {
+		got, err := r.matchExample(ex)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("example %s: %v", exampleName(ex), err))
+		case got && !want:
+			problems = append(problems, fmt.Sprintf("matches its counter-example %s", exampleName(ex)))
+		case !got && want:
+			problems = append(problems, fmt.Sprintf("does not match its example %s", exampleName(ex)))
 		}
 	}
 	for _, ex := range r.Examples.Match {
-		if _, ok := r.matchText(ex); !ok {
-			problems = append(problems, fmt.Sprintf("does not match its example %q", ex))
-		}
+		check(ex, true)
 	}
 	for _, ex := range r.Examples.NotMatch {
-		if _, ok := r.matchText(ex); ok {
-			problems = append(problems, fmt.Sprintf("matches its counter-example %q", ex))
-		}
+		check(ex, false)
 	}
-	for _, p := range r.Match.Patterns {
+	for _, p := range r.patterns() {
 		if requiredLiterals(p) == nil {
 			problems = append(problems, fmt.Sprintf("pattern %q has no literal of %d+ characters: it runs on every line (slow)", p, minLiteral))
 		}
@@ -149,12 +327,56 @@ func (r *Rule) Lint() []string {
 	return problems
 }
 
-// matchText runs the rule's patterns on one message; it returns the named groups of the
-// first pattern that matches.
+func exampleName(ex rules.Example) string {
+	if ex.Object != nil {
+		return fmt.Sprintf("%v", map[string]rules.Cond(ex.Object))
+	}
+	if i := strings.IndexByte(ex.Text, '\n'); i >= 0 && i < len(ex.Text)-1 {
+		return fmt.Sprintf("%q (a log of %d lines)", ex.Text[:i], strings.Count(strings.TrimSuffix(ex.Text, "\n"), "\n")+1)
+	}
+	return fmt.Sprintf("%q", ex.Text)
+}
+
+// matchExample says whether the rule, alone, matches an example.
+func (r *Rule) matchExample(ex rules.Example) (bool, error) {
+	switch r.Kind() {
+	case "object":
+		if ex.Object == nil {
+			return false, errors.New("an object rule's example is an object: {object: {field: value}}")
+		}
+		fields := map[string]string{}
+		for k, v := range ex.Object {
+			fields[k] = string(v)
+		}
+		for k := range ex.Object {
+			if !slices.Contains(factKinds[r.Match.Object.Kind], k) {
+				return false, fmt.Errorf("object kind %s has no field %q", r.Match.Object.Kind, k)
+			}
+		}
+		return r.where.holds(fields), nil
+	case "streak", "sequence", "silence":
+		return r.matchLog(ex)
+	case "progress":
+		for _, cp := range r.res {
+			if cp.re.MatchString(ex.Text) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	_, ok := r.matchText(ex.Text)
+	return ok, nil
+}
+
+// matchText runs the rule's line patterns on one message; it returns the named groups of
+// the first pattern that matches.
 func (r *Rule) matchText(text string) (map[string]string, bool) {
-	for _, re := range r.res {
-		if m := re.FindStringSubmatch(text); m != nil {
-			return groups(re, m), true
+	for _, cp := range r.res {
+		if cp.kind != kindLine {
+			continue
+		}
+		if m := cp.re.FindStringSubmatch(text); m != nil {
+			return groups(cp.re, m), true
 		}
 	}
 	return nil, false
@@ -186,7 +408,7 @@ func (r *Rule) TitleFor(g map[string]string) string {
 			out.WriteString(t)
 			break
 		}
-		if v, ok := g[t[i+1:j]]; ok {
+		if v, ok := g[t[i+1:j]]; ok && v != "" {
 			out.WriteString(t[:i])
 			out.WriteString(v) // values are written, never expanded again
 			t = t[j+1:]
@@ -199,7 +421,7 @@ func (r *Rule) TitleFor(g map[string]string) string {
 			}
 		}
 		out.WriteString(strings.TrimRight(head, " "))
-		if tail != "" && !strings.HasPrefix(tail, " ") && out.Len() > 0 {
+		if tail != "" && !strings.ContainsAny(tail[:1], " :,.;)") && out.Len() > 0 {
 			out.WriteByte(' ')
 		}
 		t = tail

@@ -15,6 +15,11 @@ import (
 type RuleSet struct {
 	rules []*Rule // sorted by id
 	byID  map[string]*Rule
+	// objects holds the object rules by the kind of fact they match.
+	objects map[string][]*Rule
+	// stateful are the streak, sequence and silence rules; progress the progress entries.
+	stateful []*Rule
+	progress []*Rule
 
 	pats    []pattern
 	lits    []string // the literals of the patterns' required sets, by id
@@ -29,7 +34,24 @@ type pattern struct {
 	re   *regexp.Regexp
 	// full has one bit per required literal set; the regexp runs only when all are seen.
 	full uint8
+	kind patKind
 }
+
+// patKind says what a pattern's match means.
+type patKind uint8
+
+const (
+	// kindLine: the line is a finding of the rule.
+	kindLine patKind = iota
+	// kindStreak: the line shows a streak rule's condition; kindRecover ends a streak.
+	kindStreak
+	kindRecover
+	// kindSequence: the line reports a collective; kindCulprit names the rank behind.
+	kindSequence
+	kindCulprit
+	// kindProgress: the line shows training progress.
+	kindProgress
+)
 
 type patSet struct {
 	pat int32
@@ -58,11 +80,26 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 
 	var lits []string
 	litIndex := map[string]int32{}
+	rs.objects = map[string][]*Rule{}
 	for _, r := range rs.rules {
-		for pi, re := range r.res {
+		switch {
+		case r.Match.Object != nil:
+			rs.objects[r.Match.Object.Kind] = append(rs.objects[r.Match.Object.Kind], r)
+		case r.progress:
+			// Progress lines are found per shape (see progressOf), not by the prefilter:
+			// step lines are most of a log, and the rules need none of them.
+			rs.progress = append(rs.progress, r)
+			continue
+		case r.Match.Streak != nil || r.Match.Sequence != nil || r.Match.Silence != nil:
+			rs.stateful = append(rs.stateful, r)
+		}
+		for _, cp := range r.res {
+			if cp.kind == kindRecover {
+				continue // run only while a streak is on (see procState.recover)
+			}
 			idx := int32(len(rs.pats))
-			rs.pats = append(rs.pats, pattern{rule: r, re: re})
-			sets := literal.Required(r.Match.Patterns[pi])
+			rs.pats = append(rs.pats, pattern{rule: r, re: cp.re, kind: cp.kind})
+			sets := literal.Required(cp.re.String())
 			if len(sets) == 0 {
 				rs.always = append(rs.always, idx)
 				continue
@@ -88,6 +125,29 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 	return rs, nil
 }
 
+// matchProgress says whether a line shows training progress, and its step when the
+// pattern has a step group (-1 otherwise).
+func (rs *RuleSet) matchProgress(text []byte) (ok bool, step int64) {
+	for _, r := range rs.progress {
+		for _, cp := range r.res {
+			loc := cp.re.FindSubmatchIndex(text)
+			if loc == nil {
+				continue
+			}
+			step = -1
+			for i, name := range cp.re.SubexpNames() {
+				if name == "step" && loc[2*i] >= 0 {
+					if n, ok := atoi(text[loc[2*i]:loc[2*i+1]]); ok {
+						step = int64(n)
+					}
+				}
+			}
+			return true, step
+		}
+	}
+	return false, -1
+}
+
 // Rules returns the rules sorted by id.
 func (rs *RuleSet) Rules() []*Rule { return rs.rules }
 
@@ -108,6 +168,15 @@ type Scratch struct {
 	touch []int32
 	cands []int32
 	hits  []literal.Hit
+	// state holds the stateful matches of the last Match (streak, sequence, progress lines).
+	state []stateHit
+}
+
+// stateHit is a pattern of a stateful kind matching a line.
+type stateHit struct {
+	rule   *Rule
+	kind   patKind
+	groups map[string]string
 }
 
 // NewScratch returns scratch space sized for rs.
@@ -123,7 +192,7 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 		clear(sc.mark)
 		sc.gen = 1
 	}
-	sc.cands, sc.touch = sc.cands[:0], sc.touch[:0]
+	sc.cands, sc.touch, sc.state = sc.cands[:0], sc.touch[:0], sc.state[:0]
 	gen := sc.gen
 	sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
 	for _, h := range sc.hits {
@@ -145,7 +214,7 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 		return nil
 	}
 	sc.cands = append(sc.cands, rs.always...)
-	return rs.confirm(text, sc.cands)
+	return rs.confirm(text, sc)
 }
 
 // MatchString is Match for a message that is not on the hot path.
@@ -172,20 +241,29 @@ func (rs *RuleSet) MatchEvent(reason, message string) []Hit {
 	return dropFallbacks(hits)
 }
 
-// confirm runs the candidate patterns' regular expressions.
-func (rs *RuleSet) confirm(text []byte, cands []int32) []Hit {
+// confirm runs the candidate patterns' regular expressions. Matches of stateful patterns go
+// to sc.state, one per rule and kind.
+func (rs *RuleSet) confirm(text []byte, sc *Scratch) []Hit {
 	var hits []Hit
+	cands := sc.cands
 	sort.Slice(cands, func(i, j int) bool { return cands[i] < cands[j] })
 	var last *Rule
+	var lastKind patKind
 	for _, p := range cands {
 		pat := rs.pats[p]
-		if pat.rule == last {
+		if pat.rule == last && pat.kind == lastKind {
 			continue // this rule already matched through an earlier pattern
 		}
-		if loc := pat.re.FindSubmatchIndex(text); loc != nil {
-			hits = append(hits, Hit{Rule: pat.rule, Groups: groupsAt(pat.re, text, loc)})
-			last = pat.rule
+		loc := pat.re.FindSubmatchIndex(text)
+		if loc == nil {
+			continue
 		}
+		last, lastKind = pat.rule, pat.kind
+		if pat.kind != kindLine {
+			sc.state = append(sc.state, stateHit{rule: pat.rule, kind: pat.kind, groups: groupsAt(pat.re, text, loc)})
+			continue
+		}
+		hits = append(hits, Hit{Rule: pat.rule, Groups: groupsAt(pat.re, text, loc)})
 	}
 	return dropFallbacks(hits)
 }

@@ -10,15 +10,17 @@ import (
 
 const gpuResource corev1.ResourceName = "nvidia.com/gpu"
 
-// spec checks what the user asked for against what the bundle shows of the cluster. One
-// finding per check and role, not per pod: replicas share their template.
+// spec checks what the user asked for against what the bundle shows of the cluster: the GPUs
+// a pod asks against the largest node, its node selector against the nodes, /dev/shm. One
+// fact per check and role, not per pod: replicas share their template. A spec problem is as
+// old as its pod: its findings are ordered at the pod's creation.
 func (a *analyzer) spec() {
-	seen := map[string]bool{}
+	done := map[string]bool{}
 	once := func(key string) bool {
-		if seen[key] {
+		if done[key] {
 			return false
 		}
-		seen[key] = true
+		done[key] = true
 		return true
 	}
 	var maxGPU int64
@@ -34,32 +36,30 @@ func (a *analyzer) spec() {
 				role = r
 			}
 		}
-		ev := Evidence{Source: "spec", File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p)}
+		at := p.CreationTimestamp.Time
+		ev := func(text string) Evidence {
+			return Evidence{Source: "spec", File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p), Text: text}
+		}
 		gpus := podGPUs(p)
-		if len(a.m.Nodes) > 0 && gpus > maxGPU && once("gpu/"+role) {
-			vars := map[string]string{"requested": fmt.Sprint(gpus), "largest": fmt.Sprint(maxGPU)}
-			if f := a.builtin("scheduling/gpu-request-exceeds-nodes", vars); f != nil {
-				f.Pod = p.Name
-				ev.Text = fmt.Sprintf("requests %d nvidia.com/gpu; collected nodes have at most %d allocatable", gpus, maxGPU)
-				f.Evidence = []Evidence{ev}
-				a.add(f)
-			}
+		if len(a.m.Nodes) > 0 && gpus > 0 && once("gpu/"+role) {
+			fields := map[string]string{"requested": fmt.Sprint(gpus), "largest": fmt.Sprint(maxGPU), "fits": boolString(gpus <= maxGPU)}
+			text := fmt.Sprintf("requests %d nvidia.com/gpu; the largest of the %d collected nodes has %d allocatable", gpus, len(a.m.Nodes), maxGPU)
+			a.observe(fact{"gpu-request", fields}, seen{pod: p.Name, ev: ev(text), at: at})
 		}
-		if what := unmatchedSelector(p, a.m.Nodes); what != "" && once("selector/"+role) {
-			if f := a.builtin("scheduling/node-selector-unmatched", map[string]string{"what": what}); f != nil {
-				f.Pod = p.Name
-				ev.Text = fmt.Sprintf("%s matches none of the %d collected nodes", what, len(a.m.Nodes))
-				f.Evidence = []Evidence{ev}
-				a.add(f)
+		if what, matches, judged := selectorCheck(p, a.m.Nodes); judged && once("selector/"+role) {
+			text := fmt.Sprintf("%s matches none of the %d collected nodes", what, len(a.m.Nodes))
+			if matches {
+				text = fmt.Sprintf("%s matches a collected node", what)
 			}
+			a.observe(fact{"node-selector", map[string]string{"what": what, "matches": boolString(matches)}}, seen{pod: p.Name, ev: ev(text), at: at})
 		}
-		if gpus > 0 && !hasMemoryShm(p) && once("shm/"+role) {
-			if f := a.builtin("shm-bus-error/no-dev-shm", nil); f != nil {
-				f.Pod = p.Name
-				ev.Text = "no emptyDir with medium: Memory is mounted at /dev/shm (the container runtime's default is 64Mi)"
-				f.Evidence = []Evidence{ev}
-				a.add(f)
+		if gpus > 0 && once("shm/"+role) {
+			shm := hasMemoryShm(p)
+			text := "no emptyDir with medium: Memory is mounted at /dev/shm (the container runtime's default is 64Mi)"
+			if shm {
+				text = "an emptyDir with medium: Memory is mounted at /dev/shm"
 			}
+			a.observe(fact{"dev-shm", map[string]string{"gpus": fmt.Sprint(gpus), "memoryBacked": boolString(shm)}}, seen{pod: p.Name, ev: ev(text), at: at})
 		}
 	}
 }
@@ -95,6 +95,39 @@ func hasMemoryShm(p *corev1.Pod) bool {
 	return false
 }
 
+// selectorCheck judges a pod's node constraints against the collected nodes when the pod
+// was not scheduled and has some: what they are ("nodeSelector gpu-type=a100", "required node
+// affinity") and whether a node satisfies them.
+func selectorCheck(p *corev1.Pod, nodes []corev1.Node) (what string, matches, judged bool) {
+	if len(nodes) == 0 || p.Spec.NodeName != "" {
+		return "", false, false
+	}
+	if what := unmatchedSelector(p, nodes); what != "" {
+		return what, false, true
+	}
+	if len(p.Spec.NodeSelector) > 0 {
+		return "nodeSelector " + selectorString(p.Spec.NodeSelector), true, true
+	}
+	if aff := p.Spec.Affinity; aff != nil && aff.NodeAffinity != nil && aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
+		len(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) > 0 {
+		return "required node affinity", true, true
+	}
+	return "", false, false
+}
+
+func selectorString(sel map[string]string) string {
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + sel[k]
+	}
+	return strings.Join(parts, ",")
+}
+
 // unmatchedSelector says which of the pod's node constraints no collected node satisfies
 // ("nodeSelector gpu-type=a100"), or "" when some node does or there are no nodes to judge.
 func unmatchedSelector(p *corev1.Pod, nodes []corev1.Node) string {
@@ -110,16 +143,7 @@ func unmatchedSelector(p *corev1.Pod, nodes []corev1.Node) string {
 			}
 		}
 		if !ok {
-			var parts []string
-			keys := make([]string, 0, len(p.Spec.NodeSelector))
-			for k := range p.Spec.NodeSelector {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				parts = append(parts, k+"="+p.Spec.NodeSelector[k])
-			}
-			return "nodeSelector " + strings.Join(parts, ",")
+			return "nodeSelector " + selectorString(p.Spec.NodeSelector)
 		}
 	}
 	if aff := p.Spec.Affinity; aff != nil && aff.NodeAffinity != nil && aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {

@@ -22,9 +22,14 @@ type Finding struct {
 	Fault    analyze.Fault    `json:"fault"`
 	Retry    analyze.Retry    `json:"retry"`
 	// Pod and Container say where, when the finding is about one.
-	Pod       string     `json:"pod,omitempty"`
-	Container string     `json:"container,omitempty"`
-	Time      *time.Time `json:"time,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	Container string `json:"container,omitempty"`
+	// Rank is the global rank of the process it is about, when something says (a launcher
+	// prefix such as "[rank5]:", the pod's RANK).
+	Rank *int `json:"rank,omitempty"`
+	// Node is the node it is about, when it is about one (a GPU fault of the pod's node).
+	Node string     `json:"node,omitempty"`
+	Time *time.Time `json:"time,omitempty"`
 	// Count is how many times it was seen (log lines, event repeats).
 	Count    int        `json:"count"`
 	Evidence []Evidence `json:"evidence"`
@@ -88,6 +93,8 @@ type rootCauseJSON struct {
 	Retry       analyze.Retry    `json:"retry"`
 	Pod         string           `json:"pod,omitempty"`
 	Container   string           `json:"container,omitempty"`
+	Rank        *int             `json:"rank,omitempty"`
+	Node        string           `json:"node,omitempty"`
 	Time        *time.Time       `json:"time,omitempty"`
 	Evidence    []Evidence       `json:"evidence"`
 	Explanation string           `json:"explanation,omitempty"`
@@ -103,8 +110,8 @@ func (rc RootCause) MarshalJSON() ([]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(rootCauseJSON{FindingID: f.ID, Category: f.Category, RuleID: f.RuleID, Title: f.Title,
-		Severity: f.Severity, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Time: f.Time,
-		Evidence: f.Evidence, Explanation: f.Explanation, Remediation: f.Remediation, Symptoms: rc.Symptoms})
+		Severity: f.Severity, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Rank: f.Rank, Node: f.Node,
+		Time: f.Time, Evidence: f.Evidence, Explanation: f.Explanation, Remediation: f.Remediation, Symptoms: rc.Symptoms})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }
 
@@ -116,8 +123,8 @@ func (rc *RootCause) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*rc = RootCause{Finding: Finding{ID: v.FindingID, Category: v.Category, RuleID: v.RuleID, Title: v.Title,
-		Severity: v.Severity, Fault: v.Fault, Retry: v.Retry, Pod: v.Pod, Container: v.Container, Time: v.Time,
-		Evidence: v.Evidence, Explanation: v.Explanation, Remediation: v.Remediation}, Symptoms: v.Symptoms}
+		Severity: v.Severity, Fault: v.Fault, Retry: v.Retry, Pod: v.Pod, Container: v.Container, Rank: v.Rank, Node: v.Node,
+		Time: v.Time, Evidence: v.Evidence, Explanation: v.Explanation, Remediation: v.Remediation}, Symptoms: v.Symptoms}
 	return nil
 }
 
@@ -150,10 +157,15 @@ type LogSummary struct {
 
 // findingOf is the contract's form of an analysis finding.
 func findingOf(f *analyze.Finding) *Finding {
-	return &Finding{ID: f.ID, RuleID: f.RuleID, Category: f.Category, Severity: f.Severity, Layer: f.Layer,
-		Title: f.Title, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Time: f.Time,
+	out := &Finding{ID: f.ID, RuleID: f.RuleID, Category: f.Category, Severity: f.Severity, Layer: f.Layer,
+		Title: f.Title, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Node: f.Node, Time: f.Time,
 		Count: f.Count, Evidence: evidenceOf(f.Evidence), SecondaryOf: f.SecondaryOf,
 		Explanation: f.Explanation, Remediation: f.Remediation}
+	if f.Rank >= 0 {
+		rank := f.Rank
+		out.Rank = &rank
+	}
+	return out
 }
 
 // evidenceOf converts evidence, keeping nil nil (the contract writes it as null).

@@ -1,15 +1,22 @@
 package rules
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 )
 
-// File is one rule file: `rules:` and a list of rules.
+// File is one rule file: `rules:`, a list of rules, and `progress:`, the lines that show a
+// training process advancing (which the streak and silence match kinds and the verdict of a
+// job that succeeded read).
 type File struct {
-	Rules []*Spec `json:"rules"`
+	Rules    []*Spec     `json:"rules"`
+	Progress []*Progress `json:"progress,omitempty"`
 }
 
 // Spec is one rule as its file writes it. The words of category, severity, layer, fault and
@@ -20,37 +27,183 @@ type Spec struct {
 	Category string `json:"category"`
 	Severity string `json:"severity"`
 	Layer    string `json:"layer"`
-	// Title may hold {name} placeholders filled from the pattern's named groups.
+	// Title may hold {name} placeholders filled from the pattern's named groups (or the
+	// fields of the object, or what a streak, sequence or silence found).
 	Title string `json:"title"`
 	Fault string `json:"fault"`
 	Retry string `json:"retry"`
 	// Secondary marks messages that are usually symptoms of another rank's failure.
 	Secondary bool `json:"secondary,omitempty"`
-	// Fallback rules report a line only when no other rule matched it.
-	Fallback    bool     `json:"fallback,omitempty"`
+	// Generic marks messages that say a process failed, not why: an abort, a launcher's
+	// summary, a non-zero exit. A specific finding of the same process explains them.
+	Generic bool `json:"generic,omitempty"`
+	// Fallback rules report a message only when no other rule matched it.
+	Fallback bool `json:"fallback,omitempty"`
+	// RootOnlyIf states when the failure has visible consequences: the finding is a root
+	// cause only while the pod it is about meets these conditions (fields of the pod
+	// object kind: scheduled, imagesPulled, started...). When the pod shows otherwise (it was
+	// scheduled later, its container ran), the finding is lowered to a warning marked
+	// "resolved later".
+	RootOnlyIf  Where    `json:"rootOnlyIf,omitempty"`
 	Match       Match    `json:"match"`
 	Explanation string   `json:"explanation"`
 	Remediation string   `json:"remediation"`
 	Examples    Examples `json:"examples,omitempty"`
 }
 
-// Match says what a rule matches.
+// Match says what a rule matches. A rule has one kind of match: patterns (with
+// eventReasons), object, streak, sequence or silence.
 type Match struct {
-	// Patterns are RE2 expressions matched against log lines and against the messages of
-	// events, pod conditions, pod status and container states.
+	// Patterns are RE2 expressions matched against log lines (without their launcher
+	// prefixes) and against the messages of events, pod conditions, pod status and container
+	// states.
 	Patterns []string `json:"patterns,omitempty"`
 	// EventReasons restrict the rule, for events, to these reasons; with no patterns the
 	// reason alone matches.
 	EventReasons []string `json:"eventReasons,omitempty"`
-	// Builtin names a check written in Go (exit codes, replica counts, spec checks); the
-	// rule then supplies its metadata.
-	Builtin string `json:"builtin,omitempty"`
+	// Object matches a fact coroner reads from the Kubernetes objects (a container's end, a
+	// waiting reason, a condition of a pod, job or node, a spec check).
+	Object *Object `json:"object,omitempty"`
+	// Streak matches the same condition on consecutive lines of one process.
+	Streak *Streak `json:"streak,omitempty"`
+	// Sequence compares the collectives each rank reports, to name the rank that is behind.
+	Sequence *Sequence `json:"sequence,omitempty"`
+	// Silence matches progress that stops without an error.
+	Silence *Silence `json:"silence,omitempty"`
 }
 
-// Examples are lines a rule must and must not match; `coroner rules lint` runs them.
+// Object matches one fact of a kind (container-terminated, container-waiting, pod, ...;
+// docs/rules.md lists them with their fields) whose fields meet every condition of Where.
+type Object struct {
+	Kind  string `json:"kind"`
+	Where Where  `json:"where,omitempty"`
+}
+
+// Where maps a field to its condition.
+type Where map[string]Cond
+
+// Cond is a condition on one field: a value ("OOMKilled", 137, true), alternatives
+// ("ErrImagePull|ImagePullBackOff"), a negation ("!OOMKilled", "!0"), a range of numbers
+// ("129-159") or a comparison (">=3", "<=8", ">0", "<1").
+type Cond string
+
+// UnmarshalJSON takes a string, a number or a boolean.
+func (c *Cond) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Cond(s)
+		return nil
+	}
+	s := string(b)
+	if s == "true" || s == "false" {
+		*c = Cond(s)
+		return nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err != nil {
+		return fmt.Errorf("condition %s is not a string, a number or a boolean", s)
+	}
+	*c = Cond(s)
+	return nil
+}
+
+// Streak matches the same condition on consecutive lines of one process: `min` lines that
+// match `patterns` with no line matching `recover` between them (other lines do not count).
+// A single fp16 overflow skip is not a streak.
+type Streak struct {
+	// Patterns: a line that shows the condition ("grad_norm: nan", "Attempted loss scale: 4,
+	// reducing to 2").
+	Patterns []string `json:"patterns"`
+	// Recover: a line that ends a streak (a finite grad_norm, the loss scale growing).
+	Recover []string `json:"recover,omitempty"`
+	// Min is how many condition lines in a row make the finding.
+	Min int `json:"min"`
+	// Last: conditions on the named groups of the streak's last line (scale: "<=8").
+	Last Where `json:"last,omitempty"`
+	// Falling names a group whose value must not rise from one condition line to the next:
+	// a rise is a recovery (a loss scale that grew again between two overflows).
+	Falling string `json:"falling,omitempty"`
+	// ToEnd: the streak lasts to the end of the log (no recovering line after it).
+	ToEnd bool `json:"toEnd,omitempty"`
+	// Progress: only progress lines (see File.Progress) count, so that an error message
+	// that repeats the words ("loss nan at step 3120") is not a step.
+	Progress bool `json:"progress,omitempty"`
+}
+
+// Sequence compares, across ranks, the collectives they report: lines matching Patterns
+// carry the collective's sequence number (group seq) and operation (group op), and the rank
+// when the line names it (group rank; else the launcher prefix or the pod's rank). The rank
+// that is behind the others, or that never reported while the others did, is the culprit.
+// Lines matching Culprit name it directly (group rank, or ranks: a list such as "3, 7").
+type Sequence struct {
+	Patterns []string `json:"patterns"`
+	Culprit  []string `json:"culprit,omitempty"`
+}
+
+// Silence matches progress (the file's progress lines) that stops without an error.
+type Silence struct {
+	// Scope "rank": a process's progress stops while the others go on for at least
+	// `periods` more progress lines. Scope "job": every process's last progress line is
+	// older than `periods` progress periods (and at least `atLeast`) when the bundle was
+	// collected, while the job was still running.
+	Scope   string `json:"scope"`
+	Periods int    `json:"periods"`
+	// AtLeast is a duration ("15m"), for scope job.
+	AtLeast string `json:"atLeast,omitempty"`
+}
+
+// Progress is a kind of line that shows a training process advancing: a step counter, a
+// progress bar, a loss line. Group step, when the pattern has it, is the step number.
+type Progress struct {
+	ID       string   `json:"id"`
+	Patterns []string `json:"patterns"`
+	Examples Examples `json:"examples,omitempty"`
+}
+
+// Examples are what a rule must and must not match; `coroner rules lint` runs them.
 type Examples struct {
-	Match    []string `json:"match,omitempty"`
-	NotMatch []string `json:"notMatch,omitempty"`
+	Match    []Example `json:"match,omitempty"`
+	NotMatch []Example `json:"notMatch,omitempty"`
+}
+
+// Example is one example. Written as a string it is a line (pattern rules) or a log, one
+// line each, launcher prefixes and timestamps allowed (streak, sequence, silence). Written
+// as an object it may also give, for silence, when the bundle was collected and the job's
+// phase then, and for object rules the fact's fields.
+type Example struct {
+	Text        string `json:"log,omitempty"`
+	CollectedAt string `json:"collectedAt,omitempty"`
+	JobPhase    string `json:"jobPhase,omitempty"`
+	Object      Where  `json:"object,omitempty"`
+}
+
+// UnmarshalJSON takes a string or an object.
+func (e *Example) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &e.Text)
+	}
+	type plain Example
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("example: %w", err)
+	}
+	*e = Example(p)
+	return nil
+}
+
+// MarshalJSON writes a plain example as a string.
+func (e Example) MarshalJSON() ([]byte, error) {
+	if e.CollectedAt == "" && e.JobPhase == "" && e.Object == nil {
+		return json.Marshal(e.Text)
+	}
+	type plain Example
+	return json.Marshal(plain(e))
 }
 
 // Decode reads a rule file strictly: an unknown field or a value of the wrong type is an

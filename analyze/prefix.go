@@ -1,0 +1,204 @@
+package analyze
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// Launchers and pastes put a prefix in front of every line of a training process: torchrun's
+// "[rank3]:" and "[default0]:", Slurm's "srun -l" and torchrun --redirects "10: ", Open MPI's
+// --tag-output "[1,0]<stderr>:", Ray's "(RayTrainWorker pid=123, ip=10.0.0.1) ", docker
+// compose's "trainer-1  | ", and the "> " of a quoted paste. Rules match the line without them
+// (a pattern anchored at ^ sees the program's own text) and the finding keeps the whole line as
+// evidence; the prefix says which process printed the line.
+
+// linePrefix is what the prefixes in front of a line said.
+type linePrefix struct {
+	// rank is the global rank the prefix names, or -1.
+	rank int
+	// stream names the process the prefix names ("rank 3", "local rank 0", "pid 123",
+	// "trainer-1"), or "" when there was none (a quote alone names no process).
+	stream string
+}
+
+// maxPrefixes bounds how many prefixes are stripped from one line (a paste of a paste).
+const maxPrefixes = 4
+
+// splitPrefix returns the text after the launcher prefixes of a line and what they said. The
+// innermost prefix that names a process wins: a quoted Open MPI line "> [1,3]<stdout>: ..." is
+// rank 3's.
+func splitPrefix(text []byte) ([]byte, linePrefix) {
+	p := linePrefix{rank: -1}
+	for range maxPrefixes {
+		rest, rank, stream, ok := onePrefix(text)
+		if !ok {
+			break
+		}
+		text = rest
+		if stream != "" {
+			p.rank, p.stream = rank, stream
+		}
+	}
+	return text, p
+}
+
+// onePrefix strips one prefix. Leading blanks before a prefix are part of it.
+func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	s := b[i:]
+	if len(s) == 0 {
+		return nil, 0, "", false
+	}
+	switch s[0] {
+	case '[':
+		// [rank3]:  [default0]:  [1,3]<stderr>:
+		end := bytes.IndexByte(s, ']')
+		if end < 2 || end > 40 {
+			return nil, 0, "", false
+		}
+		inner, after := s[1:end], s[end+1:]
+		if n, ok := cutNumber(inner, "rank"); ok && hasColon(after) {
+			return skipColon(after), n, "rank " + strconv.Itoa(n), true
+		}
+		if j := bytes.IndexByte(inner, ','); j > 0 {
+			if _, ok := atoi(inner[:j]); ok {
+				if n, ok := atoi(inner[j+1:]); ok && (bytes.HasPrefix(after, []byte("<stdout>")) || bytes.HasPrefix(after, []byte("<stderr>"))) {
+					after = after[len("<stdout>"):]
+					if hasColon(after) {
+						return skipColon(after), n, "rank " + strconv.Itoa(n), true
+					}
+				}
+			}
+		}
+		// torchrun's default "[{role}{local_rank}]:" (role "default" unless the script names one).
+		if j := lastNonDigit(inner); j >= 0 && j < len(inner)-1 && isWord(inner[:j+1]) && hasColon(after) {
+			n, _ := atoi(inner[j+1:])
+			return skipColon(after), -1, "local rank " + strconv.Itoa(n), true
+		}
+	case '(':
+		// (pid=909597)  (RayTrainWorker pid=123, ip=10.0.0.1)
+		end := bytes.IndexByte(s, ')')
+		if end < 0 || end > 120 {
+			return nil, 0, "", false
+		}
+		inner := s[1:end]
+		k := bytes.Index(inner, []byte("pid="))
+		if k < 0 || (k > 0 && inner[k-1] != ' ') || (k > 0 && !isWord(bytes.TrimSpace(inner[:k]))) {
+			return nil, 0, "", false
+		}
+		digits := inner[k+4:]
+		n := 0
+		for n < len(digits) && digits[n] >= '0' && digits[n] <= '9' {
+			n++
+		}
+		if n == 0 || (n < len(digits) && !bytes.HasPrefix(digits[n:], []byte(", ip="))) {
+			return nil, 0, "", false
+		}
+		rest := s[end+1:]
+		if len(rest) > 0 && rest[0] == ' ' {
+			rest = rest[1:]
+		}
+		return rest, -1, "pid " + string(digits[:n]), true
+	case '>':
+		// An e-mail style quote: names no process.
+		if len(s) == 1 || s[1] == ' ' {
+			return bytes.TrimPrefix(s[1:], []byte(" ")), -1, "", true
+		}
+	}
+	// "10: " (srun -l, torchrun --redirects): a short number, a colon and a space.
+	if n := digitsAt(s); n > 0 && n <= 5 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
+		r, _ := atoi(s[:n])
+		return s[n+2:], r, "rank " + strconv.Itoa(r), true
+	}
+	// "trainer-1  | " (docker compose): a service name, blanks, a bar.
+	if j := bytes.Index(s, []byte(" | ")); j > 0 && j < 64 && isWord(bytes.TrimRight(s[:j], " ")) && bytes.HasSuffix(s[:j+1], []byte("  ")) {
+		name := string(bytes.TrimRight(s[:j], " "))
+		return s[j+3:], -1, name, true
+	}
+	return nil, 0, "", false
+}
+
+func hasColon(b []byte) bool { return len(b) > 0 && b[0] == ':' }
+
+func skipColon(b []byte) []byte {
+	b = b[1:]
+	if len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	return b
+}
+
+// cutNumber reads "<word><number>" such as "rank3".
+func cutNumber(b []byte, word string) (int, bool) {
+	if !bytes.HasPrefix(b, []byte(word)) {
+		return 0, false
+	}
+	return atoi(b[len(word):])
+}
+
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 7 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+func digitsAt(b []byte) int {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+func lastNonDigit(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < '0' || b[i] > '9' {
+			return i
+		}
+	}
+	return -1
+}
+
+// isWord: letters, digits, '_', '-', '.'; starting with a letter.
+func isWord(b []byte) bool {
+	if len(b) == 0 || !(b[0] >= 'a' && b[0] <= 'z' || b[0] >= 'A' && b[0] <= 'Z') {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// contentRank finds the rank that PyTorch's process-group lines name in their own text:
+// "[Rank 3] ..." and "[PG ID 0 PG GUID 0(default_pg) Rank 5] ...". It returns -1 when the line
+// names none.
+func contentRank(text []byte) int {
+	for off := 0; ; {
+		i := bytes.Index(text[off:], []byte("Rank "))
+		if i < 0 {
+			return -1
+		}
+		i += off
+		n := digitsAt(text[i+5:])
+		if n > 0 && n <= 7 && i+5+n < len(text) && text[i+5+n] == ']' && strings.LastIndexByte(string(text[max(0, i-64):i]), '[') >= 0 {
+			r, _ := atoi(text[i+5 : i+5+n])
+			return r
+		}
+		off = i + 5
+	}
+}

@@ -1,0 +1,489 @@
+package analyze
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/coroner-dev/coroner/logscan"
+	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/rules"
+)
+
+// jobState is what the sequence and silence rules need to know besides the logs.
+type jobState struct {
+	// collectedAt is when the bundle was collected (zero for plain logs).
+	collectedAt time.Time
+	// running: the job was still running then.
+	running bool
+}
+
+// stateful evaluates the sequence and silence rules over every process of the logs, once
+// all logs are scanned and the other findings are known.
+func (a *analyzer) stateful() {
+	js := jobState{}
+	if mf := a.m.Bundle.Manifest; mf != nil && mf.CollectedAt != nil {
+		js.collectedAt = *mf.CollectedAt
+	}
+	if j := a.m.Job; j != nil && j.Object != nil {
+		js.running = j.Phase == parse.PhaseRunning || j.Phase == parse.PhaseCreated && len(j.Pods()) > 0 && allRunning(j)
+	} else if len(a.m.Pods) > 0 {
+		js.running = true
+		for _, p := range a.m.Pods {
+			js.running = js.running && p.Status.Phase == corev1.PodRunning
+		}
+	}
+	for _, r := range a.rs.stateful {
+		var found []*Finding
+		switch {
+		case r.Match.Sequence != nil:
+			found = evalSequence(r, a.procs, a.findings)
+		case r.Match.Silence != nil:
+			found = evalSilence(r, a.procs, a.findings, js)
+		}
+		for _, f := range found {
+			a.add(f)
+		}
+	}
+}
+
+// podRanks gives the processes and findings of a pod's logs the pod's rank when nothing in
+// the logs said: the RANK its spec sets, when the pod runs one process.
+func (a *analyzer) podRanks() {
+	ranks := map[string]int{}
+	for _, p := range a.jobPods() {
+		if r, ok := podRank(p); ok {
+			ranks[p.Name] = r
+		}
+	}
+	for _, p := range a.procs {
+		if r, ok := ranks[p.pod]; ok && p.rank < 0 && p.stream == "" {
+			p.rank = r
+		}
+	}
+	for _, f := range a.findings {
+		if r, ok := ranks[f.Pod]; ok && f.Rank < 0 && f.stream == "" {
+			f.Rank = r
+		}
+	}
+}
+
+// podRank is the rank a pod's spec gives its process: the RANK the training operator sets,
+// unless the pod starts several processes per node (PET_NPROC_PER_NODE above 1), whose
+// ranks torchrun gives.
+func podRank(p *corev1.Pod) (int, bool) {
+	rank, nproc := -1, 1
+	for _, c := range p.Spec.Containers {
+		for _, e := range c.Env {
+			switch e.Name {
+			case "RANK":
+				if n, err := strconv.Atoi(e.Value); err == nil && n >= 0 {
+					rank = n
+				}
+			case "PET_NPROC_PER_NODE":
+				if n, err := strconv.Atoi(e.Value); err == nil {
+					nproc = n
+				}
+			}
+		}
+	}
+	return rank, rank >= 0 && nproc == 1
+}
+
+// rankName names a process in a title: "rank 3", or its stream or pod.
+func (p *procState) name() string {
+	switch {
+	case p.rank >= 0:
+		return "rank " + strconv.Itoa(p.rank)
+	case p.stream != "":
+		return p.stream
+	}
+	return p.pod
+}
+
+// evalSequence finds the rank the others waited for in a collective: the rank a desync
+// report names; else, among ranks of one process group that report how far they enqueued
+// work (group enqueued), the one that enqueued least (it never entered the collective the
+// others wait in); else the rank that reported nothing while the others timed out. Sequence
+// numbers of different process groups are not compared.
+func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
+	var reports []seqReport
+	procOf := map[int]*procState{}
+	var world []int
+	known := map[int]bool{}
+	addRank := func(n int, p *procState) {
+		if n >= 0 && !known[n] {
+			known[n] = true
+			world = append(world, n)
+		}
+		if n >= 0 && procOf[n] == nil {
+			procOf[n] = p
+		}
+	}
+	for _, p := range procs {
+		addRank(p.rank, p)
+		for _, rep := range p.reports {
+			if rep.rule == r {
+				addRank(rep.rank, p)
+				reports = append(reports, rep)
+			}
+		}
+	}
+	if len(reports) == 0 {
+		return nil
+	}
+	sort.Ints(world)
+	var culprits []int
+	var why string
+	vars := map[string]string{}
+	first := reports[0]
+	for _, rep := range reports {
+		if rep.culprit && len(rep.ranks) > 0 {
+			culprits, first, why = rep.ranks, rep, "the desync report names it"
+			break
+		}
+	}
+	// The last report of each rank.
+	last := map[int]seqReport{}
+	for _, rep := range reports {
+		if !rep.culprit && rep.rank >= 0 {
+			cur, ok := last[rep.rank]
+			switch {
+			case !ok || rep.seq > cur.seq:
+				last[rep.rank] = rep
+			case rep.seq == cur.seq:
+				// Two lines about the same collective: each may say a part.
+				if cur.op == "" {
+					cur.op = rep.op
+				}
+				if cur.enqueued < 0 {
+					cur.enqueued, cur.pg = rep.enqueued, rep.pg
+				}
+				last[rep.rank] = cur
+			}
+		}
+	}
+	reporters := make([]int, 0, len(last))
+	for rank := range last {
+		reporters = append(reporters, rank)
+	}
+	sort.Ints(reporters)
+	if len(culprits) == 0 && len(reporters) > 0 {
+		first = last[reporters[0]]
+		culprits, why = behind(last, reporters)
+	}
+	if len(culprits) == 0 && len(reporters) > 0 {
+		// A rank whose own collectives failed or timed out (its watchdog tore it down) was
+		// waiting too, even when its report is not in the log.
+		absent := without(without(world, reporters), collectiveTrouble(findings))
+		if len(absent) == 0 || len(absent) >= len(reporters) && len(world) > 2 {
+			return nil
+		}
+		culprits = absent
+		why = fmt.Sprintf("%s timed out waiting for it", rankList(reporters))
+	}
+	if len(culprits) == 0 {
+		return nil
+	}
+	culprit := culprits[0]
+	vars["rank"], vars["ranks"], vars["why"] = strconv.Itoa(culprit), rankList(culprits), why
+	vars["seq"], vars["op"], vars["reporters"] = strconv.FormatInt(first.seq, 10), first.op, rankList(reporters)
+	f := newFinding(r, vars)
+	f.Rank, f.derived = culprit, true
+	f.Time, f.at = nsPtr(first.line.time), nsPtr(first.line.time)
+	reporter := procOfReport(procs, first)
+	f.Evidence = []Evidence{{Source: "log", File: reporter.log, Line: first.line.line, Time: f.Time, Text: first.line.text}}
+	// The finding is about the culprit's process, placed in its log where it stopped
+	// progressing; its evidence is the report and that line.
+	p := procOf[culprit]
+	if p == nil {
+		p = reporter
+	}
+	f.Pod, f.Container, f.log, f.stream, f.streams, f.order = p.pod, p.container, p.log, p.stream, []string{p.stream}, first.line.line
+	if p.log != reporter.log {
+		// Learnt from other logs: it is ordered by the time of the report, not by a line of
+		// the culprit's log.
+		f.log, f.order = "", 0
+		if p.progress > 0 {
+			m := p.lastProgress()
+			f.Evidence = append(f.Evidence, Evidence{Source: "log", File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)})
+		}
+	}
+	return []*Finding{f}
+}
+
+// collectiveTrouble lists the ranks with collective timeouts or errors of their own.
+func collectiveTrouble(findings []*Finding) []int {
+	var out []int
+	for _, f := range findings {
+		if f.Rank >= 0 && (f.Category == CategoryCollectiveTimeout || f.Category == CategoryCollectiveError) {
+			out = append(out, f.Rank)
+		}
+	}
+	return out
+}
+
+// behind finds, within each process group, the ranks that enqueued less work than the
+// others when the watchdog fired.
+func behind(last map[int]seqReport, reporters []int) ([]int, string) {
+	byPG := map[string][]int{}
+	var pgs []string
+	for _, rank := range reporters {
+		rep := last[rank]
+		if rep.enqueued < 0 {
+			continue
+		}
+		if byPG[rep.pg] == nil {
+			pgs = append(pgs, rep.pg)
+		}
+		byPG[rep.pg] = append(byPG[rep.pg], rank)
+	}
+	sort.Strings(pgs)
+	for _, pg := range pgs {
+		ranks := byPG[pg]
+		if len(ranks) < 2 {
+			continue
+		}
+		lo, hi := last[ranks[0]].enqueued, last[ranks[0]].enqueued
+		for _, rank := range ranks {
+			lo, hi = min(lo, last[rank].enqueued), max(hi, last[rank].enqueued)
+		}
+		if lo == hi {
+			continue
+		}
+		var out []int
+		for _, rank := range ranks {
+			if last[rank].enqueued == lo {
+				out = append(out, rank)
+			}
+		}
+		return out, fmt.Sprintf("it enqueued work up to #%d while %s reached #%d", lo, rankList(without(ranks, out)), hi)
+	}
+	return nil, ""
+}
+
+func procOfReport(procs []*procState, rep seqReport) *procState {
+	for _, p := range procs {
+		for _, r := range p.reports {
+			if r.line.line == rep.line.line && r.line.text == rep.line.text {
+				return p
+			}
+		}
+	}
+	return procs[0]
+}
+
+func without(all, drop []int) []int {
+	var out []int
+	for _, n := range all {
+		keep := true
+		for _, d := range drop {
+			keep = keep && n != d
+		}
+		if keep {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// rankList writes "rank 3" or "ranks 0, 1 and 3".
+func rankList(ranks []int) string {
+	if len(ranks) == 1 {
+		return "rank " + strconv.Itoa(ranks[0])
+	}
+	parts := make([]string, len(ranks))
+	for i, n := range ranks {
+		parts[i] = strconv.Itoa(n)
+	}
+	if len(parts) > 8 {
+		parts = append(parts[:8], fmt.Sprintf("… (%d in all)", len(ranks)))
+		return "ranks " + strings.Join(parts, ", ")
+	}
+	return "ranks " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// before says whether mark a comes before mark b of another process: by line in the same
+// log, else by time, else by step.
+func before(pa, pb *procState, a, b mark) bool {
+	switch {
+	case pa.log == pb.log:
+		return a.line < b.line
+	case a.time != 0 && b.time != 0:
+		return a.time < b.time
+	case a.step >= 0 && b.step >= 0:
+		return a.step < b.step
+	}
+	return false
+}
+
+// failedAfter says whether the process shows an error (not a symptom) after line: it did
+// not stop silently.
+func failedAfter(p *procState, line int, findings []*Finding) bool {
+	for _, f := range findings {
+		onStream := p.stream == "" || f.stream == p.stream || slices.Contains(f.streams, p.stream)
+		if f.log == p.log && onStream && f.order > line && f.Severity >= SeverityError && !f.symptom && f.Layer == LayerExecution {
+			return true
+		}
+	}
+	return false
+}
+
+// evalSilence finds progress that stopped without an error.
+func evalSilence(r *Rule, procs []*procState, findings []*Finding, js jobState) []*Finding {
+	s := r.Match.Silence
+	var stopped *procState
+	var witness *procState
+	switch s.Scope {
+	case "rank":
+		for _, p := range procs {
+			if p.progress < s.Periods || failedAfter(p, p.lastProgress().line, findings) {
+				continue
+			}
+			last := p.lastProgress()
+			var goes *procState
+			for _, o := range procs {
+				if o == p {
+					continue
+				}
+				// The other made `periods` progress lines after p's last one.
+				if m, ok := o.progressBack(s.Periods - 1); ok && before(p, o, last, m) {
+					goes = o
+					break
+				}
+			}
+			if goes == nil {
+				continue
+			}
+			if stopped == nil || before(p, stopped, last, stopped.lastProgress()) {
+				stopped, witness = p, goes
+			}
+		}
+	case "job":
+		if js.collectedAt.IsZero() || !js.running {
+			return nil
+		}
+		var latest int64
+		var period time.Duration
+		for _, p := range procs {
+			if p.progress < 2 {
+				continue
+			}
+			last := p.lastProgress()
+			if last.time == 0 || failedAfter(p, last.line, findings) {
+				return nil
+			}
+			latest = max(latest, last.time)
+			period = max(period, p.period())
+			if stopped == nil || last.time < stopped.lastProgress().time {
+				stopped = p
+			}
+		}
+		if stopped == nil || period == 0 {
+			return nil
+		}
+		quiet := js.collectedAt.Sub(time.Unix(0, latest))
+		if quiet < time.Duration(s.Periods)*period || quiet < r.atLeast {
+			return nil
+		}
+	}
+	if stopped == nil {
+		return nil
+	}
+	last := stopped.lastProgress()
+	vars := map[string]string{"rank": stopped.name()}
+	if last.step >= 0 {
+		vars["step"] = strconv.FormatInt(last.step, 10)
+	}
+	if witness != nil {
+		vars["others"] = witness.name()
+		if w := witness.lastProgress(); w.step >= 0 {
+			vars["otherStep"] = strconv.FormatInt(w.step, 10)
+		}
+	}
+	if !js.collectedAt.IsZero() && last.time != 0 {
+		vars["quiet"] = roundDuration(js.collectedAt.Sub(time.Unix(0, last.time)))
+	}
+	f := newFinding(r, vars)
+	f.Pod, f.Container, f.Rank = stopped.pod, stopped.container, stopped.rank
+	f.log, f.stream, f.streams, f.order, f.step = stopped.log, stopped.stream, []string{stopped.stream}, last.line, last.step
+	f.Time = nsPtr(last.time)
+	f.Evidence = []Evidence{{Source: "log", File: stopped.log, Line: last.line, Time: f.Time, Text: excerpt(stopped.lastText)}}
+	if witness != nil {
+		w := witness.lastProgress()
+		f.Evidence = append(f.Evidence, Evidence{Source: "log", File: witness.log, Line: w.line, Time: nsPtr(w.time), Text: excerpt(witness.lastText)})
+	}
+	return []*Finding{f}
+}
+
+// roundDuration writes a duration the way a person says it: "2 h 5 min", "12 min", "40 s".
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%d s", int(d.Seconds()))
+}
+
+// matchLog runs a streak, sequence or silence rule, among the built-in rules (which give
+// the progress lines and the errors that tell a silence from a failure), on an example log:
+// one line each, launcher prefixes and timestamps allowed. A silence example may say when
+// the bundle was collected and the job's phase then.
+func (r *Rule) matchLog(ex rules.Example) (bool, error) {
+	builtin, err := DefaultRules()
+	if err != nil {
+		return false, err
+	}
+	rs, err := NewRuleSet(builtin, []*Rule{r})
+	if err != nil {
+		return false, err
+	}
+	js := jobState{running: ex.JobPhase == string(parse.PhaseRunning)}
+	if ex.CollectedAt != "" {
+		if js.collectedAt, err = time.Parse(time.RFC3339, ex.CollectedAt); err != nil {
+			return false, fmt.Errorf("collectedAt: %v", err)
+		}
+	}
+	s := newLogScanner(parse.LogStream{Path: "example.log", Pod: "example"}, rs)
+	var clock logscan.Clock
+	var st logscan.Stats
+	var clean []byte
+	for i, line := range strings.Split(strings.TrimSuffix(ex.Text, "\n"), "\n") {
+		text, _ := clock.Split([]byte(line))
+		clean = logscan.Clean(clean[:0], text)
+		s.visit(&logscan.Scanned{Number: i + 1, Time: clock.Last, Text: clean})
+		st.Lines = i + 1
+		if clock.Last != 0 {
+			if st.First.IsZero() {
+				st.First = time.Unix(0, clock.Last)
+			}
+			st.Last = time.Unix(0, clock.Last)
+		}
+	}
+	procs := s.finish(st)
+	for _, f := range s.findings {
+		if f.at == nil {
+			f.at = f.Time
+		}
+	}
+	found := s.findings
+	switch {
+	case r.Match.Sequence != nil:
+		found = append(found, evalSequence(r, procs, s.findings)...)
+	case r.Match.Silence != nil:
+		found = append(found, evalSilence(r, procs, s.findings, js)...)
+	}
+	for _, f := range found {
+		if f.RuleID == r.ID {
+			return true, nil
+		}
+	}
+	return false, nil
+}

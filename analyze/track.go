@@ -1,0 +1,338 @@
+package analyze
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/coroner-dev/coroner/rules"
+)
+
+// State across lines. One line cannot show a divergence or a hang; these match kinds follow
+// each process (a log, or a rank within a log when launcher prefixes say so) through its
+// lines:
+//   - progress entries mark the lines that show training advancing (a step counter, a
+//     progress bar, a loss line);
+//   - a streak rule counts its condition on consecutive lines of one process;
+//   - a sequence rule collects the collectives each rank reports, to find the rank behind;
+//   - a silence rule compares where each process's progress stopped.
+
+// maxPeriods bounds a silence rule's periods: each process keeps its last maxPeriods
+// progress lines.
+const maxPeriods = 64
+
+// mark is a line of a process: its number, time (ns, 0 when none) and the step it showed
+// (-1 when none).
+type mark struct {
+	line int
+	time int64
+	step int64
+}
+
+// procState is what one process's lines showed.
+type procState struct {
+	log, stream string
+	pod, container string
+	rank           int
+	// progress counts progress lines; first is the first, recent the last maxPeriods (a
+	// ring: recent[(progress-1)%maxPeriods] is the last).
+	progress int
+	first    mark
+	recent   [maxPeriods]mark
+	lastText []byte
+	// intervals holds the last gaps between progress lines with times (ns), for the period.
+	intervals []int64
+	// step is the last step the process showed.
+	step int64
+	// streaks holds the state of each streak rule; active counts those under way.
+	streaks map[*Rule]*streak
+	active  int
+	// reports are the collectives and culprits sequence rules saw.
+	reports []seqReport
+	// lastLine is the process's last line (any line, not only progress).
+	lastLine mark
+}
+
+func newProcState(log, stream, pod, container string, rank int) *procState {
+	return &procState{log: log, stream: stream, pod: pod, container: container, rank: rank, step: -1}
+}
+
+// lastProgress is the process's last progress line.
+func (p *procState) lastProgress() mark { return p.recent[(p.progress-1)%maxPeriods] }
+
+// progressBack returns the progress line k lines before the last (0: the last), when the
+// ring still holds it.
+func (p *procState) progressBack(k int) (mark, bool) {
+	if k >= p.progress || k >= maxPeriods {
+		return mark{}, false
+	}
+	return p.recent[(p.progress-1-k)%maxPeriods], true
+}
+
+// period is the median gap between progress lines, or 0 when the lines had no times.
+func (p *procState) period() time.Duration {
+	if len(p.intervals) == 0 {
+		return 0
+	}
+	s := slices.Clone(p.intervals)
+	slices.Sort(s)
+	return time.Duration(s[len(s)/2])
+}
+
+// maxIntervals bounds the gaps kept for the period.
+const maxIntervals = 256
+
+func (p *procState) sawProgress(m mark, text []byte) {
+	if p.progress > 0 {
+		if last := p.lastProgress(); last.time != 0 && m.time > last.time {
+			if len(p.intervals) == maxIntervals {
+				copy(p.intervals, p.intervals[1:])
+				p.intervals = p.intervals[:maxIntervals-1]
+			}
+			p.intervals = append(p.intervals, m.time-last.time)
+		}
+	} else {
+		p.first = m
+	}
+	if m.step >= 0 {
+		p.step = m.step
+	} else {
+		m.step = p.step
+	}
+	p.progress++
+	p.recent[(p.progress-1)%maxPeriods] = m
+	p.lastText = append(p.lastText[:0], text...)
+}
+
+// streak is the state of one streak rule in one process.
+type streak struct {
+	n           int
+	first, last evidenceLine
+	firstStep   int64
+	lastGroups  map[string]string
+	falling     float64
+	// found is the finding the streak gave (a streak without toEnd reports as soon as it is
+	// long enough; later lines of the same streak extend it).
+	found *Finding
+}
+
+// evidenceLine is a line kept as evidence.
+type evidenceLine struct {
+	mark
+	text string
+}
+
+// seqReport is a collective a rank reported (or, culprit, a desync report naming ranks).
+type seqReport struct {
+	rule    *Rule
+	culprit bool
+	rank    int
+	ranks   []int
+	seq     int64
+	op      string
+	// pg and enqueued are the process group and the last work the rank enqueued in it (-1
+	// when the line does not say).
+	pg       string
+	enqueued int64
+	line     evidenceLine
+}
+
+// sawState records a line in its process: a progress line (m.step its step, -1 when it has
+// none) and the stateful matches.
+func (p *procState) sawState(hits []stateHit, progress bool, m mark, text []byte, rank int, onFinding func(*Finding)) {
+	if progress {
+		p.sawProgress(m, text)
+	}
+	if m.step < 0 {
+		m.step = p.step
+	}
+	for _, h := range hits {
+		switch h.kind {
+		case kindStreak:
+			if progress || !h.rule.Match.Streak.Progress {
+				p.streakLine(h, m, text, onFinding)
+			}
+		case kindSequence, kindCulprit:
+			r := seqReport{rule: h.rule, culprit: h.kind == kindCulprit, rank: rank, op: h.groups["op"], pg: h.groups["pg"],
+				enqueued: -1, line: evidenceLine{m, excerpt(text)}}
+			if v, ok := h.groups["enqueued"]; ok {
+				r.enqueued, _ = strconv.ParseInt(v, 10, 64)
+			}
+			if v, ok := h.groups["rank"]; ok {
+				if n, ok := atoi([]byte(v)); ok {
+					r.rank = n
+				}
+			}
+			if v, ok := h.groups["ranks"]; ok {
+				r.ranks = parseRanks(v)
+			}
+			if r.culprit && r.rank >= 0 && len(r.ranks) == 0 {
+				r.ranks = []int{r.rank}
+			}
+			if v, ok := h.groups["seq"]; ok {
+				r.seq, _ = strconv.ParseInt(v, 10, 64)
+			}
+			p.reports = append(p.reports, r)
+		}
+	}
+}
+
+func hasHit(hits []stateHit, r *Rule, kind patKind) bool {
+	for _, h := range hits {
+		if h.rule == r && h.kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// parseRanks reads a list of ranks: "3", "0, 1, 2", "[3, 7]".
+func parseRanks(s string) []int {
+	var out []int
+	n, in := 0, false
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			n, in = n*10+int(s[i]-'0'), true
+			continue
+		}
+		if in {
+			out = append(out, n)
+		}
+		n, in = 0, false
+	}
+	return out
+}
+
+// recover ends the streaks under way whose recovering patterns match a line that is not
+// one of their condition lines. It runs only while a streak is under way: recovering lines
+// (every finite loss) are most of a log.
+func (p *procState) recover(text []byte, hits []stateHit) {
+	for r, s := range p.streaks {
+		if s.n == 0 || hasHit(hits, r, kindStreak) {
+			continue
+		}
+		for _, cp := range r.res {
+			if cp.kind == kindRecover && cp.re.Match(text) {
+				s.n, s.found = 0, nil
+				p.active--
+				break
+			}
+		}
+	}
+}
+
+// streakLine counts a streak rule's condition line.
+func (p *procState) streakLine(h stateHit, m mark, text []byte, onFinding func(*Finding)) {
+	if p.streaks == nil {
+		p.streaks = map[*Rule]*streak{}
+	}
+	s := p.streaks[h.rule]
+	if s == nil {
+		s = &streak{}
+		p.streaks[h.rule] = s
+	}
+	sr := h.rule.Match.Streak
+	if g := sr.Falling; g != "" {
+		v, err := strconv.ParseFloat(h.groups[g], 64)
+		if err == nil && s.n > 0 && v > s.falling {
+			s.n, s.found = 0, nil // the value rose again: the process recovered
+			p.active--
+		}
+		if err == nil {
+			s.falling = v
+		}
+	}
+	if s.n == 0 {
+		p.active++
+	}
+	s.n++
+	line := evidenceLine{m, excerpt(text)}
+	if s.n == 1 {
+		s.first, s.firstStep = line, m.step
+	}
+	s.last, s.lastGroups = line, h.groups
+	if s.found != nil {
+		s.found.Count = s.n
+		extendTo(s.found, line)
+		return
+	}
+	if !sr.ToEnd && s.ready(h.rule) {
+		s.found = p.streakFinding(h.rule, s)
+		onFinding(s.found)
+	}
+}
+
+// ready says whether the streak is long enough and its last line meets the rule's
+// conditions.
+func (s *streak) ready(r *Rule) bool {
+	return s.n >= r.Match.Streak.Min && r.last.holds(s.lastGroups)
+}
+
+// finish reports the streaks that last to the end of the process's log.
+func (p *procState) finish(onFinding func(*Finding)) {
+	for _, r := range sortedRules(p.streaks) {
+		s := p.streaks[r]
+		if r.Match.Streak.ToEnd && s.ready(r) {
+			onFinding(p.streakFinding(r, s))
+		}
+	}
+}
+
+func sortedRules[V any](m map[*Rule]V) []*Rule {
+	out := make([]*Rule, 0, len(m))
+	for r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// streakFinding makes the finding of a streak: evidence its first and last line; its title
+// may name {count}, {firstStep}, {lastStep}, {from} ("step 30", or "line 212" when no step
+// is known) and the last line's groups.
+func (p *procState) streakFinding(r *Rule, s *streak) *Finding {
+	vars := map[string]string{"count": strconv.Itoa(s.n)}
+	for k, v := range s.lastGroups {
+		vars[k] = v
+	}
+	vars["from"] = "line " + strconv.Itoa(s.first.line)
+	if s.firstStep >= 0 {
+		vars["firstStep"] = strconv.FormatInt(s.firstStep, 10)
+		vars["from"] = "step " + vars["firstStep"]
+	}
+	if s.last.step >= 0 {
+		vars["lastStep"] = strconv.FormatInt(s.last.step, 10)
+	}
+	f := newFinding(r, vars)
+	f.Pod, f.Container, f.Rank = p.pod, p.container, p.rank
+	f.Count = s.n
+	f.log, f.stream, f.streams, f.order, f.step = p.log, p.stream, []string{p.stream}, s.first.line, s.firstStep
+	f.Time = nsPtr(s.first.time)
+	f.Evidence = []Evidence{{Source: "log", File: p.log, Line: s.first.line, Time: f.Time, Text: s.first.text}}
+	extendTo(f, s.last)
+	return f
+}
+
+// extendTo makes a streak's last line the finding's second evidence.
+func extendTo(f *Finding, last evidenceLine) {
+	if last.line == f.Evidence[0].Line {
+		return
+	}
+	ev := Evidence{Source: "log", File: f.Evidence[0].File, Line: last.line, Time: nsPtr(last.time), Text: last.text}
+	if len(f.Evidence) == 1 {
+		f.Evidence = append(f.Evidence, ev)
+	} else {
+		f.Evidence[1] = ev
+	}
+}
+
+func nsPtr(ns int64) *time.Time {
+	if ns == 0 {
+		return nil
+	}
+	return timePtr(time.Unix(0, ns))
+}
+
+// silenceOf is the Silence of a rule (nil for other kinds).
+func silenceOf(r *Rule) *rules.Silence { return r.Match.Silence }

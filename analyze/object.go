@@ -24,7 +24,7 @@ var factKinds = map[string][]string{
 	// A container's restart count.
 	"container-restarts": {"container", "count"},
 	// A pod: its phase, its status reason (Evicted), and what it got to do.
-	"pod": {"phase", "reason", "message", "scheduled", "imagesPulled", "started"},
+	"pod":           {"phase", "reason", "message", "scheduled", "imagesPulled", "started"},
 	"pod-condition": {"type", "status", "reason", "message"},
 	"job-condition": {"type", "status", "reason", "message"},
 	// A condition of a node that ran one of the job's pods.

@@ -32,7 +32,7 @@ type mark struct {
 
 // procState is what one process's lines showed.
 type procState struct {
-	log, stream string
+	log, stream    string
 	pod, container string
 	rank           int
 	// progress counts progress lines; first is the first, recent the last maxPeriods (a

@@ -189,7 +189,7 @@ func Prompts(ctx context.Context, rep *report.Report, opts Options) ([]*Prompt, 
 // the job's prompt is crowded), the roles' before it; perRole says which.
 func (n *narrator) prompts(ctx context.Context, rep *report.Report) (ps []*Prompt, perRole bool, err error) {
 	roles := FindingsDiagnoses(rep)
-	job, err := n.build(ctx, rep, "", roles)
+	job, err := n.build(ctx, rep, "", roles, n.PerRole == PerRoleAlways)
 	if err != nil {
 		return nil, false, err
 	}
@@ -203,8 +203,14 @@ func (n *narrator) prompts(ctx context.Context, rep *report.Report) (ps []*Promp
 	if !perRole {
 		return []*Prompt{job}, false, nil
 	}
+	if n.PerRole == PerRoleAuto {
+		// The job's prompt of the per-role mode, with the roles' diagnoses first.
+		if job, err = n.build(ctx, rep, "", roles, true); err != nil {
+			return nil, false, err
+		}
+	}
 	for _, r := range asked {
-		p, err := n.build(ctx, rep, r, nil)
+		p, err := n.build(ctx, rep, r, nil, false)
 		if err != nil {
 			return nil, false, err
 		}
@@ -233,7 +239,7 @@ const requestOverhead = 24
 // fit, until one does not fit even at its shortest: it and every less relevant part are left
 // out. The floor, the root cause in its shortest form (or the job's summary alone when the
 // root cause is not in this prompt's scope), must fit, else the context is too small.
-func (n *narrator) build(ctx context.Context, rep *report.Report, role string, roles []Role) (*Prompt, error) {
+func (n *narrator) build(ctx context.Context, rep *report.Report, role string, roles []Role, perRole bool) (*Prompt, error) {
 	t := n.Templates.For(rep.Job.Kind)
 	var sc scope
 	if role != "" {
@@ -251,7 +257,7 @@ func (n *narrator) build(ctx context.Context, rep *report.Report, role string, r
 			}
 		}
 	}
-	parts := candidates(ctx, rep, n.Windows, sc, roles)
+	parts := candidates(ctx, rep, n.Windows, sc, roles, perRole)
 	var err error
 	if ctx.Err() != nil {
 		return nil, interrupted(ctx)
@@ -508,7 +514,7 @@ func (n *narrator) narrate(ctx context.Context, rep *report.Report, q *questione
 			}
 		}
 		// The reduce step: the job's prompt now carries the model's role diagnoses.
-		if job, err = n.build(ctx, rep, "", roles); err != nil {
+		if job, err = n.build(ctx, rep, "", roles, true); err != nil {
 			return fail(err)
 		}
 		out.Prompt = job.Info()

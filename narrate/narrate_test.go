@@ -148,14 +148,14 @@ func TestPromptIsBoundedByRelevance(t *testing.T) {
 	require.Equal(t, report.PartLog, p.Included[1].Kind)
 	require.Contains(t, p.Messages[1].Content, "torch.OutOfMemoryError: CUDA out of memory")
 	require.Contains(t, p.Messages[1].Content, fmt.Sprintf("(timeline entries left out to fit the context: %d)", p.Left.Timeline))
-	requireStrictPriority(t, rep, n, p)
+	requireStrictPriority(t, rep, n, p, false)
 }
 
 // requireStrictPriority checks that a prompt holds a prefix of its candidates, most relevant
 // first: no part is in while a more relevant one is out. Parts go in whole, or shortened to
 // fit (a log window narrowed around its evidence line); the root cause, when in the prompt's
 // scope, is always in with its evidence line.
-func requireStrictPriority(t *testing.T, rep *report.Report, o Options, p *Prompt) {
+func requireStrictPriority(t *testing.T, rep *report.Report, o Options, p *Prompt, perRole bool) {
 	t.Helper()
 	var sc scope
 	var roles []Role
@@ -171,7 +171,7 @@ func requireStrictPriority(t *testing.T, rep *report.Report, o Options, p *Promp
 	} else {
 		roles = FindingsDiagnoses(rep)
 	}
-	cands := candidates(t.Context(), rep, o.Windows, sc, roles)
+	cands := candidates(t.Context(), rep, o.Windows, sc, roles, perRole)
 	// The kinds the template does not show are no candidates (role.tmpl has no timeline).
 	shown := map[report.PartKind]bool{}
 	for _, in := range p.Included {

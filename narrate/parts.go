@@ -141,9 +141,11 @@ func (s scope) has(pod string) bool { return s == nil || s[pod] }
 // candidates lists the parts of the prompt by relevance: the root cause and its log context
 // first, then the roles' diagnoses (the job's prompt only: roles is nil for a role's), the
 // other primary findings, the symptoms, the other findings' log context, warning events, and
-// the lifecycle timeline. Log windows are read through win, which stops when ctx ends (the
-// caller checks it).
-func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, roles []Role) []part {
+// the lifecycle timeline. In the per-role mode (rolesFirst), the job's prompt exists to carry
+// the roles' diagnoses, which each saw its role's evidence: they come right after the root
+// cause, before its log context. Log windows are read through win, which stops when ctx ends
+// (the caller checks it).
+func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, roles []Role, rolesFirst bool) []part {
 	var out []part
 	byID := map[string]int{}
 	for i, f := range rep.Findings {
@@ -179,10 +181,21 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 		out = append(out, *p)
 	}
 
+	rolesAdded := false
+	addRoles := func() {
+		for i := range roles {
+			add(&part{kind: report.PartRole, ref: roles[i].Name, role: &roles[i], order: i})
+		}
+	}
+
 	// The root cause and its context.
 	if i, ok := byID[rootID]; ok && sc.has(rep.Findings[i].Pod) {
 		f := rep.Findings[i]
 		add(&part{kind: report.PartFinding, ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(f.Pod), count: f.Count}})
+		if rolesFirst {
+			addRoles()
+			rolesAdded = true
+		}
 		logEvidence := false
 		for _, ev := range f.Evidence {
 			if ev.Source == "log" && ev.Line > 0 {
@@ -207,8 +220,8 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 
 	// The roles' diagnoses: a summary of every pod and finding, or the model's own (per-role
 	// mode), that holds for all the detail below when it does not fit.
-	for i := range roles {
-		add(&part{kind: report.PartRole, ref: roles[i].Name, role: &roles[i], order: i})
+	if !rolesAdded {
+		addRoles()
 	}
 
 	// Primary findings, then the symptoms; each the same failure on many pods as one entry,
@@ -530,7 +543,7 @@ func mergeWindows(ps []*part, told map[string]string) []LogWindow {
 			if m.hits[n] {
 				mark = ">"
 				if id, ok := told[line]; ok {
-					line = "(the evidence line of " + id + ")"
+					line = "(the same text as " + id + "'s evidence, above)"
 				}
 			}
 			w.Lines = append(w.Lines, fmt.Sprintf("%s %6d | %s", mark, n, line))

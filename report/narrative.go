@@ -183,10 +183,10 @@ type PartSummary struct {
 	Count, Bytes int
 }
 
-// String reads "finding f1", "log logs/ml/x/pytorch.log:36-66" or "3 event entries".
+// String reads "finding f1", "log logs/ml/x/pytorch.log:36-66" or "3 warning events".
 func (s PartSummary) String() string {
 	if s.Kind.Counted() {
-		return fmt.Sprintf("%d %s entries", s.Count, s.Kind)
+		return s.Kind.Plural(s.Count)
 	}
 	return s.Kind.String() + " " + s.Ref
 }

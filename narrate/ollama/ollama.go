@@ -62,7 +62,9 @@ type gatewayCheck struct{ base http.RoundTripper }
 // gatewayError is a gateway's status.
 type gatewayError struct{ status string }
 
-func (e *gatewayError) Error() string { return "a proxy or gateway on the way answered HTTP " + e.status }
+func (e *gatewayError) Error() string {
+	return "a proxy or gateway on the way answered HTTP " + e.status
+}
 
 func (g gatewayCheck) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := g.base.RoundTrip(r)

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,7 +90,7 @@ func startOllama(t *testing.T) *ollamaServer {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		_, err := client.Digest(ctx, "none")
 		cancel()
-		if err != nil && !strings.Contains(err.Error(), "cannot be reached") {
+		if err != nil && !errors.Is(err, narrate.ErrUnreachable) {
 			break // it answers (that it has no such model)
 		}
 		require.True(t, time.Now().Before(deadline), "the server did not start: %s", o.log.String())
@@ -220,6 +222,47 @@ func TestLLME2E(t *testing.T) {
 		require.Contains(t, l.Failure, "context too small")
 		require.Contains(t, l.Failure, "exceeds the context length")
 		require.LessOrEqual(t, l.Prompt.Tokens, 1024-16)
+	})
+
+	t.Run("a prompt near the limit: the model's count beside the estimate", func(t *testing.T) {
+		// The built-in template and the whole sample, the estimate filling --num-ctx less the
+		// answer's budget. The tiny model spends a token per byte where the BPE tokenizers of
+		// real models spend one per 2.4-3.1 bytes (README.md): its count exceeds what the
+		// estimate allowed, which the report records and warns about; the answer then stops
+		// when the context is full (no shift of the prompt out of view).
+		args := []string{"analyze", sampleDir, "--llm", "--ollama-host", srv.host, "--model", "tiny",
+			"--llm-cache-dir", cache, "--num-ctx", "4096", "--llm-max-tokens", "2600", "--llm-timeout", "120s", "--format", "json"}
+		code, out, stderr := e2eRun(t, t.Context(), args...)
+		require.Equal(t, 0, code, stderr)
+		l := decodeLLM(t, out)
+		require.Empty(t, l.Failure)
+		p := l.Prompt
+		t.Logf("estimate %d tokens (%d bytes), the tiny model counted %d (%.2f a byte); budget %d of --num-ctx %d",
+			p.Tokens, p.Bytes, p.ActualTokens, float64(p.ActualTokens)/float64(p.Bytes), p.NumCtx-p.NumPredict, p.NumCtx)
+		require.LessOrEqual(t, p.Tokens, 4096-2600)
+		require.Greater(t, p.Tokens, (4096-2600)*3/4, "the prompt is near the limit: the parts filled it")
+		require.True(t, p.Cut(), "and parts were cut to fit")
+		require.Positive(t, p.ActualTokens, "Ollama's prompt_eval_count is kept")
+		// About a token per byte: a count the estimate could not know for this vocabulary,
+		// more than the budget allowed.
+		require.Greater(t, p.ActualTokens, p.NumCtx-p.NumPredict)
+		require.InDelta(t, p.Bytes, p.ActualTokens, float64(p.Bytes)/5)
+		require.Contains(t, stderr, fmt.Sprintf("but the model counted %d", p.ActualTokens))
+		require.Contains(t, stderr, "was cut to fit --num-ctx 4096")
+		require.Equal(t, "length", l.DoneReason, "the context filled before --llm-max-tokens")
+	})
+
+	t.Run("an unreachable host", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := l.Addr().String()
+		require.NoError(t, l.Close())
+		args := append(append([]string{}, base...), "--ollama-host", addr, "--llm-no-cache")
+		code, out, stderr := e2eRun(t, t.Context(), args...)
+		require.Equal(t, 0, code, "the report is still written")
+		want := "could not connect to http://" + addr + ": connect: connection refused: start it with `ollama serve`, or name the server with --ollama-host or OLLAMA_HOST"
+		require.Equal(t, want, decodeLLM(t, out).Failure)
+		require.Equal(t, "coroner: no LLM narrative: "+want+"\n", stderr)
 	})
 
 	long := append(append([]string{}, base...), "--llm-max-tokens", "3000", "--num-ctx", "4096", "--llm-no-cache")

@@ -110,13 +110,23 @@ func (o *ollamaServer) stop() {
 // create makes the tiny model with `ollama create`, as a user would from a GGUF file.
 func (o *ollamaServer) create(t *testing.T, name string) {
 	t.Helper()
-	gguf := filepath.Join(o.dir, "tiny.gguf")
+	o.createWith(t, name, tinygguf.Write, "")
+}
+
+// createWith makes a model of the GGUF that write writes, with a chat template when not "".
+func (o *ollamaServer) createWith(t *testing.T, name string, write func(io.Writer) error, template string) {
+	t.Helper()
+	gguf := filepath.Join(o.dir, name+".gguf")
 	f, err := os.Create(gguf)
 	require.NoError(t, err)
-	require.NoError(t, tinygguf.Write(f))
+	require.NoError(t, write(f))
 	require.NoError(t, f.Close())
 	modelfile := filepath.Join(o.dir, "Modelfile")
-	require.NoError(t, os.WriteFile(modelfile, []byte("FROM "+gguf+"\nPARAMETER num_thread 1\n"), 0o644))
+	mf := "FROM " + gguf + "\nPARAMETER num_thread 1\n"
+	if template != "" {
+		mf += "TEMPLATE \"\"\"" + template + "\"\"\"\n"
+	}
+	require.NoError(t, os.WriteFile(modelfile, []byte(mf), 0o644))
 	cmd := exec.Command(o.bin, "create", name, "-f", modelfile)
 	cmd.Env = o.env()
 	out, err := cmd.CombinedOutput()
@@ -327,6 +337,103 @@ func TestLLME2E(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		require.Equal(t, strings.Replace(first, `"cached": false`, `"cached": true`, 1), out)
 	})
+}
+
+// qwenVocab reads Qwen 2.5/3's published tokenizer.json (scripts/tokenizers.sh) as a GGUF
+// vocabulary: the byte-level BPE, its merges, the qwen2 pre-tokenizer and the special tokens.
+func qwenVocab(t *testing.T) *tinygguf.Vocab {
+	t.Helper()
+	dir := os.Getenv("CORONER_TOKENIZERS")
+	require.NotEmpty(t, dir, "CORONER_TOKENIZERS names the tokenizers' directory: run `make e2e-llm`")
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	require.NoError(t, err)
+	var tj struct {
+		Added []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+			Special bool   `json:"special"`
+		} `json:"added_tokens"`
+		Model struct {
+			Vocab  map[string]int `json:"vocab"`
+			Merges [][2]string    `json:"merges"`
+		} `json:"model"`
+	}
+	require.NoError(t, json.Unmarshal(data, &tj))
+	n := len(tj.Model.Vocab)
+	for _, a := range tj.Added {
+		n = max(n, a.ID+1)
+	}
+	v := &tinygguf.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: make([]string, n), Types: make([]int32, n)}
+	for tok, id := range tj.Model.Vocab {
+		v.Tokens[id], v.Types[id] = tok, tinygguf.TokenNormal
+	}
+	for _, a := range tj.Added {
+		v.Tokens[a.ID], v.Types[a.ID] = a.Content, tinygguf.TokenUserDefined
+		if a.Special {
+			v.Types[a.ID] = tinygguf.TokenControl
+		}
+		switch a.Content {
+		case "<|endoftext|>":
+			v.BOS = uint32(a.ID)
+		case "<|im_end|>":
+			v.EOS = uint32(a.ID)
+		}
+	}
+	for i, tok := range v.Tokens {
+		require.NotEmpty(t, tok, "token %d", i)
+	}
+	for _, m := range tj.Model.Merges {
+		v.Merges = append(v.Merges, m[0]+" "+m[1])
+	}
+	return v
+}
+
+// chatML is Qwen 2.5's chat template as Ollama serves it, for messages without tools.
+const chatML = `{{- range .Messages }}<|im_start|>{{ .Role }}
+{{ .Content }}<|im_end|>
+{{ end }}<|im_start|>assistant
+`
+
+// TestLLMTokenEstimateE2E serves a tiny model with Qwen 2.5/3's real tokenizer and asks about
+// every sample with prompts filled to a small context: the server's count of each prompt
+// (prompt_eval_count, the chat template's tokens included) must not exceed coroner's
+// estimate, which is what a prompt "estimated to fit does fit" means.
+func TestLLMTokenEstimateE2E(t *testing.T) {
+	vocab := qwenVocab(t)
+	srv := startOllama(t)
+	srv.createWith(t, "qwen-vocab", func(w io.Writer) error { return tinygguf.WriteVocab(w, vocab) }, chatML)
+	const numCtx, answer = 1200, 8
+	var worst float64
+	var near int
+	for _, name := range sampleNames(t) {
+		t.Run(name, func(t *testing.T) {
+			code, out, stderr := e2eRun(t, t.Context(), "analyze", filepath.Join(samplesDir, name), "--llm", "--ollama-host", srv.host,
+				"--model", "qwen-vocab", "--llm-no-cache", "--num-ctx", fmt.Sprint(numCtx), "--llm-max-tokens", fmt.Sprint(answer),
+				"--llm-timeout", "120s", "--format", "json")
+			require.Equal(t, 0, code, stderr)
+			l := decodeLLM(t, out)
+			require.Empty(t, l.Failure)
+			require.NotContains(t, stderr, "but the model counted")
+			prompts := []*report.PromptInfo{&l.Prompt}
+			for _, r := range l.Roles {
+				if r.Prompt != nil {
+					prompts = append(prompts, r.Prompt)
+				}
+			}
+			for _, p := range prompts {
+				ratio := float64(p.ActualTokens) / float64(p.Tokens)
+				t.Logf("%s: estimate %d, Qwen counted %d (%.3f), %d bytes; budget %d", p.Template, p.Tokens, p.ActualTokens, ratio, p.Bytes, numCtx-answer)
+				require.Positive(t, p.ActualTokens)
+				require.LessOrEqual(t, p.ActualTokens, p.Tokens, "the estimate covers the model's count")
+				worst = max(worst, ratio)
+				if p.Tokens*10 >= (numCtx-answer)*9 {
+					near++
+				}
+			}
+		})
+	}
+	t.Logf("Qwen's count / coroner's estimate: at most %.3f; %d prompts within 10%% of the budget", worst, near)
+	require.Positive(t, near, "some prompts are near the limit")
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

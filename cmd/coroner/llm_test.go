@@ -341,3 +341,40 @@ func TestPromptGoesThroughTheUsersRedactionRules(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "missing.yaml")
 }
+
+// TestSmallContextWarnsAndAsksEachRole: at a small context the cut is said in the report and
+// on stderr, and a job whose findings do not fit has each role asked first, unless
+// --llm-per-role=false.
+func TestSmallContextWarnsAndAsksEachRole(t *testing.T) {
+	sampleDir := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	fake := &fakeLLM{text: hostileAnswer}
+	code, out, stderr := analyzeWithLLM(t, fake, sampleDir, "--llm", "--num-ctx", "2048", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, int32(3), fake.calls.Load(), "the Master, the Workers, then the job")
+	var r report.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	require.True(t, r.LLM.PerRole)
+	require.True(t, r.LLM.Prompt.Cut())
+	require.NotEmpty(t, r.LLM.Prompt.LeftOut)
+	for _, role := range r.LLM.Roles {
+		require.NotNil(t, role.Prompt, role.Role)
+		require.Equal(t, "model", role.Source)
+	}
+	var llmWarnings []string
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "--num-ctx 2048") {
+			llmWarnings = append(llmWarnings, w)
+			require.Contains(t, stderr, "coroner: warning: "+w+"\n", "the report's warning is on stderr too")
+		}
+	}
+	require.Len(t, llmWarnings, 4, "each role's prompt, the job's, and the per-role mode: %q", llmWarnings)
+	require.Contains(t, llmWarnings[2], "the LLM prompt was cut to fit --num-ctx 2048 with 1024 tokens kept for the answer (--llm-max-tokens): ")
+	require.Equal(t, "the job's findings and log windows do not fit --num-ctx 2048: each role's diagnosis was asked first (--llm-per-role; =false turns it off)", llmWarnings[3])
+
+	fake = &fakeLLM{text: hostileAnswer}
+	code, out, stderr = analyzeWithLLM(t, fake, sampleDir, "--llm", "--num-ctx", "2048", "--llm-per-role=false", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, int32(1), fake.calls.Load())
+	require.Contains(t, out, `"perRole": false`)
+	require.Equal(t, 1, strings.Count(stderr, "coroner: warning: the LLM prompt was cut to fit --num-ctx 2048"))
+}

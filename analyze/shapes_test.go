@@ -15,6 +15,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -26,10 +27,10 @@ func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []parse.LogStream, rs
 	scanners := make([]*logScanner, len(logs))
 	counts := make([][2]int, len(logs))
 	errs := make([]string, len(logs))
-	ix, _, err := index.Build(b, logs, index.BuildOptions{Visit: func(i int) func(*index.Scanned) {
+	ix, _, err := index.Build(t.Context(), b, logs, index.BuildOptions{Visit: func(i int) func(*logscan.Scanned) {
 		scanners[i] = newLogScanner(logs[i], rs)
 		sc := rs.NewScratch()
-		return func(l *index.Scanned) {
+		return func(l *logscan.Scanned) {
 			counts[i][1]++
 			if scanners[i].mayMatch(l) {
 				return

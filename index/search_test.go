@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -51,7 +52,7 @@ func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
 			} else if lt, ok := parse.LeadingTime(line); ok {
 				last = lt.UnixNano()
 			}
-			clean := string(Clean(nil, text))
+			clean := string(logscan.Clean(nil, text))
 			var words []string
 			for _, w := range wordRE.FindAllString(clean, -1) {
 				words = append(words, strings.ToLower(w))
@@ -139,7 +140,7 @@ func not(p pred) pred { return func(l *bfLine) bool { return !p(l) } }
 func searchSet(t *testing.T, ix *Index, opts SearchOptions) []string {
 	t.Helper()
 	opts.All, opts.Limit = true, 1<<30
-	res, err := ix.Search(opts)
+	res, err := ix.Search(t.Context(), opts)
 	require.NoError(t, err, "%+v", opts)
 	var got []string
 	for _, h := range res.Hits {
@@ -168,7 +169,7 @@ func buildIndex(t *testing.T, dir string) (*bundle.Bundle, *Index) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	logs, _ := parse.LogStreams(b)
-	ix, _, err := Build(b, logs, BuildOptions{Version: "test"})
+	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	return b, ix
@@ -282,7 +283,7 @@ func TestSearchEqualsBruteForceOnGeneratedBundle(t *testing.T) {
 
 	// A query that hits a repetitive line gives one hit per log with the count and the span,
 	// sorted by time across logs.
-	res, err := ix.Search(SearchOptions{Query: "grad_norm", Context: 1})
+	res, err := ix.Search(t.Context(), SearchOptions{Query: "grad_norm", Context: 1})
 	require.NoError(t, err)
 	require.Len(t, res.Hits, 2, "one hit per log")
 	total := 0

@@ -160,9 +160,9 @@ const (
 	maxRoleFindings = 4
 )
 
-func convertFinding(f *analyze.Finding, rootID string) Finding {
-	out := Finding{ID: f.ID, Category: f.Category, Severity: f.Severity.String(), Title: f.Title,
-		Pod: f.Pod, Container: f.Container, Time: fmtTime(f.Time), Fault: f.Fault, Retry: f.Retry,
+func convertFinding(f *report.Finding, rootID string) Finding {
+	out := Finding{ID: f.ID, Category: string(f.Category), Severity: f.Severity.String(), Title: f.Title,
+		Pod: f.Pod, Container: f.Container, Time: fmtTime(f.Time), Fault: string(f.Fault), Retry: string(f.Retry),
 		SecondaryOf: f.SecondaryOf, RootCause: f.ID == rootID, Count: f.Count, Remediation: strings.TrimSpace(f.Remediation)}
 	for _, e := range f.Evidence {
 		s := e.Location()
@@ -178,7 +178,7 @@ func convertFinding(f *analyze.Finding, rootID string) Finding {
 // base is the part of the data every prompt has: job, verdict, replicas, and the metadata
 // without the roles' diagnoses (compose adds those it holds).
 func base(rep *report.Report, roleParts bool) *Data {
-	d := &Data{Verdict: rep.Verdict, VerdictReason: rep.VerdictReason, rep: rep, roleParts: roleParts}
+	d := &Data{Verdict: string(rep.Verdict), VerdictReason: rep.VerdictReason, rep: rep, roleParts: roleParts}
 	j := rep.Job
 	d.Job = Job{Kind: j.Kind, Namespace: j.Namespace, Name: j.Name, Status: j.Status}
 	if rep.Bundle.Plain {
@@ -302,7 +302,7 @@ func FindingsDiagnoses(rep *report.Report) []Role {
 	var out []Role
 	rootID := ""
 	if rep.RootCause != nil {
-		rootID = rep.RootCause.FindingID
+		rootID = rep.RootCause.ID
 	}
 	for _, r := range rep.Job.Replicas {
 		pods := map[string]bool{}

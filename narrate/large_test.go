@@ -7,10 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/analyze"
-	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/internal/samplegen"
-	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -20,19 +18,7 @@ func generated(t *testing.T, ranks int, logBytes int64) (*report.Report, *index.
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "bundle")
 	require.NoError(t, samplegen.Generate(dir, ranks, logBytes, 1))
-	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	m, err := parse.Load(b)
-	require.NoError(t, err)
-	rules, err := analyze.DefaultRules()
-	require.NoError(t, err)
-	rs, err := analyze.NewRuleSet(rules)
-	require.NoError(t, err)
-	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { res.Index.Close() })
-	return report.Build(m, res, "test"), res.Index
+	return analyzed(t, dir)
 }
 
 // TestStrictPriorityOnALargeJob: a 1,024-rank job at the context sizes of small local models.
@@ -45,7 +31,7 @@ func TestStrictPriorityOnALargeJob(t *testing.T) {
 	}
 	rep, ix := generated(t, 1024, 6<<20)
 	require.NotNil(t, rep.RootCause)
-	require.Equal(t, "cuda-oom", rep.RootCause.Category)
+	require.Equal(t, analyze.Category("cuda-oom"), rep.RootCause.Category)
 	for _, numCtx := range []int{2048, 4096, 8192} {
 		n := options(ix, nil)
 		n.NumCtx = numCtx
@@ -66,7 +52,7 @@ func TestStrictPriorityOnALargeJob(t *testing.T) {
 		}
 		require.Len(t, ps, 3, "--num-ctx %d: the Master's, the Workers', then the job's", numCtx)
 		require.Equal(t, []string{"Master", "Worker", ""}, []string{ps[0].Role, ps[1].Role, ps[2].Role})
-		require.Equal(t, rep.RootCause.FindingID, ps[1].Included[0].Ref, "the Workers' prompt starts with the root cause")
+		require.Equal(t, rep.RootCause.ID, ps[1].Included[0].Ref, "the Workers' prompt starts with the root cause")
 		require.True(t, ps[1].Info().Cut(), "1,023 workers do not fit %d tokens whole", numCtx)
 		require.Contains(t, ps[1].Messages[1].Content, "- ... and 1007 more pods")
 	}

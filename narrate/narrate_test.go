@@ -61,7 +61,13 @@ const goodAnswer = `{"healthy":"No","error":"The master was OOM-killed.","analys
 // sample analyzes a sample bundle as coroner analyze does; the index serves the log windows.
 func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	t.Helper()
-	b, err := bundle.Open(t.Context(), filepath.Join("..", "samples", name), bundle.DefaultLimits())
+	return analyzed(t, filepath.Join("..", "samples", name))
+}
+
+// analyzed analyzes a bundle as coroner analyze does.
+func analyzed(t *testing.T, dir string) (*report.Report, *index.Index) {
+	t.Helper()
+	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	m, err := parse.Load(b)
@@ -70,7 +76,7 @@ func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	require.NoError(t, err)
 	rs, err := analyze.NewRuleSet(rules)
 	require.NoError(t, err)
-	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: 1})
+	res, err := analyze.Run(t.Context(), m, analyze.Options{Rules: rs, Workers: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { res.Index.Close() })
 	return report.Build(m, res, "test"), res.Index
@@ -206,7 +212,7 @@ func requireStrictPriority(t *testing.T, rep *report.Report, o Options, p *Promp
 	}
 	if rc := rep.RootCause; rc != nil && len(kept) > 0 && kept[0].kind == report.PartFinding && kept[0].entry.findings[0].RootCause {
 		require.NotEmpty(t, p.Included, "the root cause is always in")
-		require.Equal(t, rc.FindingID, p.Included[0].Ref)
+		require.Equal(t, rc.ID, p.Included[0].Ref)
 		f := kept[0].entry.findings[0]
 		if len(f.evidence) > 0 {
 			ev := f.evidence[0]

@@ -153,7 +153,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 	}
 	rootID := ""
 	if rc := rep.RootCause; rc != nil {
-		rootID = rc.FindingID
+		rootID = rc.ID
 	}
 	window := func(file string, line, before, after int, why string) *part {
 		if win == nil || file == "" || line <= 0 {

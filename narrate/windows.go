@@ -22,9 +22,9 @@ type Line struct {
 // IndexWindows reads windows from the bundle's log index (the lines the report's evidence
 // shows, cleaned and bounded the same way).
 //
-// The index's relevance search (TopWindows) is not used for prompts: asked with the root
-// cause's title or evidence line, it ranked warnings and other ranks' NCCL lines above anything
-// useful on the samples, and crowded out the timeline.
+// Prompts take no relevance search of the index: one (TopWindows, since removed), asked with
+// the root cause's title or evidence line, ranked warnings and other ranks' NCCL lines above
+// anything useful on the samples, and crowded out the timeline.
 type IndexWindows struct {
 	Index *index.Index
 }

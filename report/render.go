@@ -134,7 +134,7 @@ func mdBlock(lines []string) string {
 
 // evidenceLines renders an evidence with its context as "  212 | text" lines, the evidence
 // line marked with ">".
-func evidenceLines(e analyze.Evidence) []string {
+func evidenceLines(e Evidence) []string {
 	var out []string
 	for _, c := range e.Before {
 		out = append(out, fmt.Sprintf("  %6d | %s", c.Line, c.Text))
@@ -150,7 +150,7 @@ func evidenceLines(e analyze.Evidence) []string {
 	return out
 }
 
-func repeated(e analyze.Evidence, count int) string {
+func repeated(e Evidence, count int) string {
 	if count <= 1 {
 		return ""
 	}
@@ -167,12 +167,12 @@ func repeated(e analyze.Evidence, count int) string {
 // findingGroup is the findings of one rule that follow from the same cause, shown as one
 // line in summaries ("collective-timeout on 7 pods").
 type findingGroup struct {
-	First *analyze.Finding
+	First *Finding
 	Pods  []string
 	Count int
 }
 
-func groupSecondary(fs []*analyze.Finding, rootID string) []findingGroup {
+func groupSecondary(fs []*Finding, rootID string) []findingGroup {
 	var out []findingGroup
 	idx := map[string]int{}
 	for _, f := range fs {
@@ -217,7 +217,7 @@ func PodList(pods []string) string {
 var funcs = map[string]any{
 	"time": fmtTime, "where": where, "expected": expected, "md": mdEscape, "code": mdCode, "codeblock": mdBlock,
 	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": PodList,
-	"upper": strings.ToUpper, "join": strings.Join,
+	"upper": func(v analyze.Verdict) string { return strings.ToUpper(string(v)) }, "join": strings.Join,
 	"sev":   func(s analyze.Severity) string { return s.String() },
 	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
 }
@@ -283,7 +283,7 @@ func RenderText(w io.Writer, r *Report) error {
 	if r.Job.Status != "" {
 		fmt.Fprintf(&b, "Status:      %s\n", r.Job.Status)
 	}
-	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(r.Verdict), r.VerdictReason)
+	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(string(r.Verdict)), r.VerdictReason)
 	if rc := r.RootCause; rc != nil {
 		fmt.Fprintf(&b, "Root cause:  [%s] %s\n", rc.Category, rc.Title)
 		at := where(rc.Pod, rc.Container)
@@ -298,7 +298,7 @@ func RenderText(w io.Writer, r *Report) error {
 	}
 	rootID := ""
 	if r.RootCause != nil {
-		rootID = r.RootCause.FindingID
+		rootID = r.RootCause.ID
 	}
 	groups := groupSecondary(r.Findings, rootID)
 	if len(groups) > 0 {

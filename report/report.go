@@ -1,5 +1,7 @@
 // Package report defines the Report, coroner's documented data contract, and renders it as
-// JSON (its encoding), Markdown, self-contained HTML and a terminal summary.
+// JSON (its encoding), Markdown, self-contained HTML and a terminal summary. It owns every
+// type of the contract and its JSON names (Finding, Evidence, RootCause, TimelineEntry,
+// LogSummary...): Build converts the typed analysis of package analyze into them.
 package report
 
 import (
@@ -24,18 +26,19 @@ const maxEvents = 1000
 
 // Report is the outcome of `coroner analyze`, the JSON contract of DESIGN.md.
 type Report struct {
-	FormatVersion  int                     `json:"formatVersion"`
-	CoronerVersion string                  `json:"coronerVersion"`
-	Bundle         BundleInfo              `json:"bundle"`
-	Job            Job                     `json:"job"`
-	Verdict        string                  `json:"verdict"`
-	VerdictReason  string                  `json:"verdictReason"`
-	RootCause      *RootCause              `json:"rootCause"`
-	Findings       []*analyze.Finding      `json:"findings"`
-	Timeline       []analyze.TimelineEntry `json:"timeline"`
-	Events         []Event                 `json:"events"`
-	Logs           []analyze.LogSummary    `json:"logs"`
-	Warnings       []string                `json:"warnings"`
+	FormatVersion  int             `json:"formatVersion"`
+	CoronerVersion string          `json:"coronerVersion"`
+	Bundle         BundleInfo      `json:"bundle"`
+	Job            Job             `json:"job"`
+	Verdict        analyze.Verdict `json:"verdict"`
+	VerdictReason  string          `json:"verdictReason"`
+	// RootCause is null when the job is healthy or nothing explains its failure.
+	RootCause *RootCause      `json:"rootCause"`
+	Findings  []*Finding      `json:"findings"`
+	Timeline  []TimelineEntry `json:"timeline"`
+	Events    []Event         `json:"events"`
+	Logs      []LogSummary    `json:"logs"`
+	Warnings  []string        `json:"warnings"`
 	// LLM is the optional narrative; null when no LLM step ran.
 	LLM *Narrative `json:"llm"`
 }
@@ -100,25 +103,6 @@ type Pod struct {
 	Ended string `json:"ended,omitempty"`
 }
 
-// RootCause is the finding that explains the failure, repeated at the top of the report.
-type RootCause struct {
-	FindingID   string             `json:"findingId"`
-	Category    string             `json:"category"`
-	RuleID      string             `json:"ruleId"`
-	Title       string             `json:"title"`
-	Severity    analyze.Severity   `json:"severity"`
-	Fault       string             `json:"fault"`
-	Retry       string             `json:"retry"`
-	Pod         string             `json:"pod,omitempty"`
-	Container   string             `json:"container,omitempty"`
-	Time        *time.Time         `json:"time,omitempty"`
-	Evidence    []analyze.Evidence `json:"evidence"`
-	Explanation string             `json:"explanation,omitempty"`
-	Remediation string             `json:"remediation,omitempty"`
-	// Symptoms counts the findings that follow from the root cause.
-	Symptoms int `json:"symptoms"`
-}
-
 // Event is one Kubernetes event of the job, its pods or their nodes.
 type Event struct {
 	Time     *time.Time `json:"time,omitempty"`
@@ -135,7 +119,10 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r := &Report{
 		FormatVersion: FormatVersion, CoronerVersion: version,
 		Verdict: res.Verdict, VerdictReason: res.VerdictReason,
-		Findings: res.Findings, Timeline: res.Timeline, Logs: res.Logs,
+		Findings: []*Finding{}, Timeline: timelineOf(res.Timeline), Logs: logsOf(res.Logs),
+	}
+	for _, f := range res.Findings {
+		r.Findings = append(r.Findings, findingOf(f))
 	}
 	b := m.Bundle
 	r.Bundle = BundleInfo{Name: filepath.Base(b.Source), Plain: b.Plain, Files: len(b.Files), Gaps: []bundle.Gap{}}
@@ -154,20 +141,9 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		r.Bundle.Redaction = &red
 	}
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
-	if r.Findings == nil {
-		r.Findings = []*analyze.Finding{}
-	}
-	if r.Timeline == nil {
-		r.Timeline = []analyze.TimelineEntry{}
-	}
-	if r.Logs == nil {
-		r.Logs = []analyze.LogSummary{}
-	}
 	r.Job = buildJob(m.Job)
 	if f := res.RootCause; f != nil {
-		rc := &RootCause{FindingID: f.ID, Category: f.Category, RuleID: f.RuleID, Title: f.Title, Severity: f.Severity,
-			Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Time: f.Time, Evidence: f.Evidence,
-			Explanation: f.Explanation, Remediation: f.Remediation}
+		rc := &RootCause{Finding: *findingOf(f)}
 		for _, g := range res.Findings {
 			if g.SecondaryOf == f.ID {
 				rc.Symptoms++

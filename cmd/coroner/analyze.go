@@ -161,7 +161,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
 		}
 	}
-	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
+	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
 		Cache: cache, Version: version, Log: logf})
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Source, err)

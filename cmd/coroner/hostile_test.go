@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -211,7 +212,7 @@ func warningWith(t *testing.T, r *report.Report, sub string) {
 func requireOOM(t *testing.T, r *report.Report) {
 	t.Helper()
 	require.NotNil(t, r.RootCause, "the rest of the bundle is analyzed")
-	require.Equal(t, "cuda-oom", r.RootCause.Category)
+	require.Equal(t, analyze.CategoryCUDAOOM, r.RootCause.Category)
 }
 
 func TestHostileBundlesWarn(t *testing.T) {
@@ -303,7 +304,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 	t.Run("empty bundle", func(t *testing.T) {
 		for _, in := range []string{tarFile(t), t.TempDir()} {
 			r := analyzeHostile(t, in)
-			require.Equal(t, "unknown", r.Verdict)
+			require.Equal(t, analyze.VerdictUnknown, r.Verdict)
 			warningWith(t, r, "manifest.json is missing")
 		}
 	})

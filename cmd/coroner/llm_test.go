@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/narrate"
 	"github.com/coroner-dev/coroner/report"
 )
@@ -129,7 +130,7 @@ func TestLLMFailureKeepsTheReport(t *testing.T) {
 	require.NoError(t, err)
 	var r report.Report
 	require.NoError(t, json.Unmarshal(data, &r))
-	require.Equal(t, "unhealthy", r.Verdict)
+	require.Equal(t, analyze.VerdictUnhealthy, r.Verdict)
 	require.Equal(t, "the answer stream ended before its final chunk", r.LLM.Failure)
 	require.Nil(t, r.LLM.Healthy)
 }
@@ -279,10 +280,10 @@ func requireRootCause(t *testing.T, rep *report.Report, prompt string) {
 	t.Helper()
 	rc := rep.RootCause
 	if rc == nil {
-		require.Contains(t, prompt, "verdict: "+rep.Verdict+": "+rep.VerdictReason)
+		require.Contains(t, prompt, "verdict: "+string(rep.Verdict)+": "+rep.VerdictReason)
 		return
 	}
-	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(rc.FindingID)+`\b.* \[root cause\] \w+ `+regexp.QuoteMeta(rc.Category)+`: `+regexp.QuoteMeta(rc.Title)+`$`, prompt)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(rc.ID)+`\b.* \[root cause\] \w+ `+regexp.QuoteMeta(string(rc.Category))+`: `+regexp.QuoteMeta(rc.Title)+`$`, prompt)
 	require.NotEmpty(t, rc.Evidence)
 	ev := rc.Evidence[0]
 	text := strings.Join(strings.Fields(ev.Text), " ")

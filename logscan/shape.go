@@ -1,6 +1,10 @@
-package index
+package logscan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/coroner-dev/coroner/internal/literal"
+)
 
 // Shape is a line template of one log as the scan hands it to a visitor: the lines of one
 // shape differ only in their variable words (words holding a digit). A visitor that decides
@@ -9,23 +13,18 @@ import "strings"
 type Shape struct {
 	// ID numbers the shapes of one log from 0, in order of first appearance.
 	ID int
-	// Key is the same for the same shape in any log.
+	// Key is the same for the same shape in any log: the line with each variable word (or
+	// digit run, for VarDigits) replaced by the byte 0 and the word's kind.
 	Key string
 	// Parts are the constant texts around the variable words: len(Vars)+1 of them.
 	Parts []string
 	// Vars are the kinds of the variable words: VarWord or VarDigits.
 	Vars  []byte
 	lower []string
+	// ascii: the key is ASCII, so lines can be matched against the shape (see shaper.match).
+	ascii bool
+	prog  partProg
 }
-
-// Kinds of variable words.
-const (
-	// VarWord is a whole word: a number, a hex word, a word of several digit runs.
-	VarWord = slotWhole
-	// VarDigits is the one digit run of a word whose other characters are constant
-	// ("rank5", "step_0002000", "2GiB").
-	VarDigits = slotRun
-)
 
 func newShape(id int, key string) *Shape {
 	sh := &Shape{ID: id, Key: key}
@@ -41,7 +40,7 @@ func newShape(id int, key string) *Shape {
 	sh.Parts = append(sh.Parts, key[start:])
 	sh.lower = make([]string, len(sh.Parts))
 	for i, p := range sh.Parts {
-		sh.lower[i] = asciiLower(p)
+		sh.lower[i] = literal.Lower(p)
 	}
 	return sh
 }

@@ -1,4 +1,4 @@
-package index
+package literal
 
 import (
 	"regexp/syntax"
@@ -7,19 +7,19 @@ import (
 	"unicode/utf8"
 )
 
-// MinLiteral is the shortest literal worth prefiltering on: shorter ones match nearly every
-// line and only cost time.
-const MinLiteral = 3
+// MinLen is the shortest literal worth prefiltering on: shorter ones match nearly every line
+// and only cost time.
+const MinLen = 3
 
 // maxSets bounds how many literal sets one pattern requires together.
 const maxSets = 8
 
-// RequiredLiterals returns lower-cased literal sets that every match of a pattern satisfies
+// Required returns lower-cased literal sets that every match of a pattern satisfies
 // ALL of (one literal of each set), best first; none when no usable set can be derived. This
 // is ripgrep's idea, on Go's regexp/syntax tree. "\b[Ll]oss: (nan|inf)" requires {"oss"}
 // and {"nan", "inf"}: a training log's thousands of "loss 2.31" lines have the first but not
 // the second, so the regexp never runs on them.
-func RequiredLiterals(pattern string) [][]string {
+func Required(pattern string) [][]string {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil
@@ -48,7 +48,7 @@ func literalsOf(re *syntax.Regexp) []string {
 		if re.Flags&syntax.FoldCase != 0 && !isASCII(s) {
 			return nil // ASCII-only case folding in the prefilter would miss matches
 		}
-		return []string{asciiLower(s)}
+		return []string{Lower(s)}
 	case syntax.OpCapture:
 		return literalsOf(re.Sub[0])
 	case syntax.OpPlus:
@@ -97,7 +97,7 @@ func concatSets(subs []*syntax.Regexp) [][]string {
 	}
 	for _, sub := range subs {
 		if sub.Op == syntax.OpLiteral && !(sub.Flags&syntax.FoldCase != 0 && !isASCII(string(sub.Rune))) {
-			run.WriteString(asciiLower(string(sub.Rune)))
+			run.WriteString(Lower(string(sub.Rune)))
 			continue
 		}
 		flush()
@@ -115,7 +115,7 @@ func usable(set []string) bool {
 		return false
 	}
 	for _, l := range set {
-		if len(l) < MinLiteral {
+		if len(l) < MinLen {
 			return false
 		}
 	}
@@ -153,10 +153,12 @@ func isASCII(s string) bool {
 	return true
 }
 
-func asciiLower(s string) string {
+// Lower lower-cases the ASCII letters of s, as literals are compared: a text lowered so
+// holds a literal of Required where the Matcher would find it.
+func Lower(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		b[i] = lower[c]
+		b[i] = fold(c)
 	}
 	return string(b)
 }

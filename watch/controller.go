@@ -295,10 +295,7 @@ func (c *controller) discover(ctx context.Context) error {
 		tweak(&lo)
 		if _, err := c.clients.Dynamic.Resource(r.GVR).Namespace(c.scopes[0]).List(ctx, lo); err != nil {
 			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-				c.log.Warn("not watching a kind the watcher may not list", "kind", r.String(), "err", err)
-				c.mu.Lock()
-				c.kinds[key] = wk // remembered, so that it is not tried every time
-				c.mu.Unlock()
+				c.log.Warn("not watching a kind the watcher may not list (tried again at the next discovery)", "kind", r.String(), "err", err)
 				continue
 			}
 			return err

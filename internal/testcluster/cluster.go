@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ type Cluster struct {
 	Kube  kubernetes.Interface
 	Dyn   dynamic.Interface
 	dir   string
+	gvrs  sync.Map // "group/version/Kind" -> resource
+
+	namespaces sync.Map // created
 }
 
 // Start runs etcd and kube-apiserver for the test and stops them when it ends.

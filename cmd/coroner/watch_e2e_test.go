@@ -559,16 +559,19 @@ func TestWatchE2E200Jobs(t *testing.T) {
 	const namespaces, perNS, limit = 10, 20, 4
 	var jobs []testcluster.Job
 	var nsList []string
+	var create, fail []func(testing.TB)
 	setup := time.Now()
 	for n := range namespaces {
 		ns := fmt.Sprintf("w-many-%d", n)
 		nsList = append(nsList, ns)
 		for i := range perNS {
-			j := testcluster.Job{Namespace: ns, Name: fmt.Sprintf("job-%03d", i), Workers: 1, Running: true}
-			c.CreateJob(t, k, j)
+			j := testcluster.Job{Namespace: ns, Name: fmt.Sprintf("job-%03d", i), Workers: 2, Running: true}
 			jobs = append(jobs, j)
+			create = append(create, func(tb testing.TB) { c.CreateJob(tb, k, j) })
+			fail = append(fail, func(tb testing.TB) { c.FailJob(tb, j) })
 		}
 	}
+	testcluster.Parallel(t, 8, create...)
 	t.Logf("created %d running jobs in %.1fs", len(jobs), time.Since(setup).Seconds())
 	dir := t.TempDir()
 	w := startWatcher(t, env.kubeconfig, dir, "-n", strings.Join(nsList, ","), "--max-collects", strconv.Itoa(limit))
@@ -601,11 +604,12 @@ func TestWatchE2E200Jobs(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	for _, j := range jobs {
-		c.FailJob(t, j)
-	}
+	testcluster.Parallel(t, 8, fail...)
 	failed := time.Since(start)
-	waitFor(t, 3*time.Minute, "200 bundles", func() bool { return w.metric("coroner_watch_bundles_written_total") == float64(len(jobs)) })
+	waitFor(t, 3*time.Minute, "200 diagnoses", func() bool {
+		return w.metric(`coroner_watch_root_causes_total{category="cuda-oom"}`) == float64(len(jobs))
+	})
+	require.Equal(t, float64(len(jobs)), w.metric("coroner_watch_bundles_written_total"))
 	waitFor(t, 10*time.Second, "200 Events", func() bool {
 		n := 0
 		for _, ns := range nsList {
@@ -626,6 +630,9 @@ func TestWatchE2E200Jobs(t *testing.T) {
 		"heap in use %.0f MiB before, peak %.0f MiB; peak RSS of the test process (watcher, test client and kubelet) %s; %.1f MiB of bundles",
 		took.Seconds(), failed.Seconds(), maxIn, limit, float64(base.HeapInuse)/(1<<20), float64(peakHeap)/(1<<20), hwm,
 		w.metric("coroner_watch_bundle_bytes_total")/(1<<20))
+	t.Logf("per job: collect %.2fs, analysis %.2fs on average",
+		w.metric("coroner_watch_collect_duration_seconds_sum")/w.metric("coroner_watch_collect_duration_seconds_count"),
+		w.metric("coroner_watch_analyze_duration_seconds_sum")/w.metric("coroner_watch_analyze_duration_seconds_count"))
 	require.NoError(t, w.Stop())
 }
 

@@ -1,6 +1,8 @@
 package testcluster
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -76,3 +78,52 @@ func (c *Cluster) ServiceAccountToken(t testing.TB, ns, name string) string {
 	}
 	return tr.Status.Token
 }
+
+// Parallel runs fns, n at a time, each with a testing.TB of its own whose Fatal ends only
+// that function (testing's FailNow may only be called from the test's goroutine); once all
+// have returned, the first failure fails t.
+func Parallel(t testing.TB, n int, fns ...func(tb testing.TB)) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		first string
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, n)
+	)
+	for _, fn := range fns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			tb := &goTB{TB: t}
+			defer func() {
+				if r := recover(); r != nil && r != (goExit{}) {
+					panic(r)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if tb.msg != "" && first == "" {
+					first = tb.msg
+				}
+			}()
+			fn(tb)
+		}()
+	}
+	wg.Wait()
+	if first != "" {
+		t.Fatal(first)
+	}
+}
+
+type goExit struct{}
+
+// goTB is a testing.TB for a goroutine: Fatal records the message and ends the goroutine's
+// function (Parallel recovers it).
+type goTB struct {
+	testing.TB
+	msg string
+}
+
+func (g *goTB) Fatalf(format string, args ...any) { g.msg = fmt.Sprintf(format, args...); panic(goExit{}) }
+func (g *goTB) Fatal(args ...any)                 { g.msg = fmt.Sprint(args...); panic(goExit{}) }
+func (g *goTB) FailNow()                          { g.msg = "FailNow"; panic(goExit{}) }

@@ -124,6 +124,9 @@ type goTB struct {
 	msg string
 }
 
-func (g *goTB) Fatalf(format string, args ...any) { g.msg = fmt.Sprintf(format, args...); panic(goExit{}) }
-func (g *goTB) Fatal(args ...any)                 { g.msg = fmt.Sprint(args...); panic(goExit{}) }
-func (g *goTB) FailNow()                          { g.msg = "FailNow"; panic(goExit{}) }
+func (g *goTB) Fatalf(format string, args ...any) {
+	g.msg = fmt.Sprintf(format, args...)
+	panic(goExit{})
+}
+func (g *goTB) Fatal(args ...any) { g.msg = fmt.Sprint(args...); panic(goExit{}) }
+func (g *goTB) FailNow()          { g.msg = "FailNow"; panic(goExit{}) }

@@ -14,6 +14,9 @@ import (
 // analyze.Run, report.Build). The index of the logs is private and removed before it
 // returns: nothing is left in a cache.
 func Analyze(path string, rules *analyze.RuleSet, lim bundle.Limits, version string) (*report.Report, error) {
+	if rules == nil {
+		return nil, fmt.Errorf("analyzing %s: no rule set", path)
+	}
 	b, err := bundle.Open(path, lim)
 	if err != nil {
 		return nil, err
@@ -29,6 +32,15 @@ func Analyze(path string, rules *analyze.RuleSet, lim bundle.Limits, version str
 	}
 	defer res.Index.Close()
 	return report.Build(m, res, version), nil
+}
+
+// builtinRules compiles coroner's own rules.
+func builtinRules() (*analyze.RuleSet, error) {
+	rs, err := analyze.DefaultRules()
+	if err != nil {
+		return nil, err
+	}
+	return analyze.NewRuleSet(rs)
 }
 
 // writeReports renders the report as HTML and JSON beside the bundle, each written to a

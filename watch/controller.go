@@ -37,16 +37,15 @@ const (
 )
 
 // podLabels are the labels controllers put on a job's pods, with the job's name as value
-// (the same ones collect uses to find pods).
-var podLabels = []string{
-	"training.kubeflow.org/job-name",     // Kubeflow training-operator v1, mpi-operator v2beta1
-	"jobset.sigs.k8s.io/jobset-name",     // JobSet (a TrainJob's JobSet has the TrainJob's name)
-	"trainer.kubeflow.org/trainjob-name", // Kubeflow Trainer v2
-	"batch.tensorstack.dev/job-name",     // T9k
-	"batch.kubernetes.io/job-name",       // batch Job
-	"job-name",                           // batch Job, older clusters
-	"volcano.sh/job-name",                // Volcano
-	"ray.io/cluster",                     // Ray (the RayCluster of a RayJob)
+// (the ones collect uses to find pods), and the API group of the kinds they name.
+var podLabels = []struct{ label, group string }{
+	{"training.kubeflow.org/job-name", "kubeflow.org"},             // training-operator v1, mpi-operator v2beta1
+	{"jobset.sigs.k8s.io/jobset-name", "jobset.x-k8s.io"},          // JobSet; a TrainJob's JobSet has its name
+	{"trainer.kubeflow.org/trainjob-name", "trainer.kubeflow.org"}, // Kubeflow Trainer v2
+	{"batch.tensorstack.dev/job-name", "batch.tensorstack.dev"},    // T9k
+	{"batch.kubernetes.io/job-name", "batch"},                      // batch Job
+	{"job-name", "batch"},                                          // batch Job, older clusters
+	{"volcano.sh/job-name", "batch.volcano.sh"},                    // Volcano
 }
 
 // watchedKind is a served kind with its informers, one per namespace scope.
@@ -450,7 +449,7 @@ func candidateNames(p *corev1.Pod) []string {
 		add(r.Name)
 	}
 	for _, l := range podLabels {
-		add(p.Labels[l])
+		add(p.Labels[l.label])
 	}
 	return out
 }
@@ -568,11 +567,14 @@ func (c *controller) jobOfPod(p *corev1.Pod) (string, *unstructured.Unstructured
 		}
 	}
 	for _, l := range podLabels {
-		name := p.Labels[l]
+		name := p.Labels[l.label]
 		if name == "" {
 			continue
 		}
 		for _, k := range keys {
+			if !strings.HasPrefix(k, l.group+"/") {
+				continue
+			}
 			if _, u, _ := c.job(k, p.Namespace, name); u != nil {
 				k, u = c.top(k, u)
 				return jobKey(k, u.GetNamespace(), u.GetName()), u

@@ -35,7 +35,7 @@ type state struct {
 // Volcano's status.state.phase and RayJob's status.jobStatus.
 func assess(u *unstructured.Unstructured) state {
 	st, _ := u.Object["status"].(map[string]any)
-	created := u.GetCreationTimestamp().Time
+	created := u.GetCreationTimestamp().Time.UTC()
 	if s, ok := phaseField(st); ok {
 		return s
 	}
@@ -68,7 +68,7 @@ func assess(u *unstructured.Unstructured) state {
 	if running {
 		return state{phaseRunning, runningSince}
 	}
-	if n, ok := st["active"].(int64); ok && n > 0 { // batch Job
+	if positive(st["active"]) { // batch Job
 		return state{phaseRunning, parseTime(str(st, "startTime"))}
 	}
 	return state{phasePending, created}
@@ -124,6 +124,17 @@ func phaseField(st map[string]any) (state, bool) {
 		}
 	}
 	return state{}, false
+}
+
+// positive reports whether a JSON number (int64 from the API, float64 from a decoder) is > 0.
+func positive(v any) bool {
+	switch n := v.(type) {
+	case int64:
+		return n > 0
+	case float64:
+		return n > 0
+	}
+	return false
 }
 
 func str(m map[string]any, k string) string {

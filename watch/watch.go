@@ -146,11 +146,8 @@ func (o *Options) defaults() error {
 		o.Now = time.Now
 	}
 	if o.Rules == nil {
-		rs, err := analyze.DefaultRules()
-		if err != nil {
-			return err
-		}
-		if o.Rules, err = analyze.NewRuleSet(rs); err != nil {
+		var err error
+		if o.Rules, err = builtinRules(); err != nil {
 			return err
 		}
 	}

@@ -155,8 +155,15 @@ func (c *controller) collectJob(ctx context.Context, wk *watchedKind, u *unstruc
 		c.m.rootCauses.WithLabelValues(category).Inc()
 	}
 
+	// The reports exist before anything points at them.
+	if rep != nil {
+		if err := writeReports(rep, p); err != nil {
+			c.m.errors.WithLabelValues("analyze").Inc()
+			log.Error("could not write the reports", "err", err)
+		}
+	}
 	// Recorded on the job: annotations first (they make the collect exactly-once), then the
-	// Event. A refusal of either is a gap: counted, logged and written into the report.
+	// Event. A refusal of either is a gap: counted, logged, and added to the report's warnings.
 	var gaps []string
 	if err := c.annotate(ctx, wk, u, t, p, msg); err != nil {
 		c.m.errors.WithLabelValues("annotate").Inc()
@@ -168,7 +175,7 @@ func (c *controller) collectJob(ctx context.Context, wk *watchedKind, u *unstruc
 		log.Warn("could not record the Event on the job", "err", err)
 		gaps = append(gaps, "coroner watch could not record the Event on the job: "+err.Error())
 	}
-	if rep != nil {
+	if rep != nil && len(gaps) > 0 {
 		rep.Warnings = append(rep.Warnings, gaps...)
 		if err := writeReports(rep, p); err != nil {
 			c.m.errors.WithLabelValues("analyze").Inc()

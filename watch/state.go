@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ func assess(u *unstructured.Unstructured) state {
 	st, _ := u.Object["status"].(map[string]any)
 	created := u.GetCreationTimestamp().Time.UTC()
 	if s, ok := phaseField(st); ok {
+		if s.since.IsZero() {
+			s.since = condTime(st, s.phase)
+		}
 		return s
 	}
 	var running bool
@@ -72,6 +76,28 @@ func assess(u *unstructured.Unstructured) state {
 		return state{phaseRunning, parseTime(str(st, "startTime"))}
 	}
 	return state{phasePending, created}
+}
+
+// condTime finds when a job reached a phase its status states in a field (T9k), from its
+// conditions or its completion time; zero when the status does not say.
+func condTime(st map[string]any, p phase) time.Time {
+	types := map[phase][]string{
+		phaseFailed: {"failed"}, phaseSucceeded: {"completed", "succeeded", "complete"},
+		phaseRunning: {"running"}, phaseSuspended: {"suspended", "paused"},
+	}[p]
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if cm != nil && str(cm, "status") == "True" && slices.Contains(types, strings.ToLower(str(cm, "type"))) {
+			if t := parseTime(str(cm, "lastTransitionTime")); !t.IsZero() {
+				return t
+			}
+		}
+	}
+	if p == phaseFailed || p == phaseSucceeded {
+		return parseTime(str(st, "completionTime"))
+	}
+	return time.Time{}
 }
 
 // phaseField reads the kinds that say their phase in one field rather than in conditions.
@@ -267,6 +293,9 @@ func decide(job *unstructured.Unstructured, pods []*corev1.Pod, prior string, no
 		case OnSuccessAll:
 			t = &trigger{Reason: TriggerSucceeded, At: st.since}
 		case OnSuccessFailedPods:
+			if launcherHides(job) {
+				t = &trigger{Reason: TriggerSucceeded, At: st.since}
+			}
 			for _, pod := range pods {
 				if podExitedNonZero(pod) {
 					t = &trigger{Reason: TriggerSucceeded, At: st.since}
@@ -296,6 +325,18 @@ func decide(job *unstructured.Unstructured, pods []*corev1.Pod, prior string, no
 		return decision{tooOld: true, done: true}
 	}
 	return decision{trigger: t}
+}
+
+// launcherHides reports whether a job's success says nothing of its training: a T9k job
+// with a launcher (ColossalAIJob) succeeds when its launcher exits 0, even when training
+// failed and the workers are already cleaned up. Only the launcher's log can tell.
+func launcherHides(u *unstructured.Unstructured) bool {
+	if !strings.HasPrefix(u.GetAPIVersion(), "batch.tensorstack.dev/") {
+		return false
+	}
+	spec, _ := u.Object["spec"].(map[string]any)
+	_, launcher := spec["launcher"]
+	return u.GetKind() == "ColossalAIJob" || launcher
 }
 
 // firstFailedPod is the pod-failed trigger of the earliest failed pod. With --hold-pods the

@@ -80,7 +80,12 @@ status: {failed: 1, conditions: [{type: FailureTarget, status: "True"}, {type: F
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: ColossalAIJob
 metadata: {name: a}
-status: {phase: Succeeded, conditions: [{type: Running, status: "True"}]}`, state{phaseSucceeded, time.Time{}}},
+status: {phase: Succeeded, conditions: [{type: Running, status: "False"}, {type: Completed, status: "True", lastTransitionTime: "2026-03-14T10:02:15Z"}]}`, state{phaseSucceeded, t1}},
+		{"T9k phase, no time", `
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata: {name: a}
+status: {phase: Failed}`, state{phaseFailed, time.Time{}}},
 		{"Volcano aborted", `
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
@@ -133,9 +138,15 @@ kind: PyTorchJob
 metadata: {name: a, creationTimestamp: "2026-03-14T10:00:00Z"}
 status: {conditions: [{type: Failed, status: "True", lastTransitionTime: "2026-03-14T10:02:15Z"}]}`
 	succeeded := `
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: a, creationTimestamp: "2026-03-14T10:00:00Z"}
+status: {conditions: [{type: Succeeded, status: "True", lastTransitionTime: "2026-03-14T10:02:15Z"}]}`
+	colossal := `
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: ColossalAIJob
 metadata: {name: a, creationTimestamp: "2026-03-14T10:00:00Z"}
+spec: {worker: {replicas: 2}}
 status: {phase: Succeeded, lastTransitionTime: "2026-03-14T10:02:15Z"}`
 	running := `
 apiVersion: kubeflow.org/v1
@@ -172,6 +183,9 @@ metadata: {name: a, creationTimestamp: "2026-03-14T10:00:00Z"}`
 		{"succeeded while a worker restarted after exit 137", succeeded, []*corev1.Pod{pod("w", corev1.PodRunning, 137, late)}, "", p, now,
 			decision{trigger: &trigger{Reason: TriggerSucceeded, At: t1}}},
 		{"succeeded cleanly", succeeded, []*corev1.Pod{pod("l", corev1.PodSucceeded, 0, late)}, "", p, now, decision{done: true}},
+		{"a ColossalAIJob's success hides its training", colossal, []*corev1.Pod{pod("l", corev1.PodSucceeded, 0, late)}, "", p, now,
+			decision{trigger: &trigger{Reason: TriggerSucceeded, At: t1}}},
+		{"a ColossalAIJob, --on-success none", colossal, nil, "", policy{OnSuccess: OnSuccessNone}, now, decision{done: true}},
 		{"succeeded, --on-success all", succeeded, nil, "", policy{OnSuccess: OnSuccessAll}, now, decision{trigger: &trigger{Reason: TriggerSucceeded, At: t1}}},
 		{"succeeded with a failed pod, --on-success none", succeeded, []*corev1.Pod{pod("w", corev1.PodFailed, 1, late)}, "", policy{OnSuccess: OnSuccessNone}, now, decision{done: true}},
 		{"running", running, []*corev1.Pod{pod("m", corev1.PodRunning, 0, late)}, "", p, now, decision{}},

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/coroner-dev/coroner/internal/testcluster"
@@ -268,10 +269,12 @@ func TestWatchE2E(t *testing.T) {
 
 	t.Run("a failed PyTorchJob: bundle, reports, Event, annotations, metrics", func(t *testing.T) {
 		c.LoadSample(t, filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "w-oom", k)
+		c.LoadSample(t, filepath.Join(samplesDir, "trainjob-dataset-init-failed"), "w-trainjob", k)
+		c.LoadSample(t, filepath.Join(samplesDir, "colossalai-launcher-succeeded"), "w-cai", k)
 		live := testcluster.Job{Namespace: "w-live", Name: "live", Workers: 2, Running: true}
 		c.CreateJob(t, k, live)
 		dir := t.TempDir()
-		w := startWatcher(t, env.kubeconfig, dir, "-n", "w-oom,w-live")
+		w := startWatcher(t, env.kubeconfig, dir, "-n", "w-oom,w-live,w-trainjob,w-cai")
 		require.Equal(t, "ok\n", w.get("/healthz"))
 
 		// The sample is already Failed when the watcher starts.
@@ -303,6 +306,18 @@ func TestWatchE2E(t *testing.T) {
 		require.True(t, m.Redaction.Enabled)
 		require.Len(t, m.Errors, 0, "%+v", m.Errors)
 
+		// A TrainJob is collected as one job (its JobSet and Jobs with it, never on their own);
+		// a ColossalAIJob that "succeeded" is diagnosed from its launcher's log.
+		ev = waitEvent(t, c, "w-trainjob", "llama-sft", 30*time.Second)
+		require.Regexp(t, `^coroner: hub-offline at llama-sft-dataset-initializer-0-0-k7x2p: .+; report .+\.html$`, ev.Message)
+		require.Equal(t, "TrainJob", ev.InvolvedObject.Kind)
+		ev = waitEvent(t, c, "w-cai", "cai-demo", 30*time.Second)
+		require.Regexp(t, `^coroner: cuda-oom at cai-demo-launcher: .+; report .+\.html$`, ev.Message)
+		cai, err := c.Dyn.Resource(schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "colossalaijobs"}).
+			Namespace("w-cai").Get(t.Context(), "cai-demo", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, watch.TriggerSucceeded, cai.GetAnnotations()[watch.AnnotationTrigger])
+
 		// A running job that fails while watched: the Event follows within seconds.
 		time.Sleep(500 * time.Millisecond)
 		require.Empty(t, coronerEvents(t, c, "w-live", "live"), "a running job is left alone")
@@ -313,14 +328,17 @@ func TestWatchE2E(t *testing.T) {
 		require.Regexp(t, `^coroner: cuda-oom at live-worker-1: CUDA out of memory; report `+regexp.QuoteMeta(filepath.Join(dir, "w-live", "live"))+`/20260314T\d{6}Z\.html$`, ev.Message)
 
 		got := bundles(t, dir)
-		require.Len(t, got, 2)
-		require.Regexp(t, `^w-live/live/20260314T\d{6}Z\.tar\.gz$`, got[0])
-		require.Equal(t, "w-oom/train-job/20260314T100215Z.tar.gz", got[1])
-		waitFor(t, 5*time.Second, "the metrics", func() bool { return w.metric("coroner_watch_bundles_written_total") == 2 })
-		require.Equal(t, 2.0, w.metric(`coroner_watch_root_causes_total{category="cuda-oom"}`))
+		require.Len(t, got, 4, "%q", got)
+		require.Regexp(t, `^w-cai/cai-demo/\d{8}T\d{6}Z\.tar\.gz$`, got[0])
+		require.Regexp(t, `^w-live/live/20260314T\d{6}Z\.tar\.gz$`, got[1])
+		require.Equal(t, "w-oom/train-job/20260314T100215Z.tar.gz", got[2])
+		require.Regexp(t, `^w-trainjob/llama-sft/\d{8}T\d{6}Z\.tar\.gz$`, got[3])
+		waitFor(t, 5*time.Second, "the metrics", func() bool { return w.metric("coroner_watch_bundles_written_total") == 4 })
+		require.Equal(t, 3.0, w.metric(`coroner_watch_root_causes_total{category="cuda-oom"}`))
+		require.Equal(t, 1.0, w.metric(`coroner_watch_root_causes_total{category="hub-offline"}`))
 		require.Equal(t, 1.0, w.metric("coroner_watch_leader"))
-		require.Equal(t, 2.0, w.metric(`coroner_watch_stored{what="bundles"}`))
-		require.Equal(t, 2.0, w.metric("coroner_watch_collect_duration_seconds_count"))
+		require.Equal(t, 4.0, w.metric(`coroner_watch_stored{what="bundles"}`))
+		require.Equal(t, 4.0, w.metric("coroner_watch_collect_duration_seconds_count"))
 		require.Equal(t, 0.0, w.metric(`coroner_watch_errors_total{step="event"}`))
 		require.Greater(t, w.metric("coroner_watch_bundle_bytes_total"), 10000.0)
 		require.Equal(t, 2.0, w.metric(`coroner_watch_jobs_seen_total{kind="PyTorchJob"}`))

@@ -644,9 +644,12 @@ func TestWatchE2E200Jobs(t *testing.T) {
 	require.LessOrEqual(t, maxIn, float64(limit), "collects at once")
 	require.Greater(t, maxIn, 1.0, "collects ran side by side")
 	hwm := procStatus("VmHWM")
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
 	t.Logf("200 jobs failing at once: all collected and diagnosed in %.1fs (failing them took %.1fs), at most %.0f collects at once (--max-collects %d), "+
-		"heap in use %.0f MiB before, peak %.0f MiB; peak RSS of the test process (watcher, test client and kubelet) %s; %.1f MiB of bundles",
-		took.Seconds(), failed.Seconds(), maxIn, limit, float64(base.HeapInuse)/(1<<20), float64(peakHeap)/(1<<20), hwm,
+		"heap in use %.0f MiB before, peak %.0f MiB, %.0f MiB after (GC'd); peak RSS of the test process (watcher, test client and kubelet) %s; %.1f MiB of bundles",
+		took.Seconds(), failed.Seconds(), maxIn, limit, float64(base.HeapInuse)/(1<<20), float64(peakHeap)/(1<<20), float64(after.HeapInuse)/(1<<20), hwm,
 		w.metric("coroner_watch_bundle_bytes_total")/(1<<20))
 	t.Logf("per job: collect %.2fs, analysis %.2fs on average",
 		w.metric("coroner_watch_collect_duration_seconds_sum")/w.metric("coroner_watch_collect_duration_seconds_count"),

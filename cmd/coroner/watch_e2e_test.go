@@ -108,6 +108,7 @@ type watcher struct {
 	err    error
 }
 
+// syncBuffer is a buffer several goroutines write (a server's log); the LLM tests use it too.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -84,8 +84,17 @@ type controller struct {
 	st     sync.Mutex
 	tombs  map[string]*tomb
 	seen   map[string]time.Time // job key -> when its trigger was first seen
-	gaveUp map[types.UID]bool
-	busy   map[string]bool // bundle paths (without extension) being written or read
+	gaveUp map[types.UID]bool   // jobs skipped or given up, until they are deleted
+	// collected remembers the jobs this leader collected, for tombTTL: the informer may not
+	// show the annotation yet, and a deleted job carries none.
+	collected map[types.UID]done
+	busy      map[string]bool // bundle paths (without extension) being written or read
+}
+
+// done is a collect this leader made.
+type done struct {
+	trigger string
+	until   time.Time
 }
 
 func newController(opts Options, c *collect.Clients, m *metrics) (*controller, error) {
@@ -104,6 +113,7 @@ func newController(opts Options, c *collect.Clients, m *metrics) (*controller, e
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods"}),
 		kinds: map[string]*watchedKind{}, scopes: scopes, pods: map[string]cache.SharedIndexInformer{},
 		tombs: map[string]*tomb{}, seen: map[string]time.Time{}, gaveUp: map[types.UID]bool{}, busy: map[string]bool{},
+		collected: map[types.UID]done{},
 	}, nil
 }
 
@@ -636,14 +646,32 @@ func (c *controller) jobDeleted(wk *watchedKind, u *unstructured.Unstructured) {
 		return
 	}
 	key := jobKey(wk.key, u.GetNamespace(), u.GetName())
-	d := decide(u, c.podsOf(key, u), u.GetAnnotations()[AnnotationTrigger], c.now(), c.pol)
+	pods := c.podsOf(key, u)
+	d := decide(u, pods, c.prior(u), c.now(), c.pol)
+	c.st.Lock()
+	delete(c.gaveUp, u.GetUID())
 	if d.trigger != nil {
-		c.st.Lock()
 		c.tombs[key] = &tomb{obj: u, until: c.now().Add(tombTTL)}
-		c.st.Unlock()
 		c.queue.Add(key)
 	}
-	c.enqueuePods(key, u)
+	c.st.Unlock()
+	c.enqueuePods(pods)
+}
+
+// prior is the trigger of a job's last collect: its annotation, or what this leader
+// collected and the informer may not show yet.
+func (c *controller) prior(u *unstructured.Unstructured) string {
+	p := u.GetAnnotations()[AnnotationTrigger]
+	c.st.Lock()
+	defer c.st.Unlock()
+	if d, ok := c.collected[u.GetUID()]; ok {
+		if c.now().After(d.until) {
+			delete(c.collected, u.GetUID())
+		} else if !final(p) {
+			p = d.trigger
+		}
+	}
+	return p
 }
 
 func (c *controller) podChanged(obj any) {
@@ -659,11 +687,11 @@ func (c *controller) podChanged(obj any) {
 	}
 }
 
-func (c *controller) enqueuePods(key string, u *unstructured.Unstructured) {
+func (c *controller) enqueuePods(pods []*corev1.Pod) {
 	if !c.opts.HoldPods {
 		return
 	}
-	for _, p := range c.podsOf(key, u) {
+	for _, p := range pods {
 		c.podQueue.Add(p.Namespace + "/" + p.Name)
 	}
 }
@@ -680,16 +708,15 @@ func (c *controller) syncJob(ctx context.Context, key string) error {
 	c.st.Lock()
 	gaveUp := c.gaveUp[u.GetUID()]
 	c.st.Unlock()
-	prior := u.GetAnnotations()[AnnotationTrigger]
 	pods := c.podsOf(key, u)
-	d := decide(u, pods, prior, c.now(), c.pol)
+	d := decide(u, pods, c.prior(u), c.now(), c.pol)
 	switch {
 	case d.done || gaveUp:
 		if d.tooOld {
 			c.skip(key, u, "too-old")
 		}
 		c.forget(key, gone)
-		c.enqueuePods(key, u)
+		c.enqueuePods(pods)
 		return nil
 	case d.recheck > 0:
 		c.queue.AddAfter(key, d.recheck)
@@ -707,8 +734,11 @@ func (c *controller) syncJob(ctx context.Context, key string) error {
 	if err := c.collectJob(ctx, wk, u, *d.trigger); err != nil {
 		return err
 	}
+	c.st.Lock()
+	c.collected[u.GetUID()] = done{trigger: d.trigger.Reason, until: c.now().Add(tombTTL)}
+	c.st.Unlock()
 	c.forget(key, gone)
-	c.enqueuePods(key, u)
+	c.enqueuePods(pods)
 	return nil
 }
 
@@ -741,6 +771,7 @@ func (c *controller) jobGaveUp(ctx context.Context, key string, err error) {
 	if u == nil {
 		return
 	}
+	pods := c.podsOf(key, u)
 	c.skip(key, u, "gave-up")
 	c.log.Error("giving up on a job", "job", key, "err", err)
 	msg := fit("coroner: collect failed: ", oneLine(err.Error()), "", maxEventMessage)
@@ -748,7 +779,7 @@ func (c *controller) jobGaveUp(ctx context.Context, key string, err error) {
 		c.m.errors.WithLabelValues("event").Inc()
 	}
 	c.forget(key, gone)
-	c.enqueuePods(key, u)
+	c.enqueuePods(pods)
 }
 
 // --- holding pods
@@ -828,7 +859,7 @@ func (c *controller) shouldHold(p *corev1.Pod) (hold bool, left time.Duration, t
 	if gaveUp {
 		return false, 0, false, key
 	}
-	d := decide(u, c.podsOf(key, u), u.GetAnnotations()[AnnotationTrigger], c.now(), c.pol)
+	d := decide(u, c.podsOf(key, u), c.prior(u), c.now(), c.pol)
 	return !d.done, left, false, key
 }
 

@@ -351,8 +351,11 @@ func TestWatchE2E(t *testing.T) {
 		c.CreateJob(t, k, j)
 		other := testcluster.Job{Namespace: "w-hold", Name: "still-running", Workers: 2, Running: true}
 		c.CreateJob(t, k, other)
+		ttl := testcluster.Job{Namespace: "w-hold", Name: "ttl", Workers: 2, Running: true}
+		c.CreateJob(t, k, ttl)
 		dir := t.TempDir()
-		w := startWatcher(t, env.kubeconfig, dir, "-n", "w-hold", "--hold-pods", "--hold-timeout", "2m")
+		// One collect at a time: the second job waits for the first, slowed down.
+		w := startWatcher(t, env.kubeconfig, dir, "-n", "w-hold", "--hold-pods", "--hold-timeout", "2m", "--max-collects", "1")
 		pods := func() []corev1.Pod {
 			l, err := c.Kube.CoreV1().Pods("w-hold").List(t.Context(), metav1.ListOptions{})
 			require.NoError(t, err)
@@ -366,13 +369,24 @@ func TestWatchE2E(t *testing.T) {
 			}
 			return true
 		})
-		waitFor(t, 10*time.Second, "the gauge of held pods", func() bool { return w.metric("coroner_watch_pods_held") == 7 })
+		waitFor(t, 10*time.Second, "the gauge of held pods", func() bool { return w.metric("coroner_watch_pods_held") == 10 })
 
 		// The job fails and its pods are deleted at once (cleanPodPolicy: All).
+		k.Slow("w-hold", j.PodName(1), "pytorch", 50*time.Millisecond)
+		defer k.Slow("w-hold", j.PodName(1), "pytorch", 0)
 		c.FailJob(t, j)
 		for i := 0; i <= j.Workers; i++ {
 			require.NoError(t, c.Kube.CoreV1().Pods("w-hold").Delete(t.Context(), j.PodName(i), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
 		}
+		// While it is collected, another job fails and its object is deleted at once
+		// (ttlSecondsAfterFinished: 0), its pods with it.
+		waitFor(t, 20*time.Second, "the collect", func() bool { return slices.Contains(k.Calls(), "w-hold/held-worker-0/pytorch") })
+		c.FailJob(t, ttl)
+		require.NoError(t, c.Dyn.Resource(testcluster.PyTorchJobs).Namespace("w-hold").Delete(t.Context(), "ttl", metav1.DeleteOptions{}))
+		for i := 0; i <= ttl.Workers; i++ {
+			require.NoError(t, c.Kube.CoreV1().Pods("w-hold").Delete(t.Context(), ttl.PodName(i), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+		}
+
 		ev := waitEvent(t, c, "w-hold", "held", 30*time.Second)
 		require.Contains(t, ev.Message, "coroner: cuda-oom at held-worker-1: CUDA out of memory")
 		b := pytorchJob(t, c, "w-hold", "held").GetAnnotations()[watch.AnnotationBundle]
@@ -381,12 +395,30 @@ func TestWatchE2E(t *testing.T) {
 		for i := 0; i <= j.Workers; i++ {
 			require.NotNil(t, m.File("logs/w-hold/"+j.PodName(i)+"/pytorch.log"), "the log of %s", j.PodName(i))
 		}
+
+		// The deleted job: its last watched state stands in for it, and every log is there.
+		ev = waitEvent(t, c, "w-hold", "ttl", 30*time.Second)
+		require.Contains(t, ev.Message, "coroner: cuda-oom at ttl-worker-1: CUDA out of memory")
+		found, _ := filepath.Glob(filepath.Join(dir, "w-hold", "ttl", "*.tar.gz"))
+		require.Len(t, found, 1)
+		m = readManifest(t, found[0])
+		require.NotNil(t, m.File("resources/kubeflow.org/PyTorchJob/w-hold/ttl.yaml"))
+		for i := 0; i <= ttl.Workers; i++ {
+			require.NotNil(t, m.File("logs/w-hold/"+ttl.PodName(i)+"/pytorch.log"), "the log of %s", ttl.PodName(i))
+		}
+		require.Len(t, m.Errors, 1, "%+v", m.Errors)
+		require.Equal(t, "pytorchjob/ttl", m.Errors[0].Object)
+		require.Contains(t, m.Errors[0].Message, "deleted before it was collected")
+
 		// Collected, the held pods are let go; the running job's stay held.
 		waitFor(t, 20*time.Second, "the deleted pods to go", func() bool { return len(pods()) == 3 })
 		for _, p := range pods() {
 			require.True(t, strings.HasPrefix(p.Name, "still-running-"), p.Name)
 			require.Contains(t, p.Finalizers, watch.Finalizer)
 		}
+		require.Len(t, coronerEvents(t, c, "w-hold", "held"), 1)
+		require.Len(t, coronerEvents(t, c, "w-hold", "ttl"), 1)
+		require.Len(t, bundles(t, dir), 2)
 		// Stopping lets go of every hold.
 		require.NoError(t, w.Stop())
 		for _, p := range pods() {
@@ -510,6 +542,20 @@ func TestWatchE2E(t *testing.T) {
 		require.True(t, strings.HasPrefix(got[1], "w-ha/second/"), got[1])
 		require.Len(t, coronerEvents(t, c, "w-ha", "first"), 1, "the new leader does not collect the first job again")
 		require.NoError(t, standby.Stop())
+	})
+
+	t.Run("a job pending too long, without leader election", func(t *testing.T) {
+		c.LoadSample(t, filepath.Join(samplesDir, "pytorchjob-pending-no-node"), "w-pending", k)
+		dir := t.TempDir()
+		w := startWatcher(t, env.kubeconfig, dir, "-n", "w-pending", "--pending-after", "3s", "--leader-elect=false")
+		require.Equal(t, 1.0, w.metric("coroner_watch_leader"))
+		ev := waitEvent(t, c, "w-pending", "bert-pretrain", 30*time.Second)
+		require.Regexp(t, `^coroner: scheduling at bert-pretrain-master-0: .+; report .+\.html$`, ev.Message)
+		job := pytorchJob(t, c, "w-pending", "bert-pretrain")
+		require.Equal(t, watch.TriggerPending, job.GetAnnotations()[watch.AnnotationTrigger])
+		require.GreaterOrEqual(t, ev.FirstTimestamp.Sub(job.GetCreationTimestamp().Time), 2*time.Second, "not before --pending-after")
+		require.Equal(t, 1.0, w.metric(`coroner_watch_triggers_total{trigger="pending"}`))
+		require.NoError(t, w.Stop())
 	})
 
 	t.Run("RBAC forbids events: the bundle is still written and the gap recorded", func(t *testing.T) {

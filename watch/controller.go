@@ -127,12 +127,22 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 	workCtx, cancelWork := context.WithCancel(leadCtx)
 	defer cancelWork()
 	c.stop = infCtx.Done()
+	// Starting (discovery, the caches) ends early when asked to stop.
+	startCtx, cancelStart := context.WithCancel(infCtx)
+	defer cancelStart()
+	go func() {
+		select {
+		case <-drain:
+			cancelStart()
+		case <-startCtx.Done():
+		}
+	}()
 
 	if n, _ := removeStaleTemps(c.opts.Dir); n > 0 {
 		c.log.Info("removed temporary files of interrupted collects", "files", n)
 	}
 	// The cluster may not answer yet (a restarting control plane): try until it does.
-	err := wait.PollUntilContextCancel(infCtx, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(startCtx, 5*time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := c.discover(ctx); err != nil {
 			c.log.Warn("discovery failed; trying again", "err", err)
 			return false, nil
@@ -142,7 +152,10 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 	if err != nil {
 		return c.finish(leadCtx)
 	}
-	if err := c.startPods(infCtx); err != nil {
+	if err := c.startPods(infCtx, startCtx); err != nil {
+		if startCtx.Err() != nil {
+			return c.finish(leadCtx)
+		}
 		return err
 	}
 	var synced []cache.InformerSynced
@@ -159,7 +172,7 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 		synced = append(synced, c.nsInf.HasSynced)
 	}
 	c.mu.RUnlock()
-	if !cache.WaitForCacheSync(infCtx.Done(), synced...) {
+	if !cache.WaitForCacheSync(startCtx.Done(), synced...) {
 		return c.finish(leadCtx)
 	}
 	c.log.Info("caches synced", "kinds", c.kindNames(), "namespaces", c.scopes, "holdPods", c.opts.HoldPods)
@@ -299,17 +312,18 @@ func (c *controller) discover(ctx context.Context) error {
 				o.LabelSelector = sel.String()
 			}
 		}
-		// A kind the watcher may not list is left out (said once) rather than retried forever.
-		lo := metav1.ListOptions{Limit: 1}
-		tweak(&lo)
-		if _, err := c.clients.Dynamic.Resource(r.GVR).Namespace(c.scopes[0]).List(ctx, lo); err != nil {
-			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-				c.log.Warn("not watching a kind the watcher may not list (tried again at the next discovery)", "kind", r.String(), "err", err)
-				continue
-			}
-			return err
-		}
 		for _, scope := range c.scopes {
+			// A kind the watcher may not list (in a namespace) is left out with a warning,
+			// rather than retried by an informer forever; the next discovery tries it again.
+			lo := metav1.ListOptions{Limit: 1}
+			tweak(&lo)
+			if _, err := c.clients.Dynamic.Resource(r.GVR).Namespace(scope).List(ctx, lo); err != nil {
+				if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+					c.log.Warn("not watching a kind the watcher may not list", "kind", r.String(), "namespace", scope, "err", err)
+					continue
+				}
+				return err
+			}
 			gi := dynamicinformer.NewFilteredDynamicInformer(c.clients.Dynamic, r.GVR, scope, c.opts.Resync, cache.Indexers{}, tweak)
 			inf := gi.Informer()
 			_ = inf.SetTransform(stripObject)
@@ -336,6 +350,9 @@ func (c *controller) discover(ctx context.Context) error {
 			})
 			wk.inf[scope] = inf
 		}
+		if len(wk.inf) == 0 {
+			continue
+		}
 		c.mu.Lock()
 		c.kinds[key] = wk
 		c.mu.Unlock()
@@ -361,10 +378,11 @@ func (c *controller) kindNames() []string {
 	return out
 }
 
-// startPods starts the pod informers (and the namespaces' for a namespace selector).
-func (c *controller) startPods(ctx context.Context) error {
+// startPods starts the pod informers (and the namespaces' for a namespace selector), which run
+// until ctx ends.
+func (c *controller) startPods(ctx, startCtx context.Context) error {
 	for _, scope := range c.scopes {
-		if _, err := c.kube.CoreV1().Pods(scope).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		if _, err := c.kube.CoreV1().Pods(scope).List(startCtx, metav1.ListOptions{Limit: 1}); err != nil {
 			return fmt.Errorf("the watcher cannot list pods: %w", err)
 		}
 		f := informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.Resync, informers.WithNamespace(scope), informers.WithTransform(stripPod))

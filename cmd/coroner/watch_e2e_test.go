@@ -16,12 +16,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,6 +158,32 @@ func startWatcher(t *testing.T, kubeconfig, dir string, args ...string) *watcher
 	return w
 }
 
+// startWatcherProcess runs `coroner watch ARGS` as a process of its own: this test binary,
+// which TestMain turns into coroner (main) when CORONER_TEST_RUN_MAIN=1.
+func startWatcherProcess(t *testing.T, kubeconfig, dir string, args ...string) (*watcher, int) {
+	t.Helper()
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", testcluster.DeadPort(t))
+	cmd := exec.Command(bin, append([]string{"watch", "--kubeconfig", kubeconfig, "--dir", dir, "--metrics-address", addr,
+		"--skip-older-than", "0", "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "500ms",
+		"--kube-api-qps", "400", "--kube-api-burst", "800"}, args...)...)
+	w := &watcher{t: t, done: make(chan error, 1), log: &syncBuffer{}, dir: dir, addr: addr}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	cmd.Env = append(os.Environ(), "CORONER_TEST_RUN_MAIN=1")
+	require.NoError(t, cmd.Start())
+	go func() { w.done <- cmd.Wait() }()
+	w.cancel = func() { _ = cmd.Process.Signal(syscall.SIGTERM) }
+	t.Cleanup(func() {
+		w.Stop()
+		if t.Failed() {
+			t.Logf("coroner watch log:\n%s", w.log.String())
+		}
+	})
+	waitFor(t, 30*time.Second, "/readyz", func() bool { return w.get("/readyz") == "ok\n" })
+	return w, cmd.Process.Pid
+}
+
 // Stop asks the watcher to stop as SIGTERM does and waits for it.
 func (w *watcher) Stop() error {
 	w.stop.Do(func() {
@@ -171,8 +197,11 @@ func (w *watcher) Stop() error {
 	return w.err
 }
 
+// httpClient reads the watchers' endpoints; a watcher that does not answer is a failure, not a hang.
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
 func (w *watcher) get(path string) string {
-	resp, err := http.Get("http://" + w.addr + path)
+	resp, err := httpClient.Get("http://" + w.addr + path)
 	if err != nil {
 		return ""
 	}
@@ -639,15 +668,15 @@ func TestWatchE2E200Jobs(t *testing.T) {
 	testcluster.Parallel(t, 8, create...)
 	t.Logf("created %d running jobs in %.1fs", len(jobs), time.Since(setup).Seconds())
 	dir := t.TempDir()
-	w := startWatcher(t, env.kubeconfig, dir, "-n", strings.Join(nsList, ","), "--max-collects", strconv.Itoa(limit))
+	w, pid := startWatcherProcess(t, env.kubeconfig, dir, "-n", strings.Join(nsList, ","), "--max-collects", strconv.Itoa(limit))
+	waitFor(t, 20*time.Second, "the leader", func() bool { return w.metric("coroner_watch_leader") == 1 })
+	time.Sleep(time.Second) // the caches hold the 200 running jobs and their 600 pods
+	baseRSS, baseHeap := w.metric("process_resident_memory_bytes"), w.metric("go_memstats_heap_inuse_bytes")
 
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
 	var (
 		mu       sync.Mutex
 		maxIn    float64
-		peakHeap uint64
+		peakHeap float64
 		stop     = make(chan struct{})
 		sampled  = make(chan struct{})
 	)
@@ -659,12 +688,9 @@ func TestWatchE2E200Jobs(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			in := w.metric("coroner_watch_collects_in_flight")
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
+			in, heap := w.metric("coroner_watch_collects_in_flight"), w.metric("go_memstats_heap_inuse_bytes")
 			mu.Lock()
-			maxIn = max(maxIn, in)
-			peakHeap = max(peakHeap, ms.HeapInuse)
+			maxIn, peakHeap = max(maxIn, in), max(peakHeap, heap)
 			mu.Unlock()
 		}
 	}()
@@ -690,23 +716,32 @@ func TestWatchE2E200Jobs(t *testing.T) {
 	require.Len(t, bundles(t, dir), len(jobs))
 	require.LessOrEqual(t, maxIn, float64(limit), "collects at once")
 	require.Greater(t, maxIn, 1.0, "collects ran side by side")
-	hwm := procStatus("VmHWM")
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	t.Logf("200 jobs failing at once: all collected and diagnosed in %.1fs (failing them took %.1fs), at most %.0f collects at once (--max-collects %d), "+
-		"heap in use %.0f MiB before, peak %.0f MiB, %.0f MiB after (GC'd); peak RSS of the test process (watcher, test client and kubelet) %s; %.1f MiB of bundles",
-		took.Seconds(), failed.Seconds(), maxIn, limit, float64(base.HeapInuse)/(1<<20), float64(peakHeap)/(1<<20), float64(after.HeapInuse)/(1<<20), hwm,
+	hwm := procStatus(pid, "VmHWM")
+	t.Logf("200 jobs failing at once: all collected and diagnosed in %.1fs (failing them took %.1fs), at most %.0f collects at once (--max-collects %d); "+
+		"the watcher process: %.0f MiB resident and %.0f MiB of heap in use with the 200 running jobs cached, peak heap %.0f MiB, peak resident %s; %.1f MiB of bundles",
+		took.Seconds(), failed.Seconds(), maxIn, limit, baseRSS/(1<<20), baseHeap/(1<<20), peakHeap/(1<<20), hwm,
 		w.metric("coroner_watch_bundle_bytes_total")/(1<<20))
 	t.Logf("per job: collect %.2fs, analysis %.2fs on average",
 		w.metric("coroner_watch_collect_duration_seconds_sum")/w.metric("coroner_watch_collect_duration_seconds_count"),
 		w.metric("coroner_watch_analyze_duration_seconds_sum")/w.metric("coroner_watch_analyze_duration_seconds_count"))
+
+	// SIGTERM: exit 0, and the Lease is given up for the next replica.
 	require.NoError(t, w.Stop())
+	lease, err := c.Kube.CoordinationV1().Leases("coroner").Get(t.Context(), "coroner-watch", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Empty(t, ptrString(lease.Spec.HolderIdentity), "the Lease is released")
 }
 
-// procStatus reads a field of /proc/self/status ("VmHWM": the peak resident set).
-func procStatus(field string) string {
-	data, err := os.ReadFile("/proc/self/status")
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// procStatus reads a field of a process's /proc status ("VmHWM": the peak resident set).
+func procStatus(pid int, field string) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return "unknown"
 	}

@@ -184,6 +184,17 @@ func startWatcherProcess(t *testing.T, kubeconfig, dir string, args ...string) (
 	return w, cmd.Process.Pid
 }
 
+// wait waits for the watcher to end by itself.
+func (w *watcher) wait(timeout time.Duration) (exited bool, err error) {
+	select {
+	case err := <-w.done:
+		w.stop.Do(func() { w.err = err })
+		return true, err
+	case <-time.After(timeout):
+		return false, nil
+	}
+}
+
 // Stop asks the watcher to stop as SIGTERM does and waits for it.
 func (w *watcher) Stop() error {
 	w.stop.Do(func() {
@@ -570,7 +581,19 @@ func TestWatchE2E(t *testing.T) {
 		require.Len(t, got, 2)
 		require.True(t, strings.HasPrefix(got[1], "w-ha/second/"), got[1])
 		require.Len(t, coronerEvents(t, c, "w-ha", "first"), 1, "the new leader does not collect the first job again")
-		require.NoError(t, standby.Stop())
+
+		// A leader whose Lease is taken (a partition, a clock jump) stops at once and exits
+		// with an error, so that its pod restarts as a candidate.
+		lease, err := c.Kube.CoordinationV1().Leases("coroner").Get(t.Context(), "coroner-watch", metav1.GetOptions{})
+		require.NoError(t, err)
+		intruder, long := "intruder", int32(600)
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &intruder, &long
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		_, err = c.Kube.CoordinationV1().Leases("coroner").Update(t.Context(), lease, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		exited, err := standby.wait(20 * time.Second)
+		require.True(t, exited, "the leader did not notice it lost the Lease")
+		require.EqualError(t, err, "lost the leader lease; exiting so that a restart stands again")
 	})
 
 	t.Run("a job pending too long, without leader election", func(t *testing.T) {

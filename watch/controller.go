@@ -52,7 +52,6 @@ var podLabels = []struct{ label, group string }{
 type watchedKind struct {
 	key   string // group/Kind
 	res   collect.Resource
-	batch bool // batch Jobs: opted in by JobSelector
 	inf   map[string]cache.SharedIndexInformer
 }
 
@@ -302,7 +301,7 @@ func (c *controller) discover(ctx context.Context) error {
 		if ok {
 			continue
 		}
-		wk := &watchedKind{key: key, res: r, batch: batch, inf: map[string]cache.SharedIndexInformer{}}
+		wk := &watchedKind{key: key, res: r, inf: map[string]cache.SharedIndexInformer{}}
 		sel := c.opts.Selector
 		if batch {
 			sel = c.opts.JobSelector

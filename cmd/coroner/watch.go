@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,6 +21,8 @@ import (
 	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/watch"
 )
+
+var klogOnce sync.Once
 
 // WatchOptions hold everything `coroner watch` needs; tests build them directly.
 type WatchOptions struct {
@@ -245,7 +248,9 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 		return flagErrorf("--log-format %q: want text or json", opts.LogFormat)
 	}
 	wo.Log = slog.New(handler)
-	klog.SetLogger(logr.FromSlogHandler(handler)) // client-go's own lines, in the same format
+	// client-go's own lines, in the same format. klog's logger is global and may be set only
+	// before client-go runs: once a process (tests run several watchers in one).
+	klogOnce.Do(func() { klog.SetLogger(logr.FromSlogHandler(handler)) })
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = opts.Kubeconfig

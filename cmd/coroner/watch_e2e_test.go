@@ -594,6 +594,7 @@ func TestWatchE2E(t *testing.T) {
 		exited, err := standby.wait(20 * time.Second)
 		require.True(t, exited, "the leader did not notice it lost the Lease")
 		require.EqualError(t, err, "lost the leader lease; exiting so that a restart stands again")
+		require.NoError(t, c.Kube.CoordinationV1().Leases("coroner").Delete(t.Context(), "coroner-watch", metav1.DeleteOptions{}))
 	})
 
 	t.Run("a job pending too long, without leader election", func(t *testing.T) {

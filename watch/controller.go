@@ -50,9 +50,9 @@ var podLabels = []struct{ label, group string }{
 
 // watchedKind is a served kind with its informers, one per namespace scope.
 type watchedKind struct {
-	key   string // group/Kind
-	res   collect.Resource
-	inf   map[string]cache.SharedIndexInformer
+	key string // group/Kind
+	res collect.Resource
+	inf map[string]cache.SharedIndexInformer
 }
 
 // tomb is a deleted job that still needs its collect.

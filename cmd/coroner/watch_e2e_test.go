@@ -315,7 +315,12 @@ func TestWatchE2E(t *testing.T) {
 		live := testcluster.Job{Namespace: "w-live", Name: "live", Workers: 2, Running: true}
 		c.CreateJob(t, k, live)
 		dir := t.TempDir()
-		w := startWatcher(t, env.kubeconfig, dir, "-n", "w-oom,w-live,w-trainjob,w-cai")
+		// An upload hook, as an operator writes one: a script, executed directly.
+		hookDir := t.TempDir()
+		hookOut := filepath.Join(hookDir, "uploaded")
+		hook := filepath.Join(hookDir, "upload")
+		require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\nprintf '%s %s/%s %s\\n' \"$1\" \"$CORONER_NAMESPACE\" \"$CORONER_NAME\" \"$CORONER_CATEGORY\" >> '"+hookOut+"'\n"), 0o755))
+		w := startWatcher(t, env.kubeconfig, dir, "-n", "w-oom,w-live,w-trainjob,w-cai", "--exec", hook)
 		require.Equal(t, "ok\n", w.get("/healthz"))
 
 		// The sample is already Failed when the watcher starts.
@@ -382,6 +387,11 @@ func TestWatchE2E(t *testing.T) {
 		require.Equal(t, 4.0, w.metric("coroner_watch_collect_duration_seconds_count"))
 		require.Equal(t, 0.0, w.metric(`coroner_watch_errors_total{step="event"}`))
 		require.Greater(t, w.metric("coroner_watch_bundle_bytes_total"), 10000.0)
+		waitFor(t, 10*time.Second, "the hook", func() bool { return w.metric(`coroner_watch_exec_total{result="ok"}`) == 4 })
+		uploaded, err := os.ReadFile(hookOut)
+		require.NoError(t, err)
+		require.Contains(t, string(uploaded), filepath.Join(dir, "w-oom", "train-job", "20260314T100215Z.tar.gz")+" w-oom/train-job cuda-oom\n")
+		require.Len(t, strings.Split(strings.TrimSpace(string(uploaded)), "\n"), 4)
 		require.Equal(t, 2.0, w.metric(`coroner_watch_jobs_seen_total{kind="PyTorchJob"}`))
 		require.NoError(t, w.Stop())
 	})

@@ -106,6 +106,7 @@ type watcher struct {
 	dir    string
 	stop   sync.Once
 	err    error
+	kill   func() // a watcher process that does not stop is killed
 }
 
 // syncBuffer is a buffer several goroutines write (a server's log); the LLM tests use it too.
@@ -174,6 +175,7 @@ func startWatcherProcess(t *testing.T, kubeconfig, dir string, args ...string) (
 	require.NoError(t, cmd.Start())
 	go func() { w.done <- cmd.Wait() }()
 	w.cancel = func() { _ = cmd.Process.Signal(syscall.SIGTERM) }
+	w.kill = func() { _ = cmd.Process.Kill() }
 	t.Cleanup(func() {
 		w.Stop()
 		if t.Failed() {
@@ -203,6 +205,9 @@ func (w *watcher) Stop() error {
 		case w.err = <-w.done:
 		case <-time.After(60 * time.Second):
 			w.t.Errorf("coroner watch did not stop within 60s\n%s", w.log.String())
+			if w.kill != nil {
+				w.kill()
+			}
 		}
 	})
 	return w.err

@@ -18,7 +18,6 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
-	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/watch"
 )
 
@@ -42,13 +41,7 @@ type WatchOptions struct {
 	MaxCollects       int
 
 	// The limits of each collect, as `coroner collect` takes them.
-	Since            time.Duration
-	MaxLogBytes      string
-	MaxTotalLogBytes string
-	LogIdleTimeout   time.Duration
-	Concurrency      int
-	NoRedact         bool
-	RedactRules      string
+	CollectLimits
 	// The analysis.
 	RuleDirs []string
 	Limits   bundle.Limits
@@ -126,13 +119,7 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	f.StringVar(&opts.MaxBytes, "max-bytes", "0", "keep bundles and reports within this size, removing the oldest (e.g. 40Gi; 0: no bound)")
 	f.DurationVar(&opts.MaxAge, "max-age", 0, "remove bundles older than this (0: never)")
 	f.IntVar(&opts.MaxCollects, "max-collects", 4, "collects (with their analyses) running at once")
-	f.DurationVar(&opts.Since, "since", 0, "only logs newer than this `DURATION` (default all)")
-	f.StringVar(&opts.MaxLogBytes, "max-log-bytes", "10Mi", "largest log kept per container: the first quarter and the end are kept, the middle cut")
-	f.StringVar(&opts.MaxTotalLogBytes, "max-total-log-bytes", "2Gi", "all logs of one bundle together")
-	f.DurationVar(&opts.LogIdleTimeout, "log-idle-timeout", collect.DefaultLogIdleTimeout, "give up a log stream that sends nothing for this long")
-	f.IntVar(&opts.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight for one collect")
-	f.BoolVar(&opts.NoRedact, "no-redact", false, "keep secrets (redaction is on by default)")
-	f.StringVar(&opts.RedactRules, "redact-rules", "", "add the redaction rules of `FILE`")
+	addCollectLimitFlags(cmd, &opts.CollectLimits)
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the analysis rules of the YAML files in `DIR` (repeatable)")
 	addLimitFlags(cmd, &opts.Limits)
 	f.StringVar(&opts.Exec, "exec", "", "run `PROGRAM` with the bundle's path as its argument after each bundle (not through a shell)")
@@ -202,36 +189,17 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 			return err
 		}
 	}
-	maxLog, err := parseSize("max-log-bytes", opts.MaxLogBytes)
-	if err != nil {
+	if wo.Collect, err = opts.CollectLimits.options(); err != nil {
 		return err
 	}
-	maxTotal, err := parseSize("max-total-log-bytes", opts.MaxTotalLogBytes)
-	if err != nil {
-		return err
-	}
-	wo.Collect = collect.Options{Since: opts.Since, MaxLogBytes: maxLog, MaxTotalLogBytes: maxTotal,
-		LogIdleTimeout: opts.LogIdleTimeout, Concurrency: opts.Concurrency}
 	if opts.Exec != "" {
 		st, err := os.Stat(opts.Exec)
 		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			return flagErrorf("--exec %q: want the path of an executable program", opts.Exec)
 		}
 	}
-	if !opts.NoRedact {
-		ro := redact.Options{}
-		if opts.RedactRules != "" {
-			if ro.Extra, err = redact.LoadRules(opts.RedactRules); err != nil {
-				return err
-			}
-		}
-		if _, err := redact.New(ro); err != nil {
-			return err
-		}
-		// A redactor per collect: its summary counts one bundle's secrets.
-		wo.NewRedactor = func() (collect.Redactor, error) { return redact.New(ro) }
-	} else if opts.RedactRules != "" {
-		return flagErrorf("--redact-rules and --no-redact contradict each other")
+	if wo.NewRedactor, err = opts.CollectLimits.redactors(); err != nil {
+		return err
 	}
 	if wo.Rules, err = loadRuleSet(opts.RuleDirs); err != nil {
 		return err

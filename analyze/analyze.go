@@ -79,6 +79,7 @@ func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
 		return nil, err
 	}
 	a.control()
+	a.loggedFacts()
 	a.spec()
 	a.podRanks()
 	a.stateful()
@@ -94,6 +95,10 @@ type analyzer struct {
 	findings []*Finding
 	// logsFor records which pod/containers have logs in the bundle.
 	logsFor map[string]bool
+	// recovered counts the errors of a job that succeeded that it recovered from.
+	recovered int
+	// textFacts are the object facts log lines rendered, in bundle order.
+	textFacts []loggedFact
 	// procs are the processes the logs showed, in bundle order.
 	procs []*procState
 	// inJob and onNode hold the names of the job's pods and of the nodes they ran on (see
@@ -136,6 +141,9 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
 		a.procs = append(a.procs, scanners[i].finish(st)...)
+		for _, tf := range scanners[i].facts {
+			a.textFacts = append(a.textFacts, loggedFact{textFact: tf, ls: ls})
+		}
 		found := scanners[i].findings
 		a.res.Logs = append(a.res.Logs, LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,

@@ -43,6 +43,9 @@ type seen struct {
 	message string
 	// at orders the finding when it has no time of its own (a spec check is as old as its pod).
 	at time.Time
+	// log and line place a fact read from a log line in its log.
+	log  string
+	line int
 }
 
 // observe reports a fact: the pattern rules on its message, then the object rules that
@@ -60,6 +63,7 @@ func (a *analyzer) observe(f fact, w seen) int {
 		g.Pod, g.Container, g.Node, g.Time = w.pod, w.container, w.node, timePtr(w.t)
 		g.Evidence = []Evidence{w.ev}
 		g.Evidence[0].Time = g.Time
+		g.log, g.order = w.log, w.line
 		if g.Time == nil && g.Severity >= SeverityError {
 			// A spec error is as old as its pod: it comes before the events it causes. Notes
 			// and warnings keep their place after the dated findings.
@@ -182,6 +186,68 @@ func (a *analyzer) containerStatus(p *corev1.Pod, cs corev1.ContainerStatus, ev 
 	}
 	a.observe(fact{"container-restarts", map[string]string{"container": cs.Name, "count": strconv.Itoa(int(cs.RestartCount))}},
 		seen{pod: p.Name, container: cs.Name, t: t, ev: ev(text)})
+}
+
+// loggedFact is an object fact a log line rendered.
+type loggedFact struct {
+	textFact
+	ls parse.LogStream
+}
+
+// loggedFacts observes the facts log lines rendered (an operator's "Pod: ns.worker-0 exited
+// with code 1", the kubelet's "back-off 40s restarting failed container=..."), as the pod's
+// own status would be: the facts of one pod and container are read together, so that its
+// last exit code and its waiting reason meet.
+func (a *analyzer) loggedFacts() {
+	type key struct{ pod, container string }
+	waiting := map[key]string{}
+	lastExit := map[key]string{}
+	keyOf := func(f loggedFact) key { return key{f.fields["pod"], f.fields["container"]} }
+	for _, f := range a.textFacts {
+		k := keyOf(f)
+		switch f.rule.factKind {
+		case "container-waiting":
+			waiting[k], waiting[key{k.pod, ""}] = f.fields["reason"], f.fields["reason"]
+		case "container-terminated":
+			lastExit[k], lastExit[key{k.pod, ""}] = f.fields["exitCode"], f.fields["exitCode"]
+		}
+	}
+	for _, f := range a.textFacts {
+		k := keyOf(f)
+		fields := map[string]string{}
+		for name, v := range f.fields {
+			if name != "pod" {
+				fields[name] = v
+			}
+		}
+		switch f.rule.factKind {
+		case "container-waiting":
+			if fields["lastExitCode"] == "" {
+				fields["lastExitCode"] = lastExit[k]
+			}
+		case "container-terminated":
+			if fields["waiting"] == "" {
+				fields["waiting"] = waiting[k]
+			}
+			if fields["signal"] == "" {
+				code, _ := strconv.Atoi(fields["exitCode"])
+				for n, v := range terminatedFields("", "", code, 0, false, "", 0, "") {
+					if n == "signal" || n == "signalName" {
+						fields[n] = v
+					}
+				}
+			}
+		}
+		ev := Evidence{Source: "log", File: f.ls.Path, Line: f.line, Time: nsPtr(f.time), Text: f.text}
+		a.observe(fact{f.rule.factKind, fields}, seen{pod: k.pod, container: k.container, t: timeOrZero(f.time), ev: ev, log: f.ls.Path, line: f.line})
+	}
+}
+
+func timeOrZero(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // signalNames are the signals training processes die of, by number.

@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,12 +28,13 @@ func (a *analyzer) correlate() {
 	}
 	a.merge()
 	a.resolvedLater()
+	a.recoveredFrom()
 	sortFindings(a.findings)
 	for i, f := range a.findings {
 		f.ID = fmt.Sprintf("f%d", i+1)
 	}
 	a.linkWeak()
-	root := a.rootCause()
+	root := a.hardwareBehind(a.rootCause())
 	if root != nil {
 		for _, f := range a.findings {
 			if f == root || f.SecondaryOf != "" || f.Severity < SeverityWarning {
@@ -251,6 +254,58 @@ func betterExplanation(f, g, best *Finding) bool {
 	return false // findings are sorted: the first is the earliest
 }
 
+// nodeWindow is how long after a pod's failure its node's fault may be first seen and still
+// explain it: the driver logs an Xid and the device plugin reacts within seconds to minutes.
+const nodeWindow = 10 * time.Minute
+
+// hardwareBehind returns what the root's node shows that explains it, when it does: a GPU
+// fault of the node the failing pod ran on (a condition, an Xid event, GPUs no longer
+// allocatable) explains the CUDA or NCCL error of the pod. That node finding becomes the root
+// cause, named with the failing pod and rank, and the pod's error follows from it.
+func (a *analyzer) hardwareBehind(root *Finding) *Finding {
+	if root == nil || root.Pod == "" {
+		return root
+	}
+	nodeOf := map[string]string{}
+	for _, p := range a.jobPods() {
+		nodeOf[p.Name] = p.Spec.NodeName
+	}
+	node := nodeOf[root.Pod]
+	if node == "" {
+		return root
+	}
+	var best *Finding
+	for _, h := range a.findings {
+		if h == root || h.rule == nil || !slices.Contains(h.rule.ExplainsOnNode, root.Category) || h.Severity < SeverityWarning {
+			continue
+		}
+		if h.Node != node && (h.Pod == "" || nodeOf[h.Pod] != node) {
+			continue
+		}
+		if h.at != nil && root.at != nil && h.at.After(root.at.Add(nodeWindow)) {
+			continue
+		}
+		if best == nil || h.Severity > best.Severity {
+			best = h // findings are sorted: among the most severe, the earliest
+		}
+	}
+	if best == nil {
+		return root
+	}
+	best.SecondaryOf = ""
+	if best.Severity < SeverityError {
+		best.Severity = SeverityError
+	}
+	if best.Node == "" {
+		best.Node = node
+	}
+	if best.Pod == "" {
+		best.Pod, best.Container, best.Rank = root.Pod, root.Container, root.Rank
+	}
+	root.SecondaryOf = best.ID
+	return best
+}
+
 // rootCause is the earliest primary failure: at least an error, not a symptom, not generic,
 // not explained by another finding. Failing that, the earliest symptom or generic finding: a
 // job whose only evidence is a watchdog timeout still has that as its best explanation.
@@ -269,28 +324,54 @@ func (a *analyzer) rootCause() *Finding {
 	return pick(func(f *Finding) bool { return true })
 }
 
+// succeeded says whether the job's own controller says it succeeded and its status can be
+// trusted (not a kind whose launcher succeeds whatever training did, parse.Family.LogDecides).
+func (a *analyzer) succeeded() bool {
+	j := a.m.Job
+	return j != nil && j.Phase == parse.PhaseSucceeded && j.Family.LogDecides == ""
+}
+
+// recoveredFrom lowers, in a job that succeeded, the errors it recovered from (an elastic
+// restart, a retried pod) to warnings. Training output that shows the run is broken is not
+// recovered from, and stays an error: a streak that lasts to the end of the log (the loss
+// NaN to the end), or a failure of a training process after which its log shows no more
+// progress (a CUDA OOM under a launcher that exited 0).
+func (a *analyzer) recoveredFrom() {
+	if !a.succeeded() {
+		return
+	}
+	for _, f := range a.findings {
+		if f.Severity >= SeverityError && !a.brokenOutput(f) {
+			f.Severity = SeverityWarning
+			a.recovered++
+		}
+	}
+}
+
+// brokenOutput says whether a finding shows the training output broken for good.
+func (a *analyzer) brokenOutput(f *Finding) bool {
+	if f.rule != nil && f.rule.Match.Streak != nil && f.rule.Match.Streak.ToEnd {
+		return true
+	}
+	if f.Layer != LayerExecution || f.generic || f.symptom || f.fallback || f.derived || f.log == "" {
+		return false
+	}
+	for _, p := range a.procs {
+		if p.log != f.log || !(p.stream == f.stream || p.stream == "") || p.progress == 0 {
+			continue
+		}
+		if p.first.line < f.order && p.lastProgress().line < f.order {
+			f.noProgressAfter = true
+			return true
+		}
+	}
+	return false
+}
+
 func (a *analyzer) verdict() {
 	r := a.res
 	j := a.m.Job
-	errors := 0
-	for _, f := range a.findings {
-		if f.Severity >= SeverityError {
-			errors++
-		}
-	}
-	succeeded := j != nil && j.Phase == parse.PhaseSucceeded
 	switch {
-	case succeeded && errors > 0 && j.Family.LogDecides == "":
-		// The job's own controller says it succeeded; errors on the way were recovered
-		// (an elastic restart, a retried pod). They stay in the report as warnings.
-		for _, f := range a.findings {
-			if f.Severity >= SeverityError {
-				f.Severity = SeverityWarning
-			}
-		}
-		r.RootCause = nil
-		r.Verdict = VerdictHealthy
-		r.VerdictReason = fmt.Sprintf("the job succeeded; %d error(s) seen on the way were recovered from", errors)
 	case r.RootCause != nil:
 		r.Verdict = VerdictUnhealthy
 		f := r.RootCause
@@ -301,8 +382,25 @@ func (a *analyzer) verdict() {
 		if where == "" && j != nil {
 			where = j.Ref()
 		}
+		if f.Rank >= 0 {
+			where += ", rank " + strconv.Itoa(f.Rank)
+		}
+		if f.Node != "" {
+			where += ", node " + f.Node
+		}
 		r.VerdictReason = strings.TrimSpace(fmt.Sprintf("%s: %s in %s", f.Category, f.Title, where))
-	case succeeded:
+		if a.succeeded() {
+			// The controller says it succeeded; the training output says otherwise.
+			what := lowerFirst(f.Title)
+			if f.noProgressAfter {
+				what += ", and training made no progress after it"
+			}
+			r.VerdictReason = fmt.Sprintf("the job succeeded but %s (%s in %s)", what, f.Category, where)
+		}
+	case a.succeeded() && a.recovered > 0:
+		r.Verdict = VerdictHealthy
+		r.VerdictReason = fmt.Sprintf("the job succeeded; %d error(s) seen on the way were recovered from", a.recovered)
+	case j != nil && j.Phase == parse.PhaseSucceeded:
 		r.Verdict = VerdictHealthy
 		r.VerdictReason = "the job succeeded and no failure was found"
 	case j != nil && (j.Phase == parse.PhaseRunning || j.Phase == parse.PhaseCreated && len(j.Pods()) > 0 && allRunning(j)):
@@ -312,10 +410,40 @@ func (a *analyzer) verdict() {
 		r.Verdict = VerdictUnknown
 		if j == nil || j.Object == nil {
 			r.VerdictReason = "no failure pattern matched, and without a job status success cannot be confirmed"
+			if p := a.lastProgress(); p != nil {
+				// A log that ends mid-run with no error may be a hang; only the job's status and
+				// when the log was collected can tell.
+				m := p.lastProgress()
+				at := fmt.Sprintf("line %d", m.line)
+				if m.step >= 0 {
+					at = fmt.Sprintf("step %d (line %d)", m.step, m.line)
+				}
+				r.VerdictReason = fmt.Sprintf("no failure pattern matched; the log's last training progress is at %s of %s and nothing after it says why it ends: if the job is still running it may be hung (a bundle, with the job's status and its collection time, can tell)", at, p.log)
+			}
 		} else {
 			r.VerdictReason = fmt.Sprintf("the job is %s and no failure was found", j.Phase)
 		}
 	}
+}
+
+// lastProgress is the process whose progress was seen last, or nil when no log showed any.
+func (a *analyzer) lastProgress() *procState {
+	var last *procState
+	for _, p := range a.procs {
+		if p.progress > 0 && (last == nil || before(last, p, last.lastProgress(), p.lastProgress())) {
+			last = p
+		}
+	}
+	return last
+}
+
+// lowerFirst lower-cases the first letter of a title used inside a sentence, unless it
+// starts a name ("NCCL", "CUDA").
+func lowerFirst(s string) string {
+	if len(s) < 2 || s[0] < 'A' || s[0] > 'Z' || s[1] >= 'A' && s[1] <= 'Z' {
+		return s
+	}
+	return string(s[0]+'a'-'A') + s[1:]
 }
 
 func allRunning(j *parse.Job) bool {

@@ -47,6 +47,9 @@ type Finding struct {
 	// derived: the finding names a process from what others reported (the rank a collective
 	// waited for): a failure that process shows itself explains it.
 	derived bool
+	// noProgressAfter: in a job that succeeded, its process showed training progress before
+	// it and none after (it was not recovered from).
+	noProgressAfter bool
 	// rule is the rule that made the finding.
 	rule *Rule
 	// order keeps findings of one stream in line order when times are equal or missing.

@@ -40,6 +40,17 @@ type logScanner struct {
 	procs map[string]*procState
 	// progress holds, by shape id, whether lines of the shape are progress lines.
 	progress []progressMemo
+	// facts are the object facts the log's lines rendered (see rules.TextFact).
+	facts []textFact
+}
+
+// textFact is an object fact read from a log line.
+type textFact struct {
+	rule   *Rule
+	fields map[string]string
+	line   int
+	time   int64
+	text   string
 }
 
 // progressMemo decides once per shape whether its lines are progress lines, and which of
@@ -108,6 +119,18 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if rank < 0 {
 		rank = contentRank(text)
 	}
+	for _, h := range s.sc.state {
+		if h.kind == kindFact {
+			fields := map[string]string{}
+			for k, v := range h.rule.factSet {
+				fields[k] = v
+			}
+			for k, v := range h.groups {
+				fields[k] = v
+			}
+			s.facts = append(s.facts, textFact{rule: h.rule, fields: fields, line: l.Number, time: l.Time, text: excerpt(l.Text)})
+		}
+	}
 	proc := p
 	if progress || len(s.sc.state) > 0 {
 		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, l.Text, rank, s.addFinding)
@@ -118,6 +141,16 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	var ts, at time.Time
 	if l.Time != 0 {
 		ts, at = time.Unix(0, l.Time), time.Unix(0, s.latest)
+	}
+	// A line that names its cause by a code is also what that code's own line would be.
+	for _, h := range hits {
+		if text, ok := h.Rule.restated(h.Groups); ok {
+			for _, h2 := range s.rs.MatchString(text) {
+				if h2.Rule != h.Rule {
+					hits = append(hits, h2)
+				}
+			}
+		}
 	}
 	for _, h := range hits {
 		f := s.byRule[h.Rule]

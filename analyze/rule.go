@@ -31,17 +31,23 @@ type Rule struct {
 	// explains them.
 	Generic bool
 	// Fallback rules report a line only when no other rule matched it.
-	Fallback    bool
-	Match       rules.Match
-	RootOnlyIf  rules.Where
-	Explanation string
-	Remediation string
-	Examples    rules.Examples
+	Fallback   bool
+	Match      rules.Match
+	RootOnlyIf rules.Where
+	// ExplainsOnNode lists the categories of failures a finding of the rule about a node
+	// explains in the pods that ran there.
+	ExplainsOnNode []Category
+	Explanation    string
+	Remediation    string
+	Examples       rules.Examples
 
 	// Source is the file the rule came from.
 	Source string
 
-	progress   bool
+	progress bool
+	// factKind and factSet: a text fact entry (rules.TextFact) reads facts of this kind.
+	factKind   string
+	factSet    map[string]string
 	res        []compiledPattern
 	where      where // object rules: the conditions on the fact
 	rootOnlyIf where // conditions on the finding's pod
@@ -66,6 +72,8 @@ func (r *Rule) Kind() string {
 	switch {
 	case r.progress:
 		return "progress"
+	case r.factKind != "":
+		return "fact"
 	case m.Object != nil:
 		return "object"
 	case m.Streak != nil:
@@ -123,8 +131,59 @@ func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 			r.Source = p
 			out = append(out, r)
 		}
+		for i, tf := range rf.Facts {
+			if tf == nil {
+				return nil, fmt.Errorf("%s: fact entry %d is empty", p, i+1)
+			}
+			r, err := newTextFact(tf)
+			if err != nil {
+				return nil, fmt.Errorf("%s: fact %q: %w", p, tf.ID, err)
+			}
+			r.Source = p
+			out = append(out, r)
+		}
 	}
 	return out, nil
+}
+
+// newTextFact checks a text fact entry: its kind, and that its groups and fixed fields are
+// fields of the kind (or pod and container, which say whose fact it is).
+func newTextFact(tf *rules.TextFact) (*Rule, error) {
+	r := &Rule{ID: tf.ID, Match: rules.Match{Patterns: tf.Patterns}, Examples: tf.Examples, factKind: tf.Kind, factSet: tf.Set}
+	var problems []string
+	if r.ID == "" {
+		problems = append(problems, "id is empty")
+	}
+	fields, ok := factKinds[tf.Kind]
+	if !ok {
+		problems = append(problems, fmt.Sprintf("kind %q is not an object kind", tf.Kind))
+	}
+	if len(tf.Patterns) == 0 {
+		problems = append(problems, "patterns is empty")
+	}
+	problems = append(problems, r.compile(tf.Patterns, kindFact)...)
+	known := func(f string) bool { return f == "pod" || f == "container" || slices.Contains(fields, f) }
+	for _, cp := range r.res {
+		hasPod := false
+		for _, n := range cp.re.SubexpNames() {
+			hasPod = hasPod || n == "pod"
+			if n != "" && ok && !known(n) {
+				problems = append(problems, fmt.Sprintf("group %q is not a field of %s", n, tf.Kind))
+			}
+		}
+		if !hasPod {
+			problems = append(problems, fmt.Sprintf("pattern %q has no (?P<pod>...) group: whose fact is it?", cp.re))
+		}
+	}
+	for f := range tf.Set {
+		if ok && !known(f) {
+			problems = append(problems, fmt.Sprintf("set %q is not a field of %s", f, tf.Kind))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return r, nil
 }
 
 // newProgress checks a progress entry and compiles its patterns.
@@ -174,6 +233,11 @@ func newRule(spec *rules.Spec) (*Rule, error) {
 	problem(err)
 	if r.Title == "" {
 		problems = append(problems, "title is empty")
+	}
+	for _, c := range spec.ExplainsOnNode {
+		cat, err := oneOf("explainsOnNode category", c, Categories)
+		problem(err)
+		r.ExplainsOnNode = append(r.ExplainsOnNode, cat)
 	}
 	if len(spec.RootOnlyIf) > 0 {
 		r.rootOnlyIf, err = compileWhere("pod", spec.RootOnlyIf)
@@ -261,6 +325,22 @@ func (r *Rule) compileMatch() []string {
 		}
 	default:
 		problems = append(problems, r.compile(m.Patterns, kindLine)...)
+		if m.Restate != "" {
+			names := map[string]bool{}
+			for _, cp := range r.res {
+				for _, n := range cp.re.SubexpNames() {
+					names[n] = true
+				}
+			}
+			for _, ph := range placeholders(m.Restate) {
+				if !names[ph] {
+					problems = append(problems, fmt.Sprintf("restate names {%s}, which no pattern captures", ph))
+				}
+			}
+		}
+	}
+	if m.Restate != "" && len(m.Patterns) == 0 {
+		problems = append(problems, "restate needs patterns")
 	}
 	return problems
 }
@@ -276,6 +356,40 @@ func (r *Rule) compile(patterns []string, kind patKind) []string {
 		r.res = append(r.res, compiledPattern{re: re, kind: kind})
 	}
 	return problems
+}
+
+// placeholders lists the {name} placeholders of a template.
+func placeholders(t string) []string {
+	var out []string
+	for {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			return out
+		}
+		j := strings.IndexByte(t[i:], '}')
+		if j < 0 {
+			return out
+		}
+		out = append(out, t[i+1:i+j])
+		t = t[i+j+1:]
+	}
+}
+
+// restated fills the rule's restate template from a match's groups; ok is false when the
+// rule has none or a placeholder has no value.
+func (r *Rule) restated(g map[string]string) (string, bool) {
+	t := r.Match.Restate
+	if t == "" {
+		return "", false
+	}
+	for _, ph := range placeholders(t) {
+		v := g[ph]
+		if v == "" {
+			return "", false
+		}
+		t = strings.Replace(t, "{"+ph+"}", v, 1)
+	}
+	return t, true
 }
 
 // patterns lists the sources of every regular expression of the rule.
@@ -356,7 +470,7 @@ func (r *Rule) matchExample(ex rules.Example) (bool, error) {
 		return r.where.holds(fields), nil
 	case "streak", "sequence", "silence":
 		return r.matchLog(ex)
-	case "progress":
+	case "progress", "fact":
 		for _, cp := range r.res {
 			if cp.re.MatchString(ex.Text) {
 				return true, nil

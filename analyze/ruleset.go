@@ -51,6 +51,8 @@ const (
 	kindCulprit
 	// kindProgress: the line shows training progress.
 	kindProgress
+	// kindFact: the line renders an object fact (a container's exit code).
+	kindFact
 )
 
 type patSet struct {

@@ -17,6 +17,21 @@ import (
 type File struct {
 	Rules    []*Spec     `json:"rules"`
 	Progress []*Progress `json:"progress,omitempty"`
+	Facts    []*TextFact `json:"facts,omitempty"`
+}
+
+// TextFact reads an object fact from a log line: a controller's or kubectl's rendering of a
+// container's state ("Pod: ns.train-worker-0 exited with code 1", "back-off 40s restarting
+// failed container=pytorch pod=..."), so that a pasted operator log is judged by the same
+// object rules as the pod status itself. The pattern's named groups are the fact's fields,
+// with group pod (and container) naming the pod; Set gives fields a fixed value. Facts of one
+// pod are read together: a container's last exit code and its waiting reason meet.
+type TextFact struct {
+	ID       string            `json:"id"`
+	Kind     string            `json:"kind"`
+	Patterns []string          `json:"patterns"`
+	Set      map[string]string `json:"set,omitempty"`
+	Examples Examples          `json:"examples,omitempty"`
 }
 
 // Spec is one rule as its file writes it. The words of category, severity, layer, fault and
@@ -44,11 +59,16 @@ type Spec struct {
 	// object kind: scheduled, imagesPulled, started...). When the pod shows otherwise (it was
 	// scheduled later, its container ran), the finding is lowered to a warning marked
 	// "resolved later".
-	RootOnlyIf  Where    `json:"rootOnlyIf,omitempty"`
-	Match       Match    `json:"match"`
-	Explanation string   `json:"explanation"`
-	Remediation string   `json:"remediation"`
-	Examples    Examples `json:"examples,omitempty"`
+	RootOnlyIf Where `json:"rootOnlyIf,omitempty"`
+	// ExplainsOnNode lists the categories of failures that a finding of this rule about a
+	// node (its conditions, events, GPUs, or the log of a pod on it) explains in the pods
+	// that ran there: a GPU fault explains the CUDA and NCCL errors of its pods. Such a
+	// finding, seen before the failure (or up to ten minutes after), becomes the root cause.
+	ExplainsOnNode []string `json:"explainsOnNode,omitempty"`
+	Match          Match    `json:"match"`
+	Explanation    string   `json:"explanation"`
+	Remediation    string   `json:"remediation"`
+	Examples       Examples `json:"examples,omitempty"`
 }
 
 // Match says what a rule matches. A rule has one kind of match: patterns (with
@@ -61,6 +81,11 @@ type Match struct {
 	// EventReasons restrict the rule, for events, to these reasons; with no patterns the
 	// reason alone matches.
 	EventReasons []string `json:"eventReasons,omitempty"`
+	// Restate, with patterns, is a line to classify as well, built from the match's groups:
+	// a message that names its cause by a code (an Xid 45 "caused by previous Xid 149") is
+	// also a finding of whatever rule that code's own line would match ("NVRM: Xid
+	// (PCI:{pci}): {cause}"). Used only when every placeholder has a value.
+	Restate string `json:"restate,omitempty"`
 	// Object matches a fact coroner reads from the Kubernetes objects (a container's end, a
 	// waiting reason, a condition of a pod, job or node, a spec check).
 	Object *Object `json:"object,omitempty"`

@@ -41,13 +41,17 @@ func (a *analyzer) correlate() {
 				continue
 			}
 			after := !after(root, f)
-			samePod := f.Pod == root.Pod || f.Pod == ""
+			samePod := f.Pod == root.Pod || f.Pod == "" && f.Node == "" || f.Node != "" && f.Node == root.Node
 			switch {
 			case (f.symptom || f.generic) && (after || samePod):
 				// A symptom of the root's own pod may be dated before the root's evidence: a
 				// crash loop's first back-off predates the last restart's log.
 				f.SecondaryOf = root.ID
 			case after && !samePod && (propagating[f.Category] || f.fallback):
+				f.SecondaryOf = root.ID
+			case f.Node != "" && f.Node == root.Node && f.Category == root.Category:
+				// The same fault of the same node, as another witness reports it (a node
+				// condition, the device plugin's allocatable count).
 				f.SecondaryOf = root.ID
 			case after && f.Pod == root.Pod && f.Container == root.Container:
 				// Later errors of the failing process itself restate or follow from the root:
@@ -263,12 +267,17 @@ const nodeWindow = 10 * time.Minute
 // allocatable) explains the CUDA or NCCL error of the pod. That node finding becomes the root
 // cause, named with the failing pod and rank, and the pod's error follows from it.
 func (a *analyzer) hardwareBehind(root *Finding) *Finding {
-	if root == nil || root.Pod == "" {
-		return root
+	if root == nil {
+		return nil
 	}
 	nodeOf := map[string]string{}
 	for _, p := range a.jobPods() {
 		nodeOf[p.Name] = p.Spec.NodeName
+	}
+	if root.Pod == "" && root.Node != "" {
+		// A node's own failure is the root: name the pod that failed on it first.
+		a.nameFailingPod(root, nodeOf)
+		return root
 	}
 	node := nodeOf[root.Pod]
 	if node == "" {
@@ -304,6 +313,25 @@ func (a *analyzer) hardwareBehind(root *Finding) *Finding {
 	}
 	root.SecondaryOf = best.ID
 	return best
+}
+
+// nameFailingPod gives a node finding that is the root cause the pod that failed first on
+// that node (its error follows from the node's), when one did.
+func (a *analyzer) nameFailingPod(root *Finding, nodeOf map[string]string) {
+	for _, f := range a.findings { // sorted: the first is the earliest
+		if f == root || f.Pod == "" || nodeOf[f.Pod] != root.Node || f.Severity < SeverityError || f.symptom || f.generic || f.derived {
+			continue
+		}
+		if f.at != nil && root.at != nil && f.at.Before(root.at.Add(-nodeWindow)) {
+			continue // it failed long before the node did
+		}
+		if root.rule != nil && !slices.Contains(root.rule.ExplainsOnNode, f.Category) {
+			continue
+		}
+		root.Pod, root.Container, root.Rank = f.Pod, f.Container, f.Rank
+		f.SecondaryOf = root.ID
+		return
+	}
 }
 
 // rootCause is the earliest primary failure: at least an error, not a symptom, not generic,
@@ -395,7 +423,7 @@ func (a *analyzer) verdict() {
 			if f.noProgressAfter {
 				what += ", and training made no progress after it"
 			}
-			r.VerdictReason = fmt.Sprintf("the job succeeded but %s (%s in %s)", what, f.Category, where)
+			r.VerdictReason = fmt.Sprintf("the job succeeded but %s; %s in %s", what, f.Category, where)
 		}
 	case a.succeeded() && a.recovered > 0:
 		r.Verdict = VerdictHealthy

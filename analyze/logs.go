@@ -249,6 +249,7 @@ func mergeProcs(a, b *procState) *procState {
 		}
 	}
 	base.reports = append(base.reports, other.reports...)
+	sort.SliceStable(base.reports, func(i, j int) bool { return base.reports[i].line.line < base.reports[j].line.line })
 	for r, st := range other.streaks {
 		if base.streaks == nil {
 			base.streaks = map[*Rule]*streak{}

@@ -186,6 +186,9 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 		}
 		culprits = absent
 		why = fmt.Sprintf("%s timed out waiting for it", rankList(reporters))
+		if p := procOf[absent[0]]; p != nil && p.progress > 0 && p.lastProgress().step >= 0 {
+			why += fmt.Sprintf(", and its progress stopped at step %d", p.lastProgress().step)
+		}
 	}
 	if len(culprits) == 0 {
 		return nil
@@ -210,8 +213,9 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 		// the culprit's log.
 		f.log, f.order = "", 0
 		if p.progress > 0 {
+			// Where the culprit stopped comes first: the finding is about it.
 			m := p.lastProgress()
-			f.Evidence = append(f.Evidence, Evidence{Source: "log", File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)})
+			f.Evidence = append([]Evidence{{Source: "log", File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)}}, f.Evidence...)
 		}
 	}
 	return []*Finding{f}

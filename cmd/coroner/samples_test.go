@@ -34,6 +34,11 @@ type expectation struct {
 	} `json:"rootCause"`
 	AlsoFound []analyze.Category `json:"alsoFound"`
 	Evidence  string             `json:"evidence"`
+	// VerdictReason, RootRank and RootNode, when set, are what the verdict reason must say
+	// and the rank and node the root cause must name.
+	VerdictReason string `json:"verdictReason"`
+	RootRank      *int   `json:"rootRank"`
+	RootNode      string `json:"rootNode"`
 }
 
 func sampleNames(t *testing.T) []string {
@@ -72,6 +77,7 @@ func TestSamples(t *testing.T) {
 
 			r, _ := analyzeJSON(t, nil, filepath.Join(samplesDir, name))
 			require.Equal(t, want.Verdict, r.Verdict, "verdict (%s)", r.VerdictReason)
+			require.Contains(t, r.VerdictReason, want.VerdictReason)
 			if want.RootCause == nil {
 				require.Nil(t, r.RootCause)
 			} else {
@@ -82,6 +88,11 @@ func TestSamples(t *testing.T) {
 					require.Equal(t, want.RootCause.Container, r.RootCause.Container, "root cause container")
 				}
 				require.NotEmpty(t, r.RootCause.Evidence)
+				if want.RootRank != nil {
+					require.NotNil(t, r.RootCause.Rank, "root cause rank")
+					require.Equal(t, *want.RootRank, *r.RootCause.Rank, "root cause rank")
+				}
+				require.Equal(t, want.RootNode, r.RootCause.Node, "root cause node")
 				if want.Evidence != "" {
 					var texts []string
 					for _, e := range r.RootCause.Evidence {

@@ -146,9 +146,9 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 	m.paths[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = strings.TrimSuffix(where, "]")
 	gv := u.GetAPIVersion()
 	typed := func(into any) bool {
-		js, err := json.Marshal(u.Object)
-		if err == nil {
-			err = json.Unmarshal(js, into)
+		left, err := decodeLenient(u.Object, into)
+		for _, l := range left {
+			m.warnf("%s: %s field %s; left out, the rest was read", where, u.GetKind(), l)
 		}
 		if err != nil {
 			m.warnf("%s: %s does not decode: %v; skipped", where, u.GetKind(), firstLine(err.Error()))

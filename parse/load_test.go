@@ -111,3 +111,46 @@ func TestHostileResources(t *testing.T) {
 	}
 	require.Contains(t, m.Warnings[3], "--max-resource-bytes 65536")
 }
+
+// TestLenientObjects: one field of an unexpected type does not drop a whole Pod with its
+// status; the warning names the file and the field.
+func TestLenientObjects(t *testing.T) {
+	m := load(t, fstest.MapFS{
+		"resources/core/Pod/ml/w-0.yaml": {Data: []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: w-0, namespace: ml}
+spec:
+  nodeName: gpu-1
+  containers:
+  - name: pytorch
+    args: [train.py, --lr, 1e-3, --epochs, "3"]
+    ports: [{containerPort: "8080x"}]
+status:
+  phase: Failed
+  conditions: [{type: Ready, status: False}]
+  containerStatuses:
+  - name: pytorch
+    restartCount: 2
+    state: {terminated: {exitCode: 137, reason: OOMKilled}}
+`)},
+		"resources/core/Node/_cluster/gpu-1.yaml": {Data: []byte(`apiVersion: v1
+kind: Node
+metadata: {name: gpu-1}
+status:
+  capacity: {nvidia.com/gpu: "8"}
+  allocatable: {nvidia.com/gpu: "8x"}
+`)},
+	})
+	require.Len(t, m.Pods, 1)
+	p := m.Pods[0]
+	require.Equal(t, "gpu-1", p.Spec.NodeName)
+	require.Equal(t, []string{"train.py", "--lr", "--epochs", "3"}, p.Spec.Containers[0].Args, "the number is left out, the strings kept")
+	require.Equal(t, int32(137), p.Status.ContainerStatuses[0].State.Terminated.ExitCode, "the status survives")
+	require.Len(t, m.Nodes, 1)
+	require.Equal(t, int64(8), m.Nodes[0].Status.Capacity.Name("nvidia.com/gpu", "").Value())
+	warnings := strings.Join(m.Warnings, "\n")
+	require.Contains(t, warnings, "resources/core/Pod/ml/w-0.yaml: Pod field spec.containers[0].args[2]: a number where a string is expected")
+	require.Contains(t, warnings, "resources/core/Pod/ml/w-0.yaml: Pod field spec.containers[0].ports[0].containerPort: a string where a int32 is expected")
+	require.Contains(t, warnings, "resources/core/Pod/ml/w-0.yaml: Pod field status.conditions[0].status: a bool where a v1.ConditionStatus is expected")
+	require.Contains(t, warnings, "resources/core/Node/_cluster/gpu-1.yaml: Node field status.allocatable.nvidia.com/gpu:")
+}

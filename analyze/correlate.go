@@ -135,12 +135,18 @@ func imagesPulled(p *corev1.Pod) bool {
 // linkWeak points each generic fact and each symptom at the specific finding of the same
 // pod (and container) that explains it.
 func (a *analyzer) linkWeak() {
+	// Only findings of the same pod can explain each other: one list per pod, in order, keeps
+	// this linear in pods (a 4,096-rank job has thousands of findings).
+	byPod := map[string][]*Finding{}
+	for _, g := range a.findings {
+		byPod[g.Pod] = append(byPod[g.Pod], g)
+	}
 	for _, f := range a.findings {
 		if !(f.weak || f.symptom) || f.Pod == "" {
 			continue
 		}
 		var best *Finding
-		for _, g := range a.findings {
+		for _, g := range byPod[f.Pod] {
 			if g == f || g.weak || g.Pod != f.Pod || g.Severity < SeverityError || (f.symptom && g.symptom) {
 				continue
 			}

@@ -63,8 +63,8 @@ func TestCacheReusedOnlyForTheSameLogs(t *testing.T) {
 func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
 	damage := map[string]func(t *testing.T, idx string){
-		"flipped stream byte": func(t *testing.T, idx string) {
-			p := filepath.Join(idx, "streams", "000003.bin")
+		"flipped heads byte": func(t *testing.T, idx string) {
+			p := filepath.Join(idx, headsFile)
 			data, err := os.ReadFile(p)
 			require.NoError(t, err)
 			data[len(data)/2] ^= 0x40
@@ -81,7 +81,7 @@ func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 			require.NoError(t, os.Truncate(victim, 3))
 		},
 		"foreign file": func(t *testing.T, idx string) {
-			require.NoError(t, os.WriteFile(filepath.Join(idx, "streams", "extra.bin"), []byte("x"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(idx, "extra.bin"), []byte("x"), 0o644))
 		},
 		"missing meta": func(t *testing.T, idx string) {
 			require.NoError(t, os.Remove(filepath.Join(idx, metaName)))
@@ -108,12 +108,19 @@ func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 	}
 }
 
-// TestDecodeRejectsGarbage: malformed stream data is an error, never a panic.
+// TestDecodeRejectsGarbage: malformed index data is an error, never a panic.
 func TestDecodeRejectsGarbage(t *testing.T) {
-	for _, data := range [][]byte{nil, []byte(streamMagic), []byte(streamMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff")} {
-		_, err := decodeStream(data, 0)
+	for _, data := range [][]byte{nil, []byte(headsMagic), []byte(headsMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"),
+		[]byte(headsMagic + "\x01\x01a\x00\x00\x00\x00\x00\x05")} {
+		_, err := decodeHeads(data, 3)
 		require.Error(t, err)
 	}
+	for _, data := range [][]byte{nil, []byte(chunksMagic), []byte(chunksMagic + "\x02\x00\x05\x01\x00\x00\x01\x00\x00\x00")} {
+		_, err := decodeChunks(data, 3)
+		require.Error(t, err)
+	}
+	_, err := decodeDocs([]byte(docsMagic + "\x05\x01a"))
+	require.Error(t, err)
 }
 
 // TestStreamChangedAfterOpen: a log's part of the index is read when first needed and checked
@@ -125,13 +132,13 @@ func TestStreamChangedAfterOpen(t *testing.T) {
 	require.Equal(t, 7, hitCount(t, ix, "NCCL AND timeout"), "loads the logs with hits")
 	again, _ := cachedBuild(t, dir, c, "v1")
 	require.Equal(t, ix.Dir(), again.Dir())
-	for _, f := range []string{"000000.bin", "000001.bin", "000002.bin", "000003.bin", "000004.bin", "000005.bin"} {
-		p := filepath.Join(again.Dir(), "streams", f)
-		if data, err := os.ReadFile(p); err == nil {
-			data[len(data)-1] ^= 0x40
-			require.NoError(t, os.WriteFile(p, data, 0o644))
-		}
+	p := filepath.Join(again.Dir(), bodiesFile)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	for i := range data {
+		data[i] ^= 0x40
 	}
-	_, err := again.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	_, err = again.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
 	require.ErrorContains(t, err, "no longer matches meta.json")
 }

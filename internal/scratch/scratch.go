@@ -14,6 +14,10 @@ import (
 // lockName is the lock file inside a scratch directory.
 const lockName = ".coroner-lock"
 
+// LockName is the lock file MkdirTemp puts in a directory: whoever lists the directory's
+// files leaves it out.
+const LockName = lockName
+
 // minAge keeps Sweep away from an entry another process has just created and not yet locked.
 const minAge = 10 * time.Second
 
@@ -67,6 +71,14 @@ func MkdirTemp(parent, pattern string) (*Dir, error) {
 		return nil, err
 	}
 	return &Dir{Path: p, lock: f}, nil
+}
+
+// Keep releases the directory: its lock file goes and Sweep leaves it alone from then on
+// (it is about to be renamed into place).
+func (d *Dir) Keep() error {
+	err := os.Remove(filepath.Join(d.Path, lockName))
+	d.lock.Close()
+	return err
 }
 
 // Remove removes the directory and everything in it.

@@ -37,7 +37,7 @@ E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)"
 	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
 
 e2e:
-	$(E2E_ENV) $(GO) test -count=1 -run 'TestCollectE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -count=1 -run 'TestCollectE2E|TestWatchE2E' ./cmd/coroner/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh
@@ -74,4 +74,4 @@ clean:
 # End-to-end test of the LLM step against a real Ollama server, built from the same module
 # version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model.
 e2e-llm:
-	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E' -v ./cmd/coroner
+	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" CORONER_TOKENIZERS="$$(./scripts/tokenizers.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E|TestLLMTokenEstimateE2E' -v ./cmd/coroner

@@ -128,7 +128,7 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 			a.warnf("%s: %v (the rest of the log was not read)", ls.Path, st.Err)
 		}
 		if st.LongLines > 0 {
-			a.warnf("%s: %d line(s) longer than %d bytes were cut (--max-line-bytes)", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
+			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
 		found := scanners[i].findings
 		a.res.Logs = append(a.res.Logs, LogSummary{

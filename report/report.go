@@ -24,7 +24,7 @@ const FormatVersion = 1
 // maxEvents bounds the events table.
 const maxEvents = 1000
 
-// Report is the outcome of `coroner analyze`, the JSON contract of DESIGN.md.
+// Report is the outcome of `coroner analyze`, the JSON contract of docs/design.md.
 type Report struct {
 	FormatVersion  int             `json:"formatVersion"`
 	CoronerVersion string          `json:"coronerVersion"`

@@ -235,7 +235,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 		r := analyzeHostile(t, dir)
-		warningWith(t, r, "logs/ml/p/c.log: 1 line(s) longer than 1048576 bytes were cut (--max-line-bytes)")
+		warningWith(t, r, "logs/ml/p/c.log: 1 line(s) longer than the line length limit of 1048576 bytes were cut")
 		requireOOM(t, r)
 		require.Equal(t, 2, r.Logs[0].Lines)
 

@@ -72,23 +72,41 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 		warned = true
 	}
 	var sigs []fileSig
+	// A tarball's logs are named by the tarball file, and get access points into it (see
+	// OpenTarball), made beside the scan.
+	tarball := c != nil && isTarball(b.Source, b.Plain)
+	var pass *tarPass
 	if c != nil {
 		c.prepare()
 		sigs = statLogs(b.FS, logs) // before reading: a file changed meanwhile misses next time
+		if tarball {
+			sigs = tarballSig(b.Source)
+			pass = startTarPass(ctx, b.Source, logs)
+		}
 		ix, err := c.lookup(ctx, b, logs, sigs, want, opts.Visit == nil, opts.Log)
 		if err != nil {
+			pass.stop()
 			return nil, nil, err
 		}
 		if ix != nil {
-			if opts.Visit == nil {
-				return ix, statsOf(ix), nil
+			stats := statsOf(ix)
+			if opts.Visit != nil {
+				stats, err = logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{MaxLine: maxLine, Workers: opts.Workers,
+					Visit: opts.Visit, Progress: opts.Progress})
+				if err != nil {
+					pass.stop()
+					ix.Close()
+					return nil, nil, err
+				}
 			}
-			stats, err := logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{MaxLine: maxLine, Workers: opts.Workers,
-				Visit: opts.Visit, Progress: opts.Progress})
-			if err != nil {
-				ix.Close()
-				return nil, nil, err
+			if tarball {
+				if _, err := readTarball(ix.dir, sigs); err != nil {
+					if data, err := pass.wait(); err == nil {
+						_ = writeTarball(ix.dir, sigs, data)
+					}
+				}
 			}
+			pass.stop()
 			return ix, stats, nil
 		}
 	}
@@ -128,6 +146,7 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 		}
 	}
 	if err != nil {
+		pass.stop()
 		dir.Remove()
 		return nil, nil, err
 	}
@@ -138,13 +157,21 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 		}
 	}
 	if c == nil || !complete {
+		pass.stop()
 		ix.scratch = dir
 		return ix, stats, nil
 	}
 	ix, err = c.commit(ix, dir, b, sigs, warn)
 	if err != nil {
+		pass.stop()
 		return nil, nil, err
 	}
+	if tarball && ix.scratch == nil {
+		if data, err := pass.wait(); err == nil {
+			_ = writeTarball(ix.dir, sigs, data)
+		}
+	}
+	pass.stop()
 	return ix, stats, nil
 }
 

@@ -1,13 +1,16 @@
 package index
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -25,7 +28,7 @@ func cachedBuild(t *testing.T, dir string, c *Cache, version string) (*Index, []
 	t.Cleanup(func() { b.Close() })
 	logs, _ := parse.LogStreams(b)
 	var msgs []string
-	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, f) }})
+	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	return ix, msgs
@@ -141,4 +144,95 @@ func TestStreamChangedAfterOpen(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, data, 0o644))
 	_, err = again.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
 	require.ErrorContains(t, err, "no longer matches meta.json")
+}
+
+// TestUnusableCacheIsDoneWithout: a cache directory that is a file, or one that cannot be
+// written, or an index that cannot be moved into place, gives a private index and one
+// warning, never an error: analyze still writes its report.
+func TestUnusableCacheIsDoneWithout(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	cases := map[string]func(t *testing.T) *Cache{
+		"a file": func(t *testing.T) *Cache {
+			p := filepath.Join(t.TempDir(), "cache")
+			require.NoError(t, os.WriteFile(p, []byte("not a directory"), 0o644))
+			return &Cache{Dir: p}
+		},
+		"below a file": func(t *testing.T) *Cache {
+			p := filepath.Join(t.TempDir(), "file")
+			require.NoError(t, os.WriteFile(p, []byte("not a directory"), 0o644))
+			return &Cache{Dir: filepath.Join(p, "cache")}
+		},
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		cases["read-only"] = func(t *testing.T) *Cache {
+			p := t.TempDir()
+			require.NoError(t, os.Chmod(p, 0o555))
+			t.Cleanup(func() { os.Chmod(p, 0o755) })
+			return &Cache{Dir: p}
+		}
+	}
+	for name, cache := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := cache(t)
+			ix, msgs := cachedBuild(t, dir, c, "v1")
+			require.Len(t, msgs, 1, "one warning")
+			require.Contains(t, msgs[0], "cannot be written")
+			require.Equal(t, 7, hitCount(t, ix, "NCCL AND timeout"))
+			private := ix.Dir()
+			require.NoError(t, ix.Close())
+			_, err := os.Stat(private)
+			require.True(t, os.IsNotExist(err), "the private index goes with Close")
+		})
+	}
+}
+
+// TestCacheEvictsLeastRecentlyUsed: past MaxBytes, the indexes used longest ago go; the one
+// just built and the ones used since stay.
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	var dirs []string
+	var keys []string
+	for _, s := range []string{"pytorchjob-cuda-oom-rank", "pytorchjob-nan-loss", "pytorchjob-shm-bus-error"} {
+		dirs = append(dirs, copyDir(t, "../samples/"+s))
+	}
+	first, _ := cachedBuild(t, dirs[0], c, "v1")
+	keys = append(keys, first.Key())
+	size := dirSize(first.Dir())
+	require.Greater(t, size, int64(0))
+	c.MaxBytes = size*2 + size/2 // room for two of these
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(first.Dir(), old, old))
+	second, _ := cachedBuild(t, dirs[1], c, "v1")
+	keys = append(keys, second.Key())
+	require.NoError(t, os.Chtimes(second.Dir(), old.Add(time.Minute), old.Add(time.Minute)))
+	again, _ := cachedBuild(t, dirs[0], c, "v1") // the first is used again: it becomes the newest
+	require.Equal(t, first.Dir(), again.Dir())
+	third, _ := cachedBuild(t, dirs[2], c, "v1")
+	keys = append(keys, third.Key())
+	exists := func(k string) bool { _, err := os.Stat(filepath.Join(c.Dir, k)); return err == nil }
+	require.True(t, exists(keys[0]), "used again since")
+	require.False(t, exists(keys[1]), "the least recently used goes")
+	require.True(t, exists(keys[2]), "just built")
+}
+
+// TestKilledBuildsAreSwept: a build directory whose process died is removed at the next
+// build; one whose process lives is left.
+func TestKilledBuildsAreSwept(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	dead := filepath.Join(c.Dir, buildPrefix+"123456")
+	require.NoError(t, os.MkdirAll(dead, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dead, scratch.LockName), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dead, bodiesFile), []byte("half"), 0o644))
+	live, err := scratch.MkdirTemp(c.Dir, buildPrefix+"*")
+	require.NoError(t, err)
+	defer live.Remove()
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{dead, live.Path} {
+		require.NoError(t, os.Chtimes(p, old, old))
+	}
+	cachedBuild(t, copyDir(t, "../samples/pytorchjob-nan-loss"), c, "v1")
+	_, err = os.Stat(dead)
+	require.True(t, os.IsNotExist(err), "the dead build is swept")
+	_, err = os.Stat(live.Path)
+	require.NoError(t, err, "a live build is left alone")
 }

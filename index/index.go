@@ -48,6 +48,7 @@ type Index struct {
 	filters *os.File
 	bleve   bleve.Index
 	readers sync.Pool // of *logscan.LineReader, to read lines back with
+	closer  io.Closer // what fsys holds open (a tarball)
 }
 
 // doc is a distinct template text: one bleve document, and the templates of every log with
@@ -102,6 +103,10 @@ func (ix *Index) Close() error {
 			(*f).Close()
 			*f = nil
 		}
+	}
+	if ix.closer != nil {
+		ix.closer.Close()
+		ix.closer = nil
 	}
 	if ix.scratch != nil {
 		if rerr := ix.scratch.Remove(); err == nil {
@@ -158,7 +163,7 @@ func writeMeta(dir string, m meta) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == metaName || rel == scratch.LockName {
+		if rel == metaName || rel == scratch.LockName || strings.HasPrefix(rel, tarballPrefix) || strings.HasPrefix(rel, "."+tarballPrefix) {
 			return nil
 		}
 		f := metaFile{Name: rel}
@@ -203,7 +208,7 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 	if m.Format != FormatVersion {
 		return nil, fmt.Errorf("index format %d, this coroner reads %d", m.Format, FormatVersion)
 	}
-	if want != nil && (m.Key != want.Key || m.Version != want.Version || m.MaxLine != want.MaxLine || m.Streams != want.Streams) {
+	if want != nil && (m.Key != want.Key || m.Version != want.Version || m.MaxLine != want.MaxLine || (want.Streams >= 0 && m.Streams != want.Streams)) {
 		return nil, errors.New("the index was built for another bundle, coroner version or line limit")
 	}
 	if m.MaxLine <= 0 {
@@ -358,8 +363,8 @@ func checkFiles(dir string, files map[string]metaFile) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == metaName {
-			return nil
+		if rel == metaName || strings.HasPrefix(rel, tarballPrefix) || strings.HasPrefix(rel, "."+tarballPrefix) {
+			return nil // a tarball's access points carry their own checksum
 		}
 		f, ok := files[rel]
 		if !ok {

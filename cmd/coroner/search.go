@@ -41,6 +41,8 @@ type SearchOptions struct {
 type CacheOptions struct {
 	Dir     string
 	NoCache bool
+	// Max bounds the cache's size (a size such as 4Gi).
+	Max string
 }
 
 // NewCmdSearch builds `coroner search`. runF replaces the run function in tests.
@@ -103,12 +105,20 @@ func addCacheFlags(cmd *cobra.Command, c *CacheOptions) {
 	f := cmd.Flags()
 	f.StringVar(&c.Dir, "cache-dir", "", "keep log indexes in `DIR` (default $XDG_CACHE_HOME/coroner/index)")
 	f.BoolVar(&c.NoCache, "no-cache", false, "build a private index and remove it afterwards")
+	f.StringVar(&c.Max, "cache-max", "4Gi", "keep at most `SIZE` of indexes, removing the least recently used")
 }
 
 // cache resolves the cache options: the only place that reads the environment for them.
 func (c CacheOptions) cache() (*index.Cache, error) {
 	if c.NoCache {
 		return nil, nil
+	}
+	var max int64 // 0: index.DefaultCacheMax
+	if c.Max != "" {
+		var err error
+		if max, err = parseSize("cache-max", c.Max); err != nil {
+			return nil, err
+		}
 	}
 	dir := c.Dir
 	if dir == "" {
@@ -118,7 +128,7 @@ func (c CacheOptions) cache() (*index.Cache, error) {
 		}
 		dir = filepath.Join(base, "coroner", "index")
 	}
-	return &index.Cache{Dir: dir}, nil
+	return &index.Cache{Dir: dir, MaxBytes: max}, nil
 }
 
 func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
@@ -138,30 +148,37 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		}
 		return fmt.Errorf("%s: not a bundle (a directory or a .tar.gz)", opts.Bundle)
 	}
-	b, err := bundle.Open(ctx, opts.Bundle, opts.Limits)
+	// A tarball indexed before is searched without extracting it.
+	ix, err := index.OpenTarball(cache, opts.Bundle, version, opts.Limits.MaxLineBytes)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	logs, _ := parse.LogStreams(b)
-	if len(logs) == 0 {
-		return fmt.Errorf("%s: the bundle holds no logs", opts.Bundle)
-	}
-	var progress func(int, int, int64)
-	if io.IsTerminal {
-		progress = func(done, total int, n int64) {
-			fmt.Fprintf(io.ErrOut, "\rindexing logs: %d/%d (%s)", done, total, humanBytes(n))
-			if done == total {
-				fmt.Fprint(io.ErrOut, "\r\033[K")
+	if ix == nil {
+		b, err := bundle.Open(ctx, opts.Bundle, opts.Limits)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		logs, _ := parse.LogStreams(b)
+		if len(logs) == 0 {
+			return fmt.Errorf("%s: the bundle holds no logs", opts.Bundle)
+		}
+		var progress func(int, int, int64)
+		if io.IsTerminal {
+			progress = func(done, total int, n int64) {
+				fmt.Fprintf(io.ErrOut, "\rindexing logs: %d/%d (%s)", done, total, humanBytes(n))
+				if done == total {
+					fmt.Fprint(io.ErrOut, "\r\033[K")
+				}
 			}
 		}
-	}
-	ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
-		Progress: progress, Log: func(format string, args ...any) {
-			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
-		}})
-	if err != nil {
-		return fmt.Errorf("%s: indexing the logs: %w", opts.Bundle, err)
+		ix, _, err = index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
+			Progress: progress, Log: func(format string, args ...any) {
+				fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
+			}})
+		if err != nil {
+			return fmt.Errorf("%s: indexing the logs: %w", opts.Bundle, err)
+		}
 	}
 	defer ix.Close()
 	so := index.SearchOptions{Query: opts.Query, Regex: opts.Regex, Pods: opts.Pods, Containers: opts.Containers,
@@ -246,7 +263,7 @@ func printHits(w io.Writer, res *index.Result, context bool) error {
 		}
 		printLine(w, h.Line, ':')
 		if h.Count > 1 {
-			fmt.Fprintf(w, "    … this line %s times in %s, lines %s–%s%s\n", commas(h.Count), where(h.Line),
+			fmt.Fprintf(w, "    … this line %s%s times in %s, lines %s–%s%s\n", atLeast(h.Partial), commas(h.Count), where(h.Line),
 				commas(h.Number), commas(h.LastLine), span(h.Time, h.LastTime))
 		}
 		for _, l := range h.After {
@@ -254,10 +271,21 @@ func printHits(w io.Writer, res *index.Result, context bool) error {
 		}
 	}
 	if res.Omitted > 0 {
-		fmt.Fprintf(w, "… %s more hits not shown (--limit)\n", commas(res.Omitted))
+		fmt.Fprintf(w, "… %s%s more hits not shown (--limit)\n", atLeast(res.Partial), commas(res.Omitted))
 	}
-	_, err := fmt.Fprintf(w, "%s matching %s, %d %s shown\n", commas(res.Lines), plural(res.Lines, "line", "lines"), len(res.Hits), plural(len(res.Hits), "hit", "hits"))
+	_, err := fmt.Fprintf(w, "%s%s matching %s, %d %s shown\n", atLeast(res.Partial), commas(res.Lines), plural(res.Lines, "line", "lines"), len(res.Hits), plural(len(res.Hits), "hit", "hits"))
+	if err == nil && res.Partial {
+		_, err = fmt.Fprintln(w, "(the search stopped once these hits were found; --all reads every line and counts them all)")
+	}
 	return err
+}
+
+// atLeast marks a count that is a lower bound (a search that stopped early).
+func atLeast(partial bool) string {
+	if partial {
+		return "at least "
+	}
+	return ""
 }
 
 func printLine(w io.Writer, l index.Line, sep byte) {

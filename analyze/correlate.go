@@ -90,7 +90,8 @@ func sameEvidence(evs []Evidence, ev Evidence) bool {
 // and whose images were pulled: a job that waited for GPUs for a while did not fail of it.
 func (a *analyzer) resolvedLater() {
 	for _, f := range a.findings {
-		if f.Pod == "" || f.Severity < SeverityError {
+		// Only these categories can resolve (and finding the pod is a search of every pod).
+		if f.Pod == "" || f.Severity < SeverityError || (f.Category != CategoryScheduling && f.Category != CategoryImagePull) {
 			continue
 		}
 		p := a.m.Pod("", f.Pod)

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -212,11 +213,12 @@ func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []par
 	if err != nil {
 		return nil, nil, false, err
 	}
-	bodies, err := os.Create(filepath.Join(dir.Path, bodiesFile))
+	bodiesF, err := os.Create(filepath.Join(dir.Path, bodiesFile))
 	if err != nil {
 		cw.finish()
 		return nil, nil, false, err
 	}
+	bodies := bufio.NewWriterSize(bodiesF, 256<<10) // many small logs: one write each otherwise
 	// The chunk builders, one per worker: a worker takes one for each log it scans.
 	free := make(chan *chunkBuilder, workers)
 	for i := 0; i < workers; i++ {
@@ -281,7 +283,10 @@ func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []par
 			fail(err)
 		}
 	}
-	if cerr := bodies.Close(); werr == nil {
+	if ferr := bodies.Flush(); werr == nil {
+		werr = ferr
+	}
+	if cerr := bodiesF.Close(); werr == nil {
 		werr = cerr
 	}
 	if ferr := cw.finish(); werr == nil {

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-collect golden clean fuzz corpus
+.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -47,9 +47,16 @@ golden:
 	$(GO) test ./... -run 'Golden|Sample' -update
 
 # Redaction throughput (MB/s) on a training log, collect of 64 pods from a real kube-apiserver,
-# then analyze throughput on a generated 64-rank bundle, side by side with ripgrep.
+# then analyze and search on generated bundles of every kind of content (bench-index).
 bench: build bench-collect
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./bundle/redact
+	./scripts/bench.sh
+
+# analyze and search on generated bundles (repetitive, distinct lines, many ranks, 200,000 files,
+# one huge line, numbers, a 1 GiB tarball) against their targets and ripgrep (apt-get install
+# ripgrep time). BENCH_CASES="dis-256M ranks4096" picks cases, BENCH_BIG=1 adds 4 GiB bundles,
+# BENCH_REPS sets the runs per figure (default 3, the median is printed).
+bench-index: build
 	./scripts/bench.sh
 
 # Fuzz every target for FUZZTIME each (default 5m), one after another. A crash is saved under the
@@ -57,7 +64,7 @@ bench: build bench-collect
 FUZZTIME ?= 5m
 FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
 	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact
-FUZZ_TARGETS += logscan:FuzzMatch
+FUZZ_TARGETS += logscan:FuzzMatch index/gzindex:FuzzBuild
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \

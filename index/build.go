@@ -274,7 +274,15 @@ func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []par
 			if err != nil {
 				fail(err)
 			}
-			heads[i] = appendHead(nil, logs[i], st, sb, off, body, cpLen)
+			heads[i] = appendHead(nil, st, sb, off, body, cpLen)
+		},
+		// A log that failed gives its chunk builder back, or the next logs' Visit would wait
+		// for one forever once every builder had gone to a failed log (a cancelled build).
+		Failed: func(i int, _ error) {
+			if sb := builders[i]; sb != nil {
+				builders[i] = nil
+				free <- sb.chunk
+			}
 		},
 	})
 	close(free)
@@ -301,7 +309,7 @@ func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []par
 	if keyed {
 		want.Key = contentKey(want, logs, stats)
 	}
-	if err := writeIndex(ctx, dir.Path, heads, budget.Keys(), cw, want); err != nil {
+	if err := writeIndex(ctx, dir.Path, logs, stats, heads, budget.Keys(), cw, want); err != nil {
 		return nil, stats, true, err
 	}
 	ix, err := openDir(dir.Path, b.FS, false, &want)
@@ -310,12 +318,17 @@ func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []par
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the
 // documents (and their bleve index), the chunk table, and meta.json last.
-func writeIndex(ctx context.Context, dir string, heads [][]byte, docs []string, cw *chunkWriter, want meta) error {
+func writeIndex(ctx context.Context, dir string, logs []parse.LogStream, stats []logscan.Stats, heads [][]byte, docs []string, cw *chunkWriter, want meta) error {
 	var h []byte
 	h = append(h, headsMagic...)
 	h = binary.AppendUvarint(h, uint64(len(heads)))
-	for _, x := range heads {
+	var prev parse.LogStream
+	var prevFirst int64
+	for i, x := range heads {
+		first := unixNano(stats[i].First)
+		h = appendIdentity(h, prev, logs[i], prevFirst, first)
 		h = append(h, x...)
+		prev, prevFirst = logs[i], first
 	}
 	files := map[string][]byte{headsFile: h, docsFile: encodeDocs(docs), chunksFile: encodeChunks(cw)}
 	for name, data := range files {

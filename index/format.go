@@ -106,20 +106,53 @@ func encodeBody(sb *streamBuilder) (body []byte, cpLen int) {
 	return b, cpLen
 }
 
-// appendHead encodes what an opened index keeps of a stream; prev is the stream before it in
-// the file (paths and times are written as differences from it).
-func appendHead(b []byte, ls parse.LogStream, st logscan.Stats, sb *streamBuilder, bodyOff int64, body []byte, cpLen int) []byte {
-	b = appendString(b, ls.Path)
-	b = appendString(b, ls.Namespace)
-	b = appendString(b, ls.Pod)
-	b = appendString(b, ls.Container)
+// appendIdentity encodes a log's names and its first time as differences from the log before
+// it in the heads file (logs come in path order: a pod's logs share all but their file name).
+func appendIdentity(b []byte, prev, ls parse.LogStream, prevFirst, first int64) []byte {
+	common := 0
+	for common < len(prev.Path) && common < len(ls.Path) && prev.Path[common] == ls.Path[common] {
+		common++
+	}
+	b = binary.AppendUvarint(b, uint64(common))
+	b = appendString(b, ls.Path[common:])
+	for _, f := range [][2]string{{prev.Namespace, ls.Namespace}, {prev.Pod, ls.Pod}, {prev.Container, ls.Container}} {
+		if f[0] == f[1] {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+			b = appendString(b, f[1])
+		}
+	}
 	b = appendBool(b, ls.Previous)
 	b = appendBool(b, ls.Truncated)
+	return binary.AppendVarint(b, first-prevFirst)
+}
+
+func (d *decoder) identity(prev *Stream, s *Stream) {
+	common := d.int()
+	if common > len(prev.Path) {
+		d.fail()
+		return
+	}
+	s.Path = prev.Path[:common] + d.string()
+	for _, f := range []struct{ prev, into *string }{{&prev.Namespace, &s.Namespace}, {&prev.Pod, &s.Pod}, {&prev.Container, &s.Container}} {
+		if d.bool() {
+			*f.into = *f.prev
+		} else {
+			*f.into = d.string()
+		}
+	}
+	s.Previous, s.Truncated = d.bool(), d.bool()
+	s.First = prev.First + d.varint()
+}
+
+// appendHead encodes what an opened index keeps of a stream but its names and first time (see
+// appendIdentity).
+func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, body []byte, cpLen int) []byte {
 	b = binary.AppendUvarint(b, uint64(st.Lines))
 	b = binary.AppendUvarint(b, uint64(st.Bytes))
 	b = binary.AppendUvarint(b, uint64(st.LongLines))
 	first := unixNano(st.First)
-	b = binary.AppendVarint(b, first)
 	b = binary.AppendVarint(b, unixNano(st.Last)-first)
 	b = binary.AppendUvarint(b, uint64(bodyOff))
 	b = binary.AppendUvarint(b, uint64(len(body)))
@@ -156,13 +189,13 @@ func decodeHeads(data []byte, docs int) ([]*Stream, error) {
 	}
 	d := &decoder{b: data[len(headsMagic):]}
 	streams := make([]*Stream, d.count())
+	prev := &Stream{}
 	for i := range streams {
 		s := &Stream{idx: i}
 		streams[i] = s
-		s.Path, s.Namespace, s.Pod, s.Container = d.string(), d.string(), d.string(), d.string()
-		s.Previous, s.Truncated = d.bool(), d.bool()
+		d.identity(prev, s)
+		prev = s
 		s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
-		s.First = d.varint()
 		s.Last = s.First + d.varint()
 		s.bodyOff, s.bodyLen = int64(d.uvarint()), d.int()
 		if len(d.b) < 4 {

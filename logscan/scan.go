@@ -345,6 +345,9 @@ type AllOptions struct {
 	Visit func(i int) func(*Scanned)
 	// Done, when set, is called with each log's stats when it is scanned, from its goroutine.
 	Done func(i int, st Stats)
+	// Failed, when set, is called instead of Done when log i could not be scanned (ctx done,
+	// a read error), from its goroutine: what Visit took for the log is given back there.
+	Failed func(i int, err error)
 	// Progress, when set, is called after each log is scanned, from one goroutine at a time.
 	Progress func(done, total int, bytes int64)
 }
@@ -378,6 +381,9 @@ func ScanAll(ctx context.Context, fsys fs.FS, logs []parse.LogStream, opts AllOp
 				}
 				st, err := scan(ctx, fsys, logs[i], opts, visit, lr)
 				if err != nil {
+					if opts.Failed != nil {
+						opts.Failed(i, err)
+					}
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err

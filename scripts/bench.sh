@@ -134,7 +134,7 @@ for c in "${CASES[@]}"; do
     : > "$WORK/q"
     extra=()
     if [[ $q == *" --limit "* ]]; then extra=(--limit "${q##* --limit }"); q=${q% --limit *}; fi
-    for _ in 1 2 3 4 5; do
+    for _ in $(seq "$REPS"); do
       run_timed "$WORK/q" $BIN search "$dir" "$q" "${extra[@]}" --cache-dir "$idx" --max-entries 1000000
     done
     cat "$WORK/q" >> "$WORK/s"

@@ -49,9 +49,9 @@ bench: build bench-collect
 # Fuzz every target for FUZZTIME each (default 5m), one after another. A crash is saved under the
 # package's testdata/fuzz/ and becomes a regression test of go test; commit it with the fix.
 FUZZTIME ?= 5m
-FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
+FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
 	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact
-FUZZ_TARGETS += index:FuzzMatch
+FUZZ_TARGETS += index:FuzzMatch internal/yamlbound:FuzzDecode
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \

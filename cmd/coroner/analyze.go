@@ -89,6 +89,7 @@ func addLimitFlags(cmd *cobra.Command, l *bundle.Limits) {
 	f.IntVar(&l.MaxEntries, "max-entries", l.MaxEntries, "most files and directories in a bundle")
 	f.IntVar(&l.MaxLineBytes, "max-line-bytes", l.MaxLineBytes, "longest log line matched (longer lines are cut, with a warning)")
 	f.Int64Var(&l.MaxResourceBytes, "max-resource-bytes", l.MaxResourceBytes, "largest resource YAML or manifest")
+	f.IntVar(&l.MaxExpansion, "max-expansion", l.MaxExpansion, "most times a tarball may expand over its compressed size (past 128 MiB; 0: no bound)")
 }
 
 func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error {

@@ -136,6 +136,7 @@ var limitFlags = map[bundle.LimitKind]string{
 	bundle.LimitEntries:       "max-entries",
 	bundle.LimitLineBytes:     "max-line-bytes",
 	bundle.LimitResourceBytes: "max-resource-bytes",
+	bundle.LimitExpansion:     "max-expansion",
 }
 
 // describeError adds what a user can do to a library error: the flag that raises a limit.

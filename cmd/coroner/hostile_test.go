@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -122,10 +123,14 @@ func TestHostileBundlesFail(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, nil, 0o644))
 			return p
 		}, nil, "empty.tar.gz: not a gzip file: EOF"},
+		{"gzip bomb within the default limits", zeroBomb, nil,
+			"MiB so far: a gzip bomb?) exceeds the expansion ratio limit of 100 (raise it with --max-expansion)"},
+		{"corrupt gzip", corruptGzip, nil,
+			"logs/ml/p/c.log: the archive is corrupt: its gzip checksum fails and this file's sha256 differs from manifest.json"},
 		{"a million tiny files", millionFiles, []string{"--max-entries", "1000"}, "number of entries exceeds the entry count limit of 1000 (raise it with --max-entries)"},
 	}
 	// Cases that write or read tens of megabytes; go test -short leaves them out.
-	slow := map[string]bool{"gzip bomb": true, "one huge file": true, "a million tiny files": true}
+	slow := map[string]bool{"gzip bomb": true, "one huge file": true, "a million tiny files": true, "gzip bomb within the default limits": true}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if testing.Short() && slow[tt.name] {
@@ -143,6 +148,70 @@ func TestHostileBundlesFail(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zeroBomb is the issue's gzip bomb: ten logs of 1 GiB of zeros in a 10 MB tarball, within the
+// default size limits. It is made of concatenated gzip members (one valid gzip stream), each
+// MiB of zeros the same 1 KB member, so that making it takes no time.
+func zeroBomb(t *testing.T) string {
+	member := func(data []byte) []byte {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(data)
+		zw.Close()
+		return buf.Bytes()
+	}
+	header := func(name string, size int64) []byte {
+		var buf bytes.Buffer
+		require.NoError(t, tar.NewWriter(&buf).WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size}))
+		return buf.Bytes()
+	}
+	p := filepath.Join(t.TempDir(), "bomb.tar.gz")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	mib := member(make([]byte, 1<<20))
+	bw.Write(member(header("manifest.json", int64(len(hostileManifest)))))
+	bw.Write(member(append([]byte(hostileManifest), make([]byte, 512-len(hostileManifest))...)))
+	for i := range 10 {
+		bw.Write(member(header(fmt.Sprintf("logs/ml/p/zeros-%d.log", i), 1<<30)))
+		for range 1024 {
+			bw.Write(mib)
+		}
+	}
+	bw.Write(member(make([]byte, 1024)))
+	require.NoError(t, bw.Flush())
+	return p
+}
+
+// corruptGzip is a bundle whose log has one byte changed after it was compressed: the gzip
+// CRC-32 fails at the end of the archive, and the manifest's sha256 names the file.
+func corruptGzip(t *testing.T) string {
+	m := `{"formatVersion":1,"target":{"apiVersion":"v1","kind":"Pod","namespace":"ml","name":"p"},"files":[{"path":"logs/ml/p/c.log","bytes":` +
+		fmt.Sprint(len(oomLine)) + `,"sha256":"` + fmt.Sprintf("%x", sha256.Sum256([]byte(oomLine))) + `"}]}`
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	for _, e := range []tarEntry{reg("logs/ml/p/c.log", oomLine), reg("manifest.json", m)} {
+		require.NoError(t, tw.WriteHeader(&e.hdr))
+		_, err := tw.Write([]byte(e.data))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	compress := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	good := compress(raw.Bytes())
+	flipped := bytes.Replace(raw.Bytes(), []byte("CUDA out"), []byte("CUDA 0ut"), 1)
+	bad := compress(flipped)
+	copy(bad[len(bad)-8:], good[len(good)-8:]) // the trailer of the original: its CRC-32 and length
+	p := filepath.Join(t.TempDir(), "corrupt.tar.gz")
+	require.NoError(t, os.WriteFile(p, bad, 0o644))
+	return p
 }
 
 // millionFiles is a bundle of a million empty files, streamed through a named pipe: coroner
@@ -272,7 +341,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 		}
 		deep := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":` + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "}"
 		r := analyzeHostile(t, tarFile(t, append(good(), reg("resources/core/ConfigMap/ml/lol.yaml", laughs.String()), reg("resources/core/ConfigMap/ml/deep.json", deep))...))
-		warningWith(t, r, "resources/core/ConfigMap/ml/lol.yaml: invalid YAML: yaml: document contains excessive aliasing; skipped")
+		warningWith(t, r, "resources/core/ConfigMap/ml/lol.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped")
 		warningWith(t, r, "resources/core/ConfigMap/ml/deep.json: invalid YAML: yaml: exceeded max depth of 10000; skipped")
 		requireOOM(t, r)
 		require.Equal(t, "Failed", r.Job.Status, "the pod was read")
@@ -307,4 +376,28 @@ func TestHostileBundlesWarn(t *testing.T) {
 			warningWith(t, r, "manifest.json is missing")
 		}
 	})
+}
+
+// TestHostileYAMLIsBoundedWhileDecoding: the issue's YAML that took gigabytes. One 1 MiB
+// string aliased 3,000 times (3 GB expanded: it crashed with "out of memory") and 15 MiB of
+// one-character values (1.4 GB of parser nodes) are each skipped with a warning, by analyze
+// and by redact, and the rest of the bundle is read.
+func TestHostileYAMLIsBoundedWhileDecoding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("16 MB of YAML; skipped with -short")
+	}
+	var bomb strings.Builder
+	bomb.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb, namespace: ml}\ndata:\n  big: &a \"" + strings.Repeat("x", 1<<20) + "\"\nitems: [")
+	bomb.WriteString(strings.Repeat("*a, ", 2999) + "*a]\n")
+	tiny := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tiny, namespace: ml}\ndata:\n  n: [" + strings.Repeat("1, ", 5<<20) + "1]\n"
+	p := tarFile(t, append(good(), reg("resources/core/ConfigMap/ml/bomb.yaml", bomb.String()), reg("resources/core/ConfigMap/ml/tiny.yaml", tiny))...)
+	r := analyzeHostile(t, p)
+	warningWith(t, r, "resources/core/ConfigMap/ml/bomb.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped")
+	warningWith(t, r, "resources/core/ConfigMap/ml/tiny.yaml: holds more than 1048576 YAML values (one per 16 bytes of --max-resource-bytes 16777216); skipped")
+	requireOOM(t, r)
+
+	out := filepath.Join(t.TempDir(), "r.tar.gz")
+	code, _, stderr := run(t, "redact", p, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	requireOOM(t, analyzeHostile(t, out))
 }

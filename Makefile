@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-collect golden clean fuzz
+.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-collect golden clean fuzz corpus
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -23,6 +23,12 @@ test:
 	$(GO) run ./cmd/coroner rules lint
 
 lint: test
+
+# Score the build on the real-log corpus (../shared/corpus/real, labelled excerpts of public issue
+# threads): per-label accuracy, every miss with what coroner said, and the total on the last line.
+CORPUS_SCORE ?= ../shared/corpus/score.py
+corpus: build
+	python3 $(CORPUS_SCORE) $(BIN) $(CORPUS_FLAGS)
 
 # End-to-end tests against a real kube-apiserver and etcd on 127.0.0.1 (see internal/testcluster).
 # kube-apiserver is built once from the k8s.io/kubernetes module and cached; etcd comes from
@@ -51,7 +57,7 @@ bench: build bench-collect
 FUZZTIME ?= 5m
 FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
 	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact
-FUZZ_TARGETS += index:FuzzMatch internal/yamlbound:FuzzDecode
+FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \
@@ -68,4 +74,4 @@ clean:
 # End-to-end test of the LLM step against a real Ollama server, built from the same module
 # version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model.
 e2e-llm:
-	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E' -v ./cmd/coroner
+	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" CORONER_TOKENIZERS="$$(./scripts/tokenizers.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E|TestLLMTokenEstimateE2E' -v ./cmd/coroner

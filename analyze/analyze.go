@@ -1,21 +1,24 @@
-// Package analyze explains a job's failure from its bundle: the spec, control and execution
-// layers of DESIGN.md, correlated on one timeline into a verdict and a root cause.
+// Package analyze explains a job's failure from its bundle: the spec layer (what the job asked
+// for), the control layer (job, pod and container status, events, nodes) and the execution
+// layer (the container logs, against the rule set), correlated on one timeline into a verdict
+// and a root cause, each finding with the evidence that shows it.
+//
+// Rules are data (package rules); LoadRules checks their words and NewRuleSet compiles them
+// behind a literal prefilter (internal/literal) and per-shape filters (logscan.Shape). The
+// logs are read once, by the index build (package index over package logscan), which hands
+// every line to the rules. analyze works with typed values (Verdict, Category, Severity,
+// Layer, Fault, Retry) and no encoding: package report owns the JSON contract.
 package analyze
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
-)
-
-// Verdicts.
-const (
-	VerdictHealthy   = "healthy"
-	VerdictUnhealthy = "unhealthy"
-	VerdictUnknown   = "unknown"
 )
 
 // Options tune an analysis.
@@ -35,7 +38,7 @@ type Options struct {
 
 // Result is the outcome of an analysis.
 type Result struct {
-	Verdict string
+	Verdict Verdict
 	// VerdictReason says in one sentence why the verdict is what it is.
 	VerdictReason string
 	RootCause     *Finding
@@ -54,23 +57,25 @@ type Result struct {
 
 // LogSummary describes one scanned log.
 type LogSummary struct {
-	Path      string     `json:"path"`
-	Pod       string     `json:"pod"`
-	Container string     `json:"container"`
-	Previous  bool       `json:"previous,omitempty"`
-	Bytes     int64      `json:"bytes"`
-	Lines     int        `json:"lines"`
-	First     *time.Time `json:"first,omitempty"`
-	Last      *time.Time `json:"last,omitempty"`
-	Truncated bool       `json:"truncated,omitempty"`
-	Findings  int        `json:"findings"`
+	Path      string
+	Pod       string
+	Container string
+	Previous  bool
+	Bytes     int64
+	Lines     int
+	// First and Last are the first and last times the log showed (nil: none).
+	First, Last *time.Time
+	Truncated   bool
+	// Findings counts the findings of the log's lines.
+	Findings int
 }
 
 // Run analyses a loaded bundle. It fails only when the index of the logs cannot be built
-// (a full disk); problems with the bundle itself become warnings.
-func Run(m *parse.Model, opts Options) (*Result, error) {
+// (a full disk) or when ctx is done (its error, wrapped); problems with the bundle itself
+// become warnings.
+func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
 	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}}
-	if err := a.scanLogs(opts); err != nil {
+	if err := a.scanLogs(ctx, opts); err != nil {
 		return nil, err
 	}
 	a.control()
@@ -100,13 +105,13 @@ func (a *analyzer) warnf(format string, args ...any) {
 // scanLogs scans every log once, in parallel (logs are independent streams), building the
 // index in the same pass. Results are merged in bundle order so the output does not depend on
 // scheduling; evidence context is read back through the index.
-func (a *analyzer) scanLogs(opts Options) error {
+func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 	logs := a.m.Logs
 	a.logsFor = map[string]bool{}
 	scanners := make([]*logScanner, len(logs))
-	ix, stats, err := index.Build(a.m.Bundle, logs, index.BuildOptions{
+	ix, stats, err := index.Build(ctx, a.m.Bundle, logs, index.BuildOptions{
 		Cache: opts.Cache, Version: opts.Version, Workers: opts.Workers, Progress: opts.Progress, Log: opts.Log,
-		Visit: func(i int) func(*index.Scanned) {
+		Visit: func(i int) func(*logscan.Scanned) {
 			scanners[i] = newLogScanner(logs[i], a.rs)
 			return scanners[i].visit
 		},
@@ -123,7 +128,7 @@ func (a *analyzer) scanLogs(opts Options) error {
 			a.warnf("%s: %v (the rest of the log was not read)", ls.Path, st.Err)
 		}
 		if st.LongLines > 0 {
-			a.warnf("%s: %d line(s) longer than %d bytes were cut (--max-line-bytes)", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
+			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
 		found := scanners[i].findings
 		a.res.Logs = append(a.res.Logs, LogSummary{

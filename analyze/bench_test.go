@@ -43,7 +43,7 @@ func BenchmarkRun(b *testing.B) {
 	b.SetBytes(bytes)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := Run(m, Options{Rules: rs})
+		res, err := Run(b.Context(), m, Options{Rules: rs})
 		if err != nil {
 			b.Fatal(err)
 		}

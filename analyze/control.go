@@ -313,7 +313,7 @@ func (a *analyzer) job() {
 		}
 	}
 	a.trainJob(ev)
-	a.t9k()
+	a.missingRoles()
 }
 
 func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
@@ -347,10 +347,10 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 		}
 		return
 	}
-	if rt.Object.GetLabels()["trainer.kubeflow.org/support"] == "deprecated" {
+	if rt.DeprecatedBy != "" {
 		if f := a.builtin("config-error/runtime-deprecated", map[string]string{"name": rt.Name}); f != nil {
 			f.Evidence = []Evidence{{Source: "spec", File: a.m.PathOf(rt.Kind, rt.Object.GetNamespace(), rt.Name),
-				Object: rt.Kind + " " + rt.Name, Text: "label trainer.kubeflow.org/support: deprecated"}}
+				Object: rt.Kind + " " + rt.Name, Text: rt.DeprecatedBy}}
 			a.add(f)
 		}
 	}
@@ -372,15 +372,16 @@ func (a *analyzer) gapFor(name string) string {
 	return ""
 }
 
-// t9k covers ColossalAIJob: a launcher that succeeds whatever training did, and workers
-// deleted by cleanUpWorkers.
-func (a *analyzer) t9k() {
+// missingRoles reports the roles with pods expected and none in the bundle, for the kinds
+// whose controller may delete them (parse.Family.ReportMissingRoles); the role whose log
+// decides is left to launcherMasksFailure.
+func (a *analyzer) missingRoles() {
 	j := a.m.Job
-	if j.Adapter != "t9k" {
+	if !j.Family.ReportMissingRoles {
 		return
 	}
 	for _, r := range j.Replicas {
-		if r.Role == "launcher" || len(r.Pods) > 0 || r.Expected == 0 {
+		if r.Role == j.Family.LogDecides || len(r.Pods) > 0 || r.Expected == 0 {
 			continue
 		}
 		why := "pods not collected"
@@ -395,13 +396,15 @@ func (a *analyzer) t9k() {
 	}
 }
 
-// launcherMasksFailure adds the ColossalAIJob note once the log findings are known.
+// launcherMasksFailure adds, once the log findings are known, that the role whose log decides
+// (parse.Family.LogDecides: ColossalAIJob's launcher) succeeded while its log shows training
+// failed.
 func (a *analyzer) launcherMasksFailure() {
 	j := a.m.Job
-	if j == nil || j.Adapter != "t9k" {
+	if j == nil || j.Family.LogDecides == "" {
 		return
 	}
-	l := j.Replica("launcher")
+	l := j.Replica(j.Family.LogDecides)
 	if l == nil || len(l.Pods) == 0 || l.Succeeded == 0 {
 		return
 	}

@@ -11,8 +11,8 @@ import (
 
 // propagating are categories whose findings on other pods, after a failure, are usually the
 // consequence of that failure: peers time out, lose their connection, are killed.
-var propagating = map[string]bool{
-	"collective-timeout": true, "collective-error": true, "rendezvous-failure": true, "crash-signal": true, "unknown": true,
+var propagating = map[Category]bool{
+	CategoryCollectiveTimeout: true, CategoryCollectiveError: true, CategoryRendezvous: true, CategoryCrashSignal: true, CategoryUnknown: true,
 }
 
 // correlate merges, orders and links findings, picks the root cause and the verdict.
@@ -99,9 +99,9 @@ func (a *analyzer) resolvedLater() {
 		}
 		var resolved bool
 		switch f.Category {
-		case "scheduling":
+		case CategoryScheduling:
 			resolved = podConditionTrue(p, corev1.PodScheduled)
-		case "image-pull":
+		case CategoryImagePull:
 			resolved = imagesPulled(p)
 		}
 		if resolved {
@@ -195,7 +195,7 @@ func (a *analyzer) verdict() {
 	}
 	succeeded := j != nil && j.Phase == parse.PhaseSucceeded
 	switch {
-	case succeeded && errors > 0 && j.Adapter != "t9k":
+	case succeeded && errors > 0 && j.Family.LogDecides == "":
 		// The job's own controller says it succeeded; errors on the way were recovered
 		// (an elastic restart, a retried pod). They stay in the report as warnings.
 		for _, f := range a.findings {

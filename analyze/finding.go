@@ -1,29 +1,30 @@
 package analyze
 
-import (
-	"strconv"
-	"time"
-)
+import "time"
 
 // Finding is one thing that went wrong (or looks wrong), with the evidence that shows it.
-// Its JSON names are part of the report contract.
+// report.Finding is its form in the JSON contract.
 type Finding struct {
-	ID          string     `json:"id"`
-	RuleID      string     `json:"ruleId"`
-	Category    string     `json:"category"`
-	Severity    Severity   `json:"severity"`
-	Layer       Layer      `json:"layer"`
-	Title       string     `json:"title"`
-	Fault       string     `json:"fault"`
-	Retry       string     `json:"retry"`
-	Pod         string     `json:"pod,omitempty"`
-	Container   string     `json:"container,omitempty"`
-	Time        *time.Time `json:"time,omitempty"`
-	Count       int        `json:"count"`
-	Evidence    []Evidence `json:"evidence"`
-	SecondaryOf string     `json:"secondaryOf,omitempty"`
-	Explanation string     `json:"explanation,omitempty"`
-	Remediation string     `json:"remediation,omitempty"`
+	// ID is f1, f2... in the order of the findings (see Result.Findings).
+	ID       string
+	RuleID   string
+	Category Category
+	Severity Severity
+	Layer    Layer
+	Title    string
+	Fault    Fault
+	Retry    Retry
+	// Pod and Container say where, when the finding is about one ("" for the job).
+	Pod, Container string
+	// Time is when it was first seen; nil when nothing dates it.
+	Time *time.Time
+	// Count is how many times it was seen (log lines, event repeats).
+	Count    int
+	Evidence []Evidence
+	// SecondaryOf names the finding this one follows from.
+	SecondaryOf string
+	Explanation string
+	Remediation string
 
 	// symptom: the rule says this message usually follows another failure.
 	symptom bool
@@ -40,36 +41,25 @@ type Finding struct {
 // Evidence points into the bundle.
 type Evidence struct {
 	// Source is log, event, pod, job, node or spec.
-	Source string `json:"source"`
+	Source string
 	// File is the bundle path (for log evidence, the log; otherwise the resource file).
-	File string     `json:"file,omitempty"`
-	Line int        `json:"line,omitempty"`
-	Time *time.Time `json:"time,omitempty"`
+	File string
+	Line int
+	Time *time.Time
 	// Object names the Kubernetes object for non-log evidence ("Pod ml/train-job-worker-0").
-	Object string        `json:"object,omitempty"`
-	Text   string        `json:"text"`
-	Before []ContextLine `json:"before,omitempty"`
-	After  []ContextLine `json:"after,omitempty"`
+	Object string
+	Text   string
+	// Before and After are the log lines around Line.
+	Before, After []ContextLine
 	// LastLine and LastTime say where a repeated match was last seen.
-	LastLine int        `json:"lastLine,omitempty"`
-	LastTime *time.Time `json:"lastTime,omitempty"`
+	LastLine int
+	LastTime *time.Time
 }
 
 // ContextLine is a log line around an evidence line.
 type ContextLine struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
-}
-
-// Location is "file:line" for log evidence, the object otherwise.
-func (e *Evidence) Location() string {
-	if e.File != "" && e.Line > 0 {
-		return e.File + ":" + strconv.Itoa(e.Line)
-	}
-	if e.Object != "" {
-		return e.Object
-	}
-	return e.File
+	Line int
+	Text string
 }
 
 func newFinding(r *Rule, g map[string]string) *Finding {

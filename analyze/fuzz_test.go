@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 func sampleLines(f *testing.F, every int) []string {
@@ -38,9 +38,9 @@ func FuzzCleanLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		out := index.Clean(nil, line)
+		out := logscan.Clean(nil, line)
 		if !utf8.Valid(out) || bytes.IndexByte(out, 0x1b) >= 0 || bytes.IndexByte(out, 0) >= 0 {
-			t.Fatalf("index.Clean(%q) = %q", line, out)
+			t.Fatalf("logscan.Clean(%q) = %q", line, out)
 		}
 		excerpt(out)
 	})
@@ -70,7 +70,7 @@ func FuzzRuleSet(f *testing.F) {
 		if len(line) > 4096 {
 			return // longer lines only cost time: every regexp runs in the check below
 		}
-		clean := index.Clean(nil, []byte(line))
+		clean := logscan.Clean(nil, []byte(line))
 		got := map[string]bool{}
 		for _, h := range rs.Match(clean, sc) {
 			got[h.Rule.ID] = true

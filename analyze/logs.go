@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -45,7 +46,7 @@ func newLogScanner(ls parse.LogStream, rs *RuleSet) *logScanner {
 	return &logScanner{ls: ls, rs: rs, sc: rs.NewScratch(), byRule: map[string]*Finding{}}
 }
 
-func (s *logScanner) visit(l *index.Scanned) {
+func (s *logScanner) visit(l *logscan.Scanned) {
 	if !s.mayMatch(l) {
 		return
 	}
@@ -78,7 +79,7 @@ func (s *logScanner) visit(l *index.Scanned) {
 
 // mayMatch reports whether the rules could match a line, from what they can match in lines
 // of its shape (see shapeFilter).
-func (s *logScanner) mayMatch(l *index.Scanned) bool {
+func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 	sh := l.Shape
 	if sh == nil {
 		return true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -31,7 +32,7 @@ func scan(t *testing.T, log string, maxLine int) scanned {
 	b := &bundle.Bundle{FS: fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log)}}, Limits: bundle.Limits{MaxLineBytes: maxLine}}
 	ls := parse.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}
 	sc := newLogScanner(ls, rs)
-	ix, stats, err := index.Build(b, []parse.LogStream{ls}, index.BuildOptions{Visit: func(int) func(*index.Scanned) { return sc.visit }})
+	ix, stats, err := index.Build(t.Context(), b, []parse.LogStream{ls}, index.BuildOptions{Visit: func(int) func(*logscan.Scanned) { return sc.visit }})
 	require.NoError(t, err)
 	defer ix.Close()
 	for _, f := range sc.findings {
@@ -52,7 +53,7 @@ func TestScanLogEvidenceAndContext(t *testing.T) {
 	require.Equal(t, 6, res.lines)
 	require.Len(t, res.findings, 1)
 	f := res.findings[0]
-	require.Equal(t, "module-not-found", f.Category)
+	require.Equal(t, CategoryModuleNotFound, f.Category)
 	require.Equal(t, "2026-03-14T10:00:01.5Z", f.Time.Format("2006-01-02T15:04:05.999Z07:00"))
 	ev := f.Evidence[0]
 	require.Equal(t, 5, ev.Line)
@@ -88,14 +89,14 @@ func TestScanLogDirtyInput(t *testing.T) {
 	require.NoError(t, res.err)
 	require.Equal(t, 5, res.lines)
 	require.Equal(t, 1, res.longLines)
-	var cats []string
+	var cats []Category
 	for _, f := range res.findings {
 		cats = append(cats, f.Category)
 		require.NotContains(t, f.Evidence[0].Text, "\x1b")
 	}
-	require.Contains(t, cats, "cuda-oom")
-	require.Contains(t, cats, "disk-full")
-	require.NotContains(t, cats, "module-not-found", "the part of a line past the limit is not read")
+	require.Contains(t, cats, CategoryCUDAOOM)
+	require.Contains(t, cats, CategoryDiskFull)
+	require.NotContains(t, cats, CategoryModuleNotFound, "the part of a line past the limit is not read")
 	require.Equal(t, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", res.findings[0].Evidence[0].Text)
 }
 

@@ -8,81 +8,31 @@ import (
 	"regexp"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
-	builtinRules "github.com/coroner-dev/coroner/rules"
+	"github.com/coroner-dev/coroner/rules"
 )
 
-// Layer is where a rule looks: the job's spec, the Kubernetes control plane's view (job and
-// pod status, events), or the containers' logs.
-type Layer string
-
-// The three layers of DESIGN.md.
-const (
-	LayerSpec      Layer = "spec"
-	LayerControl   Layer = "control"
-	LayerExecution Layer = "execution"
-)
-
-// Categories are the stable category ids of the JSON contract.
-var Categories = []string{
-	"cuda-oom", "host-oom", "nan-loss", "module-not-found", "collective-timeout", "collective-error",
-	"rendezvous-failure", "shm-bus-error", "cuda-error", "gpu-hardware", "scheduling", "image-pull",
-	"disk-full", "file-not-found", "permission-denied", "hub-offline", "config-error", "crash-signal",
-	"preempted-evicted", "user-code-error", "hang", "storage-error", "data-error", "unknown",
-}
-
-// Fault values say who is most likely at fault.
-var Faults = []string{"user", "platform", "hardware"}
-
-// Retry values say whether a plain retry can help.
-var Retries = []string{"transient", "permanent"}
-
-// Rule is one known failure pattern. Rules are data: YAML files embedded in the binary
-// (rules/) and the user's own directories.
+// Rule is one known failure pattern, its words checked and typed. Rules are data: YAML files
+// (see package rules for their schema) embedded in the binary and in the user's directories.
 type Rule struct {
-	ID       string   `json:"id"`
-	Category string   `json:"category"`
-	Severity Severity `json:"severity"`
-	Layer    Layer    `json:"layer"`
-	Title    string   `json:"title"`
-	Fault    string   `json:"fault"`
-	Retry    string   `json:"retry"`
+	ID       string
+	Category Category
+	Severity Severity
+	Layer    Layer
+	Title    string
+	Fault    Fault
+	Retry    Retry
 	// Secondary marks messages that are usually symptoms of another rank's failure.
-	Secondary bool `json:"secondary,omitempty"`
+	Secondary bool
 	// Fallback rules report a line only when no other rule matched it.
-	Fallback    bool     `json:"fallback,omitempty"`
-	Match       Match    `json:"match"`
-	Explanation string   `json:"explanation"`
-	Remediation string   `json:"remediation"`
-	Examples    Examples `json:"examples,omitempty"`
+	Fallback    bool
+	Match       rules.Match
+	Explanation string
+	Remediation string
+	Examples    rules.Examples
 
 	// Source is the file the rule came from.
-	Source string `json:"-"`
+	Source string
 	res    []*regexp.Regexp
-}
-
-// Match says what a rule matches.
-type Match struct {
-	// Patterns are RE2 expressions matched against log lines and against the messages of
-	// events, pod conditions, pod status and container states.
-	Patterns []string `json:"patterns,omitempty"`
-	// EventReasons restrict the rule, for events, to these reasons; with no patterns the
-	// reason alone matches.
-	EventReasons []string `json:"eventReasons,omitempty"`
-	// Builtin names a check written in Go (exit codes, replica counts, spec checks); the
-	// rule then supplies its metadata.
-	Builtin string `json:"builtin,omitempty"`
-}
-
-// Examples are lines a rule must and must not match; `coroner rules lint` runs them.
-type Examples struct {
-	Match    []string `json:"match,omitempty"`
-	NotMatch []string `json:"notMatch,omitempty"`
-}
-
-type ruleFile struct {
-	Rules []*Rule `json:"rules"`
 }
 
 // LoadRules reads every *.yaml file of fsys (sorted, not recursive), strictly: an unknown
@@ -102,46 +52,53 @@ func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 		if err != nil {
 			return nil, err
 		}
-		var rf ruleFile
-		if err := yaml.UnmarshalStrict(data, &rf); err != nil {
-			return nil, fmt.Errorf("%s: %v", p, firstLine(err.Error()))
+		rf, err := rules.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p, err)
 		}
-		for i, r := range rf.Rules {
-			if r == nil {
+		for i, spec := range rf.Rules {
+			if spec == nil {
 				return nil, fmt.Errorf("%s: rule %d is empty", p, i+1)
 			}
-			r.Source = p
-			if err := r.compile(); err != nil {
-				return nil, fmt.Errorf("%s: rule %q: %w", p, r.ID, err)
+			r, err := newRule(spec)
+			if err != nil {
+				return nil, fmt.Errorf("%s: rule %q: %w", p, spec.ID, err)
 			}
+			r.Source = p
 			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-func (r *Rule) compile() error {
+// newRule checks a rule's words and compiles its patterns; every problem is reported.
+func newRule(spec *rules.Spec) (*Rule, error) {
+	r := &Rule{ID: spec.ID, Title: spec.Title, Secondary: spec.Secondary, Fallback: spec.Fallback, Match: spec.Match,
+		Explanation: spec.Explanation, Remediation: spec.Remediation, Examples: spec.Examples}
 	var problems []string
+	problem := func(err error) {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if r.ID == "" {
 		problems = append(problems, "id is empty")
 	}
-	if !contains(Categories, r.Category) {
-		problems = append(problems, fmt.Sprintf("category %q is not one of %s", r.Category, strings.Join(Categories, ", ")))
-	}
-	if r.Severity == 0 {
+	var err error
+	r.Category, err = oneOf("category", spec.Category, Categories)
+	problem(err)
+	if spec.Severity == "" {
 		problems = append(problems, "severity is missing (info, warning, error, critical)")
+	} else {
+		r.Severity, err = ParseSeverity(spec.Severity)
+		problem(err)
 	}
-	switch r.Layer {
-	case LayerSpec, LayerControl, LayerExecution:
-	default:
-		problems = append(problems, fmt.Sprintf("layer %q is not spec, control or execution", r.Layer))
-	}
-	if !contains(Faults, r.Fault) {
-		problems = append(problems, fmt.Sprintf("fault %q is not user, platform or hardware", r.Fault))
-	}
-	if !contains(Retries, r.Retry) {
-		problems = append(problems, fmt.Sprintf("retry %q is not transient or permanent", r.Retry))
-	}
+	r.Layer, err = oneOf("layer", spec.Layer, Layers)
+	problem(err)
+	r.Fault, err = oneOf("fault", spec.Fault, Faults)
+	problem(err)
+	r.Retry, err = oneOf("retry", spec.Retry, Retries)
+	problem(err)
 	if r.Title == "" {
 		problems = append(problems, "title is empty")
 	}
@@ -158,9 +115,9 @@ func (r *Rule) compile() error {
 		r.res = append(r.res, re)
 	}
 	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
+		return nil, errors.New(strings.Join(problems, "; "))
 	}
-	return nil
+	return r, nil
 }
 
 // Lint runs a rule's examples and reports what is wrong, one problem a string.
@@ -250,21 +207,7 @@ func (r *Rule) TitleFor(g map[string]string) string {
 	return strings.TrimSpace(out.String())
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
 // DefaultRules loads the embedded rule set.
 func DefaultRules() ([]*Rule, error) {
-	return LoadRules(builtinRules.FS, ".")
+	return LoadRules(rules.FS, ".")
 }

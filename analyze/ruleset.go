@@ -3,10 +3,11 @@ package analyze
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 
-	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/internal/literal"
 )
 
 // RuleSet is a compiled set of rules: one Aho-Corasick pass over a line finds which patterns
@@ -17,10 +18,10 @@ type RuleSet struct {
 
 	pats    []pattern
 	lits    []string // the literals of the patterns' required sets, by id
-	ac      *acMatcher
+	ac      *literal.Matcher
 	litPats [][]patSet // literal id -> the pattern sets it belongs to
 	always  []int32    // patterns with no usable literal
-	shapes  sync.Map   // index.Shape key -> *shapeFilter, shared by the logs
+	shapes  sync.Map   // shape key -> *shapeFilter, shared by the logs
 }
 
 type pattern struct {
@@ -61,7 +62,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		for pi, re := range r.res {
 			idx := int32(len(rs.pats))
 			rs.pats = append(rs.pats, pattern{rule: r, re: re})
-			sets := index.RequiredLiterals(r.Match.Patterns[pi])
+			sets := literal.Required(r.Match.Patterns[pi])
 			if len(sets) == 0 {
 				rs.always = append(rs.always, idx)
 				continue
@@ -83,7 +84,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		}
 	}
 	rs.lits = lits
-	rs.ac = newACMatcher(lits)
+	rs.ac = literal.NewMatcher(lits)
 	return rs, nil
 }
 
@@ -106,6 +107,7 @@ type Scratch struct {
 	gen   uint32
 	touch []int32
 	cands []int32
+	hits  []literal.Hit
 }
 
 // NewScratch returns scratch space sized for rs.
@@ -123,8 +125,9 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 	}
 	sc.cands, sc.touch = sc.cands[:0], sc.touch[:0]
 	gen := sc.gen
-	rs.ac.scan(text, func(id int32) {
-		for _, ps := range rs.litPats[id] {
+	sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
+	for _, h := range sc.hits {
+		for _, ps := range rs.litPats[h.ID] {
 			if sc.mark[ps.pat] != gen {
 				sc.mark[ps.pat] = gen
 				sc.seen[ps.pat] = 0
@@ -132,7 +135,7 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 			}
 			sc.seen[ps.pat] |= ps.bit
 		}
-	})
+	}
 	for _, p := range sc.touch {
 		if sc.seen[p] == rs.pats[p].full {
 			sc.cands = append(sc.cands, p)
@@ -156,12 +159,12 @@ func (rs *RuleSet) MatchString(text string) []Hit {
 func (rs *RuleSet) MatchEvent(reason, message string) []Hit {
 	var hits []Hit
 	for _, h := range rs.MatchString(message) {
-		if len(h.Rule.Match.EventReasons) == 0 || contains(h.Rule.Match.EventReasons, reason) {
+		if len(h.Rule.Match.EventReasons) == 0 || slices.Contains(h.Rule.Match.EventReasons, reason) {
 			hits = append(hits, h)
 		}
 	}
 	for _, r := range rs.rules {
-		if len(r.Match.Patterns) == 0 && contains(r.Match.EventReasons, reason) {
+		if len(r.Match.Patterns) == 0 && slices.Contains(r.Match.EventReasons, reason) {
 			hits = append(hits, Hit{Rule: r})
 		}
 	}

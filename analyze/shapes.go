@@ -3,7 +3,7 @@ package analyze
 import (
 	"slices"
 
-	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // A log is mostly a few line shapes repeated with different numbers. Whether the rules can
@@ -18,7 +18,7 @@ type shapeFilter struct {
 	// has no literal).
 	all bool
 	// needs: otherwise, only the lines that meet one of these (none: no line).
-	needs []index.Need
+	needs []logscan.Need
 }
 
 // shapeMemo is one log's view of a shape's filter: the lines of a shape mostly put the same
@@ -84,7 +84,7 @@ func (m *shapeMemo) mayMatch(classes []uint64) bool {
 }
 
 // shapeFilter returns the filter of a shape, computed once per shape key for all logs.
-func (rs *RuleSet) shapeFilter(sh *index.Shape) *shapeFilter {
+func (rs *RuleSet) shapeFilter(sh *logscan.Shape) *shapeFilter {
 	if f, ok := rs.shapes.Load(sh.Key); ok {
 		return f.(*shapeFilter)
 	}
@@ -93,12 +93,12 @@ func (rs *RuleSet) shapeFilter(sh *index.Shape) *shapeFilter {
 	return f
 }
 
-func (rs *RuleSet) newShapeFilter(sh *index.Shape) *shapeFilter {
+func (rs *RuleSet) newShapeFilter(sh *logscan.Shape) *shapeFilter {
 	if len(rs.always) > 0 {
 		return &shapeFilter{all: true}
 	}
 	always := make([]bool, len(rs.lits))
-	needs := make([][]index.Need, len(rs.lits))
+	needs := make([][]logscan.Need, len(rs.lits))
 	possible := make([]uint8, len(rs.pats)) // the literal sets of each pattern a line could hold
 	fixed := make([]uint8, len(rs.pats))    // those every line holds
 	for id, lit := range rs.lits {
@@ -127,7 +127,7 @@ func (rs *RuleSet) newShapeFilter(sh *index.Shape) *shapeFilter {
 		for _, ps := range rs.litPats[id] {
 			if possible[ps.pat] == rs.pats[ps.pat].full {
 				for _, n := range nd {
-					f.needs = index.AddNeed(f.needs, n)
+					f.needs = logscan.AddNeed(f.needs, n)
 				}
 				break
 			}

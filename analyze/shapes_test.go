@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/internal/samplegen"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -26,10 +27,10 @@ func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []parse.LogStream, rs
 	scanners := make([]*logScanner, len(logs))
 	counts := make([][2]int, len(logs))
 	errs := make([]string, len(logs))
-	ix, _, err := index.Build(b, logs, index.BuildOptions{Visit: func(i int) func(*index.Scanned) {
+	ix, _, err := index.Build(t.Context(), b, logs, index.BuildOptions{Visit: func(i int) func(*logscan.Scanned) {
 		scanners[i] = newLogScanner(logs[i], rs)
 		sc := rs.NewScratch()
-		return func(l *index.Scanned) {
+		return func(l *logscan.Scanned) {
 			counts[i][1]++
 			if scanners[i].mayMatch(l) {
 				return
@@ -77,8 +78,7 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 	}
 
 	gen := filepath.Join(t.TempDir(), "gen")
-	out, err := exec.Command("go", "run", "../samples/internal/genbundle", "-o", gen, "-ranks", "2", "-size", "2MiB").CombinedOutput()
-	require.NoError(t, err, string(out))
+	require.NoError(t, samplegen.Generate(gen, 2, 2<<20, 1))
 	b, err := bundle.Open(t.Context(), gen, bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()

@@ -15,13 +15,14 @@ const maxTimelineEvents = 200
 
 // TimelineEntry is one moment of the job's life: a lifecycle change, an event or a finding.
 type TimelineEntry struct {
-	Time      time.Time `json:"time"`
-	Kind      string    `json:"kind"` // job, pod, container, event, finding
-	Pod       string    `json:"pod,omitempty"`
-	Container string    `json:"container,omitempty"`
-	Text      string    `json:"text"`
-	Severity  string    `json:"severity,omitempty"`
-	FindingID string    `json:"findingId,omitempty"`
+	Time time.Time
+	// Kind is job, pod, container, event or finding.
+	Kind           string
+	Pod, Container string
+	Text           string
+	// Severity and FindingID are set for a finding.
+	Severity  Severity
+	FindingID string
 }
 
 var kindOrder = map[string]int{"job": 0, "pod": 1, "container": 2, "event": 3, "finding": 4}
@@ -98,7 +99,7 @@ func (a *analyzer) timeline() {
 			continue
 		}
 		tl = append(tl, TimelineEntry{Time: *f.Time, Kind: "finding", Pod: f.Pod, Container: f.Container,
-			Text: f.Title, Severity: f.Severity.String(), FindingID: f.ID})
+			Text: f.Title, Severity: f.Severity, FindingID: f.ID})
 	}
 	sort.SliceStable(tl, func(i, j int) bool {
 		a, b := tl[i], tl[j]

@@ -1,5 +1,5 @@
 // Package bundle reads and describes coroner bundles: a directory or a gzip'd tar holding
-// manifest.json, resources/ and logs/ (see DESIGN.md). It uses only the standard library.
+// manifest.json, resources/ and logs/ (see docs/design.md). It uses only the standard library.
 package bundle
 
 import (

@@ -2,6 +2,7 @@ package index
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -119,8 +120,9 @@ func distinct[T cmp.Ordered](vs []T) []T {
 
 // writeBleve indexes the templates of every stream (but overflow ones, which search reads
 // line by line) into a new bleve index at dir. It uses bleve's offline builder: one segment
-// written once, with none of an online index's background persisting and merging.
-func writeBleve(dir string, streams []*Stream) error {
+// written once, with none of an online index's background persisting and merging. It stops
+// when ctx is done.
+func writeBleve(ctx context.Context, dir string, streams []*Stream) error {
 	im, err := indexMapping()
 	if err != nil {
 		return err
@@ -142,6 +144,10 @@ func writeBleve(dir string, streams []*Stream) error {
 		return fmt.Errorf("creating the bleve index: %w", err)
 	}
 	for i, g := range groups {
+		if i%1024 == 0 && ctx.Err() != nil {
+			bb.Close()
+			return fmt.Errorf("writing the bleve index: %w", ctx.Err())
+		}
 		if err := bb.Index(strconv.Itoa(i), docOf(streams, g)); err != nil {
 			bb.Close()
 			return err
@@ -154,9 +160,9 @@ func writeBleve(dir string, streams []*Stream) error {
 }
 
 // templatesMatching returns the templates whose bleve document matches q, with its score.
-func (ix *Index) templatesMatching(q query.Query) (map[*Template]float64, error) {
+func (ix *Index) templatesMatching(ctx context.Context, q query.Query) (map[*Template]float64, error) {
 	req := bleve.NewSearchRequestOptions(q, max(len(ix.groups), 1), 0, false)
-	res, err := ix.bleve.Search(req)
+	res, err := ix.bleve.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}

@@ -1,17 +1,16 @@
 package index
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -30,7 +29,7 @@ type BuildOptions struct {
 	Progress func(done, total int, bytes int64)
 	// Visit, when set, returns the visitor of log i: it sees every line of that log, from the
 	// goroutine scanning it, whether the index is built or comes from the cache.
-	Visit func(i int) func(*Scanned)
+	Visit func(i int) func(*logscan.Scanned)
 	// Log, when set, is told what happened to the cache (a damaged index rebuilt...).
 	Log func(format string, args ...any)
 }
@@ -39,7 +38,10 @@ type BuildOptions struct {
 // these log contents, coroner version and line limit; otherwise each log is read once, all
 // logs in parallel, and the index is built in the same pass (and stored in the cache). The
 // stats describe each log in the order of logs.
-func Build(b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index, []StreamStats, error) {
+//
+// When ctx is done Build stops reading, removes what it had written and returns ctx's error,
+// wrapped; the cache is left as it was.
+func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index, []logscan.Stats, error) {
 	maxLine := b.Limits.MaxLineBytes
 	if maxLine <= 0 || maxLine > maxLineLimit {
 		return nil, nil, fmt.Errorf("the line limit must be between 1 and %d bytes (got %d)", maxLineLimit, maxLine)
@@ -48,11 +50,20 @@ func Build(b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index,
 	var sigs []fileSig
 	if c := opts.Cache; c != nil {
 		sigs = statLogs(b.FS, logs) // before reading: a file changed meanwhile misses next time
-		if ix := c.lookup(b, logs, sigs, want, opts.Visit == nil, opts.Log); ix != nil {
+		ix, err := c.lookup(ctx, b, logs, sigs, want, opts.Visit == nil, opts.Log)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ix != nil {
 			if opts.Visit == nil {
 				return ix, statsOf(ix), nil
 			}
-			stats, _ := scanAll(b.FS, logs, maxLine, opts, nil)
+			stats, err := logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{MaxLine: maxLine, Workers: opts.Workers,
+				Visit: opts.Visit, Progress: opts.Progress})
+			if err != nil {
+				ix.Close()
+				return nil, nil, err
+			}
 			return ix, stats, nil
 		}
 	}
@@ -68,7 +79,7 @@ func Build(b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index,
 	if err != nil {
 		return nil, nil, fmt.Errorf("index directory: %w", err)
 	}
-	ix, stats, err := buildIn(dir, b, logs, want, opts)
+	ix, stats, err := buildIn(ctx, dir, b, logs, want, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
@@ -88,30 +99,53 @@ func Build(b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index,
 }
 
 // buildIn scans every log into dir and opens the result.
-func buildIn(dir string, b *bundle.Bundle, logs []parse.LogStream, want meta, opts BuildOptions) (*Index, []StreamStats, error) {
+func buildIn(ctx context.Context, dir string, b *bundle.Bundle, logs []parse.LogStream, want meta, opts BuildOptions) (*Index, []logscan.Stats, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "streams"), 0o755); err != nil {
 		return nil, nil, err
 	}
 	streams := make([]*Stream, len(logs))
 	errs := make([]error, len(logs))
-	stats, crcs := scanAll(b.FS, logs, want.MaxLine, opts, func(i int, st StreamStats, sb *streamBuilder) {
-		data := encodeStream(logs[i], st, sb)
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(streamFile(i))), data, 0o644); err != nil {
-			errs[i] = err
-			return
-		}
-		// bleve needs the templates, not the body: memory stays flat as the logs grow.
-		if streams[i], errs[i] = decodeStream(data, i); errs[i] == nil {
-			streams[i].dropBody()
-		}
+	builders := make([]*streamBuilder, len(logs))
+	stats, err := logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{
+		MaxLine: want.MaxLine, Workers: opts.Workers, Progress: opts.Progress,
+		Visit: func(i int) func(*logscan.Scanned) {
+			sb := newStreamBuilder()
+			builders[i] = sb
+			var visit func(*logscan.Scanned)
+			if opts.Visit != nil {
+				visit = opts.Visit(i)
+			}
+			if visit == nil {
+				return sb.add
+			}
+			return func(l *logscan.Scanned) {
+				sb.add(l)
+				visit(l)
+			}
+		},
+		Done: func(i int, st logscan.Stats) {
+			data := encodeStream(logs[i], st, builders[i])
+			builders[i] = nil
+			if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(streamFile(i))), data, 0o644); err != nil {
+				errs[i] = err
+				return
+			}
+			// bleve needs the templates, not the body: memory stays flat as the logs grow.
+			if streams[i], errs[i] = decodeStream(data, i); errs[i] == nil {
+				streams[i].dropBody()
+			}
+		},
 	})
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, err := range errs {
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	want.Key = contentKey(want, logs, stats, crcs)
-	if err := writeBleve(filepath.Join(dir, "bleve"), streams); err != nil {
+	want.Key = contentKey(want, logs, stats)
+	if err := writeBleve(ctx, filepath.Join(dir, "bleve"), streams); err != nil {
 		return nil, nil, err
 	}
 	if err := writeMeta(dir, want); err != nil {
@@ -121,60 +155,10 @@ func buildIn(dir string, b *bundle.Bundle, logs []parse.LogStream, want meta, op
 	return ix, stats, err
 }
 
-// scanAll scans the logs on the workers; done, when set, gets each log's template builder.
-func scanAll(fsys fs.FS, logs []parse.LogStream, maxLine int, opts BuildOptions, done func(int, StreamStats, *streamBuilder)) ([]StreamStats, []uint32) {
-	stats := make([]StreamStats, len(logs))
-	crcs := make([]uint32, len(logs))
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	finished := 0
-	var bytes int64
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				var sb *streamBuilder
-				var visit func(*Scanned)
-				if opts.Visit != nil {
-					visit = opts.Visit(i)
-				}
-				if done != nil || visit != nil {
-					// A visitor gets each line's shape even when the index exists: deciding
-					// what to do per shape saves it more than the templates cost.
-					sb = newStreamBuilder()
-				}
-				stats[i], crcs[i] = scanStream(fsys, logs[i], maxLine, sb, visit)
-				if done != nil {
-					done(i, stats[i], sb)
-				}
-				if opts.Progress != nil {
-					mu.Lock()
-					finished++
-					bytes += stats[i].Bytes
-					opts.Progress(finished, len(logs), bytes)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range logs {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	return stats, crcs
-}
-
-func statsOf(ix *Index) []StreamStats {
-	out := make([]StreamStats, len(ix.streams))
+func statsOf(ix *Index) []logscan.Stats {
+	out := make([]logscan.Stats, len(ix.streams))
 	for i, s := range ix.streams {
-		out[i] = StreamStats{Lines: s.Lines, Bytes: s.Bytes, LongLines: s.LongLines}
+		out[i] = logscan.Stats{Lines: s.Lines, Bytes: s.Bytes, LongLines: s.LongLines}
 		if s.First != 0 {
 			out[i].First, out[i].Last = time.Unix(0, s.First).UTC(), time.Unix(0, s.Last).UTC()
 		}
@@ -187,11 +171,11 @@ func statsOf(ix *Index) []StreamStats {
 // own read (a cryptographic hash of a 1 GiB bundle would cost more than the scan); it detects
 // changed logs, and search never trusts the index for a line's text: lines are read from the
 // bundle and verified.
-func contentKey(m meta, logs []parse.LogStream, stats []StreamStats, crcs []uint32) string {
+func contentKey(m meta, logs []parse.LogStream, stats []logscan.Stats) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "coroner-index %d\nversion %q\nmax-line %d\n", m.Format, m.Version, m.MaxLine)
 	for i, ls := range logs {
-		fmt.Fprintf(h, "%q %d %08x\n", ls.Path, stats[i].Bytes, crcs[i])
+		fmt.Fprintf(h, "%q %d %08x\n", ls.Path, stats[i].Bytes, stats[i].CRC)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -1,17 +1,18 @@
 package index
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -115,24 +116,27 @@ func (c *Cache) writeStat(e statEntry) error {
 
 // lookup returns the cached index of these logs, or nil. It finds the key from the stat
 // entry, or, when slowKey allows, by reading every log to checksum it (search does; analyze
-// reads the logs anyway and checks the cache after its scan).
-func (c *Cache) lookup(b *bundle.Bundle, logs []parse.LogStream, sigs []fileSig, want meta, slowKey bool, logf func(string, ...any)) *Index {
+// reads the logs anyway and checks the cache after its scan). Its only error is ctx's.
+func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, sigs []fileSig, want meta, slowKey bool, logf func(string, ...any)) (*Index, error) {
 	source := sourceID(b)
 	key := ""
 	if e := c.readStat(source); e != nil && e.Version == want.Version && e.MaxLine == want.MaxLine && sameSigs(e.Files, sigs) {
 		key = e.Key
 	} else if slowKey {
 		var err error
-		if key, err = keyByReading(b.FS, logs, want); err != nil {
-			return nil
+		if key, err = keyByReading(ctx, b.FS, logs, want); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("checksumming the logs: %w", ctx.Err())
+			}
+			return nil, nil
 		}
 	}
 	if key == "" || !validKey(key) {
-		return nil
+		return nil, nil
 	}
 	dir := filepath.Join(c.Dir, key)
 	if _, err := os.Stat(dir); err != nil {
-		return nil
+		return nil, nil
 	}
 	want.Key = key
 	ix, err := openDir(dir, b.FS, true, &want)
@@ -141,30 +145,23 @@ func (c *Cache) lookup(b *bundle.Bundle, logs []parse.LogStream, sigs []fileSig,
 			logf("the cached index %s is unusable (%v); rebuilding it", dir, err)
 		}
 		c.discard(dir)
-		return nil
+		return nil, nil
 	}
 	_ = c.writeStat(statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: sigs, Key: key})
-	return ix
+	return ix, nil
 }
 
 // keyByReading checksums every log, as the scan would.
-func keyByReading(fsys fs.FS, logs []parse.LogStream, want meta) (string, error) {
-	stats := make([]StreamStats, len(logs))
-	crcs := make([]uint32, len(logs))
+func keyByReading(ctx context.Context, fsys fs.FS, logs []parse.LogStream, want meta) (string, error) {
+	stats := make([]logscan.Stats, len(logs))
 	for i, ls := range logs {
-		f, err := fsys.Open(ls.Path)
+		n, crc, err := logscan.Checksum(ctx, fsys, ls.Path)
 		if err != nil {
 			return "", err
 		}
-		cr := &crcReader{r: f}
-		n, err := io.Copy(io.Discard, cr)
-		f.Close()
-		if err != nil {
-			return "", err
-		}
-		stats[i].Bytes, crcs[i] = n, cr.crc
+		stats[i].Bytes, stats[i].CRC = n, crc
 	}
-	return contentKey(want, logs, stats, crcs), nil
+	return contentKey(want, logs, stats), nil
 }
 
 func validKey(k string) bool {

@@ -25,14 +25,14 @@ func cachedBuild(t *testing.T, dir string, c *Cache, version string) (*Index, []
 	t.Cleanup(func() { b.Close() })
 	logs, _ := parse.LogStreams(b)
 	var msgs []string
-	ix, _, err := Build(b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, f) }})
+	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, f) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	return ix, msgs
 }
 
 func hitCount(t *testing.T, ix *Index, q string) int {
-	res, err := ix.Search(SearchOptions{Query: q})
+	res, err := ix.Search(t.Context(), SearchOptions{Query: q})
 	require.NoError(t, err)
 	return res.Lines
 }
@@ -132,6 +132,6 @@ func TestStreamChangedAfterOpen(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, data, 0o644))
 		}
 	}
-	_, err := again.Search(SearchOptions{Query: "NCCL AND timeout"})
+	_, err := again.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
 	require.ErrorContains(t, err, "no longer matches meta.json")
 }

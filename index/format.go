@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -80,7 +81,7 @@ type block struct {
 	ranges                  []slotRange
 }
 
-func encodeStream(ls parse.LogStream, st StreamStats, sb *streamBuilder) []byte {
+func encodeStream(ls parse.LogStream, st logscan.Stats, sb *streamBuilder) []byte {
 	b := []byte(streamMagic)
 	b = appendString(b, ls.Path)
 	b = appendString(b, ls.Namespace)
@@ -167,14 +168,14 @@ func (d *decoder) uvarint() uint64 {
 	return v
 }
 
-// number reads a slot number (see valueOf): its digit count, then its value.
+// number reads a slot number (see logscan.NumberValue): its digit count, then its value.
 func (d *decoder) number() uint64 {
 	n := d.byte()
 	v := d.uvarint()
-	if n == 0 || n > maxNumDigits || v >= 1<<59 {
+	if n == 0 || n > logscan.MaxNumDigits || v >= 1<<59 {
 		d.fail()
 	}
-	return uint64(n)<<59 | v
+	return logscan.NumberValue(int(n), v)
 }
 
 func (d *decoder) varint() int64 {

@@ -1,9 +1,10 @@
-// Package index scans a bundle's logs once and indexes every line: each line is cleaned and
-// timed, its variable words (numbers, hex, ids) are masked into a template, identical
-// templates of a stream are kept once with the compact list of their lines, and the template
-// texts go into a bleve index. Search finds templates in bleve, narrows them with per-block
-// summaries of their variable words, and reads back from the bundle only the lines it must
-// verify or show. Indexes are cached by the content of the logs (see Cache).
+// Package index makes a bundle's logs searchable. Build runs the single scan of the logs
+// (package logscan: each line cleaned, timed and given its shape) and records, for each shape
+// of each log, a template: the compact list of its lines, per-block summaries of its variable
+// words, and checkpoints to read lines back; the template texts go into a bleve index. Search
+// finds templates in bleve, narrows them with the block summaries, and reads back from the
+// bundle only the lines it must verify or show. Indexes are cached by the content of the logs
+// (see Cache), written under a temporary name and renamed when complete.
 package index
 
 import (
@@ -90,6 +91,9 @@ type metaFile struct {
 }
 
 func streamFile(i int) string { return fmt.Sprintf("streams/%06d.bin", i) }
+
+// castagnoli checksums the index's files.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // writeMeta lists and checksums every file of dir, and writes meta.json last: an index
 // directory without a meta.json that matches its files is never used.

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // The query language is bleve's query string syntax, read by coroner so that a query means
@@ -33,7 +35,7 @@ type notNode struct{ kid node }
 type wordNode struct {
 	word  string // folded
 	shape string
-	value slotValue
+	value logscan.Value
 	digit bool
 	run   []byte // the longest run of digits of a word with digits
 }
@@ -247,7 +249,7 @@ func termNode(t string) (node, error) {
 		}
 	}
 	if stem, ok := strings.CutSuffix(t, "*"); ok {
-		words := splitWords([]byte(stem))
+		words := logscan.Words([]byte(stem))
 		if len(words) != 1 || strings.ContainsAny(stem, "*?") || len(stem) != len(words[0]) {
 			return nil, fmt.Errorf("%q: a prefix must be one word followed by *", t)
 		}
@@ -261,7 +263,7 @@ func termNode(t string) (node, error) {
 
 // wordsNode is a word, or the phrase of the words of s.
 func wordsNode(s string) (node, error) {
-	words := splitWords([]byte(s))
+	words := logscan.Words([]byte(s))
 	if len(words) == 0 {
 		return nil, fmt.Errorf("%q holds no word to search for (use --regex for punctuation)", s)
 	}
@@ -277,9 +279,9 @@ func wordsNode(s string) (node, error) {
 
 func newWordNode(w string) *wordNode {
 	n := &wordNode{word: w, shape: w}
-	if hasDigit(w) {
+	if logscan.HasDigit(w) {
 		n.digit = true
-		n.shape, n.value = queryValue(w)
+		n.shape, n.value = logscan.ShapeValue(w)
 		for i := 0; i < len(w); {
 			j := i
 			for j < len(w) && w[j] >= '0' && w[j] <= '9' {

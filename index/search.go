@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/coroner-dev/coroner/internal/literal"
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // SearchOptions say what to look for and how to show it.
@@ -97,8 +101,17 @@ func (g *group) count() int {
 
 // Search finds the lines a query (or regex) matches. Every line a scan of the logs with the
 // same words would find is found, and nothing else: the index only decides which lines need
-// not be read, and every line it is unsure of is read back from the bundle and checked.
-func (ix *Index) Search(opts SearchOptions) (*Result, error) {
+// not be read, and every line it is unsure of is read back from the bundle and checked. When
+// ctx is done it stops and returns ctx's error, wrapped.
+func (ix *Index) Search(ctx context.Context, opts SearchOptions) (*Result, error) {
+	res, err := ix.search(ctx, opts)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("searching the logs: %w", ctx.Err())
+	}
+	return res, err
+}
+
+func (ix *Index) search(ctx context.Context, opts SearchOptions) (*Result, error) {
 	var m matcher
 	var err error
 	switch {
@@ -107,7 +120,7 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 	case opts.Regex != "":
 		m, err = ix.regexMatcher(opts.Regex)
 	case strings.TrimSpace(opts.Query) != "":
-		m, err = ix.queryMatcher(opts.Query)
+		m, err = ix.queryMatcher(ctx, opts.Query)
 	default:
 		return nil, &QueryError{errors.New("nothing to search for")}
 	}
@@ -134,6 +147,9 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 
 	var groups []*group
 	for si, s := range ix.streams {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if !globsMatch(opts.Pods, s.Pod) || !globsMatch(opts.Containers, s.Container) {
 			continue
 		}
@@ -196,7 +212,7 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 				nums[i] = c.line
 			}
 			k := 0
-			err := ix.readLines(s, nums, func(n int, ts int64, text []byte) error {
+			err := ix.readLines(ctx, s, nums, func(n int, ts int64, text []byte) error {
 				for k < len(verify) && verify[k].line < n {
 					k++
 				}
@@ -219,7 +235,7 @@ func (ix *Index) Search(opts SearchOptions) (*Result, error) {
 			}
 		}
 	}
-	return ix.hits(groups, opts)
+	return ix.hits(ctx, groups, opts)
 }
 
 func globsMatch(globs []string, name string) bool {
@@ -235,7 +251,7 @@ func globsMatch(globs []string, name string) bool {
 }
 
 // hits turns matching groups into hits: their lines read back, sorted by time, limited.
-func (ix *Index) hits(groups []*group, opts SearchOptions) (*Result, error) {
+func (ix *Index) hits(ctx context.Context, groups []*group, opts SearchOptions) (*Result, error) {
 	res := &Result{Hits: []Hit{}}
 	// Which lines of each log to read.
 	type entry struct {
@@ -300,7 +316,7 @@ func (ix *Index) hits(groups []*group, opts SearchOptions) (*Result, error) {
 	got := map[[2]int]read{}
 	for si, lines := range want {
 		sort.Ints(lines)
-		err := ix.readLines(ix.streams[si], lines, func(n int, ts int64, text []byte) error {
+		err := ix.readLines(ctx, ix.streams[si], lines, func(n int, ts int64, text []byte) error {
 			got[[2]int{si, n}] = read{ts, string(text)}
 			return nil
 		})
@@ -385,7 +401,7 @@ type queryMatch struct {
 	leafTmpl map[node]tri
 }
 
-func (ix *Index) queryMatcher(q string) (*queryMatch, error) {
+func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error) {
 	root, err := parseQuery(q)
 	if err != nil {
 		return nil, &QueryError{err}
@@ -409,7 +425,7 @@ func (ix *Index) queryMatcher(q string) (*queryMatch, error) {
 		case *fieldNode:
 			bq = fieldQuery(n)
 		}
-		set, err := ix.templatesMatching(bq)
+		set, err := ix.templatesMatching(ctx, bq)
 		if err != nil {
 			return nil, err
 		}
@@ -472,7 +488,7 @@ func (m *queryMatch) leafTemplate(l node, s *Stream, t *Template) tri {
 	case *prefixNode:
 		// Without digits, a shape starting with the prefix means every word there does (digits
 		// only replace digits); with digits, any variable word may.
-		digits := hasDigit(n.prefix)
+		digits := logscan.HasDigit(n.prefix)
 		if in && !digits {
 			return yes
 		}
@@ -515,7 +531,7 @@ func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
 				}
 			}
 		case *prefixNode:
-			if hasDigit(n.prefix) {
+			if logscan.HasDigit(n.prefix) {
 				return maybe
 			}
 			for _, tok := range t.toks() {
@@ -566,7 +582,7 @@ func (m *queryMatch) line(s *Stream, t *Template, text []byte) bool {
 	if quick != maybe {
 		return quick == yes
 	}
-	return matchLine(m.root, splitWords(text), s, t)
+	return matchLine(m.root, logscan.Words(text), s, t)
 }
 
 // regexMatch runs a regular expression on the lines of the templates that could hold a
@@ -582,14 +598,14 @@ func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
 	if err != nil {
 		return nil, &QueryError{fmt.Errorf("--regex: %v", err)}
 	}
-	return &regexMatch{re: re, sets: RequiredLiterals(expr)}, nil
+	return &regexMatch{re: re, sets: literal.Required(expr)}, nil
 }
 
 func (m *regexMatch) template(s *Stream, t *Template) tri {
 	if t.Overflow {
 		return maybe
 	}
-	consts := asciiLower(t.key)
+	consts := literal.Lower(t.key)
 	var slots uint64
 	for _, mk := range t.masks {
 		slots |= mk
@@ -597,7 +613,7 @@ func (m *regexMatch) template(s *Stream, t *Template) tri {
 	for _, set := range m.sets {
 		found := false
 		for _, lit := range set {
-			if strings.Contains(consts, lit) || charMask([]byte(lit))&slots != 0 {
+			if strings.Contains(consts, lit) || logscan.Classes([]byte(lit))&slots != 0 {
 				found = true
 				break
 			}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -16,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/samplegen"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -51,7 +52,7 @@ func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
 			} else if lt, ok := parse.LeadingTime(line); ok {
 				last = lt.UnixNano()
 			}
-			clean := string(Clean(nil, text))
+			clean := string(logscan.Clean(nil, text))
 			var words []string
 			for _, w := range wordRE.FindAllString(clean, -1) {
 				words = append(words, strings.ToLower(w))
@@ -139,7 +140,7 @@ func not(p pred) pred { return func(l *bfLine) bool { return !p(l) } }
 func searchSet(t *testing.T, ix *Index, opts SearchOptions) []string {
 	t.Helper()
 	opts.All, opts.Limit = true, 1<<30
-	res, err := ix.Search(opts)
+	res, err := ix.Search(t.Context(), opts)
 	require.NoError(t, err, "%+v", opts)
 	var got []string
 	for _, h := range res.Hits {
@@ -168,7 +169,7 @@ func buildIndex(t *testing.T, dir string) (*bundle.Bundle, *Index) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	logs, _ := parse.LogStreams(b)
-	ix, _, err := Build(b, logs, BuildOptions{Version: "test"})
+	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	return b, ix
@@ -252,9 +253,11 @@ func TestSearchEqualsBruteForceOnSamples(t *testing.T) {
 // training bundle, whose step lines make large templates: numbers, phrases with numbers,
 // pods, and time windows.
 func TestSearchEqualsBruteForceOnGeneratedBundle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 2 MiB generated bundle searched word by word; skipped with -short")
+	}
 	dir := filepath.Join(t.TempDir(), "gen")
-	out, err := exec.Command("go", "run", "../samples/internal/genbundle", "-o", dir, "-ranks", "2", "-size", "2MiB").CombinedOutput()
-	require.NoError(t, err, string(out))
+	require.NoError(t, samplegen.Generate(dir, 2, 2<<20, 1))
 	b, ix := buildIndex(t, dir)
 	lines := bruteLines(t, b)
 	checkWords(t, ix, lines, 40)
@@ -282,7 +285,7 @@ func TestSearchEqualsBruteForceOnGeneratedBundle(t *testing.T) {
 
 	// A query that hits a repetitive line gives one hit per log with the count and the span,
 	// sorted by time across logs.
-	res, err := ix.Search(SearchOptions{Query: "grad_norm", Context: 1})
+	res, err := ix.Search(t.Context(), SearchOptions{Query: "grad_norm", Context: 1})
 	require.NoError(t, err)
 	require.Len(t, res.Hits, 2, "one hit per log")
 	total := 0

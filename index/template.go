@@ -3,6 +3,8 @@ package index
 import (
 	"encoding/binary"
 	"strings"
+
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 const (
@@ -17,11 +19,6 @@ const (
 	// number would read every one of them, each from its own checkpoint).
 	blockSpan = 1024
 	minBlock  = 8
-	// maxTemplates bounds one stream's templates; lines of further shapes go to an overflow
-	// template that search always verifies line by line.
-	maxTemplates = 20_000
-	// maxKeyBytes bounds a template's text; longer lines share the overflow template too.
-	maxKeyBytes = 4096
 )
 
 type checkpoint struct {
@@ -40,43 +37,23 @@ type slotRange struct {
 func (r *slotRange) addStr(str []byte) {
 	if !r.hasStr {
 		r.hasStr = true
-		r.strMin, r.strMax = fold(r.strMin[:0], str), fold(r.strMax[:0], str)
+		r.strMin, r.strMax = logscan.Fold(r.strMin[:0], str), logscan.Fold(r.strMax[:0], str)
 		return
 	}
-	switch c := cmpFold(r.strMin, str); {
+	switch c := logscan.CompareFolded(r.strMin, str); {
 	case c > 0:
-		r.strMin = fold(r.strMin[:0], str)
-	case c < 0 && cmpFold(r.strMax, str) < 0:
-		r.strMax = fold(r.strMax[:0], str)
+		r.strMin = logscan.Fold(r.strMin[:0], str)
+	case c < 0 && logscan.CompareFolded(r.strMax, str) < 0:
+		r.strMax = logscan.Fold(r.strMax[:0], str)
 	}
-}
-
-// lineVal is a variable word's value in the line being scanned: num is its slotValue number
-// when it is one, else 0 and the value is the string at [s, e) of the line. It holds no
-// pointer, so the scan's per-word writes cost the garbage collector nothing.
-type lineVal struct {
-	num  uint64
-	s, e int32
-}
-
-// numValue returns the slotValue number of a word of n digits (n <= maxNumDigits) worth v.
-func numValue(n int, v uint64) uint64 { return uint64(n)<<59 | v }
-
-// lineValOf returns the value of text[s:e].
-func lineValOf(text []byte, s, e int) lineVal {
-	v := valueOf(text[s:e])
-	if v.numeric {
-		return lineVal{num: v.num}
-	}
-	return lineVal{s: int32(s), e: int32(e)}
 }
 
 // mayHold reports whether a value could be in the range.
-func (r *slotRange) mayHold(v slotValue) bool {
-	if v.numeric {
-		return r.hasNum && v.num >= r.numMin && v.num <= r.numMax
+func (r *slotRange) mayHold(v logscan.Value) bool {
+	if v.Numeric {
+		return r.hasNum && v.Num >= r.numMin && v.Num <= r.numMax
 	}
-	return r.hasStr && cmpFold(r.strMin, v.str) <= 0 && cmpFold(r.strMax, v.str) >= 0
+	return r.hasStr && logscan.CompareFolded(r.strMin, v.Str) <= 0 && logscan.CompareFolded(r.strMax, v.Str) >= 0
 }
 
 // mayStartWith reports whether a string value with that prefix could be in the range.
@@ -97,9 +74,6 @@ type tmplBuilder struct {
 	first, last         int64
 	firstLine, lastLine int
 	overflow            bool
-	shape               *Shape
-	ascii               bool // the key is ASCII: lines can be matched against it (see match)
-	prog                partProg
 	masks               []uint64
 	// lines are the line numbers as runs of consecutive lines, each two uvarints: the gap
 	// from the last line of the run before (from 0 for the first), and how many lines follow
@@ -118,7 +92,7 @@ type tmplBuilder struct {
 	ranges                         []slotRange
 }
 
-func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text []byte) {
+func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, text []byte) {
 	if t.blockN == blockSize || (t.blockN >= minBlock && n-t.blockFirst >= blockSpan) {
 		t.flushBlock()
 	}
@@ -158,19 +132,19 @@ func (t *tmplBuilder) add(n int, ts int64, vals []lineVal, masks []uint64, text 
 	ranges := t.ranges[:len(vals)]
 	tmasks := t.masks[:len(vals)]
 	for i, v := range vals {
-		// A value joins its range: a number (see lineVal), else the string text[v.s:v.e].
+		// A value joins its range: a number (see logscan.Var), else the string text[v.Start:v.End].
 		// Written out here rather than as a method, which would not be inlined: this runs for
 		// every variable word of the logs.
 		r := &ranges[i]
 		switch {
-		case v.num == 0:
-			r.addStr(text[v.s:v.e])
+		case v.Num == 0:
+			r.addStr(text[v.Start:v.End])
 		case !r.hasNum:
-			r.hasNum, r.numMin, r.numMax = true, v.num, v.num
-		case v.num < r.numMin:
-			r.numMin = v.num
-		case v.num > r.numMax:
-			r.numMax = v.num
+			r.hasNum, r.numMin, r.numMax = true, v.Num, v.Num
+		case v.Num < r.numMin:
+			r.numMin = v.Num
+		case v.Num > r.numMax:
+			r.numMax = v.Num
 		}
 		tmasks[i] |= masks[i]
 	}
@@ -214,7 +188,7 @@ func (t *tmplBuilder) flushBlock() {
 		}
 		b = append(b, flags)
 		if r.hasNum {
-			// A number's digit count and value apart (see valueOf); the maximum as the
+			// A number's digit count and value apart (see logscan.NumberValue); the maximum as the
 			// difference from the minimum when both have as many digits.
 			const lenShift, valMask = 59, 1<<59 - 1
 			b = append(b, byte(r.numMin>>lenShift))
@@ -246,233 +220,52 @@ func appendBytes(b, s []byte) []byte {
 	return append(b, s...)
 }
 
-// streamBuilder turns one stream's lines into templates: variable words masked, identical
-// shapes deduplicated, each with the compact list of its lines.
+// streamBuilder records one stream's lines as the scan hands them over: a template for each
+// of the log's shapes (and one for the lines without a shape), each with the compact list of
+// its lines and the summaries of its blocks, and the checkpoints of the log.
 type streamBuilder struct {
-	byKey       map[string]*tmplBuilder
-	templates   []*tmplBuilder
+	templates   []*tmplBuilder // in order of first appearance
+	byShape     []*tmplBuilder // by logscan.Shape ID
 	overflow    *tmplBuilder
 	checkpoints []checkpoint
-	rank        int
-	// recent holds the last two templates (of ASCII text) seen, tried first on a new line.
-	recent [2]*tmplBuilder
-	// per-line scratch
-	cur   *tmplBuilder // the line's template when match found it
-	key   []byte
-	vals  []lineVal
-	masks []uint64
+	// rank is the stream's first torchrun rank prefix: that of its first template.
+	rank int
 }
 
-func newStreamBuilder() *streamBuilder {
-	return &streamBuilder{byKey: map[string]*tmplBuilder{}, rank: -1}
-}
+func newStreamBuilder() *streamBuilder { return &streamBuilder{rank: -1} }
 
-// line tokenizes a line, cleaning it first when it must (into *clean), and returns the text
-// to record. A line is first matched against the templates of the lines before it, which
-// reads its variable words without building its key; else it is tokenized.
-func (b *streamBuilder) line(text []byte, clean *[]byte) []byte {
-	for _, t := range b.recent {
-		if t != nil && b.match(t, text) {
-			b.cur = t
-			return text
-		}
+// add records a scanned line.
+func (b *streamBuilder) add(l *logscan.Scanned) {
+	if (l.Number-1)%checkpointEvery == 0 {
+		b.checkpoints = append(b.checkpoints, checkpoint{off: l.Offset, time: l.Before})
 	}
-	b.cur = nil
-	if b.tokenize(text) {
-		*clean = Clean((*clean)[:0], text)
-		text = *clean
-		b.tokenize(text)
-	}
-	return text
-}
-
-// add records the line line() returned and returns its template.
-func (b *streamBuilder) add(n int, off, before, ts int64, text []byte) *tmplBuilder {
-	if (n-1)%checkpointEvery == 0 {
-		b.checkpoints = append(b.checkpoints, checkpoint{off: off, time: before})
-	}
-	t := b.cur
-	if t == nil {
-		if t = b.byKey[string(b.key)]; t == nil {
-			t = b.newTemplate(text)
-		}
-	}
-	if t != b.recent[0] && t.shape != nil && t.ascii {
-		b.recent[0], b.recent[1] = t, b.recent[0]
-	}
-	t.add(n, ts, b.vals, b.masks, text)
-	return t
-}
-
-// match reads text as a line of template t: the same constant parts, and in between variable
-// words of the same kinds. It is exact: it succeeds only when tokenize would give t's key,
-// which holds for templates of ASCII text whose lines need no cleaning: the parts are compared
-// byte for byte, a word of digits ends where the next part starts with a non-digit (as it did
-// in the line that made the template), a whole word is read to its end and must still be
-// shaped as one, and any byte that cleaning could change fails the match.
-func (b *streamBuilder) match(t *tmplBuilder, text []byte) bool {
-	parts, kinds := t.shape.Parts, t.shape.Vars
-	if !t.prog.partAt(0, parts[0], text, 0) {
-		return false
-	}
-	pos := len(parts[0])
-	vals, masks := grow(b.vals, len(kinds)), grow(b.masks, len(kinds))
-	for v, kind := range kinds {
-		start := pos
-		var num uint64
-		for pos < len(text) && text[pos]-'0' <= 9 {
-			num = num*10 + uint64(text[pos]-'0')
-			pos++
-		}
-		switch {
-		case pos == start && kind == slotRun:
-			return false
-		case kind == slotRun || pos < len(text) && class[text[pos]]&cWord == 0 || pos == len(text):
-			// A digit run, or a whole word of digits: a number.
-			if pos == start {
-				return false
-			}
-			if pos-start <= maxNumDigits {
-				vals[v] = lineVal{num: numValue(pos-start, num)}
-			} else {
-				vals[v] = lineVal{s: int32(start), e: int32(pos)}
-			}
-			masks[v] = maskDigit
-		default:
-			// A whole word with more than digits: read to its end.
-			var seen uint8
-			for pos < len(text) {
-				c := class[text[pos]]
-				if c&cWord == 0 {
-					break
-				}
-				seen |= c
-				pos++
-			}
-			w := text[start:pos]
-			if seen&cSpecial != 0 {
-				return false
-			}
-			if kind, _, _ := wordShape(w); kind != slotWhole {
-				return false
-			}
-			vals[v] = lineVal{s: int32(start), e: int32(pos)}
-			masks[v] = charMask(w)
-		}
-		p := parts[v+1]
-		if !t.prog.partAt(v+1, p, text, pos) {
-			return false
-		}
-		pos += len(p)
-	}
-	if pos != len(text) {
-		return false
-	}
-	b.vals, b.masks = vals, masks
-	return true
-}
-
-// grow returns s resized to n elements, reusing its array when it can.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
-}
-
-// partProg holds each constant part of a template of up to 8 bytes as a word and a mask,
-// so that match compares it with one load instead of a call.
-type partProg struct {
-	words, masks []uint64
-}
-
-func newPartProg(parts []string) partProg {
-	p := partProg{words: make([]uint64, len(parts)), masks: make([]uint64, len(parts))}
-	for i, s := range parts {
-		if len(s) <= 8 {
-			for k := len(s) - 1; k >= 0; k-- {
-				p.words[i] = p.words[i]<<8 | uint64(s[k])
-				p.masks[i] = p.masks[i]<<8 | 0xff
-			}
-		}
-	}
-	return p
-}
-
-// partAt reports whether part i, s, is at text[pos:].
-func (p *partProg) partAt(i int, s string, text []byte, pos int) bool {
-	if len(s) <= 8 && pos+8 <= len(text) {
-		return (binary.LittleEndian.Uint64(text[pos:])^p.words[i])&p.masks[i] == 0
-	}
-	return len(text)-pos >= len(s) && string(text[pos:pos+len(s)]) == s
-}
-
-// tokenize masks the variable words of text into b.key, collecting their values. The key
-// keeps every other byte; a slot is the byte 0 (which cleaned text never holds) and its kind.
-// It reports whether text holds a byte that cleaning could change (the caller then cleans and
-// tokenizes again): the scan looks at every byte once for both.
-func (b *streamBuilder) tokenize(text []byte) (special bool) {
-	key, vals, masks := b.key[:0], b.vals[:0], b.masks[:0]
-	var seen uint8
-	constStart := 0
-	for i := 0; i < len(text); {
-		c := class[text[i]]
-		seen |= c
-		if c&cWord == 0 {
-			i++
-			continue
-		}
-		j, digits := i+1, c&cDigit
-		for ; j < len(text); j++ {
-			c = class[text[j]]
-			if c&cWord == 0 {
-				break
-			}
-			digits |= c
-		}
-		seen |= digits
-		if digits&cDigit != 0 {
-			kind, s, e := wordShape(text[i:j])
-			s, e = i+s, i+e
-			key = append(key, text[constStart:s]...)
-			key = append(key, 0, kind)
-			constStart = e
-			v := text[s:e]
-			vals = append(vals, lineValOf(text, s, e))
-			if kind == slotRun {
-				masks = append(masks, maskDigit)
-			} else {
-				masks = append(masks, charMask(v))
-			}
-		}
-		i = j
-	}
-	key = append(key, text[constStart:]...)
-	b.key, b.vals, b.masks = key, vals, masks
-	return seen&cSpecial != 0
-}
-
-func (b *streamBuilder) newTemplate(text []byte) *tmplBuilder {
-	if len(b.templates) >= maxTemplates || len(b.key) > maxKeyBytes {
+	var t *tmplBuilder
+	switch sh := l.Shape; {
+	case sh == nil:
 		if b.overflow == nil {
 			b.overflow = &tmplBuilder{overflow: true, rank: -1}
 			b.templates = append(b.templates, b.overflow)
 		}
-		return b.overflow
+		t = b.overflow
+	case sh.ID < len(b.byShape):
+		t = b.byShape[sh.ID]
+	default:
+		t = b.newTemplate(sh, l.Text)
 	}
-	words := splitWords(text[:min(len(text), 256)])
+	t.add(l.Number, l.Time, l.Vars, l.VarClasses, l.Text)
+}
+
+// newTemplate starts the template of a shape first seen in line text.
+func (b *streamBuilder) newTemplate(sh *logscan.Shape, text []byte) *tmplBuilder {
+	words := logscan.Words(text[:min(len(text), 256)])
 	t := &tmplBuilder{
-		key: string(b.key), level: levelOf(words), rank: rankOf(text),
-		masks: make([]uint64, len(b.vals)), ranges: make([]slotRange, len(b.vals)),
-	}
-	t.shape = newShape(len(b.templates), t.key)
-	if t.ascii = isASCII(t.key); t.ascii {
-		t.prog = newPartProg(t.shape.Parts)
+		key: sh.Key, level: levelOf(words), rank: rankOf(text),
+		masks: make([]uint64, len(sh.Vars)), ranges: make([]slotRange, len(sh.Vars)),
 	}
 	if b.rank < 0 {
 		b.rank = t.rank
 	}
-	b.byKey[t.key] = t
+	b.byShape = append(b.byShape, t)
 	b.templates = append(b.templates, t)
 	return t
 }
@@ -530,8 +323,8 @@ func allDigits(s string) bool {
 // Token kinds of a template's words.
 const (
 	tokConst = 0
-	tokWhole = slotWhole
-	tokRun   = slotRun
+	tokWhole = logscan.VarWord
+	tokRun   = logscan.VarDigits
 )
 
 type token struct {
@@ -560,12 +353,12 @@ func tokensOf(key string) []token {
 			slot++
 			i += 2
 			continue
-		case isWordByte(c):
+		case logscan.IsWordByte(c):
 			j := i
-			for j < len(key) && isWordByte(key[j]) {
+			for j < len(key) && logscan.IsWordByte(key[j]) {
 				j++
 			}
-			cur = fold(cur, []byte(key[i:j]))
+			cur = logscan.Fold(cur, []byte(key[i:j]))
 			i = j
 			continue
 		}

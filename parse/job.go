@@ -54,6 +54,26 @@ type RuntimeRef struct {
 	Kind   string
 	Name   string
 	Object *unstructured.Unstructured // nil when the bundle does not hold it
+	// DeprecatedBy is what marks the runtime deprecated ("label key: value"), or "".
+	DeprecatedBy string
+}
+
+// Family is the family of job kinds one adapter reads, and what analysis must know about
+// it: analysis reads these quirks, never the family's name.
+type Family struct {
+	// Name is "kubeflow" (training-operator v1 jobs), "trainer" (TrainJob), "t9k", "batch",
+	// "pod", "generic" (any other resource), "pods" (pods without a job object) or "logs"
+	// (plain logs).
+	Name string
+	// LogDecides names the role whose log, not its status, says whether training succeeded;
+	// "" when the job's status can be trusted (then errors of a job that succeeded were
+	// recovered from). T9k's launcher runs the training script and succeeds even when
+	// training failed.
+	LogDecides string
+	// ReportMissingRoles: a role with pods expected and none in the bundle is a finding. T9k
+	// deletes workers when the job ends (runPolicy.cleanUpWorkers), so the launcher's log may
+	// be the only witness left.
+	ReportMissingRoles bool
 }
 
 // Job is the kind-agnostic job model.
@@ -69,9 +89,8 @@ type Job struct {
 	Phase      Phase
 	Conditions []Condition
 	Replicas   []*Replica
-	// Adapter names how the job was read: "kubeflow", "trainer", "t9k", "batch", "pod",
-	// "generic", or "logs" for plain logs.
-	Adapter string
+	// Family says how the job was read and what its kind makes special.
+	Family Family
 	// Runtime is set for TrainJobs.
 	Runtime *RuntimeRef
 	// Related holds the objects the job stands on or created (runtimes, JobSets, Jobs,

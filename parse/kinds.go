@@ -10,23 +10,24 @@ import (
 
 // adapter reads one family of job kinds.
 type adapter struct {
-	name  string
-	match func(u *unstructured.Unstructured) bool
-	read  func(m *Model, j *Job)
+	family Family
+	match  func(u *unstructured.Unstructured) bool
+	read   func(m *Model, j *Job)
 }
 
 // adapters are tried in order; generic matches anything.
 var adapters = []adapter{
-	{"kubeflow", isKubeflowV1, readKubeflowV1},
-	{"trainer", func(u *unstructured.Unstructured) bool {
+	{Family{Name: "kubeflow"}, isKubeflowV1, readKubeflowV1},
+	{Family{Name: "trainer"}, func(u *unstructured.Unstructured) bool {
 		return groupOf(u.GetAPIVersion()) == "trainer.kubeflow.org" && u.GetKind() == "TrainJob"
 	}, readTrainJob},
-	{"t9k", func(u *unstructured.Unstructured) bool { return groupOf(u.GetAPIVersion()) == "batch.tensorstack.dev" }, readT9k},
-	{"batch", func(u *unstructured.Unstructured) bool {
+	{Family{Name: "t9k", LogDecides: "launcher", ReportMissingRoles: true},
+		func(u *unstructured.Unstructured) bool { return groupOf(u.GetAPIVersion()) == "batch.tensorstack.dev" }, readT9k},
+	{Family{Name: "batch"}, func(u *unstructured.Unstructured) bool {
 		return groupOf(u.GetAPIVersion()) == "batch" && u.GetKind() == "Job"
 	}, readBatchJob},
-	{"pod", func(u *unstructured.Unstructured) bool { return u.GetAPIVersion() == "v1" && u.GetKind() == "Pod" }, readBarePod},
-	{"generic", func(*unstructured.Unstructured) bool { return true }, readGeneric},
+	{Family{Name: "pod"}, func(u *unstructured.Unstructured) bool { return u.GetAPIVersion() == "v1" && u.GetKind() == "Pod" }, readBarePod},
+	{Family{Name: "generic"}, func(*unstructured.Unstructured) bool { return true }, readGeneric},
 }
 
 // supportKinds are kinds that a job stands on and that are never the job itself.
@@ -59,7 +60,7 @@ func findJob(m *Model) *Job {
 	}
 	for _, a := range adapters {
 		if a.match(target) {
-			j.Adapter = a.name
+			j.Family = a.family
 			a.read(m, j)
 			break
 		}
@@ -110,7 +111,7 @@ func guessTarget(m *Model) *unstructured.Unstructured {
 
 // podsOnlyJob is the unnamed job of a bundle with no job object: plain logs, or pods only.
 func podsOnlyJob(m *Model) *Job {
-	j := &Job{Kind: "Job", Name: "", Phase: PhaseUnknown, Adapter: "logs"}
+	j := &Job{Kind: "Job", Name: "", Phase: PhaseUnknown, Family: Family{Name: "logs"}}
 	if m.Bundle.Plain {
 		j.Kind = "Logs"
 	}
@@ -118,7 +119,7 @@ func podsOnlyJob(m *Model) *Job {
 	r.Pods = append(r.Pods, m.Pods...)
 	r.countPods()
 	if len(r.Pods) > 0 {
-		j.Adapter = "pods"
+		j.Family = Family{Name: "pods"}
 		j.Replicas = []*Replica{r}
 	}
 	return j
@@ -346,7 +347,11 @@ func phaseFromConditions(conds []Condition) Phase {
 
 // --- Kubeflow Trainer v2: TrainJob -> (Cluster)TrainingRuntime, JobSet, Jobs, pods.
 
-const ancestorStepLabel = "trainer.kubeflow.org/trainjob-ancestor-step"
+const (
+	ancestorStepLabel = "trainer.kubeflow.org/trainjob-ancestor-step"
+	// supportLabel on a runtime says "deprecated" when the runtime is on its way out.
+	supportLabel = "trainer.kubeflow.org/support"
+)
 
 func readTrainJob(m *Model, j *Job) {
 	o := j.Object.Object
@@ -363,6 +368,9 @@ func readTrainJob(m *Model, j *Job) {
 	j.Runtime = ref
 	if ref.Object != nil {
 		j.Related = append(j.Related, ref.Object)
+		if ref.Object.GetLabels()[supportLabel] == "deprecated" {
+			ref.DeprecatedBy = "label " + supportLabel + ": deprecated"
+		}
 	}
 	j.Related = append(j.Related, ownedObjects(m, j.UID)...)
 	for _, o := range m.Objects {

@@ -1,5 +1,8 @@
 // Package parse turns the files of a bundle into a typed model: the job (kind-agnostic),
-// its pods, events and nodes as upstream Kubernetes types, and its log streams.
+// its pods, events and nodes as upstream Kubernetes types, and its log streams. One adapter
+// reads each family of job kinds; the job's Family says which, with the quirks analysis must
+// know (whose log decides success, whether missing roles are worth reporting), so that no
+// later step compares kind or adapter names.
 package parse
 
 import (

@@ -37,7 +37,7 @@ func TestGenericCustomResource(t *testing.T) {
 	})
 	j := m.Job
 	require.Equal(t, "FancyJob", j.Kind)
-	require.Equal(t, "generic", j.Adapter)
+	require.Equal(t, "generic", j.Family.Name)
 	require.Equal(t, PhaseFailed, j.Phase)
 	require.Len(t, j.Replicas, 1)
 	require.Len(t, j.Replicas[0].Pods, 1)
@@ -55,7 +55,7 @@ func TestKubeflowReplicasFromStatusWhenPodsAreGone(t *testing.T) {
 			"status:\n  conditions: [{type: Succeeded, status: \"True\"}]\n  replicaStatuses:\n    Worker: {succeeded: 4}\n    Chief: {succeeded: 1}\n")},
 	})
 	j := m.Job
-	require.Equal(t, "kubeflow", j.Adapter)
+	require.Equal(t, "kubeflow", j.Family.Name)
 	require.Equal(t, PhaseSucceeded, j.Phase)
 	require.Equal(t, "Chief", j.Replicas[0].Role, "the coordinating role comes first")
 	require.Equal(t, 4, j.Replicas[1].Expected)

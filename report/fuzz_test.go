@@ -19,14 +19,14 @@ import (
 func hostileReport(a, b, c string) *Report {
 	t := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
 	n := 2
-	ev := analyze.Evidence{Source: "log", File: "logs/ml/" + a + "/" + b + ".log", Line: 7, Time: &t, Text: c,
-		Before: []analyze.ContextLine{{Line: 6, Text: a}}, After: []analyze.ContextLine{{Line: 8, Text: b}}}
-	f := &analyze.Finding{ID: "f1", RuleID: "cuda-oom/torch-alloc", Category: "cuda-oom", Severity: analyze.SeverityError,
+	ev := Evidence{Source: "log", File: "logs/ml/" + a + "/" + b + ".log", Line: 7, Time: &t, Text: c,
+		Before: []ContextLine{{Line: 6, Text: a}}, After: []ContextLine{{Line: 8, Text: b}}}
+	f := &Finding{ID: "f1", RuleID: "cuda-oom/torch-alloc", Category: "cuda-oom", Severity: analyze.SeverityError,
 		Layer: "execution", Title: "CUDA out of memory: " + a, Fault: "user", Retry: "permanent", Pod: a, Container: b,
-		Time: &t, Count: 3, Evidence: []analyze.Evidence{ev}}
-	g := &analyze.Finding{ID: "f2", RuleID: "control/pod-failed", Category: "unknown", Severity: analyze.SeverityWarning,
+		Time: &t, Count: 3, Evidence: []Evidence{ev}}
+	g := &Finding{ID: "f2", RuleID: "control/pod-failed", Category: "unknown", Severity: analyze.SeverityWarning,
 		Layer: "control", Title: b, Fault: "unknown", Retry: "transient", Pod: c, SecondaryOf: "f1", Count: 1,
-		Evidence: []analyze.Evidence{{Source: "event", Object: "Pod ml/" + c, Text: a}}}
+		Evidence: []Evidence{{Source: "event", Object: "Pod ml/" + c, Text: a}}}
 	return &Report{
 		FormatVersion: FormatVersion, CoronerVersion: "test",
 		Bundle: BundleInfo{Name: a + ".tar.gz", ServerVersion: b, CollectedAt: &t,
@@ -34,12 +34,12 @@ func hostileReport(a, b, c string) *Report {
 		Job: Job{Kind: "PyTorchJob", Namespace: a, Name: b, Status: c, Conditions: []Condition{{Type: "Failed", Status: "True", Reason: a, Message: b}},
 			Replicas: []Replica{{Role: a, Expected: &n, Created: 2, Pods: []Pod{{Name: b, Phase: c, Node: a, Ended: b}}}}},
 		Verdict: "unhealthy", VerdictReason: c,
-		RootCause: &RootCause{FindingID: "f1", Category: "cuda-oom", RuleID: "cuda-oom/torch-alloc", Title: f.Title, Severity: f.Severity,
-			Fault: "user", Retry: "permanent", Pod: a, Container: b, Time: &t, Evidence: f.Evidence, Explanation: "x", Remediation: "y"},
-		Findings: []*analyze.Finding{f, g},
-		Timeline: []analyze.TimelineEntry{{Time: t, Kind: "event", Pod: a, Container: b, Text: c}, {Time: t, Kind: "finding", Pod: a, Text: b, Severity: "error", FindingID: "f1"}},
+		RootCause: &RootCause{Finding: Finding{ID: "f1", Category: "cuda-oom", RuleID: "cuda-oom/torch-alloc", Title: f.Title, Severity: f.Severity,
+			Fault: "user", Retry: "permanent", Pod: a, Container: b, Time: &t, Evidence: f.Evidence, Explanation: "x", Remediation: "y"}},
+		Findings: []*Finding{f, g},
+		Timeline: []TimelineEntry{{Time: t, Kind: "event", Pod: a, Container: b, Text: c}, {Time: t, Kind: "finding", Pod: a, Text: b, Severity: "error", FindingID: "f1"}},
 		Events:   []Event{{Time: &t, Type: "Warning", Reason: a, Object: "Pod ml/" + b, Message: c, Count: 1}},
-		Logs:     []analyze.LogSummary{{Path: "logs/ml/" + a + "/" + b + ".log", Pod: a, Container: b, Lines: 1}},
+		Logs:     []LogSummary{{Path: "logs/ml/" + a + "/" + b + ".log", Pod: a, Container: b, Lines: 1}},
 		Warnings: []string{a, b, c},
 	}
 }

@@ -134,7 +134,7 @@ func mdBlock(lines []string) string {
 
 // evidenceLines renders an evidence with its context as "  212 | text" lines, the evidence
 // line marked with ">".
-func evidenceLines(e analyze.Evidence) []string {
+func evidenceLines(e Evidence) []string {
 	var out []string
 	for _, c := range e.Before {
 		out = append(out, fmt.Sprintf("  %6d | %s", c.Line, c.Text))
@@ -150,7 +150,7 @@ func evidenceLines(e analyze.Evidence) []string {
 	return out
 }
 
-func repeated(e analyze.Evidence, count int) string {
+func repeated(e Evidence, count int) string {
 	if count <= 1 {
 		return ""
 	}
@@ -167,12 +167,12 @@ func repeated(e analyze.Evidence, count int) string {
 // findingGroup is the findings of one rule that follow from the same cause, shown as one
 // line in summaries ("collective-timeout on 7 pods").
 type findingGroup struct {
-	First *analyze.Finding
+	First *Finding
 	Pods  []string
 	Count int
 }
 
-func groupSecondary(fs []*analyze.Finding, rootID string) []findingGroup {
+func groupSecondary(fs []*Finding, rootID string) []findingGroup {
 	var out []findingGroup
 	idx := map[string]int{}
 	for _, f := range fs {
@@ -217,32 +217,16 @@ func PodList(pods []string) string {
 var funcs = map[string]any{
 	"time": fmtTime, "where": where, "expected": expected, "md": mdEscape, "code": mdCode, "codeblock": mdBlock,
 	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": PodList,
-	"upper": strings.ToUpper, "join": strings.Join,
+	"upper": func(v analyze.Verdict) string { return strings.ToUpper(string(v)) }, "join": strings.Join,
 	"sev":   func(s analyze.Severity) string { return s.String() },
 	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
 }
 
-// sentParts lists what a prompt carried for Markdown: findings and log windows one by one,
-// events and timeline entries counted.
-func sentParts(items []LLMItem) []string {
+// sentParts lists what a prompt carried for Markdown, with the bytes each line added.
+func sentParts(parts []PromptPart) []string {
 	var out []string
-	type agg struct{ n, bytes int }
-	counts := map[string]*agg{}
-	for _, it := range items {
-		if it.Kind == "event" || it.Kind == "timeline" {
-			if counts[it.Kind] == nil {
-				counts[it.Kind] = &agg{}
-			}
-			counts[it.Kind].n++
-			counts[it.Kind].bytes += it.Bytes
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s %s (%d bytes)", it.Kind, it.Ref, it.Bytes))
-	}
-	for _, k := range []string{"event", "timeline"} {
-		if a := counts[k]; a != nil {
-			out = append(out, fmt.Sprintf("%d %s entries (%d bytes)", a.n, k, a.bytes))
-		}
+	for _, s := range SummarizeParts(parts) {
+		out = append(out, fmt.Sprintf("%s (%d bytes)", s, s.Bytes))
 	}
 	return out
 }
@@ -299,7 +283,7 @@ func RenderText(w io.Writer, r *Report) error {
 	if r.Job.Status != "" {
 		fmt.Fprintf(&b, "Status:      %s\n", r.Job.Status)
 	}
-	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(r.Verdict), r.VerdictReason)
+	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(string(r.Verdict)), r.VerdictReason)
 	if rc := r.RootCause; rc != nil {
 		fmt.Fprintf(&b, "Root cause:  [%s] %s\n", rc.Category, rc.Title)
 		at := where(rc.Pod, rc.Container)
@@ -314,7 +298,7 @@ func RenderText(w io.Writer, r *Report) error {
 	}
 	rootID := ""
 	if r.RootCause != nil {
-		rootID = r.RootCause.FindingID
+		rootID = r.RootCause.ID
 	}
 	groups := groupSecondary(r.Findings, rootID)
 	if len(groups) > 0 {
@@ -349,7 +333,7 @@ func RenderText(w io.Writer, r *Report) error {
 }
 
 // writeLLMText adds the narrative's gist to the terminal summary.
-func writeLLMText(b *strings.Builder, l *LLM) {
+func writeLLMText(b *strings.Builder, l *Narrative) {
 	label := "LLM:"
 	if l.Failure != "" {
 		fmt.Fprintf(b, "%-12s no narrative: %s\n", label, oneLine(l.Failure, 300))

@@ -1,5 +1,7 @@
 // Package report defines the Report, coroner's documented data contract, and renders it as
-// JSON (its encoding), Markdown, self-contained HTML and a terminal summary.
+// JSON (its encoding), Markdown, self-contained HTML and a terminal summary. It owns every
+// type of the contract and its JSON names (Finding, Evidence, RootCause, TimelineEntry,
+// LogSummary...): Build converts the typed analysis of package analyze into them.
 package report
 
 import (
@@ -22,22 +24,23 @@ const FormatVersion = 1
 // maxEvents bounds the events table.
 const maxEvents = 1000
 
-// Report is the outcome of `coroner analyze`, the JSON contract of DESIGN.md.
+// Report is the outcome of `coroner analyze`, the JSON contract of docs/design.md.
 type Report struct {
-	FormatVersion  int                     `json:"formatVersion"`
-	CoronerVersion string                  `json:"coronerVersion"`
-	Bundle         BundleInfo              `json:"bundle"`
-	Job            Job                     `json:"job"`
-	Verdict        string                  `json:"verdict"`
-	VerdictReason  string                  `json:"verdictReason"`
-	RootCause      *RootCause              `json:"rootCause"`
-	Findings       []*analyze.Finding      `json:"findings"`
-	Timeline       []analyze.TimelineEntry `json:"timeline"`
-	Events         []Event                 `json:"events"`
-	Logs           []analyze.LogSummary    `json:"logs"`
-	Warnings       []string                `json:"warnings"`
+	FormatVersion  int             `json:"formatVersion"`
+	CoronerVersion string          `json:"coronerVersion"`
+	Bundle         BundleInfo      `json:"bundle"`
+	Job            Job             `json:"job"`
+	Verdict        analyze.Verdict `json:"verdict"`
+	VerdictReason  string          `json:"verdictReason"`
+	// RootCause is null when the job is healthy or nothing explains its failure.
+	RootCause *RootCause      `json:"rootCause"`
+	Findings  []*Finding      `json:"findings"`
+	Timeline  []TimelineEntry `json:"timeline"`
+	Events    []Event         `json:"events"`
+	Logs      []LogSummary    `json:"logs"`
+	Warnings  []string        `json:"warnings"`
 	// LLM is the optional narrative; null when no LLM step ran.
-	LLM *LLM `json:"llm"`
+	LLM *Narrative `json:"llm"`
 }
 
 // BundleInfo says what was analyzed.
@@ -100,25 +103,6 @@ type Pod struct {
 	Ended string `json:"ended,omitempty"`
 }
 
-// RootCause is the finding that explains the failure, repeated at the top of the report.
-type RootCause struct {
-	FindingID   string             `json:"findingId"`
-	Category    string             `json:"category"`
-	RuleID      string             `json:"ruleId"`
-	Title       string             `json:"title"`
-	Severity    analyze.Severity   `json:"severity"`
-	Fault       string             `json:"fault"`
-	Retry       string             `json:"retry"`
-	Pod         string             `json:"pod,omitempty"`
-	Container   string             `json:"container,omitempty"`
-	Time        *time.Time         `json:"time,omitempty"`
-	Evidence    []analyze.Evidence `json:"evidence"`
-	Explanation string             `json:"explanation,omitempty"`
-	Remediation string             `json:"remediation,omitempty"`
-	// Symptoms counts the findings that follow from the root cause.
-	Symptoms int `json:"symptoms"`
-}
-
 // Event is one Kubernetes event of the job, its pods or their nodes.
 type Event struct {
 	Time     *time.Time `json:"time,omitempty"`
@@ -130,76 +114,15 @@ type Event struct {
 	Count    int        `json:"count"`
 }
 
-// LLM is the optional narrative of a local model (coroner analyze --llm); null when no LLM
-// step ran. When there is no narrative, Failure says why and the rest of the report stands.
-type LLM struct {
-	Model string `json:"model"`
-	// ModelDigest identifies the model's weights, as the server lists them.
-	ModelDigest string    `json:"modelDigest"`
-	Prompt      LLMPrompt `json:"prompt"`
-	// Roles are the per-role diagnoses the prompt carried (the seed's MasterDiagnosis,
-	// WorkerDiagnosis...): from the findings, or from the model with --llm-per-role.
-	Roles []LLMRole `json:"roles"`
-	// Healthy, Error, Analysis and Solution are the seed document's answer fields, parsed
-	// from the model's answer; Healthy is null when the answer did not say.
-	Healthy  *bool    `json:"healthy"`
-	Error    string   `json:"error"`
-	Analysis string   `json:"analysis"`
-	Solution []string `json:"solution"`
-	// Raw is the model's answer as it came.
-	Raw string `json:"raw"`
-	// AnswerFormat is how the answer was parsed: "json" (the schema asked for), "text" (the
-	// "Healthy: / Error: / Analysis: / Solution:" form), or "" when neither parsed.
-	AnswerFormat string `json:"answerFormat"`
-	// DoneReason is the server's reason to stop: "stop", or "length" when cut at the limit.
-	DoneReason string `json:"doneReason,omitempty"`
-	// Cached is true when the answer came from the answer cache or a replay file, not a call.
-	Cached  bool   `json:"cached"`
-	Failure string `json:"failure,omitempty"`
-}
-
-// LLMPrompt says what was sent: the template, the prompt's hash and size, and which parts of
-// the bundle it carried.
-type LLMPrompt struct {
-	Template string `json:"template"`
-	Version  string `json:"version"`
-	// Source is "built-in" or the override file.
-	Source string `json:"source"`
-	// Hash is the sha256 of the messages sent (after redaction).
-	Hash   string `json:"hash"`
-	Tokens int    `json:"tokens"`
-	NumCtx int    `json:"numCtx"`
-	Bytes  int    `json:"bytes"`
-	// Included lists the bundle's parts in the prompt, in the order they were chosen;
-	// Omitted counts the candidates left out to fit the context.
-	Included []LLMItem `json:"included"`
-	Omitted  int       `json:"omitted"`
-}
-
-// LLMItem is one part of the bundle in the prompt.
-type LLMItem struct {
-	// Kind is finding, log, event or timeline.
-	Kind string `json:"kind"`
-	// Ref names it: finding ids, "file:from-to" for log lines, the event's object and reason.
-	Ref   string `json:"ref"`
-	Bytes int    `json:"bytes"`
-}
-
-// LLMRole is one role's diagnosis.
-type LLMRole struct {
-	Role      string `json:"role"`
-	Diagnosis string `json:"diagnosis"`
-	// Source is "findings" (coroner's summary) or "model".
-	Source string `json:"source"`
-	Cached bool   `json:"cached,omitempty"`
-}
-
 // Build assembles the report from a loaded bundle and its analysis.
 func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r := &Report{
 		FormatVersion: FormatVersion, CoronerVersion: version,
 		Verdict: res.Verdict, VerdictReason: res.VerdictReason,
-		Findings: res.Findings, Timeline: res.Timeline, Logs: res.Logs,
+		Findings: []*Finding{}, Timeline: timelineOf(res.Timeline), Logs: logsOf(res.Logs),
+	}
+	for _, f := range res.Findings {
+		r.Findings = append(r.Findings, findingOf(f))
 	}
 	b := m.Bundle
 	r.Bundle = BundleInfo{Name: filepath.Base(b.Source), Plain: b.Plain, Files: len(b.Files), Gaps: []bundle.Gap{}}
@@ -218,20 +141,9 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		r.Bundle.Redaction = &red
 	}
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
-	if r.Findings == nil {
-		r.Findings = []*analyze.Finding{}
-	}
-	if r.Timeline == nil {
-		r.Timeline = []analyze.TimelineEntry{}
-	}
-	if r.Logs == nil {
-		r.Logs = []analyze.LogSummary{}
-	}
 	r.Job = buildJob(m.Job)
 	if f := res.RootCause; f != nil {
-		rc := &RootCause{FindingID: f.ID, Category: f.Category, RuleID: f.RuleID, Title: f.Title, Severity: f.Severity,
-			Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Time: f.Time, Evidence: f.Evidence,
-			Explanation: f.Explanation, Remediation: f.Remediation}
+		rc := &RootCause{Finding: *findingOf(f)}
 		for _, g := range res.Findings {
 			if g.SecondaryOf == f.ID {
 				rc.Symptoms++

@@ -1,5 +1,6 @@
-// Package rules embeds coroner's built-in rule set: one YAML file per family of failures.
-// See analyze.LoadRules for the schema and `coroner rules lint` to check a directory.
+// Package rules holds coroner's built-in rule set, one YAML file per family of failures, and
+// the schema of a rule file (File, Spec). analyze.LoadRules reads and checks rule files;
+// `coroner rules lint` runs their examples.
 package rules
 
 import "embed"

@@ -1,10 +1,10 @@
-// Package templates embeds the report templates and the LLM prompt templates.
+// Package templates embeds the report templates (the LLM step's prompt templates live with it,
+// in narrate/prompts).
 package templates
 
 import "embed"
 
-// FS holds report.md.tmpl, report.html.tmpl and prompts/*.tmpl (one prompt template per job
-// kind, default.tmpl for the others, role.tmpl for per-role summaries).
+// FS holds report.md.tmpl and report.html.tmpl.
 //
-//go:embed *.tmpl prompts/*.tmpl
+//go:embed *.tmpl
 var FS embed.FS

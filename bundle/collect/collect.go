@@ -108,12 +108,12 @@ type Result struct {
 	Manifest  *bundle.Manifest
 }
 
-// StrictError is returned with --strict when the collect met gaps; no bundle is written.
+// StrictError is returned with Options.Strict when the collect met gaps; no bundle is written.
 type StrictError struct{ Gaps []bundle.Gap }
 
 func (e *StrictError) Error() string {
 	g := e.Gaps[0]
-	return fmt.Sprintf("--strict: %d gap(s) while collecting, the first: %s %s: %s", len(e.Gaps), g.Step, g.Object, g.Message)
+	return fmt.Sprintf("%d gap(s) while collecting, the first: %s %s: %s", len(e.Gaps), g.Step, g.Object, g.Message)
 }
 
 // Collect snapshots the job named by opts into a bundle at out (a .tar.gz path). The bundle is

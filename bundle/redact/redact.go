@@ -4,8 +4,8 @@
 // within one Redactor (a reader can tell two values apart), and the HMAC key is random per
 // Redactor and never stored, so tokens cannot be reversed by guessing.
 //
-// Every line is first scanned by one case-folding Aho-Corasick automaton for the literals the
-// rules need ("hf_", "AKIA", "://", "password"...); regular expressions run only on the lines
+// Every line is first scanned by one case-folding Aho-Corasick automaton (internal/literal,
+// the one the rule prefilter uses) for the literals the rules need ("hf_", "AKIA", "://", "password"...); regular expressions run only on the lines
 // that hold one, which keeps redaction near memory speed on multi-GiB logs.
 package redact
 
@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/literal"
 )
 
 // Options configure a Redactor.
@@ -48,7 +49,7 @@ type Redactor struct {
 	key      []byte
 	ms       []*matcher // by priority: the user's rules, the built-in ones, the object-level ones
 	byID     map[string]int
-	ac       *acAuto
+	ac       *literal.Matcher
 	trig     []trigRef // by trigger id
 	always   []int32   // matchers with no trigger: they run on every line
 	counts   []atomic.Int64
@@ -113,7 +114,7 @@ func New(opts Options) (*Redactor, error) {
 			r.always = append(r.always, int32(i))
 		}
 	}
-	r.ac = newAC(triggers)
+	r.ac = literal.NewMatcher(triggers)
 	r.counts = make([]atomic.Int64, len(r.ms))
 	r.scratch.New = func() any { return &scratch{cand: make([]bool, len(r.ms))} }
 	r.macs.New = func() any { return hmac.New(sha256.New, r.key) }
@@ -127,7 +128,7 @@ type span struct {
 }
 
 type scratch struct {
-	hits   []hit
+	hits   []literal.Hit
 	cand   []bool
 	marked []int32
 	sel    []span
@@ -142,7 +143,7 @@ func (r *Redactor) putScratch(s *scratch) { r.scratch.Put(s) }
 // find returns the spans of b to mask, sorted and not overlapping, in sc.sel. Where rules
 // disagree, the earlier rule wins.
 func (r *Redactor) find(b []byte, sc *scratch) []span {
-	sc.hits = scan(r.ac, b, sc.hits[:0])
+	sc.hits = literal.Append(r.ac, b, sc.hits[:0])
 	sc.sel = sc.sel[:0]
 	if len(sc.hits) == 0 && len(r.always) == 0 {
 		return nil
@@ -155,10 +156,10 @@ func (r *Redactor) find(b []byte, sc *scratch) []span {
 	var tokens []span
 	literal := false
 	for _, h := range sc.hits {
-		t := r.trig[h.trigger]
+		t := r.trig[h.ID]
 		switch {
 		case t.m < 0:
-			tokens = append(tokens, tokenSpan(b, h.end))
+			tokens = append(tokens, tokenSpan(b, h.End))
 		case t.lit >= 0:
 			literal = true
 			if !sc.cand[t.m] {
@@ -180,13 +181,13 @@ func (r *Redactor) find(b []byte, sc *scratch) []span {
 		if literal && len(m.literals) > 0 {
 			sc.layer = sc.layer[:0]
 			for _, h := range sc.hits {
-				t := r.trig[h.trigger]
+				t := r.trig[h.ID]
 				if t.m != mi || t.lit < 0 {
 					continue
 				}
 				l := m.literals[t.lit]
-				if start := h.end - len(l); start >= 0 && string(b[start:h.end]) == l {
-					sc.layer = append(sc.layer, span{start, h.end, mi})
+				if start := h.End - len(l); start >= 0 && string(b[start:h.End]) == l {
+					sc.layer = append(sc.layer, span{start, h.End, mi})
 				}
 			}
 			sortSpans(sc.layer)
@@ -195,10 +196,10 @@ func (r *Redactor) find(b []byte, sc *scratch) []span {
 		if m.local != nil {
 			sc.layer = sc.layer[:0]
 			for _, h := range sc.hits {
-				if r.trig[h.trigger].m != mi {
+				if r.trig[h.ID].m != mi {
 					continue
 				}
-				if s, ok := m.local(b, h.end); ok {
+				if s, ok := m.local(b, h.End); ok {
 					s.m = mi
 					sc.layer = append(sc.layer, s)
 				}
@@ -227,7 +228,7 @@ func (r *Redactor) find(b []byte, sc *scratch) []span {
 // nearHit reports whether m's near check holds at one of its triggers in b.
 func (r *Redactor) nearHit(b []byte, sc *scratch, mi int32) bool {
 	for _, h := range sc.hits {
-		if r.trig[h.trigger].m == mi && r.ms[mi].near(b, h.end) {
+		if r.trig[h.ID].m == mi && r.ms[mi].near(b, h.End) {
 			return true
 		}
 	}
@@ -352,7 +353,7 @@ func (r *Redactor) Line(s string) string {
 	defer r.putScratch(sc)
 	if len(r.always) == 0 {
 		// Most text holds no trigger at all: no copy, no allocation.
-		sc.hits = scan(r.ac, s, sc.hits[:0])
+		sc.hits = literal.Append(r.ac, s, sc.hits[:0])
 		if len(sc.hits) == 0 {
 			return s
 		}

@@ -123,7 +123,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		rs  *analyze.RuleSet
 		err error
 	}
-	step, err := newLLMStep(&opts.LLM)
+	step, err := newLLMStep(ctx, &opts.LLM)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
 		}
 	}
-	res, err := analyze.Run(m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
+	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
 		Cache: cache, Version: version, Log: logf})
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Source, err)

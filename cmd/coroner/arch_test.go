@@ -2,28 +2,125 @@ package main
 
 import (
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestOfflinePackagesNeverImportClientGo keeps DESIGN.md's arrows: nothing that reads or
-// analyzes a bundle may reach a cluster. Only bundle/collect may import client-go.
-func TestOfflinePackagesNeverImportClientGo(t *testing.T) {
-	pkgs := []string{"../../bundle", "../../bundle/redact", "../../parse", "../../index", "../../analyze", "../../analyze/llm", "../../report", "../../templates", "../../rules"}
-	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
+const module = "github.com/coroner-dev/coroner/"
+
+// arrows is the package picture of docs/design.md: each package of the module and the
+// packages of the module it may import directly. The chain reads
+// cmd -> narrate -> report -> analyze -> index -> logscan -> parse -> bundle, with rules,
+// templates and internal/* as leaves; no arrow points up. A new package fails the test until
+// it is given its row.
+var arrows = map[string][]string{
+	"bundle":           {"internal/outfile", "internal/scratch"},
+	"bundle/redact":    {"bundle", "internal/literal"},
+	"bundle/collect":   {"bundle", "internal/outfile", "internal/scratch"},
+	"parse":            {"bundle"},
+	"logscan":          {"parse", "bundle", "internal/literal"},
+	"index":            {"logscan", "parse", "bundle", "internal/literal", "internal/scratch"},
+	"rules":            nil,
+	"analyze":          {"index", "logscan", "parse", "bundle", "rules", "internal/literal"},
+	"templates":        nil,
+	"report":           {"analyze", "index", "parse", "bundle", "templates"},
+	"narrate":          {"report", "analyze", "index", "parse", "bundle", "bundle/redact"},
+	"narrate/ollama":   {"narrate"},
+	"watch":            {"bundle", "bundle/collect", "bundle/redact", "parse", "index", "analyze", "report", "internal/outfile", "internal/scratch"},
+	"cmd/coroner":      {"*"},
+	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil,
+	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil,
+	"internal/tinygguf/cmd/tinygguf": {"internal/tinygguf"},
+	"samples/internal/genbundle":     {"internal/samplegen"},
+	"samples/internal/mkmanifest":    nil,
+}
+
+// online are the only packages that may talk to a cluster (client-go).
+var online = map[string]bool{"bundle/collect": true, "watch": true, "cmd/coroner": true, "internal/testcluster": true}
+
+// goList runs go list over the whole module with a template, one line a package.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, append(args, "../../...")...)...).CombinedOutput()
 	require.NoError(t, err, string(out))
-	for _, dep := range strings.Fields(string(out)) {
-		require.False(t, strings.HasPrefix(dep, "k8s.io/client-go"), "an offline package depends on %s", dep)
-		require.False(t, strings.HasSuffix(dep, "/bundle/collect"), "an offline package depends on %s", dep)
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// TestPackageArrows checks every direct import between the module's packages against arrows.
+func TestPackageArrows(t *testing.T) {
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		allowed, ok := arrows[pkg]
+		require.True(t, ok, "package %s has no row in arrows (cmd/coroner/arch_test.go): decide where it sits", pkg)
+		if len(allowed) == 1 && allowed[0] == "*" {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			require.Contains(t, allowed, dep, "%s imports %s: an arrow the package picture does not have", pkg, dep)
+		}
 	}
-	// bundle is stdlib only.
-	out, err = exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "../../bundle").CombinedOutput()
+}
+
+// TestOfflinePackagesNeverReachACluster: nothing that reads or analyzes a bundle may depend,
+// even indirectly, on client-go or on collect.
+func TestOfflinePackagesNeverReachACluster(t *testing.T) {
+	for _, line := range goList(t, "-deps=false", "-f", "{{.ImportPath}} {{join .Deps \" \"}}") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		if online[pkg] {
+			continue
+		}
+		for _, dep := range fields[1:] {
+			require.False(t, strings.HasPrefix(dep, "k8s.io/client-go"), "%s depends on %s: only %v may reach a cluster", pkg, dep, keys(online))
+			require.False(t, strings.HasSuffix(dep, "/bundle/collect"), "%s depends on %s", pkg, dep)
+		}
+	}
+}
+
+// TestLibrariesStayInTheirPlace: bleve is the index's, the Ollama client narrate/ollama's,
+// and bundle uses only the standard library (and the module's leaves).
+func TestLibrariesStayInTheirPlace(t *testing.T) {
+	owners := map[string]string{"github.com/blevesearch/": "index", "github.com/ollama/": "narrate/ollama"}
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		for _, imp := range fields[1:] {
+			for prefix, owner := range owners {
+				if strings.HasPrefix(imp, prefix) && pkg != owner && pkg != "cmd/coroner" {
+					t.Errorf("%s imports %s: only %s may", pkg, imp, owner)
+				}
+			}
+		}
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "../../bundle").CombinedOutput()
 	require.NoError(t, err, string(out))
 	for _, dep := range strings.Fields(string(out)) {
-		if !strings.HasPrefix(dep, "github.com/coroner-dev/coroner") {
+		if !strings.HasPrefix(dep, module) && dep != strings.TrimSuffix(module, "/") {
 			t.Errorf("bundle depends on %s; it must use only the standard library", dep)
 		}
 	}
+	// narrate reaches the network only through the LLM the caller hands it.
+	out, err = exec.Command("go", "list", "-deps", "../../narrate").CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, dep := range strings.Fields(string(out)) {
+		require.False(t, strings.HasSuffix(dep, "/narrate/ollama") || strings.HasPrefix(dep, "github.com/ollama/"),
+			"narrate depends on %s: the model client is handed in, not imported", dep)
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }

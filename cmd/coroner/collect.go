@@ -165,6 +165,7 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 		var se *collect.StrictError
 		if errors.As(err, &se) {
 			printGaps(io, se.Gaps)
+			return fmt.Errorf("--strict: %w", err)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/testcluster"
 )
@@ -116,8 +117,8 @@ func TestCollectE2EFailures(t *testing.T) {
 		require.NotEmpty(t, m.Redaction.Rules)
 
 		r, _ := analyzeJSON(t, nil, out)
-		require.Equal(t, "unhealthy", r.Verdict)
-		require.Equal(t, "cuda-oom", r.RootCause.Category)
+		require.Equal(t, analyze.VerdictUnhealthy, r.Verdict)
+		require.Equal(t, analyze.CategoryCUDAOOM, r.RootCause.Category)
 		require.Equal(t, "rj-worker-1", r.RootCause.Pod)
 	})
 
@@ -139,7 +140,7 @@ func TestCollectE2EFailures(t *testing.T) {
 		require.Contains(t, log, "CUDA out of memory", "the tail is kept")
 		require.Contains(t, log, "bytes cut here")
 		r, _ := analyzeJSON(t, nil, out)
-		require.Equal(t, "cuda-oom", r.RootCause.Category)
+		require.Equal(t, analyze.CategoryCUDAOOM, r.RootCause.Category)
 
 		// A total budget across logs: what does not fit is cut or skipped, and said so.
 		code, _, stderr = collectCLI(t, "pytorchjob/big", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out,
@@ -321,7 +322,7 @@ spec: {containers: [{name: c, image: x}]}
 		require.Len(t, m.Errors, 1)
 		require.Contains(t, m.Errors[0].Message, "never scheduled")
 		r, _ := analyzeJSON(t, nil, out)
-		require.Equal(t, "unhealthy", r.Verdict)
+		require.Equal(t, analyze.VerdictUnhealthy, r.Verdict)
 	})
 
 	t.Run("progress on a terminal only", func(t *testing.T) {

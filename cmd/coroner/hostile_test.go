@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -280,7 +281,7 @@ func warningWith(t *testing.T, r *report.Report, sub string) {
 func requireOOM(t *testing.T, r *report.Report) {
 	t.Helper()
 	require.NotNil(t, r.RootCause, "the rest of the bundle is analyzed")
-	require.Equal(t, "cuda-oom", r.RootCause.Category)
+	require.Equal(t, analyze.CategoryCUDAOOM, r.RootCause.Category)
 }
 
 func TestHostileBundlesWarn(t *testing.T) {
@@ -303,7 +304,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 		r := analyzeHostile(t, dir)
-		warningWith(t, r, "logs/ml/p/c.log: 1 line(s) longer than 1048576 bytes were cut (--max-line-bytes)")
+		warningWith(t, r, "logs/ml/p/c.log: 1 line(s) longer than the line length limit of 1048576 bytes were cut")
 		requireOOM(t, r)
 		require.Equal(t, 2, r.Logs[0].Lines)
 
@@ -372,7 +373,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 	t.Run("empty bundle", func(t *testing.T) {
 		for _, in := range []string{tarFile(t), t.TempDir()} {
 			r := analyzeHostile(t, in)
-			require.Equal(t, "unknown", r.Verdict)
+			require.Equal(t, analyze.VerdictUnknown, r.Verdict)
 			warningWith(t, r, "manifest.json is missing")
 		}
 	})

@@ -2,21 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/coroner-dev/coroner/analyze/llm"
 	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/narrate"
+	"github.com/coroner-dev/coroner/narrate/ollama"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
-	"github.com/coroner-dev/coroner/templates"
 )
 
 // LLMOptions are the flags of the optional LLM step of `coroner analyze`.
@@ -28,7 +29,8 @@ type LLMOptions struct {
 	NumCtx    int
 	MaxTokens int
 	Timeout   time.Duration
-	PerRole   bool
+	// PerRole is --llm-per-role: auto (unset), always (set) or never (=false).
+	PerRole   narrate.PerRoleMode
 	PromptDir string
 	// RedactRules adds the user's redaction rules (a `coroner redact --rules` file) to what
 	// every prompt goes through.
@@ -40,18 +42,13 @@ type LLMOptions struct {
 	CacheDir string
 	NoCache  bool
 	// NewLLM makes the client of the server at host; nil means Ollama's.
-	NewLLM func(host string) (llm.LLM, error)
+	NewLLM func(host string) (narrate.LLM, error)
 }
-
-// promptRedactionKey keys the redaction tokens of prompts. It is fixed so that the same bundle
-// gives the same prompt, hence the same cache key and replayable answers; prompts stay on the
-// machine (they go to the local model, never into the report).
-var promptRedactionKey = sha256.Sum256([]byte("coroner llm prompt redaction v1"))
 
 func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	model := os.Getenv("CORONER_LLM_MODEL")
 	if model == "" {
-		model = llm.DefaultModel
+		model = narrate.DefaultModel
 	}
 	cacheDir := ""
 	if d, err := os.UserCacheDir(); err == nil {
@@ -59,12 +56,13 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Enabled, "llm", false, "add a narrative from a local Ollama model (the report is complete without it)")
-	f.StringVar(&o.Host, "ollama-host", os.Getenv("OLLAMA_HOST"), "Ollama server `URL` (default $OLLAMA_HOST, else "+llm.DefaultHost+")")
-	f.StringVar(&o.Model, "model", model, "Ollama `MODEL` for --llm (default $CORONER_LLM_MODEL, else "+llm.DefaultModel+")")
-	f.IntVar(&o.NumCtx, "num-ctx", llm.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
-	f.IntVar(&o.MaxTokens, "llm-max-tokens", llm.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
-	f.DurationVar(&o.Timeout, "llm-timeout", llm.DefaultTimeout, "longest wait for one complete answer")
-	f.BoolVar(&o.PerRole, "llm-per-role", false, "ask the model for each role's diagnosis first, then for the job")
+	f.StringVar(&o.Host, "ollama-host", os.Getenv("OLLAMA_HOST"), "Ollama server `URL` (default $OLLAMA_HOST, else "+ollama.DefaultHost+")")
+	f.StringVar(&o.Model, "model", model, "Ollama `MODEL` for --llm (default $CORONER_LLM_MODEL, else "+narrate.DefaultModel+")")
+	f.IntVar(&o.NumCtx, "num-ctx", narrate.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
+	f.IntVar(&o.MaxTokens, "llm-max-tokens", narrate.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
+	f.DurationVar(&o.Timeout, "llm-timeout", narrate.DefaultTimeout, "longest wait for one complete answer")
+	f.Var(perRoleFlag{&o.PerRole}, "llm-per-role", "ask the model for each role's diagnosis first, then for the job: true, false, or auto (when the job's findings and log windows do not fit --num-ctx)")
+	f.Lookup("llm-per-role").NoOptDefVal = "true"
 	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
 	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts (the format of 'coroner redact --rules')")
 	f.BoolVar(&o.DryRun, "dry-run-prompt", false, "print the prompt that --llm would send, and its token estimate; send nothing")
@@ -74,19 +72,47 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	f.BoolVar(&o.NoCache, "llm-no-cache", false, "neither read nor write the answer cache")
 }
 
+// perRoleFlag is --llm-per-role: a bool flag whose unset value is "auto".
+type perRoleFlag struct{ mode *narrate.PerRoleMode }
+
+func (f perRoleFlag) String() string {
+	if f.mode == nil {
+		return "auto"
+	}
+	return map[narrate.PerRoleMode]string{narrate.PerRoleAuto: "auto", narrate.PerRoleAlways: "true", narrate.PerRoleNever: "false"}[*f.mode]
+}
+
+func (f perRoleFlag) Set(s string) error {
+	if s == "auto" {
+		*f.mode = narrate.PerRoleAuto
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true, false or auto")
+	}
+	*f.mode = narrate.PerRoleNever
+	if b {
+		*f.mode = narrate.PerRoleAlways
+	}
+	return nil
+}
+
+func (f perRoleFlag) Type() string { return "bool" }
+
 // llmStep is the LLM step, set up (flags checked, templates parsed, answer files read)
 // before the bundle is read.
 type llmStep struct {
 	o         *LLMOptions
-	templates *llm.Templates
-	replay    *llm.Answers
-	record    *llm.Answers
+	templates *narrate.Templates
+	replay    *narrate.Answers
+	record    *narrate.Answers
 	// redactRules are the user's extra rules (--redact-rules), loaded before any work.
 	redactRules []redact.Rule
 }
 
 // newLLMStep checks the LLM flags; nil when no LLM flag asks for the step.
-func newLLMStep(o *LLMOptions) (*llmStep, error) {
+func newLLMStep(ctx context.Context, o *LLMOptions) (*llmStep, error) {
 	if !o.Enabled && !o.DryRun && o.Replay == "" && o.Record == "" {
 		return nil, nil
 	}
@@ -104,7 +130,10 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 	}
 	s := &llmStep{o: o}
 	var err error
-	if s.templates, err = llm.LoadTemplates(templates.FS, o.PromptDir); err != nil {
+	if s.templates, err = narrate.LoadTemplates(ctx, o.PromptDir); err != nil {
+		if o.PromptDir != "" {
+			return nil, fmt.Errorf("--prompt-dir: %w", err)
+		}
 		return nil, err
 	}
 	if o.RedactRules != "" {
@@ -113,68 +142,91 @@ func newLLMStep(o *LLMOptions) (*llmStep, error) {
 		}
 	}
 	if o.Replay != "" {
-		if s.replay, err = llm.LoadAnswers(o.Replay, true); err != nil {
+		if s.replay, err = narrate.LoadAnswers(ctx, o.Replay, true); err != nil {
 			return nil, fmt.Errorf("--llm-replay: %w", err)
 		}
 	}
 	if o.Record != "" {
-		if s.record, err = llm.LoadAnswers(o.Record, false); err != nil {
+		if s.record, err = narrate.LoadAnswers(ctx, o.Record, false); err != nil {
 			return nil, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
 	return s, nil
 }
 
-// run adds the narrative to the report, or with --dry-run-prompt prints the prompts and
-// reports done. Only a prompt template that does not render, or answers that cannot be
-// recorded, are errors: every other problem goes in the narrative's failure.
+// run adds the narrative and its warnings to the report, or with --dry-run-prompt prints the
+// prompts and reports done. Only a prompt template that does not render, an interrupted run,
+// or answers that cannot be recorded, are errors: every other problem goes in the narrative's
+// failure.
 func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
 	o := s.o
-	red, err := redact.New(redact.Options{Key: promptRedactionKey[:], Extra: s.redactRules})
-	if err != nil {
-		return false, err
-	}
-	n := &llm.Narrator{
-		Templates: s.templates,
-		Redactor:  red,
-		Windows:   llm.IndexWindows{Index: ix},
-		Options:   llm.Options{Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole},
+	nopts := narrate.Options{
+		Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole,
+		Templates:   s.templates,
+		RedactRules: s.redactRules,
+		Windows:     narrate.IndexWindows{Index: ix},
 	}
 	if o.DryRun {
-		prompts, err := n.Prompts(rep)
+		prompts, err := narrate.Prompts(ctx, rep, nopts)
 		if err != nil {
-			return false, err
+			return false, s.describe(err)
 		}
 		var b strings.Builder
 		for _, p := range prompts {
-			writePrompt(&b, p, o)
+			writePrompt(&b, p)
+			if info := p.Info(); info.Cut() {
+				s.warn(io, opts, cutWarning(p.Role, &info))
+			}
 		}
 		_, err = fmt.Fprint(io.Out, b.String())
 		return true, err
 	}
 	switch {
 	case s.replay != nil:
-		n.Replay = s.replay
+		nopts.Replay = s.replay
 	default:
 		newLLM := o.NewLLM
 		if newLLM == nil {
-			newLLM = func(host string) (llm.LLM, error) { return llm.NewOllama(host, nil) }
+			newLLM = func(host string) (narrate.LLM, error) { return ollama.New(host, nil) }
 		}
-		if n.LLM, err = newLLM(o.Host); err != nil {
+		if nopts.LLM, err = newLLM(o.Host); err != nil {
 			return false, flagErrorf("--ollama-host: %v", err)
 		}
 	}
 	if !o.NoCache && o.CacheDir != "" && s.replay == nil {
-		n.Cache = &llm.Cache{Dir: o.CacheDir}
+		nopts.Cache = &narrate.Cache{Dir: o.CacheDir}
 	}
-	n.Record = s.record
-	narrative, err := n.Narrate(ctx, rep)
+	nopts.Record = s.record
+	res, err := narrate.Narrate(ctx, rep, nopts)
 	if err != nil {
-		return false, err
+		return false, s.describe(err)
 	}
-	rep.LLM = narrative
+	narrative := res.Narrative
+	if res.Failure != nil {
+		narrative.Failure = s.describe(res.Failure).Error()
+	}
+	rep.LLM = &narrative
+	var warnings []string
+	for _, r := range narrative.Roles {
+		if r.Prompt != nil && r.Prompt.Cut() {
+			warnings = append(warnings, cutWarning(r.Role, r.Prompt))
+		}
+	}
+	if narrative.Prompt.Cut() {
+		warnings = append(warnings, cutWarning("", &narrative.Prompt))
+	}
+	if narrative.PerRole && o.PerRole == narrate.PerRoleAuto {
+		warnings = append(warnings, fmt.Sprintf("the job's findings and log windows do not fit --num-ctx %d: each role's diagnosis was asked first (--llm-per-role; =false turns it off)", o.NumCtx))
+	}
+	for _, w := range res.Warnings {
+		warnings = append(warnings, string(w))
+	}
+	for _, w := range warnings {
+		rep.Warnings = append(rep.Warnings, w)
+		s.warn(io, opts, w)
+	}
 	if s.record != nil {
-		if err := s.record.Save(); err != nil {
+		if err := s.record.Save(ctx); err != nil {
 			return false, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
@@ -184,9 +236,68 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 	return false, nil
 }
 
+func (s *llmStep) warn(io *IOStreams, opts *AnalyzeOptions, w string) {
+	if !opts.Quiet {
+		fmt.Fprintf(io.ErrOut, "coroner: warning: %s\n", w)
+	}
+}
+
+// describe says an error of the LLM step in the command's terms, naming the flag to change.
+func (s *llmStep) describe(err error) error {
+	o := s.o
+	var (
+		small   *narrate.ContextTooSmallError
+		timeout *narrate.TimeoutError
+		connect *narrate.ConnectError
+		replay  *narrate.NoRecordedAnswerError
+	)
+	switch {
+	case errors.As(err, &small) && small.Server != "":
+		return fmt.Errorf("context too small: the server says %q: the model's tokenizer counts more than coroner's estimate; raise --num-ctx", small.Server)
+	case errors.As(err, &small):
+		return fmt.Errorf("context too small: %s alone needs %d tokens; raise --num-ctx to at least %d (or lower --llm-max-tokens %d)", small.What, small.Need, small.Min, o.MaxTokens)
+	case errors.As(err, &timeout) && timeout.Streaming:
+		return fmt.Errorf("no complete answer within --llm-timeout %s", timeout.Limit)
+	case errors.As(err, &timeout):
+		return fmt.Errorf("no answer within --llm-timeout %s", timeout.Limit)
+	case errors.As(err, &connect):
+		return fmt.Errorf("%w: start it with `ollama serve`, or name the server with --ollama-host or OLLAMA_HOST", err)
+	case errors.As(err, &replay):
+		return fmt.Errorf("%w: record it with --llm-record", err)
+	}
+	return err
+}
+
+// cutWarning says what a prompt left out or shortened to fit the context; role is "" for the
+// job's prompt.
+func cutWarning(role string, p *report.PromptInfo) string {
+	what := "the LLM prompt"
+	if role != "" {
+		what = "the LLM prompt for the " + role + " role"
+	}
+	var short, left []string
+	for _, in := range p.Included {
+		if in.Shortened {
+			short = append(short, in.Kind.String()+" "+in.Ref)
+		}
+	}
+	for _, c := range p.LeftOut {
+		left = append(left, c.Kind.Plural(c.Count))
+	}
+	var clauses []string
+	if len(short) > 0 {
+		clauses = append(clauses, "shortened "+strings.Join(short, ", "))
+	}
+	if len(left) > 0 {
+		clauses = append(clauses, "left out "+strings.Join(left, ", "))
+	}
+	return fmt.Sprintf("%s was cut to fit --num-ctx %d with %d tokens kept for the answer (--llm-max-tokens): %s",
+		what, p.NumCtx, p.NumPredict, strings.Join(clauses, "; "))
+}
+
 // writePrompt prints one prompt as --dry-run-prompt shows it: a header of "#" lines (what, how
 // big, what it carries), then the messages.
-func writePrompt(b *strings.Builder, p *llm.Prompt, o *LLMOptions) {
+func writePrompt(b *strings.Builder, p *narrate.Prompt) {
 	what := "job"
 	if p.Role != "" {
 		what = "role " + p.Role
@@ -198,25 +309,29 @@ func writePrompt(b *strings.Builder, p *llm.Prompt, o *LLMOptions) {
 	}
 	fmt.Fprintf(b, "# prompt for the %s: template %s, version %s (%s)\n", what, t.Name, version, t.Source)
 	fmt.Fprintf(b, "# about %d tokens (estimated) of --num-ctx %d, %d kept for the answer; %d bytes; %s\n",
-		p.Tokens, o.NumCtx, o.MaxTokens, p.Bytes, p.Hash)
-	// Findings and log windows by name; events and timeline entries counted.
-	var inc []string
-	counts := map[string]int{}
-	for _, it := range p.Included {
-		if it.Kind == "event" || it.Kind == "timeline" {
-			counts[it.Kind]++
-			continue
-		}
-		inc = append(inc, it.Kind+" "+it.Ref)
+		p.Tokens, p.NumCtx, p.NumPredict, p.Bytes, p.Hash)
+	var inc, short []string
+	for _, s := range report.SummarizeParts(p.Included) {
+		inc = append(inc, s.String())
 	}
-	for _, k := range []string{"event", "timeline"} {
-		if counts[k] > 0 {
-			inc = append(inc, fmt.Sprintf("%d %s entries", counts[k], k))
+	for _, in := range p.Included {
+		if in.Shortened {
+			short = append(short, in.Kind.String()+" "+in.Ref)
 		}
 	}
 	if len(inc) == 0 {
 		inc = []string{"nothing from the bundle beyond the job summary"}
 	}
 	fmt.Fprintf(b, "# included: %s; %d left out to fit\n", strings.Join(inc, "; "), p.Omitted)
+	if len(short) > 0 {
+		fmt.Fprintf(b, "# shortened to fit: %s\n", strings.Join(short, ", "))
+	}
+	var left []string
+	for _, c := range p.Info().LeftOut {
+		left = append(left, c.Kind.Plural(c.Count))
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(b, "# left out to fit: %s\n", strings.Join(left, ", "))
+	}
 	b.WriteString(p.Text())
 }

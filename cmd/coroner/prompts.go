@@ -1,17 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/coroner-dev/coroner/analyze/llm"
-	"github.com/coroner-dev/coroner/templates"
+	"github.com/coroner-dev/coroner/narrate"
 )
 
 // NewCmdPrompts builds `coroner prompts list|show`.
-func NewCmdPrompts(ios *IOStreams) *cobra.Command {
+func NewCmdPrompts(io *IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prompts",
 		Short: "List and print the LLM prompt templates",
@@ -24,46 +24,83 @@ print it, edit it, and point 'coroner analyze --llm --prompt-dir DIR' at the dir
 README.md lists every variable a template can use.
 `,
 	}
-	var dir string
-	list := &cobra.Command{
+	cmd.AddCommand(NewCmdPromptsList(io, nil), NewCmdPromptsShow(io, nil))
+	return cmd
+}
+
+// PromptsOptions hold what `coroner prompts list|show` need.
+type PromptsOptions struct {
+	// PromptDir holds templates that override the built-in ones.
+	PromptDir string
+	// Name is the template `prompts show` prints.
+	Name string
+}
+
+func addPromptDirFlag(cmd *cobra.Command, opts *PromptsOptions) {
+	cmd.Flags().StringVar(&opts.PromptDir, "prompt-dir", "", "include the templates in `DIR`, as analyze --prompt-dir does")
+}
+
+// NewCmdPromptsList builds `coroner prompts list`. runF replaces the run function in tests.
+func NewCmdPromptsList(io *IOStreams, runF func(*PromptsOptions) error) *cobra.Command {
+	opts := &PromptsOptions{}
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the templates: name, version, source",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			ts, err := llm.LoadTemplates(templates.FS, dir)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			tw := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tSOURCE")
-			for _, t := range ts.List() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, orNone(t.Version), t.Source)
-			}
-			return tw.Flush()
+			return runPromptsList(c.Context(), opts, io)
 		},
 	}
-	show := &cobra.Command{
+	addPromptDirFlag(cmd, opts)
+	return cmd
+}
+
+func runPromptsList(ctx context.Context, opts *PromptsOptions, io *IOStreams) error {
+	ts, err := narrate.LoadTemplates(ctx, opts.PromptDir)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tSOURCE")
+	for _, t := range ts.List() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, orNone(t.Version), t.Source)
+	}
+	return tw.Flush()
+}
+
+// NewCmdPromptsShow builds `coroner prompts show`. runF replaces the run function in tests.
+func NewCmdPromptsShow(io *IOStreams, runF func(*PromptsOptions) error) *cobra.Command {
+	opts := &PromptsOptions{}
+	cmd := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Print a template (a job kind such as pytorchjob, or default, or role)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ts, err := llm.LoadTemplates(templates.FS, dir)
-			if err != nil {
-				return err
+			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
 			}
-			t, ok := ts.Get(args[0])
-			if !ok {
-				return flagErrorf("no prompt template %q: 'coroner prompts list' shows them", args[0])
-			}
-			_, err = ios.Out.Write([]byte(t.Text))
-			return err
+			return runPromptsShow(c.Context(), opts, io)
 		},
 	}
-	for _, c := range []*cobra.Command{list, show} {
-		c.Flags().StringVar(&dir, "prompt-dir", "", "include the templates in `DIR`, as analyze --prompt-dir does")
-	}
-	cmd.AddCommand(list, show)
+	addPromptDirFlag(cmd, opts)
 	return cmd
+}
+
+func runPromptsShow(ctx context.Context, opts *PromptsOptions, io *IOStreams) error {
+	ts, err := narrate.LoadTemplates(ctx, opts.PromptDir)
+	if err != nil {
+		return err
+	}
+	t, ok := ts.Get(opts.Name)
+	if !ok {
+		return flagErrorf("no prompt template %q: 'coroner prompts list' shows them", opts.Name)
+	}
+	_, err = io.Out.Write([]byte(t.Text))
+	return err
 }
 
 func orNone(s string) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -24,15 +25,15 @@ const samplesDir = "../../samples"
 
 // expectation is a sample's expected.json: what a correct analysis must conclude.
 type expectation struct {
-	Description string `json:"description"`
-	Verdict     string `json:"verdict"`
+	Description string          `json:"description"`
+	Verdict     analyze.Verdict `json:"verdict"`
 	RootCause   *struct {
-		Category  string `json:"category"`
-		Pod       string `json:"pod"`
-		Container string `json:"container"`
+		Category  analyze.Category `json:"category"`
+		Pod       string           `json:"pod"`
+		Container string           `json:"container"`
 	} `json:"rootCause"`
-	AlsoFound []string `json:"alsoFound"`
-	Evidence  string   `json:"evidence"`
+	AlsoFound []analyze.Category `json:"alsoFound"`
+	Evidence  string             `json:"evidence"`
 }
 
 func sampleNames(t *testing.T) []string {
@@ -89,7 +90,7 @@ func TestSamples(t *testing.T) {
 					require.Contains(t, strings.Join(texts, "\n"), want.Evidence, "the root cause's evidence names the line")
 				}
 			}
-			found := map[string]bool{}
+			found := map[analyze.Category]bool{}
 			for _, f := range r.Findings {
 				found[f.Category] = true
 			}
@@ -114,12 +115,12 @@ func goldenFindings(t *testing.T, r *report.Report) []byte {
 		RootCause              string
 		Findings               []finding
 	}
-	out.Verdict, out.VerdictReason = r.Verdict, r.VerdictReason
+	out.Verdict, out.VerdictReason = string(r.Verdict), r.VerdictReason
 	if r.RootCause != nil {
-		out.RootCause = r.RootCause.FindingID + " " + r.RootCause.Category + " " + r.RootCause.Pod + "/" + r.RootCause.Container
+		out.RootCause = r.RootCause.ID + " " + string(r.RootCause.Category) + " " + r.RootCause.Pod + "/" + r.RootCause.Container
 	}
 	for _, f := range r.Findings {
-		g := finding{ID: f.ID, RuleID: f.RuleID, Category: f.Category, Severity: f.Severity.String(), Layer: string(f.Layer),
+		g := finding{ID: f.ID, RuleID: f.RuleID, Category: string(f.Category), Severity: f.Severity.String(), Layer: string(f.Layer),
 			Title: f.Title, Pod: f.Pod, Container: f.Container, SecondaryOf: f.SecondaryOf, Count: f.Count}
 		if f.Time != nil {
 			g.Time = f.Time.Format("2006-01-02T15:04:05.000Z07:00")
@@ -218,7 +219,7 @@ func TestPlainLogTriagedLikeBundle(t *testing.T) {
 	require.NoError(t, err)
 	fromStdin, _ := analyzeJSON(t, bytes.NewReader(data), "-")
 	for _, r := range []*report.Report{fromFile, fromStdin} {
-		require.Equal(t, "unhealthy", r.Verdict)
+		require.Equal(t, analyze.VerdictUnhealthy, r.Verdict)
 		require.NotNil(t, r.RootCause)
 		require.Equal(t, bundleReport.RootCause.Category, r.RootCause.Category)
 		require.Equal(t, bundleReport.RootCause.Evidence[0].Line, r.RootCause.Evidence[0].Line)
@@ -230,6 +231,6 @@ func TestPlainLogTriagedLikeBundle(t *testing.T) {
 
 func TestPlainLogWithoutTimestamps(t *testing.T) {
 	r, _ := analyzeJSON(t, nil, filepath.Join(samplesDir, "logs", "train-plain.log"))
-	require.Equal(t, "unhealthy", r.Verdict)
-	require.Equal(t, "cuda-oom", r.RootCause.Category)
+	require.Equal(t, analyze.VerdictUnhealthy, r.Verdict)
+	require.Equal(t, analyze.CategoryCUDAOOM, r.RootCause.Category)
 }

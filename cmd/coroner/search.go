@@ -156,7 +156,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 			}
 		}
 	}
-	ix, _, err := index.Build(b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
+	ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
 		Progress: progress, Log: func(format string, args ...any) {
 			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
 		}})
@@ -177,10 +177,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	if so.Until, err = parseWhen(opts.Until, from); err != nil {
 		return flagErrorf("--until: %v", err)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	res, err := ix.Search(so)
+	res, err := ix.Search(ctx, so)
 	var qe *index.QueryError
 	if errors.As(err, &qe) {
 		return &FlagError{err}

@@ -1,0 +1,168 @@
+package literal
+
+// Matcher is an Aho-Corasick automaton over literals compared without ASCII case, compiled
+// to a dense DFA over byte classes: bytes that no literal holds share one class, and an
+// upper-case ASCII letter is in its lower-case letter's class, so case folds for free. The
+// table is small enough to stay in cache: one class lookup and one transition per input
+// byte. A Matcher is immutable and safe for concurrent use.
+type Matcher struct {
+	classes [256]uint16
+	// starts marks the bytes that begin a literal: from the root state, a scan skips the
+	// others in a tight loop with no dependency between bytes.
+	starts [256]bool
+	stride uint32
+	// delta[state+class] is the next state, pre-multiplied by stride and shifted left by one;
+	// the low bit says the next state ends a literal.
+	delta []uint32
+	out   [][]int32 // state index -> ids of the literals that end there (fail chain merged)
+}
+
+// Hit is a literal found in a text: its id (its index in the list given to NewMatcher) and
+// the offset just after it.
+type Hit struct {
+	ID  int32
+	End int
+}
+
+// NewMatcher compiles literals; a literal's id is its index. Upper-case ASCII letters in a
+// literal match either case, as lower-case ones do. An empty literal is never found.
+func NewMatcher(literals []string) *Matcher {
+	m := &Matcher{}
+	nclass := 1
+	for _, lit := range literals {
+		for i := 0; i < len(lit); i++ {
+			if c := fold(lit[i]); m.classes[c] == 0 {
+				m.classes[c] = uint16(nclass)
+				nclass++
+			}
+		}
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		m.classes[c] = m.classes[c-'A'+'a']
+	}
+	m.stride = uint32(nclass)
+	// The trie, as a dense table of transitions by state and class (-1: none).
+	most := 1
+	for _, lit := range literals {
+		most += len(lit)
+	}
+	trie := make([]int32, most*nclass)
+	for i := range trie {
+		trie[i] = -1
+	}
+	outs := make([][]int32, 1, most)
+	for id, lit := range literals {
+		if lit == "" {
+			continue
+		}
+		s := int32(0)
+		for i := 0; i < len(lit); i++ {
+			c := int(m.classes[lit[i]])
+			n := trie[int(s)*nclass+c]
+			if n < 0 {
+				n = int32(len(outs))
+				outs = append(outs, nil)
+				trie[int(s)*nclass+c] = n
+			}
+			s = n
+		}
+		outs[s] = append(outs[s], int32(id))
+	}
+	nodes := len(outs)
+	next := make([]int32, nodes*nclass) // plain transitions, by state and class
+	fail := make([]int32, nodes)
+	out := make([][]int32, nodes)
+	// Breadth-first: a state's fail target is complete before the state is.
+	queue := []int32{}
+	for c := 0; c < nclass; c++ {
+		if n := trie[c]; n >= 0 {
+			next[c] = n
+			queue = append(queue, n)
+		}
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		f := fail[s]
+		if len(outs[s]) == 0 {
+			out[s] = out[f]
+		} else {
+			out[s] = append(append([]int32(nil), outs[s]...), out[f]...)
+		}
+		for c := 0; c < nclass; c++ {
+			if n := trie[int(s)*nclass+c]; n >= 0 {
+				fail[n] = next[int(f)*nclass+c]
+				next[int(s)*nclass+c] = n
+				queue = append(queue, n)
+			} else {
+				next[int(s)*nclass+c] = next[int(f)*nclass+c]
+			}
+		}
+	}
+	// Number the states breadth-first, so the shallow states that most bytes visit share
+	// cache lines.
+	order := []int32{0}
+	renum := make([]int32, nodes)
+	seen := make([]bool, nodes)
+	seen[0] = true
+	for k := 0; k < len(order); k++ {
+		s := order[k]
+		for c := 0; c < nclass; c++ {
+			if n := next[int(s)*nclass+c]; !seen[n] {
+				seen[n] = true
+				renum[n] = int32(len(order))
+				order = append(order, n)
+			}
+		}
+	}
+	m.delta = make([]uint32, len(order)*nclass)
+	m.out = make([][]int32, len(order))
+	for newS, oldS := range order {
+		m.out[newS] = out[oldS]
+		for c := 0; c < nclass; c++ {
+			n := next[int(oldS)*nclass+c]
+			v := uint32(renum[n]) * m.stride << 1
+			if len(out[n]) > 0 {
+				v |= 1
+			}
+			m.delta[newS*nclass+c] = v
+		}
+	}
+	for c := 0; c < 256; c++ {
+		m.starts[c] = m.delta[m.classes[c]] != 0
+	}
+	return m
+}
+
+// Append appends every occurrence of a literal in text to hits, in the order they end
+// (literals ending at the same byte: longest first), and returns the extended slice. A text
+// with no literal costs no allocation.
+func Append[T string | []byte](m *Matcher, text T, hits []Hit) []Hit {
+	s := uint32(0)
+	delta, classes, starts := m.delta, &m.classes, &m.starts
+	for i := 0; i < len(text); i++ {
+		if s == 0 {
+			for i < len(text) && !starts[text[i]] {
+				i++
+			}
+			if i == len(text) {
+				return hits
+			}
+		}
+		v := delta[s+uint32(classes[text[i]])]
+		s = v >> 1
+		if v&1 != 0 {
+			for _, id := range m.out[s/m.stride] {
+				hits = append(hits, Hit{ID: id, End: i + 1})
+			}
+		}
+	}
+	return hits
+}
+
+func fold(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

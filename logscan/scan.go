@@ -1,0 +1,391 @@
+package logscan
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"runtime"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coroner-dev/coroner/parse"
+)
+
+// Scanned is one line as the scan hands it to a visitor. Text, Vars and VarClasses are valid
+// only during the call.
+type Scanned struct {
+	Number int
+	// Offset is where the line starts in its file.
+	Offset int64
+	// Time is the line's own timestamp or the last one before it, as Unix nanoseconds; 0 when
+	// the log has shown none yet. Before is that time for the line before.
+	Time, Before int64
+	// Text is the cleaned line without the kubelet timestamp, cut at the line limit.
+	Text []byte
+	// Shape is the line's template; nil when the log has too many shapes or the line's is too
+	// long (see MaxShapes, MaxKeyBytes).
+	Shape *Shape
+	// Vars are the values of the line's variable words, and VarClasses their character
+	// classes (see Classes), in order, when Shape is set.
+	Vars       []Var
+	VarClasses []uint64
+}
+
+// Var is the value of a variable word of a line: Num is its NumberValue when the word's
+// varying part is a short number (see Value), else 0 and the value is Text[Start:End]. It
+// holds no pointer, so the scan's per-word writes cost the garbage collector nothing.
+type Var struct {
+	Num        uint64
+	Start, End int32
+}
+
+// Stats describe one scanned log.
+type Stats struct {
+	Lines     int
+	Bytes     int64
+	LongLines int
+	// First and Last are the first and last timestamps seen (zero when none).
+	First, Last time.Time
+	// CRC is the CRC-32C (Castagnoli) of the bytes read: indexes are cached by it.
+	CRC uint32
+	// Err is a read error; the log was read up to it.
+	Err error
+}
+
+// LineReader reads a log's lines with bounded memory: the part of a line past max bytes is
+// read and dropped, and the line is counted as long.
+type LineReader struct {
+	br        *bufio.Reader
+	max       int
+	long      []byte
+	off       int64 // offset of the next line
+	longLines int
+}
+
+// NewLineReader reads lines of at most max bytes from r, whose first byte is at offset off
+// of its file, through a buffer of size bytes.
+func NewLineReader(r io.Reader, off int64, max, size int) *LineReader {
+	return &LineReader{br: bufio.NewReaderSize(r, size), max: max, off: off}
+}
+
+// Reset makes the reader read rd from offset off, keeping its buffer.
+func (r *LineReader) Reset(rd io.Reader, off int64) {
+	r.br.Reset(rd)
+	r.off = off
+}
+
+// Offset is the offset of the next line.
+func (r *LineReader) Offset() int64 { return r.off }
+
+// LongLines counts the lines cut at the limit so far.
+func (r *LineReader) LongLines() int { return r.longLines }
+
+// Next returns the next line without its line ending, and its offset. It returns io.EOF (or
+// the read error) when there is no line left. The line is valid until the next call.
+func (r *LineReader) Next() (line []byte, off int64, err error) {
+	off = r.off
+	line, err = r.br.ReadSlice('\n')
+	r.off += int64(len(line))
+	if errors.Is(err, bufio.ErrBufferFull) {
+		r.long = append(r.long[:0], line[:min(len(line), r.max+1)]...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = r.br.ReadSlice('\n')
+			r.off += int64(len(line))
+			if room := r.max + 1 - len(r.long); room > 0 {
+				r.long = append(r.long, line[:min(room, len(line))]...)
+			}
+		}
+		line = r.long
+	}
+	if len(line) > r.max && !(len(line) == r.max+1 && line[r.max] == '\n') {
+		line = line[:r.max]
+		r.longLines++
+	}
+	if len(line) == 0 {
+		if err == nil {
+			err = io.EOF
+		}
+		return nil, off, err
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line, off, err
+}
+
+// Clock gives each line its time: the kubelet prefix, else a time the program printed at the
+// start of the line, else the last time seen.
+type Clock struct {
+	tp parse.TimeParser
+	// Last is the time of the last line, as Unix nanoseconds; 0 before any.
+	Last int64
+}
+
+// Split returns a line without its kubelet timestamp, and whether the line had a time of its
+// own (Last is then that time).
+func (c *Clock) Split(line []byte) (text []byte, own bool) {
+	ns, text, ok := c.tp.Split(line)
+	if ok {
+		c.Last = ns
+		return text, true
+	}
+	if t, ok := parse.LeadingTime(line); ok {
+		c.Last = t.UnixNano()
+		return line, true
+	}
+	return line, false
+}
+
+// Clean removes what terminals render but matching should not see: ANSI escape sequences,
+// the carriage-return frames of progress bars (the last frame is kept), NUL bytes and invalid
+// UTF-8. It appends to dst.
+func Clean(dst, line []byte) []byte {
+	if i := bytes.LastIndexByte(line, '\r'); i >= 0 {
+		if rest := bytes.TrimSpace(line[i+1:]); len(rest) > 0 {
+			line = line[i+1:]
+		} else {
+			line = line[:i]
+			if j := bytes.LastIndexByte(line, '\r'); j >= 0 {
+				line = line[j+1:]
+			}
+		}
+	}
+	if bytes.IndexByte(line, 0x1b) < 0 && bytes.IndexByte(line, 0) < 0 && utf8.Valid(line) {
+		return append(dst, line...)
+	}
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case c == 0x1b:
+			i = skipEscape(line, i)
+			continue
+		case c == 0:
+			i++
+			continue
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(line[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, "\uFFFD"...)
+		} else {
+			dst = append(dst, line[i:i+n]...)
+		}
+		i += n
+	}
+	return dst
+}
+
+// skipEscape returns the index after the escape sequence starting at i (CSI "ESC [ ... final"
+// or a two-byte escape).
+func skipEscape(b []byte, i int) int {
+	i++
+	if i >= len(b) {
+		return i
+	}
+	if b[i] != '[' {
+		return i + 1
+	}
+	i++
+	for i < len(b) && (b[i] < 0x40 || b[i] > 0x7e) {
+		i++
+	}
+	return i + 1
+}
+
+// NeedsClean reports whether Clean could change text: one table lookup per byte, and only
+// lines with an escape, a NUL, a CR or non-ASCII bytes take the slow path.
+func NeedsClean(text []byte) bool {
+	for _, c := range text {
+		if class[c]&cSpecial != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crcReader checksums what it reads (the index cache key comes from the same single read),
+// and stops reading once ctx is done: checked every buffer fill (64 KiB), a cancel stops a
+// scan within microseconds, even inside a line of a gigabyte.
+type crcReader struct {
+	ctx context.Context
+	r   io.Reader
+	crc uint32
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.r.Read(p)
+	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	return n, err
+}
+
+// Checksum reads a log whole as Scan does, without looking at its lines: its size and
+// Stats.CRC.
+func Checksum(ctx context.Context, fsys fs.FS, path string) (int64, uint32, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	cr := &crcReader{ctx: ctx, r: f}
+	n, err := io.Copy(io.Discard, cr)
+	return n, cr.crc, err
+}
+
+// readBuffer is the scan's read size.
+const readBuffer = 64 << 10
+
+// Scan reads one log once: each line is timed, cleaned, given its shape and handed to visit
+// (which may be nil). A read error ends the scan without failing it: Stats.Err says where the
+// log stopped. When ctx is done the scan stops and returns its error, wrapped.
+func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visit func(*Scanned)) (Stats, error) {
+	var st Stats
+	f, err := fsys.Open(ls.Path)
+	if err != nil {
+		st.Err = err
+		return st, nil
+	}
+	defer f.Close()
+	cr := &crcReader{ctx: ctx, r: f}
+	lr := NewLineReader(cr, 0, maxLine, readBuffer)
+	var clock Clock
+	var clean []byte
+	var first int64
+	shapes := newShaper()
+	sc := Scanned{}
+	for n := 1; ; n++ {
+		raw, off, err := lr.Next()
+		if raw == nil && err != nil {
+			if err != io.EOF {
+				st.Err = err
+			}
+			break
+		}
+		before := clock.Last
+		text, _ := clock.Split(raw)
+		if first == 0 {
+			first = clock.Last
+		}
+		text = shapes.line(text, &clean)
+		sc.Number, sc.Offset, sc.Time, sc.Before, sc.Text = n, off, clock.Last, before, text
+		sc.Shape, sc.Vars, sc.VarClasses = shapes.cur, nil, nil
+		if sc.Shape != nil {
+			sc.Vars, sc.VarClasses = shapes.vals, shapes.masks
+		}
+		if visit != nil {
+			visit(&sc)
+		}
+		st.Lines = n
+		if err != nil {
+			st.Err = err
+			break
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return st, fmt.Errorf("reading %s: %w", ls.Path, err)
+	}
+	st.Bytes = lr.off
+	st.LongLines = lr.longLines
+	st.CRC = cr.crc
+	if first != 0 {
+		st.First = time.Unix(0, first).UTC()
+		st.Last = time.Unix(0, clock.Last).UTC()
+	}
+	return st, nil
+}
+
+// AllOptions tune ScanAll.
+type AllOptions struct {
+	// MaxLine is the line limit (see LineReader).
+	MaxLine int
+	// Workers is how many logs are scanned at once; 0 means one per CPU.
+	Workers int
+	// Visit, when set, returns the visitor of log i (nil for none). It is called from the
+	// goroutine that scans log i, before it starts.
+	Visit func(i int) func(*Scanned)
+	// Done, when set, is called with each log's stats when it is scanned, from its goroutine.
+	Done func(i int, st Stats)
+	// Progress, when set, is called after each log is scanned, from one goroutine at a time.
+	Progress func(done, total int, bytes int64)
+}
+
+// ScanAll scans logs in parallel (logs are independent streams) and returns their stats in
+// the order of logs. When ctx is done it stops every scan and returns ctx's error, wrapped.
+func ScanAll(ctx context.Context, fsys fs.FS, logs []parse.LogStream, opts AllOptions) ([]Stats, error) {
+	stats := make([]Stats, len(logs))
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	finished := 0
+	var bytes int64
+	var firstErr error
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				var visit func(*Scanned)
+				if opts.Visit != nil {
+					visit = opts.Visit(i)
+				}
+				st, err := Scan(ctx, fsys, logs[i], opts.MaxLine, visit)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				stats[i] = st
+				if opts.Done != nil {
+					opts.Done(i, st)
+				}
+				if opts.Progress != nil {
+					mu.Lock()
+					finished++
+					bytes += st.Bytes
+					opts.Progress(finished, len(logs), bytes)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range logs {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		if firstErr == nil {
+			firstErr = fmt.Errorf("scanning the logs: %w", err)
+		}
+		return nil, firstErr
+	}
+	return stats, nil
+}

@@ -1,0 +1,110 @@
+package logscan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/parse"
+)
+
+func TestClean(t *testing.T) {
+	tests := map[string]string{
+		"plain":                       "plain",
+		"\x1b[1;32mgreen\x1b[0m text": "green text",
+		"a\rb\rfinal":                 "final",
+		"progress 100%\r":             "progress 100%",
+		"nul\x00byte":                 "nulbyte",
+		"bad\xffutf8":                 "bad\uFFFDutf8",
+	}
+	for in, want := range tests {
+		require.Equal(t, want, string(Clean(nil, []byte(in))), "%q", in)
+		require.Equal(t, in != want, NeedsClean([]byte(in)), "%q", in)
+	}
+}
+
+// trainingLog is n lines of a training log with kubelet timestamps.
+func trainingLog(n int) []byte {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "2026-03-14T10:%02d:%02d.%09dZ [rank3] step=%d loss=%.4f lr=1.0e-04\n", i/3600%60, i/60%60, i, i, 2.5-float64(i%1000)/1000)
+	}
+	return []byte(b.String())
+}
+
+func TestScanReadsEveryLine(t *testing.T) {
+	fsys := fstest.MapFS{"logs/ns/p/c.log": {Data: append(trainingLog(1000), "last line without a newline"...)}}
+	var n, shaped int
+	st, err := Scan(t.Context(), fsys, parse.LogStream{Path: "logs/ns/p/c.log"}, 1<<20, func(l *Scanned) {
+		n++
+		require.Equal(t, n, l.Number)
+		if l.Shape != nil {
+			shaped++
+			require.Len(t, l.Vars, len(l.Shape.Vars))
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, st.Err)
+	require.Equal(t, 1001, n)
+	require.Equal(t, 1001, st.Lines)
+	require.Equal(t, 1001, shaped)
+	require.Equal(t, int64(len(fsys["logs/ns/p/c.log"].Data)), st.Bytes)
+	size, crc, err := Checksum(t.Context(), fsys, "logs/ns/p/c.log")
+	require.NoError(t, err)
+	require.Equal(t, st.Bytes, size)
+	require.Equal(t, st.CRC, crc, "Checksum reads as Scan does")
+}
+
+// TestScanStopsWhenCancelled: a cancel in the middle of a log stops its scan within the read
+// buffer (64 KiB), and the error says why; a scan of a cancelled context reads nothing.
+func TestScanStopsWhenCancelled(t *testing.T) {
+	log := trainingLog(200_000) // about 15 MiB
+	fsys := fstest.MapFS{"a.log": {Data: log}, "b.log": {Data: log}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	seen := 0
+	_, err := Scan(ctx, fsys, parse.LogStream{Path: "a.log"}, 1<<20, func(l *Scanned) {
+		seen++
+		if l.Number == 1000 {
+			cancel()
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, err.Error(), "a.log")
+	require.Less(t, seen, 1000+2000, "lines after the cancel are at most one read buffer's")
+
+	seen = 0
+	_, err = ScanAll(ctx, fsys, []parse.LogStream{{Path: "a.log"}, {Path: "b.log"}}, AllOptions{MaxLine: 1 << 20,
+		Visit: func(int) func(*Scanned) { return func(*Scanned) { seen++ } }})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, seen)
+}
+
+// TestScanAllStopsEveryWorker: a cancel while several logs are being scanned stops them all.
+func TestScanAllStopsEveryWorker(t *testing.T) {
+	log := trainingLog(100_000)
+	fsys := fstest.MapFS{}
+	var logs []parse.LogStream
+	for i := range 8 {
+		p := fmt.Sprintf("%d.log", i)
+		fsys[p] = &fstest.MapFile{Data: log}
+		logs = append(logs, parse.LogStream{Path: p})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var lines atomic.Int64
+	_, err := ScanAll(ctx, fsys, logs, AllOptions{MaxLine: 1 << 20, Workers: 4, Visit: func(int) func(*Scanned) {
+		return func(l *Scanned) {
+			if lines.Add(1) == 5000 {
+				cancel()
+			}
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, lines.Load(), int64(len(logs)*100_000/2), "the scan stopped early")
+}

@@ -1,0 +1,237 @@
+package logscan
+
+import "encoding/binary"
+
+const (
+	// MaxShapes bounds one log's shapes; lines of further shapes get none (Scanned.Shape is
+	// nil), and an index reads them line by line.
+	MaxShapes = 20_000
+	// MaxKeyBytes bounds a shape's key; longer lines get no shape either.
+	MaxKeyBytes = 4096
+)
+
+// shaper gives each line of one log its shape: variable words masked, identical shapes kept
+// once, with the values and character classes of the line's variable words.
+type shaper struct {
+	byKey  map[string]*Shape
+	shapes int
+	// overflowed: a line got no shape; it counts as one more shape towards MaxShapes, as the
+	// index's template of such lines does.
+	overflowed bool
+	// recent holds the last two shapes (of ASCII text) seen, tried first on a new line.
+	recent [2]*Shape
+	// per-line results
+	cur   *Shape // the line's shape, nil when it has none
+	key   []byte
+	vals  []Var
+	masks []uint64
+}
+
+func newShaper() *shaper {
+	return &shaper{byKey: map[string]*Shape{}}
+}
+
+// line finds the shape of a line (b.cur, b.vals, b.masks), cleaning the line first when it
+// must (into *clean), and returns the text to record. A line is first matched against the
+// shapes of the lines before it, which reads its variable words without building its key;
+// else it is tokenized.
+func (b *shaper) line(text []byte, clean *[]byte) []byte {
+	b.cur = nil
+	for _, sh := range b.recent {
+		if sh != nil && b.match(sh, text) {
+			b.cur = sh
+			break
+		}
+	}
+	if b.cur == nil {
+		if b.tokenize(text) {
+			*clean = Clean((*clean)[:0], text)
+			text = *clean
+			b.tokenize(text)
+		}
+		if b.cur = b.byKey[string(b.key)]; b.cur == nil {
+			b.cur = b.newShape()
+		}
+	}
+	if sh := b.cur; sh != nil && sh != b.recent[0] && sh.ascii {
+		b.recent[0], b.recent[1] = sh, b.recent[0]
+	}
+	return text
+}
+
+// newShape records the shape of b.key, or returns nil when the log has too many shapes or the
+// key is too long.
+func (b *shaper) newShape() *Shape {
+	n := b.shapes
+	if b.overflowed {
+		n++
+	}
+	if n >= MaxShapes || len(b.key) > MaxKeyBytes {
+		b.overflowed = true
+		return nil
+	}
+	sh := newShape(b.shapes, string(b.key))
+	b.shapes++
+	if sh.ascii = isASCII(sh.Key); sh.ascii {
+		sh.prog = newPartProg(sh.Parts)
+	}
+	b.byKey[sh.Key] = sh
+	return sh
+}
+
+// match reads text as a line of shape sh: the same constant parts, and in between variable
+// words of the same kinds. It is exact: it succeeds only when tokenize would give sh's key,
+// which holds for shapes of ASCII text whose lines need no cleaning: the parts are compared
+// byte for byte, a word of digits ends where the next part starts with a non-digit (as it did
+// in the line that made the shape), a whole word is read to its end and must still be shaped
+// as one, and any byte that cleaning could change fails the match.
+func (b *shaper) match(sh *Shape, text []byte) bool {
+	parts, kinds := sh.Parts, sh.Vars
+	if !sh.prog.partAt(0, parts[0], text, 0) {
+		return false
+	}
+	pos := len(parts[0])
+	vals, masks := grow(b.vals, len(kinds)), grow(b.masks, len(kinds))
+	for v, kind := range kinds {
+		start := pos
+		var num uint64
+		for pos < len(text) && text[pos]-'0' <= 9 {
+			num = num*10 + uint64(text[pos]-'0')
+			pos++
+		}
+		switch {
+		case pos == start && kind == VarDigits:
+			return false
+		case kind == VarDigits || pos < len(text) && class[text[pos]]&cWord == 0 || pos == len(text):
+			// A digit run, or a whole word of digits: a number.
+			if pos == start {
+				return false
+			}
+			if pos-start <= MaxNumDigits {
+				vals[v] = Var{Num: NumberValue(pos-start, num)}
+			} else {
+				vals[v] = Var{Start: int32(start), End: int32(pos)}
+			}
+			masks[v] = maskDigit
+		default:
+			// A whole word with more than digits: read to its end.
+			var seen uint8
+			for pos < len(text) {
+				c := class[text[pos]]
+				if c&cWord == 0 {
+					break
+				}
+				seen |= c
+				pos++
+			}
+			w := text[start:pos]
+			if seen&cSpecial != 0 {
+				return false
+			}
+			if kind, _, _ := WordShape(w); kind != VarWord {
+				return false
+			}
+			vals[v] = Var{Start: int32(start), End: int32(pos)}
+			masks[v] = charMask(w)
+		}
+		p := parts[v+1]
+		if !sh.prog.partAt(v+1, p, text, pos) {
+			return false
+		}
+		pos += len(p)
+	}
+	if pos != len(text) {
+		return false
+	}
+	b.vals, b.masks = vals, masks
+	return true
+}
+
+// grow returns s resized to n elements, reusing its array when it can.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// partProg holds each constant part of a shape of up to 8 bytes as a word and a mask, so
+// that match compares it with one load instead of a call.
+type partProg struct {
+	words, masks []uint64
+}
+
+func newPartProg(parts []string) partProg {
+	p := partProg{words: make([]uint64, len(parts)), masks: make([]uint64, len(parts))}
+	for i, s := range parts {
+		if len(s) <= 8 {
+			for k := len(s) - 1; k >= 0; k-- {
+				p.words[i] = p.words[i]<<8 | uint64(s[k])
+				p.masks[i] = p.masks[i]<<8 | 0xff
+			}
+		}
+	}
+	return p
+}
+
+// partAt reports whether part i, s, is at text[pos:].
+func (p *partProg) partAt(i int, s string, text []byte, pos int) bool {
+	if len(s) <= 8 && pos+8 <= len(text) {
+		return (binary.LittleEndian.Uint64(text[pos:])^p.words[i])&p.masks[i] == 0
+	}
+	return len(text)-pos >= len(s) && string(text[pos:pos+len(s)]) == s
+}
+
+// tokenize masks the variable words of text into b.key, collecting their values. The key
+// keeps every other byte; a variable word is the byte 0 (which cleaned text never holds) and
+// its kind. It reports whether text holds a byte that cleaning could change (the caller then
+// cleans and tokenizes again): the scan looks at every byte once for both.
+func (b *shaper) tokenize(text []byte) (special bool) {
+	key, vals, masks := b.key[:0], b.vals[:0], b.masks[:0]
+	var seen uint8
+	constStart := 0
+	for i := 0; i < len(text); {
+		c := class[text[i]]
+		seen |= c
+		if c&cWord == 0 {
+			i++
+			continue
+		}
+		j, digits := i+1, c&cDigit
+		for ; j < len(text); j++ {
+			c = class[text[j]]
+			if c&cWord == 0 {
+				break
+			}
+			digits |= c
+		}
+		seen |= digits
+		if digits&cDigit != 0 {
+			kind, s, e := WordShape(text[i:j])
+			s, e = i+s, i+e
+			key = append(key, text[constStart:s]...)
+			key = append(key, 0, kind)
+			constStart = e
+			v := text[s:e]
+			vals = append(vals, varOf(text, s, e))
+			if kind == VarDigits {
+				masks = append(masks, maskDigit)
+			} else {
+				masks = append(masks, charMask(v))
+			}
+		}
+		i = j
+	}
+	key = append(key, text[constStart:]...)
+	b.key, b.vals, b.masks = key, vals, masks
+	return seen&cSpecial != 0
+}
+
+// varOf returns the value of text[s:e].
+func varOf(text []byte, s, e int) Var {
+	v := ValueOf(text[s:e])
+	if v.Numeric {
+		return Var{Num: v.Num}
+	}
+	return Var{Start: int32(s), End: int32(e)}
+}

@@ -1,0 +1,201 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/coroner-dev/coroner/analyze"
+)
+
+// Finding is one thing that went wrong (or looks wrong), with the evidence that shows it: an
+// entry of the contract's findings, made from an analyze.Finding.
+type Finding struct {
+	// ID is f1, f2... in the order of the findings: by time, findings without one last.
+	ID       string           `json:"id"`
+	RuleID   string           `json:"ruleId"`
+	Category analyze.Category `json:"category"`
+	Severity analyze.Severity `json:"severity"`
+	Layer    analyze.Layer    `json:"layer"`
+	Title    string           `json:"title"`
+	Fault    analyze.Fault    `json:"fault"`
+	Retry    analyze.Retry    `json:"retry"`
+	// Pod and Container say where, when the finding is about one.
+	Pod       string     `json:"pod,omitempty"`
+	Container string     `json:"container,omitempty"`
+	Time      *time.Time `json:"time,omitempty"`
+	// Count is how many times it was seen (log lines, event repeats).
+	Count    int        `json:"count"`
+	Evidence []Evidence `json:"evidence"`
+	// SecondaryOf names the finding this one follows from.
+	SecondaryOf string `json:"secondaryOf,omitempty"`
+	Explanation string `json:"explanation,omitempty"`
+	Remediation string `json:"remediation,omitempty"`
+}
+
+// Evidence points into the bundle.
+type Evidence struct {
+	// Source is log, event, pod, job, node or spec.
+	Source string `json:"source"`
+	// File is the bundle path (for log evidence, the log; otherwise the resource file).
+	File string     `json:"file,omitempty"`
+	Line int        `json:"line,omitempty"`
+	Time *time.Time `json:"time,omitempty"`
+	// Object names the Kubernetes object for non-log evidence ("Pod ml/train-job-worker-0").
+	Object string        `json:"object,omitempty"`
+	Text   string        `json:"text"`
+	Before []ContextLine `json:"before,omitempty"`
+	After  []ContextLine `json:"after,omitempty"`
+	// LastLine and LastTime say where a repeated match was last seen.
+	LastLine int        `json:"lastLine,omitempty"`
+	LastTime *time.Time `json:"lastTime,omitempty"`
+}
+
+// ContextLine is a log line around an evidence line.
+type ContextLine struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// Location is "file:line" for log evidence, the object otherwise.
+func (e *Evidence) Location() string {
+	if e.File != "" && e.Line > 0 {
+		return e.File + ":" + strconv.Itoa(e.Line)
+	}
+	if e.Object != "" {
+		return e.Object
+	}
+	return e.File
+}
+
+// RootCause is the finding that explains the failure, repeated at the top of the report.
+type RootCause struct {
+	Finding
+	// Symptoms counts the findings that follow from the root cause.
+	Symptoms int
+}
+
+// rootCauseJSON is the contract's rootCause: the fields of its finding that version 1 of the
+// contract named, in its order, findingId for the finding's id, and symptoms.
+type rootCauseJSON struct {
+	FindingID   string           `json:"findingId"`
+	Category    analyze.Category `json:"category"`
+	RuleID      string           `json:"ruleId"`
+	Title       string           `json:"title"`
+	Severity    analyze.Severity `json:"severity"`
+	Fault       analyze.Fault    `json:"fault"`
+	Retry       analyze.Retry    `json:"retry"`
+	Pod         string           `json:"pod,omitempty"`
+	Container   string           `json:"container,omitempty"`
+	Time        *time.Time       `json:"time,omitempty"`
+	Evidence    []Evidence       `json:"evidence"`
+	Explanation string           `json:"explanation,omitempty"`
+	Remediation string           `json:"remediation,omitempty"`
+	Symptoms    int              `json:"symptoms"`
+}
+
+// MarshalJSON writes the contract's rootCause object. HTML characters are left as they are:
+// an encoder that escapes them (json.Marshal) does so as it copies the result.
+func (rc RootCause) MarshalJSON() ([]byte, error) {
+	f := &rc.Finding
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(rootCauseJSON{FindingID: f.ID, Category: f.Category, RuleID: f.RuleID, Title: f.Title,
+		Severity: f.Severity, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Time: f.Time,
+		Evidence: f.Evidence, Explanation: f.Explanation, Remediation: f.Remediation, Symptoms: rc.Symptoms})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
+
+// UnmarshalJSON reads the contract's rootCause object. The finding's layer and count are not
+// part of it: they are those of the finding FindingID names.
+func (rc *RootCause) UnmarshalJSON(data []byte) error {
+	var v rootCauseJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*rc = RootCause{Finding: Finding{ID: v.FindingID, Category: v.Category, RuleID: v.RuleID, Title: v.Title,
+		Severity: v.Severity, Fault: v.Fault, Retry: v.Retry, Pod: v.Pod, Container: v.Container, Time: v.Time,
+		Evidence: v.Evidence, Explanation: v.Explanation, Remediation: v.Remediation}, Symptoms: v.Symptoms}
+	return nil
+}
+
+// TimelineEntry is one moment of the job's life: a lifecycle change, an event or a finding.
+type TimelineEntry struct {
+	Time time.Time `json:"time"`
+	// Kind is job, pod, container, event or finding.
+	Kind      string `json:"kind"`
+	Pod       string `json:"pod,omitempty"`
+	Container string `json:"container,omitempty"`
+	Text      string `json:"text"`
+	// Severity and FindingID are set for a finding.
+	Severity  string `json:"severity,omitempty"`
+	FindingID string `json:"findingId,omitempty"`
+}
+
+// LogSummary describes one scanned log.
+type LogSummary struct {
+	Path      string     `json:"path"`
+	Pod       string     `json:"pod"`
+	Container string     `json:"container"`
+	Previous  bool       `json:"previous,omitempty"`
+	Bytes     int64      `json:"bytes"`
+	Lines     int        `json:"lines"`
+	First     *time.Time `json:"first,omitempty"`
+	Last      *time.Time `json:"last,omitempty"`
+	Truncated bool       `json:"truncated,omitempty"`
+	Findings  int        `json:"findings"`
+}
+
+// findingOf is the contract's form of an analysis finding.
+func findingOf(f *analyze.Finding) *Finding {
+	return &Finding{ID: f.ID, RuleID: f.RuleID, Category: f.Category, Severity: f.Severity, Layer: f.Layer,
+		Title: f.Title, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Time: f.Time,
+		Count: f.Count, Evidence: evidenceOf(f.Evidence), SecondaryOf: f.SecondaryOf,
+		Explanation: f.Explanation, Remediation: f.Remediation}
+}
+
+// evidenceOf converts evidence, keeping nil nil (the contract writes it as null).
+func evidenceOf(evs []analyze.Evidence) []Evidence {
+	if evs == nil {
+		return nil
+	}
+	out := make([]Evidence, len(evs))
+	for i, e := range evs {
+		out[i] = Evidence{Source: e.Source, File: e.File, Line: e.Line, Time: e.Time, Object: e.Object, Text: e.Text,
+			Before: contextOf(e.Before), After: contextOf(e.After), LastLine: e.LastLine, LastTime: e.LastTime}
+	}
+	return out
+}
+
+func contextOf(ls []analyze.ContextLine) []ContextLine {
+	if ls == nil {
+		return nil
+	}
+	out := make([]ContextLine, len(ls))
+	for i, l := range ls {
+		out[i] = ContextLine{Line: l.Line, Text: l.Text}
+	}
+	return out
+}
+
+func timelineOf(tl []analyze.TimelineEntry) []TimelineEntry {
+	out := make([]TimelineEntry, len(tl))
+	for i, e := range tl {
+		out[i] = TimelineEntry{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Container: e.Container, Text: e.Text, FindingID: e.FindingID}
+		if e.Severity != 0 {
+			out[i].Severity = e.Severity.String()
+		}
+	}
+	return out
+}
+
+func logsOf(ls []analyze.LogSummary) []LogSummary {
+	out := make([]LogSummary, len(ls))
+	for i, l := range ls {
+		out[i] = LogSummary{Path: l.Path, Pod: l.Pod, Container: l.Container, Previous: l.Previous, Bytes: l.Bytes,
+			Lines: l.Lines, First: l.First, Last: l.Last, Truncated: l.Truncated, Findings: l.Findings}
+	}
+	return out
+}

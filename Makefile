@@ -56,7 +56,7 @@ bench: build bench-collect
 # package's testdata/fuzz/ and becomes a regression test of go test; commit it with the fix.
 FUZZTIME ?= 5m
 FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
-	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact
+	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact bundle/redact:FuzzText
 FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \

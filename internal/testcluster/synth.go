@@ -15,6 +15,9 @@ import (
 // Worker 1 runs out of GPU memory at step 120; the others fail after it.
 type Job struct {
 	Namespace, Name string
+	// Kind is PyTorchJob (kubeflow.org/v1: a master and workers; the default) or MPIJob
+	// (the mpi-operator's kubeflow.org/v2beta1: a launcher and workers).
+	Kind            string
 	Workers         int
 	Nodes           int          // pods are spread over this many nodes (default 1)
 	Restarted       map[int]bool // pod index (0 = master) whose container restarted once
@@ -22,12 +25,23 @@ type Job struct {
 	Start           time.Time
 }
 
-// PodName is the name of pod i (0 = master).
+// PodName is the name of pod i (0 = master, or launcher).
 func (j Job) PodName(i int) string {
-	if i == 0 {
+	switch {
+	case i == 0 && j.Kind == "MPIJob":
+		return j.Name + "-launcher"
+	case i == 0:
 		return j.Name + "-master-0"
 	}
 	return fmt.Sprintf("%s-worker-%d", j.Name, i-1)
+}
+
+// Container is the name of the pods' container.
+func (j Job) Container() string {
+	if j.Kind == "MPIJob" {
+		return "mpi"
+	}
+	return "pytorch"
 }
 
 // NodeName is the node pod i ran on.
@@ -55,7 +69,13 @@ func (c *Cluster) CreateJob(t testing.TB, k *Kubelet, j Job) *Sample {
 	}
 	ts := func(d time.Duration) string { return j.Start.Add(d).Format(time.RFC3339) }
 	uid := "00000000-0000-0000-0000-" + fmt.Sprintf("%012d", len(j.Name))
-	objs := []*unstructured.Unstructured{mustYAML(t, fmt.Sprintf(`
+	apiVersion, kind, first := "kubeflow.org/v1", "PyTorchJob", "master"
+	if j.Kind == "MPIJob" {
+		apiVersion, kind, first = "kubeflow.org/v2beta1", "MPIJob", "launcher"
+	}
+	objs := []*unstructured.Unstructured{mpiJob(t, j, uid, ts)}
+	if j.Kind != "MPIJob" {
+		objs = []*unstructured.Unstructured{mustYAML(t, fmt.Sprintf(`
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata: {name: %[1]s, namespace: %[2]s, uid: %[3]s}
@@ -74,6 +94,7 @@ status:
     Master: {failed: 1}
     Worker: {failed: %[4]d}
 `, j.Name, j.Namespace, uid, j.Workers, ts(0), ts(10*time.Minute)))}
+	}
 	objs = append(objs, mustYAML(t, fmt.Sprintf(`
 apiVersion: scheduling.x-k8s.io/v1alpha1
 kind: PodGroup
@@ -96,7 +117,7 @@ status:
   conditions: [{type: Ready, status: "True", reason: KubeletReady, lastHeartbeatTime: %s, lastTransitionTime: %s}]
 `, node, ts(0), ts(0))))
 		}
-		role, index := "master", 0
+		role, index := first, 0
 		if i > 0 {
 			role, index = "worker", i-1
 		}
@@ -112,16 +133,16 @@ metadata:
   name: %[1]s
   namespace: %[2]s
   labels: {training.kubeflow.org/job-name: %[3]s, training.kubeflow.org/replica-type: %[4]s, training.kubeflow.org/replica-index: "%[5]d"}
-  ownerReferences: [{apiVersion: kubeflow.org/v1, kind: PyTorchJob, name: %[3]s, uid: %[6]s, controller: true}]
+  ownerReferences: [{apiVersion: %[12]s, kind: %[13]s, name: %[3]s, uid: %[6]s, controller: true}]
 spec:
   nodeName: %[7]s
   restartPolicy: OnFailure
-  containers: [{name: pytorch, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
+  containers: [{name: %[14]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
 status:
   phase: Failed
   startTime: %[8]s
   containerStatuses:
-  - name: pytorch
+  - name: %[14]s
     image: train:1
     imageID: train@sha256:0
     containerID: containerd://c%[5]d%[4]s
@@ -129,16 +150,39 @@ status:
     restartCount: %[9]d
     state: {terminated: {exitCode: 1, reason: Error, startedAt: %[8]s, finishedAt: %[10]s, containerID: "containerd://c%[5]d%[4]s"}}
     %[11]s
-`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), ts(5*time.Minute), restarts, ts(9*time.Minute), last)))
+`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), ts(5*time.Minute), restarts, ts(9*time.Minute), last, apiVersion, kind, j.Container())))
 	}
 	s := c.Apply(t, k, objs...)
 	for i := 0; i <= j.Workers; i++ {
-		k.SetLog(j.Namespace, j.PodName(i), "pytorch", false, []byte(j.log(i, 5*time.Minute)))
+		k.SetLog(j.Namespace, j.PodName(i), j.Container(), false, []byte(j.log(i, 5*time.Minute)))
 		if j.Restarted[i] {
-			k.SetLog(j.Namespace, j.PodName(i), "pytorch", true, []byte(j.log(i, time.Minute)))
+			k.SetLog(j.Namespace, j.PodName(i), j.Container(), true, []byte(j.log(i, time.Minute)))
 		}
 	}
 	return s
+}
+
+// mpiJob is the mpi-operator's MPIJob (kubeflow.org/v2beta1) of j.
+func mpiJob(t testing.TB, j Job, uid string, ts func(time.Duration) string) *unstructured.Unstructured {
+	return mustYAML(t, fmt.Sprintf(`
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: %[1]s, namespace: %[2]s, uid: %[3]s}
+spec:
+  slotsPerWorker: 8
+  mpiReplicaSpecs:
+    Launcher: {replicas: 1, template: {spec: {containers: [{name: mpi, image: train:1}]}}}
+    Worker: {replicas: %[4]d, template: {spec: {containers: [{name: mpi, image: train:1}]}}}
+status:
+  startTime: %[5]s
+  completionTime: %[6]s
+  conditions:
+  - {type: Created, status: "True", reason: MPIJobCreated, lastTransitionTime: %[5]s}
+  - {type: Failed, status: "True", reason: MPIJobFailed, message: "MPIJob %[2]s/%[1]s has failed", lastTransitionTime: %[6]s}
+  replicaStatuses:
+    Launcher: {failed: 1}
+    Worker: {failed: %[4]d}
+`, j.Name, j.Namespace, uid, j.Workers, ts(0), ts(10*time.Minute)))
 }
 
 // log is pod i's training log, starting at offset from the job's start.

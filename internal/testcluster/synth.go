@@ -17,12 +17,12 @@ type Job struct {
 	Namespace, Name string
 	// Kind is PyTorchJob (kubeflow.org/v1: a master and workers; the default) or MPIJob
 	// (the mpi-operator's kubeflow.org/v2beta1: a launcher and workers).
-	Kind            string
-	Workers         int
-	Nodes           int          // pods are spread over this many nodes (default 1)
-	Restarted       map[int]bool // pod index (0 = master) whose container restarted once
-	LogLines        int          // lines of training log per pod (default 40)
-	Start           time.Time
+	Kind      string
+	Workers   int
+	Nodes     int          // pods are spread over this many nodes (default 1)
+	Restarted map[int]bool // pod index (0 = master) whose container restarted once
+	LogLines  int          // lines of training log per pod (default 40)
+	Start     time.Time
 }
 
 // PodName is the name of pod i (0 = master, or launcher).

@@ -23,6 +23,9 @@ type Job struct {
 	Restarted map[int]bool // pod index (0 = master) whose container restarted once
 	LogLines  int          // lines of training log per pod (default 40)
 	Start     time.Time
+	// Running creates the job running (its pods running, its containers started): FailJob
+	// makes it fail later, as a watcher would see it happen.
+	Running bool
 }
 
 // PodName is the name of pod i (0 = master, or launcher).
@@ -44,6 +47,14 @@ func (j Job) Container() string {
 	return "pytorch"
 }
 
+// kind is the job's apiVersion, kind and first role.
+func (j Job) kind() (string, string, string) {
+	if j.Kind == "MPIJob" {
+		return "kubeflow.org/v2beta1", "MPIJob", "launcher"
+	}
+	return "kubeflow.org/v1", "PyTorchJob", "master"
+}
+
 // NodeName is the node pod i ran on.
 func (j Job) NodeName(i int) string {
 	return fmt.Sprintf("%s-node-%d", j.Name, i%max(j.Nodes, 1))
@@ -62,39 +73,32 @@ func mustYAML(t testing.TB, s string) *unstructured.Unstructured {
 func (c *Cluster) CreateJob(t testing.TB, k *Kubelet, j Job) *Sample {
 	t.Helper()
 	if j.Start.IsZero() {
-		j.Start = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+		j.Start = defaultStart
 	}
 	if j.LogLines == 0 {
 		j.LogLines = 40
 	}
-	ts := func(d time.Duration) string { return j.Start.Add(d).Format(time.RFC3339) }
+	ts := j.ts
 	uid := "00000000-0000-0000-0000-" + fmt.Sprintf("%012d", len(j.Name))
-	apiVersion, kind, first := "kubeflow.org/v1", "PyTorchJob", "master"
-	if j.Kind == "MPIJob" {
-		apiVersion, kind, first = "kubeflow.org/v2beta1", "MPIJob", "launcher"
-	}
-	objs := []*unstructured.Unstructured{mpiJob(t, j, uid, ts)}
-	if j.Kind != "MPIJob" {
-		objs = []*unstructured.Unstructured{mustYAML(t, fmt.Sprintf(`
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: %[1]s, namespace: %[2]s, uid: %[3]s}
-spec:
+	apiVersion, kind, first := j.kind()
+	spec := fmt.Sprintf(`
   pytorchReplicaSpecs:
     Master: {replicas: 1, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}
-    Worker: {replicas: %[4]d, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}
-status:
-  startTime: %[5]s
-  completionTime: %[6]s
-  conditions:
-  - {type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: %[5]s}
-  - {type: Running, status: "False", reason: PyTorchJobRunning, lastTransitionTime: %[6]s}
-  - {type: Failed, status: "True", reason: PyTorchJobFailed, message: "PyTorchJob %[1]s is failed because 1 Worker replica(s) failed.", lastTransitionTime: %[6]s}
-  replicaStatuses:
-    Master: {failed: 1}
-    Worker: {failed: %[4]d}
-`, j.Name, j.Namespace, uid, j.Workers, ts(0), ts(10*time.Minute)))}
+    Worker: {replicas: %d, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}`, j.Workers)
+	if j.Kind == "MPIJob" {
+		spec = fmt.Sprintf(`
+  slotsPerWorker: 8
+  mpiReplicaSpecs:
+    Launcher: {replicas: 1, template: {spec: {containers: [{name: mpi, image: train:1}]}}}
+    Worker: {replicas: %d, template: {spec: {containers: [{name: mpi, image: train:1}]}}}`, j.Workers)
 	}
+	objs := []*unstructured.Unstructured{mustYAML(t, fmt.Sprintf(`
+apiVersion: %[1]s
+kind: %[2]s
+metadata: {name: %[3]s, namespace: %[4]s, uid: %[5]s}
+spec: %[6]s
+status: %[7]s
+`, apiVersion, kind, j.Name, j.Namespace, uid, spec, j.jobStatus(!j.Running)))}
 	objs = append(objs, mustYAML(t, fmt.Sprintf(`
 apiVersion: scheduling.x-k8s.io/v1alpha1
 kind: PodGroup
@@ -121,11 +125,6 @@ status:
 		if i > 0 {
 			role, index = "worker", i-1
 		}
-		restarts, last := 0, ""
-		if j.Restarted[i] {
-			restarts = 1
-			last = fmt.Sprintf(`lastState: {terminated: {exitCode: 1, reason: Error, startedAt: %s, finishedAt: %s, containerID: "containerd://prev%d"}}`, ts(time.Minute), ts(4*time.Minute), i)
-		}
 		objs = append(objs, mustYAML(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
@@ -133,24 +132,13 @@ metadata:
   name: %[1]s
   namespace: %[2]s
   labels: {training.kubeflow.org/job-name: %[3]s, training.kubeflow.org/replica-type: %[4]s, training.kubeflow.org/replica-index: "%[5]d"}
-  ownerReferences: [{apiVersion: %[12]s, kind: %[13]s, name: %[3]s, uid: %[6]s, controller: true}]
+  ownerReferences: [{apiVersion: %[9]s, kind: %[10]s, name: %[3]s, uid: %[6]s, controller: true}]
 spec:
   nodeName: %[7]s
   restartPolicy: OnFailure
-  containers: [{name: %[14]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
-status:
-  phase: Failed
-  startTime: %[8]s
-  containerStatuses:
-  - name: %[14]s
-    image: train:1
-    imageID: train@sha256:0
-    containerID: containerd://c%[5]d%[4]s
-    ready: false
-    restartCount: %[9]d
-    state: {terminated: {exitCode: 1, reason: Error, startedAt: %[8]s, finishedAt: %[10]s, containerID: "containerd://c%[5]d%[4]s"}}
-    %[11]s
-`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), ts(5*time.Minute), restarts, ts(9*time.Minute), last, apiVersion, kind, j.Container())))
+  containers: [{name: %[11]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
+status: %[8]s
+`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running), apiVersion, kind, j.Container())))
 	}
 	s := c.Apply(t, k, objs...)
 	for i := 0; i <= j.Workers; i++ {
@@ -162,27 +150,58 @@ status:
 	return s
 }
 
-// mpiJob is the mpi-operator's MPIJob (kubeflow.org/v2beta1) of j.
-func mpiJob(t testing.TB, j Job, uid string, ts func(time.Duration) string) *unstructured.Unstructured {
-	return mustYAML(t, fmt.Sprintf(`
-apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata: {name: %[1]s, namespace: %[2]s, uid: %[3]s}
-spec:
-  slotsPerWorker: 8
-  mpiReplicaSpecs:
-    Launcher: {replicas: 1, template: {spec: {containers: [{name: mpi, image: train:1}]}}}
-    Worker: {replicas: %[4]d, template: {spec: {containers: [{name: mpi, image: train:1}]}}}
-status:
-  startTime: %[5]s
-  completionTime: %[6]s
-  conditions:
-  - {type: Created, status: "True", reason: MPIJobCreated, lastTransitionTime: %[5]s}
-  - {type: Failed, status: "True", reason: MPIJobFailed, message: "MPIJob %[2]s/%[1]s has failed", lastTransitionTime: %[6]s}
-  replicaStatuses:
-    Launcher: {failed: 1}
-    Worker: {failed: %[4]d}
-`, j.Name, j.Namespace, uid, j.Workers, ts(0), ts(10*time.Minute)))
+func (j Job) ts(d time.Duration) string {
+	start := j.Start
+	if start.IsZero() {
+		start = defaultStart
+	}
+	return start.Add(d).Format(time.RFC3339)
+}
+
+// defaultStart is when a Job without Start began.
+var defaultStart = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+
+// jobStatus is the job's status as YAML (flow style): failed 10 minutes in, or running.
+func (j Job) jobStatus(failed bool) string {
+	st := j.pytorchJobStatus(failed)
+	if j.Kind == "MPIJob" {
+		st = strings.NewReplacer("PyTorchJob", "MPIJob", "Master:", "Launcher:").Replace(st)
+	}
+	return st
+}
+
+func (j Job) pytorchJobStatus(failed bool) string {
+	if !failed {
+		return fmt.Sprintf(`{startTime: %[1]s, conditions: [{type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: %[1]s},
+  {type: Running, status: "True", reason: PyTorchJobRunning, lastTransitionTime: %[1]s}], replicaStatuses: {Master: {active: 1}, Worker: {active: %[2]d}}}`,
+			j.ts(0), j.Workers)
+	}
+	return fmt.Sprintf(`{startTime: %[1]s, completionTime: %[2]s, conditions: [
+  {type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: %[1]s},
+  {type: Running, status: "False", reason: PyTorchJobRunning, lastTransitionTime: %[2]s},
+  {type: Failed, status: "True", reason: PyTorchJobFailed, message: "PyTorchJob %[3]s is failed because 1 Worker replica(s) failed.", lastTransitionTime: %[2]s}],
+  replicaStatuses: {Master: {failed: 1}, Worker: {failed: %[4]d}}}`, j.ts(0), j.ts(10*time.Minute), j.Name, j.Workers)
+}
+
+// podStatus is pod i's status as YAML (flow style): failed, or running.
+func (j Job) podStatus(i int, failed bool) string {
+	_, _, role := j.kind()
+	if i > 0 {
+		role = "worker"
+	}
+	id := fmt.Sprintf("containerd://c%d%s", max(i-1, 0), role)
+	restarts, last := 0, ""
+	if j.Restarted[i] {
+		restarts = 1
+		last = fmt.Sprintf(`, lastState: {terminated: {exitCode: 1, reason: Error, startedAt: %s, finishedAt: %s, containerID: "containerd://prev%d"}}`, j.ts(time.Minute), j.ts(4*time.Minute), i)
+	}
+	state := fmt.Sprintf(`{terminated: {exitCode: 1, reason: Error, startedAt: %[1]s, finishedAt: %[2]s, containerID: "%[3]s"}}`, j.ts(5*time.Minute), j.ts(9*time.Minute), id)
+	phase := "Failed"
+	if !failed {
+		state, phase = fmt.Sprintf(`{running: {startedAt: %s}}`, j.ts(5*time.Minute)), "Running"
+	}
+	return fmt.Sprintf(`{phase: %s, startTime: %s, containerStatuses: [{name: %s, image: "train:1", imageID: "train@sha256:0", containerID: "%s", ready: %t, restartCount: %d, state: %s%s}]}`,
+		phase, j.ts(5*time.Minute), j.Container(), id, !failed, restarts, state, last)
 }
 
 // log is pod i's training log, starting at offset from the job's start.

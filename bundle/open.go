@@ -107,8 +107,11 @@ type Bundle struct {
 	Plain  bool
 	Limits Limits
 
-	// sums holds the sha256 of the files extracted from a tarball, computed while extracting.
-	sums    map[string]string
+	// sums holds the sha256 of files as the bundle holds them, computed while reading them.
+	sums map[string]string
+	// rawSizes are the sizes the bundle holds of the logs that are read decoded (UTF-16,
+	// lines ended by "\r"): the manifest describes those bytes.
+	rawSizes map[string]int64
 	cleanup func() error
 }
 
@@ -219,6 +222,18 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 		return nil, err
 	}
 	sortFiles(b.Files)
+	real := map[string]string{}
+	for _, f := range b.Files {
+		real[f.Path] = filepath.Join(dir, filepath.FromSlash(f.Path))
+	}
+	over, err := b.decodeLogs(ctx, real)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	if len(over) > 0 {
+		b.FS = &overlayFS{base: b.FS, files: over}
+	}
 	return b, nil
 }
 
@@ -264,6 +279,8 @@ func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err e
 	if err := os.Mkdir(root, 0o700); err != nil {
 		return nil, err
 	}
+	decoded := map[string]int64{}
+	var warnings []string
 	res, err := readTarball(ctx, f, lim, func(tf *tarFile) error {
 		dst := filepath.Join(root, filepath.FromSlash(tf.Name))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
@@ -273,7 +290,21 @@ func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err e
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(out, tf)
+		if isLog(tf.Name) {
+			// Extracted as the lines it holds: UTF-8, "\n" line ends.
+			var written int64
+			var form textForm
+			var warning string
+			written, _, _, form, warning, err = copyText(out, tf.Name, tf)
+			if form != formPlain {
+				decoded[tf.Name] = written
+			}
+			if warning != "" {
+				warnings = append(warnings, warning)
+			}
+		} else {
+			_, err = io.Copy(out, tf)
+		}
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
@@ -282,8 +313,117 @@ func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err e
 	if err != nil {
 		return nil, err
 	}
-	return &Bundle{Source: file, FS: os.DirFS(root), Files: res.files, Warnings: res.warnings, Limits: lim,
-		sums: res.sums, cleanup: dir.Remove}, nil
+	b = &Bundle{Source: file, FS: os.DirFS(root), Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim,
+		sums: res.sums, cleanup: dir.Remove}
+	b.useDecodedSizes(decoded)
+	return b, nil
+}
+
+// useDecodedSizes gives the logs read decoded their new sizes, keeping the sizes the bundle
+// holds for the manifest check.
+func (b *Bundle) useDecodedSizes(decoded map[string]int64) {
+	for i, f := range b.Files {
+		if n, ok := decoded[f.Path]; ok {
+			if b.rawSizes == nil {
+				b.rawSizes = map[string]int64{}
+			}
+			b.rawSizes[f.Path] = f.Size
+			b.Files[i].Size = n
+		}
+	}
+}
+
+// decodeLogs gives the logs of a bundle read in place (a directory, plain files) that are not
+// UTF-8 lines ended by "\n" a decoded copy in a private temporary directory, read in their
+// place, and warns about logs that look binary. files maps each path to the real file.
+func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[string]string, error) {
+	var tmp *scratch.Dir
+	decoded := map[string]int64{}
+	out := map[string]string{}
+	for i := range b.Files {
+		p := b.Files[i].Path
+		real, ok := files[p]
+		if !ok || !isLog(p) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := os.Open(real)
+		if err != nil {
+			return nil, err
+		}
+		head := make([]byte, sniffSize)
+		n, _ := io.ReadFull(f, head)
+		form, bad := sniff(head[:n])
+		if form == formPlain {
+			if bad >= binaryShare {
+				_, _, warning := textLog(p, bytes.NewReader(head[:n]))
+				b.Warnings = append(b.Warnings, warning)
+			}
+			f.Close()
+			continue
+		}
+		if tmp == nil {
+			scratch.Sweep("", decodedPrefix)
+			if tmp, err = scratch.MkdirTemp("", decodedPrefix+"*"); err != nil {
+				f.Close()
+				return nil, err
+			}
+			prev := b.cleanup
+			b.cleanup = func() error {
+				if prev != nil {
+					prev()
+				}
+				return tmp.Remove()
+			}
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			f.Close()
+			return nil, err
+		}
+		dst := filepath.Join(tmp.Path, fmt.Sprintf("%d.log", i))
+		w, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		written, _, sum, _, warning, err := copyText(w, p, ctxReader{ctx, f})
+		f.Close()
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if warning != "" {
+			b.Warnings = append(b.Warnings, warning)
+		}
+		if b.sums == nil {
+			b.sums = map[string]string{}
+		}
+		b.sums[p] = sum
+		decoded[p] = written
+		out[p] = dst
+	}
+	b.useDecodedSizes(decoded)
+	return out, nil
+}
+
+// decodedPrefix names the directories of decoded copies of logs, in the temporary directory.
+const decodedPrefix = "coroner-decoded-"
+
+// overlayFS is a directory whose files at some paths are read from elsewhere.
+type overlayFS struct {
+	base  fs.FS
+	files map[string]string // path -> real file
+}
+
+func (o *overlayFS) Open(name string) (fs.File, error) {
+	if real, ok := o.files[name]; ok {
+		return os.Open(real)
+	}
+	return o.base.Open(name)
 }
 
 // Stream reads the bundle at p (a directory or a tarball) once, file by file, and calls fn with
@@ -309,7 +449,10 @@ func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) 
 		if err != nil {
 			return nil, err
 		}
-		b.sums = map[string]string{}
+		defer b.Close() // the decoded copies of logs, if any: nothing is read after
+		if b.sums == nil {
+			b.sums = map[string]string{}
+		}
 		var manifest []byte
 		for _, f := range b.Files {
 			if err := ctx.Err(); err != nil {
@@ -334,7 +477,9 @@ func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) 
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f.Path, err)
 			}
-			b.sums[f.Path] = hex.EncodeToString(h.Sum(nil))
+			if _, ok := b.sums[f.Path]; !ok { // a decoded log's is that of its bytes in the bundle
+				b.sums[f.Path] = hex.EncodeToString(h.Sum(nil))
+			}
 			if keep != nil {
 				manifest = keep.Bytes()
 			}
@@ -348,13 +493,21 @@ func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) 
 	}
 	defer f.Close()
 	defer interruptible(ctx, f)()
+	var warnings []string
 	res, err := readTarball(ctx, f, lim, func(tf *tarFile) error {
-		return fn(File{Path: tf.Name, Size: tf.Size}, tf)
+		var r io.Reader = tf
+		if isLog(tf.Name) {
+			var warning string
+			if r, _, warning = textLog(tf.Name, tf); warning != "" {
+				warnings = append(warnings, warning)
+			}
+		}
+		return fn(File{Path: tf.Name, Size: tf.Size}, r)
 	})
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Source: p, Files: res.files, Warnings: res.warnings, Limits: lim, sums: res.sums}
+	b := &Bundle{Source: p, Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim, sums: res.sums}
 	return b, b.useManifest(res.manifest)
 }
 
@@ -456,6 +609,9 @@ func (b *Bundle) checkManifest() {
 	have := map[string]int64{}
 	for _, f := range b.Files {
 		have[f.Path] = f.Size
+		if raw, ok := b.rawSizes[f.Path]; ok {
+			have[f.Path] = raw
+		}
 	}
 	var missing, sizes, sums []string
 	listed := map[string]int{}

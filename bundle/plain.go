@@ -89,6 +89,15 @@ func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) 
 		b.Files = append(b.Files, File{Path: vp, Size: st.Size()})
 	}
 	sortFiles(b.Files)
+	// A log saved by PowerShell (UTF-16) or an old Mac tool ("\r" line ends) is read decoded.
+	over, err := b.decodeLogs(ctx, vfs.files)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	for p, real := range over {
+		vfs.files[p] = real
+	}
 	b.FS = vfs
 	return b, nil
 }

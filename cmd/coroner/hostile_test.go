@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -401,4 +402,36 @@ func TestHostileYAMLIsBoundedWhileDecoding(t *testing.T) {
 	code, _, stderr := run(t, "redact", p, "-o", out)
 	require.Equal(t, 0, code, stderr)
 	requireOOM(t, analyzeHostile(t, out))
+}
+
+// TestLogsThatAreNotUTF8Lines: a log saved by PowerShell (UTF-16 with a byte order mark) or
+// with "\r" line ends gave "unknown" with no warning; it is decoded and analyzed. A binary
+// file is analyzed with a warning.
+func TestLogsThatAreNotUTF8Lines(t *testing.T) {
+	lines := "2026-03-14T10:00:01Z step 1 loss 2.5\r\n" + oomLine + "2026-03-14T10:00:06Z step 2 done\r\n"
+	var le bytes.Buffer
+	le.Write([]byte{0xff, 0xfe})
+	for _, u := range utf16.Encode([]rune(lines)) {
+		le.Write([]byte{byte(u), byte(u >> 8)})
+	}
+	dir := t.TempDir()
+	ps := filepath.Join(dir, "powershell.log")
+	require.NoError(t, os.WriteFile(ps, le.Bytes(), 0o644))
+	cr := filepath.Join(dir, "mac.log")
+	require.NoError(t, os.WriteFile(cr, []byte(strings.ReplaceAll(strings.ReplaceAll(lines, "\r\n", "\n"), "\n", "\r")), 0o644))
+	for _, p := range []string{ps, cr} {
+		r := analyzeHostile(t, p)
+		requireOOM(t, r)
+		require.Empty(t, r.Warnings)
+		require.Equal(t, 2, r.RootCause.Evidence[0].Line)
+		require.Equal(t, "2026-03-14T10:00:05Z", r.RootCause.Time.Format(time.RFC3339))
+	}
+	bin := filepath.Join(dir, "core.log")
+	junk := make([]byte, 8192)
+	for i := range junk {
+		junk[i] = byte(i*31 + 7)
+	}
+	require.NoError(t, os.WriteFile(bin, append(junk, "\n"+oomLine...), 0o644))
+	r := analyzeHostile(t, bin)
+	warningWith(t, r, "looks like binary data, not a log")
 }

@@ -112,7 +112,7 @@ type Bundle struct {
 	// rawSizes are the sizes the bundle holds of the logs that are read decoded (UTF-16,
 	// lines ended by "\r"): the manifest describes those bytes.
 	rawSizes map[string]int64
-	cleanup func() error
+	cleanup  func() error
 }
 
 // Close releases what Open made (the extracted tree of a tarball).

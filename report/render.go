@@ -11,6 +11,7 @@ import (
 	"strings"
 	texttemplate "text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/templates"
@@ -270,6 +271,10 @@ func renderTemplate(w io.Writer, r *Report, name string, html bool) error {
 
 // RenderText writes the terminal summary: job, status, verdict, root cause with its one
 // evidence line, then the other findings one line each.
+//
+// Names and messages come from the bundle: a pod named with a newline or an escape sequence
+// must not forge a line of the summary or drive the reader's terminal. Each is shown through
+// TerminalSafe.
 func RenderText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	job := r.Job.Kind
@@ -279,21 +284,22 @@ func RenderText(w io.Writer, r *Report) error {
 	if r.Bundle.Plain {
 		job = "plain logs: " + r.Bundle.Name
 	}
+	job = TerminalSafe(job)
 	fmt.Fprintf(&b, "Job:         %s\n", job)
 	if r.Job.Status != "" {
-		fmt.Fprintf(&b, "Status:      %s\n", r.Job.Status)
+		fmt.Fprintf(&b, "Status:      %s\n", TerminalSafe(string(r.Job.Status)))
 	}
-	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(string(r.Verdict)), r.VerdictReason)
+	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(string(r.Verdict)), TerminalSafe(r.VerdictReason))
 	if rc := r.RootCause; rc != nil {
-		fmt.Fprintf(&b, "Root cause:  [%s] %s\n", rc.Category, rc.Title)
-		at := where(rc.Pod, rc.Container)
+		fmt.Fprintf(&b, "Root cause:  [%s] %s\n", rc.Category, TerminalSafe(rc.Title))
+		at := TerminalSafe(where(rc.Pod, rc.Container))
 		if rc.Pod == "" {
 			at = job
 		}
 		fmt.Fprintf(&b, "             at %s, %s; fault: %s, retry: %s\n", at, fmtTime(rc.Time), rc.Fault, rc.Retry)
 		if len(rc.Evidence) > 0 {
 			e := rc.Evidence[0]
-			fmt.Fprintf(&b, "Evidence:    %s\n             %s\n", e.Location(), oneLine(e.Text, 160))
+			fmt.Fprintf(&b, "Evidence:    %s\n             %s\n", TerminalSafe(e.Location()), oneLine(e.Text, 160))
 		}
 	}
 	rootID := ""
@@ -313,6 +319,7 @@ func RenderText(w io.Writer, r *Report) error {
 		if len(g.Pods) > 1 {
 			at = PodList(g.Pods)
 		}
+		at = TerminalSafe(at)
 		line := fmt.Sprintf("  %-8s %-19s %s — %s", f.Severity, f.Category, oneLine(f.Title, 70), at)
 		if g.Count > 1 {
 			line += fmt.Sprintf(" (x%d)", g.Count)
@@ -326,7 +333,7 @@ func RenderText(w io.Writer, r *Report) error {
 		writeLLMText(&b, l)
 	}
 	for _, wr := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wr)
+		fmt.Fprintf(&b, "warning: %s\n", TerminalSafe(wr))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -360,6 +367,39 @@ func yesNo(h *bool) string {
 		return "Yes"
 	}
 	return "No"
+}
+
+// TerminalSafe shows a name or message from a bundle on a terminal as it is, but for what
+// would act on the terminal instead of being shown: control characters (a newline that would
+// forge a line of output, an escape sequence that would move the cursor or retitle the window)
+// and the Unicode controls that reorder what follows (bidirectional overrides and isolates)
+// are written as Go escapes: \n, \x1b, \u202e.
+func TerminalSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == utf8.RuneError
 }
 
 // oneLine makes bundle text safe for a terminal: one line, no control characters (an escape

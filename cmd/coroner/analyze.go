@@ -159,7 +159,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 	logf := func(format string, args ...any) {
 		if !opts.Quiet {
-			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
+			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
 		}
 	}
 	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,

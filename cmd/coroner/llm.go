@@ -238,7 +238,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 
 func (s *llmStep) warn(io *IOStreams, opts *AnalyzeOptions, w string) {
 	if !opts.Quiet {
-		fmt.Fprintf(io.ErrOut, "coroner: warning: %s\n", w)
+		fmt.Fprintf(io.ErrOut, "coroner: warning: %s\n", report.TerminalSafe(w))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/report"
 )
 
 // RedactOptions hold everything `coroner redact` needs; tests build them directly.
@@ -103,7 +104,7 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 	}
 	if !opts.Quiet {
 		for _, w := range b.Warnings {
-			fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
+			fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(w))
 		}
 	}
 	if opts.Report {

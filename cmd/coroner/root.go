@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coroner-dev/coroner/report"
 )
 
 // commandName is how the user called us: "coroner", or "kubectl coroner" as a kubectl plugin.
@@ -60,10 +62,11 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	case exitInterrupt, exitTerminated:
 		fmt.Fprintf(io.ErrOut, "coroner: %v; nothing written\n", context.Cause(ctx))
 	case exitUsage:
-		fmt.Fprintf(io.ErrOut, "coroner: %s\n", describeError(err))
+		fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(describeError(err)))
 		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", commandName)
 	default:
-		fmt.Fprintf(io.ErrOut, "coroner: %s\n", describeError(err))
+		// An error may quote a name from a bundle (a tar entry): shown, never acted on.
+		fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(describeError(err)))
 	}
 	return code
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/report"
 )
 
 // SearchOptions hold everything a search needs; tests build them directly.
@@ -158,7 +159,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	}
 	ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
 		Progress: progress, Log: func(format string, args ...any) {
-			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
+			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
 		}})
 	if err != nil {
 		return fmt.Errorf("%s: indexing the logs: %w", opts.Bundle, err)
@@ -273,7 +274,7 @@ func where(l index.Line) string {
 	if l.Previous {
 		c += ".previous"
 	}
-	return l.Pod + "/" + c
+	return report.TerminalSafe(l.Pod + "/" + c)
 }
 
 func span(a, b *time.Time) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
@@ -67,21 +68,27 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 			return ix, stats, nil
 		}
 	}
-	var dir string
+	// The index is built in a scratch directory: a run killed while building leaves it, and
+	// the next run removes it.
+	var sd *scratch.Dir
 	var err error
 	if opts.Cache != nil {
 		if err = os.MkdirAll(opts.Cache.Dir, 0o755); err == nil {
-			dir, err = os.MkdirTemp(opts.Cache.Dir, ".build-")
+			scratch.Sweep(opts.Cache.Dir, buildPrefix)
+			scratch.Sweep(opts.Cache.Dir, trashPrefix)
+			sd, err = scratch.MkdirTemp(opts.Cache.Dir, buildPrefix+"*")
 		}
 	} else {
-		dir, err = os.MkdirTemp("", "coroner-index-")
+		scratch.Sweep("", privatePrefix)
+		sd, err = scratch.MkdirTemp("", privatePrefix+"*")
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("index directory: %w", err)
 	}
+	dir := sd.Path
 	ix, stats, err := buildIn(ctx, dir, b, logs, want, opts)
 	if err != nil {
-		os.RemoveAll(dir)
+		sd.Remove()
 		return nil, nil, err
 	}
 	complete := true
@@ -91,12 +98,25 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 		}
 	}
 	if opts.Cache == nil || !complete {
-		ix.temp = true
+		ix.temp, ix.release = true, func() { sd.Remove() }
 		return ix, stats, nil
+	}
+	if err := sd.Keep(); err != nil {
+		ix.Close()
+		sd.Remove()
+		return nil, nil, fmt.Errorf("index directory: %w", err)
 	}
 	ix, err = opts.Cache.commit(ix, b, sigs)
 	return ix, stats, err
 }
+
+// The names of the index's scratch directories: builds in the cache directory, private
+// indexes (no cache) in the temporary directory, and cache entries on their way out.
+const (
+	buildPrefix   = ".build-"
+	privatePrefix = "coroner-index-"
+	trashPrefix   = ".trash-"
+)
 
 // buildIn scans every log into dir and opens the result.
 func buildIn(ctx context.Context, dir string, b *bundle.Bundle, logs []parse.LogStream, want meta, opts BuildOptions) (*Index, []logscan.Stats, error) {
@@ -107,7 +127,7 @@ func buildIn(ctx context.Context, dir string, b *bundle.Bundle, logs []parse.Log
 	errs := make([]error, len(logs))
 	builders := make([]*streamBuilder, len(logs))
 	stats, err := logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{
-		MaxLine: want.MaxLine, Workers: opts.Workers, Progress: opts.Progress,
+		MaxLine: want.MaxLine, Workers: opts.Workers, Progress: opts.Progress, Sum: opts.Cache != nil,
 		Visit: func(i int) func(*logscan.Scanned) {
 			sb := newStreamBuilder()
 			builders[i] = sb
@@ -167,15 +187,15 @@ func statsOf(ix *Index) []logscan.Stats {
 }
 
 // contentKey names an index by what it was built from: the index format, coroner's version,
-// the line limit, and each log's path, size and CRC-32C. The checksum comes from the scan's
-// own read (a cryptographic hash of a 1 GiB bundle would cost more than the scan); it detects
-// changed logs, and search never trusts the index for a line's text: lines are read from the
-// bundle and verified.
+// the line limit, and each log's path, size and SHA-256, computed in the scan's own read. The
+// key was a CRC-32C once: a log forged to another's size and CRC took that log's cached index
+// (and search missed its lines). A cryptographic hash costs the scan about a fifth of its
+// speed, and only when a cache is used.
 func contentKey(m meta, logs []parse.LogStream, stats []logscan.Stats) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "coroner-index %d\nversion %q\nmax-line %d\n", m.Format, m.Version, m.MaxLine)
 	for i, ls := range logs {
-		fmt.Fprintf(h, "%q %d %08x\n", ls.Path, stats[i].Bytes, stats[i].CRC)
+		fmt.Fprintf(h, "%q %d %x\n", ls.Path, stats[i].Bytes, stats[i].Sum)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

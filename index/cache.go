@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
@@ -155,11 +156,11 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogSt
 func keyByReading(ctx context.Context, fsys fs.FS, logs []parse.LogStream, want meta) (string, error) {
 	stats := make([]logscan.Stats, len(logs))
 	for i, ls := range logs {
-		n, crc, err := logscan.Checksum(ctx, fsys, ls.Path)
+		n, sum, err := logscan.Checksum(ctx, fsys, ls.Path)
 		if err != nil {
 			return "", err
 		}
-		stats[i].Bytes, stats[i].CRC = n, crc
+		stats[i].Bytes, stats[i].Sum = n, sum
 	}
 	return contentKey(want, logs, stats), nil
 }
@@ -205,15 +206,15 @@ func (c *Cache) commit(ix *Index, b *bundle.Bundle, sigs []fileSig) (*Index, err
 
 // discard removes a cached index: renamed aside first, so no reader sees it half-removed.
 func (c *Cache) discard(dir string) {
-	trash, err := os.MkdirTemp(c.Dir, ".trash-")
+	trash, err := scratch.MkdirTemp(c.Dir, trashPrefix+"*")
 	if err != nil {
 		os.RemoveAll(dir)
 		return
 	}
-	if os.Rename(dir, filepath.Join(trash, "x")) != nil {
+	if os.Rename(dir, filepath.Join(trash.Path, "x")) != nil {
 		os.RemoveAll(dir)
 	}
-	os.RemoveAll(trash)
+	trash.Remove()
 }
 
 func writeAtomic(p string, data []byte) error {

@@ -24,8 +24,10 @@ import (
 // Index is an opened index of one bundle's logs. It reads lines back from the bundle, which
 // must stay open while the index is used.
 type Index struct {
-	dir     string
-	temp    bool // a private index, removed by Close
+	dir  string
+	temp bool // a private index, removed by Close
+	// release, when set, lets go of the private index's scratch directory (its lock).
+	release func()
 	fsys    fs.FS
 	maxLine int
 	meta    meta
@@ -59,6 +61,10 @@ func (ix *Index) Close() error {
 			err = rerr
 		}
 		ix.temp = false
+	}
+	if ix.release != nil {
+		ix.release()
+		ix.release = nil
 	}
 	return err
 }

@@ -5,8 +5,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"crypto/sha256"
 	"fmt"
-	"hash/crc32"
+	"hash"
 	"io"
 	"io/fs"
 	"runtime"
@@ -52,8 +53,10 @@ type Stats struct {
 	LongLines int
 	// First and Last are the first and last timestamps seen (zero when none).
 	First, Last time.Time
-	// CRC is the CRC-32C (Castagnoli) of the bytes read: indexes are cached by it.
-	CRC uint32
+	// Sum is the SHA-256 of the bytes read, when the scan was asked for it (AllOptions.Sum):
+	// indexes are cached by it. A cryptographic hash, so that a log forged to another's size
+	// and CRC cannot take that log's cached index.
+	Sum [sha256.Size]byte
 	// Err is a read error; the log was read up to it.
 	Err error
 }
@@ -215,37 +218,44 @@ func NeedsClean(text []byte) bool {
 	return false
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// crcReader checksums what it reads (the index cache key comes from the same single read),
-// and stops reading once ctx is done: checked every buffer fill (64 KiB), a cancel stops a
-// scan within microseconds, even inside a line of a gigabyte.
-type crcReader struct {
+// sumReader hashes what it reads when asked to (the index cache key comes from the same
+// single read), and stops reading once ctx is done: checked every buffer fill (64 KiB), a
+// cancel stops a scan within microseconds, even inside a line of a gigabyte.
+type sumReader struct {
 	ctx context.Context
 	r   io.Reader
-	crc uint32
+	h   hash.Hash // nil: no sum
 }
 
-func (c *crcReader) Read(p []byte) (int, error) {
+func (c *sumReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
 	n, err := c.r.Read(p)
-	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	if c.h != nil {
+		c.h.Write(p[:n])
+	}
 	return n, err
 }
 
+func (c *sumReader) sum() (s [sha256.Size]byte) {
+	if c.h != nil {
+		c.h.Sum(s[:0])
+	}
+	return s
+}
+
 // Checksum reads a log whole as Scan does, without looking at its lines: its size and
-// Stats.CRC.
-func Checksum(ctx context.Context, fsys fs.FS, path string) (int64, uint32, error) {
+// Stats.Sum.
+func Checksum(ctx context.Context, fsys fs.FS, path string) (int64, [sha256.Size]byte, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
-		return 0, 0, err
+		return 0, [sha256.Size]byte{}, err
 	}
 	defer f.Close()
-	cr := &crcReader{ctx: ctx, r: f}
+	cr := &sumReader{ctx: ctx, r: f, h: sha256.New()}
 	n, err := io.Copy(io.Discard, cr)
-	return n, cr.crc, err
+	return n, cr.sum(), err
 }
 
 // readBuffer is the scan's read size.
@@ -253,8 +263,9 @@ const readBuffer = 64 << 10
 
 // Scan reads one log once: each line is timed, cleaned, given its shape and handed to visit
 // (which may be nil). A read error ends the scan without failing it: Stats.Err says where the
-// log stopped. When ctx is done the scan stops and returns its error, wrapped.
-func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visit func(*Scanned)) (Stats, error) {
+// log stopped. When ctx is done the scan stops and returns its error, wrapped. With sum set,
+// Stats.Sum is the SHA-256 of the log.
+func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, sum bool, visit func(*Scanned)) (Stats, error) {
 	var st Stats
 	f, err := fsys.Open(ls.Path)
 	if err != nil {
@@ -262,7 +273,10 @@ func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visi
 		return st, nil
 	}
 	defer f.Close()
-	cr := &crcReader{ctx: ctx, r: f}
+	cr := &sumReader{ctx: ctx, r: f}
+	if sum {
+		cr.h = sha256.New()
+	}
 	lr := NewLineReader(cr, 0, maxLine, readBuffer)
 	var clock Clock
 	var clean []byte
@@ -302,7 +316,7 @@ func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visi
 	}
 	st.Bytes = lr.off
 	st.LongLines = lr.longLines
-	st.CRC = cr.crc
+	st.Sum = cr.sum()
 	if first != 0 {
 		st.First = time.Unix(0, first).UTC()
 		st.Last = time.Unix(0, clock.Last).UTC()
@@ -314,6 +328,8 @@ func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visi
 type AllOptions struct {
 	// MaxLine is the line limit (see LineReader).
 	MaxLine int
+	// Sum makes each log's Stats.Sum its SHA-256 (the index cache's key).
+	Sum bool
 	// Workers is how many logs are scanned at once; 0 means one per CPU.
 	Workers int
 	// Visit, when set, returns the visitor of log i (nil for none). It is called from the
@@ -348,7 +364,7 @@ func ScanAll(ctx context.Context, fsys fs.FS, logs []parse.LogStream, opts AllOp
 				if opts.Visit != nil {
 					visit = opts.Visit(i)
 				}
-				st, err := Scan(ctx, fsys, logs[i], opts.MaxLine, visit)
+				st, err := Scan(ctx, fsys, logs[i], opts.MaxLine, opts.Sum, visit)
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {

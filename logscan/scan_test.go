@@ -2,6 +2,7 @@ package logscan
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func trainingLog(n int) []byte {
 func TestScanReadsEveryLine(t *testing.T) {
 	fsys := fstest.MapFS{"logs/ns/p/c.log": {Data: append(trainingLog(1000), "last line without a newline"...)}}
 	var n, shaped int
-	st, err := Scan(t.Context(), fsys, parse.LogStream{Path: "logs/ns/p/c.log"}, 1<<20, func(l *Scanned) {
+	st, err := Scan(t.Context(), fsys, parse.LogStream{Path: "logs/ns/p/c.log"}, 1<<20, true, func(l *Scanned) {
 		n++
 		require.Equal(t, n, l.Number)
 		if l.Shape != nil {
@@ -54,10 +55,11 @@ func TestScanReadsEveryLine(t *testing.T) {
 	require.Equal(t, 1001, st.Lines)
 	require.Equal(t, 1001, shaped)
 	require.Equal(t, int64(len(fsys["logs/ns/p/c.log"].Data)), st.Bytes)
-	size, crc, err := Checksum(t.Context(), fsys, "logs/ns/p/c.log")
+	size, sum, err := Checksum(t.Context(), fsys, "logs/ns/p/c.log")
 	require.NoError(t, err)
 	require.Equal(t, st.Bytes, size)
-	require.Equal(t, st.CRC, crc, "Checksum reads as Scan does")
+	require.Equal(t, st.Sum, sum, "Checksum reads as Scan does")
+	require.Equal(t, sha256.Sum256(fsys["logs/ns/p/c.log"].Data), sum)
 }
 
 // TestScanStopsWhenCancelled: a cancel in the middle of a log stops its scan within the read
@@ -68,7 +70,7 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	seen := 0
-	_, err := Scan(ctx, fsys, parse.LogStream{Path: "a.log"}, 1<<20, func(l *Scanned) {
+	_, err := Scan(ctx, fsys, parse.LogStream{Path: "a.log"}, 1<<20, false, func(l *Scanned) {
 		seen++
 		if l.Number == 1000 {
 			cancel()

@@ -76,6 +76,14 @@ func (d *Dir) Remove() error {
 	return err
 }
 
+// Keep makes the directory a lasting one (to be renamed into its place): its lock file is
+// removed and the lock released, so Sweep leaves it alone from now on.
+func (d *Dir) Keep() error {
+	err := os.Remove(filepath.Join(d.Path, lockName))
+	d.lock.Close()
+	return err
+}
+
 // Sweep removes what a killed run left in dir (os.TempDir() when empty): the files and
 // directories whose names start with prefix and end with a suffix of os.CreateTemp, older
 // than a few seconds, whose lock no process holds. It never fails: what it cannot remove

@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/coroner-dev/coroner/internal/scratch"
 )
 
 // Index is an opened index of one bundle's logs. It reads lines back from the bundle, which
@@ -111,8 +113,8 @@ func writeMeta(dir string, m meta) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == metaName {
-			return nil
+		if rel == metaName || rel == scratch.LockName {
+			return nil // the build directory's lock goes before it joins the cache
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -210,8 +212,8 @@ func checkFiles(dir string, files map[string]metaFile) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == metaName {
-			return nil
+		if rel == metaName || rel == scratch.LockName {
+			return nil // the build directory's lock goes before it joins the cache
 		}
 		f, ok := files[rel]
 		if !ok {

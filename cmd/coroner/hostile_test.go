@@ -435,3 +435,23 @@ func TestLogsThatAreNotUTF8Lines(t *testing.T) {
 	r := analyzeHostile(t, bin)
 	warningWith(t, r, "looks like binary data, not a log")
 }
+
+// TestNodeNotReadyNamesItsPods: a job whose node went NotReady has that for its root cause,
+// and the root cause names the pods that were on the node (its pod was empty).
+func TestNodeNotReadyNamesItsPods(t *testing.T) {
+	m := `{"formatVersion":1,"target":{"apiVersion":"batch/v1","kind":"Job","namespace":"ml","name":"j"},"files":[]}`
+	job := "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml, uid: j1}\nspec: {parallelism: 3}\nstatus: {failed: 3}\n"
+	pod := func(name, node string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: ml, uid: " + name + ", labels: {job-name: j}, ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: j1}]}\n" +
+			"spec: {nodeName: " + node + ", containers: [{name: c, image: i}]}\nstatus: {phase: Unknown}\n"
+	}
+	node := "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-7}\nstatus:\n  conditions:\n  - {type: Ready, status: Unknown, reason: NodeStatusUnknown, message: Kubelet stopped posting node status., lastTransitionTime: \"2026-03-14T10:05:00Z\"}\n"
+	r := analyzeHostile(t, tarFile(t, reg("manifest.json", m), reg("resources/batch/Job/ml/j.yaml", job),
+		reg("resources/core/Pod/ml/j-b.yaml", pod("j-b", "gpu-7")), reg("resources/core/Pod/ml/j-a.yaml", pod("j-a", "gpu-7")),
+		reg("resources/core/Pod/ml/j-c.yaml", pod("j-c", "gpu-1")), reg("resources/core/Node/_cluster/gpu-7.yaml", node)))
+	require.NotNil(t, r.RootCause)
+	require.Equal(t, "preempted-evicted/node-not-ready", r.RootCause.RuleID)
+	require.Equal(t, "j-a", r.RootCause.Pod, "the first pod on the node")
+	require.Contains(t, r.RootCause.Evidence[0].Text, "pods on the node: j-a, j-b")
+	require.NotContains(t, r.RootCause.Evidence[0].Text, "j-c", "a pod on another node")
+}

@@ -660,6 +660,26 @@ func (b *Bundle) warnSome(ws []string, more string) {
 	b.Warnings = append(b.Warnings, fmt.Sprintf("... and %d %s", len(ws)-maxListed, more))
 }
 
+// Digest is the SHA-256 of the bundle's content: of each file's path and SHA-256, in path
+// order. It depends on every byte of every file, so it is a key nobody without the bundle can
+// know (coroner analyze keys the tokens of a report's redaction with it: the same bundle gives
+// the same report, and a reader cannot test guesses of a masked value). Files not hashed yet
+// are read, once each.
+func (b *Bundle) Digest(ctx context.Context) ([]byte, error) {
+	h := sha256.New()
+	for _, f := range b.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sum, err := b.sha256(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		fmt.Fprintf(h, "%q %s\n", f.Path, sum)
+	}
+	return h.Sum(nil), nil
+}
+
 // sha256 returns the hex sha256 of a file: computed while reading a tarball or streaming,
 // else read once and remembered.
 func (b *Bundle) sha256(name string) (string, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/internal/outfile"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
@@ -29,6 +30,8 @@ type AnalyzeOptions struct {
 	Quiet    bool
 	Workers  int
 	Cache    CacheOptions
+	// NoRedact shows the report's text as the bundle has it, secrets included (local use).
+	NoRedact bool
 
 	// The LLM step (see llm.go).
 	LLM LLMOptions
@@ -52,6 +55,11 @@ keyed by the logs' content, so a search that follows is immediate. --no-cache ke
 
 Without -o, a summary is printed. With -o, the report is written in the format its extension
 names (.html, .md, .json, .txt) or --format, and the summary is printed too (unless --quiet).
+
+The report's text (evidence lines and their context, event and condition messages, the
+timeline) is redacted as 'coroner redact' redacts a bundle, so a report of an unredacted bundle
+can go into a ticket: a warning says how many secrets were masked. --no-redact shows them, for
+local use.
 `,
 		Example: `  coroner analyze samples/pytorchjob-cuda-oom-rank
   coroner analyze bundle.tar.gz -o report.html
@@ -76,6 +84,7 @@ names (.html, .md, .json, .txt) or --format, and the summary is printed too (unl
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the rules of the YAML files in `DIR` (repeatable; same id replaces a built-in rule)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
 	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
+	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the report's text (for local use; prompts are redacted all the same)")
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
 	addLLMFlags(cmd, &opts.LLM)
@@ -169,6 +178,11 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 	defer res.Index.Close()
 	rep := report.Build(m, res, version)
+	if !opts.NoRedact {
+		if err := redactReport(ctx, rep, b, opts.LLM.RedactRules); err != nil {
+			return err
+		}
+	}
 	if step != nil {
 		done, err := step.run(ctx, opts, io, m, res.Index, rep)
 		if err != nil || done {
@@ -202,6 +216,75 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		return errFailOn
 	}
 	return nil
+}
+
+// redactReport masks the secrets of the report's text (report.Redact), each evidence window as
+// one text. The tokens' key is the bundle's digest: the same bundle gives the same report, and
+// a reader of the report cannot test guesses of a masked value. Most reports hold no secret: a
+// first pass with a throwaway key finds out before the bundle is hashed. A warning says how many
+// were masked.
+func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, rulesFile string) error {
+	var extra []redact.Rule
+	if rulesFile != "" {
+		rules, err := redact.LoadRules(rulesFile)
+		if err != nil {
+			return fmt.Errorf("--redact-rules %w", err)
+		}
+		extra = rules
+	}
+	probe, err := redact.New(redact.Options{Extra: extra})
+	if err != nil {
+		return err
+	}
+	found := false
+	rep.Redact(func(lines []string) []string {
+		for _, l := range lines {
+			found = found || probe.Text(l) != l
+		}
+		if !found && len(lines) > 1 {
+			t := strings.Join(lines, "\n")
+			found = probe.Text(t) != t
+		}
+		return lines
+	})
+	if !found {
+		return nil
+	}
+	key, err := b.Digest(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Source, err)
+	}
+	red, err := redact.New(redact.Options{Key: key, Extra: extra})
+	if err != nil {
+		return err
+	}
+	rep.Redact(func(lines []string) []string { return redactWindow(red, lines) })
+	total := 0
+	var rules []string
+	for _, s := range red.Summary() {
+		total += s.Count
+		rules = append(rules, fmt.Sprintf("%s %d", s.ID, s.Count))
+	}
+	rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d secret(s) in the report's text were masked (%s); --no-redact shows them", total, strings.Join(rules, ", ")))
+	return nil
+}
+
+// redactWindow redacts the lines of a window as one text, keeping one line for one.
+func redactWindow(red *redact.Redactor, lines []string) []string {
+	out := make([]string, len(lines))
+	joined := len(lines) > 1
+	for _, l := range lines {
+		joined = joined && !strings.Contains(l, "\n")
+	}
+	if joined {
+		if parts := strings.Split(red.Text(strings.Join(lines, "\n")), "\n"); len(parts) == len(lines) {
+			return parts
+		}
+	}
+	for i, l := range lines {
+		out[i] = red.Text(l)
+	}
+	return out
 }
 
 // openInputs opens one bundle, or plain logs.

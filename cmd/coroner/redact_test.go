@@ -419,3 +419,57 @@ func TestRedactKeepsTheEvidence(t *testing.T) {
 		})
 	}
 }
+
+// TestReportTextIsRedacted: the report of an unredacted bundle carried its secrets in its
+// evidence and context lines; it is redacted by default, the same bytes each time (the tokens'
+// key is the bundle's digest), and --no-redact shows the text as it is.
+func TestReportTextIsRedacted(t *testing.T) {
+	p := plantBundle(t)
+	before, raw := analyzeJSON(t, nil, p.dir)
+	leaks := 0
+	for _, s := range p.secrets {
+		if bytes.Contains(raw, []byte(s)) {
+			t.Errorf("in the report: %s", s)
+			leaks++
+		}
+	}
+	require.Zero(t, leaks)
+	require.NotNil(t, before.RootCause)
+	warned := false
+	for _, w := range before.Warnings {
+		warned = warned || strings.Contains(w, "secret(s) in the report's text were masked") && strings.Contains(w, "--no-redact shows them")
+	}
+	require.True(t, warned, "%q", before.Warnings)
+	_, again := analyzeJSON(t, nil, p.dir)
+	require.Equal(t, string(raw), string(again), "the same bundle, the same report bytes")
+
+	_, shown := analyzeJSON(t, nil, p.dir, "--no-redact")
+	n := 0
+	for _, s := range p.secrets {
+		if bytes.Contains(shown, []byte(s)) {
+			n++
+		}
+	}
+	require.Positive(t, n, "--no-redact shows the text as it is")
+}
+
+// TestPromptRedactsKeyBodies: the log window of a prompt showed the base64 body of a private
+// key (prompts were redacted line by line, and no body line alone looks like a key); windows
+// are redacted as one text now.
+func TestPromptRedactsKeyBodies(t *testing.T) {
+	body := []string{fill(40, 64, b64), fill(41, 64, b64), fill(42, 40, b64) + "=="}
+	log := "2026-03-14T10:00:00Z starting\n2026-03-14T10:00:01Z loaded deploy key:\n2026-03-14T10:00:01Z -----BEGIN OPENSSH PRIVATE KEY-----\n"
+	for _, l := range body {
+		log += "2026-03-14T10:00:01Z " + l + "\n"
+	}
+	log += "2026-03-14T10:00:01Z -----END OPENSSH PRIVATE KEY-----\n" + oomLine
+	p := filepath.Join(t.TempDir(), "train.log")
+	require.NoError(t, os.WriteFile(p, []byte(log), 0o644))
+	code, out, stderr := run(t, "analyze", p, "--dry-run-prompt")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "CUDA out of memory", "the window is in the prompt")
+	for _, l := range body {
+		require.NotContains(t, out, l)
+	}
+	require.Contains(t, out, "[REDACTED:private-key:")
+}

@@ -26,14 +26,7 @@ func assignmentAt(b []byte, end int) (span, bool) {
 		}
 		return span{}, false
 	}
-	j := end
-	if j < len(b) && b[j] == '\\' {
-		j++
-	}
-	if j < len(b) && (b[j] == '"' || b[j] == '\'') {
-		j++
-	}
-	j = skipBlanks(b, j)
+	j := afterName(b, end)
 	if j < len(b) && (b[j] == ':' || b[j] == '=') {
 		v, ok := rawValueAt(b, skipBlanks(b, j+1))
 		if !ok {
@@ -54,6 +47,18 @@ func assignmentAt(b []byte, end int) (span, bool) {
 		}
 	}
 	return span{}, false
+}
+
+// afterName skips what may follow a name before its separator: the closing quote of a quoted
+// key (escaped too, as in JSON inside a string) and blanks.
+func afterName(b []byte, j int) int {
+	if j < len(b) && b[j] == '\\' {
+		j++
+	}
+	if j < len(b) && (b[j] == '"' || b[j] == '\'') {
+		j++
+	}
+	return skipBlanks(b, j)
 }
 
 // weakAlone reports whether a name is one weak secret word and nothing else: key, auth,

@@ -95,14 +95,7 @@ func envPairAt(r *Redactor, b []byte, start, end int) (span, bool) {
 	if start > 0 && isNameChar(b[start-1]) || end < len(b) && isNameChar(b[end]) {
 		return span{}, false // valueFrom, default_value
 	}
-	j := end
-	if j < len(b) && b[j] == '\\' {
-		j++
-	}
-	if j < len(b) && (b[j] == '"' || b[j] == '\'') {
-		j++
-	}
-	j = skipBlanks(b, j)
+	j := afterName(b, end)
 	if j >= len(b) || b[j] != ':' {
 		return span{}, false
 	}

@@ -17,6 +17,26 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// sampleResources reads every nth resource file of the samples.
+func sampleResources(tb testing.TB, nth int) [][]byte {
+	paths, err := filepath.Glob("../../samples/*/resources/*/*/*/*.yaml")
+	if err != nil || len(paths) < 50 {
+		tb.Fatalf("samples: %d, %v", len(paths), err)
+	}
+	var docs [][]byte
+	for i, p := range paths {
+		if i%nth != 0 {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		docs = append(docs, data)
+	}
+	return docs
+}
+
 // viaSigs is what sigs.k8s.io/yaml (the Kubernetes way) makes of data: YAML to JSON, then
 // encoding/json.
 func viaSigs(t testing.TB, data []byte, useNumber bool) (any, error) {
@@ -38,18 +58,7 @@ func viaSigs(t testing.TB, data []byte, useNumber bool) (any, error) {
 // TestSameAsSigsYAML: every resource of every sample, and YAML's odd corners, decode to what
 // sigs.k8s.io/yaml gives.
 func TestSameAsSigsYAML(t *testing.T) {
-	paths, err := filepath.Glob("../../samples/*/resources/*/*/*/*.yaml")
-	if err != nil || len(paths) < 50 {
-		t.Fatalf("samples: %d, %v", len(paths), err)
-	}
-	var docs [][]byte
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, data)
-	}
+	docs := sampleResources(t, 1)
 	for _, s := range []string{
 		"a: yes\nb: No\nc: on\nd: OFF\ne: y\nf: n\ng: true\nh: ~\ni: null\nj:\n",
 		"a: 0x1F\nb: 017\nc: 0b101\nd: -0b11\ne: 1_000\nf: 1e3\ng: .5\nh: -2.50\ni: 18446744073709551615\nj: 99999999999999999999\n",
@@ -187,15 +196,7 @@ func nodes(data []byte) (int, bool) {
 // never far below them, for every sample resource and YAML's odd shapes; and the issue's
 // shapes (15 MiB of one-character values) are refused before they are parsed.
 func TestCountValues(t *testing.T) {
-	paths, _ := filepath.Glob("../../samples/*/resources/*/*/*/*.yaml")
-	var docs [][]byte
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, data)
-	}
+	docs := sampleResources(t, 1)
 	for _, s := range []string{
 		"a: [1, 2, 3]\nb: {x: 1, y: [a, b]}\n",
 		"- - - a\n- b: c\n  d: e\n",
@@ -241,15 +242,7 @@ func TestCountValues(t *testing.T) {
 // is no larger than the bound, and the estimate made before parsing is never far below the
 // nodes the parser makes.
 func FuzzDecode(f *testing.F) {
-	paths, _ := filepath.Glob("../../samples/*/resources/*/*/*/*.yaml")
-	for i, p := range paths {
-		if i%7 != 0 {
-			continue
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range sampleResources(f, 7) {
 		f.Add(data)
 	}
 	f.Add([]byte("a0: &a0 [x, x, x]\na1: &a1 [*a0, *a0, *a0]\na2: [*a1, *a1, *a1]\n"))

@@ -74,8 +74,9 @@ status:
 
 var (
 	titleRE = regexp.MustCompile(`(?s)<title>(.*?)</title>`)
-	// plantedElement finds elements (a real "<", not "&lt;") that only the bundle could add.
-	plantedElement = regexp.MustCompile(`(?i)<(?:script|img|svg|iframe)\b|<a\s[^>]*href="javascript|<style>(?:title|body)|<[a-z]+\s[^<>]*\son[a-z]+=`)
+	// plantedElement finds elements (a real "<", not "&lt;") that only the bundle could add
+	// (the report draws its own <svg>; a planted one would carry an on... attribute).
+	plantedElement = regexp.MustCompile(`(?i)<(?:script|img|iframe)\b|<a\s[^>]*href="javascript|<style>(?:title|body)|<[a-z]+\s[^<>]*\son[a-z]+=`)
 	warningsRE     = regexp.MustCompile(`invalid YAML|does not decode`)
 )
 

@@ -24,7 +24,7 @@ func TestAnalyzeSummary(t *testing.T) {
 	require.Equal(t, 0, code)
 	lines := strings.Split(out, "\n")
 	require.Equal(t, "Job:         PyTorchJob ml/train-job", lines[0])
-	require.Equal(t, "Status:      Failed", lines[1])
+	require.Equal(t, "Status:      Failed 3.5 s after the first error", lines[1])
 	require.True(t, strings.HasPrefix(lines[2], "Verdict:     UNHEALTHY"), lines[2])
 	require.Contains(t, lines[3], "Root cause:  [cuda-oom]")
 	require.Contains(t, lines[4], "train-job-worker-4/pytorch")

@@ -74,4 +74,4 @@ clean:
 # End-to-end test of the LLM step against a real Ollama server, built from the same module
 # version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model.
 e2e-llm:
-	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E' -v ./cmd/coroner
+	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" CORONER_TOKENIZERS="$$(./scripts/tokenizers.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E|TestLLMTokenEstimateE2E' -v ./cmd/coroner

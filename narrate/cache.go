@@ -30,6 +30,8 @@ type Entry struct {
 	Options    GenOptions `json:"options"`
 	Text       string     `json:"text"`
 	DoneReason string     `json:"doneReason,omitempty"`
+	// PromptTokens is the model's count of the prompt's tokens (0 when not known).
+	PromptTokens int `json:"promptTokens,omitempty"`
 }
 
 // questionKey hashes what makes two questions the same. The model's digest is not in it: a

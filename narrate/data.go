@@ -37,8 +37,61 @@ type Data struct {
 	Roles []Role
 	// Role is the role role.tmpl is asked about; "" for job templates.
 	Role string
-	// Omitted counts the candidate parts left out to fit the context.
+	// Omitted counts the candidate parts left out to fit the context, Left by kind. The text
+	// blocks (ErrorInfo, EventInfo, LogInfo) end with a line saying how many of theirs.
 	Omitted int
+	Left    Left
+
+	// rep is the report the data comes from; roleParts is true when the roles' diagnoses are
+	// parts of this prompt (the job's), so that a role left out reads so in Metadata.
+	rep       *report.Report
+	roleParts bool
+}
+
+// Left counts the parts of each kind left out to fit the context.
+type Left struct {
+	Findings, Logs, Events, Timeline, Roles int
+}
+
+func (l *Left) add(k report.PartKind, n int) {
+	switch k {
+	case report.PartFinding:
+		l.Findings += n
+	case report.PartLog:
+		l.Logs += n
+	case report.PartEvent:
+		l.Events += n
+	case report.PartTimeline:
+		l.Timeline += n
+	case report.PartRole:
+		l.Roles += n
+	}
+}
+
+func (l Left) total() int { return l.Findings + l.Logs + l.Events + l.Timeline + l.Roles }
+
+// counts lists the kinds with parts left out, in the summary order.
+func (l Left) counts() []report.PartCount {
+	var out []report.PartCount
+	for _, k := range report.PartKinds() {
+		var n int
+		switch k {
+		case report.PartFinding:
+			n = l.Findings
+		case report.PartLog:
+			n = l.Logs
+		case report.PartEvent:
+			n = l.Events
+		case report.PartTimeline:
+			n = l.Timeline
+		case report.PartRole:
+			n = l.Roles
+		}
+		if n > 0 {
+			out = append(out, report.PartCount{Kind: k, Count: n})
+		}
+	}
+	return out
 }
 
 // Job is the job's identity and status.
@@ -122,9 +175,10 @@ func convertFinding(f *report.Finding, rootID string) Finding {
 	return out
 }
 
-// base is the part of the data every prompt has: metadata, job, verdict, replicas, roles.
-func base(rep *report.Report, roles []Role) *Data {
-	d := &Data{Verdict: string(rep.Verdict), VerdictReason: rep.VerdictReason, Roles: roles}
+// base is the part of the data every prompt has: job, verdict, replicas, and the metadata
+// without the roles' diagnoses (compose adds those it holds).
+func base(rep *report.Report, roleParts bool) *Data {
+	d := &Data{Verdict: string(rep.Verdict), VerdictReason: rep.VerdictReason, rep: rep, roleParts: roleParts}
 	j := rep.Job
 	d.Job = Job{Kind: j.Kind, Namespace: j.Namespace, Name: j.Name, Status: j.Status}
 	if rep.Bundle.Plain {
@@ -153,7 +207,7 @@ func base(rep *report.Report, roles []Role) *Data {
 		}
 		d.Replicas = append(d.Replicas, rp)
 	}
-	d.Metadata = metadata(rep, roles)
+	d.Metadata = metadata(rep, nil, roleParts)
 	return d
 }
 
@@ -171,8 +225,12 @@ func podLine(p report.Pod) string {
 	return s
 }
 
-// metadata fills the seed document's variables.
-func metadata(rep *report.Report, roles []Role) map[string]string {
+// leftOutDiagnosis is a role's diagnosis in Metadata when it did not fit the context.
+const leftOutDiagnosis = "(left out to fit the context)"
+
+// metadata fills the seed document's variables with the diagnoses of roles; with roleParts,
+// a role's diagnosis not among them was left out.
+func metadata(rep *report.Report, roles []Role, roleParts bool) map[string]string {
 	name := rep.Job.Name
 	if rep.Bundle.Plain {
 		name = "plain logs " + rep.Bundle.Name
@@ -195,6 +253,9 @@ func metadata(rep *report.Report, roles []Role) map[string]string {
 		}
 		m[key+"Expected"] = expected(r.Expected)
 		m[key+"CreatedCount"] = strconv.Itoa(r.Created)
+		if roleParts {
+			m[key+"Diagnosis"] = leftOutDiagnosis
+		}
 		for _, ro := range roles {
 			if ro.Name == r.Role {
 				m[key+"Diagnosis"] = ro.Diagnosis

@@ -15,7 +15,6 @@ package narrate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 )
 
 // LLM answers one chat request. narrate/ollama's Client implements it; tests use fakes.
@@ -63,15 +62,3 @@ type Reply struct {
 	PromptTokens int
 	AnswerTokens int
 }
-
-// Errors an LLM returns, so that the narrative's failure can say what to do.
-var (
-	// ErrUnreachable: no server answers at the address.
-	ErrUnreachable = errors.New("the Ollama server cannot be reached")
-	// ErrModelNotFound: the server does not have the model.
-	ErrModelNotFound = errors.New("model not pulled")
-	// ErrContextTooSmall: the prompt does not fit the context window.
-	ErrContextTooSmall = errors.New("context too small")
-	// ErrStreamCut: the answer stream ended before its final chunk.
-	ErrStreamCut = errors.New("the answer stream ended before its final chunk")
-)

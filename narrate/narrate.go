@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,8 +23,6 @@ const (
 	DefaultTimeout    = 5 * time.Minute
 	// Seed is the fixed sampling seed: with temperature 0 the same prompt gets the same answer.
 	Seed = 42
-	// slack keeps room for the "N more were left out" line added after selection.
-	slack = 32
 	// maxRoleAnswer bounds a role's diagnosis carried into the job's prompt.
 	maxRoleAnswer = 800
 )
@@ -37,8 +36,9 @@ type Options struct {
 	NumPredict int
 	// Timeout bounds each question, from the request to the answer's final chunk.
 	Timeout time.Duration
-	// PerRole asks the model for each role's diagnosis first (map), then for the job (reduce).
-	PerRole bool
+	// PerRole says when to ask the model for each role's diagnosis first (map), then for the
+	// job (reduce).
+	PerRole PerRoleMode
 
 	// LLM answers questions; it may be nil when Replay answers them all.
 	LLM LLM
@@ -57,6 +57,21 @@ type Options struct {
 	Record *Answers
 }
 
+// PerRoleMode says when the roles' diagnoses are asked for first.
+type PerRoleMode int
+
+const (
+	// PerRoleAuto asks each role first when the job has more than one role with pods and its
+	// prompt cannot hold all its findings and log windows whole (a large job, a small
+	// context): each role's prompt then carries that role's evidence, and the job's prompt
+	// the roles' diagnoses.
+	PerRoleAuto PerRoleMode = iota
+	// PerRoleNever asks only for the job.
+	PerRoleNever
+	// PerRoleAlways asks each role first.
+	PerRoleAlways
+)
+
 // Warning is a problem the narrative survived, such as an answer cache that cannot be read
 // or written. Narrate returns them; the caller adds them to the report's warnings.
 type Warning string
@@ -68,20 +83,41 @@ type Prompt struct {
 	Role     string
 	Messages []Message
 	Hash     string
-	Tokens   int
-	Bytes    int
+	// Tokens is the estimate (EstimateTokens, with the chat template's share).
+	Tokens int
+	Bytes  int
+	// NumCtx and NumPredict are the context and the answer's budget it was made for.
+	NumCtx, NumPredict int
+	// Included are the parts in the prompt, most relevant first; Omitted counts those left
+	// out, Left by kind.
 	Included []report.PromptPart
 	Omitted  int
+	Left     Left
 }
 
 // Info is the prompt as the report describes it.
-func (p *Prompt) Info(numCtx int) report.PromptInfo {
+func (p *Prompt) Info() report.PromptInfo {
 	inc := p.Included
 	if inc == nil {
 		inc = []report.PromptPart{}
 	}
 	return report.PromptInfo{Template: p.Template.Name, Version: p.Template.Version, Source: p.Template.Source,
-		Hash: p.Hash, Tokens: p.Tokens, NumCtx: numCtx, Bytes: p.Bytes, Included: inc, Omitted: p.Omitted}
+		Hash: p.Hash, Tokens: p.Tokens, NumCtx: p.NumCtx, NumPredict: p.NumPredict, Bytes: p.Bytes,
+		Included: inc, Omitted: p.Omitted, LeftOut: p.Left.counts()}
+}
+
+// crowded reports whether the prompt had to shorten or leave out findings or log windows: the
+// job's evidence does not fit.
+func (p *Prompt) crowded() bool {
+	if p.Left.Findings+p.Left.Logs > 0 {
+		return true
+	}
+	for _, in := range p.Included {
+		if in.Shortened && (in.Kind == report.PartFinding || in.Kind == report.PartLog) {
+			return true
+		}
+	}
+	return false
 }
 
 // Text is the prompt as --dry-run-prompt prints it.
@@ -137,37 +173,53 @@ func interrupted(ctx context.Context) error {
 	return fmt.Errorf("LLM step interrupted: %w", context.Cause(ctx))
 }
 
-// Prompts renders what Narrate would send, without calling: with PerRole the role prompts
-// first, then the job's prompt (carrying the findings' role diagnoses, which the model's
-// replace in a real run). It reads log windows, so it stops when ctx ends.
+// Prompts renders what Narrate would send, without calling: in the per-role mode the role
+// prompts first, then the job's prompt (carrying the findings' role diagnoses, which the
+// model's replace in a real run). It reads log windows, so it stops when ctx ends.
 func Prompts(ctx context.Context, rep *report.Report, opts Options) ([]*Prompt, error) {
 	n, err := newNarrator(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	return n.prompts(ctx, rep)
+	ps, _, err := n.prompts(ctx, rep)
+	return ps, err
 }
 
-func (n *narrator) prompts(ctx context.Context, rep *report.Report) ([]*Prompt, error) {
+// prompts renders the job's prompt and, in the per-role mode (asked for, or chosen because
+// the job's prompt is crowded), the roles' before it; perRole says which.
+func (n *narrator) prompts(ctx context.Context, rep *report.Report) (ps []*Prompt, perRole bool, err error) {
 	roles := FindingsDiagnoses(rep)
-	var out []*Prompt
-	if n.PerRole {
-		for _, r := range askedRoles(rep) {
-			p, err := n.build(ctx, rep, r, roles)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
+	job, err := n.build(ctx, rep, "", roles, n.PerRole == PerRoleAlways)
+	if err != nil {
+		return nil, false, err
+	}
+	asked := askedRoles(rep)
+	switch n.PerRole {
+	case PerRoleAlways:
+		perRole = true
+	case PerRoleAuto:
+		perRole = len(asked) > 1 && job.crowded()
+	}
+	if !perRole {
+		return []*Prompt{job}, false, nil
+	}
+	if n.PerRole == PerRoleAuto {
+		// The job's prompt of the per-role mode, with the roles' diagnoses first.
+		if job, err = n.build(ctx, rep, "", roles, true); err != nil {
+			return nil, false, err
 		}
 	}
-	p, err := n.build(ctx, rep, "", roles)
-	if err != nil {
-		return nil, err
+	for _, r := range asked {
+		p, err := n.build(ctx, rep, r, nil, false)
+		if err != nil {
+			return nil, false, err
+		}
+		ps = append(ps, p)
 	}
-	return append(out, p), nil
+	return append(ps, job), true, nil
 }
 
-// askedRoles are the roles --llm-per-role asks about: those with pods.
+// askedRoles are the roles the per-role mode asks about: those with pods.
 func askedRoles(rep *report.Report) []string {
 	var out []string
 	for _, r := range rep.Job.Replicas {
@@ -178,14 +230,22 @@ func askedRoles(rep *report.Report) []string {
 	return out
 }
 
-// build renders one prompt, choosing what goes in by relevance until the context is full.
-func (n *narrator) build(ctx context.Context, rep *report.Report, role string, roles []Role) (*Prompt, error) {
+// requestOverhead is what a chat template adds once per request: the begin-of-text token, the
+// header of the answer, a date line some templates put in the system message (Llama 3.2).
+const requestOverhead = 24
+
+// build renders one prompt: the job's (role "", with the roles' diagnoses among its parts),
+// or one role's. Its parts go in by relevance (candidates' order), each whole or shortened to
+// fit, until one does not fit even at its shortest: it and every less relevant part are left
+// out. The floor, the root cause in its shortest form (or the job's summary alone when the
+// root cause is not in this prompt's scope), must fit, else the context is too small.
+func (n *narrator) build(ctx context.Context, rep *report.Report, role string, roles []Role, perRole bool) (*Prompt, error) {
 	t := n.Templates.For(rep.Job.Kind)
 	var sc scope
 	if role != "" {
 		rt, ok := n.Templates.Get(RoleTemplate)
 		if !ok {
-			return nil, &TemplateError{fmt.Errorf("no %s.tmpl prompt template for --llm-per-role", RoleTemplate)}
+			return nil, &TemplateError{fmt.Errorf("no %s.tmpl prompt template for the per-role prompts", RoleTemplate)}
 		}
 		t = rt
 		sc = scope{}
@@ -197,72 +257,153 @@ func (n *narrator) build(ctx context.Context, rep *report.Report, role string, r
 			}
 		}
 	}
-	parts := candidates(ctx, rep, n.Windows, sc)
+	parts := candidates(ctx, rep, n.Windows, sc, roles, perRole)
+	var err error
 	if ctx.Err() != nil {
 		return nil, interrupted(ctx)
 	}
-	b := base(rep, roles)
+	b := base(rep, len(roles) > 0)
 	b.Role = role
-	budget := n.NumCtx - n.NumPredict - slack
-	included := make([]bool, len(parts))
-
-	render := func(omitted int) ([]Message, error) {
-		d := compose(b, parts, included)
-		d.Omitted = omitted
-		system, user, err := t.Render(d)
+	budget := n.NumCtx - n.NumPredict
+	render := func(chosen []part, left Left) ([]Message, int, error) {
+		system, user, err := t.Render(compose(b, chosen, left))
 		if err != nil {
-			return nil, &TemplateError{err}
+			return nil, 0, &TemplateError{err}
 		}
 		var msgs []Message
 		if system != "" {
 			msgs = append(msgs, Message{Role: "system", Content: n.redact(system)})
 		}
-		return append(msgs, Message{Role: "user", Content: n.redact(user)}), nil
+		msgs = append(msgs, Message{Role: "user", Content: n.redact(user)})
+		return msgs, messagesTokens(msgs), nil
 	}
-	msgs, err := render(0)
+	if parts, err = shown(parts, render); err != nil {
+		return nil, err
+	}
+	// suffix[i] counts, by kind, the parts from i on: what is left out when the prompt stops
+	// before part i. Candidates past maxCandidates are never tried.
+	var capped Left
+	for _, p := range parts[min(len(parts), maxCandidates):] {
+		capped.add(p.kind, 1)
+	}
+	parts = parts[:min(len(parts), maxCandidates)]
+	suffix := make([]Left, len(parts)+1)
+	suffix[len(parts)] = capped
+	for i := len(parts) - 1; i >= 0; i-- {
+		suffix[i] = suffix[i+1]
+		suffix[i].add(parts[i].kind, 1)
+	}
+
+	// The floor.
+	var floor []part
+	what := "the job's summary"
+	switch {
+	case len(parts) > 0 && parts[0].kind == report.PartFinding && parts[0].entry.findings[0].RootCause:
+		floor, what = []part{parts[0].shorten(parts[0].forms() - 1)}, "the root cause"
+	case rep.Verdict == "healthy":
+		what = "the verdict and its reason"
+	}
+	left := suffix[len(floor)]
+	msgs, tok, err := render(floor, left)
 	if err != nil {
 		return nil, err
 	}
-	if tok := messagesTokens(msgs); tok > budget {
-		return nil, fmt.Errorf("%w: the %s prompt needs about %d tokens before any evidence, and --num-ctx %d leaves %d once %d are kept for the answer: raise --num-ctx",
-			ErrContextTooSmall, t.Name, tok, n.NumCtx, max(budget, 0), n.NumPredict)
+	if tok > budget {
+		return nil, &ContextTooSmallError{What: what, Need: tok, Min: tok + n.NumPredict}
 	}
-	p := &Prompt{Template: t, Role: role}
-	size := msgBytes(msgs)
-	omitted := 0
-	// The parts come most relevant first: each goes in if the prompt still fits with it.
+
+	p := &Prompt{Template: t, Role: role, NumCtx: n.NumCtx, NumPredict: n.NumPredict}
+	var chosen []part
+	stop := len(parts)
 	for i := range parts {
 		if ctx.Err() != nil {
 			return nil, interrupted(ctx)
 		}
-		if i >= maxCandidates {
-			omitted += len(parts) - i
-			break
+		// try renders the prompt with part i in form f, if it fits.
+		try := func(f int) ([]Message, bool, error) {
+			m, tok, err := render(append(chosen, parts[i].shorten(f)), suffix[i+1])
+			return m, tok <= budget, err
 		}
-		included[i] = true
-		next, err := render(0)
+		next, ok, err := try(0)
 		if err != nil {
 			return nil, err
 		}
-		if messagesTokens(next) > budget {
-			included[i] = false
-			omitted++
-			continue
+		form := 0
+		if !ok {
+			// The least shortened form that fits: forms shrink as they go.
+			last := parts[i].forms() - 1
+			if last == 0 {
+				stop = i
+				break
+			}
+			if next, ok, err = try(last); err != nil {
+				return nil, err
+			}
+			if !ok {
+				stop = i
+				break
+			}
+			form = last
+			for lo, hi := 1, last-1; lo <= hi; {
+				mid := (lo + hi) / 2
+				m, ok, err := try(mid)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					next, form, hi = m, mid, mid-1
+				} else {
+					lo = mid + 1
+				}
+			}
 		}
-		if grown := msgBytes(next) - size; grown > 0 {
-			p.Included = append(p.Included, parts[i].info(grown))
+		// What the part adds: the prompt without it, the same parts left out.
+		without, _, err := render(chosen, suffix[i+1])
+		if err != nil {
+			return nil, err
 		}
-		size = msgBytes(next)
+		in := parts[i].shorten(form)
+		chosen = append(chosen, in)
+		p.Included = append(p.Included, in.info(msgBytes(next)-msgBytes(without)))
 	}
-	if msgs, err = render(omitted); err != nil {
+	p.Left = suffix[stop]
+	if msgs, p.Tokens, err = render(chosen, p.Left); err != nil {
 		return nil, err
 	}
-	p.Messages, p.Omitted = msgs, omitted
-	p.Tokens, p.Bytes = messagesTokens(msgs), msgBytes(msgs)
+	p.Messages, p.Omitted = msgs, p.Left.total()
+	p.Bytes = msgBytes(msgs)
 	data, _ := json.Marshal(msgs)
 	sum := sha256.Sum256(data)
 	p.Hash = "sha256:" + hex.EncodeToString(sum[:])
 	return p, nil
+}
+
+// shown keeps the candidates of the kinds the template shows (role.tmpl has no timeline, a
+// user's template may show only the findings): a part it does not show is neither sent nor
+// left out.
+func shown(parts []part, render func([]part, Left) ([]Message, int, error)) ([]part, error) {
+	empty, _, err := render(nil, Left{})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[report.PartKind]bool{}
+	for _, p := range parts {
+		if _, ok := seen[p.kind]; ok {
+			continue
+		}
+		with, _, err := render([]part{p}, Left{})
+		if err != nil {
+			return nil, err
+		}
+		seen[p.kind] = !slices.Equal(with, empty)
+	}
+	out := parts[:0:0]
+	for _, p := range parts {
+		if seen[p.kind] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 func msgBytes(msgs []Message) int {
@@ -282,51 +423,66 @@ func (n *narrator) redact(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// Narrate runs the LLM step for a report and returns the narrative, and the warnings for the
-// caller to add to the report; it does not change the report. The error is for a prompt
-// template that does not render (found before any call) and for ctx ending (the narrative
-// would say only that it was interrupted: the caller should not write the report). Every
-// other problem is the narrative's Failure, and the report stands without it.
-func Narrate(ctx context.Context, rep *report.Report, opts Options) (report.Narrative, []Warning, error) {
+// Result is what the LLM step made of a report.
+type Result struct {
+	// Narrative is the report's narrative; when it is missing, its Failure says why.
+	Narrative report.Narrative
+	// Failure is why the narrative is missing, nil when there is one. Narrative.Failure is
+	// its text; a caller may say it in its own terms (the typed errors of this package).
+	Failure error
+	// Warnings are problems the narrative survived, for the caller to add to the report.
+	Warnings []Warning
+}
+
+// Narrate runs the LLM step for a report; it does not change the report. The error is for a
+// prompt template that does not render (found before any call) and for ctx ending (the
+// narrative would say only that it was interrupted: the caller should not write the report).
+// Every other problem is the result's Failure, and the report stands without a narrative.
+func Narrate(ctx context.Context, rep *report.Report, opts Options) (*Result, error) {
 	n, err := newNarrator(ctx, opts)
 	if err != nil {
-		return report.Narrative{}, nil, err
+		return nil, err
 	}
 	q := &questioner{n: n}
-	out, err := n.narrate(ctx, rep, q)
+	res := &Result{}
+	err = n.narrate(ctx, rep, q, res)
 	if err == nil && ctx.Err() != nil {
 		err = interrupted(ctx)
 	}
+	res.Warnings = q.warnings
 	if err != nil {
-		return report.Narrative{}, q.warnings, err
+		return nil, err
 	}
-	return out, q.warnings, nil
+	return res, nil
 }
 
-// narrate asks the questions; a failure that leaves the report standing is out.Failure.
-func (n *narrator) narrate(ctx context.Context, rep *report.Report, q *questioner) (report.Narrative, error) {
+// narrate asks the questions; a failure that leaves the report standing is res.Failure.
+func (n *narrator) narrate(ctx context.Context, rep *report.Report, q *questioner, res *Result) error {
 	roles := FindingsDiagnoses(rep)
-	out := report.Narrative{Model: n.Model, Roles: roleDiagnoses(roles), Solution: []string{}}
+	out := &res.Narrative
+	*out = report.Narrative{Model: n.Model, Roles: roleDiagnoses(roles), Solution: []string{}}
 	var te *TemplateError
 	// fail keeps the report standing with a narrative that says why it is missing, unless
 	// the template is broken or the run was interrupted.
-	fail := func(err error) (report.Narrative, error) {
+	fail := func(err error) error {
 		if errors.As(err, &te) {
-			return report.Narrative{}, err
+			return err
 		}
 		if ctx.Err() != nil {
-			return report.Narrative{}, interrupted(ctx)
+			return interrupted(ctx)
 		}
+		res.Failure = err
 		out.Failure = err.Error()
-		return out, nil
+		return nil
 	}
 	// Render everything once before asking anything: template errors surface now.
-	prompts, err := n.prompts(ctx, rep)
+	prompts, perRole, err := n.prompts(ctx, rep)
 	if err != nil {
 		return fail(err)
 	}
+	out.PerRole = perRole
 	job := prompts[len(prompts)-1]
-	out.Prompt = job.Info(n.NumCtx)
+	out.Prompt = job.Info()
 
 	if n.Replay == nil {
 		if err := q.resolveDigest(ctx); err != nil {
@@ -334,7 +490,8 @@ func (n *narrator) narrate(ctx context.Context, rep *report.Report, q *questione
 		}
 		out.ModelDigest = q.digest
 	}
-	if n.PerRole {
+	if perRole {
+		asked := map[string]report.RoleDiagnosis{}
 		for _, p := range prompts[:len(prompts)-1] {
 			ans, err := q.ask(ctx, p, nil)
 			if err != nil {
@@ -345,18 +502,22 @@ func (n *narrator) narrate(ctx context.Context, rep *report.Report, q *questione
 					roles[k] = Role{Name: p.Role, Diagnosis: cutAnswer(ans.Text), Source: "model"}
 				}
 			}
+			info := p.Info()
+			info.ActualTokens = ans.PromptTokens
+			asked[p.Role] = report.RoleDiagnosis{Cached: ans.cached, Prompt: &info}
+			q.checkCount(p, ans)
 			out.Roles = roleDiagnoses(roles)
-			for k := range out.Roles {
-				if out.Roles[k].Role == p.Role {
-					out.Roles[k].Cached = ans.cached
+			for k, r := range out.Roles {
+				if a, ok := asked[r.Role]; ok {
+					out.Roles[k].Cached, out.Roles[k].Prompt = a.Cached, a.Prompt
 				}
 			}
 		}
 		// The reduce step: the job's prompt now carries the model's role diagnoses.
-		if job, err = n.build(ctx, rep, "", roles); err != nil {
+		if job, err = n.build(ctx, rep, "", roles, true); err != nil {
 			return fail(err)
 		}
-		out.Prompt = job.Info(n.NumCtx)
+		out.Prompt = job.Info()
 	}
 	ans, err := q.ask(ctx, job, AnswerSchema)
 	if err != nil {
@@ -365,13 +526,31 @@ func (n *narrator) narrate(ctx context.Context, rep *report.Report, q *questione
 	if q.digest != "" {
 		out.ModelDigest = q.digest
 	}
+	out.Prompt.ActualTokens = ans.PromptTokens
+	q.checkCount(job, ans)
 	out.Raw, out.DoneReason, out.Cached = ans.Text, ans.DoneReason, ans.cached
 	a := ParseAnswer(ans.Text)
 	out.Healthy, out.Error, out.Analysis, out.AnswerFormat = a.Healthy, a.Error, a.Analysis, a.Format
 	if a.Solution != nil {
 		out.Solution = a.Solution
 	}
-	return out, nil
+	return nil
+}
+
+// checkCount warns when the model's tokenizer counted more prompt tokens than the context
+// leaves beside the answer's budget: the estimate was wrong for this model, and its answer
+// had less room than it was given.
+func (q *questioner) checkCount(p *Prompt, ans *answer) {
+	if ans.PromptTokens == 0 || ans.PromptTokens <= p.NumCtx-p.NumPredict {
+		return
+	}
+	what := "the job's prompt"
+	if p.Role != "" {
+		what = "the " + p.Role + " prompt"
+	}
+	q.warnings = append(q.warnings, Warning(fmt.Sprintf(
+		"%s was estimated at %d tokens, but the model counted %d: more than the %d its %d-token context leaves beside the answer's %d, so the answer had less room",
+		what, p.Tokens, ans.PromptTokens, p.NumCtx-p.NumPredict, p.NumCtx, p.NumPredict)))
 }
 
 func roleDiagnoses(roles []Role) []report.RoleDiagnosis {
@@ -429,8 +608,7 @@ func (q *questioner) ask(ctx context.Context, p *Prompt, format json.RawMessage)
 	if n.Replay != nil {
 		e := n.Replay.Get(key)
 		if e == nil {
-			return nil, fmt.Errorf("%s holds no answer of %s to the %s prompt %s (options %+v): record it with --llm-record",
-				n.Replay.Path(), n.Model, p.Template.Name, p.Hash, opts)
+			return nil, &NoRecordedAnswerError{File: n.Replay.Path(), Model: n.Model, Template: p.Template.Name, Hash: p.Hash, Options: opts}
 		}
 		q.digest = e.Digest
 		return &answer{Entry: e, cached: true}, nil
@@ -462,11 +640,12 @@ func (q *questioner) ask(ctx context.Context, p *Prompt, format json.RawMessage)
 	reply, err := n.LLM.Chat(cctx, &Request{Model: n.Model, Messages: p.Messages, Format: format, Options: opts})
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("no complete answer within --llm-timeout %s", n.Timeout)
+			return nil, &TimeoutError{Limit: n.Timeout, Streaming: true}
 		}
 		return nil, q.callError(err)
 	}
-	e := &Entry{Key: key, Model: n.Model, Digest: q.digest, PromptHash: p.Hash, Options: opts, Text: reply.Text, DoneReason: reply.DoneReason}
+	e := &Entry{Key: key, Model: n.Model, Digest: q.digest, PromptHash: p.Hash, Options: opts, Text: reply.Text,
+		DoneReason: reply.DoneReason, PromptTokens: reply.PromptTokens}
 	if n.Cache != nil {
 		if err := n.Cache.Put(ctx, e); err != nil {
 			if ctx.Err() != nil {
@@ -487,7 +666,7 @@ func (q *questioner) record(e *Entry) {
 
 func (q *questioner) callError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer within --llm-timeout %s", q.n.Timeout)
+		return &TimeoutError{Limit: q.n.Timeout}
 	}
 	return err
 }

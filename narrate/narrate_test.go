@@ -61,7 +61,13 @@ const goodAnswer = `{"healthy":"No","error":"The master was OOM-killed.","analys
 // sample analyzes a sample bundle as coroner analyze does; the index serves the log windows.
 func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	t.Helper()
-	b, err := bundle.Open(t.Context(), filepath.Join("..", "samples", name), bundle.DefaultLimits())
+	return analyzed(t, filepath.Join("..", "samples", name))
+}
+
+// analyzed analyzes a bundle as coroner analyze does.
+func analyzed(t *testing.T, dir string) (*report.Report, *index.Index) {
+	t.Helper()
+	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	m, err := parse.Load(b)
@@ -70,7 +76,7 @@ func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 	require.NoError(t, err)
 	rs, err := analyze.NewRuleSet(rules)
 	require.NoError(t, err)
-	res, err := analyze.Run(t.Context(), m, analyze.Options{Rules: rs, Workers: 1})
+	res, err := analyze.Run(t.Context(), m, analyze.Options{Rules: rs, Workers: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { res.Index.Close() })
 	return report.Build(m, res, "test"), res.Index
@@ -86,10 +92,11 @@ func options(ix *index.Index, l LLM) Options {
 // mustNarrate runs Narrate, which must neither fail nor warn.
 func mustNarrate(t *testing.T, rep *report.Report, o Options) report.Narrative {
 	t.Helper()
-	out, warnings, err := Narrate(t.Context(), rep, o)
+	res, err := Narrate(t.Context(), rep, o)
 	require.NoError(t, err)
-	require.Empty(t, warnings)
-	return out
+	require.Empty(t, res.Warnings)
+	require.Equal(t, res.Failure == nil, res.Narrative.Failure == "")
+	return res.Narrative
 }
 
 func TestNarrateParsesTheAnswer(t *testing.T) {
@@ -114,7 +121,7 @@ func TestNarrateParsesTheAnswer(t *testing.T) {
 	require.Equal(t, "json", out.AnswerFormat)
 	require.False(t, out.Cached)
 	require.Equal(t, "pytorchjob", out.Prompt.Template)
-	require.Equal(t, "1", out.Prompt.Version)
+	require.Equal(t, "2", out.Prompt.Version)
 	require.Equal(t, BuiltIn, out.Prompt.Source)
 	require.Equal(t, report.PartFinding, out.Prompt.Included[0].Kind)
 	require.Equal(t, "f1", out.Prompt.Included[0].Ref, "the root cause goes in first")
@@ -124,34 +131,96 @@ func TestNarrateParsesTheAnswer(t *testing.T) {
 	require.Equal(t, "findings", out.Roles[0].Source)
 }
 
-// TestPromptIsBoundedByRelevance: a small context keeps the root cause and its log window and
-// drops the least relevant parts, never exceeding the budget.
+// TestPromptIsBoundedByRelevance: a small context keeps the root cause and its log window,
+// shortened to fit, and leaves out the least relevant parts, never exceeding the budget.
 func TestPromptIsBoundedByRelevance(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-cuda-oom-rank")
 	n := options(m, nil)
+	n.PerRole = PerRoleNever
 	full, err := Prompts(t.Context(), rep, n)
 	require.NoError(t, err)
 	require.Zero(t, full[0].Omitted)
+	require.False(t, full[0].Info().Cut())
 
-	n.NumCtx, n.NumPredict = 3000, 500
+	n.NumCtx, n.NumPredict = 2000, 500
 	small, err := Prompts(t.Context(), rep, n)
 	require.NoError(t, err)
 	p := small[0]
-	require.LessOrEqual(t, p.Tokens, 3000-500)
+	require.LessOrEqual(t, p.Tokens, 2000-500)
 	require.Positive(t, p.Omitted)
-	require.Less(t, len(p.Included), len(full[0].Included))
+	require.Equal(t, p.Omitted, p.Left.total())
+	require.True(t, p.Info().Cut())
 	require.Equal(t, "f1", p.Included[0].Ref)
 	require.Equal(t, report.PartLog, p.Included[1].Kind)
 	require.Contains(t, p.Messages[1].Content, "torch.OutOfMemoryError: CUDA out of memory")
-	require.Contains(t, p.Messages[1].Content, fmt.Sprintf("(%d more findings, events or log windows were left out", p.Omitted))
-	// What went in is a prefix of the full prompt's choice, in its order, minus what did not fit.
-	j := 0
-	for _, it := range p.Included {
-		for j < len(full[0].Included) && full[0].Included[j].Ref != it.Ref {
-			j++
+	require.Contains(t, p.Messages[1].Content, fmt.Sprintf("(timeline entries left out to fit the context: %d)", p.Left.Timeline))
+	requireStrictPriority(t, rep, n, p, false)
+}
+
+// requireStrictPriority checks that a prompt holds a prefix of its candidates, most relevant
+// first: no part is in while a more relevant one is out. Parts go in whole, or shortened to
+// fit (a log window narrowed around its evidence line); the root cause, when in the prompt's
+// scope, is always in with its evidence line.
+func requireStrictPriority(t *testing.T, rep *report.Report, o Options, p *Prompt, perRole bool) {
+	t.Helper()
+	var sc scope
+	var roles []Role
+	if p.Role != "" {
+		sc = scope{}
+		for _, r := range rep.Job.Replicas {
+			if r.Role == p.Role {
+				for _, pod := range r.Pods {
+					sc[pod.Name] = true
+				}
+			}
 		}
-		require.Less(t, j, len(full[0].Included), "%s was chosen out of relevance order", it.Ref)
+	} else {
+		roles = FindingsDiagnoses(rep)
 	}
+	cands := candidates(t.Context(), rep, o.Windows, sc, roles, perRole)
+	// The kinds the template does not show are no candidates (role.tmpl has no timeline).
+	shown := map[report.PartKind]bool{}
+	for _, in := range p.Included {
+		shown[in.Kind] = true
+	}
+	for _, c := range p.Left.counts() {
+		shown[c.Kind] = true
+	}
+	var kept []part
+	for _, c := range cands {
+		if shown[c.kind] {
+			kept = append(kept, c)
+		}
+	}
+	require.Equal(t, len(kept), len(p.Included)+p.Omitted, "every candidate is in or counted out")
+	for i, in := range p.Included {
+		c := kept[i]
+		require.Equal(t, c.kind, in.Kind, "part %d", i)
+		if in.Shortened && in.Kind == report.PartLog {
+			var file string
+			var from, to int
+			_, err := fmt.Sscanf(strings.Replace(in.Ref, ":", " ", 1), "%s %d-%d", &file, &from, &to)
+			require.NoError(t, err)
+			require.Equal(t, c.window.File, file)
+			require.True(t, from >= c.window.From && to <= c.window.To, "%s narrows %s", in.Ref, c.ref)
+			if len(c.hits) > 0 {
+				require.True(t, from <= c.hits[0] && c.hits[0] <= to, "%s keeps its evidence line %d", in.Ref, c.hits[0])
+			}
+			continue
+		}
+		require.Equal(t, c.ref, in.Ref, "part %d", i)
+	}
+	if rc := rep.RootCause; rc != nil && len(kept) > 0 && kept[0].kind == report.PartFinding && kept[0].entry.findings[0].RootCause {
+		require.NotEmpty(t, p.Included, "the root cause is always in")
+		require.Equal(t, rc.ID, p.Included[0].Ref)
+		f := kept[0].entry.findings[0]
+		if len(f.evidence) > 0 {
+			ev := f.evidence[0]
+			text := p.Text()
+			require.Contains(t, text, "evidence: "+ev[0]+": "+truncate(cut(ev[1]), compactEvidence)[:min(len(cut(ev[1])), 80)], "with its evidence line")
+		}
+	}
+	require.LessOrEqual(t, p.Tokens, p.NumCtx-p.NumPredict)
 }
 
 func TestContextTooSmallFailsBeforeAnyCall(t *testing.T) {
@@ -159,11 +228,25 @@ func TestContextTooSmallFailsBeforeAnyCall(t *testing.T) {
 	fake := answering(goodAnswer)
 	n := options(m, fake)
 	n.NumCtx, n.NumPredict = 600, 500
-	out := mustNarrate(t, rep, n)
+	res, err := Narrate(t.Context(), rep, n)
+	require.NoError(t, err)
 	require.Zero(t, fake.calls())
-	require.Contains(t, out.Failure, "context too small")
-	require.Contains(t, out.Failure, "raise --num-ctx")
-	require.Nil(t, out.Healthy)
+	var small *ContextTooSmallError
+	require.ErrorAs(t, res.Failure, &small)
+	require.Equal(t, "the root cause", small.What)
+	require.Greater(t, small.Need, 100)
+	require.Equal(t, small.Need+500, small.Min)
+	require.Equal(t, fmt.Sprintf("context too small: the root cause alone needs %d tokens, and with the answer's budget a context of at least %d", small.Need, small.Min), res.Narrative.Failure)
+	require.NotContains(t, res.Narrative.Failure, "--", "the library names no flag")
+	require.Nil(t, res.Narrative.Healthy)
+
+	// At the minimum it names, the job's prompt is the root cause alone.
+	n.NumCtx = small.Min
+	ps, err := Prompts(t.Context(), rep, n)
+	require.NoError(t, err)
+	job := ps[len(ps)-1]
+	require.Equal(t, []report.PromptPart{{Kind: report.PartFinding, Ref: "f1", Bytes: job.Included[0].Bytes, Shortened: true}}, job.Included)
+	require.LessOrEqual(t, job.Tokens, small.Need)
 }
 
 func TestEverythingSentIsRedacted(t *testing.T) {
@@ -226,13 +309,12 @@ func TestUnreachableWithoutCacheIsAFailure(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-master-oomkilled")
 	fake := answering(goodAnswer)
 	fake.digest = func(ctx context.Context, model string) (string, error) {
-		return "", fmt.Errorf("%w at http://127.0.0.1:1 (dial tcp: connection refused): start it with `ollama serve`, or set OLLAMA_HOST", ErrUnreachable)
+		return "", &ConnectError{Host: "http://127.0.0.1:1", Reason: "connect: connection refused"}
 	}
 	n := options(m, fakeServer{fake})
 	out := mustNarrate(t, rep, n)
 	require.Zero(t, fake.calls())
-	require.Contains(t, out.Failure, "cannot be reached")
-	require.Contains(t, out.Failure, "ollama serve")
+	require.Equal(t, "could not connect to http://127.0.0.1:1: connect: connection refused", out.Failure)
 	require.Equal(t, "pytorchjob", out.Prompt.Template, "the report still says what would have been sent")
 }
 
@@ -252,7 +334,7 @@ func TestCallFailures(t *testing.T) {
 		{"timeout", func(ctx context.Context, req *Request) (*Reply, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		}, "no complete answer within --llm-timeout 50ms"},
+		}, "no complete answer within the 50ms timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,16 +353,16 @@ func TestCallFailures(t *testing.T) {
 			<-c.Done()
 			return nil, c.Err()
 		}})
-		out, _, err := Narrate(ctx, rep, n)
+		res, err := Narrate(ctx, rep, n)
 		require.ErrorIs(t, err, context.Canceled)
 		require.EqualError(t, err, "LLM step interrupted: context canceled")
-		require.Equal(t, report.Narrative{}, out)
+		require.Nil(t, res)
 	})
 	t.Run("interrupted before asking", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		fake := answering(goodAnswer)
-		_, _, err := Narrate(ctx, rep, options(m, fake))
+		_, err := Narrate(ctx, rep, options(m, fake))
 		require.ErrorIs(t, err, context.Canceled)
 		require.Zero(t, fake.calls())
 		_, err = Prompts(ctx, rep, options(m, nil))
@@ -299,8 +381,9 @@ func TestNarrateLeavesTheReportAlone(t *testing.T) {
 	notDir := filepath.Join(t.TempDir(), "cache")
 	require.NoError(t, os.WriteFile(notDir, nil, 0o644))
 	n.Cache = &Cache{Dir: notDir}
-	out, warnings, err := Narrate(t.Context(), rep, n)
+	res, err := Narrate(t.Context(), rep, n)
 	require.NoError(t, err)
+	out, warnings := res.Narrative, res.Warnings
 	require.Empty(t, out.Failure)
 	require.Equal(t, []Warning{
 		Warning(fmt.Sprintf("answer cache: open %s/%s.json: not a directory", notDir, questionKey("m", out.Prompt.Hash, AnswerSchema, GenOptions{NumCtx: DefaultNumCtx, NumPredict: DefaultNumPredict, Seed: Seed}))),
@@ -365,7 +448,7 @@ func TestPerRoleAsksEachRoleThenTheJob(t *testing.T) {
 		return &Reply{Text: goodAnswer, DoneReason: "stop"}, nil
 	}}
 	n := options(m, fake)
-	n.PerRole = true
+	n.PerRole = PerRoleAlways
 	out := mustNarrate(t, rep, n)
 	require.Empty(t, out.Failure)
 	require.Equal(t, 3, fake.calls(), "Master, Worker, then the job")
@@ -376,6 +459,12 @@ func TestPerRoleAsksEachRoleThenTheJob(t *testing.T) {
 	job := fake.requests[2].Messages[1].Content
 	require.Contains(t, job, "Master diagnosis: The Master pods <summary>.")
 	require.Contains(t, job, "Worker diagnosis: The Worker pods <summary>.")
+	require.True(t, out.PerRole)
+	for k, r := range out.Roles {
+		require.Equal(t, "role", r.Prompt.Template, "each role's prompt is in the report")
+		require.Equal(t, report.PartFinding, r.Prompt.Included[0].Kind)
+		out.Roles[k].Prompt = nil
+	}
 	require.Equal(t, []report.RoleDiagnosis{
 		{Role: "Master", Diagnosis: "The Master pods <summary>.", Source: "model"},
 		{Role: "Worker", Diagnosis: "The Worker pods <summary>.", Source: "model"},
@@ -396,7 +485,7 @@ func TestBrokenTemplateIsAnErrorBeforeAnyCall(t *testing.T) {
 			fake := answering(goodAnswer)
 			n := options(m, fake)
 			n.Templates = ts
-			_, _, err = Narrate(t.Context(), rep, n)
+			_, err = Narrate(t.Context(), rep, n)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), filepath.Join(dir, "pytorchjob.tmpl"))
 			require.Zero(t, fake.calls())

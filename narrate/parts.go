@@ -24,7 +24,8 @@ const (
 
 // part is one candidate part of the prompt. Candidates are listed most relevant first: that
 // order is their priority when the context cannot hold them all. A kind of part is a
-// report.PartKind, a field below that holds it, and a case in compose.
+// report.PartKind, a field below that holds it, a case in compose, and its shorter forms in
+// forms and shorten.
 type part struct {
 	kind report.PartKind
 	// ref names the part in the report's list of what was sent.
@@ -38,13 +39,89 @@ type part struct {
 	// event and timeline are an event part's and a timeline part's entry.
 	event    *Event
 	timeline *TimelineEntry
-	// order is an event's or timeline entry's place in the report, which the prompt keeps.
+	// role is a role part's diagnosis.
+	role *Role
+	// order is an event's, timeline entry's or role's place in the report, which the prompt
+	// keeps.
 	order int
+	// form is how far the part is shortened: 0 is whole, forms()-1 the shortest.
+	form int
+}
+
+// Shorter forms of parts.
+const (
+	// compactEvidence bounds the evidence text of a finding in its shortest form.
+	compactEvidence = 200
+	// shortMessage bounds an event's message, and a role's diagnosis, when shortened.
+	shortMessage = 160
+	// minWindow is the fewest lines of a log window.
+	minWindow = 3
+)
+
+// forms counts the forms of the part, from whole to shortest: a finding drops to one
+// evidence line and then cuts that line; a log window narrows line by line around its
+// evidence line (or keeps the last lines of a log that just stops); an event's message and
+// a role's diagnosis are cut. A timeline entry has one form.
+func (p *part) forms() int {
+	switch p.kind {
+	case report.PartFinding:
+		return 3
+	case report.PartLog:
+		// The shortest keeps the evidence line and two around it: the evidence line alone
+		// is what its finding already says.
+		return len(p.window.Lines) - min(len(p.window.Lines), minWindow) + 1
+	case report.PartEvent:
+		if len(p.event.Message) > shortMessage {
+			return 2
+		}
+	case report.PartRole:
+		if len(p.role.Diagnosis) > shortMessage {
+			return 2
+		}
+	}
+	return 1
+}
+
+// shorten returns the part in form f (0 <= f < forms()).
+func (p part) shorten(f int) part {
+	p.form = f
+	if f == 0 {
+		return p
+	}
+	switch p.kind {
+	case report.PartLog:
+		w := *p.window
+		keep := len(w.Lines) - f
+		from := w.From + len(w.Lines) - keep // a log that just stops keeps its end
+		if len(p.hits) > 0 && p.hits[0] >= w.From && p.hits[0] <= w.To {
+			hit := p.hits[0]
+			before, after := hit-w.From, w.To-hit
+			// Narrow both sides in proportion, so the evidence line stays where it was.
+			b := min(before, (keep-1)*before/max(before+after, 1))
+			if a := keep - 1 - b; a > after {
+				b = min(before, keep-1-after)
+			}
+			from = hit - b
+		}
+		w.Lines = w.Lines[from-w.From : from-w.From+keep]
+		w.From, w.To = from, from+keep-1
+		p.window = &w
+		p.ref = fmt.Sprintf("%s:%d-%d", w.File, w.From, w.To)
+	case report.PartEvent:
+		e := *p.event
+		e.Message = truncate(cut(e.Message), shortMessage)
+		p.event = &e
+	case report.PartRole:
+		r := *p.role
+		r.Diagnosis = truncate(r.Diagnosis, shortMessage)
+		p.role = &r
+	}
+	return p
 }
 
 // info is the part as the report lists it, with the bytes it added to the prompt.
 func (p *part) info(bytes int) report.PromptPart {
-	return report.PromptPart{Kind: p.kind, Ref: p.ref, Bytes: bytes}
+	return report.PromptPart{Kind: p.kind, Ref: p.ref, Bytes: bytes, Shortened: p.form > 0}
 }
 
 // errorEntry is one finding, or several of the same rule and title that follow from the same
@@ -62,10 +139,13 @@ type scope map[string]bool
 func (s scope) has(pod string) bool { return s == nil || s[pod] }
 
 // candidates lists the parts of the prompt by relevance: the root cause and its log context
-// first, then the other primary findings, the symptoms, the other findings' log context,
-// warning events, and the lifecycle timeline. Log windows are read through win, which stops
-// when ctx ends (the caller checks it).
-func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope) []part {
+// first, then the roles' diagnoses (the job's prompt only: roles is nil for a role's), the
+// other primary findings, the symptoms, the other findings' log context, warning events, and
+// the lifecycle timeline. In the per-role mode (rolesFirst), the job's prompt exists to carry
+// the roles' diagnoses, which each saw its role's evidence: they come right after the root
+// cause, before its log context. Log windows are read through win, which stops when ctx ends
+// (the caller checks it).
+func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, roles []Role, rolesFirst bool) []part {
 	var out []part
 	byID := map[string]int{}
 	for i, f := range rep.Findings {
@@ -101,10 +181,21 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope) 
 		out = append(out, *p)
 	}
 
+	rolesAdded := false
+	addRoles := func() {
+		for i := range roles {
+			add(&part{kind: report.PartRole, ref: roles[i].Name, role: &roles[i], order: i})
+		}
+	}
+
 	// The root cause and its context.
 	if i, ok := byID[rootID]; ok && sc.has(rep.Findings[i].Pod) {
 		f := rep.Findings[i]
 		add(&part{kind: report.PartFinding, ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(f.Pod), count: f.Count}})
+		if rolesFirst {
+			addRoles()
+			rolesAdded = true
+		}
 		logEvidence := false
 		for _, ev := range f.Evidence {
 			if ev.Source == "log" && ev.Line > 0 {
@@ -125,6 +216,12 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope) 
 				}
 			}
 		}
+	}
+
+	// The roles' diagnoses: a summary of every pod and finding, or the model's own (per-role
+	// mode), that holds for all the detail below when it does not fit.
+	if !rolesAdded {
+		addRoles()
 	}
 
 	// Primary findings, then the symptoms; each the same failure on many pods as one entry,
@@ -245,31 +342,35 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// compose builds the data holding the included parts.
-func compose(b *Data, parts []part, included []bool) *Data {
+// compose builds the data holding the chosen parts (each in its form), and says how many of
+// each kind were left out.
+func compose(b *Data, chosen []part, left Left) *Data {
 	d := *b
-	d.Findings, d.Events, d.Logs, d.Timeline, d.RootCause = nil, nil, nil, nil, nil
-	var entries []*errorEntry
-	var events []*part
-	var tl []*part
+	d.Findings, d.Events, d.Logs, d.Timeline, d.RootCause, d.Roles = nil, nil, nil, nil, nil, nil
+	d.Left, d.Omitted = left, left.total()
+	type entryForm struct {
+		e    *errorEntry
+		form int
+	}
+	var entries []entryForm
+	var events, tl, roles []*part
 	type fileWins struct {
 		file string
 		wins []*part
 	}
 	var files []*fileWins
 	fileIdx := map[string]*fileWins{}
-	for i := range parts {
-		if !included[i] {
-			continue
-		}
-		p := &parts[i]
+	for i := range chosen {
+		p := &chosen[i]
 		switch p.kind {
 		case report.PartFinding:
-			entries = append(entries, p.entry)
+			entries = append(entries, entryForm{p.entry, p.form})
 		case report.PartEvent:
 			events = append(events, p)
 		case report.PartTimeline:
 			tl = append(tl, p)
+		case report.PartRole:
+			roles = append(roles, p)
 		case report.PartLog:
 			fw := fileIdx[p.window.File]
 			if fw == nil {
@@ -280,13 +381,14 @@ func compose(b *Data, parts []part, included []bool) *Data {
 			fw.wins = append(fw.wins, p)
 		}
 	}
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].first < entries[j].first })
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].e.first < entries[j].e.first })
 	var errInfo strings.Builder
 	told := map[string]string{}
 	for _, e := range entries {
-		d.Findings = append(d.Findings, e.findings...)
-		writeEntry(&errInfo, e, told)
+		d.Findings = append(d.Findings, e.e.findings...)
+		writeEntry(&errInfo, e.e, told, e.form)
 	}
+	leftLine(&errInfo, report.PartFinding, left.Findings)
 	for i := range d.Findings {
 		if d.Findings[i].RootCause {
 			d.RootCause = &d.Findings[i]
@@ -303,26 +405,41 @@ func compose(b *Data, parts []part, included []bool) *Data {
 		}
 		evInfo.WriteByte('\n')
 	}
+	leftLine(&evInfo, report.PartEvent, left.Events)
 	sort.SliceStable(tl, func(i, j int) bool { return tl[i].order < tl[j].order })
 	for _, p := range tl {
 		d.Timeline = append(d.Timeline, *p.timeline)
 	}
 	var logInfo strings.Builder
 	for _, fw := range files {
-		for _, w := range mergeWindows(fw.wins) {
+		for _, w := range mergeWindows(fw.wins, told) {
 			d.Logs = append(d.Logs, w)
 			fmt.Fprintf(&logInfo, "--- %s lines %d-%d (%s) ---\n%s\n", w.File, w.From, w.To, w.Why, strings.Join(w.Lines, "\n"))
 		}
 	}
+	leftLine(&logInfo, report.PartLog, left.Logs)
+	sort.SliceStable(roles, func(i, j int) bool { return roles[i].order < roles[j].order })
+	for _, p := range roles {
+		d.Roles = append(d.Roles, *p.role)
+	}
+	d.Metadata = metadata(b.rep, d.Roles, b.roleParts)
 	d.ErrorInfo = strings.TrimRight(errInfo.String(), "\n")
 	d.EventInfo = strings.TrimRight(evInfo.String(), "\n")
 	d.LogInfo = strings.TrimRight(logInfo.String(), "\n")
 	return &d
 }
 
-// writeEntry writes one entry of ErrorInfo. An evidence text already told (the same message
-// on another pod, or matched by two rules) is referred to, not repeated.
-func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string) {
+// leftLine ends a block with how many of its entries were left out.
+func leftLine(b *strings.Builder, k report.PartKind, n int) {
+	if n > 0 {
+		fmt.Fprintf(b, "(left out to fit the context: %s.)\n", k.Plural(n))
+	}
+}
+
+// writeEntry writes one entry of ErrorInfo in its form: whole (form 0), or its title, where,
+// when and first evidence line (1), that line cut short (2). An evidence text already told
+// (the same message on another pod, or matched by two rules) is referred to, not repeated.
+func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string, form int) {
 	f := e.findings[0]
 	ids := make([]string, len(e.findings))
 	for i, g := range e.findings {
@@ -343,31 +460,39 @@ func writeEntry(b *strings.Builder, e *errorEntry, told map[string]string) {
 	default:
 		b.WriteString(where(f.Pod, f.Container))
 	}
-	fmt.Fprintf(b, ", %s; fault: %s; retry: %s", f.Time, f.Fault, f.Retry)
-	if e.count > 1 {
-		fmt.Fprintf(b, "; seen %d times", e.count)
+	fmt.Fprintf(b, ", %s", f.Time)
+	if form == 0 {
+		fmt.Fprintf(b, "; fault: %s; retry: %s", f.Fault, f.Retry)
+		if e.count > 1 {
+			fmt.Fprintf(b, "; seen %d times", e.count)
+		}
 	}
 	b.WriteByte('\n')
 	n := 2
-	if len(e.findings) > 1 {
+	if len(e.findings) > 1 || form > 0 {
 		n = 1
 	}
 	for i, ev := range f.evidence {
 		if i == n {
 			break
 		}
-		if id, ok := told[ev[1]]; ok {
+		if id, ok := told[cut(ev[1])]; ok {
 			fmt.Fprintf(b, "    evidence: %s: the same text as %s's\n", ev[0], id)
 			continue
 		}
-		told[ev[1]] = f.ID
-		fmt.Fprintf(b, "    evidence: %s: %s\n", ev[0], cut(ev[1]))
+		told[cut(ev[1])] = f.ID
+		text := cut(ev[1])
+		if form > 1 {
+			text = truncate(text, compactEvidence)
+		}
+		fmt.Fprintf(b, "    evidence: %s: %s\n", ev[0], text)
 	}
 }
 
 // mergeWindows joins the windows of one file that overlap or touch, keeping the lines in
-// order and marking every evidence line.
-func mergeWindows(ps []*part) []LogWindow {
+// order and marking every evidence line. An evidence line whose text the findings above told
+// already (told: text to finding id) is referred to, not repeated.
+func mergeWindows(ps []*part, told map[string]string) []LogWindow {
 	sorted := append([]*part(nil), ps...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].window.From < sorted[j].window.From })
 	type merged struct {
@@ -414,11 +539,14 @@ func mergeWindows(ps []*part) []LogWindow {
 			if !ok || !m.hits[n] && caretLine.MatchString(text) {
 				continue
 			}
-			mark := " "
+			mark, line := " ", cut(text)
 			if m.hits[n] {
 				mark = ">"
+				if id, ok := told[line]; ok {
+					line = "(the same text as " + id + "'s evidence, above)"
+				}
 			}
-			w.Lines = append(w.Lines, fmt.Sprintf("%s %6d | %s", mark, n, cut(text)))
+			w.Lines = append(w.Lines, fmt.Sprintf("%s %6d | %s", mark, n, line))
 		}
 		res = append(res, w)
 	}

@@ -93,7 +93,7 @@ func LoadTemplates(ctx context.Context, dir string) (*Templates, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--prompt-dir: %w", err)
+		return nil, fmt.Errorf("reading prompt templates: %w", err)
 	}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tmpl") {

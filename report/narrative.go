@@ -7,6 +7,9 @@ import "fmt"
 // the rest of the report stands.
 type Narrative struct {
 	Model string `json:"model"`
+	// PerRole is true when each role's diagnosis was asked first (map), then the job's
+	// (reduce): asked for, or chosen because the job's findings and log windows did not fit.
+	PerRole bool `json:"perRole"`
 	// ModelDigest identifies the model's weights, as the server lists them.
 	ModelDigest string     `json:"modelDigest"`
 	Prompt      PromptInfo `json:"prompt"`
@@ -39,14 +42,41 @@ type PromptInfo struct {
 	// Source is "built-in" or the override file.
 	Source string `json:"source"`
 	// Hash is the sha256 of the messages sent (after redaction).
-	Hash   string `json:"hash"`
-	Tokens int    `json:"tokens"`
-	NumCtx int    `json:"numCtx"`
-	Bytes  int    `json:"bytes"`
-	// Included lists the bundle's parts in the prompt, in the order they were chosen;
-	// Omitted counts the candidates left out to fit the context.
+	Hash string `json:"hash"`
+	// Tokens is coroner's estimate of the prompt's tokens (the chat template's included),
+	// made before the call; ActualTokens is the model's own count (Ollama's
+	// prompt_eval_count), 0 until a model has answered this prompt.
+	Tokens       int `json:"tokens"`
+	ActualTokens int `json:"actualTokens,omitempty"`
+	NumCtx       int `json:"numCtx"`
+	// NumPredict is the answer's budget: the prompt may have NumCtx-NumPredict tokens.
+	NumPredict int `json:"numPredict"`
+	Bytes      int `json:"bytes"`
+	// Included lists the bundle's parts in the prompt, most relevant first (the order they
+	// were chosen in); Omitted counts the candidates left out to fit the context, and
+	// LeftOut counts them by kind.
 	Included []PromptPart `json:"included"`
 	Omitted  int          `json:"omitted"`
+	LeftOut  []PartCount  `json:"leftOut,omitempty"`
+}
+
+// Cut reports whether parts were shortened or left out to fit the context.
+func (p PromptInfo) Cut() bool {
+	if p.Omitted > 0 {
+		return true
+	}
+	for _, in := range p.Included {
+		if in.Shortened {
+			return true
+		}
+	}
+	return false
+}
+
+// PartCount is how many parts of a kind.
+type PartCount struct {
+	Kind  PartKind `json:"kind"`
+	Count int      `json:"count"`
 }
 
 // PromptPart is one part of the bundle in the prompt.
@@ -56,6 +86,9 @@ type PromptPart struct {
 	// the timeline entry's time and place.
 	Ref   string `json:"ref"`
 	Bytes int    `json:"bytes"`
+	// Shortened is true when the part went in cut to fit: a finding with one evidence line,
+	// a log window narrowed around its evidence line, a shorter message.
+	Shortened bool `json:"shortened,omitempty"`
 }
 
 // PartKind is what a part of the prompt is. Its JSON is the kind's name.
@@ -71,6 +104,8 @@ const (
 	PartEvent
 	// PartTimeline is a lifecycle moment of the job or a pod.
 	PartTimeline
+	// PartRole is one role's diagnosis (the seed's MasterDiagnosis, WorkerDiagnosis...).
+	PartRole
 )
 
 // partKinds describes each kind, indexed by PartKind.
@@ -83,10 +118,29 @@ var partKinds = [...]struct {
 	PartLog:      {name: "log"},
 	PartEvent:    {name: "event", counted: true},
 	PartTimeline: {name: "timeline", counted: true},
+	PartRole:     {name: "role"},
 }
 
 // PartKinds lists the kinds in their summary order.
-func PartKinds() []PartKind { return []PartKind{PartFinding, PartLog, PartEvent, PartTimeline} }
+func PartKinds() []PartKind {
+	return []PartKind{PartFinding, PartRole, PartLog, PartEvent, PartTimeline}
+}
+
+// Plural names n parts of the kind: "1 finding", "3 log windows", "12 timeline entries".
+func (k PartKind) Plural(n int) string {
+	name := map[PartKind][2]string{
+		PartFinding: {"finding", "findings"}, PartLog: {"log window", "log windows"},
+		PartEvent: {"warning event", "warning events"}, PartTimeline: {"timeline entry", "timeline entries"},
+		PartRole: {"role diagnosis", "role diagnoses"},
+	}[k]
+	if name[0] == "" {
+		return fmt.Sprintf("%d %s", n, k)
+	}
+	if n == 1 {
+		return "1 " + name[0]
+	}
+	return fmt.Sprintf("%d %s", n, name[1])
+}
 
 func (k PartKind) valid() bool { return k > 0 && int(k) < len(partKinds) }
 
@@ -129,10 +183,10 @@ type PartSummary struct {
 	Count, Bytes int
 }
 
-// String reads "finding f1", "log logs/ml/x/pytorch.log:36-66" or "3 event entries".
+// String reads "finding f1", "log logs/ml/x/pytorch.log:36-66" or "3 warning events".
 func (s PartSummary) String() string {
 	if s.Kind.Counted() {
-		return fmt.Sprintf("%d %s entries", s.Count, s.Kind)
+		return s.Kind.Plural(s.Count)
 	}
 	return s.Kind.String() + " " + s.Ref
 }
@@ -171,4 +225,6 @@ type RoleDiagnosis struct {
 	// Source is "findings" (coroner's summary) or "model".
 	Source string `json:"source"`
 	Cached bool   `json:"cached,omitempty"`
+	// Prompt is what the role's question sent, when the model was asked (per-role mode).
+	Prompt *PromptInfo `json:"prompt,omitempty"`
 }

@@ -64,11 +64,11 @@ func TestSummarizeParts(t *testing.T) {
 	for _, s := range got {
 		lines = append(lines, s.String())
 	}
-	wantLines := []string{"finding f1", "log logs/a.log:1-3", "finding f2,f3", "2 event entries", "1 timeline entries"}
+	wantLines := []string{"finding f1", "log logs/a.log:1-3", "finding f2,f3", "2 warning events", "1 timeline entry"}
 	if diff := cmp.Diff(wantLines, lines); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-	if got := sentParts(parts); got[3] != "2 event entries (70 bytes)" {
+	if got := sentParts(parts); got[3] != "2 warning events (70 bytes)" {
 		t.Fatalf("Markdown line: %q", got[3])
 	}
 	if SummarizeParts(nil) != nil {
@@ -95,7 +95,7 @@ func TestNarrativePartsRender(t *testing.T) {
 			t.Errorf("the HTML report lacks %s", want)
 		}
 	}
-	for _, want := range []string{"**Sent to the model** (3 parts of the bundle, 2 left out to fit):\n\n- finding f1 \\(100 bytes\\)\n- 2 event entries \\(70 bytes\\)\n"} {
+	for _, want := range []string{"**Sent to the model** (3 parts of the bundle, 2 left out to fit):\n\n- finding f1 \\(100 bytes\\)\n- 2 warning events \\(70 bytes\\)\n"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("the Markdown report lacks %q:\n%s", want, md.String())
 		}

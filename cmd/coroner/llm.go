@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +29,8 @@ type LLMOptions struct {
 	NumCtx    int
 	MaxTokens int
 	Timeout   time.Duration
-	PerRole   bool
+	// PerRole is --llm-per-role: auto (unset), always (set) or never (=false).
+	PerRole   narrate.PerRoleMode
 	PromptDir string
 	// RedactRules adds the user's redaction rules (a `coroner redact --rules` file) to what
 	// every prompt goes through.
@@ -58,7 +61,8 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	f.IntVar(&o.NumCtx, "num-ctx", narrate.DefaultNumCtx, "context window in `TOKENS`: the prompt plus the answer must fit")
 	f.IntVar(&o.MaxTokens, "llm-max-tokens", narrate.DefaultNumPredict, "longest answer in `TOKENS` (kept free in --num-ctx)")
 	f.DurationVar(&o.Timeout, "llm-timeout", narrate.DefaultTimeout, "longest wait for one complete answer")
-	f.BoolVar(&o.PerRole, "llm-per-role", false, "ask the model for each role's diagnosis first, then for the job")
+	f.Var(perRoleFlag{&o.PerRole}, "llm-per-role", "ask the model for each role's diagnosis first, then for the job: true, false, or auto (when the job's findings and log windows do not fit --num-ctx)")
+	f.Lookup("llm-per-role").NoOptDefVal = "true"
 	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
 	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts (the format of 'coroner redact --rules')")
 	f.BoolVar(&o.DryRun, "dry-run-prompt", false, "print the prompt that --llm would send, and its token estimate; send nothing")
@@ -67,6 +71,34 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	f.StringVar(&o.CacheDir, "llm-cache-dir", cacheDir, "answer cache `DIR`")
 	f.BoolVar(&o.NoCache, "llm-no-cache", false, "neither read nor write the answer cache")
 }
+
+// perRoleFlag is --llm-per-role: a bool flag whose unset value is "auto".
+type perRoleFlag struct{ mode *narrate.PerRoleMode }
+
+func (f perRoleFlag) String() string {
+	if f.mode == nil {
+		return "auto"
+	}
+	return map[narrate.PerRoleMode]string{narrate.PerRoleAuto: "auto", narrate.PerRoleAlways: "true", narrate.PerRoleNever: "false"}[*f.mode]
+}
+
+func (f perRoleFlag) Set(s string) error {
+	if s == "auto" {
+		*f.mode = narrate.PerRoleAuto
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true, false or auto")
+	}
+	*f.mode = narrate.PerRoleNever
+	if b {
+		*f.mode = narrate.PerRoleAlways
+	}
+	return nil
+}
+
+func (f perRoleFlag) Type() string { return "bool" }
 
 // llmStep is the LLM step, set up (flags checked, templates parsed, answer files read)
 // before the bundle is read.
@@ -99,6 +131,9 @@ func newLLMStep(ctx context.Context, o *LLMOptions) (*llmStep, error) {
 	s := &llmStep{o: o}
 	var err error
 	if s.templates, err = narrate.LoadTemplates(ctx, o.PromptDir); err != nil {
+		if o.PromptDir != "" {
+			return nil, fmt.Errorf("--prompt-dir: %w", err)
+		}
 		return nil, err
 	}
 	if o.RedactRules != "" {
@@ -134,11 +169,14 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 	if o.DryRun {
 		prompts, err := narrate.Prompts(ctx, rep, nopts)
 		if err != nil {
-			return false, err
+			return false, s.describe(err)
 		}
 		var b strings.Builder
 		for _, p := range prompts {
-			writePrompt(&b, p, o)
+			writePrompt(&b, p)
+			if info := p.Info(); info.Cut() {
+				s.warn(io, opts, cutWarning(p.Role, &info))
+			}
 		}
 		_, err = fmt.Fprint(io.Out, b.String())
 		return true, err
@@ -159,13 +197,33 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 		nopts.Cache = &narrate.Cache{Dir: o.CacheDir}
 	}
 	nopts.Record = s.record
-	narrative, warnings, err := narrate.Narrate(ctx, rep, nopts)
+	res, err := narrate.Narrate(ctx, rep, nopts)
 	if err != nil {
-		return false, err
+		return false, s.describe(err)
+	}
+	narrative := res.Narrative
+	if res.Failure != nil {
+		narrative.Failure = s.describe(res.Failure).Error()
 	}
 	rep.LLM = &narrative
+	var warnings []string
+	for _, r := range narrative.Roles {
+		if r.Prompt != nil && r.Prompt.Cut() {
+			warnings = append(warnings, cutWarning(r.Role, r.Prompt))
+		}
+	}
+	if narrative.Prompt.Cut() {
+		warnings = append(warnings, cutWarning("", &narrative.Prompt))
+	}
+	if narrative.PerRole && o.PerRole == narrate.PerRoleAuto {
+		warnings = append(warnings, fmt.Sprintf("the job's findings and log windows do not fit --num-ctx %d: each role's diagnosis was asked first (--llm-per-role; =false turns it off)", o.NumCtx))
+	}
+	for _, w := range res.Warnings {
+		warnings = append(warnings, string(w))
+	}
 	for _, w := range warnings {
-		rep.Warnings = append(rep.Warnings, string(w))
+		rep.Warnings = append(rep.Warnings, w)
+		s.warn(io, opts, w)
 	}
 	if s.record != nil {
 		if err := s.record.Save(ctx); err != nil {
@@ -178,9 +236,68 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 	return false, nil
 }
 
+func (s *llmStep) warn(io *IOStreams, opts *AnalyzeOptions, w string) {
+	if !opts.Quiet {
+		fmt.Fprintf(io.ErrOut, "coroner: warning: %s\n", w)
+	}
+}
+
+// describe says an error of the LLM step in the command's terms, naming the flag to change.
+func (s *llmStep) describe(err error) error {
+	o := s.o
+	var (
+		small   *narrate.ContextTooSmallError
+		timeout *narrate.TimeoutError
+		connect *narrate.ConnectError
+		replay  *narrate.NoRecordedAnswerError
+	)
+	switch {
+	case errors.As(err, &small) && small.Server != "":
+		return fmt.Errorf("context too small: the server says %q: the model's tokenizer counts more than coroner's estimate; raise --num-ctx", small.Server)
+	case errors.As(err, &small):
+		return fmt.Errorf("context too small: %s alone needs %d tokens; raise --num-ctx to at least %d (or lower --llm-max-tokens %d)", small.What, small.Need, small.Min, o.MaxTokens)
+	case errors.As(err, &timeout) && timeout.Streaming:
+		return fmt.Errorf("no complete answer within --llm-timeout %s", timeout.Limit)
+	case errors.As(err, &timeout):
+		return fmt.Errorf("no answer within --llm-timeout %s", timeout.Limit)
+	case errors.As(err, &connect):
+		return fmt.Errorf("%w: start it with `ollama serve`, or name the server with --ollama-host or OLLAMA_HOST", err)
+	case errors.As(err, &replay):
+		return fmt.Errorf("%w: record it with --llm-record", err)
+	}
+	return err
+}
+
+// cutWarning says what a prompt left out or shortened to fit the context; role is "" for the
+// job's prompt.
+func cutWarning(role string, p *report.PromptInfo) string {
+	what := "the LLM prompt"
+	if role != "" {
+		what = "the LLM prompt for the " + role + " role"
+	}
+	var short, left []string
+	for _, in := range p.Included {
+		if in.Shortened {
+			short = append(short, in.Kind.String()+" "+in.Ref)
+		}
+	}
+	for _, c := range p.LeftOut {
+		left = append(left, c.Kind.Plural(c.Count))
+	}
+	var clauses []string
+	if len(short) > 0 {
+		clauses = append(clauses, "shortened "+strings.Join(short, ", "))
+	}
+	if len(left) > 0 {
+		clauses = append(clauses, "left out "+strings.Join(left, ", "))
+	}
+	return fmt.Sprintf("%s was cut to fit --num-ctx %d with %d tokens kept for the answer (--llm-max-tokens): %s",
+		what, p.NumCtx, p.NumPredict, strings.Join(clauses, "; "))
+}
+
 // writePrompt prints one prompt as --dry-run-prompt shows it: a header of "#" lines (what, how
 // big, what it carries), then the messages.
-func writePrompt(b *strings.Builder, p *narrate.Prompt, o *LLMOptions) {
+func writePrompt(b *strings.Builder, p *narrate.Prompt) {
 	what := "job"
 	if p.Role != "" {
 		what = "role " + p.Role
@@ -192,14 +309,29 @@ func writePrompt(b *strings.Builder, p *narrate.Prompt, o *LLMOptions) {
 	}
 	fmt.Fprintf(b, "# prompt for the %s: template %s, version %s (%s)\n", what, t.Name, version, t.Source)
 	fmt.Fprintf(b, "# about %d tokens (estimated) of --num-ctx %d, %d kept for the answer; %d bytes; %s\n",
-		p.Tokens, o.NumCtx, o.MaxTokens, p.Bytes, p.Hash)
-	var inc []string
+		p.Tokens, p.NumCtx, p.NumPredict, p.Bytes, p.Hash)
+	var inc, short []string
 	for _, s := range report.SummarizeParts(p.Included) {
 		inc = append(inc, s.String())
+	}
+	for _, in := range p.Included {
+		if in.Shortened {
+			short = append(short, in.Kind.String()+" "+in.Ref)
+		}
 	}
 	if len(inc) == 0 {
 		inc = []string{"nothing from the bundle beyond the job summary"}
 	}
 	fmt.Fprintf(b, "# included: %s; %d left out to fit\n", strings.Join(inc, "; "), p.Omitted)
+	if len(short) > 0 {
+		fmt.Fprintf(b, "# shortened to fit: %s\n", strings.Join(short, ", "))
+	}
+	var left []string
+	for _, c := range p.Info().LeftOut {
+		left = append(left, c.Kind.Plural(c.Count))
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(b, "# left out to fit: %s\n", strings.Join(left, ", "))
+	}
 	b.WriteString(p.Text())
 }

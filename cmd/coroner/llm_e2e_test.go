@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,7 +90,7 @@ func startOllama(t *testing.T) *ollamaServer {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		_, err := client.Digest(ctx, "none")
 		cancel()
-		if err != nil && !strings.Contains(err.Error(), "cannot be reached") {
+		if err != nil && !errors.Is(err, narrate.ErrUnreachable) {
 			break // it answers (that it has no such model)
 		}
 		require.True(t, time.Now().Before(deadline), "the server did not start: %s", o.log.String())
@@ -108,13 +110,23 @@ func (o *ollamaServer) stop() {
 // create makes the tiny model with `ollama create`, as a user would from a GGUF file.
 func (o *ollamaServer) create(t *testing.T, name string) {
 	t.Helper()
-	gguf := filepath.Join(o.dir, "tiny.gguf")
+	o.createWith(t, name, tinygguf.Write, "")
+}
+
+// createWith makes a model of the GGUF that write writes, with a chat template when not "".
+func (o *ollamaServer) createWith(t *testing.T, name string, write func(io.Writer) error, template string) {
+	t.Helper()
+	gguf := filepath.Join(o.dir, name+".gguf")
 	f, err := os.Create(gguf)
 	require.NoError(t, err)
-	require.NoError(t, tinygguf.Write(f))
+	require.NoError(t, write(f))
 	require.NoError(t, f.Close())
 	modelfile := filepath.Join(o.dir, "Modelfile")
-	require.NoError(t, os.WriteFile(modelfile, []byte("FROM "+gguf+"\nPARAMETER num_thread 1\n"), 0o644))
+	mf := "FROM " + gguf + "\nPARAMETER num_thread 1\n"
+	if template != "" {
+		mf += "TEMPLATE \"\"\"" + template + "\"\"\"\n"
+	}
+	require.NoError(t, os.WriteFile(modelfile, []byte(mf), 0o644))
 	cmd := exec.Command(o.bin, "create", name, "-f", modelfile)
 	cmd.Env = o.env()
 	out, err := cmd.CombinedOutput()
@@ -222,6 +234,47 @@ func TestLLME2E(t *testing.T) {
 		require.LessOrEqual(t, l.Prompt.Tokens, 1024-16)
 	})
 
+	t.Run("a prompt near the limit: the model's count beside the estimate", func(t *testing.T) {
+		// The built-in template and the whole sample, the estimate filling --num-ctx less the
+		// answer's budget. The tiny model spends a token per byte where the BPE tokenizers of
+		// real models spend one per 2.4-3.1 bytes (README.md): its count exceeds what the
+		// estimate allowed, which the report records and warns about; the answer then stops
+		// when the context is full (no shift of the prompt out of view).
+		args := []string{"analyze", sampleDir, "--llm", "--ollama-host", srv.host, "--model", "tiny",
+			"--llm-cache-dir", cache, "--num-ctx", "4096", "--llm-max-tokens", "2600", "--llm-timeout", "120s", "--format", "json"}
+		code, out, stderr := e2eRun(t, t.Context(), args...)
+		require.Equal(t, 0, code, stderr)
+		l := decodeLLM(t, out)
+		require.Empty(t, l.Failure)
+		p := l.Prompt
+		t.Logf("estimate %d tokens (%d bytes), the tiny model counted %d (%.2f a byte); budget %d of --num-ctx %d",
+			p.Tokens, p.Bytes, p.ActualTokens, float64(p.ActualTokens)/float64(p.Bytes), p.NumCtx-p.NumPredict, p.NumCtx)
+		require.LessOrEqual(t, p.Tokens, 4096-2600)
+		require.Greater(t, p.Tokens, (4096-2600)*3/4, "the prompt is near the limit: the parts filled it")
+		require.True(t, p.Cut(), "and parts were cut to fit")
+		require.Positive(t, p.ActualTokens, "Ollama's prompt_eval_count is kept")
+		// About a token per byte: a count the estimate could not know for this vocabulary,
+		// more than the budget allowed.
+		require.Greater(t, p.ActualTokens, p.NumCtx-p.NumPredict)
+		require.InDelta(t, p.Bytes, p.ActualTokens, float64(p.Bytes)/5)
+		require.Contains(t, stderr, fmt.Sprintf("but the model counted %d", p.ActualTokens))
+		require.Contains(t, stderr, "was cut to fit --num-ctx 4096")
+		require.Equal(t, "length", l.DoneReason, "the context filled before --llm-max-tokens")
+	})
+
+	t.Run("an unreachable host", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := l.Addr().String()
+		require.NoError(t, l.Close())
+		args := append(append([]string{}, base...), "--ollama-host", addr, "--llm-no-cache")
+		code, out, stderr := e2eRun(t, t.Context(), args...)
+		require.Equal(t, 0, code, "the report is still written")
+		want := "could not connect to http://" + addr + ": connect: connection refused: start it with `ollama serve`, or name the server with --ollama-host or OLLAMA_HOST"
+		require.Equal(t, want, decodeLLM(t, out).Failure)
+		require.Equal(t, "coroner: no LLM narrative: "+want+"\n", stderr)
+	})
+
 	long := append(append([]string{}, base...), "--llm-max-tokens", "3000", "--num-ctx", "4096", "--llm-no-cache")
 
 	t.Run("timeout", func(t *testing.T) {
@@ -284,6 +337,103 @@ func TestLLME2E(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		require.Equal(t, strings.Replace(first, `"cached": false`, `"cached": true`, 1), out)
 	})
+}
+
+// qwenVocab reads Qwen 2.5/3's published tokenizer.json (scripts/tokenizers.sh) as a GGUF
+// vocabulary: the byte-level BPE, its merges, the qwen2 pre-tokenizer and the special tokens.
+func qwenVocab(t *testing.T) *tinygguf.Vocab {
+	t.Helper()
+	dir := os.Getenv("CORONER_TOKENIZERS")
+	require.NotEmpty(t, dir, "CORONER_TOKENIZERS names the tokenizers' directory: run `make e2e-llm`")
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	require.NoError(t, err)
+	var tj struct {
+		Added []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+			Special bool   `json:"special"`
+		} `json:"added_tokens"`
+		Model struct {
+			Vocab  map[string]int `json:"vocab"`
+			Merges [][2]string    `json:"merges"`
+		} `json:"model"`
+	}
+	require.NoError(t, json.Unmarshal(data, &tj))
+	n := len(tj.Model.Vocab)
+	for _, a := range tj.Added {
+		n = max(n, a.ID+1)
+	}
+	v := &tinygguf.Vocab{Model: "gpt2", Pre: "qwen2", Tokens: make([]string, n), Types: make([]int32, n)}
+	for tok, id := range tj.Model.Vocab {
+		v.Tokens[id], v.Types[id] = tok, tinygguf.TokenNormal
+	}
+	for _, a := range tj.Added {
+		v.Tokens[a.ID], v.Types[a.ID] = a.Content, tinygguf.TokenUserDefined
+		if a.Special {
+			v.Types[a.ID] = tinygguf.TokenControl
+		}
+		switch a.Content {
+		case "<|endoftext|>":
+			v.BOS = uint32(a.ID)
+		case "<|im_end|>":
+			v.EOS = uint32(a.ID)
+		}
+	}
+	for i, tok := range v.Tokens {
+		require.NotEmpty(t, tok, "token %d", i)
+	}
+	for _, m := range tj.Model.Merges {
+		v.Merges = append(v.Merges, m[0]+" "+m[1])
+	}
+	return v
+}
+
+// chatML is Qwen 2.5's chat template as Ollama serves it, for messages without tools.
+const chatML = `{{- range .Messages }}<|im_start|>{{ .Role }}
+{{ .Content }}<|im_end|>
+{{ end }}<|im_start|>assistant
+`
+
+// TestLLMTokenEstimateE2E serves a tiny model with Qwen 2.5/3's real tokenizer and asks about
+// every sample with prompts filled to a small context: the server's count of each prompt
+// (prompt_eval_count, the chat template's tokens included) must not exceed coroner's
+// estimate, which is what a prompt "estimated to fit does fit" means.
+func TestLLMTokenEstimateE2E(t *testing.T) {
+	vocab := qwenVocab(t)
+	srv := startOllama(t)
+	srv.createWith(t, "qwen-vocab", func(w io.Writer) error { return tinygguf.WriteVocab(w, vocab) }, chatML)
+	const numCtx, answer = 1200, 8
+	var worst float64
+	var near int
+	for _, name := range sampleNames(t) {
+		t.Run(name, func(t *testing.T) {
+			code, out, stderr := e2eRun(t, t.Context(), "analyze", filepath.Join(samplesDir, name), "--llm", "--ollama-host", srv.host,
+				"--model", "qwen-vocab", "--llm-no-cache", "--num-ctx", fmt.Sprint(numCtx), "--llm-max-tokens", fmt.Sprint(answer),
+				"--llm-timeout", "120s", "--format", "json")
+			require.Equal(t, 0, code, stderr)
+			l := decodeLLM(t, out)
+			require.Empty(t, l.Failure)
+			require.NotContains(t, stderr, "but the model counted")
+			prompts := []*report.PromptInfo{&l.Prompt}
+			for _, r := range l.Roles {
+				if r.Prompt != nil {
+					prompts = append(prompts, r.Prompt)
+				}
+			}
+			for _, p := range prompts {
+				ratio := float64(p.ActualTokens) / float64(p.Tokens)
+				t.Logf("%s: estimate %d, Qwen counted %d (%.3f), %d bytes; budget %d", p.Template, p.Tokens, p.ActualTokens, ratio, p.Bytes, numCtx-answer)
+				require.Positive(t, p.ActualTokens)
+				require.LessOrEqual(t, p.ActualTokens, p.Tokens, "the estimate covers the model's count")
+				worst = max(worst, ratio)
+				if p.Tokens*10 >= (numCtx-answer)*9 {
+					near++
+				}
+			}
+		})
+	}
+	t.Logf("Qwen's count / coroner's estimate: at most %.3f; %d prompts within 10%% of the budget", worst, near)
+	require.Positive(t, near, "some prompts are near the limit")
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

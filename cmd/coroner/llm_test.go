@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -217,59 +218,104 @@ func TestRecordAndReplayThroughTheCLI(t *testing.T) {
 func TestPromptsCommand(t *testing.T) {
 	code, out, _ := run(t, "prompts", "list")
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^pytorchjob\s+1\s+built-in$`, out)
-	require.Regexp(t, `(?m)^default\s+1\s+built-in$`, out)
+	require.Regexp(t, `(?m)^pytorchjob\s+2\s+built-in$`, out)
+	require.Regexp(t, `(?m)^default\s+2\s+built-in$`, out)
 
 	code, out, _ = run(t, "prompts", "show", "pytorchjob")
 	require.Equal(t, 0, code)
-	require.True(t, strings.HasPrefix(out, "{{/* coroner prompt for Kubeflow PyTorchJob, version: 1 */ -}}"), out)
+	require.True(t, strings.HasPrefix(out, "{{/* coroner prompt for Kubeflow PyTorchJob, version: 2 */ -}}"), out)
 	require.Contains(t, out, `{{ index .Metadata "MasterDiagnosis" }}`)
 
 	// A template shown is a template that loads back as an override.
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(strings.Replace(out, "version: 1", "version: 1-site", 1)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pytorchjob.tmpl"), []byte(strings.Replace(out, "version: 2", "version: 2-site", 1)), 0o644))
 	code, out, _ = run(t, "prompts", "list", "--prompt-dir", dir)
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^pytorchjob\s+1-site\s+`+regexp.QuoteMeta(filepath.Join(dir, "pytorchjob.tmpl"))+`$`, out)
+	require.Regexp(t, `(?m)^pytorchjob\s+2-site\s+`+regexp.QuoteMeta(filepath.Join(dir, "pytorchjob.tmpl"))+`$`, out)
 
 	code, _, stderr := run(t, "prompts", "show", "nope")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `no prompt template "nope"`)
 }
 
-// TestGoldenPrompts keeps the prompt of every sample under review: what is chosen, in what
-// order, how it reads. Refresh with -update and read the diff.
+// TestGoldenPrompts keeps the prompts of every sample at the context sizes of small local
+// models under review: what is chosen, in what order, what is shortened or left out, how it
+// reads. Refresh with -update and read the diff. Beyond the bytes, every job prompt holds the
+// root cause with its evidence line, and every prompt fits its context.
 func TestGoldenPrompts(t *testing.T) {
 	for _, name := range sampleNames(t) {
-		t.Run(name, func(t *testing.T) {
-			args := []string{"analyze", filepath.Join(samplesDir, name), "--dry-run-prompt"}
-			if name == "pytorchjob-master-oomkilled" {
-				args = append(args, "--llm-per-role")
-			}
-			code, out, stderr := run(t, args...)
-			require.Equal(t, 0, code, stderr)
-			for _, m := range regexp.MustCompile(`# about (\d+) tokens`).FindAllStringSubmatch(out, -1) {
-				n, _ := strconv.Atoi(m[1])
-				require.LessOrEqual(t, n, narrate.DefaultNumCtx-narrate.DefaultNumPredict, "the prompt fits the default context")
-			}
-			checkGolden(t, filepath.Join("testdata", "prompts", name+".txt"), []byte(out))
-		})
+		code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, name), "--format", "json")
+		require.Equal(t, 0, code, stderr)
+		var rep report.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		for _, numCtx := range []int{2048, 4096, 8192} {
+			t.Run(fmt.Sprintf("%s/%d", name, numCtx), func(t *testing.T) {
+				code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, name), "--dry-run-prompt", "--num-ctx", strconv.Itoa(numCtx))
+				require.Equal(t, 0, code, stderr)
+				for _, m := range regexp.MustCompile(`# about (\d+) tokens`).FindAllStringSubmatch(out, -1) {
+					n, _ := strconv.Atoi(m[1])
+					require.LessOrEqual(t, n, numCtx-narrate.DefaultNumPredict, "the prompt fits the context")
+				}
+				prompts := strings.Split(out, "# prompt for the ")
+				job := prompts[len(prompts)-1]
+				require.True(t, strings.HasPrefix(job, "job:"), job)
+				requireRootCause(t, &rep, job)
+				// A cut prompt says so on stderr, as the report's warnings do.
+				cut := 0
+				for _, p := range prompts {
+					if strings.Contains(p, "\n# shortened to fit: ") || strings.Contains(p, "\n# left out to fit: ") {
+						cut++
+					}
+				}
+				require.Equal(t, cut, strings.Count(stderr, "was cut to fit --num-ctx"), stderr)
+				checkGolden(t, filepath.Join("testdata", "prompts", fmt.Sprintf("%s-%d.txt", name, numCtx)), []byte(out))
+			})
+		}
 	}
 }
 
+// requireRootCause checks that a prompt holds the report's root cause (title, and its first
+// evidence line's place and text), or, for a healthy job, the verdict and its reason.
+func requireRootCause(t *testing.T, rep *report.Report, prompt string) {
+	t.Helper()
+	rc := rep.RootCause
+	if rc == nil {
+		require.Contains(t, prompt, "verdict: "+string(rep.Verdict)+": "+rep.VerdictReason)
+		return
+	}
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(rc.ID)+`\b.* \[root cause\] \w+ `+regexp.QuoteMeta(string(rc.Category))+`: `+regexp.QuoteMeta(rc.Title)+`$`, prompt)
+	require.NotEmpty(t, rc.Evidence)
+	ev := rc.Evidence[0]
+	text := strings.Join(strings.Fields(ev.Text), " ")
+	require.Contains(t, prompt, "    evidence: "+ev.Location(), "the root cause's evidence line is in the prompt")
+	require.Contains(t, strings.Join(strings.Fields(prompt), " "), text[:min(len(text), 80)])
+}
+
 func TestDryRunPromptIsBoundedByNumCtx(t *testing.T) {
-	code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "--dry-run-prompt", "--num-ctx", "3000", "--llm-max-tokens", "500")
+	code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "--dry-run-prompt", "--num-ctx", "3000", "--llm-max-tokens", "1000", "--llm-per-role=false")
 	require.Equal(t, 0, code, stderr)
-	m := regexp.MustCompile(`# about (\d+) tokens \(estimated\) of --num-ctx 3000, 500 kept for the answer`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`# about (\d+) tokens \(estimated\) of --num-ctx 3000, 1000 kept for the answer`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	n, _ := strconv.Atoi(m[1])
-	require.LessOrEqual(t, n, 2500)
+	require.LessOrEqual(t, n, 2000)
 	require.Regexp(t, `; [1-9]\d* left out to fit\n`, out)
 	require.Contains(t, out, "# included: finding f1; log logs/ml/train-job-worker-4/pytorch.log:")
+	require.Regexp(t, `(?m)^# left out to fit: .*timeline entries$`, out)
+	require.Regexp(t, `^coroner: warning: the LLM prompt was cut to fit --num-ctx 3000 with 1000 tokens kept for the answer \(--llm-max-tokens\): .*left out .*timeline entries\n$`, stderr)
 
+	// Too small for the root cause alone: an error before any call, naming what it needs.
 	code, _, stderr = run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "--dry-run-prompt", "--num-ctx", "1100", "--llm-max-tokens", "1000")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "context too small")
+	m = regexp.MustCompile(`^coroner: context too small: the root cause alone needs (\d+) tokens; raise --num-ctx to at least (\d+) \(or lower --llm-max-tokens 1000\)\n$`).FindStringSubmatch(stderr)
+	require.NotNil(t, m, stderr)
+	need, _ := strconv.Atoi(m[1])
+	least, _ := strconv.Atoi(m[2])
+	require.Equal(t, need+1000, least)
+
+	// At that size it fits, holding the root cause.
+	code, out, stderr = run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "--dry-run-prompt", "--num-ctx", m[2], "--llm-max-tokens", "1000")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "# included: finding f1;")
 }
 
 // TestPromptGoesThroughTheUsersRedactionRules: --redact-rules masks a site-specific secret
@@ -295,4 +341,41 @@ func TestPromptGoesThroughTheUsersRedactionRules(t *testing.T) {
 	code, _, stderr = run(t, "analyze", log, "--dry-run-prompt", "--redact-rules", filepath.Join(dir, "missing.yaml"))
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "missing.yaml")
+}
+
+// TestSmallContextWarnsAndAsksEachRole: at a small context the cut is said in the report and
+// on stderr, and a job whose findings do not fit has each role asked first, unless
+// --llm-per-role=false.
+func TestSmallContextWarnsAndAsksEachRole(t *testing.T) {
+	sampleDir := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	fake := &fakeLLM{text: hostileAnswer}
+	code, out, stderr := analyzeWithLLM(t, fake, sampleDir, "--llm", "--num-ctx", "2048", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, int32(3), fake.calls.Load(), "the Master, the Workers, then the job")
+	var r report.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	require.True(t, r.LLM.PerRole)
+	require.True(t, r.LLM.Prompt.Cut())
+	require.NotEmpty(t, r.LLM.Prompt.LeftOut)
+	for _, role := range r.LLM.Roles {
+		require.NotNil(t, role.Prompt, role.Role)
+		require.Equal(t, "model", role.Source)
+	}
+	var llmWarnings []string
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "--num-ctx 2048") {
+			llmWarnings = append(llmWarnings, w)
+			require.Contains(t, stderr, "coroner: warning: "+w+"\n", "the report's warning is on stderr too")
+		}
+	}
+	require.Len(t, llmWarnings, 4, "each role's prompt, the job's, and the per-role mode: %q", llmWarnings)
+	require.Contains(t, llmWarnings[2], "the LLM prompt was cut to fit --num-ctx 2048 with 1024 tokens kept for the answer (--llm-max-tokens): ")
+	require.Equal(t, "the job's findings and log windows do not fit --num-ctx 2048: each role's diagnosis was asked first (--llm-per-role; =false turns it off)", llmWarnings[3])
+
+	fake = &fakeLLM{text: hostileAnswer}
+	code, out, stderr = analyzeWithLLM(t, fake, sampleDir, "--llm", "--num-ctx", "2048", "--llm-per-role=false", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, int32(1), fake.calls.Load())
+	require.Contains(t, out, `"perRole": false`)
+	require.Equal(t, 1, strings.Count(stderr, "coroner: warning: the LLM prompt was cut to fit --num-ctx 2048"))
 }

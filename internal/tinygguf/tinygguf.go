@@ -83,9 +83,41 @@ func Vocabulary() (tokens []string, types []int32, scores []float32) {
 	return tokens, types, scores
 }
 
+// Vocab is the model's tokenizer: SentencePiece (Model "llama", the default of Write) or a
+// byte-level BPE (Model "gpt2", with the merges and the pre-tokenizer of a real model's
+// tokenizer.json), so that a test can have Ollama count tokens as that model does.
+type Vocab struct {
+	Model string
+	// Pre names the BPE pre-tokenizer as GGUF does ("qwen2", "llama-bpe"); "" for
+	// SentencePiece.
+	Pre    string
+	Tokens []string
+	Types  []int32
+	// Scores are SentencePiece's; Merges ("a b") the BPE's.
+	Scores   []float32
+	Merges   []string
+	BOS, EOS uint32
+	AddBOS   bool
+}
+
+// Token types of a BPE vocabulary.
+const (
+	TokenNormal      = tokNormal
+	TokenControl     = tokControl
+	TokenUserDefined = 4
+)
+
 // Write writes the model. The same call writes the same bytes.
 func Write(w io.Writer) error {
 	tokens, types, scores := Vocabulary()
+	return WriteVocab(w, &Vocab{Model: "llama", Tokens: tokens, Types: types, Scores: scores, BOS: 1, EOS: 2, AddBOS: true})
+}
+
+// WriteVocab writes the model with another tokenizer. Its weights are noise but for the cycle
+// of the lowercase letters (when the vocabulary has them as tokens): the answers mean nothing,
+// but a real vocabulary makes the server's token counts those of the model it comes from.
+func WriteVocab(w io.Writer, v *Vocab) error {
+	tokens := v.Tokens
 	vocab := uint64(len(tokens))
 	meta := []kv{
 		{"general.architecture", ggufString, "llama"},
@@ -101,16 +133,26 @@ func Write(w io.Writer) error {
 		{"llama.rope.freq_base", ggufFloat32, float32(10000)},
 		{"llama.attention.layer_norm_rms_epsilon", ggufFloat32, float32(1e-5)},
 		{"llama.vocab_size", ggufUint32, uint32(vocab)},
-		{"tokenizer.ggml.model", ggufString, "llama"},
+		{"tokenizer.ggml.model", ggufString, v.Model},
 		{"tokenizer.ggml.tokens", ggufArray, tokens},
-		{"tokenizer.ggml.scores", ggufArray, scores},
-		{"tokenizer.ggml.token_type", ggufArray, types},
-		{"tokenizer.ggml.unknown_token_id", ggufUint32, uint32(0)},
-		{"tokenizer.ggml.bos_token_id", ggufUint32, uint32(1)},
-		{"tokenizer.ggml.eos_token_id", ggufUint32, uint32(2)},
-		{"tokenizer.ggml.add_bos_token", ggufBool, true},
-		{"tokenizer.ggml.add_eos_token", ggufBool, false},
 	}
+	if v.Pre != "" {
+		meta = append(meta, kv{"tokenizer.ggml.pre", ggufString, v.Pre})
+	}
+	if v.Scores != nil {
+		meta = append(meta, kv{"tokenizer.ggml.scores", ggufArray, v.Scores})
+	}
+	if v.Merges != nil {
+		meta = append(meta, kv{"tokenizer.ggml.merges", ggufArray, v.Merges})
+	}
+	meta = append(meta,
+		kv{"tokenizer.ggml.token_type", ggufArray, v.Types},
+		kv{"tokenizer.ggml.unknown_token_id", ggufUint32, uint32(0)},
+		kv{"tokenizer.ggml.bos_token_id", ggufUint32, v.BOS},
+		kv{"tokenizer.ggml.eos_token_id", ggufUint32, v.EOS},
+		kv{"tokenizer.ggml.add_bos_token", ggufBool, v.AddBOS},
+		kv{"tokenizer.ggml.add_eos_token", ggufBool, false},
+	)
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	noise := func(n uint64) []float32 {

@@ -41,10 +41,42 @@ func New(host string, hc *http.Client) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hc == nil {
-		hc = &http.Client{}
+	c := &http.Client{}
+	if hc != nil {
+		*c = *hc
 	}
-	return &Client{host: u.String(), client: api.NewClient(u, hc)}, nil
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = gatewayCheck{base}
+	return &Client{host: u.String(), client: api.NewClient(u, c)}, nil
+}
+
+// gatewayCheck turns the answer of a proxy or gateway that could not reach the server (502,
+// 503 or 504, and not Ollama's JSON) into an error: Ollama's client would read its empty or
+// HTML body as no error at all, or as "see the ollama server logs", though no server was
+// reached.
+type gatewayCheck struct{ base http.RoundTripper }
+
+// gatewayError is a gateway's status.
+type gatewayError struct{ status string }
+
+func (e *gatewayError) Error() string {
+	return "a proxy or gateway on the way answered HTTP " + e.status
+}
+
+func (g gatewayCheck) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := g.base.RoundTrip(r)
+	if err != nil || !gateway(resp.StatusCode) || strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return resp, err
+	}
+	resp.Body.Close()
+	status := resp.Status
+	if status == "" {
+		status = fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	return nil, &gatewayError{status}
 }
 
 // ParseHost reads an Ollama address the way OLLAMA_HOST is written: the scheme defaults to
@@ -102,7 +134,7 @@ func fullName(name string) string {
 // nil when the context ends or the connection drops mid-stream, so a missing final chunk is
 // checked here, not trusted to an error.
 func (o *Client) Chat(ctx context.Context, req *narrate.Request) (*narrate.Reply, error) {
-	stream, truncate := true, false
+	stream, truncate, shift := true, false, false
 	msgs := make([]api.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		msgs[i] = api.Message{Role: m.Role, Content: m.Content}
@@ -112,8 +144,11 @@ func (o *Client) Chat(ctx context.Context, req *narrate.Request) (*narrate.Reply
 		Messages: msgs,
 		Stream:   &stream,
 		Format:   req.Format,
-		// An oversized prompt is an error, never silently cut from the front.
+		// An oversized prompt is an error, never silently cut from the front; an answer that
+		// fills the context stops there ("length") rather than shifting the prompt's start
+		// (the system message, the root cause) out of the model's view.
 		Truncate: &truncate,
+		Shift:    &shift,
 		Options: map[string]any{
 			"num_ctx":     req.Options.NumCtx,
 			"num_predict": req.Options.NumPredict,
@@ -157,14 +192,59 @@ func (o *Client) classify(ctx context.Context, model string, err error) error {
 		case se.StatusCode == http.StatusNotFound && strings.Contains(msg, "not found"):
 			return fmt.Errorf("%w: the Ollama server at %s does not have %q: run `ollama pull %s`", narrate.ErrModelNotFound, o.host, model, model)
 		case strings.Contains(msg, "exceeds") && strings.Contains(msg, "context"):
-			return fmt.Errorf("%w: the server says %q: raise --num-ctx", narrate.ErrContextTooSmall, msg)
+			return &narrate.ContextTooSmallError{Server: msg}
+		case msg == "":
+			return fmt.Errorf("the server at %s answered %s, with no message", o.host, httpStatus(se))
 		}
 		return fmt.Errorf("Ollama at %s: %w", o.host, err)
 	}
-	var ne net.Error
-	var oe *net.OpError
-	if errors.As(err, &oe) || (errors.As(err, &ne) && !ne.Timeout()) {
-		return fmt.Errorf("%w at %s (%v): start it with `ollama serve`, or set OLLAMA_HOST", narrate.ErrUnreachable, o.host, err)
+	var ae api.AuthorizationError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("the server at %s refused the request: %s", o.host, httpStatus(api.StatusError{StatusCode: ae.StatusCode, Status: ae.Status}))
+	}
+	var ge *gatewayError
+	if errors.As(err, &ge) {
+		return &narrate.ConnectError{Host: o.host, Reason: ge.Error()}
+	}
+	if reason, ok := dialFailure(err); ok {
+		return &narrate.ConnectError{Host: o.host, Reason: reason}
 	}
 	return fmt.Errorf("Ollama at %s: %w", o.host, err)
+}
+
+// gateway reports the statuses a proxy answers when it cannot reach the server behind it.
+// Ollama itself answers 503 only when busy, and says so in JSON.
+func gateway(code int) bool {
+	return code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
+}
+
+func httpStatus(se api.StatusError) string {
+	if se.Status != "" {
+		return "HTTP " + se.Status
+	}
+	if t := http.StatusText(se.StatusCode); t != "" {
+		return fmt.Sprintf("HTTP %d %s", se.StatusCode, t)
+	}
+	return fmt.Sprintf("HTTP %d", se.StatusCode)
+}
+
+// dialFailure says, in a few words, why no connection was made: nothing listens, the name
+// does not resolve, the network cannot reach the address.
+func dialFailure(err error) (string, bool) {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return fmt.Sprintf("lookup %s: %s", dns.Name, dns.Err), true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		if oe.Err != nil {
+			return oe.Err.Error(), true
+		}
+		return oe.Error(), true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && !ne.Timeout() {
+		return err.Error(), true
+	}
+	return "", false
 }

@@ -37,7 +37,12 @@ func TestParseHost(t *testing.T) {
 func chatServer(t *testing.T, status int, chunks ...string) *Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/x-ndjson")
+		switch {
+		case status >= 400 && len(chunks) > 0:
+			w.Header().Set("Content-Type", "application/json; charset=utf-8") // as Ollama's errors
+		case status < 400:
+			w.Header().Set("Content-Type", "application/x-ndjson")
+		}
 		w.WriteHeader(status)
 		for _, c := range chunks {
 			fmt.Fprintln(w, c)
@@ -77,6 +82,23 @@ func TestOllamaChat(t *testing.T) {
 	o = chatServer(t, 400, `{"error":"the input length exceeds the context length"}`)
 	_, err = o.Chat(t.Context(), req)
 	require.ErrorIs(t, err, narrate.ErrContextTooSmall)
+	var small *narrate.ContextTooSmallError
+	require.ErrorAs(t, err, &small)
+	require.Equal(t, "the input length exceeds the context length", small.Server)
+
+	// A proxy on the way that cannot reach the server answers 502 with no Ollama message:
+	// that is a connection that failed, not the server's error.
+	o = chatServer(t, 502)
+	_, err = o.Chat(t.Context(), req)
+	require.ErrorIs(t, err, narrate.ErrUnreachable)
+	require.EqualError(t, err, "could not connect to "+o.Host()+": a proxy or gateway on the way answered HTTP 502 Bad Gateway")
+	require.NotContains(t, err.Error(), "server logs")
+
+	// Ollama's own 503 says it is busy.
+	o = chatServer(t, 503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`)
+	_, err = o.Chat(t.Context(), req)
+	require.False(t, errors.Is(err, narrate.ErrUnreachable))
+	require.ErrorContains(t, err, "server busy")
 
 	o = chatServer(t, 500, `{"error":"llama runner process has terminated"}`)
 	_, err = o.Chat(t.Context(), req)
@@ -92,9 +114,22 @@ func TestOllamaChat(t *testing.T) {
 	require.NoError(t, err)
 	_, err = o.Chat(t.Context(), req)
 	require.ErrorIs(t, err, narrate.ErrUnreachable)
-	require.ErrorContains(t, err, "ollama serve")
+	require.EqualError(t, err, "could not connect to http://"+addr+": connect: connection refused")
 	_, err = o.Digest(t.Context(), "m")
 	require.ErrorIs(t, err, narrate.ErrUnreachable)
+	var ce *narrate.ConnectError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "http://"+addr, ce.Host)
+
+	// The model list behind a gateway that cannot reach the server.
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusGatewayTimeout)
+	}))
+	defer gw.Close()
+	o, err = New(gw.URL, nil)
+	require.NoError(t, err)
+	_, err = o.Digest(t.Context(), "m")
+	require.EqualError(t, err, "could not connect to "+gw.URL+": a proxy or gateway on the way answered HTTP 504 Gateway Timeout")
 }
 
 func TestOllamaDigest(t *testing.T) {

@@ -176,10 +176,18 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	return r
 }
 
-// namePlainLogs gives plain logs their own names in the logs table and in evidence.
+// namePlainLogs gives plain logs their own names in the logs table, in evidence and in the
+// verdict's reason, and says which were empty.
 func (r *Report) namePlainLogs(b *bundle.Bundle) {
 	for i := range r.Logs {
-		r.Logs[i].FileName = b.PlainName(r.Logs[i].Path)
+		l := &r.Logs[i]
+		l.FileName = b.PlainName(l.Path)
+		if l.FileName != "" {
+			r.VerdictReason = strings.ReplaceAll(r.VerdictReason, " in "+l.Pod+"/"+l.Container, " in "+l.FileName)
+			if l.Lines == 0 {
+				r.Warnings = append(r.Warnings, l.FileName+": 0 lines read")
+			}
+		}
 	}
 	name := func(evs []Evidence) {
 		for i := range evs {

@@ -26,7 +26,7 @@ func TestAnalyzeSummary(t *testing.T) {
 	require.Equal(t, "Job:         PyTorchJob ml/train-job", lines[0])
 	require.Equal(t, "Status:      Failed 3.5 s after the first error", lines[1])
 	require.True(t, strings.HasPrefix(lines[2], "Verdict:     UNHEALTHY"), lines[2])
-	require.Contains(t, lines[3], "Root cause:  [cuda-oom]")
+	require.Equal(t, "Root cause:  f1 [cuda-oom] CUDA out of memory", lines[3])
 	require.Contains(t, lines[4], "train-job-worker-4/pytorch")
 	require.Contains(t, out, "logs/ml/train-job-worker-4/pytorch.log:")
 	require.Contains(t, out, "torch.OutOfMemoryError: CUDA out of memory")
@@ -67,7 +67,7 @@ func TestExitCodes(t *testing.T) {
 		{"no input", []string{"analyze"}, 2, "requires at least 1 arg"},
 		{"unknown flag", []string{"analyze", failed, "--bogus"}, 2, "unknown flag"},
 		{"missing file", []string{"analyze", "/nonexistent/bundle.tar.gz"}, 1, "/nonexistent/bundle.tar.gz"},
-		{"two bundles", []string{"analyze", failed, healthy}, 2, "one bundle at a time"},
+		{"two bundles", []string{"analyze", failed, healthy}, 2, "give one bundle"},
 		{"bad rules dir", []string{"analyze", failed, "--rules", "/nonexistent"}, 1, "--rules /nonexistent"},
 	}
 	for _, tt := range tests {

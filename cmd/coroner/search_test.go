@@ -24,7 +24,7 @@ func TestSearchPrintsHitsByTime(t *testing.T) {
 func TestSearchFiltersContextAndJSON(t *testing.T) {
 	tgz := tarSample(t, filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"))
 	code, out, stderr := run(t, "search", tgz, "out of memory", "--pod", "*worker-*", "--container", "pytorch",
-		"--since", "10:02", "--until", "10:05", "-C", "2", "--output", "json", "--no-cache")
+		"--since", "10:02", "--until", "10:05", "-C", "2", "--format", "json", "--no-cache")
 	require.Equal(t, 0, code, stderr)
 	var res index.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
@@ -37,26 +37,35 @@ func TestSearchFiltersContextAndJSON(t *testing.T) {
 	require.Len(t, h.After, 2)
 }
 
-// TestAnalyzeWarmsTheSearchCache: analyze stores the index that search then opens.
+// TestAnalyzeWarmsTheSearchCache: analyze stores the index of the logs that search then
+// opens; search adds the (small) index of the events and objects beside it.
 func TestAnalyzeWarmsTheSearchCache(t *testing.T) {
 	cache := t.TempDir()
 	sample := filepath.Join(samplesDir, "pytorchjob-nan-loss")
 	code, _, stderr := run(t, "analyze", sample, "-q", "--cache-dir", cache)
 	require.Equal(t, 0, code, stderr)
-	entries, err := os.ReadDir(cache)
-	require.NoError(t, err)
-	var keys []string
-	for _, e := range entries {
-		if len(e.Name()) == 64 {
-			keys = append(keys, e.Name())
+	keys := func() []string {
+		entries, err := os.ReadDir(cache)
+		require.NoError(t, err)
+		var keys []string
+		for _, e := range entries {
+			if len(e.Name()) == 64 {
+				keys = append(keys, e.Name())
+			}
 		}
+		return keys
 	}
-	require.Len(t, keys, 1, "one index for the bundle")
+	analyzed := keys()
+	require.Len(t, analyzed, 1, "one index for the bundle's logs")
 	code, out, stderr := run(t, "search", sample, `"loss nan"`, "--cache-dir", cache)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "loss nan")
-	entries2, _ := os.ReadDir(cache)
-	require.Equal(t, len(entries), len(entries2), "search reused the index")
+	searched := keys()
+	require.Len(t, searched, 2, "the logs' index reused, the objects' added")
+	require.Contains(t, searched, analyzed[0])
+	code, _, stderr = run(t, "search", sample, "nan", "--cache-dir", cache)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, searched, keys(), "a second search builds nothing")
 }
 
 func TestSearchExitCodes(t *testing.T) {

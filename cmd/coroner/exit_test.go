@@ -22,6 +22,7 @@ func TestExitStatusHelp(t *testing.T) {
 		"collect":      {0, 1, 2, 130, 143},
 		"redact":       {0, 1, 2, 130, 143},
 		"rules list":   {0, 1, 2},
+		"rules show":   {0, 1, 2},
 		"rules lint":   {0, 1, 2},
 		"prompts list": {0, 1, 2},
 		"prompts show": {0, 1, 2},

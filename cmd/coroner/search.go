@@ -146,8 +146,9 @@ every line. On a terminal the matched words are highlighted (--color, NO_COLOR).
 }
 
 // splitSearchArgs separates flags (and their values) from the other arguments. A word that
-// starts with "-" and is not one of the command's flags belongs to the query; "--" ends the
-// flags; an unknown "--name" is still an error.
+// starts with "-" and is not one of the command's flags belongs to the query ("-x" is a flag
+// when x is a shorthand, "-C3" when C takes a number; "-oom" is a word); "--" ends the flags;
+// an unknown "--name" is still an error.
 func splitSearchArgs(f *pflag.FlagSet, args []string) (flags, rest []string, err error) {
 	needsValue := func(fl *pflag.Flag) bool { return fl.NoOptDefVal == "" }
 	for i := 0; i < len(args); i++ {
@@ -181,8 +182,8 @@ func splitSearchArgs(f *pflag.FlagSet, args []string) (flags, rest []string, err
 					flags = append(flags, args[i+1])
 					i++
 				}
-			case fl != nil && needsValue(fl):
-				flags = append(flags, a) // -C3
+			case fl != nil && fl.Value.Type() == "int":
+				flags = append(flags, a) // -C3; but -oom is a word, not -o om
 			default:
 				rest = append(rest, a) // a query word: -info
 			}

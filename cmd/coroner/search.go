@@ -474,11 +474,8 @@ func objectText(b *bundle.Bundle) (*bundle.Bundle, []parse.LogStream, error) {
 			eventFiles = append(eventFiles, f)
 			continue
 		}
-		ls := parse.LogStream{Path: f.Path, Namespace: parts[3], Size: f.Size}
-		if parts[2] == "Pod" {
-			ls.Pod = strings.TrimSuffix(strings.TrimSuffix(parts[4], ".yaml"), ".json")
-		}
-		streams = append(streams, ls)
+		// No pod: --pod narrows to pods' logs and events (a file may hold a List of pods).
+		streams = append(streams, parse.LogStream{Path: f.Path, Namespace: parts[3], Size: f.Size})
 	}
 	// Only the events are parsed (parse reads them whatever their API version or form).
 	m, err := parse.Load(&bundle.Bundle{Source: b.Source, FS: b.FS, Files: eventFiles, Limits: b.Limits})

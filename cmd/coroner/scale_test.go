@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"path/filepath"
-	"strconv"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 

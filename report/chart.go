@@ -227,7 +227,7 @@ func textChart(s *swimlanes, opt chartOptions) []string {
 		if l.Root {
 			summaryTone = toneRoot
 		}
-		line(r.label, cells, colors, s.summary(l), summaryTone)
+		line(r.label, cells, colors, s.summary(l, true), summaryTone)
 	}
 	return out
 }

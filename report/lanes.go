@@ -175,11 +175,17 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 		byPod[lg.Pod] = l
 		logLanes.Lanes = append(logLanes.Lanes, l)
 	}
-	// A log line proves its container ran: a pod that restarted shows its first start only
-	// in its logs.
+	// A pod that restarted shows only its last starts in its status: a log line or a Started
+	// event proves an earlier one.
 	for _, lg := range r.Logs {
 		if l := byPod[lg.Pod]; l != nil && lg.First != nil && (l.Started.IsZero() || lg.First.Before(l.Started)) && l.Phase != "log" {
 			l.Started = *lg.First
+		}
+	}
+	for _, e := range r.Events {
+		pod, ok := strings.CutPrefix(e.Object, "Pod "+r.Job.Namespace+"/")
+		if l := byPod[pod]; ok && l != nil && e.Reason == "Started" && e.Time != nil && (l.Started.IsZero() || e.Time.Before(l.Started)) {
+			l.Started = *e.Time
 		}
 	}
 	for _, f := range r.Findings {
@@ -494,11 +500,12 @@ func telling(l *lane) *mark {
 
 // summary says in a few words what happened on a lane: "NCCL ALLREDUCE timed out at
 // 10:12:11–10:12:13; Error, exit 1".
-func (s *swimlanes) summary(l *lane) string {
+// The picture marks the root cause's lane itself; rootNote says it in words (the text chart).
+func (s *swimlanes) summary(l *lane, rootNote bool) string {
 	var parts []string
 	if m := telling(l); m != nil {
 		t := m.Title + " at " + span(m.From, m.To)
-		if m.Kind == markRoot {
+		if m.Kind == markRoot && rootNote {
 			t = m.Title + " at " + clock(m.From) + " (root cause)"
 		}
 		parts = append(parts, t)

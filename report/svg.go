@@ -196,12 +196,12 @@ func newSVG(s *swimlanes) *svgView {
 					v.Marks = append(v.Marks, svgMark{X: f1(x0 - r), Y: f1(mid - r), W: f1(x1 - x0 + 2*r), H: f1(2 * r), R: f1(r), Class: m.Kind.class(), Title: title, Href: "#" + m.ID})
 				}
 			}
-			sum := s.summary(l)
-			sclass := "sum"
+			sum := s.summary(l, false)
+			sclass, chars := "sum", svgSumChars
 			if l.Root {
-				sclass = "sum rootsum"
+				sclass, chars = "sum rootsum", svgSumChars-8 // bold is wider
 			}
-			text(svgSum0, mid+4, sclass, "start", truncRunes(sum, svgSumChars), sum)
+			text(svgSum0, mid+4, sclass, "start", truncRunes(sum, chars), sum)
 			y += svgRow
 		}
 	}
@@ -242,7 +242,10 @@ func newSVG(s *swimlanes) *svgView {
 	lx := svgPlot0
 	item := func(class, label string, mark bool) {
 		if mark {
-			v.Marks = append(v.Marks, svgMark{X: f1(lx), Y: f1(y + 2), W: "8", H: "8", R: "4", Class: class})
+			if class == "root" {
+				v.Marks = append(v.Marks, svgMark{X: f1(lx + 1), Y: f1(y - 1), W: "14", H: "14", R: "7", Class: "halo"})
+			}
+			v.Marks = append(v.Marks, svgMark{X: f1(lx + 3), Y: f1(y + 1), W: "10", H: "10", R: "5", Class: class})
 		} else {
 			rect(lx, y+2, lx+16, svgBar-2, class, "")
 		}

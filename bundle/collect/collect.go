@@ -72,6 +72,14 @@ type Options struct {
 	Concurrency      int           // requests in flight
 	Strict           bool          // any gap (but truncation) is an error
 
+	// Catalog, when set, is what the cluster serves, discovered earlier: a long-running
+	// process (coroner watch) discovers once instead of at every collect.
+	Catalog *Catalog
+	// Last, when set, is the target as a watcher last saw it. When the target is gone by the
+	// time it is collected (a TTL deleted it), Last is written in its place, with a gap saying
+	// so, and what it owned is collected by its uid.
+	Last *unstructured.Unstructured
+
 	Redactor Redactor // nil: no redaction (--no-redact)
 	Version  string   // coroner's version, for the manifest
 	Now      func() time.Time
@@ -214,12 +222,16 @@ func (col *collector) run(ctx context.Context) (*Result, error) {
 	} else {
 		m.ServerVersion = v.GitVersion
 	}
-	cat, partial, err := Discover(col.c.Discovery)
-	if err != nil {
-		return nil, err
-	}
-	if partial != "" {
-		col.gap("discovery", "apiservices", "%s", partial)
+	cat := o.Catalog
+	if cat == nil {
+		var partial string
+		var err error
+		if cat, partial, err = Discover(col.c.Discovery); err != nil {
+			return nil, err
+		}
+		if partial != "" {
+			col.gap("discovery", "apiservices", "%s", partial)
+		}
 	}
 	col.cat = cat
 	res, err := cat.Resolve(o.Kind)
@@ -231,6 +243,10 @@ func (col *collector) run(ctx context.Context) (*Result, error) {
 		ns = ""
 	}
 	target, err := col.get(ctx, res, ns, o.Name)
+	if apierrors.IsNotFound(err) && o.Last != nil && o.Last.GetName() == o.Name && o.Last.GetNamespace() == ns {
+		target, err = o.Last, nil
+		col.gap("get", strings.ToLower(o.Last.GetKind())+"/"+o.Name, "gone: deleted before it was collected; the job as last watched is written instead")
+	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			where := ""

@@ -125,6 +125,13 @@ func TestResolveKind(t *testing.T) {
 
 	_, err = cat.Resolve("pods/log")
 	require.Error(t, err, "subresources are not kinds")
+
+	var kinds []string
+	for _, r := range cat.TrainingKinds() {
+		kinds = append(kinds, r.String())
+	}
+	require.Equal(t, []string{"jobs.batch", "colossalaijobs.batch.tensorstack.dev", "pytorchjobs.kubeflow.org", "trainjobs.trainer.kubeflow.org"}, kinds,
+		"by group, then kind; CronJobs, runtimes and other groups' kinds are not training kinds")
 }
 
 func TestRetryOn429And5xxOnly(t *testing.T) {

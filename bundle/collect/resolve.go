@@ -148,6 +148,24 @@ func (c *Catalog) Resolve(arg string) (Resource, error) {
 	return Resource{}, fmt.Errorf("kind %q is ambiguous; name one of: %s", arg, strings.Join(opts, ", "))
 }
 
+// TrainingKinds are the served kinds a user would collect (the training jobs, JobSets and
+// batch Jobs), sorted by group and kind.
+func (c *Catalog) TrainingKinds() []Resource {
+	var out []Resource
+	for _, r := range c.Resources {
+		if isTrainingKind(r) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].GVR.Group != out[b].GVR.Group {
+			return out[a].GVR.Group < out[b].GVR.Group
+		}
+		return out[a].Kind < out[b].Kind
+	})
+	return out
+}
+
 func (c *Catalog) trainingKinds() string {
 	var out []string
 	for _, r := range c.Resources {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
-	"github.com/coroner-dev/coroner/bundle/redact"
 )
 
 // CollectOptions hold everything a collect needs; tests build them directly.
@@ -22,15 +21,9 @@ type CollectOptions struct {
 	Target string // KIND/NAME
 	Output string
 
-	Since            time.Duration
-	MaxLogBytes      string
-	MaxTotalLogBytes string
-	LogIdleTimeout   time.Duration
-	Concurrency      int
-	Strict           bool
-	NoRedact         bool
-	RedactRules      string
-	Quiet            bool
+	CollectLimits
+	Strict bool
+	Quiet  bool
 
 	Kubeconfig string
 	Overrides  clientcmd.ConfigOverrides
@@ -71,14 +64,8 @@ and renamed when complete, so an interrupted collect leaves nothing under the fi
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.Output, "output", "o", "", "write the bundle to `FILE` (default ./coroner-<namespace>-<name>-<UTC time>.tar.gz)")
-	f.DurationVar(&opts.Since, "since", 0, "only logs newer than this `DURATION` (e.g. 6h; default all)")
-	f.StringVar(&opts.MaxLogBytes, "max-log-bytes", "10Mi", "largest log kept per container: the first quarter and the end are kept, the middle cut")
-	f.StringVar(&opts.MaxTotalLogBytes, "max-total-log-bytes", "2Gi", "all logs together; logs beyond it are skipped and listed as gaps")
-	f.DurationVar(&opts.LogIdleTimeout, "log-idle-timeout", collect.DefaultLogIdleTimeout, "give up a log stream that sends nothing for this long")
-	f.IntVar(&opts.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight at once")
+	addCollectLimitFlags(cmd, &opts.CollectLimits)
 	f.BoolVar(&opts.Strict, "strict", false, "fail, and write no bundle, when anything could not be collected (truncation aside)")
-	f.BoolVar(&opts.NoRedact, "no-redact", false, "keep secrets (redaction is on by default)")
-	f.StringVar(&opts.RedactRules, "redact-rules", "", "add the redaction rules of `FILE`")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	clientcmd.BindOverrideFlags(&opts.Overrides, f, clientcmd.RecommendedConfigOverrideFlags(""))
@@ -98,16 +85,13 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
 		return flagErrorf("%q: want KIND/NAME, e.g. pytorchjob/train-job", opts.Target)
 	}
-	maxLog, err := parseSize("max-log-bytes", opts.MaxLogBytes)
+	co, err := opts.CollectLimits.options()
 	if err != nil {
 		return err
 	}
-	maxTotal, err := parseSize("max-total-log-bytes", opts.MaxTotalLogBytes)
+	newRedactor, err := opts.CollectLimits.redactors()
 	if err != nil {
 		return err
-	}
-	if opts.Concurrency < 1 {
-		return flagErrorf("--concurrency %d: want at least 1", opts.Concurrency)
 	}
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -129,20 +113,10 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 	}
 
 	var red collect.Redactor
-	if !opts.NoRedact {
-		ro := redact.Options{}
-		if opts.RedactRules != "" {
-			if ro.Extra, err = redact.LoadRules(opts.RedactRules); err != nil {
-				return err
-			}
-		}
-		r, err := redact.New(ro)
-		if err != nil {
+	if newRedactor != nil {
+		if red, err = newRedactor(); err != nil {
 			return err
 		}
-		red = r
-	} else if opts.RedactRules != "" {
-		return flagErrorf("--redact-rules and --no-redact contradict each other")
 	}
 
 	now := time.Now
@@ -154,12 +128,9 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 		out = fmt.Sprintf("coroner-%s-%s-%s.tar.gz", ns, name, now().UTC().Format("20060102T150405Z"))
 	}
 	bar := newProgressBar(io, name)
-	res, err := collect.Collect(ctx, clients, collect.Options{
-		Kind: kind, Name: name, Namespace: ns,
-		Since: opts.Since, MaxLogBytes: maxLog, MaxTotalLogBytes: maxTotal, LogIdleTimeout: opts.LogIdleTimeout,
-		Concurrency: opts.Concurrency, Strict: opts.Strict, Redactor: red, Version: version, Now: now,
-		Progress: bar.update,
-	}, out)
+	co.Kind, co.Name, co.Namespace = kind, name, ns
+	co.Strict, co.Redactor, co.Version, co.Now, co.Progress = opts.Strict, red, version, now, bar.update
+	res, err := collect.Collect(ctx, clients, co, out)
 	bar.done()
 	if err != nil {
 		var se *collect.StrictError

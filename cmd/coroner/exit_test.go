@@ -26,6 +26,7 @@ func TestExitStatusHelp(t *testing.T) {
 		"rules lint":   {0, 1, 2},
 		"prompts list": {0, 1, 2},
 		"prompts show": {0, 1, 2},
+		"watch":        {0, 1, 2},
 	}
 	root := NewCmdRoot(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	seen := map[string]bool{}

@@ -37,23 +37,6 @@ type ollamaServer struct {
 	once           sync.Once
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func (o *ollamaServer) env() []string {
 	return append(os.Environ(), "HOME="+o.dir, "OLLAMA_MODELS="+filepath.Join(o.dir, "models"), "OLLAMA_HOST="+o.host,
 		"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=1")

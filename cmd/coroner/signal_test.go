@@ -80,8 +80,8 @@ func (s *started) exit(t *testing.T, sig os.Signal) int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
-// waitFor polls until cond holds; it fails the test after a long grace period.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// pollUntil polls until cond holds; it fails the test after a long grace period.
+func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for i := 0; i < 3000; i++ {
 		if cond() {
@@ -138,7 +138,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 		r.Close()
 		_, err = w.Write([]byte("2026-03-14T10:00:00Z step 1 loss 0.5\n"))
 		require.NoError(t, err)
-		waitFor(t, "the copy of standard input", func() bool { return len(scratchFiles(t, tmp)) > 0 })
+		pollUntil(t, "the copy of standard input", func() bool { return len(scratchFiles(t, tmp)) > 0 })
 
 		require.Equal(t, 130, s.exit(t, os.Interrupt), s.stderr.String())
 		require.Equal(t, "coroner: interrupted; nothing written\n", s.stderr.String())
@@ -154,7 +154,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 		defer w.Close()
 		s := start(t, tmp, r, "analyze", "-", "-o", out)
 		r.Close()
-		waitFor(t, "the copy of standard input", func() bool { return len(scratchFiles(t, tmp)) > 0 })
+		pollUntil(t, "the copy of standard input", func() bool { return len(scratchFiles(t, tmp)) > 0 })
 
 		require.Equal(t, 143, s.exit(t, syscall.SIGTERM), s.stderr.String())
 		require.Equal(t, "coroner: terminated; nothing written\n", s.stderr.String())
@@ -180,7 +180,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 				argv = append(argv, strings.Replace(a, "OUT", outDir, 1))
 			}
 			s := start(t, tmp, nil, argv...)
-			waitFor(t, "the extraction to start", func() bool {
+			pollUntil(t, "the extraction to start", func() bool {
 				es, _ := filepath.Glob(filepath.Join(tmp, "coroner-bundle-*", "logs", "ml", "p", "c.log"))
 				return len(es) > 0
 			})

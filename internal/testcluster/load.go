@@ -151,7 +151,13 @@ func (c *Cluster) LoadSample(t testing.TB, dir, namespace string, k *Kubelet) *S
 	return s
 }
 
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
 func (c *Cluster) ensureNamespace(t testing.TB, ns string) {
+	if _, ok := c.namespaces.Load(ns); ok {
+		return
+	}
+	defer c.namespaces.Store(ns, true)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
 	if _, err := c.Dyn.Resource(gvr).Create(ctx(t), u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -295,12 +301,16 @@ func jobStatus(st any) any {
 	return out
 }
 
-// gvr maps an object's kind to its resource through discovery.
+// gvr maps an object's kind to its resource through discovery (remembered per kind).
 func (c *Cluster) gvr(t testing.TB, u *unstructured.Unstructured) schema.GroupVersionResource {
 	t.Helper()
 	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
 	if err != nil {
 		t.Fatal(err)
+	}
+	key := gv.String() + "/" + u.GetKind()
+	if r, ok := c.gvrs.Load(key); ok {
+		return r.(schema.GroupVersionResource)
 	}
 	l, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv.String())
 	if err != nil {
@@ -308,6 +318,7 @@ func (c *Cluster) gvr(t testing.TB, u *unstructured.Unstructured) schema.GroupVe
 	}
 	for _, r := range l.APIResources {
 		if r.Kind == u.GetKind() && !strings.Contains(r.Name, "/") {
+			c.gvrs.Store(key, gv.WithResource(r.Name))
 			return gv.WithResource(r.Name)
 		}
 	}

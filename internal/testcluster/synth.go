@@ -20,6 +20,9 @@ type Job struct {
 	Restarted       map[int]bool // pod index (0 = master) whose container restarted once
 	LogLines        int          // lines of training log per pod (default 40)
 	Start           time.Time
+	// Running creates the job running (its pods running, its containers started): FailJob
+	// makes it fail later, as a watcher would see it happen.
+	Running bool
 }
 
 // PodName is the name of pod i (0 = master).
@@ -48,12 +51,12 @@ func mustYAML(t testing.TB, s string) *unstructured.Unstructured {
 func (c *Cluster) CreateJob(t testing.TB, k *Kubelet, j Job) *Sample {
 	t.Helper()
 	if j.Start.IsZero() {
-		j.Start = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+		j.Start = defaultStart
 	}
 	if j.LogLines == 0 {
 		j.LogLines = 40
 	}
-	ts := func(d time.Duration) string { return j.Start.Add(d).Format(time.RFC3339) }
+	ts := j.ts
 	uid := "00000000-0000-0000-0000-" + fmt.Sprintf("%012d", len(j.Name))
 	objs := []*unstructured.Unstructured{mustYAML(t, fmt.Sprintf(`
 apiVersion: kubeflow.org/v1
@@ -63,17 +66,8 @@ spec:
   pytorchReplicaSpecs:
     Master: {replicas: 1, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}
     Worker: {replicas: %[4]d, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}
-status:
-  startTime: %[5]s
-  completionTime: %[6]s
-  conditions:
-  - {type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: %[5]s}
-  - {type: Running, status: "False", reason: PyTorchJobRunning, lastTransitionTime: %[6]s}
-  - {type: Failed, status: "True", reason: PyTorchJobFailed, message: "PyTorchJob %[1]s is failed because 1 Worker replica(s) failed.", lastTransitionTime: %[6]s}
-  replicaStatuses:
-    Master: {failed: 1}
-    Worker: {failed: %[4]d}
-`, j.Name, j.Namespace, uid, j.Workers, ts(0), ts(10*time.Minute)))}
+status: %[5]s
+`, j.Name, j.Namespace, uid, j.Workers, j.jobStatus(!j.Running)))}
 	objs = append(objs, mustYAML(t, fmt.Sprintf(`
 apiVersion: scheduling.x-k8s.io/v1alpha1
 kind: PodGroup
@@ -100,11 +94,6 @@ status:
 		if i > 0 {
 			role, index = "worker", i-1
 		}
-		restarts, last := 0, ""
-		if j.Restarted[i] {
-			restarts = 1
-			last = fmt.Sprintf(`lastState: {terminated: {exitCode: 1, reason: Error, startedAt: %s, finishedAt: %s, containerID: "containerd://prev%d"}}`, ts(time.Minute), ts(4*time.Minute), i)
-		}
 		objs = append(objs, mustYAML(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
@@ -117,19 +106,8 @@ spec:
   nodeName: %[7]s
   restartPolicy: OnFailure
   containers: [{name: pytorch, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
-status:
-  phase: Failed
-  startTime: %[8]s
-  containerStatuses:
-  - name: pytorch
-    image: train:1
-    imageID: train@sha256:0
-    containerID: containerd://c%[5]d%[4]s
-    ready: false
-    restartCount: %[9]d
-    state: {terminated: {exitCode: 1, reason: Error, startedAt: %[8]s, finishedAt: %[10]s, containerID: "containerd://c%[5]d%[4]s"}}
-    %[11]s
-`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), ts(5*time.Minute), restarts, ts(9*time.Minute), last)))
+status: %[8]s
+`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running))))
 	}
 	s := c.Apply(t, k, objs...)
 	for i := 0; i <= j.Workers; i++ {
@@ -139,6 +117,52 @@ status:
 		}
 	}
 	return s
+}
+
+func (j Job) ts(d time.Duration) string {
+	start := j.Start
+	if start.IsZero() {
+		start = defaultStart
+	}
+	return start.Add(d).Format(time.RFC3339)
+}
+
+// defaultStart is when a Job without Start began.
+var defaultStart = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+
+// jobStatus is the job's status as YAML (flow style): failed 10 minutes in, or running.
+func (j Job) jobStatus(failed bool) string {
+	if !failed {
+		return fmt.Sprintf(`{startTime: %[1]s, conditions: [{type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: %[1]s},
+  {type: Running, status: "True", reason: PyTorchJobRunning, lastTransitionTime: %[1]s}], replicaStatuses: {Master: {active: 1}, Worker: {active: %[2]d}}}`,
+			j.ts(0), j.Workers)
+	}
+	return fmt.Sprintf(`{startTime: %[1]s, completionTime: %[2]s, conditions: [
+  {type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: %[1]s},
+  {type: Running, status: "False", reason: PyTorchJobRunning, lastTransitionTime: %[2]s},
+  {type: Failed, status: "True", reason: PyTorchJobFailed, message: "PyTorchJob %[3]s is failed because 1 Worker replica(s) failed.", lastTransitionTime: %[2]s}],
+  replicaStatuses: {Master: {failed: 1}, Worker: {failed: %[4]d}}}`, j.ts(0), j.ts(10*time.Minute), j.Name, j.Workers)
+}
+
+// podStatus is pod i's status as YAML (flow style): failed, or running.
+func (j Job) podStatus(i int, failed bool) string {
+	role := "master"
+	if i > 0 {
+		role = "worker"
+	}
+	id := fmt.Sprintf("containerd://c%d%s", max(i-1, 0), role)
+	restarts, last := 0, ""
+	if j.Restarted[i] {
+		restarts = 1
+		last = fmt.Sprintf(`, lastState: {terminated: {exitCode: 1, reason: Error, startedAt: %s, finishedAt: %s, containerID: "containerd://prev%d"}}`, j.ts(time.Minute), j.ts(4*time.Minute), i)
+	}
+	state := fmt.Sprintf(`{terminated: {exitCode: 1, reason: Error, startedAt: %[1]s, finishedAt: %[2]s, containerID: "%[3]s"}}`, j.ts(5*time.Minute), j.ts(9*time.Minute), id)
+	phase := "Failed"
+	if !failed {
+		state, phase = fmt.Sprintf(`{running: {startedAt: %s}}`, j.ts(5*time.Minute)), "Running"
+	}
+	return fmt.Sprintf(`{phase: %s, startTime: %s, containerStatuses: [{name: pytorch, image: "train:1", imageID: "train@sha256:0", containerID: "%s", ready: %t, restartCount: %d, state: %s%s}]}`,
+		phase, j.ts(5*time.Minute), id, !failed, restarts, state, last)
 }
 
 // log is pod i's training log, starting at offset from the job's start.

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/bundle/redact"
+)
+
+// CollectLimits are the flags of what one collect keeps, shared by `coroner collect` and
+// `coroner watch` so that both collect alike.
+type CollectLimits struct {
+	Since            time.Duration
+	MaxLogBytes      string
+	MaxTotalLogBytes string
+	LogIdleTimeout   time.Duration
+	Concurrency      int
+	NoRedact         bool
+	RedactRules      string
+}
+
+func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
+	f := cmd.Flags()
+	f.DurationVar(&c.Since, "since", 0, "only logs newer than this `DURATION` (e.g. 6h; default all)")
+	f.StringVar(&c.MaxLogBytes, "max-log-bytes", "10Mi", "largest log kept per container: the first quarter and the end are kept, the middle cut")
+	f.StringVar(&c.MaxTotalLogBytes, "max-total-log-bytes", "2Gi", "all logs of one bundle together; logs beyond it are skipped and listed as gaps")
+	f.DurationVar(&c.LogIdleTimeout, "log-idle-timeout", collect.DefaultLogIdleTimeout, "give up a log stream that sends nothing for this long")
+	f.IntVar(&c.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight for one collect")
+	f.BoolVar(&c.NoRedact, "no-redact", false, "keep secrets (redaction is on by default)")
+	f.StringVar(&c.RedactRules, "redact-rules", "", "add the redaction rules of `FILE`")
+}
+
+// options checks the flags and fills the collect options they set.
+func (c *CollectLimits) options() (collect.Options, error) {
+	maxLog, err := parseSize("max-log-bytes", c.MaxLogBytes)
+	if err != nil {
+		return collect.Options{}, err
+	}
+	maxTotal, err := parseSize("max-total-log-bytes", c.MaxTotalLogBytes)
+	if err != nil {
+		return collect.Options{}, err
+	}
+	if c.Concurrency < 1 {
+		return collect.Options{}, flagErrorf("--concurrency %d: want at least 1", c.Concurrency)
+	}
+	return collect.Options{Since: c.Since, MaxLogBytes: maxLog, MaxTotalLogBytes: maxTotal,
+		LogIdleTimeout: c.LogIdleTimeout, Concurrency: c.Concurrency}, nil
+}
+
+// redactors returns what makes a redactor for each collect (its summary counts one bundle's
+// secrets), or nil with --no-redact. The rules file is read, and checked, once.
+func (c *CollectLimits) redactors() (func() (collect.Redactor, error), error) {
+	if c.NoRedact {
+		if c.RedactRules != "" {
+			return nil, flagErrorf("--redact-rules and --no-redact contradict each other")
+		}
+		return nil, nil
+	}
+	ro := redact.Options{}
+	if c.RedactRules != "" {
+		var err error
+		if ro.Extra, err = redact.LoadRules(c.RedactRules); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := redact.New(ro); err != nil {
+		return nil, err
+	}
+	return func() (collect.Redactor, error) { return redact.New(ro) }, nil
+}

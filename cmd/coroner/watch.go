@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/watch"
+)
+
+var klogOnce sync.Once
+
+// WatchOptions hold everything `coroner watch` needs; tests build them directly.
+type WatchOptions struct {
+	Dir               string
+	Namespaces        []string
+	NamespaceSelector string
+	Selector          string
+	JobSelector       string
+	PendingAfter      time.Duration
+	OnSuccess         string
+	SkipOlderThan     time.Duration
+	HoldPods          bool
+	HoldTimeout       time.Duration
+	Keep              int
+	MaxBytes          string
+	MaxAge            time.Duration
+	MaxCollects       int
+
+	// The limits of each collect, as `coroner collect` takes them.
+	CollectLimits
+	// The analysis.
+	RuleDirs []string
+	Limits   bundle.Limits
+
+	Exec        string
+	ExecTimeout time.Duration
+
+	MetricsAddr    string
+	LeaderElect    bool
+	LeaseNamespace string
+	LeaseName      string
+	Identity       string
+	LeaseDuration  time.Duration
+	RenewDeadline  time.Duration
+	RetryPeriod    time.Duration
+	ShutdownGrace  time.Duration
+	QPS            float32
+	Burst          int
+	LogFormat      string
+
+	Kubeconfig string
+	Overrides  clientcmd.ConfigOverrides
+	// Started, when set, is told where /metrics listens (tests).
+	Started func(addr string)
+}
+
+// NewCmdWatch builds `coroner watch`. runF replaces the run function in tests.
+func NewCmdWatch(streams *IOStreams, runF func(*WatchOptions) error) *cobra.Command {
+	opts := &WatchOptions{Limits: bundle.DefaultLimits()}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Run in the cluster: collect and diagnose every failed training job before its evidence is gone",
+		Long: `Watch the training jobs the cluster serves (PyTorchJob and the other Kubeflow kinds, MPIJob,
+TrainJob, JobSet, ColossalAIJob..., and batch Jobs that match --job-selector). When one fails,
+succeeds while a pod of it failed, or has nothing running after --pending-after, run the same
+collect as 'coroner collect' and the same analysis as 'coroner analyze', and write
+
+  DIR/<namespace>/<job>/<time>.tar.gz   the bundle
+  DIR/<namespace>/<job>/<time>.html     the report, and .json beside it
+
+then record the root cause on the job, so that 'kubectl describe' shows it: an Event
+("coroner: cuda-oom at train-job-worker-4 (rank 5): CUDA out of memory; report DIR/...html")
+and the annotations coroner.dev/bundle, coroner.dev/report, coroner.dev/trigger and
+coroner.dev/summary. A job annotated so is never collected again, by a restart or by another
+replica. Without --hold-pods a job is collected as soon as its first pod fails; with it, the
+job's pods carry the finalizer coroner.dev/hold so that their deletion waits for the collect
+(at most --hold-timeout), and every hold is let go when watch stops.
+
+Replicas elect a leader through a Lease; only the leader collects. /metrics (Prometheus),
+/healthz and /readyz are served on --metrics-address. deploy/watch/ has the manifests.
+`,
+		Example: `  coroner watch --dir /var/lib/coroner --hold-pods
+  coroner watch -n ml -n team-a --pending-after 30m --keep 500 --max-bytes 40Gi
+  coroner watch --namespace-selector coroner.dev/watch=true --exec /usr/local/bin/upload-bundle`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return runWatch(cmd.Context(), opts, streams)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Dir, "dir", "/var/lib/coroner", "write bundles and reports under `DIR`")
+	f.StringSliceVarP(&opts.Namespaces, "namespace", "n", nil, "watch only these namespaces (repeatable; default all)")
+	f.StringVar(&opts.NamespaceSelector, "namespace-selector", "", "watch only namespaces whose labels match this `SELECTOR`")
+	f.StringVarP(&opts.Selector, "selector", "l", "", "watch only training jobs whose labels match this `SELECTOR`")
+	f.StringVar(&opts.JobSelector, "job-selector", "coroner.dev/watch=true", "batch Jobs are watched only when their labels match this `SELECTOR` (empty: none)")
+	f.DurationVar(&opts.PendingAfter, "pending-after", time.Hour, "collect a job nothing of which has run for this long (0: never)")
+	f.StringVar(&opts.OnSuccess, "on-success", watch.OnSuccessFailedPods, "succeeded jobs to collect: failed-pods (one of its containers exited non-zero), all, none")
+	f.DurationVar(&opts.SkipOlderThan, "skip-older-than", 24*time.Hour, "leave alone jobs that failed longer ago than this when first seen (0: collect all)")
+	f.BoolVar(&opts.HoldPods, "hold-pods", false, "hold the pods of watched jobs with a finalizer until they are collected")
+	f.DurationVar(&opts.HoldTimeout, "hold-timeout", 10*time.Minute, "never hold a pod longer than this after its deletion was asked")
+	f.IntVar(&opts.Keep, "keep", 1000, "keep at most this many bundles, removing the oldest (0: no bound)")
+	f.StringVar(&opts.MaxBytes, "max-bytes", "0", "keep bundles and reports within this size, removing the oldest (e.g. 40Gi; 0: no bound)")
+	f.DurationVar(&opts.MaxAge, "max-age", 0, "remove bundles older than this (0: never)")
+	f.IntVar(&opts.MaxCollects, "max-collects", 4, "collects (with their analyses) running at once")
+	addCollectLimitFlags(cmd, &opts.CollectLimits)
+	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the analysis rules of the YAML files in `DIR` (repeatable)")
+	addLimitFlags(cmd, &opts.Limits)
+	f.StringVar(&opts.Exec, "exec", "", "run `PROGRAM` with the bundle's path as its argument after each bundle (not through a shell)")
+	f.DurationVar(&opts.ExecTimeout, "exec-timeout", 10*time.Minute, "kill the --exec program after this long")
+	f.StringVar(&opts.MetricsAddr, "metrics-address", ":8080", "serve /metrics, /healthz and /readyz on this `ADDRESS` (empty: none)")
+	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "elect one active replica through a Lease")
+	f.StringVar(&opts.LeaseNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's, or the kubeconfig's)")
+	f.StringVar(&opts.LeaseName, "leader-election-name", "coroner-watch", "name of the Lease")
+	f.StringVar(&opts.Identity, "identity", "", "this replica's name in the Lease and its Events (default: the host name and a random suffix)")
+	f.DurationVar(&opts.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits before taking over a Lease that is not renewed")
+	f.DurationVar(&opts.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up")
+	f.DurationVar(&opts.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try the Lease")
+	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 20*time.Second, "on SIGTERM, let running collects finish this long")
+	f.Float32Var(&opts.QPS, "kube-api-qps", 50, "requests per second to the API server")
+	f.IntVar(&opts.Burst, "kube-api-burst", 100, "burst of requests to the API server")
+	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines on stderr as text or json")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: in-cluster, $KUBECONFIG or ~/.kube/config)")
+	// The kubeconfig flags of collect, but -n/--namespace says what to watch.
+	flags := clientcmd.RecommendedConfigOverrideFlags("")
+	flags.ContextOverrideFlags.Namespace = clientcmd.FlagInfo{}
+	clientcmd.BindOverrideFlags(&opts.Overrides, f, flags)
+	return cmd
+}
+
+func parseSelector(flag, s string) (labels.Selector, error) {
+	if s == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, flagErrorf("--%s %q: %v", flag, s, err)
+	}
+	return sel, nil
+}
+
+func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error {
+	wo := watch.Options{
+		Dir: opts.Dir, Namespaces: opts.Namespaces, PendingAfter: opts.PendingAfter, OnSuccess: opts.OnSuccess,
+		SkipOlderThan: opts.SkipOlderThan, HoldPods: opts.HoldPods, HoldTimeout: opts.HoldTimeout,
+		Keep: opts.Keep, MaxAge: opts.MaxAge, MaxCollects: opts.MaxCollects,
+		Limits: opts.Limits, Exec: opts.Exec, ExecTimeout: opts.ExecTimeout, MetricsAddr: opts.MetricsAddr,
+		ShutdownGrace: opts.ShutdownGrace, Version: version, Started: opts.Started,
+	}
+	var err error
+	if wo.NamespaceSelector, err = parseSelector("namespace-selector", opts.NamespaceSelector); err != nil {
+		return err
+	}
+	if wo.Selector, err = parseSelector("selector", opts.Selector); err != nil {
+		return err
+	}
+	if wo.JobSelector, err = parseSelector("job-selector", opts.JobSelector); err != nil {
+		return err
+	}
+	switch opts.OnSuccess {
+	case watch.OnSuccessNone, watch.OnSuccessFailedPods, watch.OnSuccessAll:
+	default:
+		return flagErrorf("--on-success %q: want failed-pods, all or none", opts.OnSuccess)
+	}
+	if opts.MaxCollects < 1 || opts.Concurrency < 1 {
+		return flagErrorf("--max-collects and --concurrency want at least 1")
+	}
+	if opts.Keep < 0 {
+		return flagErrorf("--keep %d: want 0 or more", opts.Keep)
+	}
+	if opts.MaxBytes != "0" && opts.MaxBytes != "" {
+		if wo.MaxBytes, err = parseSize("max-bytes", opts.MaxBytes); err != nil {
+			return err
+		}
+	}
+	if wo.Collect, err = opts.CollectLimits.options(); err != nil {
+		return err
+	}
+	if opts.Exec != "" {
+		st, err := os.Stat(opts.Exec)
+		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return flagErrorf("--exec %q: want the path of an executable program", opts.Exec)
+		}
+	}
+	if wo.NewRedactor, err = opts.CollectLimits.redactors(); err != nil {
+		return err
+	}
+	if wo.Rules, err = loadRuleSet(opts.RuleDirs); err != nil {
+		return err
+	}
+
+	var handler slog.Handler
+	switch opts.LogFormat {
+	case "text":
+		handler = slog.NewTextHandler(streams.ErrOut, nil)
+	case "json":
+		handler = slog.NewJSONHandler(streams.ErrOut, nil)
+	default:
+		return flagErrorf("--log-format %q: want text or json", opts.LogFormat)
+	}
+	wo.Log = slog.New(handler)
+	// client-go's own lines, in the same format. klog's logger is global and may be set only
+	// before client-go runs: once a process (tests run several watchers in one).
+	klogOnce.Do(func() { klog.SetLogger(logr.FromSlogHandler(handler)) })
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = opts.Kubeconfig
+	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &opts.Overrides)
+	cfg, err := kc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %v", err)
+	}
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	cfg.UserAgent = "coroner-watch/" + version
+	clients, err := collect.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+
+	identity := opts.Identity
+	if identity == "" {
+		host := os.Getenv("POD_NAME")
+		if host == "" {
+			host, _ = os.Hostname()
+		}
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		identity = host + "_" + hex.EncodeToString(b[:])
+	}
+	wo.Identity = identity
+	if opts.LeaderElect {
+		ns := opts.LeaseNamespace
+		if ns == "" {
+			ns = os.Getenv("POD_NAMESPACE")
+		}
+		if ns == "" {
+			if ns, _, err = kc.Namespace(); err != nil {
+				return fmt.Errorf("kubeconfig: %v", err)
+			}
+		}
+		wo.LeaderElection = watch.LeaderElection{Enabled: true, Namespace: ns, Name: opts.LeaseName,
+			LeaseDuration: opts.LeaseDuration, RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod}
+	}
+	return watch.Run(ctx, clients, wo)
+}

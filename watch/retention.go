@@ -1,0 +1,127 @@
+package watch
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// retention bounds what the bundle directory keeps. Zero values mean no bound.
+type retention struct {
+	Keep     int           // bundles
+	MaxBytes int64         // bundles and their reports together
+	MaxAge   time.Duration // by the bundle's modification time
+}
+
+// stored is one bundle with its reports: <dir>/<ns>/<job>/<base>.tar.gz, .html, .json.
+type stored struct {
+	base  string // the path without extension
+	files []string
+	bytes int64
+	mod   time.Time
+}
+
+// bundleExts are the files of one stored bundle.
+var bundleExts = []string{".tar.gz", ".html", ".json"}
+
+// scanStored lists the bundles under dir, oldest first. Temporary files of bundles being
+// written are not bundles.
+func scanStored(dir string) ([]*stored, error) {
+	var out []*stored
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // a directory removed meanwhile
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".tar.gz") || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		s := &stored{base: strings.TrimSuffix(p, ".tar.gz")}
+		for _, ext := range bundleExts {
+			st, err := os.Stat(s.base + ext)
+			if err != nil {
+				continue
+			}
+			s.files = append(s.files, s.base+ext)
+			s.bytes += st.Size()
+			if ext == ".tar.gz" {
+				s.mod = st.ModTime()
+			}
+		}
+		out = append(out, s)
+		return nil
+	})
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].mod.Equal(out[b].mod) {
+			return out[a].mod.Before(out[b].mod)
+		}
+		return out[a].base < out[b].base
+	})
+	return out, err
+}
+
+// prune removes the oldest bundles (with their reports) beyond the bounds, never one in
+// keep (bundles being written, analysed or handed to the hook). It returns how many it
+// removed and what is left.
+func prune(dir string, r retention, now time.Time, keep func(base string) bool) (removed int, left []*stored, err error) {
+	all, err := scanStored(dir)
+	if err != nil {
+		return 0, nil, err
+	}
+	var total int64
+	for _, s := range all {
+		total += s.bytes
+	}
+	count := len(all)
+	var firstErr error
+	for _, s := range all {
+		over := (r.Keep > 0 && count > r.Keep) || (r.MaxBytes > 0 && total > r.MaxBytes) || (r.MaxAge > 0 && now.Sub(s.mod) > r.MaxAge)
+		if !over || keep(s.base) {
+			left = append(left, s)
+			continue
+		}
+		for _, f := range s.files {
+			if err := os.Remove(f); err != nil && !os.IsNotExist(err) && firstErr == nil {
+				firstErr = err
+			}
+		}
+		removed++
+		count--
+		total -= s.bytes
+		removeEmptyDirs(dir, filepath.Dir(s.base))
+	}
+	return removed, left, firstErr
+}
+
+// removeEmptyDirs removes d and its parents up to (not including) root while they are empty.
+func removeEmptyDirs(root, d string) {
+	for d != root && strings.HasPrefix(d, root+string(filepath.Separator)) {
+		if os.Remove(d) != nil {
+			return
+		}
+		d = filepath.Dir(d)
+	}
+}
+
+// removeStaleTemps removes what an interrupted run left: the temporary files of bundles
+// and reports (".<name>.tmp-*"). Only the leader writes, and it calls this before it starts.
+func removeStaleTemps(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if !d.IsDir() && strings.HasPrefix(d.Name(), ".") && strings.Contains(d.Name(), ".tmp-") {
+			if os.Remove(p) == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}

@@ -162,7 +162,6 @@ func textChart(s *swimlanes, opt chartOptions) []string {
 	// The job.
 	if len(s.Job) > 0 || !s.JobCreated.IsZero() {
 		cells, colors := newCells()
-		var jobSummary string
 		start := s.JobCreated
 		if start.IsZero() && len(s.Job) > 0 {
 			start = s.Job[0].Time
@@ -180,8 +179,7 @@ func textChart(s *swimlanes, opt chartOptions) []string {
 				cells[c], colors[c] = markChar(m.Kind), markTone(m.Kind)
 			}
 		}
-		jobSummary = s.jobStory()
-		line("job", cells, colors, jobSummary, toneNone)
+		line("job", cells, colors, s.Story, toneNone)
 	}
 	for _, r := range rows {
 		l := r.l

@@ -95,8 +95,8 @@ type swimlanes struct {
 	PodCount, Shown int
 	// prefix is the job's name and "-", left out of lane labels.
 	prefix string
-	// story is the report's Story, capitalised.
-	story string
+	// Story is the report's Story, capitalised: the job lane's text.
+	Story string
 }
 
 // foldPolicy says when identical lanes fold.
@@ -109,7 +109,7 @@ type foldPolicy struct {
 
 // buildLanes makes the picture, or nil when nothing in the report has a time.
 func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
-	s := &swimlanes{story: capitalize(r.Story())}
+	s := &swimlanes{Story: capitalize(r.Story())}
 	if r.Bundle.CollectedAt != nil {
 		s.Collected = *r.Bundle.CollectedAt
 	}
@@ -582,9 +582,4 @@ func (s *swimlanes) jobEnd(start time.Time) time.Time {
 		}
 	}
 	return s.To
-}
-
-// jobStory is the job lane's text: its last condition and how long after the first error.
-func (s *swimlanes) jobStory() string {
-	return s.story
 }

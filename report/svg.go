@@ -98,7 +98,7 @@ func newSVG(s *swimlanes) *svgView {
 			v.Marks = append(v.Marks, svgMark{X: f1(x - 4), Y: f1(mid - 4), W: "8", H: "8", R: "4", Class: m.Kind.class(),
 				Title: m.ID + " " + m.Label + " " + fmtTime(m.Time), Href: "#" + m.ID})
 		}
-		text(svgSum0, mid+4, "sum", "start", truncRunes(s.story, svgSumChars), s.story)
+		text(svgSum0, mid+4, "sum", "start", truncRunes(s.Story, svgSumChars), s.Story)
 		y += svgRow
 	}
 	for _, rl := range s.Roles {

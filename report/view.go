@@ -2,11 +2,8 @@ package report
 
 import (
 	"regexp"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/coroner-dev/coroner/analyze"
 )
 
 // Options tune how a report is rendered.
@@ -57,19 +54,14 @@ type view struct {
 	// Roles are the replicas with their pods listed or folded by state.
 	Roles []roleView
 	// KeyRows and RoutineRows are the timeline, folded; the More counts say what was cut.
-	KeyRows, RoutineRows         []tlRow
-	KeyMore, RoutineMore         int
-	WarnEvents, NormalEvents     []evRow
-	WarnMore, NormalMore         int
-	Logs                         []LogSummary
-	LogsMore                     int
-	SymptomsMore                 map[string]int
-	legend                       string
-	rootID                       string
-	plainNames                   map[string]string
-	countsByKind                 map[string]int
-	routineEntries, keyEntries   int
-	warnEventCount, normalEvents int
+	KeyRows, RoutineRows     []tlRow
+	KeyMore, RoutineMore     int
+	WarnEvents, NormalEvents []evRow
+	WarnMore, NormalMore     int
+	Logs                     []LogSummary
+	LogsMore                 int
+	// SymptomsMore counts, by group id, the symptom groups a card leaves out.
+	SymptomsMore map[string]int
 }
 
 // ChartBlock is the text chart and its legend, the lines of a Markdown code block.
@@ -90,7 +82,6 @@ func newView(r *Report, opt Options) *view {
 		}
 	}
 	if r.RootCause != nil {
-		v.rootID = r.RootCause.ID
 		if rank := r.rankOf(r.RootCause.Pod); rank != "" {
 			v.RootRank = rank
 		}
@@ -490,19 +481,6 @@ func objectList(objs []string) string {
 	}
 	return prefix + NameList(names, capNames)
 }
-
-// sortedKinds is for determinism where a map is summarised.
-func sortedKinds(m map[string]int) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// SeverityOf is the severity's name, for templates.
-func SeverityOf(s analyze.Severity) string { return s.String() }
 
 // card is what the group templates see: the view and one group.
 type card struct {

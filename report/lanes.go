@@ -207,10 +207,10 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 	for _, c := range r.Job.Conditions {
 		if c.Time != nil && c.Status == "True" {
 			k := markInfo
-			switch c.Type {
-			case "Failed":
+			switch {
+			case c.Type == "Failed":
 				k = markError
-			case "Succeeded":
+			case isSucceeded(c.Type):
 				k = markSymptom
 			}
 			s.Job = append(s.Job, jobMark{Time: *c.Time, Label: c.Type, Kind: k, Cond: true})
@@ -521,6 +521,9 @@ func (s *swimlanes) summary(l *lane, rootNote bool) string {
 	if l.Restarts > 0 {
 		parts = append(parts, plural(l.Restarts, "restart", "restarts"))
 	}
+	if len(parts) == 0 && l.Phase != "" && l.Phase != "log" {
+		parts = append(parts, l.Phase)
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -577,7 +580,7 @@ func (s *swimlanes) cuttable(t0, t1 time.Time) bool {
 // jobEnd is where the job's line ends: at its Failed or Succeeded condition, else at the end.
 func (s *swimlanes) jobEnd(start time.Time) time.Time {
 	for _, m := range s.Job {
-		if m.Cond && (m.Label == "Failed" || m.Label == "Succeeded") && m.Time.After(start) {
+		if m.Cond && (m.Label == "Failed" || isSucceeded(m.Label)) && m.Time.After(start) {
 			return m.Time
 		}
 	}

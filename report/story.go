@@ -1,20 +1,21 @@
 package report
 
 import (
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
 // Story says in a few words how long things took: "failed 10 min 3 s after the first
-// error", "3 pods pending for 5 h 27 min", "succeeded after 2 h 4 min"; "" when the bundle
-// does not date it.
+// error", "3 pods pending for 5 h 27 min", "succeeded after 2 h 4 min", "collected 7 min 25 s
+// after the first error" (a job still running); "" when the bundle does not date it.
 func (r *Report) Story() string {
-	cond := func(typ string) *time.Time {
+	cond := func(types ...string) *time.Time {
 		for _, c := range r.Job.Conditions {
-			if c.Type == typ && c.Status == "True" && c.Time != nil {
-				return c.Time
+			for _, typ := range types {
+				if c.Type == typ && c.Status == "True" && c.Time != nil {
+					return c.Time
+				}
 			}
 		}
 		return nil
@@ -32,7 +33,7 @@ func (r *Report) Story() string {
 		}
 	}
 	collected := r.Bundle.CollectedAt
-	switch failed, ok := cond("Failed"), cond("Succeeded"); {
+	switch failed, ok := cond("Failed"), cond(succeededConditions...); {
 	case failed != nil && first != nil && !failed.Before(*first):
 		return "failed " + Duration(failed.Sub(*first)) + " after the first error"
 	case failed != nil && r.Job.Created != nil:
@@ -51,8 +52,8 @@ func (r *Report) Story() string {
 			who = Commas(len(pending)) + " pods"
 		}
 		return who + " pending for " + Duration(collected.Sub(since))
-	case first != nil && collected != nil && collected.After(*first) && r.Job.Status != "":
-		return strings.ToLower(r.Job.Status) + " at collection, " + Duration(collected.Sub(*first)) + " after the first error"
+	case first != nil && collected != nil && collected.After(*first) && r.Job.Status != "Failed" && r.Job.Status != "Succeeded":
+		return "collected " + Duration(collected.Sub(*first)) + " after the first error"
 	}
 	return ""
 }
@@ -63,4 +64,17 @@ func capitalize(s string) string {
 		return s
 	}
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// succeededConditions are the condition types that say a job ended well (batch Jobs and
+// JobSets say Complete, T9k jobs Completed).
+var succeededConditions = []string{"Succeeded", "Complete", "Completed"}
+
+func isSucceeded(typ string) bool {
+	for _, t := range succeededConditions {
+		if t == typ {
+			return true
+		}
+	}
+	return false
 }

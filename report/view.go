@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/coroner-dev/coroner/bundle"
 )
 
 // Options tune how a report is rendered.
@@ -29,6 +31,9 @@ const (
 	capSymptoms    = 25
 	capPodsListed  = 16 // a role with more pods lists them folded by state
 	capNames       = 8
+	capOthers      = 30 // primary finding groups besides the root cause's
+	capWarnings    = 30
+	capGaps        = 30
 	foldLanesOver  = 16 // the SVG shows every pod up to this many
 	maxSVGLanes    = 40
 	routineWindow  = time.Minute
@@ -62,6 +67,11 @@ type view struct {
 	LogsMore                 int
 	// SymptomsMore counts, by group id, the symptom groups a card leaves out.
 	SymptomsMore map[string]int
+	OthersMore   int
+	// Warnings and Gaps are the report's, cut unless Full.
+	Warnings               []string
+	Gaps                   []bundle.Gap
+	WarningsMore, GapsMore int
 }
 
 // ChartBlock is the text chart and its legend, the lines of a Markdown code block.
@@ -95,6 +105,12 @@ func newView(r *Report, opt Options) *view {
 			v.AlsoOn = PodsText(others, capNames)
 		}
 	}
+	if !opt.Full && len(v.Others) > capOthers {
+		v.OthersMore = len(v.Others) - capOthers
+		v.Others = v.Others[:capOthers]
+	}
+	v.Warnings, v.WarningsMore = capped(r.Warnings, capWarnings, opt.Full)
+	v.Gaps, v.GapsMore = capped(r.Bundle.Gaps, capGaps, opt.Full)
 	fold := foldPolicy{minPods: foldLanesOver, maxLanes: maxSVGLanes}
 	if lanes := buildLanes(r, groups, fold); lanes != nil {
 		v.SVG = newSVG(lanes)
@@ -119,6 +135,14 @@ func (v *view) SymptomsShown(g *Group) []*Group {
 		return g.Symptoms[:capSymptoms]
 	}
 	return g.Symptoms
+}
+
+// capped keeps the first n of a list unless full, and says how many it left out.
+func capped[T any](list []T, n int, full bool) ([]T, int) {
+	if full || len(list) <= n {
+		return list, 0
+	}
+	return list[:n], len(list) - n
 }
 
 // Evidence is what a group's card shows: the lead's first evidence, or with Full every

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -94,5 +95,19 @@ func checkGitHubMarkdown(t *testing.T, md string) {
 	// The folds hold Markdown, not raw text: a table inside a fold is rendered.
 	if i := strings.Index(h, "<details>"); i >= 0 && strings.Contains(md[strings.Index(md, "<details>"):], "|---") {
 		require.Contains(t, h[i:], "<table>")
+	}
+}
+
+// TestMarkdownWithHugeLines: log lines of hundreds of kilobytes (a tensor dump in an error
+// message, around it) do not blow the Markdown past a ticket, --full included.
+func TestMarkdownWithHugeLines(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "train.log")
+	dump := strings.Repeat("tensor([0.1234, ", 20000)
+	require.NoError(t, os.WriteFile(log, []byte("step 1 "+dump+"\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB "+dump+"\n"), 0o644))
+	for _, full := range []string{"--full=false", "--full"} {
+		md := requireExit(t, exitOK, "", "analyze", log, "--format", "md", full, "--no-cache")
+		require.Less(t, len(md), maxMarkdown, full)
+		require.Contains(t, md, "CUDA out of memory")
+		checkGitHubMarkdown(t, md)
 	}
 }

@@ -88,11 +88,24 @@ func newSVG(s *swimlanes) *svgView {
 			start = s.Job[0].Time
 		}
 		rect(sc.X(start), mid-1.5, sc.X(s.jobEnd(start)), 3, "jobbar", "")
+		var conds []jobMark
+		for _, m := range s.Job {
+			if m.Cond {
+				conds = append(conds, m)
+			}
+		}
+		i, lastLabel := 0, 0.0
 		for _, m := range s.Job {
 			x := sc.X(m.Time)
 			if m.Cond {
 				v.Marks = append(v.Marks, svgMark{X: f1(x - 5), Y: f1(mid - 5), W: "10", H: "10", R: "1", Class: "cond " + m.Kind.class(),
 					Title: m.Label + " " + fmtTime(m.Time)})
+				// Its name beside it, when the next condition leaves room.
+				if x-lastLabel > 0 && (i+1 == len(conds) || sc.X(conds[i+1].Time)-x > float64(len(m.Label))*6+18) {
+					text(x+8, mid+4, "condlab", "start", m.Label, "")
+					lastLabel = x + 8 + float64(len(m.Label))*6
+				}
+				i++
 				continue
 			}
 			v.Marks = append(v.Marks, svgMark{X: f1(x - 4), Y: f1(mid - 4), W: "8", H: "8", R: "4", Class: m.Kind.class(),

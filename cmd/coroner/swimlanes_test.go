@@ -48,7 +48,7 @@ func newCountingProxy(t *testing.T) *countingProxy {
 
 // browserOwn are the hosts Chromium itself calls (clock, component updates, accounts) even
 // with background networking off; a report's requests would go anywhere else.
-var browserOwn = regexp.MustCompile(`(^|\.)(google\.com|googleapis\.com|gvt1\.com|gstatic\.com)$`)
+var browserOwn = regexp.MustCompile(`(^|\.)(google\.com|googleapis\.com|googleusercontent\.com|gvt1\.com|gstatic\.com|google)$`)
 
 // pageHosts returns and forgets the hosts asked for that were not the browser's own.
 func (p *countingProxy) pageHosts() []string {

@@ -75,6 +75,8 @@ func checkBundle(b *bundle.Bundle, name string) error {
 	switch {
 	case len(b.Files) == 0:
 		return fmt.Errorf("%s: an empty %s, 0 lines read: expected %s", name, what, expectedInput)
+	case len(nested) == 1 && what == "archive":
+		return fmt.Errorf("%s: the bundle is in the archive's folder %s/: extract it (tar xzf) and give that folder", name, nested[0])
 	case len(nested) == 1:
 		return fmt.Errorf("%s: the bundle is in %s/: analyze %s", name, nested[0], path.Join(name, nested[0]))
 	case len(nested) > 1:

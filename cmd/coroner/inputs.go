@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,8 +61,10 @@ func checkBundle(b *bundle.Bundle, name string) error {
 		switch {
 		case f.Path == "manifest.json", strings.HasPrefix(f.Path, "resources/"), strings.HasPrefix(f.Path, "logs/"):
 			return nil
-		case path.Base(f.Path) == "manifest.json":
-			nested = append(nested, path.Dir(f.Path))
+		case isNestedBundleFile(f.Path):
+			if dir, _, _ := strings.Cut(f.Path, "/"); !slices.Contains(nested, dir) {
+				nested = append(nested, dir)
+			}
 		case strings.Count(f.Path, "/") == 2 && strings.HasSuffix(f.Path, ".log"):
 			logsShaped = append(logsShaped, f.Path)
 		default:
@@ -88,6 +91,21 @@ func checkBundle(b *bundle.Bundle, name string) error {
 		return fmt.Errorf("%s is a directory of log files, not a bundle: give the files (coroner analyze %s/*.log) to analyze them as plain logs", name, strings.TrimSuffix(name, "/"))
 	}
 	return fmt.Errorf("%s is not a bundle (no manifest.json, resources/ or logs/; it holds %s): expected %s", name, listSome(other, 3), expectedInput)
+}
+
+// isNestedBundleFile says whether a path is a bundle's file one folder down:
+// DIR/manifest.json, DIR/resources/..., DIR/logs/NAMESPACE/POD/CONTAINER.log.
+func isNestedBundleFile(p string) bool {
+	parts := strings.Split(p, "/")
+	switch {
+	case len(parts) == 2:
+		return parts[1] == "manifest.json"
+	case len(parts) > 2 && parts[1] == "resources":
+		return true
+	case len(parts) == 5 && parts[1] == "logs":
+		return strings.HasSuffix(p, ".log")
+	}
+	return false
 }
 
 func isDir(p string) bool {

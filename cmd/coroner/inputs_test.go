@@ -30,6 +30,10 @@ func TestInputsThatAreNotBundles(t *testing.T) {
 	require.NoError(t, os.WriteFile(emptyLog, nil, 0o644))
 	nested := filepath.Join(dir, "unpacked")
 	copyDir(t, filepath.Join(samplesDir, "pytorchjob-nan-loss"), filepath.Join(nested, "pytorchjob-nan-loss"))
+	handMade := filepath.Join(dir, "hand-made") // bundles without manifest.json
+	for _, s := range []string{"a", "b"} {
+		copyDir(t, filepath.Join(samplesDir, "pytorchjob-nan-loss", "logs"), filepath.Join(handMade, s, "logs"))
+	}
 	plainTar := filepath.Join(dir, "bundle.tar")
 	writePlainTar(t, plainTar, map[string]string{"manifest.json": `{"formatVersion":1}`})
 	zipped := filepath.Join(dir, "bundle.zip")
@@ -42,6 +46,7 @@ func TestInputsThatAreNotBundles(t *testing.T) {
 		{"an empty directory", empty, empty + ": an empty directory, 0 lines read: expected a bundle"},
 		{"a bundle's logs folder", logsDir, logsDir + " looks like a bundle's logs/ folder (NAMESPACE/POD/CONTAINER.log): give the bundle, its parent directory, or the log files themselves"},
 		{"a directory of log files", plainDir, plainDir + " is a directory of log files, not a bundle: give the files (coroner analyze " + plainDir + "/*.log)"},
+		{"a directory of bundles made by hand", handMade, handMade + " holds 2 bundles (a, b): give one of them"},
 		{"a directory holding one bundle", nested, nested + ": the bundle is in pytorchjob-nan-loss/: analyze " + filepath.Join(nested, "pytorchjob-nan-loss")},
 		{"an empty file", emptyLog, emptyLog + ": 0 lines read: expected log lines, or a bundle"},
 		{"an uncompressed tar", plainTar, plainTar + ": an uncompressed tar: gzip it"},

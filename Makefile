@@ -5,11 +5,18 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-collect golden clean fuzz corpus
+.PHONY: build install run test e2e e2e-tools e2e-llm lint bench bench-collect golden clean fuzz corpus
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
 	ln -sf coroner bin/kubectl-coroner
+
+# Copy coroner (and its kubectl plugin name) to $(PREFIX)/bin.
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/coroner
+	ln -sf coroner $(DESTDIR)$(PREFIX)/bin/kubectl-coroner
 
 # Analyze a bundled sample: prints the verdict and writes report.html.
 run: build

@@ -13,7 +13,7 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 2
+const FormatVersion = 3
 
 const streamMagic = "coroner-index-stream\n"
 

@@ -270,7 +270,8 @@ func (b *streamBuilder) newTemplate(sh *logscan.Shape, text []byte) *tmplBuilder
 	return t
 }
 
-// levelOf finds a log level among a line's first words: a level word, or glog's "E0314".
+// levelOf finds a log level among a line's first words: a level word, glog's "E0314", or an
+// exception class (a traceback and "...Error:" lines are errors).
 func levelOf(words []string) string {
 	for i, w := range words {
 		if i == 12 {
@@ -290,6 +291,17 @@ func levelOf(words []string) string {
 		}
 		if len(w) >= 4 && len(w) <= 5 && strings.IndexByte("iwef", w[0]) >= 0 && allDigits(w[1:]) {
 			return map[byte]string{'i': "info", 'w': "warning", 'e': "error", 'f': "critical"}[w[0]]
+		}
+		// Lines without a level word: a Python traceback, an exception or error class
+		// ("torch.OutOfMemoryError: CUDA out of memory", "RuntimeError: ..."), a warning
+		// class ("UserWarning: ...").
+		switch {
+		case w == "traceback" && i+1 < len(words) && words[i+1] == "most":
+			return "error"
+		case len(w) > 5 && (strings.HasSuffix(w, "error") || strings.HasSuffix(w, "exception")):
+			return "error"
+		case len(w) > 7 && strings.HasSuffix(w, "warning"):
+			return "warning"
 		}
 	}
 	return ""

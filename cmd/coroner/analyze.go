@@ -32,6 +32,10 @@ type AnalyzeOptions struct {
 	Cache    CacheOptions
 	// NoRedact shows the report's text as the bundle has it, secrets included (local use).
 	NoRedact bool
+	// Full lists everything in a Markdown or HTML report (by default long lists are cut).
+	Full bool
+	// Color is auto, always or never: colour in the summary.
+	Color string
 
 	// The LLM step (see llm.go).
 	LLM LLMOptions
@@ -60,6 +64,16 @@ The report's text (evidence lines and their context, event and condition message
 timeline) is redacted as 'coroner redact' redacts a bundle, so a report of an unredacted bundle
 can go into a ticket: a warning says how many secrets were masked. --no-redact shows them, for
 local use.
+
+The Markdown and HTML reports group findings, fold what follows from the root cause under
+it and stop long lists after a few dozen rows, so that a report of 1,024 ranks fits a ticket
+comment; --full lists everything.
+
+The summary is coloured on a terminal (--color auto) unless NO_COLOR is set, and its lines fit
+the terminal's width; piped, it is plain and whole.
+
+Anything that is neither a bundle nor log lines is an error: an empty directory, a directory
+of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines read").
 `,
 		Example: `  coroner analyze samples/pytorchjob-cuda-oom-rank
   coroner analyze bundle.tar.gz -o report.html
@@ -85,29 +99,39 @@ local use.
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
 	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
 	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the report's text (for local use; prompts are redacted all the same)")
+	f.BoolVar(&opts.Full, "full", false, "list everything in a Markdown or HTML report: every finding's evidence, row, event, pod and log")
+	addColorFlag(cmd, &opts.Color)
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
 	addLLMFlags(cmd, &opts.LLM)
 	return cmd
 }
 
+// addLimitFlags adds the bundle's limits; sizes are written 4096, 64Ki, 10Mi or 1Gi.
 func addLimitFlags(cmd *cobra.Command, l *bundle.Limits) {
 	f := cmd.Flags()
-	f.Int64Var(&l.MaxFileBytes, "max-file-bytes", l.MaxFileBytes, "largest file read from a bundle, uncompressed")
-	f.Int64Var(&l.MaxTotalBytes, "max-total-bytes", l.MaxTotalBytes, "largest bundle, uncompressed")
+	f.Var(&byteSize{p: &l.MaxFileBytes}, "max-file-bytes", "largest file read from a bundle, uncompressed")
+	f.Var(&byteSize{p: &l.MaxTotalBytes}, "max-total-bytes", "largest bundle, uncompressed")
 	f.IntVar(&l.MaxEntries, "max-entries", l.MaxEntries, "most files and directories in a bundle")
-	f.IntVar(&l.MaxLineBytes, "max-line-bytes", l.MaxLineBytes, "longest log line matched (longer lines are cut, with a warning)")
-	f.Int64Var(&l.MaxResourceBytes, "max-resource-bytes", l.MaxResourceBytes, "largest resource YAML or manifest")
+	f.Var(&intByteSize{p: &l.MaxLineBytes}, "max-line-bytes", "longest log line matched (longer lines are cut, with a warning)")
+	f.Var(&byteSize{p: &l.MaxResourceBytes}, "max-resource-bytes", "largest resource YAML or manifest")
 	f.IntVar(&l.MaxExpansion, "max-expansion", l.MaxExpansion, "most times a tarball may expand over its compressed size (past 128 MiB; 0: no bound)")
 }
 
 func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error {
 	format := opts.Format
+	if slices.Contains(report.Formats, opts.Output) {
+		return flagErrorf("-o %s would write a file named %q: -o names the report's file; the format is --format %s", opts.Output, opts.Output, opts.Output)
+	}
 	if format == "" && opts.Output != "" {
 		format = report.FormatFromPath(opts.Output)
 		if format == "" {
 			return flagErrorf("cannot tell the format of %q from its extension: use --format %s", opts.Output, strings.Join(report.Formats, "|"))
 		}
+	}
+	color, err := io.Color(opts.Color)
+	if err != nil {
+		return err
 	}
 	if format == "" {
 		format = "text"
@@ -141,7 +165,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		rs, err := loadRuleSet(opts.RuleDirs)
 		rules <- ruleSet{rs, err}
 	}()
-	b, err := openInputs(ctx, opts, io)
+	b, err := openInput(ctx, opts.Inputs, io.In, opts.Limits)
 	var m *parse.Model
 	if err == nil {
 		defer b.Close()
@@ -178,6 +202,9 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 	defer res.Index.Close()
 	rep := report.Build(m, res, version)
+	if b.Plain && rep.Bundle.LogLines == 0 {
+		return fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", inputName(opts.Inputs))
+	}
 	if !opts.NoRedact {
 		if err := redactReport(ctx, rep, b, opts.LLM.RedactRules); err != nil {
 			return err
@@ -190,8 +217,13 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		}
 	}
 
+	summary := report.Options{Color: color, Width: io.Width}
 	var buf bytes.Buffer
-	if err := report.Render(&buf, rep, format); err != nil {
+	ropts := report.Options{Full: opts.Full}
+	if opts.Output == "" && format == "text" {
+		ropts = summary
+	}
+	if err := report.RenderWith(&buf, rep, format, ropts); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -202,7 +234,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 			return err
 		}
 		if !opts.Quiet {
-			if err := report.RenderText(io.Out, rep); err != nil {
+			if err := report.RenderTextWith(io.Out, rep, summary); err != nil {
 				return err
 			}
 			fmt.Fprintf(io.Out, "Report:      %s (%s)\n", opts.Output, format)
@@ -285,20 +317,6 @@ func redactWindow(red *redact.Redactor, lines []string) []string {
 		out[i] = red.Text(l)
 	}
 	return out
-}
-
-// openInputs opens one bundle, or plain logs.
-func openInputs(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) (*bundle.Bundle, error) {
-	in := opts.Inputs
-	if len(in) == 1 && in[0] != "-" && bundle.IsBundlePath(in[0]) {
-		return bundle.Open(ctx, in[0], opts.Limits)
-	}
-	for _, p := range in {
-		if p != "-" && bundle.IsBundlePath(p) {
-			return nil, flagErrorf("%s is a bundle: analyze one bundle at a time, or only plain log files", p)
-		}
-	}
-	return bundle.OpenLogs(ctx, in, io.In, opts.Limits)
 }
 
 func loadRuleSet(dirs []string) (*analyze.RuleSet, error) {

@@ -372,10 +372,9 @@ func TestHostileBundlesWarn(t *testing.T) {
 	})
 
 	t.Run("empty bundle", func(t *testing.T) {
-		for _, in := range []string{tarFile(t), t.TempDir()} {
-			r := analyzeHostile(t, in)
-			require.Equal(t, analyze.VerdictUnknown, r.Verdict)
-			warningWith(t, r, "manifest.json is missing")
+		// Nothing to analyze is an error, not an UNKNOWN verdict, even with --fail-on.
+		for in, what := range map[string]string{tarFile(t): "an empty archive", t.TempDir(): "an empty directory"} {
+			requireExit(t, exitError, in+": "+what+", 0 lines read", "analyze", in, "--fail-on", "warning")
 		}
 	})
 }

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/internal/testcluster"
 	"github.com/coroner-dev/coroner/report"
 	"github.com/coroner-dev/coroner/watch"
@@ -345,7 +346,7 @@ func TestWatchE2E(t *testing.T) {
 
 		// The reports beside the bundle are those of `coroner analyze`.
 		rep := readReportJSON(t, filepath.Join(dir, "w-oom", "train-job", "20260314T100215Z.json"))
-		require.Equal(t, "cuda-oom", rep.RootCause.Category)
+		require.Equal(t, analyze.Category("cuda-oom"), rep.RootCause.Category)
 		require.Equal(t, "train-job-worker-4", rep.RootCause.Pod)
 		cli, _ := analyzeJSON(t, nil, a[watch.AnnotationBundle])
 		require.Equal(t, cli.RootCause, rep.RootCause)
@@ -674,7 +675,7 @@ subjects: [{kind: ServiceAccount, name: coroner-watch-noevents, namespace: coron
 		require.Empty(t, coronerEvents(t, c, "w-noevents", "ne"))
 		waitFor(t, 5*time.Second, "the report", func() bool { _, err := os.Stat(a[watch.AnnotationReport]); return err == nil })
 		rep := readReportJSON(t, strings.TrimSuffix(a[watch.AnnotationReport], ".html")+".json")
-		require.Equal(t, "cuda-oom", rep.RootCause.Category)
+		require.Equal(t, analyze.Category("cuda-oom"), rep.RootCause.Category)
 		require.True(t, slices.ContainsFunc(rep.Warnings, func(s string) bool {
 			return strings.HasPrefix(s, "coroner watch could not record the Event on the job: ") && strings.Contains(s, "forbidden")
 		}), "%q", rep.Warnings)

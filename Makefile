@@ -5,11 +5,18 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus
+.PHONY: build install run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
 	ln -sf coroner bin/kubectl-coroner
+
+# Copy coroner (and its kubectl plugin name) to $(PREFIX)/bin.
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/coroner
+	ln -sf coroner $(DESTDIR)$(PREFIX)/bin/kubectl-coroner
 
 # Analyze a bundled sample: prints the verdict and writes report.html.
 run: build
@@ -62,9 +69,9 @@ bench-index: build
 # Fuzz every target for FUZZTIME each (default 5m), one after another. A crash is saved under the
 # package's testdata/fuzz/ and becomes a regression test of go test; commit it with the fix.
 FUZZTIME ?= 5m
-FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
-	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact
-FUZZ_TARGETS += logscan:FuzzMatch index/gzindex:FuzzBuild
+FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
+	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact bundle/redact:FuzzText
+FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode index/gzindex:FuzzBuild
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \

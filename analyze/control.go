@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -425,30 +426,43 @@ func (a *analyzer) launcherMasksFailure() {
 	}
 }
 
-// nodes reports nodes of the job's pods that were not ready.
+// nodes reports nodes of the job's pods that were not ready. The finding names the pods that
+// were on the node: its Pod is the first of them by name, its evidence lists them all, so a
+// root cause on a node says which ranks it took down.
 func (a *analyzer) nodes() {
-	used := map[string]bool{}
+	onNode := map[string][]string{}
 	for _, p := range a.jobPods() {
 		if p.Spec.NodeName != "" {
-			used[p.Spec.NodeName] = true
+			onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p.Name)
 		}
 	}
 	for _, n := range a.m.Nodes {
-		if !used[n.Name] {
+		pods := onNode[n.Name]
+		if len(pods) == 0 {
 			continue
 		}
+		sort.Strings(pods)
 		for _, c := range n.Status.Conditions {
 			if c.Type != corev1.NodeReady || c.Status == corev1.ConditionTrue {
 				continue
 			}
 			if f := a.builtin("preempted-evicted/node-not-ready", map[string]string{"node": n.Name}); f != nil {
+				f.Pod = pods[0]
 				f.Time = timePtr(c.LastTransitionTime.Time)
 				f.Evidence = []Evidence{{Source: "node", File: a.m.PathOf("Node", "", n.Name), Object: "Node " + n.Name, Time: f.Time,
-					Text: truncateText(fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message))}}
+					Text: truncateText(fmt.Sprintf("Ready=%s %s: %s; pods on the node: %s", c.Status, c.Reason, c.Message, podNames(pods)))}}
 				a.add(f)
 			}
 		}
 	}
+}
+
+// podNames lists pod names for an evidence line: all of a few, the first five of many.
+func podNames(pods []string) string {
+	if len(pods) <= 6 {
+		return strings.Join(pods, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(pods[:5], ", "), len(pods)-5)
 }
 
 // eventOfJob says whether an event belongs in the analysis: events of pods outside the job

@@ -79,11 +79,14 @@ type chunkBuilder struct {
 	scr    []byte
 }
 
+var tracebackWord = []byte("traceback")
+
 // addLine adds a line's items to the filter, and reports whether the chunk is full.
 func (c *chunkBuilder) addLine(text []byte) bool {
 	c.bytes += len(text) + 1
 	nwords := 0
 	level := ""
+	var prev []byte
 	for i := 0; i < len(text); {
 		if !logscan.IsWordByte(text[i]) {
 			i++
@@ -99,7 +102,11 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 			c.add(itemHash(itemPrefix, w[:prefixLen], w[len(w):]))
 		}
 		if nwords < levelWords && level == "" {
-			level = levelWord(w)
+			level = levelWord(prev, w)
+		}
+		prev = nil // the word before, as far as levelWord needs it
+		if string(w) == "traceback" {
+			prev = tracebackWord
 		}
 		nwords++
 		c.scr = w

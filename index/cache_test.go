@@ -1,9 +1,12 @@
 package index
 
 import (
+	"bytes"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,4 +238,99 @@ func TestKilledBuildsAreSwept(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "the dead build is swept")
 	_, err = os.Stat(live.Path)
 	require.NoError(t, err, "a live build is left alone")
+}
+
+// forgeCRC changes 4 bytes of data at off so that its CRC-32C becomes want: CRC is linear, so
+// the 32 bits' effects on the checksum are solved for over GF(2).
+func forgeCRC(t *testing.T, data []byte, off int, want uint32) {
+	t.Helper()
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	base := crc32.Checksum(data, tab)
+	var effect [32]uint32
+	for bit := range 32 {
+		data[off+bit/8] ^= 1 << (bit % 8)
+		effect[bit] = crc32.Checksum(data, tab) ^ base
+		data[off+bit/8] ^= 1 << (bit % 8)
+	}
+	// Gaussian elimination: rows are bit effects, tracking which bits make each.
+	rows := effect
+	var combo [32]uint32
+	for i := range 32 {
+		combo[i] = 1 << i
+	}
+	target := base ^ want
+	var solution uint32
+	for col := 31; col >= 0; col-- {
+		pivot := -1
+		for r := range 32 {
+			if rows[r]&(1<<col) != 0 && (pivot < 0 || rows[r] < rows[pivot]) && rows[r]>>(col+1) == 0 {
+				pivot = r
+			}
+		}
+		require.GreaterOrEqual(t, pivot, 0, "the effects span every checksum")
+		for r := range 32 {
+			if r != pivot && rows[r]&(1<<col) != 0 {
+				rows[r] ^= rows[pivot]
+				combo[r] ^= combo[pivot]
+			}
+		}
+		if target&(1<<col) != 0 {
+			target ^= rows[pivot]
+			solution ^= combo[pivot]
+		}
+		rows[pivot] = 0xffffffff // used
+	}
+	for bit := range 32 {
+		if solution&(1<<bit) != 0 {
+			data[off+bit/8] ^= 1 << (bit % 8)
+		}
+	}
+	require.Equal(t, want, crc32.Checksum(data, tab), "forged")
+}
+
+// TestForgedLogDoesNotTakeAnotherIndex: a hostile bundle's log forged to the size and CRC-32C
+// of another bundle's log (the cache key was made of those) took that log's cached index, and
+// search missed its lines. The key is a SHA-256 of the content now.
+func TestForgedLogDoesNotTakeAnotherIndex(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	good := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	_, _ = cachedBuild(t, good, c, "v1")
+
+	hostile := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	p := filepath.Join(hostile, "logs/ml/train-job-worker-4/pytorch.log")
+	orig, err := os.ReadFile(p)
+	require.NoError(t, err)
+	forged := bytes.Replace(orig, []byte("CUDA out of memory"), []byte("CUDA out of zzbank"), 1)
+	require.NotEqual(t, orig, forged)
+	forged = append(forged[:len(forged)-5], "abcd\n"...)
+	forgeCRC(t, forged, len(forged)-5, crc32.Checksum(orig, crc32.MakeTable(crc32.Castagnoli)))
+	require.Len(t, forged, len(orig))
+	require.NoError(t, os.WriteFile(p, forged, 0o644))
+
+	ix, _ := cachedBuild(t, hostile, c, "v1")
+	require.Equal(t, 1, hitCount(t, ix, "zzbank"), "the hostile bundle's own lines are found")
+}
+
+// TestKilledBuildIsSweptAtTheNextStart: a build killed outright leaves its .build- directory in
+// the cache; the next build removes it (its lock is held by nobody).
+func TestKilledBuildIsSweptAtTheNextStart(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	stale := filepath.Join(c.Dir, ".build-1234567")
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "streams"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stale, ".coroner-lock"), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(stale, "streams", "0.bin"), make([]byte, 1<<20), 0o644))
+	old := time.Now().Add(-time.Minute)
+	require.NoError(t, os.Chtimes(stale, old, old))
+	_, _ = cachedBuild(t, copyDir(t, "../samples/pytorchjob-nan-loss"), c, "v1")
+	_, err := os.Stat(stale)
+	require.True(t, os.IsNotExist(err), "the killed build's directory is gone")
+	entries, err := os.ReadDir(c.Dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.False(t, strings.HasPrefix(e.Name(), ".build-"), "no build directory left: %s", e.Name())
+		if e.IsDir() && e.Name() != "stat" {
+			_, err := os.Stat(filepath.Join(c.Dir, e.Name(), ".coroner-lock"))
+			require.True(t, os.IsNotExist(err), "a cached index holds no lock file")
+		}
+	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 3
+const FormatVersion = 4
 
 const headsMagic = "coroner-index-heads\n"
 
@@ -27,6 +27,8 @@ type Stream struct {
 	LongLines int
 	// First and Last are the first and last times of the log, as Unix nanoseconds (0: none).
 	First, Last int64
+	// Rank is the first torchrun "[rankN]:" prefix seen, or -1.
+	Rank int
 
 	idx       int
 	templates []template
@@ -152,6 +154,7 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 	b = binary.AppendUvarint(b, uint64(st.Lines))
 	b = binary.AppendUvarint(b, uint64(st.Bytes))
 	b = binary.AppendUvarint(b, uint64(st.LongLines))
+	b = binary.AppendVarint(b, int64(sb.rank))
 	first := unixNano(st.First)
 	b = binary.AppendVarint(b, unixNano(st.Last)-first)
 	b = binary.AppendUvarint(b, uint64(bodyOff))
@@ -196,6 +199,7 @@ func decodeHeads(data []byte, docs int) ([]*Stream, error) {
 		d.identity(prev, s)
 		prev = s
 		s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
+		s.Rank = int(d.varint())
 		s.Last = s.First + d.varint()
 		s.bodyOff, s.bodyLen = int64(d.uvarint()), d.int()
 		if len(d.b) < 4 {

@@ -363,8 +363,8 @@ func checkFiles(dir string, files map[string]metaFile) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == metaName || strings.HasPrefix(rel, tarballPrefix) || strings.HasPrefix(rel, "."+tarballPrefix) {
-			return nil // a tarball's access points carry their own checksum
+		if rel == metaName || rel == scratch.LockName || strings.HasPrefix(rel, tarballPrefix) || strings.HasPrefix(rel, "."+tarballPrefix) {
+			return nil // the build directory's lock goes before it joins the cache; a tarball's access points carry their own checksum
 		}
 		f, ok := files[rel]
 		if !ok {

@@ -427,7 +427,11 @@ func (lw *lineWords) hasPrefix(p string) bool {
 // level is the level the line names among its first words (see levelWord).
 func (lw *lineWords) level() string {
 	for i := 0; i < lw.len() && i < levelWords; i++ {
-		if l := levelWord(lw.word(i)); l != "" {
+		var prev []byte
+		if i > 0 {
+			prev = lw.word(i - 1)
+		}
+		if l := levelWord(prev, lw.word(i)); l != "" {
 			return l
 		}
 	}

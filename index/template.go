@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 
@@ -228,16 +229,20 @@ type streamBuilder struct {
 	checkpoints []checkpoint
 	err         error
 	words       lineWords
+	rank        int // the first torchrun "[rankN]:" prefix seen, or -1
 }
 
 func newStreamBuilder(idx int, chunk *chunkBuilder) *streamBuilder {
-	return &streamBuilder{idx: idx, chunk: chunk}
+	return &streamBuilder{idx: idx, chunk: chunk, rank: -1}
 }
 
 // add records a scanned line.
 func (b *streamBuilder) add(l *logscan.Scanned) {
 	if (l.Number-1)%checkpointEvery == 0 {
 		b.checkpoints = append(b.checkpoints, checkpoint{off: l.Offset, time: l.Before})
+	}
+	if b.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
+		b.rank = rankOf(l.Text)
 	}
 	var t *tmplBuilder
 	switch sh := l.Shape; {
@@ -349,8 +354,12 @@ func (o *overflowBuilder) endSegment() (segInfo, bool) {
 // levelWords is how many of a line's first words may name its level.
 const levelWords = 12
 
-// levelWord is the level a folded word names, or "".
-func levelWord(w []byte) string {
+// levelWord is the level a line's folded word names, or "": a level word, glog's "E0314",
+// or, for lines without a level word, an exception or error class ("torch.OutOfMemoryError:
+// CUDA out of memory", "RuntimeError: ...") or the "most" of "Traceback (most recent call
+// last)" (errors), a warning class ("UserWarning: ...", a warning). prev is the word before w
+// on the line (nil for the first).
+func levelWord(prev, w []byte) string {
 	switch string(w) {
 	case "fatal", "critical", "panic":
 		return "critical"
@@ -362,6 +371,10 @@ func levelWord(w []byte) string {
 		return "info"
 	case "debug", "trace":
 		return "debug"
+	case "most":
+		if string(prev) == "traceback" {
+			return "error"
+		}
 	}
 	if len(w) >= 4 && len(w) <= 5 && allDigits(string(w[1:])) {
 		switch w[0] {
@@ -374,6 +387,12 @@ func levelWord(w []byte) string {
 		case 'f':
 			return "critical"
 		}
+	}
+	switch n := len(w); {
+	case n > 5 && (bytes.HasSuffix(w, []byte("error")) || bytes.HasSuffix(w, []byte("exception"))):
+		return "error"
+	case n > 7 && bytes.HasSuffix(w, []byte("warning")):
+		return "warning"
 	}
 	return ""
 }

@@ -54,8 +54,9 @@ type Stats struct {
 	LongLines int
 	// First and Last are the first and last timestamps seen (zero when none).
 	First, Last time.Time
-	// Sum is the SHA-256 of the bytes read when the scan was asked for it (AllOptions.Hash):
-	// indexes are cached by it.
+	// Sum is the SHA-256 of the bytes read, when the scan was asked for it (AllOptions.Hash):
+	// indexes are cached by it. A cryptographic hash, so that a log forged to another's size
+	// and CRC cannot take that log's cached index.
 	Sum [sha256.Size]byte
 	// Err is a read error; the log was read up to it.
 	Err error

@@ -18,9 +18,9 @@ const module = "github.com/coroner-dev/coroner/"
 // it is given its row.
 var arrows = map[string][]string{
 	"bundle":           {"internal/outfile", "internal/scratch"},
-	"bundle/redact":    {"bundle", "internal/literal"},
+	"bundle/redact":    {"bundle", "internal/literal", "internal/yamlbound"},
 	"bundle/collect":   {"bundle", "internal/outfile", "internal/scratch"},
-	"parse":            {"bundle"},
+	"parse":            {"bundle", "internal/yamlbound"},
 	"logscan":          {"parse", "bundle", "internal/literal"},
 	"index":            {"logscan", "parse", "bundle", "internal/literal", "internal/scratch", "index/gzindex"},
 	"index/gzindex":    nil,
@@ -32,7 +32,7 @@ var arrows = map[string][]string{
 	"narrate/ollama":   {"narrate"},
 	"watch":            {"bundle", "bundle/collect", "bundle/redact", "parse", "index", "analyze", "report", "internal/outfile", "internal/scratch"},
 	"cmd/coroner":      {"*"},
-	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil,
+	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,
 	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil,
 	"internal/tinygguf/cmd/tinygguf": {"internal/tinygguf"},
 	"samples/internal/genbundle":     {"internal/samplegen"},

@@ -5,11 +5,18 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build run test e2e e2e-tools e2e-llm lint bench bench-collect golden clean fuzz corpus
+.PHONY: build install run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
 	ln -sf coroner bin/kubectl-coroner
+
+# Copy coroner (and its kubectl plugin name) to $(PREFIX)/bin.
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/coroner
+	ln -sf coroner $(DESTDIR)$(PREFIX)/bin/kubectl-coroner
 
 # Analyze a bundled sample: prints the verdict and writes report.html.
 run: build
@@ -47,17 +54,24 @@ golden:
 	$(GO) test ./... -run 'Golden|Sample' -update
 
 # Redaction throughput (MB/s) on a training log, collect of 64 pods from a real kube-apiserver,
-# then analyze throughput on a generated 64-rank bundle, side by side with ripgrep.
+# then analyze and search on generated bundles of every kind of content (bench-index).
 bench: build bench-collect
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./bundle/redact
+	./scripts/bench.sh
+
+# analyze and search on generated bundles (repetitive, distinct lines, many ranks, 200,000 files,
+# one huge line, numbers, a 1 GiB tarball) against their targets and ripgrep (apt-get install
+# ripgrep time). BENCH_CASES="dis-256M ranks4096" picks cases, BENCH_BIG=1 adds 4 GiB bundles,
+# BENCH_REPS sets the runs per figure (default 3, the median is printed).
+bench-index: build
 	./scripts/bench.sh
 
 # Fuzz every target for FUZZTIME each (default 5m), one after another. A crash is saved under the
 # package's testdata/fuzz/ and becomes a regression test of go test; commit it with the fix.
 FUZZTIME ?= 5m
-FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
-	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact
-FUZZ_TARGETS += logscan:FuzzMatch
+FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
+	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact bundle/redact:FuzzText
+FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode index/gzindex:FuzzBuild
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \

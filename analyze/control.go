@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -502,26 +503,31 @@ func timeOr(t *time.Time) time.Time {
 	return *t
 }
 
-// nodes observes the conditions and GPUs of the nodes that ran the job's pods.
+// nodes observes the conditions and GPUs of the nodes that ran the job's pods. A fact of a
+// node names the pods that were on it: its pod is the first of them by name and its evidence
+// lists them all, so a root cause on a node says which ranks it took down.
 func (a *analyzer) nodes() {
-	used := map[string]bool{}
+	onNode := map[string][]string{}
 	for _, p := range a.jobPods() {
 		if p.Spec.NodeName != "" {
-			used[p.Spec.NodeName] = true
+			onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p.Name)
 		}
 	}
 	for _, n := range a.m.Nodes {
-		if !used[n.Name] {
+		pods := onNode[n.Name]
+		if len(pods) == 0 {
 			continue
 		}
+		sort.Strings(pods)
 		ev := func(text string, t time.Time) Evidence {
-			return Evidence{Source: "node", File: a.m.PathOf("Node", "", n.Name), Object: "Node " + n.Name, Time: timePtr(t), Text: truncateText(text)}
+			return Evidence{Source: "node", File: a.m.PathOf("Node", "", n.Name), Object: "Node " + n.Name, Time: timePtr(t),
+				Text: truncateText(text + "; pods on the node: " + podNames(pods))}
 		}
 		for _, c := range n.Status.Conditions {
 			t := c.LastTransitionTime.Time
 			text := fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
 			a.observe(fact{"node-condition", map[string]string{"node": n.Name, "type": string(c.Type), "status": string(c.Status),
-				"reason": c.Reason, "message": c.Message}}, seen{node: n.Name, t: t, ev: ev(text, t)})
+				"reason": c.Reason, "message": c.Message}}, seen{node: n.Name, pod: pods[0], t: t, ev: ev(text, t)})
 		}
 		capacity, okc := n.Status.Capacity[gpuResource]
 		alloc, oka := n.Status.Allocatable[gpuResource]
@@ -530,9 +536,17 @@ func (a *analyzer) nodes() {
 			text := fmt.Sprintf("%s capacity %d, allocatable %d", gpuResource, c, al)
 			a.observe(fact{"node-gpus", map[string]string{"node": n.Name, "capacity": strconv.FormatInt(c, 10),
 				"allocatable": strconv.FormatInt(al, 10), "lost": strconv.FormatInt(max(0, c-al), 10)}},
-				seen{node: n.Name, ev: ev(text, time.Time{})})
+				seen{node: n.Name, pod: pods[0], ev: ev(text, time.Time{})})
 		}
 	}
+}
+
+// podNames lists pod names for an evidence line: all of a few, the first five of many.
+func podNames(pods []string) string {
+	if len(pods) <= 6 {
+		return strings.Join(pods, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(pods[:5], ", "), len(pods)-5)
 }
 
 // eventOfJob says whether an event belongs in the analysis: events of pods outside the job

@@ -36,9 +36,21 @@ func (a *analyzer) correlate() {
 	a.linkWeak()
 	root := a.hardwareBehind(a.rootCause())
 	if root != nil {
+		// The same failure on other pods (the same rule): what follows on such a pod follows
+		// from that pod's own finding, as on the root's pod from the root.
+		peers := map[string]*Finding{}
+		for _, f := range a.findings {
+			if f != root && f.rule != nil && f.rule == root.rule && f.Pod != "" && f.Pod != root.Pod && peers[f.Pod] == nil {
+				peers[f.Pod] = f
+			}
+		}
 		for _, f := range a.findings {
 			if f == root || f.SecondaryOf != "" || f.Severity < SeverityWarning {
 				continue
+			}
+			root := root
+			if p := peers[f.Pod]; p != nil && p != f {
+				root = p
 			}
 			after := !after(root, f)
 			samePod := f.Pod == root.Pod || f.Pod == "" && f.Node == "" || f.Node != "" && f.Node == root.Node
@@ -124,12 +136,18 @@ func (a *analyzer) resolvedLater() {
 // linkWeak points each generic finding, catch-all and symptom at the specific finding of
 // the same process that explains it (see explains).
 func (a *analyzer) linkWeak() {
+	// Only findings of the same pod can explain each other: one list per pod, in order, keeps
+	// this linear in pods (a 4,096-rank job has thousands of findings).
+	byPod := map[string][]*Finding{}
+	for _, g := range a.findings {
+		byPod[g.Pod] = append(byPod[g.Pod], g)
+	}
 	for _, f := range a.findings {
 		if !(f.generic || f.fallback || f.symptom || f.derived) || f.Pod == "" {
 			continue
 		}
 		var best *Finding
-		for _, g := range a.findings {
+		for _, g := range byPod[f.Pod] {
 			if g != f && explains(g, f) && (best == nil || betterExplanation(f, g, best)) {
 				best = g
 			}

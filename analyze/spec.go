@@ -12,7 +12,8 @@ const gpuResource corev1.ResourceName = "nvidia.com/gpu"
 
 // spec checks what the user asked for against what the bundle shows of the cluster: the GPUs
 // a pod asks against the largest node, its node selector against the nodes, /dev/shm. One
-// fact per check and role, not per pod: replicas share their template. A spec problem is as
+// fact per check and pod, so that each pod's scheduling failures follow from its own spec
+// (the report shows the replicas' findings as one, listing the pods). A spec problem is as
 // old as its pod: its findings are ordered at the pod's creation.
 func (a *analyzer) spec() {
 	done := map[string]bool{}
@@ -41,12 +42,12 @@ func (a *analyzer) spec() {
 			return Evidence{Source: "spec", File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p), Text: text}
 		}
 		gpus := podGPUs(p)
-		if len(a.m.Nodes) > 0 && gpus > 0 && once("gpu/"+role) {
+		if len(a.m.Nodes) > 0 && gpus > 0 && once("gpu/"+p.Name) {
 			fields := map[string]string{"requested": fmt.Sprint(gpus), "largest": fmt.Sprint(maxGPU), "fits": boolString(gpus <= maxGPU)}
 			text := fmt.Sprintf("requests %d nvidia.com/gpu; the largest of the %d collected nodes has %d allocatable", gpus, len(a.m.Nodes), maxGPU)
 			a.observe(fact{"gpu-request", fields}, seen{pod: p.Name, ev: ev(text), at: at})
 		}
-		if what, matches, judged := selectorCheck(p, a.m.Nodes); judged && once("selector/"+role) {
+		if what, matches, judged := selectorCheck(p, a.m.Nodes); judged && once("selector/"+p.Name) {
 			text := fmt.Sprintf("%s matches none of the %d collected nodes", what, len(a.m.Nodes))
 			if matches {
 				text = fmt.Sprintf("%s matches a collected node", what)

@@ -2,8 +2,10 @@ package bundle
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -114,6 +116,48 @@ func FuzzParseManifest(f *testing.F) {
 			if m.File(e.Path) == nil {
 				t.Fatalf("File(%q) is nil", e.Path)
 			}
+		}
+	})
+}
+
+// FuzzGzipStream feeds arbitrary bytes to the gzip layer of the tarball reader and compares it
+// with compress/gzip reading the same bytes to their end: when one reads them whole, so does
+// the other, with the same bytes out (trailing bytes that are not gzip aside); a damaged
+// stream is an error, never a different result.
+func FuzzGzipStream(f *testing.F) {
+	f.Add(sampleSeed(f, "pytorchjob-image-pull", "manifest.json"))
+	two := append(tarGz(f, map[string][]byte{"a": []byte("hello\n")}, "a"), tarGz(f, map[string][]byte{"b": []byte("world\n")}, "b")...)
+	f.Add(two)
+	f.Add(append(tarGz(f, map[string][]byte{"a": []byte("x")}, "a"), 0, 0, 0, 0))
+	f.Add(append(tarGz(f, map[string][]byte{"a": []byte("x")}, "a"), "trailing"...))
+	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want []byte
+		var wantErr error
+		if zr, err := gzip.NewReader(bytes.NewReader(data)); err != nil {
+			wantErr = err
+		} else {
+			want, wantErr = io.ReadAll(io.LimitReader(zr, 1<<20))
+		}
+		a := &archive{lim: DefaultLimits(), in: &countReader{r: bytes.NewReader(data)}}
+		a.br = bufio.NewReader(a.in)
+		zr, err := gzip.NewReader(a.br)
+		if err != nil {
+			if wantErr == nil {
+				t.Fatalf("compress/gzip reads it, the archive reader does not start: %v", err)
+			}
+			return
+		}
+		zr.Multistream(false)
+		a.zr = zr
+		got, err := io.ReadAll(io.LimitReader(a, 1<<20))
+		switch {
+		case err == nil && !bytes.Equal(got, want):
+			// compress/gzip stops at the same place (at its end, or failing on what follows
+			// the last member: trailing bytes), with the same bytes.
+			t.Fatalf("read whole, but not the bytes compress/gzip reads: %d and %d (%v)", len(got), len(want), wantErr)
+		case err != nil && wantErr == nil:
+			t.Fatalf("compress/gzip reads it whole, the archive reader fails: %v", err)
 		}
 	})
 }

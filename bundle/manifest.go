@@ -22,6 +22,10 @@ type Manifest struct {
 	Files          []FileEntry   `json:"files"`
 	Errors         []Gap         `json:"errors"`
 	Redaction      RedactionInfo `json:"redaction"`
+
+	// byPath indexes Files by path (the first entry of each), made by ParseManifest so that
+	// File is not a scan of a manifest of 100,000 entries per call.
+	byPath map[string]int
 }
 
 // Target names the object the bundle was collected for.
@@ -78,6 +82,12 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if m.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("formatVersion %d is not supported (this coroner reads %d)", m.FormatVersion, FormatVersion)
 	}
+	m.byPath = make(map[string]int, len(m.Files))
+	for i, f := range m.Files {
+		if _, ok := m.byPath[f.Path]; !ok {
+			m.byPath[f.Path] = i
+		}
+	}
 	return &m, nil
 }
 
@@ -85,6 +95,9 @@ func ParseManifest(data []byte) (*Manifest, error) {
 func (m *Manifest) File(path string) *FileEntry {
 	if m == nil {
 		return nil
+	}
+	if i, ok := m.byPath[path]; ok && i < len(m.Files) && m.Files[i].Path == path {
+		return &m.Files[i]
 	}
 	for i := range m.Files {
 		if m.Files[i].Path == path {

@@ -1,9 +1,7 @@
 package bundle
 
 import (
-	"archive/tar"
-	"bufio"
-	"compress/gzip"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -29,6 +26,10 @@ type Limits struct {
 	MaxEntries       int   // files and directories
 	MaxLineBytes     int   // one log line; longer lines are cut and reported
 	MaxResourceBytes int64 // one resource YAML or the manifest
+	// MaxExpansion bounds how many times a tarball may expand over its compressed size, once
+	// it has expanded past 128 MiB; 0 means no bound. Collected logs compress 5 to 30 times;
+	// a gzip bomb of zeros, 1,000 times.
+	MaxExpansion int
 }
 
 // DefaultLimits fit a large real bundle (64 ranks, several GiB of logs) with room to spare.
@@ -39,6 +40,7 @@ func DefaultLimits() Limits {
 		MaxEntries:       200_000,
 		MaxLineBytes:     1 << 20,
 		MaxResourceBytes: 16 << 20,
+		MaxExpansion:     100,
 	}
 }
 
@@ -52,6 +54,7 @@ const (
 	LimitEntries
 	LimitLineBytes
 	LimitResourceBytes
+	LimitExpansion
 )
 
 var limitNames = map[LimitKind]string{
@@ -60,6 +63,7 @@ var limitNames = map[LimitKind]string{
 	LimitEntries:       "entry count limit",
 	LimitLineBytes:     "line length limit",
 	LimitResourceBytes: "resource size limit",
+	LimitExpansion:     "expansion ratio limit",
 }
 
 func (k LimitKind) String() string {
@@ -103,9 +107,12 @@ type Bundle struct {
 	Plain  bool
 	Limits Limits
 
-	// sums holds the sha256 of the files extracted from a tarball, computed while extracting.
-	sums    map[string]string
-	cleanup func() error
+	// sums holds the sha256 of files as the bundle holds them, computed while reading them.
+	sums map[string]string
+	// rawSizes are the sizes the bundle holds of the logs that are read decoded (UTF-16,
+	// lines ended by "\r"): the manifest describes those bytes.
+	rawSizes map[string]int64
+	cleanup  func() error
 }
 
 // Close releases what Open made (the extracted tree of a tarball).
@@ -167,11 +174,17 @@ func IsBundlePath(p string) bool {
 	return err == nil && magic[0] == 0x1f && magic[1] == 0x8b
 }
 
-func openDir(ctx context.Context, dir string, lim Limits) (*Bundle, error) {
-	b := &Bundle{Source: dir, FS: os.DirFS(dir), Limits: lim}
+func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
+	// The directory named may be a symbolic link (a "latest" link to the last bundle); the
+	// links inside it are refused below.
+	dir, err := filepath.EvalSymlinks(source)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Source: source, FS: os.DirFS(dir), Limits: lim}
 	var total int64
 	entries := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -209,6 +222,18 @@ func openDir(ctx context.Context, dir string, lim Limits) (*Bundle, error) {
 		return nil, err
 	}
 	sortFiles(b.Files)
+	real := map[string]string{}
+	for _, f := range b.Files {
+		real[f.Path] = filepath.Join(dir, filepath.FromSlash(f.Path))
+	}
+	over, err := b.decodeLogs(ctx, real)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	if len(over) > 0 {
+		b.FS = &overlayFS{base: b.FS, files: over}
+	}
 	return b, nil
 }
 
@@ -230,9 +255,8 @@ func sortFiles(fs []File) {
 // extractPrefix names the directories tarballs are extracted into, in the temporary directory.
 const extractPrefix = "coroner-bundle-"
 
-// openTarball extracts a gzip'd tar into a private temporary directory, refusing anything
-// that is not a plain relative file or directory, and enforcing the limits while it reads
-// (a gzip bomb stops at the limit, not at the end of the disk).
+// openTarball extracts a gzip'd tar into a private temporary directory (see readTarball for
+// what it refuses and how the limits hold while it reads).
 func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err error) {
 	f, err := openFile(ctx, file)
 	if err != nil {
@@ -240,100 +264,251 @@ func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err e
 	}
 	defer f.Close()
 	defer interruptible(ctx, f)()
-	zr, err := gzip.NewReader(bufio.NewReader(ctxReader{ctx, f}))
-	if err != nil {
-		return nil, fmt.Errorf("not a gzip file: %w", err)
-	}
 	scratch.Sweep("", extractPrefix)
 	dir, err := scratch.MkdirTemp("", extractPrefix+"*")
 	if err != nil {
 		return nil, err
 	}
-	tmp := dir.Path
 	defer func() {
 		if err != nil {
 			dir.Remove()
 		}
 	}()
-	b = &Bundle{Source: file, FS: os.DirFS(tmp), Limits: lim, sums: map[string]string{}, cleanup: dir.Remove}
-	tr := tar.NewReader(zr)
-	seen := map[string]bool{}
-	var total int64
-	entries := 0
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading tar: %w", err)
-		}
-		entries++
-		if entries > lim.MaxEntries {
-			return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
-		}
-		name, err := cleanEntryName(hdr.Name)
-		if err != nil {
-			return nil, err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if name != "." {
-				if err := os.MkdirAll(filepath.Join(tmp, filepath.FromSlash(name)), 0o700); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		case tar.TypeReg: // the reader already turns the legacy TypeRegA into TypeReg or TypeDir
-		case tar.TypeSymlink, tar.TypeLink:
-			return nil, fmt.Errorf("%s: tar entry is a link; bundles hold regular files only", name)
-		case tar.TypeXGlobalHeader:
-			continue
-		default:
-			return nil, fmt.Errorf("%s: tar entry of type %q is not a regular file", name, hdr.Typeflag)
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("%s: duplicate path in tar", name)
-		}
-		seen[name] = true
-		if err := checkSize(name, hdr.Size, &total, lim); err != nil {
-			return nil, err
-		}
-		dst := filepath.Join(tmp, filepath.FromSlash(name))
+	// The files go one level down, away from the directory's lock file.
+	root := filepath.Join(dir.Path, "bundle")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return nil, err
+	}
+	decoded := map[string]int64{}
+	var warnings []string
+	res, err := readTarball(ctx, f, lim, func(tf *tarFile) error {
+		dst := filepath.Join(root, filepath.FromSlash(tf.Name))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-			return nil, err
+			return err
 		}
 		out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
+			return err
+		}
+		if isLog(tf.Name) {
+			// Extracted as the lines it holds: UTF-8, "\n" line ends.
+			var written int64
+			var form textForm
+			var warning string
+			written, _, _, form, warning, err = copyText(out, tf.Name, tf)
+			if form != formPlain {
+				decoded[tf.Name] = written
+			}
+			if warning != "" {
+				warnings = append(warnings, warning)
+			}
+		} else {
+			_, err = io.Copy(out, tf)
+		}
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	b = &Bundle{Source: file, FS: os.DirFS(root), Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim,
+		sums: res.sums, cleanup: dir.Remove}
+	b.useDecodedSizes(decoded)
+	return b, nil
+}
+
+// useDecodedSizes gives the logs read decoded their new sizes, keeping the sizes the bundle
+// holds for the manifest check.
+func (b *Bundle) useDecodedSizes(decoded map[string]int64) {
+	for i, f := range b.Files {
+		if n, ok := decoded[f.Path]; ok {
+			if b.rawSizes == nil {
+				b.rawSizes = map[string]int64{}
+			}
+			b.rawSizes[f.Path] = f.Size
+			b.Files[i].Size = n
+		}
+	}
+}
+
+// decodeLogs gives the logs of a bundle read in place (a directory, plain files) that are not
+// UTF-8 lines ended by "\n" a decoded copy in a private temporary directory, read in their
+// place, and warns about logs that look binary. files maps each path to the real file.
+func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[string]string, error) {
+	var tmp *scratch.Dir
+	decoded := map[string]int64{}
+	out := map[string]string{}
+	for i := range b.Files {
+		p := b.Files[i].Path
+		real, ok := files[p]
+		if !ok || !isLog(p) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// Copy one byte more than the header claims so a lying header is caught.
-		h := sha256.New()
-		n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(tr, hdr.Size+1))
-		cerr := out.Close()
+		f, err := os.Open(real)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			return nil, err
+		}
+		head := make([]byte, sniffSize)
+		n, _ := io.ReadFull(f, head)
+		form, bad := sniff(head[:n])
+		if form == formPlain {
+			if bad >= binaryShare {
+				_, _, warning := textLog(p, bytes.NewReader(head[:n]))
+				b.Warnings = append(b.Warnings, warning)
 			}
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%s: archive ends in the middle of this file (truncated download?)", name)
+			f.Close()
+			continue
+		}
+		if tmp == nil {
+			scratch.Sweep("", decodedPrefix)
+			if tmp, err = scratch.MkdirTemp("", decodedPrefix+"*"); err != nil {
+				f.Close()
+				return nil, err
 			}
-			return nil, fmt.Errorf("%s: %w", name, err)
+			prev := b.cleanup
+			b.cleanup = func() error {
+				if prev != nil {
+					prev()
+				}
+				return tmp.Remove()
+			}
 		}
-		if cerr != nil {
-			return nil, cerr
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			f.Close()
+			return nil, err
 		}
-		if n != hdr.Size {
-			return nil, fmt.Errorf("%s: tar entry holds %d bytes, header says %d", name, n, hdr.Size)
+		dst := filepath.Join(tmp.Path, fmt.Sprintf("%d.log", i))
+		w, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			f.Close()
+			return nil, err
 		}
-		b.Files = append(b.Files, File{Path: name, Size: n})
-		b.sums[name] = hex.EncodeToString(h.Sum(nil))
+		written, _, sum, _, warning, err := copyText(w, p, ctxReader{ctx, f})
+		f.Close()
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if warning != "" {
+			b.Warnings = append(b.Warnings, warning)
+		}
+		if b.sums == nil {
+			b.sums = map[string]string{}
+		}
+		b.sums[p] = sum
+		decoded[p] = written
+		out[p] = dst
 	}
-	sortFiles(b.Files)
+	b.useDecodedSizes(decoded)
+	return out, nil
+}
+
+// decodedPrefix names the directories of decoded copies of logs, in the temporary directory.
+const decodedPrefix = "coroner-decoded-"
+
+// overlayFS is a directory whose files at some paths are read from elsewhere.
+type overlayFS struct {
+	base  fs.FS
+	files map[string]string // path -> real file
+}
+
+func (o *overlayFS) Open(name string) (fs.File, error) {
+	if real, ok := o.files[name]; ok {
+		return os.Open(real)
+	}
+	return o.base.Open(name)
+}
+
+// Stream reads the bundle at p (a directory or a tarball) once, file by file, and calls fn with
+// each regular file, manifest.json included: a tarball is read as it decompresses, never
+// extracted, with the same checks and limits as Open. The Bundle it returns describes what was
+// read (Manifest, Files, Warnings); its FS is nil. fn need not read a file to its end. A
+// cancelled ctx stops it with ctx's error.
+func Stream(ctx context.Context, p string, lim Limits, fn func(f File, r io.Reader) error) (*Bundle, error) {
+	b, err := stream(ctx, p, lim, fn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
 	return b, nil
+}
+
+func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) error) (*Bundle, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		b, err := openDir(ctx, p, lim)
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close() // the decoded copies of logs, if any: nothing is read after
+		if b.sums == nil {
+			b.sums = map[string]string{}
+		}
+		var manifest []byte
+		for _, f := range b.Files {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			in, err := b.FS.Open(f.Path)
+			if err != nil {
+				return nil, err
+			}
+			h := sha256.New()
+			var keep *bytes.Buffer
+			r := io.TeeReader(io.LimitReader(ctxReader{ctx, in}, f.Size), h)
+			if f.Path == ManifestName && f.Size <= lim.MaxResourceBytes {
+				keep = &bytes.Buffer{}
+				r = io.TeeReader(r, keep)
+			}
+			err = fn(f, r)
+			if err == nil {
+				_, err = io.Copy(io.Discard, r)
+			}
+			in.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Path, err)
+			}
+			if _, ok := b.sums[f.Path]; !ok { // a decoded log's is that of its bytes in the bundle
+				b.sums[f.Path] = hex.EncodeToString(h.Sum(nil))
+			}
+			if keep != nil {
+				manifest = keep.Bytes()
+			}
+		}
+		b.FS = nil
+		return b, b.useManifest(manifest)
+	}
+	f, err := openFile(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	defer interruptible(ctx, f)()
+	var warnings []string
+	res, err := readTarball(ctx, f, lim, func(tf *tarFile) error {
+		var r io.Reader = tf
+		if isLog(tf.Name) {
+			var warning string
+			if r, _, warning = textLog(tf.Name, tf); warning != "" {
+				warnings = append(warnings, warning)
+			}
+		}
+		return fn(File{Path: tf.Name, Size: tf.Size}, r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Source: p, Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim, sums: res.sums}
+	return b, b.useManifest(res.manifest)
 }
 
 // openFile opens a file for reading. Opening a FIFO waits for its writer, which may never
@@ -384,84 +559,135 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// cleanEntryName accepts only relative, slash-separated paths without "..".
-func cleanEntryName(name string) (string, error) {
-	if name == "" {
-		return "", errors.New("tar entry with an empty name")
-	}
-	if strings.HasPrefix(name, "/") || strings.Contains(name, "\\") || (len(name) > 1 && name[1] == ':') {
-		return "", fmt.Errorf("%s: absolute path in tar; refusing the archive", name)
-	}
-	for _, part := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
-		if part == ".." {
-			return "", fmt.Errorf("%s: path escapes the bundle (\"..\"); refusing the archive", name)
+func (b *Bundle) readManifest() error {
+	var data []byte
+	for _, f := range b.Files {
+		if f.Path != ManifestName {
+			continue
+		}
+		if f.Size > b.Limits.MaxResourceBytes {
+			break // useManifest says why
+		}
+		var err error
+		if data, err = fs.ReadFile(b.FS, ManifestName); err != nil {
+			return err
 		}
 	}
-	clean := path.Clean(name)
-	if strings.ContainsRune(clean, 0) {
-		return "", fmt.Errorf("%q: NUL byte in tar entry name", name)
-	}
-	clean = strings.TrimPrefix(clean, "./")
-	return clean, nil
+	return b.useManifest(data)
 }
 
-func (b *Bundle) readManifest() error {
-	const name = "manifest.json"
-	st, err := fs.Stat(b.FS, name)
-	if errors.Is(err, fs.ErrNotExist) {
+// useManifest parses manifest.json (data, nil when the bundle holds none or it is too large)
+// and checks it against the files.
+func (b *Bundle) useManifest(data []byte) error {
+	if data == nil {
+		for _, f := range b.Files {
+			if f.Path == ManifestName {
+				return &LimitError{What: ManifestName + ": size", Limit: b.Limits.MaxResourceBytes, Kind: LimitResourceBytes}
+			}
+		}
 		b.Warnings = append(b.Warnings, "manifest.json is missing: target, options and collection gaps are unknown")
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	if st.Size() > b.Limits.MaxResourceBytes {
-		return &LimitError{What: name + ": size", Limit: b.Limits.MaxResourceBytes, Kind: LimitResourceBytes}
-	}
-	data, err := fs.ReadFile(b.FS, name)
-	if err != nil {
-		return err
-	}
 	m, err := ParseManifest(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", ManifestName, err)
 	}
 	b.Manifest = m
 	b.checkManifest()
 	return nil
 }
 
+// maxListed is how many problems of one kind the manifest check lists one by one; the rest
+// are counted in one more warning.
+const maxListed = 5
+
 // checkManifest compares the manifest with what the bundle holds. A mismatch is a warning:
-// the files are still analyzed, but the reader should know the bundle was edited.
+// the files are still analyzed, but the reader should know the bundle was edited. Each file
+// is hashed once, however often the manifest names it, and a manifest with thousands of
+// wrong entries gives a handful of warnings, not thousands.
 func (b *Bundle) checkManifest() {
 	have := map[string]int64{}
 	for _, f := range b.Files {
 		have[f.Path] = f.Size
+		if raw, ok := b.rawSizes[f.Path]; ok {
+			have[f.Path] = raw
+		}
 	}
+	var missing, sizes, sums []string
+	listed := map[string]int{}
+	var dups []string
 	for _, e := range b.Manifest.Files {
+		listed[e.Path]++
+		if listed[e.Path] == 2 {
+			dups = append(dups, e.Path)
+		}
+		if listed[e.Path] > 1 {
+			continue
+		}
 		size, ok := have[e.Path]
 		switch {
 		case !ok:
-			b.Warnings = append(b.Warnings, fmt.Sprintf("manifest.json lists %s but the bundle does not hold it", e.Path))
+			missing = append(missing, fmt.Sprintf("manifest.json lists %s but the bundle does not hold it", e.Path))
 		case size != e.Bytes:
-			b.Warnings = append(b.Warnings, fmt.Sprintf("%s: %d bytes, manifest.json says %d (edited after collection?)", e.Path, size, e.Bytes))
+			sizes = append(sizes, fmt.Sprintf("%s: %d bytes, manifest.json says %d (edited after collection?)", e.Path, size, e.Bytes))
 		case e.SHA256 != "":
 			sum, err := b.sha256(e.Path)
 			switch {
 			case err != nil:
-				b.Warnings = append(b.Warnings, fmt.Sprintf("%s: checking sha256: %v", e.Path, err))
+				sums = append(sums, fmt.Sprintf("%s: checking sha256: %v", e.Path, err))
 			case !strings.EqualFold(sum, e.SHA256):
-				b.Warnings = append(b.Warnings, fmt.Sprintf("%s: sha256 differs from manifest.json (edited after collection?)", e.Path))
+				sums = append(sums, fmt.Sprintf("%s: sha256 differs from manifest.json (edited after collection?)", e.Path))
 			}
 		}
 	}
+	var dupMsgs []string
+	for _, p := range dups {
+		dupMsgs = append(dupMsgs, fmt.Sprintf("manifest.json lists %s %d times", p, listed[p]))
+	}
+	b.warnSome(sizes, "more files whose size differs from manifest.json")
+	b.warnSome(sums, "more files whose sha256 differs from manifest.json (or could not be checked)")
+	b.warnSome(missing, "more files listed in manifest.json that the bundle does not hold")
+	b.warnSome(dupMsgs, "more paths listed more than once in manifest.json")
 }
 
-// sha256 returns the hex sha256 of a file: computed while extracting a tarball, read for a
-// directory.
+// warnSome adds the first maxListed warnings, and one that counts the rest.
+func (b *Bundle) warnSome(ws []string, more string) {
+	if len(ws) <= maxListed+1 {
+		b.Warnings = append(b.Warnings, ws...)
+		return
+	}
+	b.Warnings = append(b.Warnings, ws[:maxListed]...)
+	b.Warnings = append(b.Warnings, fmt.Sprintf("... and %d %s", len(ws)-maxListed, more))
+}
+
+// Digest is the SHA-256 of the bundle's content: of each file's path and SHA-256, in path
+// order. It depends on every byte of every file, so it is a key nobody without the bundle can
+// know (coroner analyze keys the tokens of a report's redaction with it: the same bundle gives
+// the same report, and a reader cannot test guesses of a masked value). Files not hashed yet
+// are read, once each.
+func (b *Bundle) Digest(ctx context.Context) ([]byte, error) {
+	h := sha256.New()
+	for _, f := range b.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sum, err := b.sha256(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		fmt.Fprintf(h, "%q %s\n", f.Path, sum)
+	}
+	return h.Sum(nil), nil
+}
+
+// sha256 returns the hex sha256 of a file: computed while reading a tarball or streaming,
+// else read once and remembered.
 func (b *Bundle) sha256(name string) (string, error) {
 	if s, ok := b.sums[name]; ok {
 		return s, nil
+	}
+	if b.FS == nil {
+		return "", errors.New("not read")
 	}
 	f, err := b.FS.Open(name)
 	if err != nil {
@@ -472,5 +698,10 @@ func (b *Bundle) sha256(name string) (string, error) {
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sum := hex.EncodeToString(h.Sum(nil))
+	if b.sums == nil {
+		b.sums = map[string]string{}
+	}
+	b.sums[name] = sum
+	return sum, nil
 }

@@ -26,9 +26,10 @@ const PlainContainer = "main"
 // temporary file, bounded by the limits); a cancelled ctx stops that read.
 func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) (*Bundle, error) {
 	b := &Bundle{Source: strings.Join(paths, " "), Plain: true, Limits: lim}
-	vfs := &pathFS{files: map[string]string{}}
+	vfs := &pathFS{files: map[string]string{}, names: map[string]string{}}
 	var total int64
 	used := map[string]bool{}
+	names := map[string]bool{}
 	for _, p := range paths {
 		real := p
 		st, err := os.Stat(p)
@@ -86,11 +87,46 @@ func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) 
 		used[pod] = true
 		vp := path.Join("logs", PlainNamespace, pod, PlainContainer+".log")
 		vfs.files[vp] = real
+		vfs.names[vp] = plainName(p, names)
 		b.Files = append(b.Files, File{Path: vp, Size: st.Size()})
 	}
 	sortFiles(b.Files)
+	// A log saved by PowerShell (UTF-16) or an old Mac tool ("\r" line ends) is read decoded.
+	over, err := b.decodeLogs(ctx, vfs.files)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	for p, real := range over {
+		vfs.files[p] = real
+	}
 	b.FS = vfs
 	return b, nil
+}
+
+// plainName is how reports name a plain log: its base name ("train.log"), "stdin", and a
+// number after a name already taken ("train.log (2)"). The base name, not the path, so that
+// the same logs give the same report wherever they are.
+func plainName(p string, used map[string]bool) string {
+	name := filepath.Base(p)
+	if p == "-" {
+		name = "stdin"
+	}
+	n := name
+	for i := 2; used[n]; i++ {
+		n = fmt.Sprintf("%s (%d)", name, i)
+	}
+	used[n] = true
+	return n
+}
+
+// PlainName is the name the user gave a plain log, by its path in the bundle ("" for a
+// bundle's own files).
+func (b *Bundle) PlainName(path string) string {
+	if p, ok := b.FS.(*pathFS); ok {
+		return p.names[path]
+	}
+	return ""
 }
 
 func plainPodName(p string) string {
@@ -159,6 +195,7 @@ func spoolStdin(ctx context.Context, r io.Reader, lim Limits) (*scratch.File, er
 // synthesised from the file paths.
 type pathFS struct {
 	files map[string]string // virtual path -> real path
+	names map[string]string // virtual path -> the name reports show
 }
 
 func (p *pathFS) Open(name string) (fs.File, error) {

@@ -1,21 +1,36 @@
 package index
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
 // maxLineLimit bounds the line limit: offsets within a line fit 32 bits.
 const maxLineLimit = 1 << 30
+
+// MaxDocs bounds the distinct template texts of an index (the bleve documents): past it, new
+// shapes of every log are kept in chunks (see logscan.Budget). A bundle of few bytes gets
+// fewer: one per docBytes of logs, at least minDocs.
+const (
+	MaxDocs  = 8192
+	minDocs  = 512
+	docBytes = 8 << 10
+)
 
 // BuildOptions tune Build.
 type BuildOptions struct {
@@ -30,7 +45,8 @@ type BuildOptions struct {
 	// Visit, when set, returns the visitor of log i: it sees every line of that log, from the
 	// goroutine scanning it, whether the index is built or comes from the cache.
 	Visit func(i int) func(*logscan.Scanned)
-	// Log, when set, is told what happened to the cache (a damaged index rebuilt...).
+	// Log, when set, is told what happened to the cache (a damaged index rebuilt, a cache
+	// that cannot be written and is done without...).
 	Log func(format string, args ...any)
 }
 
@@ -39,49 +55,100 @@ type BuildOptions struct {
 // logs in parallel, and the index is built in the same pass (and stored in the cache). The
 // stats describe each log in the order of logs.
 //
-// When ctx is done Build stops reading, removes what it had written and returns ctx's error,
-// wrapped; the cache is left as it was.
+// A cache that cannot be used (read-only, full, not a directory) is done without, with one
+// message to Log: the index is then private. When ctx is done Build stops reading, removes
+// what it had written and returns ctx's error, wrapped; the cache is left as it was.
 func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index, []logscan.Stats, error) {
 	maxLine := b.Limits.MaxLineBytes
 	if maxLine <= 0 || maxLine > maxLineLimit {
 		return nil, nil, fmt.Errorf("the line limit must be between 1 and %d bytes (got %d)", maxLineLimit, maxLine)
 	}
 	want := meta{Format: FormatVersion, Version: opts.Version, MaxLine: maxLine, Streams: len(logs)}
+	c := opts.Cache
+	warned := false
+	warn := func(format string, args ...any) {
+		if !warned && opts.Log != nil {
+			opts.Log(format, args...)
+		}
+		warned = true
+	}
 	var sigs []fileSig
-	if c := opts.Cache; c != nil {
+	// A tarball's logs are named by the tarball file, and get access points into it (see
+	// OpenTarball), made beside the scan.
+	tarball := c != nil && isTarball(b.Source, b.Plain)
+	var pass *tarPass
+	if c != nil {
+		c.prepare()
 		sigs = statLogs(b.FS, logs) // before reading: a file changed meanwhile misses next time
+		if tarball {
+			sigs = tarballSig(b.Source)
+			pass = startTarPass(ctx, b.Source, logs)
+		}
 		ix, err := c.lookup(ctx, b, logs, sigs, want, opts.Visit == nil, opts.Log)
 		if err != nil {
+			pass.stop()
 			return nil, nil, err
 		}
 		if ix != nil {
-			if opts.Visit == nil {
-				return ix, statsOf(ix), nil
+			stats := statsOf(ix)
+			if opts.Visit != nil {
+				stats, err = logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{MaxLine: maxLine, Workers: opts.Workers,
+					Visit: opts.Visit, Progress: opts.Progress})
+				if err != nil {
+					pass.stop()
+					ix.Close()
+					return nil, nil, err
+				}
 			}
-			stats, err := logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{MaxLine: maxLine, Workers: opts.Workers,
-				Visit: opts.Visit, Progress: opts.Progress})
-			if err != nil {
-				ix.Close()
-				return nil, nil, err
+			if tarball {
+				if _, err := readTarball(ix.dir, sigs); err != nil {
+					if data, err := pass.wait(); err == nil {
+						_ = writeTarball(ix.dir, sigs, data)
+					}
+				}
 			}
+			pass.stop()
 			return ix, stats, nil
 		}
 	}
-	var dir string
+	var dir *scratch.Dir
 	var err error
-	if opts.Cache != nil {
-		if err = os.MkdirAll(opts.Cache.Dir, 0o755); err == nil {
-			dir, err = os.MkdirTemp(opts.Cache.Dir, ".build-")
+	if c != nil {
+		if err = os.MkdirAll(c.Dir, 0o755); err == nil {
+			dir, err = scratch.MkdirTemp(c.Dir, buildPrefix+"*")
 		}
-	} else {
-		dir, err = os.MkdirTemp("", "coroner-index-")
+		if err != nil {
+			warn("the index cache %s cannot be written (%v); going on without it", c.Dir, unwrapPath(err))
+			c = nil
+		}
+	}
+	if dir == nil {
+		if dir, err = scratch.MkdirTemp("", privatePrefix+"*"); err != nil {
+			return nil, nil, fmt.Errorf("index directory: %w", err)
+		}
+	}
+	ix, stats, scanned, err := buildIn(ctx, dir, b, logs, want, opts, c != nil)
+	if err != nil && c != nil && ctx.Err() == nil {
+		// Writing into the cache failed (a full disk): the logs are indexed again privately,
+		// without the visitor when it has already seen every line.
+		dir.Remove()
+		warn("the index cache %s cannot be written (%v); going on without it", c.Dir, unwrapPath(err))
+		c = nil
+		if scanned {
+			opts.Visit = nil
+		}
+		if dir, err = scratch.MkdirTemp("", privatePrefix+"*"); err != nil {
+			return nil, nil, fmt.Errorf("index directory: %w", err)
+		}
+		var again []logscan.Stats
+		ix, again, _, err = buildIn(ctx, dir, b, logs, want, opts, false)
+		if stats == nil {
+			stats = again
+		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("index directory: %w", err)
-	}
-	ix, stats, err := buildIn(ctx, dir, b, logs, want, opts)
-	if err != nil {
-		os.RemoveAll(dir)
+		pass.stop()
+		dir.Remove()
 		return nil, nil, err
 	}
 	complete := true
@@ -90,26 +157,94 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 			complete = false // a log that could not be read whole is not cached
 		}
 	}
-	if opts.Cache == nil || !complete {
-		ix.temp = true
+	if c == nil || !complete {
+		pass.stop()
+		ix.scratch = dir
 		return ix, stats, nil
 	}
-	ix, err = opts.Cache.commit(ix, b, sigs)
-	return ix, stats, err
-}
-
-// buildIn scans every log into dir and opens the result.
-func buildIn(ctx context.Context, dir string, b *bundle.Bundle, logs []parse.LogStream, want meta, opts BuildOptions) (*Index, []logscan.Stats, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "streams"), 0o755); err != nil {
+	ix, err = c.commit(ix, dir, b, sigs, warn)
+	if err != nil {
+		pass.stop()
 		return nil, nil, err
 	}
-	streams := make([]*Stream, len(logs))
-	errs := make([]error, len(logs))
+	if tarball && ix.scratch == nil {
+		if data, err := pass.wait(); err == nil {
+			_ = writeTarball(ix.dir, sigs, data)
+		}
+	}
+	pass.stop()
+	return ix, stats, nil
+}
+
+// Name prefixes of index directories being built: in the cache, and private ones.
+const (
+	buildPrefix   = ".build-"
+	privatePrefix = "coroner-index-"
+)
+
+// unwrapPath drops the path of a *PathError, which the message names already.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// indexFiles are the files of an index besides bleve's and meta.json.
+const (
+	headsFile   = "heads.bin"
+	bodiesFile  = "bodies.bin"
+	docsFile    = "docs.bin"
+	chunksFile  = "chunks.bin"
+	filtersFile = "filters.bin"
+	bleveDir    = "bleve"
+)
+
+// buildIn scans every log into dir and opens the result. scanned says whether the scan went
+// through every log (its visitors saw every line) even when writing the index failed. keyed
+// asks for the logs' SHA-256, for the cache key.
+func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []parse.LogStream, want meta, opts BuildOptions, keyed bool) (*Index, []logscan.Stats, bool, error) {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	cw, err := newChunkWriter(filepath.Join(dir.Path, filtersFile))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	bodiesF, err := os.Create(filepath.Join(dir.Path, bodiesFile))
+	if err != nil {
+		cw.finish()
+		return nil, nil, false, err
+	}
+	bodies := bufio.NewWriterSize(bodiesF, 256<<10) // many small logs: one write each otherwise
+	// The chunk builders, one per worker: a worker takes one for each log it scans.
+	free := make(chan *chunkBuilder, workers)
+	for i := 0; i < workers; i++ {
+		free <- &chunkBuilder{w: cw}
+	}
+	var size int64
+	for _, ls := range logs {
+		size += ls.Size
+	}
+	budget := &logscan.Budget{Max: int(min(max(size/docBytes, minDocs), MaxDocs))}
+	heads := make([][]byte, len(logs))
 	builders := make([]*streamBuilder, len(logs))
+	var mu sync.Mutex
+	var bodyOff int64
+	var werr error
+	fail := func(err error) {
+		mu.Lock()
+		if werr == nil {
+			werr = err
+		}
+		mu.Unlock()
+	}
 	stats, err := logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{
-		MaxLine: want.MaxLine, Workers: opts.Workers, Progress: opts.Progress,
+		MaxLine: want.MaxLine, Workers: workers, Progress: opts.Progress, Budget: budget, Hash: keyed,
 		Visit: func(i int) func(*logscan.Scanned) {
-			sb := newStreamBuilder()
+			sb := newStreamBuilder(i, <-free)
 			builders[i] = sb
 			var visit func(*logscan.Scanned)
 			if opts.Visit != nil {
@@ -124,35 +259,88 @@ func buildIn(ctx context.Context, dir string, b *bundle.Bundle, logs []parse.Log
 			}
 		},
 		Done: func(i int, st logscan.Stats) {
-			data := encodeStream(logs[i], st, builders[i])
+			sb := builders[i]
 			builders[i] = nil
-			if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(streamFile(i))), data, 0o644); err != nil {
-				errs[i] = err
-				return
+			if err := sb.finish(); err != nil {
+				fail(err)
 			}
-			// bleve needs the templates, not the body: memory stays flat as the logs grow.
-			if streams[i], errs[i] = decodeStream(data, i); errs[i] == nil {
-				streams[i].dropBody()
+			free <- sb.chunk
+			body, cpLen := encodeBody(sb)
+			mu.Lock()
+			off := bodyOff
+			bodyOff += int64(len(body))
+			_, err := bodies.Write(body)
+			mu.Unlock()
+			if err != nil {
+				fail(err)
+			}
+			heads[i] = appendHead(nil, st, sb, off, body, cpLen)
+		},
+		// A log that failed gives its chunk builder back, or the next logs' Visit would wait
+		// for one forever once every builder had gone to a failed log (a cancelled build).
+		Failed: func(i int, _ error) {
+			if sb := builders[i]; sb != nil {
+				builders[i] = nil
+				free <- sb.chunk
 			}
 		},
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, nil, err
+	close(free)
+	for c := range free {
+		if err := c.close(); err != nil {
+			fail(err)
 		}
 	}
-	want.Key = contentKey(want, logs, stats)
-	if err := writeBleve(ctx, filepath.Join(dir, "bleve"), streams); err != nil {
-		return nil, nil, err
+	if ferr := bodies.Flush(); werr == nil {
+		werr = ferr
 	}
-	if err := writeMeta(dir, want); err != nil {
-		return nil, nil, err
+	if cerr := bodiesF.Close(); werr == nil {
+		werr = cerr
 	}
-	ix, err := openDir(dir, b.FS, false, &want)
-	return ix, stats, err
+	if ferr := cw.finish(); werr == nil {
+		werr = ferr
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if werr != nil {
+		return nil, stats, true, werr
+	}
+	if keyed {
+		want.Key = contentKey(want, logs, stats)
+	}
+	if err := writeIndex(ctx, dir.Path, logs, stats, heads, budget.Keys(), cw, want); err != nil {
+		return nil, stats, true, err
+	}
+	ix, err := openDir(dir.Path, b.FS, false, &want)
+	return ix, stats, true, err
+}
+
+// writeIndex writes the files of an index besides the bodies and filters: the heads, the
+// documents (and their bleve index), the chunk table, and meta.json last.
+func writeIndex(ctx context.Context, dir string, logs []parse.LogStream, stats []logscan.Stats, heads [][]byte, docs []string, cw *chunkWriter, want meta) error {
+	var h []byte
+	h = append(h, headsMagic...)
+	h = binary.AppendUvarint(h, uint64(len(heads)))
+	var prev parse.LogStream
+	var prevFirst int64
+	for i, x := range heads {
+		first := unixNano(stats[i].First)
+		h = appendIdentity(h, prev, logs[i], prevFirst, first)
+		h = append(h, x...)
+		prev, prevFirst = logs[i], first
+	}
+	files := map[string][]byte{headsFile: h, docsFile: encodeDocs(docs), chunksFile: encodeChunks(cw)}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := writeBleve(ctx, filepath.Join(dir, bleveDir), docs); err != nil {
+		return err
+	}
+	want.Docs = len(docs)
+	return writeMeta(dir, want)
 }
 
 func statsOf(ix *Index) []logscan.Stats {
@@ -167,15 +355,15 @@ func statsOf(ix *Index) []logscan.Stats {
 }
 
 // contentKey names an index by what it was built from: the index format, coroner's version,
-// the line limit, and each log's path, size and CRC-32C. The checksum comes from the scan's
-// own read (a cryptographic hash of a 1 GiB bundle would cost more than the scan); it detects
-// changed logs, and search never trusts the index for a line's text: lines are read from the
-// bundle and verified.
+// the line limit, and each log's path, size and SHA-256, computed in the scan's own read. The
+// key was a CRC-32C once: a log forged to another's size and CRC took that log's cached index
+// (and search missed its lines). A cryptographic hash costs the scan about a fifth of its
+// speed, and only when a cache is used.
 func contentKey(m meta, logs []parse.LogStream, stats []logscan.Stats) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "coroner-index %d\nversion %q\nmax-line %d\n", m.Format, m.Version, m.MaxLine)
 	for i, ls := range logs {
-		fmt.Fprintf(h, "%q %d %08x\n", ls.Path, stats[i].Bytes, stats[i].CRC)
+		fmt.Fprintf(h, "%q %d %x\n", ls.Path, stats[i].Bytes, stats[i].Sum)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

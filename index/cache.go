@@ -9,39 +9,48 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
-// Cache keeps built indexes in Dir, one directory per key (see contentKey), written under a
-// temporary name and renamed when complete. An index is used only when its meta.json names
-// the same key, version and line limit and every file matches its checksum; anything else is
-// removed and rebuilt.
+// DefaultCacheMax is the cache's size bound when Cache.MaxBytes is not set.
+const DefaultCacheMax = 4 << 30
+
+// Cache keeps built indexes in Dir, one directory per key (see contentKey: the logs' paths,
+// sizes and SHA-256), written under a temporary name and renamed when complete. An index is
+// used only when its meta.json names the same key, version and line limit and every file
+// matches its checksum; anything else is removed and rebuilt. Past MaxBytes, the least
+// recently used indexes are removed.
 //
 // Finding the key of a bundle means reading all its logs. So that a search of an unchanged
-// bundle reads nothing, Dir/stat/ remembers, per bundle path, each log's size, modification
-// and change time and inode with the key they gave (as git's index does).
+// bundle reads nothing, Dir/stat/ remembers, per bundle path, a hash of each log's size,
+// modification and change time and inode with the key they gave (as git's index does).
 type Cache struct {
 	Dir string
+	// MaxBytes bounds the indexes kept (0: DefaultCacheMax).
+	MaxBytes int64
 }
 
 type fileSig struct {
-	Path  string `json:"path"`
-	Size  int64  `json:"size"`
-	Mtime int64  `json:"mtime"`
-	Ctime int64  `json:"ctime"`
-	Ino   uint64 `json:"ino"`
+	Path  string
+	Size  int64
+	Mtime int64
+	Ctime int64
+	Ino   uint64
 }
 
 type statEntry struct {
-	Source  string    `json:"source"`
-	Version string    `json:"coronerVersion"`
-	MaxLine int       `json:"maxLineBytes"`
-	Files   []fileSig `json:"files"`
-	Key     string    `json:"key"`
+	Source  string `json:"source"`
+	Version string `json:"coronerVersion"`
+	MaxLine int    `json:"maxLineBytes"`
+	Files   string `json:"files"` // sigsHash of the logs
+	Key     string `json:"key"`
 }
 
 func statLogs(fsys fs.FS, logs []parse.LogStream) []fileSig {
@@ -59,16 +68,16 @@ func statLogs(fsys fs.FS, logs []parse.LogStream) []fileSig {
 	return sigs
 }
 
-func sameSigs(a, b []fileSig) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] || a[i].Size < 0 {
-			return false
+// sigsHash names a list of file signatures; "" when a file could not be read.
+func sigsHash(sigs []fileSig) string {
+	h := sha256.New()
+	for _, s := range sigs {
+		if s.Size < 0 {
+			return ""
 		}
+		fmt.Fprintf(h, "%q %d %d %d %d\n", s.Path, s.Size, s.Mtime, s.Ctime, s.Ino)
 	}
-	return true
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // sourceID names a bundle by where it is, for the stat entries.
@@ -103,6 +112,9 @@ func (c *Cache) readStat(source string) *statEntry {
 }
 
 func (c *Cache) writeStat(e statEntry) error {
+	if e.Files == "" {
+		return nil
+	}
 	p := c.statPath(e.Source)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -114,19 +126,28 @@ func (c *Cache) writeStat(e statEntry) error {
 	return writeAtomic(p, data)
 }
 
+// prepare sweeps what killed runs left in the cache: index directories being built and
+// indexes being removed, whose process is gone.
+func (c *Cache) prepare() {
+	scratch.Sweep(c.Dir, buildPrefix)
+	scratch.Sweep(c.Dir, trashPrefix)
+	scratch.Sweep("", privatePrefix)
+}
+
 // lookup returns the cached index of these logs, or nil. It finds the key from the stat
-// entry, or, when slowKey allows, by reading every log to checksum it (search does; analyze
+// entry, or, when slowKey allows, by reading every log to hash it (search does; analyze
 // reads the logs anyway and checks the cache after its scan). Its only error is ctx's.
 func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, sigs []fileSig, want meta, slowKey bool, logf func(string, ...any)) (*Index, error) {
 	source := sourceID(b)
 	key := ""
-	if e := c.readStat(source); e != nil && e.Version == want.Version && e.MaxLine == want.MaxLine && sameSigs(e.Files, sigs) {
+	files := sigsHash(sigs)
+	if e := c.readStat(source); e != nil && e.Version == want.Version && e.MaxLine == want.MaxLine && files != "" && e.Files == files {
 		key = e.Key
 	} else if slowKey {
 		var err error
 		if key, err = keyByReading(ctx, b.FS, logs, want); err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("checksumming the logs: %w", ctx.Err())
+				return nil, fmt.Errorf("hashing the logs: %w", ctx.Err())
 			}
 			return nil, nil
 		}
@@ -147,19 +168,20 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogSt
 		c.discard(dir)
 		return nil, nil
 	}
-	_ = c.writeStat(statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: sigs, Key: key})
+	c.touch(dir)
+	_ = c.writeStat(statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: files, Key: key})
 	return ix, nil
 }
 
-// keyByReading checksums every log, as the scan would.
+// keyByReading hashes every log, as the scan would.
 func keyByReading(ctx context.Context, fsys fs.FS, logs []parse.LogStream, want meta) (string, error) {
 	stats := make([]logscan.Stats, len(logs))
 	for i, ls := range logs {
-		n, crc, err := logscan.Checksum(ctx, fsys, ls.Path)
+		n, sum, err := logscan.Checksum(ctx, fsys, ls.Path)
 		if err != nil {
 			return "", err
 		}
-		stats[i].Bytes, stats[i].CRC = n, crc
+		stats[i].Bytes, stats[i].Sum = n, sum
 	}
 	return contentKey(want, logs, stats), nil
 }
@@ -172,48 +194,133 @@ func validKey(k string) bool {
 	return err == nil
 }
 
-// commit moves a freshly built index into the cache under its key. When another process got
-// there first with a sound index, that one is used; a damaged one is replaced.
-func (c *Cache) commit(ix *Index, b *bundle.Bundle, sigs []fileSig) (*Index, error) {
+// commit moves a freshly built index into the cache under its key, and evicts the least
+// recently used indexes past the size bound. When another process got there first with a
+// sound index, that one is used; a damaged one is replaced. When the index cannot be moved
+// into place, it stays private (removed by Close) and warn says why.
+func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, sigs []fileSig, warn func(string, ...any)) (*Index, error) {
 	key := ix.meta.Key
 	final := filepath.Join(c.Dir, key)
 	want := ix.meta
-	built := ix.dir
 	ix.Close()
-	if err := os.Rename(built, final); err != nil {
+	private := func(err error) (*Index, error) {
+		warn("the index cache %s cannot be written (%v); going on without it", c.Dir, unwrapPath(err))
+		ix, err := openDir(dir.Path, b.FS, false, &want)
+		if err != nil {
+			dir.Remove()
+			return nil, err
+		}
+		ix.scratch = dir
+		return ix, nil
+	}
+	stat := statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: sigsHash(sigs), Key: key}
+	if _, err := os.Stat(final); err == nil {
 		if other, oerr := openDir(final, b.FS, true, &want); oerr == nil {
-			os.RemoveAll(built)
-			return other, c.writeStat(statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: sigs, Key: key})
+			dir.Remove()
+			c.touch(final)
+			_ = c.writeStat(stat)
+			return other, nil
 		}
 		c.discard(final)
-		if err := os.Rename(built, final); err != nil {
-			// Keep using the private build; it goes away on Close.
-			ix, oerr := openDir(built, b.FS, false, &want)
-			if oerr != nil {
-				os.RemoveAll(built)
-				return nil, oerr
-			}
-			ix.temp = true
-			return ix, nil
-		}
 	}
-	if err := c.writeStat(statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: sigs, Key: key}); err != nil {
-		return nil, fmt.Errorf("index cache: %w", err)
+	if err := dir.Keep(); err != nil {
+		return private(err)
 	}
+	if err := os.Rename(dir.Path, final); err != nil {
+		return private(err)
+	}
+	_ = c.writeStat(stat)
+	c.touch(final)
+	c.evict(final)
 	return openDir(final, b.FS, false, &want)
 }
 
+// touch marks an index as just used (the eviction order).
+func (c *Cache) touch(dir string) {
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+}
+
+// evict removes the least recently used indexes (but keep) while the cache holds more than
+// its bound.
+func (c *Cache) evict(keep string) {
+	limit := c.MaxBytes
+	if limit <= 0 {
+		limit = DefaultCacheMax
+	}
+	entries, err := os.ReadDir(c.Dir)
+	if err != nil {
+		return
+	}
+	type entry struct {
+		dir  string
+		size int64
+		used time.Time
+	}
+	var all []entry
+	var total int64
+	for _, e := range entries {
+		if !e.IsDir() || !validKey(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(c.Dir, e.Name())
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		size := dirSize(dir)
+		all = append(all, entry{dir, size, info.ModTime()})
+		total += size
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].used.Before(all[j].used) })
+	for _, e := range all {
+		if total <= limit {
+			break
+		}
+		if e.dir == keep {
+			continue
+		}
+		c.discard(e.dir)
+		total -= e.size
+	}
+}
+
+// dirSize is the size of an index: what its meta.json lists, else what it holds.
+func dirSize(dir string) int64 {
+	var n int64
+	if data, err := os.ReadFile(filepath.Join(dir, metaName)); err == nil {
+		var m meta
+		if json.Unmarshal(data, &m) == nil {
+			for _, f := range m.Files {
+				n += f.Size
+			}
+			return n + int64(len(data))
+		}
+	}
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+const trashPrefix = ".trash-"
+
 // discard removes a cached index: renamed aside first, so no reader sees it half-removed.
 func (c *Cache) discard(dir string) {
-	trash, err := os.MkdirTemp(c.Dir, ".trash-")
+	trash, err := scratch.MkdirTemp(c.Dir, trashPrefix+"*")
 	if err != nil {
 		os.RemoveAll(dir)
 		return
 	}
-	if os.Rename(dir, filepath.Join(trash, "x")) != nil {
+	if os.Rename(dir, filepath.Join(trash.Path, "x")) != nil {
 		os.RemoveAll(dir)
 	}
-	os.RemoveAll(trash)
+	trash.Remove()
 }
 
 func writeAtomic(p string, data []byte) error {

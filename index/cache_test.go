@@ -1,13 +1,19 @@
 package index
 
 import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -25,7 +31,7 @@ func cachedBuild(t *testing.T, dir string, c *Cache, version string) (*Index, []
 	t.Cleanup(func() { b.Close() })
 	logs, _ := parse.LogStreams(b)
 	var msgs []string
-	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, f) }})
+	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	return ix, msgs
@@ -63,8 +69,8 @@ func TestCacheReusedOnlyForTheSameLogs(t *testing.T) {
 func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
 	damage := map[string]func(t *testing.T, idx string){
-		"flipped stream byte": func(t *testing.T, idx string) {
-			p := filepath.Join(idx, "streams", "000003.bin")
+		"flipped heads byte": func(t *testing.T, idx string) {
+			p := filepath.Join(idx, headsFile)
 			data, err := os.ReadFile(p)
 			require.NoError(t, err)
 			data[len(data)/2] ^= 0x40
@@ -81,7 +87,7 @@ func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 			require.NoError(t, os.Truncate(victim, 3))
 		},
 		"foreign file": func(t *testing.T, idx string) {
-			require.NoError(t, os.WriteFile(filepath.Join(idx, "streams", "extra.bin"), []byte("x"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(idx, "extra.bin"), []byte("x"), 0o644))
 		},
 		"missing meta": func(t *testing.T, idx string) {
 			require.NoError(t, os.Remove(filepath.Join(idx, metaName)))
@@ -108,12 +114,19 @@ func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 	}
 }
 
-// TestDecodeRejectsGarbage: malformed stream data is an error, never a panic.
+// TestDecodeRejectsGarbage: malformed index data is an error, never a panic.
 func TestDecodeRejectsGarbage(t *testing.T) {
-	for _, data := range [][]byte{nil, []byte(streamMagic), []byte(streamMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff")} {
-		_, err := decodeStream(data, 0)
+	for _, data := range [][]byte{nil, []byte(headsMagic), []byte(headsMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"),
+		[]byte(headsMagic + "\x01\x01a\x00\x00\x00\x00\x00\x05")} {
+		_, err := decodeHeads(data, 3)
 		require.Error(t, err)
 	}
+	for _, data := range [][]byte{nil, []byte(chunksMagic), []byte(chunksMagic + "\x02\x00\x05\x01\x00\x00\x01\x00\x00\x00")} {
+		_, err := decodeChunks(data, 3)
+		require.Error(t, err)
+	}
+	_, err := decodeDocs([]byte(docsMagic + "\x05\x01a"))
+	require.Error(t, err)
 }
 
 // TestStreamChangedAfterOpen: a log's part of the index is read when first needed and checked
@@ -125,13 +138,199 @@ func TestStreamChangedAfterOpen(t *testing.T) {
 	require.Equal(t, 7, hitCount(t, ix, "NCCL AND timeout"), "loads the logs with hits")
 	again, _ := cachedBuild(t, dir, c, "v1")
 	require.Equal(t, ix.Dir(), again.Dir())
-	for _, f := range []string{"000000.bin", "000001.bin", "000002.bin", "000003.bin", "000004.bin", "000005.bin"} {
-		p := filepath.Join(again.Dir(), "streams", f)
-		if data, err := os.ReadFile(p); err == nil {
-			data[len(data)-1] ^= 0x40
-			require.NoError(t, os.WriteFile(p, data, 0o644))
+	p := filepath.Join(again.Dir(), bodiesFile)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	for i := range data {
+		data[i] ^= 0x40
+	}
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	_, err = again.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
+	require.ErrorContains(t, err, "no longer matches meta.json")
+}
+
+// TestUnusableCacheIsDoneWithout: a cache directory that is a file, or one that cannot be
+// written, or an index that cannot be moved into place, gives a private index and one
+// warning, never an error: analyze still writes its report.
+func TestUnusableCacheIsDoneWithout(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	cases := map[string]func(t *testing.T) *Cache{
+		"a file": func(t *testing.T) *Cache {
+			p := filepath.Join(t.TempDir(), "cache")
+			require.NoError(t, os.WriteFile(p, []byte("not a directory"), 0o644))
+			return &Cache{Dir: p}
+		},
+		"below a file": func(t *testing.T) *Cache {
+			p := filepath.Join(t.TempDir(), "file")
+			require.NoError(t, os.WriteFile(p, []byte("not a directory"), 0o644))
+			return &Cache{Dir: filepath.Join(p, "cache")}
+		},
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		cases["read-only"] = func(t *testing.T) *Cache {
+			p := t.TempDir()
+			require.NoError(t, os.Chmod(p, 0o555))
+			t.Cleanup(func() { os.Chmod(p, 0o755) })
+			return &Cache{Dir: p}
 		}
 	}
-	_, err := again.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
-	require.ErrorContains(t, err, "no longer matches meta.json")
+	for name, cache := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := cache(t)
+			ix, msgs := cachedBuild(t, dir, c, "v1")
+			require.Len(t, msgs, 1, "one warning")
+			require.Contains(t, msgs[0], "cannot be written")
+			require.Equal(t, 7, hitCount(t, ix, "NCCL AND timeout"))
+			private := ix.Dir()
+			require.NoError(t, ix.Close())
+			_, err := os.Stat(private)
+			require.True(t, os.IsNotExist(err), "the private index goes with Close")
+		})
+	}
+}
+
+// TestCacheEvictsLeastRecentlyUsed: past MaxBytes, the indexes used longest ago go; the one
+// just built and the ones used since stay.
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	var dirs []string
+	var keys []string
+	for _, s := range []string{"pytorchjob-cuda-oom-rank", "pytorchjob-nan-loss", "pytorchjob-shm-bus-error"} {
+		dirs = append(dirs, copyDir(t, "../samples/"+s))
+	}
+	first, _ := cachedBuild(t, dirs[0], c, "v1")
+	keys = append(keys, first.Key())
+	size := dirSize(first.Dir())
+	require.Greater(t, size, int64(0))
+	c.MaxBytes = size*2 + size/2 // room for two of these
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(first.Dir(), old, old))
+	second, _ := cachedBuild(t, dirs[1], c, "v1")
+	keys = append(keys, second.Key())
+	require.NoError(t, os.Chtimes(second.Dir(), old.Add(time.Minute), old.Add(time.Minute)))
+	again, _ := cachedBuild(t, dirs[0], c, "v1") // the first is used again: it becomes the newest
+	require.Equal(t, first.Dir(), again.Dir())
+	third, _ := cachedBuild(t, dirs[2], c, "v1")
+	keys = append(keys, third.Key())
+	exists := func(k string) bool { _, err := os.Stat(filepath.Join(c.Dir, k)); return err == nil }
+	require.True(t, exists(keys[0]), "used again since")
+	require.False(t, exists(keys[1]), "the least recently used goes")
+	require.True(t, exists(keys[2]), "just built")
+}
+
+// TestKilledBuildsAreSwept: a build directory whose process died is removed at the next
+// build; one whose process lives is left.
+func TestKilledBuildsAreSwept(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	dead := filepath.Join(c.Dir, buildPrefix+"123456")
+	require.NoError(t, os.MkdirAll(dead, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dead, scratch.LockName), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dead, bodiesFile), []byte("half"), 0o644))
+	live, err := scratch.MkdirTemp(c.Dir, buildPrefix+"*")
+	require.NoError(t, err)
+	defer live.Remove()
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{dead, live.Path} {
+		require.NoError(t, os.Chtimes(p, old, old))
+	}
+	cachedBuild(t, copyDir(t, "../samples/pytorchjob-nan-loss"), c, "v1")
+	_, err = os.Stat(dead)
+	require.True(t, os.IsNotExist(err), "the dead build is swept")
+	_, err = os.Stat(live.Path)
+	require.NoError(t, err, "a live build is left alone")
+}
+
+// forgeCRC changes 4 bytes of data at off so that its CRC-32C becomes want: CRC is linear, so
+// the 32 bits' effects on the checksum are solved for over GF(2).
+func forgeCRC(t *testing.T, data []byte, off int, want uint32) {
+	t.Helper()
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	base := crc32.Checksum(data, tab)
+	var effect [32]uint32
+	for bit := range 32 {
+		data[off+bit/8] ^= 1 << (bit % 8)
+		effect[bit] = crc32.Checksum(data, tab) ^ base
+		data[off+bit/8] ^= 1 << (bit % 8)
+	}
+	// Gaussian elimination: rows are bit effects, tracking which bits make each.
+	rows := effect
+	var combo [32]uint32
+	for i := range 32 {
+		combo[i] = 1 << i
+	}
+	target := base ^ want
+	var solution uint32
+	for col := 31; col >= 0; col-- {
+		pivot := -1
+		for r := range 32 {
+			if rows[r]&(1<<col) != 0 && (pivot < 0 || rows[r] < rows[pivot]) && rows[r]>>(col+1) == 0 {
+				pivot = r
+			}
+		}
+		require.GreaterOrEqual(t, pivot, 0, "the effects span every checksum")
+		for r := range 32 {
+			if r != pivot && rows[r]&(1<<col) != 0 {
+				rows[r] ^= rows[pivot]
+				combo[r] ^= combo[pivot]
+			}
+		}
+		if target&(1<<col) != 0 {
+			target ^= rows[pivot]
+			solution ^= combo[pivot]
+		}
+		rows[pivot] = 0xffffffff // used
+	}
+	for bit := range 32 {
+		if solution&(1<<bit) != 0 {
+			data[off+bit/8] ^= 1 << (bit % 8)
+		}
+	}
+	require.Equal(t, want, crc32.Checksum(data, tab), "forged")
+}
+
+// TestForgedLogDoesNotTakeAnotherIndex: a hostile bundle's log forged to the size and CRC-32C
+// of another bundle's log (the cache key was made of those) took that log's cached index, and
+// search missed its lines. The key is a SHA-256 of the content now.
+func TestForgedLogDoesNotTakeAnotherIndex(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	good := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	_, _ = cachedBuild(t, good, c, "v1")
+
+	hostile := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	p := filepath.Join(hostile, "logs/ml/train-job-worker-4/pytorch.log")
+	orig, err := os.ReadFile(p)
+	require.NoError(t, err)
+	forged := bytes.Replace(orig, []byte("CUDA out of memory"), []byte("CUDA out of zzbank"), 1)
+	require.NotEqual(t, orig, forged)
+	forged = append(forged[:len(forged)-5], "abcd\n"...)
+	forgeCRC(t, forged, len(forged)-5, crc32.Checksum(orig, crc32.MakeTable(crc32.Castagnoli)))
+	require.Len(t, forged, len(orig))
+	require.NoError(t, os.WriteFile(p, forged, 0o644))
+
+	ix, _ := cachedBuild(t, hostile, c, "v1")
+	require.Equal(t, 1, hitCount(t, ix, "zzbank"), "the hostile bundle's own lines are found")
+}
+
+// TestKilledBuildIsSweptAtTheNextStart: a build killed outright leaves its .build- directory in
+// the cache; the next build removes it (its lock is held by nobody).
+func TestKilledBuildIsSweptAtTheNextStart(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	stale := filepath.Join(c.Dir, ".build-1234567")
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "streams"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stale, ".coroner-lock"), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(stale, "streams", "0.bin"), make([]byte, 1<<20), 0o644))
+	old := time.Now().Add(-time.Minute)
+	require.NoError(t, os.Chtimes(stale, old, old))
+	_, _ = cachedBuild(t, copyDir(t, "../samples/pytorchjob-nan-loss"), c, "v1")
+	_, err := os.Stat(stale)
+	require.True(t, os.IsNotExist(err), "the killed build's directory is gone")
+	entries, err := os.ReadDir(c.Dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.False(t, strings.HasPrefix(e.Name(), ".build-"), "no build directory left: %s", e.Name())
+		if e.IsDir() && e.Name() != "stat" {
+			_, err := os.Stat(filepath.Join(c.Dir, e.Name(), ".coroner-lock"))
+			require.True(t, os.IsNotExist(err), "a cached index holds no lock file")
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"sync"
 	"time"
@@ -13,9 +14,9 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 2
+const FormatVersion = 4
 
-const streamMagic = "coroner-index-stream\n"
+const headsMagic = "coroner-index-heads\n"
 
 // Stream is one indexed log.
 type Stream struct {
@@ -24,52 +25,55 @@ type Stream struct {
 	Lines     int
 	Bytes     int64
 	LongLines int
-	// Rank is the first torchrun "[rankN]:" prefix seen, or -1.
-	Rank        int
+	// First and Last are the first and last times of the log, as Unix nanoseconds (0: none).
 	First, Last int64
-	Templates   []*Template
+	// Rank is the first torchrun "[rankN]:" prefix seen, or -1.
+	Rank int
 
-	idx int // the stream's number in the index
-	// The body: what reading lines back needs, the checkpoints and the templates' line runs
-	// and blocks. It grows with the log, so an opened index loads it per log on first use
-	// (see Index.load); bodyOnce guards that.
+	idx       int
+	templates []template
+	over      overflow
+	// The body: what reading lines back needs, the checkpoints, the templates' line runs and
+	// blocks and the overflow lines and segments. It grows with the log, so it stays in the
+	// bodies file until a search or a window reads the log (see Index.load).
+	bodyOff  int64
+	bodyLen  int
+	bodyCRC  uint32
+	cpLen    int
 	bodyOnce sync.Once
 	bodyErr  error
-	// cpData holds the encoded checkpoints, decoded into cps on first use.
-	cpData []byte
-	cpOnce sync.Once
-	cps    []checkpoint
-	cpErr  error
+	cpData   []byte
+	cpOnce   sync.Once
+	cps      []checkpoint
+	cpErr    error
 }
 
-// dropBody forgets the stream's body (see Index.load).
-func (s *Stream) dropBody() {
-	s.cpData = nil
-	for _, t := range s.Templates {
-		t.lines, t.blob = nil, nil
-	}
+// template is one line shape of one stream: its variable words masked, with where it occurs.
+type template struct {
+	stream, id          int32
+	doc                 int32 // its text: Index.docs[doc]
+	level               byte  // see levels
+	count               int32
+	firstLine, lastLine int32
+	first, last         int64
+	masks               []uint64
+	linesLen, blobLen   int32
+	lines               []byte // body: the runs of its lines
+	blob                []byte // body: its blocks (see eachBlock)
 }
 
-// Template is one line shape of one stream: its variable words masked, with where it occurs.
-type Template struct {
-	// Text shows the shape, every variable word as "<*>".
-	Text                string
-	Level               string
-	Rank                int
-	Count               int
-	First, Last         int64
-	FirstLine, LastLine int
-	// Overflow holds the lines of a stream with too many shapes; search reads them all.
-	Overflow bool
+// overflow is where a stream's lines without a template are: their runs, and their segments
+// (one per chunk the stream has lines in).
+type overflow struct {
+	count, nsegs     int
+	linesLen, segLen int
+	lines, segs      []byte // body
+	descs            []segDesc
+}
 
-	stream  int
-	id      int
-	key     string
-	tokOnce sync.Once
-	tokens  []token // see toks
-	masks   []uint64
-	lines   []byte
-	blob    []byte // encoded blocks (see eachBlock)
+// segDesc is where a segment's lines are in the overflow runs (see block).
+type segDesc struct {
+	lineOff, skip, prevLine, n int
 }
 
 type block struct {
@@ -81,51 +85,230 @@ type block struct {
 	ranges                  []slotRange
 }
 
-func encodeStream(ls parse.LogStream, st logscan.Stats, sb *streamBuilder) []byte {
-	b := []byte(streamMagic)
-	b = appendString(b, ls.Path)
-	b = appendString(b, ls.Namespace)
-	b = appendString(b, ls.Pod)
-	b = appendString(b, ls.Container)
+// encodeBody is the body of a stream (see Stream) and the length of its checkpoints.
+func encodeBody(sb *streamBuilder) (body []byte, cpLen int) {
+	// The checkpoints as one section: only the logs whose lines are read decode theirs.
+	b := binary.AppendUvarint(nil, uint64(len(sb.checkpoints)))
+	var off, t int64
+	for _, c := range sb.checkpoints {
+		b = binary.AppendUvarint(b, uint64(c.off-off))
+		b = binary.AppendVarint(b, c.time-t)
+		off, t = c.off, c.time
+	}
+	cpLen = len(b)
+	for _, tb := range sb.templates {
+		tb.flushRun() // the last run and block are still open
+		tb.flushBlock()
+		b = append(b, tb.lines...)
+		b = append(b, tb.blocks...)
+	}
+	sb.over.flushRun()
+	b = append(b, sb.over.lines...)
+	b = append(b, sb.over.segs...)
+	return b, cpLen
+}
+
+// appendIdentity encodes a log's names and its first time as differences from the log before
+// it in the heads file (logs come in path order: a pod's logs share all but their file name).
+func appendIdentity(b []byte, prev, ls parse.LogStream, prevFirst, first int64) []byte {
+	common := 0
+	for common < len(prev.Path) && common < len(ls.Path) && prev.Path[common] == ls.Path[common] {
+		common++
+	}
+	b = binary.AppendUvarint(b, uint64(common))
+	b = appendString(b, ls.Path[common:])
+	for _, f := range [][2]string{{prev.Namespace, ls.Namespace}, {prev.Pod, ls.Pod}, {prev.Container, ls.Container}} {
+		if f[0] == f[1] {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+			b = appendString(b, f[1])
+		}
+	}
 	b = appendBool(b, ls.Previous)
 	b = appendBool(b, ls.Truncated)
+	return binary.AppendVarint(b, first-prevFirst)
+}
+
+func (d *decoder) identity(prev *Stream, s *Stream) {
+	common := d.int()
+	if common > len(prev.Path) {
+		d.fail()
+		return
+	}
+	s.Path = prev.Path[:common] + d.string()
+	for _, f := range []struct{ prev, into *string }{{&prev.Namespace, &s.Namespace}, {&prev.Pod, &s.Pod}, {&prev.Container, &s.Container}} {
+		if d.bool() {
+			*f.into = *f.prev
+		} else {
+			*f.into = d.string()
+		}
+	}
+	s.Previous, s.Truncated = d.bool(), d.bool()
+	s.First = prev.First + d.varint()
+}
+
+// appendHead encodes what an opened index keeps of a stream but its names and first time (see
+// appendIdentity).
+func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, body []byte, cpLen int) []byte {
 	b = binary.AppendUvarint(b, uint64(st.Lines))
 	b = binary.AppendUvarint(b, uint64(st.Bytes))
 	b = binary.AppendUvarint(b, uint64(st.LongLines))
 	b = binary.AppendVarint(b, int64(sb.rank))
-	b = binary.AppendVarint(b, unixNano(st.First))
-	b = binary.AppendVarint(b, unixNano(st.Last))
-	// The checkpoints as one length-prefixed section: opening an index skips it, and only
-	// the logs whose lines are read decode theirs.
-	cps := binary.AppendUvarint(nil, uint64(len(sb.checkpoints)))
-	var off, t int64
-	for _, c := range sb.checkpoints {
-		cps = binary.AppendUvarint(cps, uint64(c.off-off))
-		cps = binary.AppendVarint(cps, c.time-t)
-		off, t = c.off, c.time
-	}
-	b = appendBytes(b, cps)
+	first := unixNano(st.First)
+	b = binary.AppendVarint(b, unixNano(st.Last)-first)
+	b = binary.AppendUvarint(b, uint64(bodyOff))
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
+	b = binary.AppendUvarint(b, uint64(cpLen))
 	b = binary.AppendUvarint(b, uint64(len(sb.templates)))
 	for _, tb := range sb.templates {
-		tb.flushRun() // the last run and block are still open
-		tb.flushBlock()
-		b = appendString(b, tb.key)
-		b = appendString(b, tb.level)
-		b = binary.AppendVarint(b, int64(tb.rank))
+		b = binary.AppendUvarint(b, uint64(tb.doc))
+		b = append(b, levelCode(tb.level))
 		b = binary.AppendUvarint(b, uint64(tb.count))
-		b = binary.AppendVarint(b, tb.first)
-		b = binary.AppendVarint(b, tb.last)
 		b = binary.AppendUvarint(b, uint64(tb.firstLine))
-		b = binary.AppendUvarint(b, uint64(tb.lastLine))
-		b = appendBool(b, tb.overflow)
+		b = binary.AppendUvarint(b, uint64(tb.lastLine-tb.firstLine))
+		b = binary.AppendVarint(b, tb.first-first)
+		b = binary.AppendVarint(b, tb.last-tb.first)
 		b = binary.AppendUvarint(b, uint64(len(tb.masks)))
 		for _, m := range tb.masks {
 			b = binary.AppendUvarint(b, m)
 		}
-		b = appendBytes(b, tb.lines)
-		b = appendBytes(b, tb.blocks)
+		b = binary.AppendUvarint(b, uint64(len(tb.lines)))
+		b = binary.AppendUvarint(b, uint64(len(tb.blocks)))
+	}
+	o := &sb.over
+	b = binary.AppendUvarint(b, uint64(o.count))
+	b = binary.AppendUvarint(b, uint64(o.nsegs))
+	b = binary.AppendUvarint(b, uint64(len(o.lines)))
+	b = binary.AppendUvarint(b, uint64(len(o.segs)))
+	return b
+}
+
+// decodeHeads reads the heads file: every stream but its body.
+func decodeHeads(data []byte, docs int) ([]*Stream, error) {
+	if len(data) < len(headsMagic) || string(data[:len(headsMagic)]) != headsMagic {
+		return nil, errors.New("not an index heads file")
+	}
+	d := &decoder{b: data[len(headsMagic):]}
+	streams := make([]*Stream, d.count())
+	prev := &Stream{}
+	for i := range streams {
+		s := &Stream{idx: i}
+		streams[i] = s
+		d.identity(prev, s)
+		prev = s
+		s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
+		s.Rank = int(d.varint())
+		s.Last = s.First + d.varint()
+		s.bodyOff, s.bodyLen = int64(d.uvarint()), d.int()
+		if len(d.b) < 4 {
+			d.fail()
+			break
+		}
+		s.bodyCRC = binary.LittleEndian.Uint32(d.b)
+		d.b = d.b[4:]
+		s.cpLen = d.int()
+		s.templates = make([]template, d.count())
+		total := s.cpLen
+		for k := range s.templates {
+			t := &s.templates[k]
+			t.stream, t.id = int32(i), int32(k)
+			t.doc = int32(d.int())
+			t.level = d.byte()
+			t.count = int32(d.int())
+			t.firstLine = int32(d.int())
+			t.lastLine = t.firstLine + int32(d.int())
+			t.first = s.First + d.varint()
+			t.last = t.first + d.varint()
+			t.masks = make([]uint64, d.count())
+			for m := range t.masks {
+				t.masks[m] = d.uvarint()
+			}
+			t.linesLen, t.blobLen = int32(d.int()), int32(d.int())
+			total += int(t.linesLen) + int(t.blobLen)
+			if d.err == nil && (int(t.doc) >= docs || int(t.level) >= len(levels) || t.count < 1 || int(t.count) > s.Lines ||
+				int(t.lastLine) > s.Lines) {
+				d.fail()
+			}
+		}
+		o := &s.over
+		o.count, o.nsegs, o.linesLen, o.segLen = d.int(), d.int(), d.int(), d.int()
+		total += o.linesLen + o.segLen
+		if d.err == nil && (total != s.bodyLen || o.count > s.Lines) {
+			d.fail()
+		}
+		if d.err != nil {
+			break
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail()
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("heads: %w", d.err)
+	}
+	return streams, nil
+}
+
+// setBody splits a stream's body into its sections.
+func (s *Stream) setBody(body []byte) error {
+	if n, _ := binary.Uvarint(body); n != uint64((s.Lines+checkpointEvery-1)/checkpointEvery) {
+		return errCorrupt
+	}
+	s.cpData, body = body[:s.cpLen:s.cpLen], body[s.cpLen:]
+	for k := range s.templates {
+		t := &s.templates[k]
+		t.lines, body = body[:t.linesLen:t.linesLen], body[t.linesLen:]
+		t.blob, body = body[:t.blobLen:t.blobLen], body[t.blobLen:]
+	}
+	o := &s.over
+	o.lines, body = body[:o.linesLen:o.linesLen], body[o.linesLen:]
+	o.segs = body
+	d := &decoder{b: o.segs}
+	o.descs = make([]segDesc, 0, o.nsegs)
+	total := 0
+	for k := 0; k < o.nsegs && d.err == nil; k++ {
+		sd := segDesc{lineOff: d.int(), skip: d.int(), prevLine: d.int(), n: d.int()}
+		if sd.lineOff > len(o.lines) || sd.n < 1 {
+			d.fail()
+		}
+		total += sd.n
+		o.descs = append(o.descs, sd)
+	}
+	if d.err == nil && (len(d.b) != 0 || total != o.count) {
+		d.fail()
+	}
+	return d.err
+}
+
+const docsMagic = "coroner-index-docs\n"
+
+func encodeDocs(keys []string) []byte {
+	b := []byte(docsMagic)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = appendString(b, k)
 	}
 	return b
+}
+
+func decodeDocs(data []byte) ([]string, error) {
+	if len(data) < len(docsMagic) || string(data[:len(docsMagic)]) != docsMagic {
+		return nil, errors.New("not an index docs file")
+	}
+	d := &decoder{b: data[len(docsMagic):]}
+	keys := make([]string, d.count())
+	for i := range keys {
+		keys[i] = d.string()
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail()
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("docs: %w", d.err)
+	}
+	return keys, nil
 }
 
 func unixNano(t time.Time) int64 {
@@ -240,69 +423,6 @@ func (d *decoder) fail() {
 	}
 }
 
-func decodeStream(data []byte, idx int) (*Stream, error) {
-	if len(data) < len(streamMagic) || string(data[:len(streamMagic)]) != streamMagic {
-		return nil, errors.New("not an index stream file")
-	}
-	d := &decoder{b: data[len(streamMagic):]}
-	s := &Stream{idx: idx}
-	s.Path, s.Namespace, s.Pod, s.Container = d.string(), d.string(), d.string(), d.string()
-	s.Previous, s.Truncated = d.bool(), d.bool()
-	s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
-	s.Rank = int(d.varint())
-	s.First, s.Last = d.varint(), d.varint()
-	s.cpData = d.bytes()
-	if n, _ := binary.Uvarint(s.cpData); d.err == nil && n != uint64((s.Lines+checkpointEvery-1)/checkpointEvery) {
-		d.fail()
-	}
-	s.Templates = make([]*Template, d.count())
-	for i := range s.Templates {
-		t := &Template{stream: idx, id: i}
-		t.key = d.string()
-		t.Level = d.string()
-		t.Rank = int(d.varint())
-		if t.Count = d.int(); t.Count > s.Lines {
-			d.fail()
-		}
-		t.First, t.Last = d.varint(), d.varint()
-		t.FirstLine, t.LastLine = d.int(), d.int()
-		t.Overflow = d.bool()
-		t.masks = make([]uint64, d.count())
-		for k := range t.masks {
-			t.masks[k] = d.uvarint()
-		}
-		t.lines = d.bytes()
-		t.blob = d.bytes()
-		if d.err != nil {
-			break
-		}
-		t.Text = display(t.key)
-		if slots := countSlots(t.key); !t.Overflow && slots != len(t.masks) {
-			d.fail()
-		}
-		s.Templates[i] = t
-	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail()
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("stream %d: %w", idx, d.err)
-	}
-	return s, nil
-}
-
-// countSlots counts the variable words of a template key, as tokensOf reads them.
-func countSlots(key string) int {
-	n := 0
-	for i := 0; i+1 < len(key); i++ {
-		if key[i] == 0 {
-			n++
-			i++
-		}
-	}
-	return n
-}
-
 // checkpoint returns the stream's checkpoint i, decoding them all on first use.
 func (s *Stream) checkpoint(i int) (checkpoint, error) {
 	s.cpOnce.Do(func() {
@@ -328,22 +448,16 @@ func (s *Stream) checkpoint(i int) (checkpoint, error) {
 	return s.cps[i], nil
 }
 
-// toks returns the template's words and slots (see tokensOf), read on first use.
-func (t *Template) toks() []token {
-	t.tokOnce.Do(func() { t.tokens = tokensOf(t.key) })
-	return t.tokens
-}
-
 // eachBlock decodes a template's block summaries in line order, handing each to fn. The
 // block and its ranges are reused from one call to the next (a step template of a large log
 // has hundreds of blocks of a dozen ranges: search reads them all and keeps none).
-func (t *Template) eachBlock(fn func(bl *block) error) error {
+func (t *template) eachBlock(fn func(bl *block) error) error {
 	d := &decoder{b: t.blob}
 	bl := &block{ranges: make([]slotRange, len(t.masks))}
 	var tmax int64
-	for total := 0; total < t.Count; {
+	for total := 0; total < int(t.count); {
 		bl.lineOff, bl.skip, bl.prevLine, bl.n = d.int(), d.int(), d.int(), d.int()
-		if bl.n < 1 || bl.n > blockSize || bl.n > t.Count-total {
+		if bl.n < 1 || bl.n > blockSize || bl.n > int(t.count)-total {
 			d.fail()
 		}
 		total += bl.n
@@ -386,7 +500,7 @@ func (t *Template) eachBlock(fn func(bl *block) error) error {
 }
 
 // blockLines decodes the line numbers of one block.
-func (t *Template) blockLines(bl *block, dst []int) ([]int, error) {
+func (t *template) blockLines(bl *block, dst []int) ([]int, error) {
 	return decodeRuns(t.lines[bl.lineOff:], bl.prevLine, bl.skip, bl.n, dst)
 }
 

@@ -1,44 +1,88 @@
 // Package index makes a bundle's logs searchable. Build runs the single scan of the logs
 // (package logscan: each line cleaned, timed and given its shape) and records, for each shape
-// of each log, a template: the compact list of its lines, per-block summaries of its variable
-// words, and checkpoints to read lines back; the template texts go into a bleve index. Search
-// finds templates in bleve, narrows them with the block summaries, and reads back from the
-// bundle only the lines it must verify or show. Indexes are cached by the content of the logs
-// (see Cache), written under a temporary name and renamed when complete.
+// of each log that repeats, a template: the compact list of its lines, per-block summaries of
+// its variable words, and checkpoints to read lines back; the template texts go into a bleve
+// index. Lines whose shape does not repeat go into chunks of 32 to 64 KiB of text with a Bloom
+// filter of their words. Search finds templates in bleve and chunks by their filters, narrows
+// templates with the block summaries, and reads back from the bundle only the lines it must
+// verify or show. Memory and the index stay bounded whatever the logs hold: the templates of
+// a log and of a bundle are bounded (logscan.MaxShapes, MaxDocs), the rest is chunks.
+//
+// Indexes are cached by the content of the logs (see Cache), written under a temporary name
+// and renamed when complete.
 package index
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/coroner-dev/coroner/internal/scratch"
 )
 
 // Index is an opened index of one bundle's logs. It reads lines back from the bundle, which
 // must stay open while the index is used.
 type Index struct {
 	dir     string
-	temp    bool // a private index, removed by Close
+	scratch *scratch.Dir // a private index, removed by Close
 	fsys    fs.FS
 	maxLine int
 	meta    meta
 	files   map[string]metaFile // meta's files by name
 	streams []*Stream
+	docs    []doc
+	chunks  *chunkTable
+	bodies  *os.File
+	filters *os.File
 	bleve   bleve.Index
-	groups  [][]*Template // the templates of bleve document i (see shapeGroups)
+	readers sync.Pool // of *logscan.LineReader, to read lines back with
+	closer  io.Closer // what fsys holds open (a tarball)
+}
+
+// doc is a distinct template text: one bleve document, and the templates of every log with
+// that text.
+type doc struct {
+	idx      int
+	key      string
+	refs     []tref
+	tokOnce  sync.Once
+	tokens   []token
+	rankSlot bool // the text starts with torchrun's "[rankN]:" (see rankOf)
+	textOnce sync.Once
+	text     string
+}
+
+// tref names a template: streams[stream].templates[id].
+type tref struct{ stream, id int32 }
+
+// toks returns the text's words and slots (see tokensOf), read on first use.
+func (d *doc) toks() []token {
+	d.tokOnce.Do(func() { d.tokens = tokensOf(d.key) })
+	return d.tokens
+}
+
+// display shows the text, every variable word as "<*>".
+func (d *doc) display() string {
+	d.textOnce.Do(func() { d.text = display(d.key) })
+	return d.text
 }
 
 // Streams returns the indexed logs in bundle path order.
 func (ix *Index) Streams() []*Stream { return ix.streams }
 
-// Key is the cache key the index was built for.
+// Key is the cache key the index was built for ("" for a private index).
 func (ix *Index) Key() string { return ix.meta.Key }
 
 // Dir is where the index lives.
@@ -54,11 +98,21 @@ func (ix *Index) Close() error {
 		err = ix.bleve.Close()
 		ix.bleve = nil
 	}
-	if ix.temp {
-		if rerr := os.RemoveAll(ix.dir); err == nil {
+	for _, f := range []**os.File{&ix.bodies, &ix.filters} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
+	}
+	if ix.closer != nil {
+		ix.closer.Close()
+		ix.closer = nil
+	}
+	if ix.scratch != nil {
+		if rerr := ix.scratch.Remove(); err == nil {
 			err = rerr
 		}
-		ix.temp = false
+		ix.scratch = nil
 	}
 	return err
 }
@@ -74,13 +128,16 @@ func (ix *Index) Size() int64 {
 
 const metaName = "meta.json"
 
-// meta describes an index directory; its checksums make corrupt or foreign contents detectable.
+// meta describes an index directory; its checksums make corrupt or foreign contents
+// detectable. The bodies and filters files, which grow with the logs, are checked a piece at
+// a time as they are read (see Stream and filterReader); the others whole, at open.
 type meta struct {
 	Format  int        `json:"format"`
 	Version string     `json:"coronerVersion"`
 	Key     string     `json:"key"`
 	MaxLine int        `json:"maxLineBytes"`
 	Streams int        `json:"streams"`
+	Docs    int        `json:"docs"`
 	Files   []metaFile `json:"files"`
 }
 
@@ -90,10 +147,11 @@ type metaFile struct {
 	CRC  uint32 `json:"crc32c"`
 }
 
-func streamFile(i int) string { return fmt.Sprintf("streams/%06d.bin", i) }
-
 // castagnoli checksums the index's files.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkedLater are the files whose parts carry their own checksums.
+func checkedLater(name string) bool { return name == bodiesFile || name == filtersFile }
 
 // writeMeta lists and checksums every file of dir, and writes meta.json last: an index
 // directory without a meta.json that matches its files is never used.
@@ -105,14 +163,24 @@ func writeMeta(dir string, m meta) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == metaName {
+		if rel == metaName || rel == scratch.LockName || strings.HasPrefix(rel, tarballPrefix) || strings.HasPrefix(rel, "."+tarballPrefix) {
 			return nil
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
+		f := metaFile{Name: rel}
+		if checkedLater(rel) {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			f.Size = info.Size()
+		} else {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			f.Size, f.CRC = int64(len(data)), crc32.Checksum(data, castagnoli)
 		}
-		m.Files = append(m.Files, metaFile{Name: rel, Size: int64(len(data)), CRC: crc32.Checksum(data, castagnoli)})
+		m.Files = append(m.Files, f)
 		return nil
 	})
 	if err != nil {
@@ -140,8 +208,11 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 	if m.Format != FormatVersion {
 		return nil, fmt.Errorf("index format %d, this coroner reads %d", m.Format, FormatVersion)
 	}
-	if want != nil && (m.Key != want.Key || m.Version != want.Version || m.MaxLine != want.MaxLine) {
+	if want != nil && (m.Key != want.Key || m.Version != want.Version || m.MaxLine != want.MaxLine || (want.Streams >= 0 && m.Streams != want.Streams)) {
 		return nil, errors.New("the index was built for another bundle, coroner version or line limit")
+	}
+	if m.MaxLine <= 0 {
+		return nil, errors.New("meta.json: no line limit")
 	}
 	files := map[string]metaFile{}
 	for _, f := range m.Files {
@@ -153,46 +224,134 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 		}
 	}
 	ix := &Index{dir: dir, fsys: fsys, maxLine: m.MaxLine, meta: m, files: files}
-	if m.MaxLine <= 0 {
-		return nil, errors.New("meta.json: no line limit")
-	}
-	for i := 0; i < m.Streams; i++ {
-		name := streamFile(i)
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
-		if err != nil {
-			return nil, err
-		}
-		if f, ok := files[name]; !ok || (verify && (f.Size != int64(len(data)) || f.CRC != crc32.Checksum(data, castagnoli))) {
-			return nil, fmt.Errorf("%s does not match meta.json", name)
-		}
-		s, err := decodeStream(data, i)
-		if err != nil {
-			return nil, err
-		}
-		s.dropBody()
-		ix.streams = append(ix.streams, s)
-	}
-	ix.groups = shapeGroups(ix.streams)
-	if !sort.SliceIsSorted(ix.streams, func(i, j int) bool { return ix.streams[i].Path < ix.streams[j].Path }) {
-		return nil, errors.New("streams are not in path order")
-	}
-	ix.bleve, err = bleve.OpenUsing(filepath.Join(dir, "bleve"), map[string]interface{}{"read_only": true})
-	if err != nil {
-		return nil, fmt.Errorf("opening the bleve index: %w", err)
-	}
-	n, err := ix.bleve.DocCount()
-	if err == nil && n != uint64(len(ix.groups)) {
-		err = fmt.Errorf("the bleve index holds %d template texts, the streams %d", n, len(ix.groups))
-	}
-	if err != nil {
-		ix.bleve.Close()
+	if err := ix.open(verify); err != nil {
+		ix.Close()
 		return nil, err
 	}
 	return ix, nil
 }
 
-// checkFiles compares dir with meta.json's list: the same files, sizes and checksums. The
-// stream files are checked again when read; this pass covers bleve's.
+// readChecked reads one of the index's small files, checked against meta.json.
+func (ix *Index) readChecked(name string, verify bool) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(ix.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := ix.files[name]; !ok || (verify && (f.Size != int64(len(data)) || f.CRC != crc32.Checksum(data, castagnoli))) {
+		return nil, fmt.Errorf("%s does not match meta.json", name)
+	}
+	return data, nil
+}
+
+func (ix *Index) open(verify bool) error {
+	data, err := ix.readChecked(docsFile, verify)
+	if err != nil {
+		return err
+	}
+	keys, err := decodeDocs(data)
+	if err != nil {
+		return err
+	}
+	if data, err = ix.readChecked(headsFile, verify); err != nil {
+		return err
+	}
+	if ix.streams, err = decodeHeads(data, len(keys)); err != nil {
+		return err
+	}
+	if len(ix.streams) != ix.meta.Streams || len(keys) != ix.meta.Docs {
+		return errors.New("meta.json does not match the index")
+	}
+	if !sort.SliceIsSorted(ix.streams, func(i, j int) bool { return ix.streams[i].Path < ix.streams[j].Path }) {
+		return errors.New("streams are not in path order")
+	}
+	if data, err = ix.readChecked(chunksFile, verify); err != nil {
+		return err
+	}
+	if ix.chunks, err = decodeChunks(data, len(ix.streams)); err != nil {
+		return err
+	}
+	for _, seg := range ix.chunks.segs {
+		if int(seg.seg) >= ix.streams[seg.stream].over.nsegs {
+			return fmt.Errorf("chunks: %w", errCorrupt)
+		}
+	}
+	ix.docs = make([]doc, len(keys))
+	counts := make([]int, len(keys))
+	for _, s := range ix.streams {
+		for k := range s.templates {
+			counts[s.templates[k].doc]++
+		}
+	}
+	refs := make([]tref, 0, sum(counts))
+	for i, k := range keys {
+		d := &ix.docs[i]
+		d.idx, d.key = i, k
+		d.refs = refs[len(refs) : len(refs) : len(refs)+counts[i]]
+		refs = refs[:len(refs)+counts[i]]
+		d.rankSlot = strings.HasPrefix(k, "[rank\x00"+string(rune(tokRun))+"]")
+	}
+	for si, s := range ix.streams {
+		for k := range s.templates {
+			d := &ix.docs[s.templates[k].doc]
+			d.refs = append(d.refs, tref{int32(si), int32(k)})
+		}
+	}
+	// The bodies were written as the logs were scanned, in any order: together they fill the
+	// file, without overlap.
+	byOff := slices.Clone(ix.streams)
+	slices.SortFunc(byOff, func(a, b *Stream) int { return cmp.Compare(a.bodyOff, b.bodyOff) })
+	var size int64
+	for _, s := range byOff {
+		if s.bodyOff != size {
+			return fmt.Errorf("heads: %w", errCorrupt)
+		}
+		size += int64(s.bodyLen)
+	}
+	for name, want := range map[string]int64{bodiesFile: size, filtersFile: filtersSize(ix.chunks)} {
+		if f, ok := ix.files[name]; !ok || f.Size != want {
+			return fmt.Errorf("%s does not match meta.json", name)
+		}
+	}
+	if ix.bodies, err = os.Open(filepath.Join(ix.dir, bodiesFile)); err != nil {
+		return err
+	}
+	if ix.filters, err = os.Open(filepath.Join(ix.dir, filtersFile)); err != nil {
+		return err
+	}
+	for _, f := range []*os.File{ix.bodies, ix.filters} {
+		if info, err := f.Stat(); err != nil || info.Size() != ix.files[filepath.Base(f.Name())].Size {
+			return fmt.Errorf("%s does not match meta.json", filepath.Base(f.Name()))
+		}
+	}
+	ix.bleve, err = bleve.OpenUsing(filepath.Join(ix.dir, bleveDir), map[string]interface{}{"read_only": true})
+	if err != nil {
+		return fmt.Errorf("opening the bleve index: %w", err)
+	}
+	n, err := ix.bleve.DocCount()
+	if err == nil && n != uint64(len(ix.docs)) {
+		err = fmt.Errorf("the bleve index holds %d template texts, the docs %d", n, len(ix.docs))
+	}
+	return err
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+func filtersSize(t *chunkTable) int64 {
+	var n int64
+	for _, b := range t.batches {
+		n += b.len
+	}
+	return n
+}
+
+// checkFiles compares dir with meta.json's list: the same files, sizes and (for all but the
+// bodies and filters, checked as they are read) checksums.
 func checkFiles(dir string, files map[string]metaFile) error {
 	seen := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -204,8 +363,8 @@ func checkFiles(dir string, files map[string]metaFile) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == metaName {
-			return nil
+		if rel == metaName || rel == scratch.LockName || strings.HasPrefix(rel, tarballPrefix) || strings.HasPrefix(rel, "."+tarballPrefix) {
+			return nil // the build directory's lock goes before it joins the cache; a tarball's access points carry their own checksum
 		}
 		f, ok := files[rel]
 		if !ok {
@@ -215,7 +374,7 @@ func checkFiles(dir string, files map[string]metaFile) error {
 			return fmt.Errorf("%s is not a regular file", rel)
 		}
 		seen++
-		if strings.HasPrefix(rel, "streams/") {
+		if checkedLater(rel) {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -233,31 +392,23 @@ func checkFiles(dir string, files map[string]metaFile) error {
 	return err
 }
 
-// load reads a stream's body (see Stream) from its file, checked again against meta.json,
-// once.
+// load reads a stream's body (see Stream) from the bodies file, checked against its
+// checksum, once.
 func (ix *Index) load(s *Stream) error {
 	s.bodyOnce.Do(func() {
-		name := streamFile(s.idx)
-		data, err := os.ReadFile(filepath.Join(ix.dir, filepath.FromSlash(name)))
-		if err == nil {
-			if f, ok := ix.files[name]; !ok || f.Size != int64(len(data)) || f.CRC != crc32.Checksum(data, castagnoli) {
-				err = fmt.Errorf("%s no longer matches meta.json", name)
-			}
+		body := make([]byte, s.bodyLen)
+		_, err := ix.bodies.ReadAt(body, s.bodyOff)
+		if err == io.EOF && s.bodyLen == 0 {
+			err = nil
 		}
-		var full *Stream
-		if err == nil {
-			full, err = decodeStream(data, s.idx)
+		if err == nil && crc32.Checksum(body, castagnoli) != s.bodyCRC {
+			err = fmt.Errorf("%s no longer matches meta.json", bodiesFile)
 		}
-		if err == nil && (full.Path != s.Path || len(full.Templates) != len(s.Templates)) {
-			err = fmt.Errorf("%s: %w", name, errCorrupt)
+		if err == nil {
+			err = s.setBody(body)
 		}
 		if err != nil {
 			s.bodyErr = fmt.Errorf("the index of %s: %w", s.Path, err)
-			return
-		}
-		s.cpData = full.cpData
-		for i, t := range s.Templates {
-			t.lines, t.blob = full.Templates[i].lines, full.Templates[i].blob
 		}
 	})
 	return s.bodyErr

@@ -44,7 +44,10 @@ type phraseNode struct{ words []*wordNode }
 
 type prefixNode struct{ prefix string }
 
-type fieldNode struct{ field, value string }
+type fieldNode struct {
+	field, value string
+	rank         int // the value of a rank clause
+}
 
 // Fields a query can name.
 var queryFields = []string{"pod", "container", "level", "rank"}
@@ -233,10 +236,13 @@ func termNode(t string) (node, error) {
 				if v == "" {
 					return nil, fmt.Errorf("%s: needs a value", f)
 				}
+				rank := 0
 				if f == "rank" {
-					if _, err := strconv.Atoi(v); err != nil {
-						return nil, fmt.Errorf("rank:%s: not a number", v)
+					n, err := strconv.Atoi(v)
+					if err != nil || n < 0 || n > 999999 {
+						return nil, fmt.Errorf("rank:%s: not a rank number", v)
 					}
+					rank = n
 				}
 				if strings.ContainsAny(v, "[]\\") {
 					return nil, fmt.Errorf("%s: only * and ? are wildcards", t)
@@ -244,7 +250,7 @@ func termNode(t string) (node, error) {
 				if f == "level" {
 					v = strings.ToLower(v)
 				}
-				return &fieldNode{field: f, value: v}, nil
+				return &fieldNode{field: f, value: v, rank: rank}, nil
 			}
 		}
 	}
@@ -347,46 +353,55 @@ func leaves(n node, out []node) []node {
 	return append(out, n)
 }
 
-// matchLine evaluates a query on the folded words of one line.
-func matchLine(n node, words []string, s *Stream, t *Template) bool {
-	return eval(n, func(n node) tri {
-		ok := false
-		switch l := n.(type) {
-		case *wordNode:
-			ok = hasWord(words, l.word)
-		case *phraseNode:
-			ok = hasPhrase(words, l.words)
-		case *prefixNode:
-			for _, w := range words {
-				if strings.HasPrefix(w, l.prefix) {
-					ok = true
-					break
-				}
-			}
-		case *fieldNode:
-			ok = fieldMatches(l, s, t)
-		}
-		if ok {
-			return yes
-		}
-		return no
-	}) == yes
+// lineWords are the folded words of a line, in one buffer.
+type lineWords struct {
+	buf  []byte
+	ends []int
 }
 
-func hasWord(words []string, w string) bool {
-	for _, x := range words {
-		if x == w {
+func (lw *lineWords) reset(text []byte) {
+	lw.buf, lw.ends = lw.buf[:0], lw.ends[:0]
+	for i := 0; i < len(text); {
+		if !logscan.IsWordByte(text[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(text) && logscan.IsWordByte(text[j]) {
+			j++
+		}
+		lw.buf = logscan.Fold(lw.buf, text[i:j])
+		lw.ends = append(lw.ends, len(lw.buf))
+		i = j
+	}
+}
+
+func (lw *lineWords) len() int { return len(lw.ends) }
+
+func (lw *lineWords) word(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = lw.ends[i-1]
+	}
+	return lw.buf[start:lw.ends[i]]
+}
+
+func (lw *lineWords) has(w string) bool {
+	start := 0
+	for _, end := range lw.ends {
+		if string(lw.buf[start:end]) == w {
 			return true
 		}
+		start = end
 	}
 	return false
 }
 
-func hasPhrase(words []string, p []*wordNode) bool {
-	for i := 0; i+len(p) <= len(words); i++ {
+func (lw *lineWords) hasPhrase(p []*wordNode) bool {
+	for i := 0; i+len(p) <= lw.len(); i++ {
 		ok := true
 		for k, w := range p {
-			if words[i+k] != w.word {
+			if string(lw.word(i+k)) != w.word {
 				ok = false
 				break
 			}
@@ -398,8 +413,62 @@ func hasPhrase(words []string, p []*wordNode) bool {
 	return false
 }
 
-// fieldMatches answers a field clause from what the index knows of the template.
-func fieldMatches(f *fieldNode, s *Stream, t *Template) bool {
+func (lw *lineWords) hasPrefix(p string) bool {
+	start := 0
+	for _, end := range lw.ends {
+		if w := lw.buf[start:end]; len(w) >= len(p) && string(w[:len(p)]) == p {
+			return true
+		}
+		start = end
+	}
+	return false
+}
+
+// level is the level the line names among its first words (see levelWord).
+func (lw *lineWords) level() string {
+	for i := 0; i < lw.len() && i < levelWords; i++ {
+		var prev []byte
+		if i > 0 {
+			prev = lw.word(i - 1)
+		}
+		if l := levelWord(prev, lw.word(i)); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// matchLine evaluates a query on one line: its folded words, and its fields (the log's pod
+// and container, the line's level and rank).
+func matchLine(n node, words *lineWords, s *Stream, text []byte) bool {
+	return eval(n, func(n node) tri {
+		ok := false
+		switch l := n.(type) {
+		case *wordNode:
+			ok = words.has(l.word)
+		case *phraseNode:
+			ok = words.hasPhrase(l.words)
+		case *prefixNode:
+			ok = words.hasPrefix(l.prefix)
+		case *fieldNode:
+			switch l.field {
+			case "level":
+				ok = l.value == words.level()
+			case "rank":
+				ok = rankOf(text) == l.rank
+			default:
+				ok = streamField(l, s)
+			}
+		}
+		if ok {
+			return yes
+		}
+		return no
+	}) == yes
+}
+
+// streamField answers a pod or container clause for a log.
+func streamField(f *fieldNode, s *Stream) bool {
 	switch f.field {
 	case "pod":
 		ok, _ := path.Match(f.value, s.Pod)
@@ -407,11 +476,6 @@ func fieldMatches(f *fieldNode, s *Stream, t *Template) bool {
 	case "container":
 		ok, _ := path.Match(f.value, s.Container)
 		return ok
-	case "level":
-		return f.value == t.Level
-	case "rank":
-		r, _ := strconv.Atoi(f.value)
-		return t.Rank == r
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"time"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -26,27 +27,60 @@ type Line struct {
 // of a training log, so that a jump reads what it needs and not 64 KiB.
 const seekBuffer = 8 << 10
 
-// readLines reads the given lines (sorted, 1-based) of one log back from the bundle, starting
-// from the nearest checkpoints. fn gets each wanted line's time and cleaned text. It stops
-// when ctx is done.
+// lineSource reads the lines of one log back from the bundle, from the nearest checkpoints;
+// it keeps the file open between reads.
+type lineSource struct {
+	ix    *Index
+	s     *Stream
+	f     fs.File
+	ra    io.ReaderAt
+	lr    *logscan.LineReader
+	clean []byte
+}
+
+func (ix *Index) source(s *Stream) (*lineSource, error) {
+	if err := ix.load(s); err != nil {
+		return nil, err
+	}
+	f, err := ix.fsys.Open(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	ra, ok := f.(io.ReaderAt)
+	if !ok {
+		f.Close()
+		return nil, fmt.Errorf("%s: the bundle's files cannot be read at an offset", s.Path)
+	}
+	lr, _ := ix.readers.Get().(*logscan.LineReader)
+	if lr == nil {
+		lr = logscan.NewLineReader(nil, 0, ix.maxLine, seekBuffer)
+	}
+	return &lineSource{ix: ix, s: s, f: f, ra: ra, lr: lr}, nil
+}
+
+func (src *lineSource) close() {
+	src.f.Close()
+	src.lr.Reset(nil, 0)
+	src.ix.readers.Put(src.lr)
+}
+
+// readLines reads the given lines (sorted, 1-based) of one log back from the bundle. fn gets
+// each wanted line's time and cleaned text. It stops when ctx is done.
 func (ix *Index) readLines(ctx context.Context, s *Stream, lines []int, fn func(n int, t int64, text []byte) error) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	if err := ix.load(s); err != nil {
-		return err
-	}
-	f, err := ix.fsys.Open(s.Path)
+	src, err := ix.source(s)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	ra, ok := f.(io.ReaderAt)
-	if !ok {
-		return fmt.Errorf("%s: the bundle's files cannot be read at an offset", s.Path)
-	}
-	var clean []byte
-	lr := logscan.NewLineReader(nil, 0, ix.maxLine, seekBuffer)
+	defer src.close()
+	return src.read(ctx, lines, fn)
+}
+
+// read reads the given lines (sorted, 1-based), starting from the nearest checkpoints.
+func (src *lineSource) read(ctx context.Context, lines []int, fn func(n int, t int64, text []byte) error) error {
+	s, lr := src.s, src.lr
 	i := 0
 	for i < len(lines) {
 		want := lines[i]
@@ -60,7 +94,7 @@ func (ix *Index) readLines(ctx context.Context, s *Stream, lines []int, fn func(
 			return err
 		}
 		clock := logscan.Clock{Last: c.time}
-		lr.Reset(io.NewSectionReader(ra, c.off, 1<<62), c.off)
+		lr.Reset(io.NewSectionReader(src.ra, c.off, 1<<62), c.off)
 		for ; i < len(lines); n++ {
 			// Seek when the next wanted line is more than a checkpoint ahead.
 			if (lines[i]-1)/checkpointEvery > (n-1)/checkpointEvery+1 {
@@ -81,8 +115,8 @@ func (ix *Index) readLines(ctx context.Context, s *Stream, lines []int, fn func(
 				continue
 			}
 			if logscan.NeedsClean(text) {
-				clean = logscan.Clean(clean[:0], text)
-				text = clean
+				src.clean = logscan.Clean(src.clean[:0], text)
+				text = src.clean
 			}
 			if err := fn(n, clock.Last, text); err != nil {
 				return err

@@ -1,20 +1,18 @@
 package index
 
 import (
-	"bytes"
+	"cmp"
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search/query"
-
-	"github.com/coroner-dev/coroner/internal/literal"
 	"github.com/coroner-dev/coroner/logscan"
 )
 
@@ -42,16 +40,28 @@ type SearchOptions struct {
 // DefaultLimit is how many hits a search returns when not told.
 const DefaultLimit = 200
 
-// CollapseAt is how many matching lines of one template in one log are listed before they
+// CollapseAt is how many matching lines of one shape in one log are listed before they
 // become one hit with a count.
 const CollapseAt = 3
 
-// Hit is one matching line, or, for a repetitive line, the first of many of the same
-// template in the same log.
+// VerifyBudget is how many lines a search reads back to check them before it becomes a
+// limited one (unless it lists every line, SearchOptions.All): it then reads candidate lines
+// in time order and stops once the hits it shows are settled (see Result.Partial).
+const VerifyBudget = 1 << 16
+
+// verifyBudget is VerifyBudget; tests lower it.
+var verifyBudget = VerifyBudget
+
+// Hit is one matching line, or, for a repetitive line, the first of many of the same shape
+// in the same log.
 type Hit struct {
 	Line
-	// Count is how many matching lines the hit stands for (1 for a single line).
+	// Count is how many matching lines the hit stands for (1 for a single line); with
+	// Partial, at least that many.
 	Count int `json:"count"`
+	// Partial: the search stopped before reading every line that might match: Count is a
+	// lower bound.
+	Partial bool `json:"partial,omitempty"`
 	// LastLine and LastTime are where the last of them is, when Count > 1.
 	LastLine int        `json:"lastLine,omitempty"`
 	LastTime *time.Time `json:"lastTime,omitempty"`
@@ -65,9 +75,14 @@ type Hit struct {
 type Result struct {
 	// Hits are sorted by time across all logs; lines with no time come last, in file order.
 	Hits []Hit `json:"hits"`
-	// Lines counts every matching line, Omitted the hits past the limit.
+	// Lines counts every matching line, Omitted the hits past the limit; with Partial, they
+	// are lower bounds.
 	Lines   int `json:"lines"`
 	Omitted int `json:"omitted"`
+	// Partial: the search had more than VerifyBudget lines to check and stopped once the
+	// first Limit hits were found (and each repeated line's first and last): the hits are
+	// the right ones, counts are lower bounds. SearchOptions.All reads everything.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // QueryError is a query or regular expression that cannot be read.
@@ -75,29 +90,6 @@ type QueryError struct{ Err error }
 
 func (e *QueryError) Error() string { return e.Err.Error() }
 func (e *QueryError) Unwrap() error { return e.Err }
-
-// matcher answers whether a template, a block of one, or a line matches.
-type matcher interface {
-	template(s *Stream, t *Template) tri
-	block(s *Stream, t *Template, bl *block) tri
-	line(s *Stream, t *Template, text []byte) bool
-}
-
-// group is what one template of one log contributed.
-type group struct {
-	s     *Stream
-	si    int
-	t     *Template
-	whole bool  // every line of the template matches
-	lines []int // otherwise the matching lines, sorted
-}
-
-func (g *group) count() int {
-	if g.whole {
-		return g.t.Count
-	}
-	return len(g.lines)
-}
 
 // Search finds the lines a query (or regex) matches. Every line a scan of the logs with the
 // same words would find is found, and nothing else: the index only decides which lines need
@@ -109,6 +101,153 @@ func (ix *Index) Search(ctx context.Context, opts SearchOptions) (*Result, error
 		return nil, fmt.Errorf("searching the logs: %w", ctx.Err())
 	}
 	return res, err
+}
+
+// group is the matching lines of one shape (key) in one log: those of its template that
+// surely match (whole), and those read and checked.
+type group struct {
+	s       *Stream
+	si      int
+	key     string
+	whole   *template
+	lines   []int
+	times   []int64
+	pending bool    // lines that may match were left unread: the count is a lower bound
+	skipped []*unit // units left unread because the group was settled (see searcher.partial)
+	// its entries in the hit clock (see hitClock.regroup)
+	gen, counted int
+}
+
+func (g *group) count() int {
+	n := len(g.lines)
+	if g.whole != nil {
+		n += int(g.whole.count)
+	}
+	return n
+}
+
+// hits is how many hits the group makes (see hits).
+func (g *group) hits() int {
+	if n := g.count(); n <= CollapseAt {
+		return n
+	}
+	return 1
+}
+
+// unit is a run of lines that may match: a block of a template, or a log's segment of a
+// chunk.
+type unit struct {
+	s                          *Stream
+	si                         int
+	t                          *template // nil: a chunk segment
+	g                          *group    // a template's group
+	lineOff, skip, prevLine, n int
+	tmin                       int64
+	check                      bool // each line must be checked (else each matches)
+	first                      int  // its first line, once decoded
+	lines                      []int
+}
+
+func (u *unit) decode() error {
+	if u.lines != nil {
+		return nil
+	}
+	runs := u.s.over.lines
+	if u.t != nil {
+		runs = u.t.lines
+	}
+	var err error
+	u.lines, err = decodeRuns(runs[u.lineOff:], u.prevLine, u.skip, u.n, make([]int, 0, u.n))
+	if err == nil && len(u.lines) != u.n {
+		err = errCorrupt
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", u.s.Path, err)
+	}
+	return nil
+}
+
+type gkey struct {
+	si  int
+	key string
+}
+
+type searcher struct {
+	ix           *Index
+	m            matcher
+	opts         SearchOptions
+	timed        bool
+	since, until int64
+	groups       map[gkey]*group
+	units        []*unit
+	keyer        logscan.Keyer
+	partial      bool
+	// While reading in time order (readPartial): the hits found so far, by time.
+	clock *hitClock
+}
+
+// hitClock counts, while units are read in time order, the hits found so far that are
+// earlier than the next unit: once Limit of them are, no later unit can change which hits
+// come first. A group's hits change as it gets lines (and fold into one past CollapseAt):
+// its entries are then replaced (see regroup).
+type hitClock struct {
+	pending hitHeap
+	below   int
+}
+
+type hitEntry struct {
+	t   int64
+	g   *group
+	gen int
+}
+
+type hitHeap []hitEntry
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return h[i].t < h[j].t }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(hitEntry)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// regroup replaces the entries of a group whose hits changed.
+func (c *hitClock) regroup(g *group) {
+	g.gen++
+	c.below -= g.counted
+	g.counted = 0
+	for _, t := range g.hitTimes(nil) {
+		heap.Push(&c.pending, hitEntry{t, g, g.gen})
+	}
+}
+
+// before counts the hits earlier than t (t never goes back).
+func (c *hitClock) before(t int64) int {
+	for len(c.pending) > 0 && c.pending[0].t < t {
+		e := heap.Pop(&c.pending).(hitEntry)
+		if e.gen == e.g.gen {
+			c.below++
+			e.g.counted++
+		}
+	}
+	return c.below
+}
+
+func (sr *searcher) inTime(ts int64) bool {
+	return !sr.timed || (ts != 0 && ts >= sr.since && ts <= sr.until)
+}
+
+func (sr *searcher) group(si int, key string) *group {
+	k := gkey{si, key}
+	g := sr.groups[k]
+	if g == nil {
+		g = &group{s: sr.ix.streams[si], si: si, key: key}
+		sr.groups[k] = g
+	}
+	return g
 }
 
 func (ix *Index) search(ctx context.Context, opts SearchOptions) (*Result, error) {
@@ -135,107 +274,352 @@ func (ix *Index) search(ctx context.Context, opts SearchOptions) (*Result, error
 	if opts.Limit <= 0 {
 		opts.Limit = DefaultLimit
 	}
-	timed := !opts.Since.IsZero() || !opts.Until.IsZero()
-	since, until := int64(-1<<63), int64(1<<63-1)
+	sr := &searcher{ix: ix, m: m, opts: opts, groups: map[gkey]*group{}, since: math.MinInt64, until: math.MaxInt64}
+	sr.timed = !opts.Since.IsZero() || !opts.Until.IsZero()
 	if !opts.Since.IsZero() {
-		since = opts.Since.UnixNano()
+		sr.since = opts.Since.UnixNano()
 	}
 	if !opts.Until.IsZero() {
-		until = opts.Until.UnixNano()
+		sr.until = opts.Until.UnixNano()
 	}
-	inTime := func(ts int64) bool { return !timed || (ts != 0 && ts >= since && ts <= until) }
+	if err := sr.templates(ctx); err != nil {
+		return nil, err
+	}
+	if err := sr.chunks(ctx); err != nil {
+		return nil, err
+	}
+	if err := sr.read(ctx); err != nil {
+		return nil, err
+	}
+	return sr.hits(ctx)
+}
 
-	var groups []*group
-	for si, s := range ix.streams {
+// keep reports whether a log is searched (--pod, --container).
+func (sr *searcher) keep(s *Stream) bool {
+	return globsMatch(sr.opts.Pods, s.Pod) && globsMatch(sr.opts.Containers, s.Container)
+}
+
+// outside reports whether every time of a span is outside the time window.
+func (sr *searcher) outside(tmin, tmax int64) bool {
+	return sr.timed && (tmax < sr.since || (tmin > sr.until && tmin != 0))
+}
+
+// templates finds the templates that may match: surely matching ones become whole groups,
+// the blocks of the others units to read.
+func (sr *searcher) templates(ctx context.Context) error {
+	ix := sr.ix
+	for di := range ix.docs {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		if !globsMatch(opts.Pods, s.Pod) || !globsMatch(opts.Containers, s.Container) {
+		d := &ix.docs[di]
+		if len(d.refs) == 0 || sr.m.doc(d) == no {
 			continue
 		}
-		type candidate struct {
-			line int
-			g    *group
-		}
-		var verify []candidate
-		var sgroups []*group
-		for _, t := range s.Templates {
-			if t.Count == 0 || (timed && (t.Last < since || (t.First > until && t.First != 0))) {
+		for _, r := range d.refs {
+			s := ix.streams[r.stream]
+			t := &s.templates[r.id]
+			if !sr.keep(s) || sr.outside(t.first, t.last) {
 				continue
 			}
-			v := m.template(s, t)
+			v := sr.m.template(s, t, d)
 			if v == no {
 				continue
 			}
-			g := &group{s: s, si: si, t: t}
-			sgroups = append(sgroups, g)
-			if v == yes && !timed {
-				g.whole = true
+			g := sr.group(int(r.stream), d.key)
+			if v == yes && !sr.timed {
+				g.whole = t
 				continue
 			}
 			if err := ix.load(s); err != nil {
-				return nil, err
+				return err
 			}
-			var lines []int
 			err := t.eachBlock(func(bl *block) error {
-				if timed && (bl.tmax < since || (bl.tmin > until && bl.tmin != 0)) {
+				if sr.outside(bl.tmin, bl.tmax) {
 					return nil
 				}
 				bv := v
 				if bv == maybe {
-					bv = m.block(s, t, bl)
+					bv = sr.m.block(s, t, d, bl)
 				}
 				if bv == no {
 					return nil
 				}
-				var err error
-				if lines, err = t.blockLines(bl, lines[:0]); err != nil {
-					return err
-				}
-				if bv == yes && (!timed || (bl.tmin != 0 && bl.tmin >= since && bl.tmax <= until)) {
-					g.lines = append(g.lines, lines...)
+				u := &unit{s: s, si: int(r.stream), t: t, g: g, lineOff: bl.lineOff, skip: bl.skip, prevLine: bl.prevLine, n: bl.n,
+					tmin: bl.tmin, check: bv != yes || (sr.timed && !(bl.tmin != 0 && bl.tmin >= sr.since && bl.tmax <= sr.until))}
+				if !u.check {
+					// Every line of the block matches: no need to read them.
+					if err := u.decode(); err != nil {
+						return err
+					}
+					g.lines = append(g.lines, u.lines...)
+					for range u.lines {
+						g.times = append(g.times, bl.tmax)
+					}
 					return nil
 				}
-				for _, n := range lines {
-					verify = append(verify, candidate{n, g})
-				}
+				sr.units = append(sr.units, u)
 				return nil
 			})
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", s.Path, err)
-			}
-		}
-		if len(verify) > 0 {
-			sort.Slice(verify, func(i, j int) bool { return verify[i].line < verify[j].line })
-			nums := make([]int, len(verify))
-			for i, c := range verify {
-				nums[i] = c.line
-			}
-			k := 0
-			err := ix.readLines(ctx, s, nums, func(n int, ts int64, text []byte) error {
-				for k < len(verify) && verify[k].line < n {
-					k++
-				}
-				if k < len(verify) && verify[k].line == n {
-					g := verify[k].g
-					if inTime(ts) && m.line(s, g.t, text) {
-						g.lines = append(g.lines, n)
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
-		for _, g := range sgroups {
-			if g.whole || len(g.lines) > 0 {
-				sort.Ints(g.lines)
-				groups = append(groups, g)
+				return fmt.Errorf("%s: %w", s.Path, err)
 			}
 		}
 	}
-	return ix.hits(ctx, groups, opts)
+	return nil
+}
+
+// chunks finds the chunk segments whose filter may hold a match.
+func (sr *searcher) chunks(ctx context.Context) error {
+	ix := sr.ix
+	t := ix.chunks
+	if len(t.segs) == 0 {
+		return nil
+	}
+	ev, err := sr.m.chunks(ix)
+	if err != nil {
+		return err
+	}
+	for c := 0; c < t.chunks(); c++ {
+		if c%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for k := t.starts[c]; k < t.starts[c+1]; k++ {
+			seg := &t.segs[k]
+			s := ix.streams[seg.stream]
+			if !sr.keep(s) || sr.outside(seg.tmin, seg.tmax) {
+				continue
+			}
+			v := ev(seg, s, c)
+			if v == no {
+				continue
+			}
+			if err := ix.load(s); err != nil {
+				return err
+			}
+			sd := s.over.descs[seg.seg]
+			if sd.n != int(seg.n) {
+				return fmt.Errorf("%s: chunks: %w", s.Path, errCorrupt)
+			}
+			sr.units = append(sr.units, &unit{s: s, si: int(seg.stream), lineOff: sd.lineOff, skip: sd.skip, prevLine: sd.prevLine,
+				n: sd.n, tmin: seg.tmin, check: v != yes || sr.timed})
+		}
+	}
+	return nil
+}
+
+// timeKey orders by time, lines without one last.
+func timeKey(ts int64) int64 {
+	if ts == 0 {
+		return math.MaxInt64
+	}
+	return ts
+}
+
+// read reads the units' lines back and checks them. Within VerifyBudget lines (or to list
+// every line) it reads them all, log by log; past it, in time order, a unit at a time, and
+// it stops once the first Limit hits are settled (see Result.Partial).
+func (sr *searcher) read(ctx context.Context) error {
+	total := 0
+	for _, u := range sr.units {
+		total += u.n
+	}
+	if sr.opts.All || total <= verifyBudget {
+		return sr.readAll(ctx)
+	}
+	return sr.readPartial(ctx)
+}
+
+// add records a line that matches: to its template's group, or for a line of a chunk to the
+// group of its shape in its log.
+func (sr *searcher) add(u *unit, n int, ts int64, text []byte) {
+	g := u.g
+	if g == nil {
+		g = sr.group(u.si, string(sr.keyer.Key(text)))
+	}
+	g.lines = append(g.lines, n)
+	g.times = append(g.times, ts)
+	if sr.clock != nil && g.count() <= CollapseAt+1 {
+		sr.clock.regroup(g)
+	}
+}
+
+// readUnitLines reads the lines of some units of one log, sorted, in one pass.
+func (sr *searcher) readUnitLines(ctx context.Context, src *lineSource, units []*unit) error {
+	type cand struct {
+		line int
+		u    *unit
+	}
+	var cands []cand
+	for _, u := range units {
+		if err := u.decode(); err != nil {
+			return err
+		}
+		for _, n := range u.lines {
+			cands = append(cands, cand{n, u})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.line, b.line) })
+	nums := make([]int, len(cands))
+	for i, c := range cands {
+		nums[i] = c.line
+	}
+	k := 0
+	return src.read(ctx, nums, func(n int, ts int64, text []byte) error {
+		for k < len(cands) && cands[k].line < n {
+			k++
+		}
+		for ; k < len(cands) && cands[k].line == n; k++ {
+			u := cands[k].u
+			if !u.check || (sr.inTime(ts) && sr.m.line(u.s, text)) {
+				sr.add(u, n, ts, text)
+			}
+		}
+		return nil
+	})
+}
+
+func (sr *searcher) readAll(ctx context.Context) error {
+	sort.SliceStable(sr.units, func(i, j int) bool { return sr.units[i].si < sr.units[j].si })
+	for i := 0; i < len(sr.units); {
+		j := i
+		for j < len(sr.units) && sr.units[j].si == sr.units[i].si {
+			j++
+		}
+		src, err := sr.ix.source(sr.units[i].s)
+		if err != nil {
+			return err
+		}
+		err = sr.readUnitLines(ctx, src, sr.units[i:j])
+		src.close()
+		if err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// readPartial reads units in time order, skipping those of groups already shown as one hit
+// (more than CollapseAt lines), and stops when the next unit starts after the Limit-th hit.
+// Groups shown as one hit then get their last line from their last units.
+func (sr *searcher) readPartial(ctx context.Context) error {
+	units := sr.units
+	for _, u := range units {
+		if err := u.decode(); err != nil {
+			return err
+		}
+	}
+	sort.SliceStable(units, func(i, j int) bool {
+		a, b := units[i], units[j]
+		if ta, tb := timeKey(a.tmin), timeKey(b.tmin); ta != tb {
+			return ta < tb
+		}
+		if a.si != b.si {
+			return a.si < b.si
+		}
+		return a.lines[0] < b.lines[0]
+	})
+	sources := map[int]*lineSource{}
+	defer func() {
+		for _, src := range sources {
+			src.close()
+		}
+	}()
+	source := func(u *unit) (*lineSource, error) {
+		if src := sources[u.si]; src != nil {
+			return src, nil
+		}
+		if len(sources) >= 64 {
+			for k, src := range sources {
+				src.close()
+				delete(sources, k)
+			}
+		}
+		src, err := sr.ix.source(u.s)
+		if err == nil {
+			sources[u.si] = src
+		}
+		return src, err
+	}
+	sr.clock = &hitClock{}
+	for _, g := range sr.groups {
+		sr.clock.regroup(g)
+	}
+	for i, u := range units {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if u.g != nil && u.g.count() > CollapseAt {
+			u.g.skipped = append(u.g.skipped, u)
+			u.g.pending = true
+			continue
+		}
+		if sr.clock.before(timeKey(u.tmin)) >= sr.opts.Limit {
+			sr.partial = true
+			for _, v := range units[i:] {
+				if v.g != nil {
+					v.g.skipped = append(v.g.skipped, v)
+					v.g.pending = true
+				}
+			}
+			break
+		}
+		src, err := source(u)
+		if err != nil {
+			return err
+		}
+		if err := sr.readUnitLines(ctx, src, []*unit{u}); err != nil {
+			return err
+		}
+	}
+	// The last line of each group shown as one hit: its units from the end until one has a
+	// match.
+	for _, g := range sr.groups {
+		if len(g.skipped) == 0 {
+			continue
+		}
+		sr.partial = true
+		for k := len(g.skipped) - 1; k >= 0; k-- {
+			u := g.skipped[k]
+			before := len(g.lines)
+			src, err := source(u)
+			if err != nil {
+				return err
+			}
+			if err := sr.readUnitLines(ctx, src, []*unit{u}); err != nil {
+				return err
+			}
+			if len(g.lines) > before {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// hitTimes appends the times of the group's hits as they stand, each no earlier than the
+// hit's real time (lines of a whole template past its first are given its last time).
+func (g *group) hitTimes(out []int64) []int64 {
+	n := g.count()
+	if n == 0 {
+		return out
+	}
+	var times []int64
+	if g.whole != nil {
+		times = append(times, timeKey(g.whole.first))
+		for k := 1; k < int(g.whole.count) && k <= CollapseAt; k++ {
+			times = append(times, timeKey(g.whole.last))
+		}
+	}
+	for _, ts := range g.times {
+		times = append(times, timeKey(ts))
+	}
+	slices.Sort(times)
+	if n > CollapseAt {
+		return append(out, times[0])
+	}
+	return append(out, times...)
 }
 
 func globsMatch(globs []string, name string) bool {
@@ -251,9 +635,21 @@ func globsMatch(globs []string, name string) bool {
 }
 
 // hits turns matching groups into hits: their lines read back, sorted by time, limited.
-func (ix *Index) hits(ctx context.Context, groups []*group, opts SearchOptions) (*Result, error) {
-	res := &Result{Hits: []Hit{}}
-	// Which lines of each log to read.
+func (sr *searcher) hits(ctx context.Context) (*Result, error) {
+	ix, opts := sr.ix, sr.opts
+	res := &Result{Hits: []Hit{}, Partial: sr.partial}
+	groups := make([]*group, 0, len(sr.groups))
+	for _, g := range sr.groups {
+		if g.count() > 0 {
+			groups = append(groups, g)
+		}
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		if groups[i].si != groups[j].si {
+			return groups[i].si < groups[j].si
+		}
+		return groups[i].key < groups[j].key
+	})
 	type entry struct {
 		g           *group
 		first, last int
@@ -265,24 +661,30 @@ func (ix *Index) hits(ctx context.Context, groups []*group, opts SearchOptions) 
 	for _, g := range groups {
 		n := g.count()
 		res.Lines += n
+		res.Partial = res.Partial || g.pending
+		lines := g.lines
+		if g.whole != nil && (opts.All || n <= CollapseAt) {
+			if err := ix.load(g.s); err != nil {
+				return nil, err
+			}
+			all, err := g.whole.allLines()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", g.s.Path, err)
+			}
+			lines = append(all, lines...)
+		}
+		slices.Sort(lines)
 		if !opts.All && n > CollapseAt {
-			first, last := g.t.FirstLine, g.t.LastLine
-			if !g.whole {
-				first, last = g.lines[0], g.lines[len(g.lines)-1]
+			first, last := math.MaxInt, 0
+			if g.whole != nil {
+				first, last = int(g.whole.firstLine), int(g.whole.lastLine)
+			}
+			if len(lines) > 0 {
+				first, last = min(first, lines[0]), max(last, lines[len(lines)-1])
 			}
 			entries = append(entries, entry{g: g, first: first, last: last, count: n})
 			want[g.si] = append(want[g.si], first, last)
 			continue
-		}
-		lines := g.lines
-		if g.whole {
-			if err := ix.load(g.s); err != nil {
-				return nil, err
-			}
-			var err error
-			if lines, err = g.t.allLines(); err != nil {
-				return nil, fmt.Errorf("%s: %w", g.s.Path, err)
-			}
 		}
 		for _, n := range lines {
 			entries = append(entries, entry{g: g, first: n, count: 1})
@@ -290,12 +692,11 @@ func (ix *Index) hits(ctx context.Context, groups []*group, opts SearchOptions) 
 	}
 	// Within a log, time follows line order: only the first Limit lines of each can make the
 	// cut, so only those are read.
-	sort.SliceStable(entries, func(i, j int) bool {
-		a, b := entries[i], entries[j]
-		if a.g.si != b.g.si {
-			return a.g.si < b.g.si
+	slices.SortStableFunc(entries, func(a, b entry) int {
+		if c := cmp.Compare(a.g.si, b.g.si); c != 0 {
+			return c
 		}
-		return a.first < b.first
+		return cmp.Compare(a.first, b.first)
 	})
 	kept := entries[:0]
 	for _, e := range entries {
@@ -314,7 +715,13 @@ func (ix *Index) hits(ctx context.Context, groups []*group, opts SearchOptions) 
 		text string
 	}
 	got := map[[2]int]read{}
-	for si, lines := range want {
+	sis := make([]int, 0, len(want))
+	for si := range want {
+		sis = append(sis, si)
+	}
+	sort.Ints(sis)
+	for _, si := range sis {
+		lines := want[si]
 		sort.Ints(lines)
 		err := ix.readLines(ctx, ix.streams[si], lines, func(n int, ts int64, text []byte) error {
 			got[[2]int{si, n}] = read{ts, string(text)}
@@ -328,13 +735,21 @@ func (ix *Index) hits(ctx context.Context, groups []*group, opts SearchOptions) 
 		s := e.g.s
 		r := got[[2]int{e.g.si, e.first}]
 		h := Hit{Line: Line{Path: s.Path, Pod: s.Pod, Container: s.Container, Previous: s.Previous, Number: e.first,
-			Time: timeOf(r.ts), Text: r.text}, Count: e.count}
+			Time: timeOf(r.ts), Text: r.text}, Count: e.count, Partial: e.g.pending}
 		if e.count > 1 {
-			h.LastLine, h.LastTime, h.Template = e.last, timeOf(got[[2]int{e.g.si, e.last}].ts), e.g.t.Text
+			h.LastLine, h.LastTime, h.Template = e.last, timeOf(got[[2]int{e.g.si, e.last}].ts), display(e.g.key)
 		}
 		res.Hits = append(res.Hits, h)
 	}
-	sort.SliceStable(res.Hits, func(i, j int) bool { return hitLess(&res.Hits[i], &res.Hits[j]) })
+	slices.SortStableFunc(res.Hits, func(a, b Hit) int {
+		switch {
+		case hitLess(&a, &b):
+			return -1
+		case hitLess(&b, &a):
+			return 1
+		}
+		return 0
+	})
 	if len(res.Hits) > opts.Limit {
 		res.Omitted += len(res.Hits) - opts.Limit
 		res.Hits = res.Hits[:opts.Limit]
@@ -382,249 +797,10 @@ func timeOf(ns int64) *time.Time {
 }
 
 // allLines decodes every line of a template.
-func (t *Template) allLines() ([]int, error) {
-	lines, err := decodeRuns(t.lines, 0, 0, t.Count, make([]int, 0, t.Count))
-	if err == nil && len(lines) != t.Count {
+func (t *template) allLines() ([]int, error) {
+	lines, err := decodeRuns(t.lines, 0, 0, int(t.count), make([]int, 0, t.count))
+	if err == nil && len(lines) != int(t.count) {
 		err = errCorrupt
 	}
 	return lines, err
 }
-
-// queryMatch evaluates a parsed query: leaves are answered for templates by bleve, for
-// blocks by their slot summaries, and for lines by their words.
-type queryMatch struct {
-	root node
-	sets map[node]map[*Template]float64
-	// The leaf answers of the template whose blocks are being checked: a large template has
-	// hundreds of blocks, and its leaves answer the same for each.
-	leafOf   *Template
-	leafTmpl map[node]tri
-}
-
-func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error) {
-	root, err := parseQuery(q)
-	if err != nil {
-		return nil, &QueryError{err}
-	}
-	m := &queryMatch{root: root, sets: map[node]map[*Template]float64{}}
-	for _, l := range leaves(root, nil) {
-		var bq query.Query
-		switch n := l.(type) {
-		case *wordNode:
-			bq = termQuery("text", n.shape)
-		case *phraseNode:
-			terms := make([]string, len(n.words))
-			for i, w := range n.words {
-				terms[i] = w.shape
-			}
-			bq = bleve.NewPhraseQuery(terms, "text")
-		case *prefixNode:
-			pq := bleve.NewPrefixQuery(n.prefix)
-			pq.SetField("text")
-			bq = pq
-		case *fieldNode:
-			bq = fieldQuery(n)
-		}
-		set, err := ix.templatesMatching(ctx, bq)
-		if err != nil {
-			return nil, err
-		}
-		m.sets[l] = set
-	}
-	return m, nil
-}
-
-func fieldQuery(f *fieldNode) query.Query {
-	switch f.field {
-	case "rank":
-		r := float64(0)
-		fmt.Sscan(f.value, &r)
-		inc := true
-		q := bleve.NewNumericRangeInclusiveQuery(&r, &r, &inc, &inc)
-		q.SetField("rank")
-		return q
-	case "level":
-		return termQuery("level", f.value)
-	}
-	q := bleve.NewWildcardQuery(f.value)
-	q.SetField(f.field)
-	return q
-}
-
-func (m *queryMatch) template(s *Stream, t *Template) tri {
-	return eval(m.root, func(l node) tri { return m.leafTemplate(l, s, t) })
-}
-
-func (m *queryMatch) leafTemplate(l node, s *Stream, t *Template) tri {
-	if t.Overflow {
-		if f, ok := l.(*fieldNode); ok {
-			if fieldMatches(f, s, t) {
-				return yes
-			}
-			return no
-		}
-		return maybe
-	}
-	_, in := m.sets[l][t]
-	switch n := l.(type) {
-	case *wordNode:
-		switch {
-		case !in:
-			return no
-		case n.digit:
-			return maybe
-		}
-		return yes
-	case *phraseNode:
-		if !in {
-			return no
-		}
-		for _, w := range n.words {
-			if w.digit {
-				return maybe
-			}
-		}
-		return yes
-	case *prefixNode:
-		// Without digits, a shape starting with the prefix means every word there does (digits
-		// only replace digits); with digits, any variable word may.
-		digits := logscan.HasDigit(n.prefix)
-		if in && !digits {
-			return yes
-		}
-		for _, tok := range t.toks() {
-			if tok.kind == tokWhole || (tok.kind == tokRun && digits) {
-				return maybe
-			}
-		}
-		return no
-	}
-	// A field: bleve's document has the values of every log with the template's text.
-	if f, ok := l.(*fieldNode); ok && in && fieldMatches(f, s, t) {
-		return yes
-	}
-	return no
-}
-
-func (m *queryMatch) block(s *Stream, t *Template, bl *block) tri {
-	if m.leafOf != t {
-		m.leafOf = t
-		if m.leafTmpl == nil {
-			m.leafTmpl = map[node]tri{}
-		}
-		for _, l := range leaves(m.root, nil) {
-			m.leafTmpl[l] = m.leafTemplate(l, s, t)
-		}
-	}
-	return eval(m.root, func(l node) tri {
-		v := m.leafTmpl[l]
-		if v != maybe || t.Overflow {
-			return v
-		}
-		switch n := l.(type) {
-		case *wordNode:
-			return slotMayHold(t, bl, n)
-		case *phraseNode:
-			for _, w := range n.words {
-				if w.digit && slotMayHold(t, bl, w) == no {
-					return no
-				}
-			}
-		case *prefixNode:
-			if logscan.HasDigit(n.prefix) {
-				return maybe
-			}
-			for _, tok := range t.toks() {
-				if tok.kind == tokWhole && bl.ranges[tok.slot].mayStartWith(n.prefix) {
-					return maybe
-				}
-			}
-			return no
-		}
-		return v
-	})
-}
-
-// slotMayHold: could a slot of the word's shape hold the word's value in this block?
-func slotMayHold(t *Template, bl *block, w *wordNode) tri {
-	for _, tok := range t.toks() {
-		if tok.kind != tokConst && tok.shape == w.shape && bl.ranges[tok.slot].mayHold(w.value) {
-			return maybe
-		}
-	}
-	return no
-}
-
-func (m *queryMatch) line(s *Stream, t *Template, text []byte) bool {
-	// Lines are verified because of words with digits, which the index cannot answer for every
-	// line: a line without a word's longest digit run cannot hold the word, and digits have
-	// no case, so that is settled before the line is split into words.
-	quick := eval(m.root, func(l node) tri {
-		switch n := l.(type) {
-		case *wordNode:
-			if n.digit && !bytes.Contains(text, n.run) {
-				return no
-			}
-		case *phraseNode:
-			for _, w := range n.words {
-				if w.digit && !bytes.Contains(text, w.run) {
-					return no
-				}
-			}
-		case *fieldNode:
-			if fieldMatches(n, s, t) {
-				return yes
-			}
-			return no
-		}
-		return maybe
-	})
-	if quick != maybe {
-		return quick == yes
-	}
-	return matchLine(m.root, logscan.Words(text), s, t)
-}
-
-// regexMatch runs a regular expression on the lines of the templates that could hold a
-// match: every literal set the expression requires must have a literal that occurs in the
-// template's constant text or could overlap one of its variable words.
-type regexMatch struct {
-	re   *regexp.Regexp
-	sets [][]string
-}
-
-func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, &QueryError{fmt.Errorf("--regex: %v", err)}
-	}
-	return &regexMatch{re: re, sets: literal.Required(expr)}, nil
-}
-
-func (m *regexMatch) template(s *Stream, t *Template) tri {
-	if t.Overflow {
-		return maybe
-	}
-	consts := literal.Lower(t.key)
-	var slots uint64
-	for _, mk := range t.masks {
-		slots |= mk
-	}
-	for _, set := range m.sets {
-		found := false
-		for _, lit := range set {
-			if strings.Contains(consts, lit) || logscan.Classes([]byte(lit))&slots != 0 {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return no
-		}
-	}
-	return maybe
-}
-
-func (m *regexMatch) block(*Stream, *Template, *block) tri { return maybe }
-
-func (m *regexMatch) line(_ *Stream, _ *Template, text []byte) bool { return m.re.Match(text) }

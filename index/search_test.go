@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +34,8 @@ type bfLine struct {
 	time  int64
 	text  string
 	words []string
+	level string
+	rank  int
 }
 
 func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
@@ -45,7 +49,9 @@ func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
 		sc.Buffer(nil, 64<<20)
 		var last int64
 		for n := 1; sc.Scan(); n++ {
-			line := bytes.TrimRight(sc.Bytes(), "\r")
+			line := sc.Bytes()
+			line = line[:min(len(line), b.Limits.MaxLineBytes)] // as coroner cuts long lines
+			line = bytes.TrimRight(line, "\r")
 			ts, text, ok := parse.SplitTimestamp(line)
 			if ok {
 				last = ts.UnixNano()
@@ -57,10 +63,52 @@ func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
 			for _, w := range wordRE.FindAllString(clean, -1) {
 				words = append(words, strings.ToLower(w))
 			}
-			out = append(out, bfLine{path: ls.Path, pod: ls.Pod, n: n, time: last, text: clean, words: words})
+			out = append(out, bfLine{path: ls.Path, pod: ls.Pod, n: n, time: last, text: clean, words: words, level: bruteLevel(words),
+				rank: bruteRank(clean)})
 		}
 	}
 	return out
+}
+
+// bruteLevel is the level a line names among its first 12 words: a level word, or glog's
+// E0314 (a letter and four or five digits).
+var (
+	glogRE = regexp.MustCompile(`^[iwef][0-9]{3,4}$`)
+	rankRE = regexp.MustCompile(`^\[rank([0-9]{1,6})\]`)
+)
+
+func bruteLevel(words []string) string {
+	for i, w := range words {
+		if i == 12 {
+			break
+		}
+		switch w {
+		case "fatal", "critical", "panic":
+			return "critical"
+		case "error", "err":
+			return "error"
+		case "warning", "warn":
+			return "warning"
+		case "info":
+			return "info"
+		case "debug", "trace":
+			return "debug"
+		}
+		if glogRE.MatchString(w) {
+			return map[byte]string{'i': "info", 'w': "warning", 'e': "error", 'f': "critical"}[w[0]]
+		}
+	}
+	return ""
+}
+
+// bruteRank is the rank of torchrun's "[rankN]:" line prefix (up to six digits), or -1.
+func bruteRank(text string) int {
+	m := rankRE.FindStringSubmatch(text)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 func dirOf(t *testing.T, b *bundle.Bundle) string {
@@ -204,6 +252,9 @@ func checkWords(t *testing.T, ix *Index, lines []bfLine, maxWords int) {
 			q = `"` + strings.Join(ws[:3], " ") + `"`
 			require.Equal(t, bruteSet(lines, seq(ws[:3]...)), searchSet(t, ix, SearchOptions{Query: q}), "phrase %s", q)
 			p := ws[k][:max(1, len(ws[k])/2)]
+			for !utf8.ValidString(p) {
+				p = ws[k][:len(p)+1]
+			}
 			require.Equal(t, bruteSet(lines, prefix(p)), searchSet(t, ix, SearchOptions{Query: p + "*"}), "prefix %s*", p)
 		}
 	}
@@ -303,4 +354,134 @@ func TestSearchEqualsBruteForceOnGeneratedBundle(t *testing.T) {
 	}
 	require.Equal(t, len(bruteSet(lines, has("grad_norm"))), total)
 	require.Equal(t, total, res.Lines)
+}
+
+func level(l string) pred { return func(b *bfLine) bool { return b.level == l } }
+
+func rank(r int) pred { return func(b *bfLine) bool { return b.rank == r } }
+
+// TestSearchEqualsBruteForceOnEveryKind runs the comparison on small bundles of every kind of
+// content make bench measures: lines that never repeat (kept in chunks with filters, several
+// batches of them), a number on every line, one huge line (cut at the line limit), and many
+// tiny logs, with word, phrase, prefix, number, field and NOT queries and regexes.
+func TestSearchEqualsBruteForceOnEveryKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generated bundles searched word by word; skipped with -short")
+	}
+	defer func(n int) { batchChunks = n }(batchChunks)
+	batchChunks = 5
+	for _, o := range []samplegen.Options{
+		{Kind: samplegen.Distinct, Ranks: 3, Size: 3 << 18},
+		{Kind: samplegen.Numbers, Ranks: 2, Size: 1 << 20},
+		{Kind: samplegen.HugeLine, Ranks: 1, Size: 5 << 19},
+		{Kind: samplegen.TinyFiles, Ranks: 60, Size: 60 * 8 * 80},
+	} {
+		t.Run(string(o.Kind), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "gen")
+			o.Seed = 1
+			require.NoError(t, samplegen.GenerateKind(dir, o))
+			b, ix := buildIndex(t, dir)
+			if o.Kind == samplegen.Distinct {
+				require.Greater(t, ix.chunks.chunks(), 2*batchChunks, "the lines that never repeat are in chunks, in several batches")
+			}
+			lines := bruteLines(t, b)
+			checkWords(t, ix, lines, 60)
+			for _, c := range []struct {
+				q string
+				p pred
+			}{
+				{"NCCL AND timeout", and(has("nccl"), has("timeout"))},
+				{"level:error", level("error")},
+				{"level:info -nccl", and(level("info"), not(has("nccl")))},
+				{"rank:1", rank(1)},
+				{"rank:0 OR rank:1", or(rank(0), rank(1))},
+				{"rank:1 step", and(rank(1), has("step"))},
+				{"step 100", and(has("step"), has("100"))},
+				{`"step 100"`, seq("step", "100")},
+				{"samples 100", and(has("samples"), has("100"))},
+				{"-step", not(has("step"))},
+				{"tokens -peda", and(has("tokens"), not(has("peda")))},
+				{"request_id OR generation", or(has("request_id"), has("generation"))},
+				{"pod:*worker-1 loading", and(has("loading"), func(l *bfLine) bool { return strings.HasSuffix(l.pod, "worker-1") })},
+				{"sidecar* exit", and(prefix("sidecar"), has("exit"))},
+				{"tensor*", prefix("tensor")},
+				{"in*", prefix("in")},
+			} {
+				require.Equal(t, bruteSet(lines, c.p), searchSet(t, ix, SearchOptions{Query: c.q}), "query %s", c.q)
+			}
+			for _, expr := range []string{`request_id": "[0-9a-f]{4}`, `\[rank\d+\]: tokens`, `(?i)out of memory`, `status 2$`, `▁pe`, `,  4\d\d,`} {
+				re := regexp.MustCompile(expr)
+				require.Equal(t, bruteSet(lines, func(l *bfLine) bool { return re.MatchString(l.text) }),
+					searchSet(t, ix, SearchOptions{Regex: expr}), "regex %s", expr)
+			}
+		})
+	}
+}
+
+// TestLimitedSearchStopsEarly: past the verify budget a search reads lines in time order and
+// stops: its hits are lines that match, its first hit is the earliest matching line, counts
+// are lower bounds, and a repeated line's last line is the real last one.
+func TestLimitedSearchStopsEarly(t *testing.T) {
+	defer func(n int) { verifyBudget = n }(verifyBudget)
+	verifyBudget = 200
+	dir := filepath.Join(t.TempDir(), "gen")
+	require.NoError(t, samplegen.GenerateKind(dir, samplegen.Options{Kind: samplegen.Numbers, Ranks: 3, Size: 3 << 20, Seed: 1}))
+	b, ix := buildIndex(t, dir)
+	lines := bruteLines(t, b)
+	for _, c := range []struct {
+		q string
+		p pred
+	}{
+		{"step 100", and(has("step"), has("100"))},
+		{"samples 17", and(has("samples"), has("17"))},
+		{"loss 3", and(has("loss"), has("3"))},
+	} {
+		for _, limit := range []int{1, 5, 200} {
+			res, err := ix.Search(t.Context(), SearchOptions{Query: c.q, Limit: limit})
+			require.NoError(t, err)
+			require.True(t, res.Partial, "%s: more candidates than the budget", c.q)
+			var matches []*bfLine
+			byPlace := map[string]*bfLine{}
+			for i := range lines {
+				if c.p(&lines[i]) {
+					matches = append(matches, &lines[i])
+					byPlace[fmt.Sprintf("%s:%d", lines[i].path, lines[i].n)] = &lines[i]
+				}
+			}
+			require.NotEmpty(t, res.Hits)
+			require.LessOrEqual(t, len(res.Hits), limit)
+			require.LessOrEqual(t, res.Lines, len(matches))
+			for _, h := range res.Hits {
+				l := byPlace[fmt.Sprintf("%s:%d", h.Path, h.Number)]
+				require.NotNil(t, l, "%s: hit %s:%d does not match", c.q, h.Path, h.Number)
+				require.Equal(t, l.text, h.Text)
+				if h.Count > 1 {
+					last := byPlace[fmt.Sprintf("%s:%d", h.Path, h.LastLine)]
+					require.NotNil(t, last, "%s: the last line of a repeated hit matches", c.q)
+					same := 0
+					for _, m := range matches {
+						if m.path == h.Path && m.n > h.LastLine && shapeKey(m.text) == shapeKey(l.text) {
+							same++
+						}
+					}
+					require.Zero(t, same, "%s: %s:%d is the last line of its shape that matches", c.q, h.Path, h.LastLine)
+				}
+			}
+			// The earliest match by time, then path and line, is the first hit.
+			first := matches[0]
+			for _, m := range matches[1:] {
+				if m.time < first.time || (m.time == first.time && (m.path < first.path || (m.path == first.path && m.n < first.n))) {
+					first = m
+				}
+			}
+			require.Equal(t, fmt.Sprintf("%s:%d", first.path, first.n), fmt.Sprintf("%s:%d", res.Hits[0].Path, res.Hits[0].Number), "%s --limit %d", c.q, limit)
+		}
+	}
+	// Listing every line reads everything: exact again.
+	require.Equal(t, bruteSet(lines, and(has("step"), has("100"))), searchSet(t, ix, SearchOptions{Query: "step 100"}))
+}
+
+func shapeKey(text string) string {
+	var k logscan.Keyer
+	return string(k.Key([]byte(text)))
 }

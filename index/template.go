@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 
@@ -67,13 +68,11 @@ func (r *slotRange) mayStartWith(p string) bool {
 
 // tmplBuilder accumulates one template of one stream while the stream is scanned.
 type tmplBuilder struct {
-	key                 string
+	doc                 int
 	level               string
-	rank                int
 	count               int
 	first, last         int64
 	firstLine, lastLine int
-	overflow            bool
 	masks               []uint64
 	// lines are the line numbers as runs of consecutive lines, each two uvarints: the gap
 	// from the last line of the run before (from 0 for the first), and how many lines follow
@@ -124,9 +123,6 @@ func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, t
 	}
 	if ts > t.tmax {
 		t.tmax = ts
-	}
-	if t.overflow {
-		return
 	}
 	masks = masks[:len(vals)]
 	ranges := t.ranges[:len(vals)]
@@ -221,32 +217,44 @@ func appendBytes(b, s []byte) []byte {
 }
 
 // streamBuilder records one stream's lines as the scan hands them over: a template for each
-// of the log's shapes (and one for the lines without a shape), each with the compact list of
-// its lines and the summaries of its blocks, and the checkpoints of the log.
+// of the log's shapes, each with the compact list of its lines and the summaries of its
+// blocks; the lines without a shape in the chunks of its worker (see chunkBuilder); and the
+// checkpoints of the log.
 type streamBuilder struct {
+	idx         int
 	templates   []*tmplBuilder // in order of first appearance
 	byShape     []*tmplBuilder // by logscan.Shape ID
-	overflow    *tmplBuilder
+	over        overflowBuilder
+	chunk       *chunkBuilder
 	checkpoints []checkpoint
-	// rank is the stream's first torchrun rank prefix: that of its first template.
-	rank int
+	err         error
+	words       lineWords
+	rank        int // the first torchrun "[rankN]:" prefix seen, or -1
 }
 
-func newStreamBuilder() *streamBuilder { return &streamBuilder{rank: -1} }
+func newStreamBuilder(idx int, chunk *chunkBuilder) *streamBuilder {
+	return &streamBuilder{idx: idx, chunk: chunk, rank: -1}
+}
 
 // add records a scanned line.
 func (b *streamBuilder) add(l *logscan.Scanned) {
 	if (l.Number-1)%checkpointEvery == 0 {
 		b.checkpoints = append(b.checkpoints, checkpoint{off: l.Offset, time: l.Before})
 	}
+	if b.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
+		b.rank = rankOf(l.Text)
+	}
 	var t *tmplBuilder
 	switch sh := l.Shape; {
 	case sh == nil:
-		if b.overflow == nil {
-			b.overflow = &tmplBuilder{overflow: true, rank: -1}
-			b.templates = append(b.templates, b.overflow)
+		b.over.add(l.Number, l.Time)
+		if b.chunk.addLine(l.Text) {
+			b.endSegment()
+			if err := b.chunk.close(); err != nil && b.err == nil {
+				b.err = err
+			}
 		}
-		t = b.overflow
+		return
 	case sh.ID < len(b.byShape):
 		t = b.byShape[sh.ID]
 	default:
@@ -255,44 +263,150 @@ func (b *streamBuilder) add(l *logscan.Scanned) {
 	t.add(l.Number, l.Time, l.Vars, l.VarClasses, l.Text)
 }
 
+// endSegment ends the stream's part of the current chunk.
+func (b *streamBuilder) endSegment() {
+	if seg, ok := b.over.endSegment(); ok {
+		b.chunk.segs = append(b.chunk.segs, chunkSeg{stream: int32(b.idx), seg: int32(seg.idx), n: int32(seg.n), tmin: seg.tmin, tmax: seg.tmax})
+	}
+}
+
+// finish ends the stream: its last segment stays in the worker's chunk, which goes on with
+// the next log.
+func (b *streamBuilder) finish() error {
+	b.endSegment()
+	return b.err
+}
+
 // newTemplate starts the template of a shape first seen in line text.
 func (b *streamBuilder) newTemplate(sh *logscan.Shape, text []byte) *tmplBuilder {
-	words := logscan.Words(text[:min(len(text), 256)])
+	b.words.reset(text[:min(len(text), 256)])
 	t := &tmplBuilder{
-		key: sh.Key, level: levelOf(words), rank: rankOf(text),
+		doc: sh.Doc, level: b.words.level(),
 		masks: make([]uint64, len(sh.Vars)), ranges: make([]slotRange, len(sh.Vars)),
-	}
-	if b.rank < 0 {
-		b.rank = t.rank
 	}
 	b.byShape = append(b.byShape, t)
 	b.templates = append(b.templates, t)
 	return t
 }
 
-// levelOf finds a log level among a line's first words: a level word, or glog's "E0314".
-func levelOf(words []string) string {
-	for i, w := range words {
-		if i == 12 {
-			break
-		}
-		switch w {
-		case "fatal", "critical", "panic":
-			return "critical"
-		case "error", "err":
+// overflowBuilder records the lines of a stream that have no template, as runs (as a
+// template's), cut into segments at the ends of chunks.
+type overflowBuilder struct {
+	count                             int
+	lines                             []byte
+	prevLine                          int
+	runOff, runPrev, runFirst, runLen int
+	segs                              []byte
+	nsegs                             int
+	// the segment being filled (see tmplBuilder's block)
+	segOff, segSkip, segPrev, segN int
+	tmin, tmax                     int64
+}
+
+type segInfo struct {
+	idx, n     int
+	tmin, tmax int64
+}
+
+func (o *overflowBuilder) add(n int, ts int64) {
+	if o.runLen > 0 && n == o.runFirst+o.runLen {
+		o.runLen++
+	} else {
+		o.flushRun()
+		o.runOff, o.runPrev, o.runFirst, o.runLen = len(o.lines), o.prevLine, n, 1
+	}
+	o.prevLine = n
+	if o.segN == 0 {
+		o.segOff, o.segSkip, o.segPrev = o.runOff, o.runLen-1, o.runPrev
+		o.tmin, o.tmax = ts, ts
+	}
+	o.segN++
+	o.count++
+	if ts != 0 && (o.tmin == 0 || ts < o.tmin) {
+		o.tmin = ts
+	}
+	o.tmax = max(o.tmax, ts)
+}
+
+func (o *overflowBuilder) flushRun() {
+	if o.runLen > 0 {
+		o.lines = binary.AppendUvarint(o.lines, uint64(o.runFirst-o.runPrev))
+		o.lines = binary.AppendUvarint(o.lines, uint64(o.runLen-1))
+		o.runLen = 0
+	}
+}
+
+// endSegment closes the segment being filled, if any.
+func (o *overflowBuilder) endSegment() (segInfo, bool) {
+	if o.segN == 0 {
+		return segInfo{}, false
+	}
+	o.segs = binary.AppendUvarint(o.segs, uint64(o.segOff))
+	o.segs = binary.AppendUvarint(o.segs, uint64(o.segSkip))
+	o.segs = binary.AppendUvarint(o.segs, uint64(o.segPrev))
+	o.segs = binary.AppendUvarint(o.segs, uint64(o.segN))
+	info := segInfo{idx: o.nsegs, n: o.segN, tmin: o.tmin, tmax: o.tmax}
+	o.nsegs++
+	o.segN = 0
+	return info, true
+}
+
+// levelWords is how many of a line's first words may name its level.
+const levelWords = 12
+
+// levelWord is the level a line's folded word names, or "": a level word, glog's "E0314",
+// or, for lines without a level word, an exception or error class ("torch.OutOfMemoryError:
+// CUDA out of memory", "RuntimeError: ...") or the "most" of "Traceback (most recent call
+// last)" (errors), a warning class ("UserWarning: ...", a warning). prev is the word before w
+// on the line (nil for the first).
+func levelWord(prev, w []byte) string {
+	switch string(w) {
+	case "fatal", "critical", "panic":
+		return "critical"
+	case "error", "err":
+		return "error"
+	case "warning", "warn":
+		return "warning"
+	case "info":
+		return "info"
+	case "debug", "trace":
+		return "debug"
+	case "most":
+		if string(prev) == "traceback" {
 			return "error"
-		case "warning", "warn":
-			return "warning"
-		case "info":
-			return "info"
-		case "debug", "trace":
-			return "debug"
-		}
-		if len(w) >= 4 && len(w) <= 5 && strings.IndexByte("iwef", w[0]) >= 0 && allDigits(w[1:]) {
-			return map[byte]string{'i': "info", 'w': "warning", 'e': "error", 'f': "critical"}[w[0]]
 		}
 	}
+	if len(w) >= 4 && len(w) <= 5 && allDigits(string(w[1:])) {
+		switch w[0] {
+		case 'i':
+			return "info"
+		case 'w':
+			return "warning"
+		case 'e':
+			return "error"
+		case 'f':
+			return "critical"
+		}
+	}
+	switch n := len(w); {
+	case n > 5 && (bytes.HasSuffix(w, []byte("error")) || bytes.HasSuffix(w, []byte("exception"))):
+		return "error"
+	case n > 7 && bytes.HasSuffix(w, []byte("warning")):
+		return "warning"
+	}
 	return ""
+}
+
+// Levels, by code (stored as a byte).
+var levels = []string{"", "critical", "error", "warning", "info", "debug"}
+
+func levelCode(l string) byte {
+	for i, x := range levels {
+		if x == l {
+			return byte(i)
+		}
+	}
+	return 0
 }
 
 // rankOf reads torchrun's "[rank5]:" line prefix, or returns -1.

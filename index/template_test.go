@@ -35,7 +35,7 @@ func TestLineRunsAndBlocks(t *testing.T) {
 		}
 		tb.flushRun()
 		tb.flushBlock()
-		tmpl := &Template{Count: tb.count, lines: tb.lines, blob: tb.blocks}
+		tmpl := &template{count: int32(tb.count), lines: tb.lines, blob: tb.blocks}
 		all, err := tmpl.allLines()
 		require.NoError(t, err)
 		require.Equal(t, want, all)

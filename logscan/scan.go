@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"hash"
 	"io"
 	"io/fs"
 	"runtime"
@@ -28,8 +29,9 @@ type Scanned struct {
 	Time, Before int64
 	// Text is the cleaned line without the kubelet timestamp, cut at the line limit.
 	Text []byte
-	// Shape is the line's template; nil when the log has too many shapes or the line's is too
-	// long (see MaxShapes, MaxKeyBytes).
+	// Shape is the line's template; nil when the line's shape is not made (the first line of a
+	// shape past EagerShapes, too many shapes, a spent Budget, or a line too long: see
+	// MaxShapes, MaxKeyBytes).
 	Shape *Shape
 	// Vars are the values of the line's variable words, and VarClasses their character
 	// classes (see Classes), in order, when Shape is set.
@@ -52,8 +54,10 @@ type Stats struct {
 	LongLines int
 	// First and Last are the first and last timestamps seen (zero when none).
 	First, Last time.Time
-	// CRC is the CRC-32C (Castagnoli) of the bytes read: indexes are cached by it.
-	CRC uint32
+	// Sum is the SHA-256 of the bytes read, when the scan was asked for it (AllOptions.Hash):
+	// indexes are cached by it. A cryptographic hash, so that a log forged to another's size
+	// and CRC cannot take that log's cached index.
+	Sum [sha256.Size]byte
 	// Err is a read error; the log was read up to it.
 	Err error
 }
@@ -215,37 +219,39 @@ func NeedsClean(text []byte) bool {
 	return false
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// crcReader checksums what it reads (the index cache key comes from the same single read),
-// and stops reading once ctx is done: checked every buffer fill (64 KiB), a cancel stops a
-// scan within microseconds, even inside a line of a gigabyte.
-type crcReader struct {
-	ctx context.Context
-	r   io.Reader
-	crc uint32
+// ctxReader hashes what it reads when asked (the index cache key comes from the same single
+// read), and stops reading once ctx is done: checked every buffer fill (64 KiB), a cancel
+// stops a scan within microseconds, even inside a line of a gigabyte.
+type ctxReader struct {
+	ctx  context.Context
+	r    io.Reader
+	hash hash.Hash // nil: no hash
 }
 
-func (c *crcReader) Read(p []byte) (int, error) {
+func (c *ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
 	n, err := c.r.Read(p)
-	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	if c.hash != nil {
+		c.hash.Write(p[:n])
+	}
 	return n, err
 }
 
 // Checksum reads a log whole as Scan does, without looking at its lines: its size and
-// Stats.CRC.
-func Checksum(ctx context.Context, fsys fs.FS, path string) (int64, uint32, error) {
+// Stats.Sum.
+func Checksum(ctx context.Context, fsys fs.FS, path string) (int64, [sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
 	f, err := fsys.Open(path)
 	if err != nil {
-		return 0, 0, err
+		return 0, sum, err
 	}
 	defer f.Close()
-	cr := &crcReader{ctx: ctx, r: f}
+	cr := &ctxReader{ctx: ctx, r: f, hash: sha256.New()}
 	n, err := io.Copy(io.Discard, cr)
-	return n, cr.crc, err
+	cr.hash.Sum(sum[:0])
+	return n, sum, err
 }
 
 // readBuffer is the scan's read size.
@@ -255,6 +261,11 @@ const readBuffer = 64 << 10
 // (which may be nil). A read error ends the scan without failing it: Stats.Err says where the
 // log stopped. When ctx is done the scan stops and returns its error, wrapped.
 func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visit func(*Scanned)) (Stats, error) {
+	return scan(ctx, fsys, ls, AllOptions{MaxLine: maxLine}, visit, nil)
+}
+
+// scan scans one log; lr, when set, is a line reader to reuse (a worker scans many logs).
+func scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, opts AllOptions, visit func(*Scanned), lr *LineReader) (Stats, error) {
 	var st Stats
 	f, err := fsys.Open(ls.Path)
 	if err != nil {
@@ -262,12 +273,20 @@ func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visi
 		return st, nil
 	}
 	defer f.Close()
-	cr := &crcReader{ctx: ctx, r: f}
-	lr := NewLineReader(cr, 0, maxLine, readBuffer)
+	cr := &ctxReader{ctx: ctx, r: f}
+	if opts.Hash {
+		cr.hash = sha256.New()
+	}
+	if lr == nil || lr.max != opts.MaxLine {
+		lr = NewLineReader(cr, 0, opts.MaxLine, readBuffer)
+	} else {
+		lr.Reset(cr, 0)
+		lr.longLines = 0
+	}
 	var clock Clock
 	var clean []byte
 	var first int64
-	shapes := newShaper()
+	shapes := newScanShaper(opts.Budget)
 	sc := Scanned{}
 	for n := 1; ; n++ {
 		raw, off, err := lr.Next()
@@ -302,7 +321,9 @@ func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visi
 	}
 	st.Bytes = lr.off
 	st.LongLines = lr.longLines
-	st.CRC = cr.crc
+	if cr.hash != nil {
+		cr.hash.Sum(st.Sum[:0])
+	}
 	if first != 0 {
 		st.First = time.Unix(0, first).UTC()
 		st.Last = time.Unix(0, clock.Last).UTC()
@@ -316,11 +337,18 @@ type AllOptions struct {
 	MaxLine int
 	// Workers is how many logs are scanned at once; 0 means one per CPU.
 	Workers int
+	// Budget, when set, bounds and numbers the shapes of all the logs (see Budget).
+	Budget *Budget
+	// Hash asks for each log's SHA-256 (Stats.Sum).
+	Hash bool
 	// Visit, when set, returns the visitor of log i (nil for none). It is called from the
 	// goroutine that scans log i, before it starts.
 	Visit func(i int) func(*Scanned)
 	// Done, when set, is called with each log's stats when it is scanned, from its goroutine.
 	Done func(i int, st Stats)
+	// Failed, when set, is called instead of Done when log i could not be scanned (ctx done,
+	// a read error), from its goroutine: what Visit took for the log is given back there.
+	Failed func(i int, err error)
 	// Progress, when set, is called after each log is scanned, from one goroutine at a time.
 	Progress func(done, total int, bytes int64)
 }
@@ -343,13 +371,20 @@ func ScanAll(ctx context.Context, fsys fs.FS, logs []parse.LogStream, opts AllOp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var lr *LineReader
 			for i := range jobs {
 				var visit func(*Scanned)
 				if opts.Visit != nil {
 					visit = opts.Visit(i)
 				}
-				st, err := Scan(ctx, fsys, logs[i], opts.MaxLine, visit)
+				if lr == nil {
+					lr = NewLineReader(nil, 0, opts.MaxLine, readBuffer)
+				}
+				st, err := scan(ctx, fsys, logs[i], opts, visit, lr)
 				if err != nil {
+					if opts.Failed != nil {
+						opts.Failed(i, err)
+					}
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err

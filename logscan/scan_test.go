@@ -1,7 +1,9 @@
 package logscan
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -54,10 +56,50 @@ func TestScanReadsEveryLine(t *testing.T) {
 	require.Equal(t, 1001, st.Lines)
 	require.Equal(t, 1001, shaped)
 	require.Equal(t, int64(len(fsys["logs/ns/p/c.log"].Data)), st.Bytes)
-	size, crc, err := Checksum(t.Context(), fsys, "logs/ns/p/c.log")
+	size, sum, err := Checksum(t.Context(), fsys, "logs/ns/p/c.log")
 	require.NoError(t, err)
 	require.Equal(t, st.Bytes, size)
-	require.Equal(t, st.CRC, crc, "Checksum reads as Scan does")
+	require.Equal(t, sha256.Sum256(fsys["logs/ns/p/c.log"].Data), sum)
+	all, err := ScanAll(t.Context(), fsys, []parse.LogStream{{Path: "logs/ns/p/c.log"}}, AllOptions{MaxLine: 1 << 20, Hash: true})
+	require.NoError(t, err)
+	require.Equal(t, sum, all[0].Sum, "Checksum reads as a scan does")
+}
+
+// TestScanMakesShapesThatRepeat: past EagerShapes, a shape is made at its second line (the
+// first has none), and a Budget numbers shapes across logs and stops making new ones when
+// spent, while shapes other logs have are still made.
+func TestScanMakesShapesThatRepeat(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < EagerShapes+10; i++ {
+		fmt.Fprintf(&b, "one-off line %s\n", strings.Repeat("x", i+1))
+	}
+	b.WriteString("repeated line\nrepeated line\nrepeated line\n")
+	fsys := fstest.MapFS{"a.log": {Data: []byte(b.String())}, "b.log": {Data: []byte("repeated line\nother line\n")}}
+	budget := &Budget{Max: EagerShapes + 1}
+	shaped := map[string][]bool{}
+	docs := map[string]int{}
+	_, err := ScanAll(t.Context(), fsys, []parse.LogStream{{Path: "a.log"}, {Path: "b.log"}}, AllOptions{MaxLine: 1 << 20, Budget: budget, Workers: 1,
+		Visit: func(i int) func(*Scanned) {
+			name := []string{"a", "b"}[i]
+			return func(l *Scanned) {
+				shaped[name] = append(shaped[name], l.Shape != nil)
+				if l.Shape != nil {
+					docs[string(l.Text)] = l.Shape.Doc
+					require.Equal(t, budget.Keys()[l.Shape.Doc], l.Shape.Key)
+				}
+			}
+		}})
+	require.NoError(t, err)
+	a := shaped["a"]
+	for i := 0; i < EagerShapes; i++ {
+		require.True(t, a[i], "eager shape %d", i)
+	}
+	for i := EagerShapes; i < EagerShapes+10; i++ {
+		require.False(t, a[i], "a one-off line past the eager shapes gets none")
+	}
+	require.Equal(t, []bool{false, true, true}, a[EagerShapes+10:], "a shape is made at its second line")
+	require.Equal(t, []bool{true, false}, shaped["b"], "b shares a's shape; its own finds the budget spent")
+	require.Len(t, budget.Keys(), EagerShapes+1)
 }
 
 // TestScanStopsWhenCancelled: a cancel in the middle of a log stops its scan within the read
@@ -107,4 +149,11 @@ func TestScanAllStopsEveryWorker(t *testing.T) {
 	}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, lines.Load(), int64(len(logs)*100_000/2), "the scan stopped early")
+}
+
+// TestFoldIsToLower: Fold lowers words as bytes.ToLower does, invalid bytes included.
+func TestFoldIsToLower(t *testing.T) {
+	for _, w := range []string{"", "abc", "ABC_12", "Größe", "ÉCOLE", "x\xffY", "\xc3", "İstanbul", "ΣΑΣ", "▁The"} {
+		require.Equal(t, string(bytes.ToLower([]byte(w))), string(Fold([]byte("p:"), []byte(w))[2:]), "%q", w)
+	}
 }

@@ -13,6 +13,8 @@ import (
 type Shape struct {
 	// ID numbers the shapes of one log from 0, in order of first appearance.
 	ID int
+	// Doc numbers the shape across the logs of a scan with a Budget (see Budget); -1 without.
+	Doc int
 	// Key is the same for the same shape in any log: the line with each variable word (or
 	// digit run, for VarDigits) replaced by the byte 0 and the word's kind.
 	Key string

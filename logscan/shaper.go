@@ -1,23 +1,72 @@
 package logscan
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync"
+)
 
 const (
 	// MaxShapes bounds one log's shapes; lines of further shapes get none (Scanned.Shape is
-	// nil), and an index reads them line by line.
-	MaxShapes = 20_000
+	// nil), and an index keeps them in a bounded form (see package index).
+	MaxShapes = 4096
+	// EagerShapes is how many shapes a log gets at the first line of each; past them a shape
+	// is made at its second line, so that lines that never repeat (printed samples, JSON
+	// with ids) do not use up MaxShapes.
+	EagerShapes = 16
 	// MaxKeyBytes bounds a shape's key; longer lines get no shape either.
 	MaxKeyBytes = 4096
+	// seenOnce bounds the keys (as hashes) of lines whose shape was seen once and not made.
+	seenOnce = 1 << 15
 )
+
+// Budget bounds the distinct shapes of all the logs of a scan: each gets a number, the same
+// for the same shape in any log (Shape.Doc), and past Max no new shape is made in any log. A
+// shape that another log already has is always made: ranks of a job log the same shapes.
+// It is safe for concurrent use.
+type Budget struct {
+	Max  int
+	mu   sync.Mutex
+	ids  map[string]int
+	keys []string
+}
+
+// admit returns the number of a shape's key, or false when the budget is spent.
+func (b *Budget) admit(key string) (int, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if id, ok := b.ids[key]; ok {
+		return id, true
+	}
+	if len(b.keys) >= b.Max {
+		return 0, false
+	}
+	if b.ids == nil {
+		b.ids = map[string]int{}
+	}
+	id := len(b.keys)
+	b.ids[key] = id
+	b.keys = append(b.keys, key)
+	return id, true
+}
+
+// Keys returns the keys of the shapes made, by number.
+func (b *Budget) Keys() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.keys[:len(b.keys):len(b.keys)]
+}
 
 // shaper gives each line of one log its shape: variable words masked, identical shapes kept
 // once, with the values and character classes of the line's variable words.
 type shaper struct {
 	byKey  map[string]*Shape
 	shapes int
-	// overflowed: a line got no shape; it counts as one more shape towards MaxShapes, as the
-	// index's template of such lines does.
-	overflowed bool
+	// eager shapes are made at their first line, the others at their second; seen holds the
+	// hashes of the keys seen once; max bounds the shapes; budget, when set, numbers them
+	// across logs.
+	eager, max int
+	seen       map[uint64]struct{}
+	budget     *Budget
 	// recent holds the last two shapes (of ASCII text) seen, tried first on a new line.
 	recent [2]*Shape
 	// per-line results
@@ -27,8 +76,14 @@ type shaper struct {
 	masks []uint64
 }
 
+// newShaper makes every shape at its first line, up to MaxShapes.
 func newShaper() *shaper {
-	return &shaper{byKey: map[string]*Shape{}}
+	return &shaper{byKey: map[string]*Shape{}, eager: MaxShapes, max: MaxShapes}
+}
+
+// newScanShaper makes shapes as a scan does (see EagerShapes), counting them against budget.
+func newScanShaper(budget *Budget) *shaper {
+	return &shaper{byKey: map[string]*Shape{}, eager: EagerShapes, max: MaxShapes, budget: budget}
 }
 
 // line finds the shape of a line (b.cur, b.vals, b.masks), cleaning the line first when it
@@ -59,18 +114,34 @@ func (b *shaper) line(text []byte, clean *[]byte) []byte {
 	return text
 }
 
-// newShape records the shape of b.key, or returns nil when the log has too many shapes or the
-// key is too long.
+// newShape records the shape of b.key, or returns nil when the log has too many shapes, the
+// key is too long, the shape is seen for the first time past the eager ones, or the budget is
+// spent.
 func (b *shaper) newShape() *Shape {
-	n := b.shapes
-	if b.overflowed {
-		n++
-	}
-	if n >= MaxShapes || len(b.key) > MaxKeyBytes {
-		b.overflowed = true
+	if b.shapes >= b.max || len(b.key) > MaxKeyBytes {
 		return nil
 	}
+	if b.shapes >= b.eager {
+		h := Hash(b.key)
+		if _, ok := b.seen[h]; !ok {
+			if b.seen == nil || len(b.seen) >= seenOnce {
+				b.seen = make(map[uint64]struct{}, 1024)
+			}
+			b.seen[h] = struct{}{}
+			return nil
+		}
+		delete(b.seen, h)
+	}
+	doc := -1
+	if b.budget != nil {
+		id, ok := b.budget.admit(string(b.key))
+		if !ok {
+			return nil
+		}
+		doc = id
+	}
 	sh := newShape(b.shapes, string(b.key))
+	sh.Doc = doc
 	b.shapes++
 	if sh.ascii = isASCII(sh.Key); sh.ascii {
 		sh.prog = newPartProg(sh.Parts)
@@ -234,4 +305,16 @@ func varOf(text []byte, s, e int) Var {
 		return Var{Num: v.Num}
 	}
 	return Var{Start: int32(s), End: int32(e)}
+}
+
+// Keyer gives cleaned lines the shape key a scan gives them (Shape.Key), whether or not the
+// scan made their shape.
+type Keyer struct {
+	s shaper
+}
+
+// Key returns the shape key of a cleaned line; it is valid until the next call.
+func (k *Keyer) Key(text []byte) []byte {
+	k.s.tokenize(text)
+	return k.s.key
 }

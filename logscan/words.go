@@ -2,6 +2,9 @@ package logscan
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -82,11 +85,24 @@ func charMask(s []byte) uint64 {
 // IsWordByte reports whether c belongs to a word.
 func IsWordByte(c byte) bool { return class[c]&cWord != 0 }
 
-// Fold appends w lower-cased the way every part of search compares words.
+// Fold appends w lower-cased the way every part of search compares words: rune by rune
+// with unicode.ToLower (as bytes.ToLower does, an invalid byte becoming U+FFFD).
 func Fold(dst, w []byte) []byte {
-	for _, c := range w {
+	for i, c := range w {
 		if c >= utf8.RuneSelf {
-			return append(dst, bytes.ToLower(w)...)
+			for _, c := range w[:i] {
+				dst = append(dst, lower[c])
+			}
+			for w = w[i:]; len(w) > 0; {
+				r, n := utf8.DecodeRune(w)
+				if r < utf8.RuneSelf {
+					dst = append(dst, lower[byte(r)])
+				} else {
+					dst = utf8.AppendRune(dst, unicode.ToLower(r))
+				}
+				w = w[n:]
+			}
+			return dst
 		}
 	}
 	for _, c := range w {
@@ -96,8 +112,10 @@ func Fold(dst, w []byte) []byte {
 }
 
 // Words returns the folded words of s.
-func Words(s []byte) []string {
-	var out []string
+func Words(s []byte) []string { return AppendWords(nil, s) }
+
+// AppendWords appends the folded words of s to out.
+func AppendWords(out []string, s []byte) []string {
 	for i := 0; i < len(s); {
 		if !IsWordByte(s[i]) {
 			i++
@@ -249,4 +267,25 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// Hash is a fast 64-bit hash of b, the same in every process: an index stores filters of the
+// hashes of folded words.
+func Hash(b []byte) uint64 {
+	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
+	h := uint64(len(b))*m1 ^ m2
+	for len(b) >= 8 {
+		h = mix(h^binary.LittleEndian.Uint64(b), m2)
+		b = b[8:]
+	}
+	var t uint64
+	for i, c := range b {
+		t |= uint64(c) << (8 * i)
+	}
+	return mix(mix(h^t, m1), m2)
+}
+
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }

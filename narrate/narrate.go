@@ -257,7 +257,11 @@ func (n *narrator) build(ctx context.Context, rep *report.Report, role string, r
 			}
 		}
 	}
-	parts := candidates(ctx, rep, n.Windows, sc, roles, perRole)
+	var win Windows
+	if n.Windows != nil {
+		win = redactedWindows{n.Windows, n.redactor}
+	}
+	parts := candidates(ctx, rep, win, sc, roles, perRole)
 	var err error
 	if ctx.Err() != nil {
 		return nil, interrupted(ctx)
@@ -414,13 +418,11 @@ func msgBytes(msgs []Message) int {
 	return n
 }
 
-// redact passes every line through the redactor.
+// redact passes the whole prompt through the redactor, as one text: a secret that spans
+// lines is masked as it is in a bundle. Log windows were redacted as they were read (see
+// redactedWindows), before the template put line numbers in front of their lines.
 func (n *narrator) redact(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = n.redactor.Line(l)
-	}
-	return strings.Join(lines, "\n")
+	return n.redactor.Text(s)
 }
 
 // Result is what the LLM step made of a report.

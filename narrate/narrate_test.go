@@ -137,6 +137,7 @@ func TestPromptIsBoundedByRelevance(t *testing.T) {
 	rep, m := sample(t, "pytorchjob-cuda-oom-rank")
 	n := options(m, nil)
 	n.PerRole = PerRoleNever
+	n.NumCtx = 16384 // room for every part
 	full, err := Prompts(t.Context(), rep, n)
 	require.NoError(t, err)
 	require.Zero(t, full[0].Omitted)

@@ -2,8 +2,10 @@ package narrate
 
 import (
 	"context"
+	"strings"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/index"
 )
 
@@ -46,4 +48,36 @@ func (w IndexWindows) Around(ctx context.Context, file string, line, before, aft
 		out[i] = Line{Number: l.Number, Text: analyze.Excerpt(l.Text)}
 	}
 	return out, nil
+}
+
+// redactedWindows reads windows through a redactor of whole texts: each window's lines are
+// one text, so the body of a private key or a YAML value below its key, which no line shows
+// alone to be a secret, is masked as in a redacted bundle.
+type redactedWindows struct {
+	w   Windows
+	red *redact.Redactor
+}
+
+func (r redactedWindows) Around(ctx context.Context, file string, line, before, after int) ([]Line, error) {
+	lines, err := r.w.Around(ctx, file, line, before, after)
+	if err != nil || len(lines) == 0 {
+		return lines, err
+	}
+	texts := make([]string, len(lines))
+	for i, l := range lines {
+		texts[i] = l.Text
+	}
+	joined := strings.Join(texts, "\n")
+	out := strings.Split(r.red.Text(joined), "\n")
+	if len(out) != len(lines) {
+		// A line held a newline of its own: each alone, then.
+		for i := range lines {
+			lines[i].Text = r.red.Text(lines[i].Text)
+		}
+		return lines, nil
+	}
+	for i := range lines {
+		lines[i].Text = out[i]
+	}
+	return lines, nil
 }

@@ -7,6 +7,7 @@ package parse
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 
@@ -16,9 +17,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/yamlbound"
 )
 
 // Model is everything coroner knows about one job after reading a bundle.
@@ -108,33 +109,61 @@ func (m *Model) loadResource(f bundle.File) {
 		m.warnf("%s: %v; skipped", f.Path, err)
 		return
 	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
+	// Anchors and aliases can make a small file expand ("billion laughs"): the decoder stops
+	// at twice the resource limit while it builds, not after.
+	// The parser's nodes cost about 200 bytes each: a file of one-character values is refused
+	// before it is parsed when it has more than one value per 16 bytes of the limit.
+	lim := m.Bundle.Limits.MaxResourceBytes
+	docs, err := yamlbound.DecodeAll(data, yamlbound.Options{Limit: 2 * lim, MaxValues: int(max(lim/16, 1024))})
+	data = nil // the bytes are not needed any more: let them go while the objects are built
+	var tl *yamlbound.TooLargeError
+	var tm *yamlbound.TooManyError
+	switch {
+	case errors.As(err, &tl) && tl.Aliases:
+		m.warnf("%s: %v, over twice --max-resource-bytes %d; skipped", f.Path, err, lim)
+		return
+	case errors.As(err, &tm):
+		m.warnf("%s: %v (one per 16 bytes of --max-resource-bytes %d); skipped", f.Path, err, lim)
+		return
+	case err != nil:
 		m.warnf("%s: invalid YAML: %v; skipped", f.Path, firstLine(err.Error()))
 		return
 	}
-	// Anchors and aliases can make a small file expand ("billion laughs"); the YAML library
-	// refuses excessive aliasing, and this bounds what is left.
-	if lim := 2 * m.Bundle.Limits.MaxResourceBytes; int64(len(js)) > lim {
-		m.warnf("%s: expands to %d bytes through YAML aliases, over twice --max-resource-bytes %d; skipped", f.Path, len(js), m.Bundle.Limits.MaxResourceBytes)
-		return
+	n := 0
+	for i, doc := range docs {
+		if doc == nil {
+			continue // an empty document of a stream
+		}
+		obj, ok := doc.(map[string]any)
+		if !ok {
+			m.warnf("%s: not a Kubernetes object; skipped", f.Path)
+			return
+		}
+		where := f.Path
+		if len(docs) > 1 {
+			where = fmt.Sprintf("%s[doc %d]", f.Path, i)
+		}
+		m.addObjectOrList(where, obj)
+		n++
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(js, &obj); err != nil || obj == nil {
+	if n == 0 {
 		m.warnf("%s: not a Kubernetes object; skipped", f.Path)
-		return
 	}
+}
+
+// addObjectOrList adds one decoded object, or each item of a List.
+func (m *Model) addObjectOrList(where string, obj map[string]any) {
 	u := &unstructured.Unstructured{Object: obj}
 	if strings.HasSuffix(u.GetKind(), "List") {
 		items, _, _ := unstructured.NestedSlice(obj, "items")
 		for i, it := range items {
 			if o, ok := it.(map[string]any); ok {
-				m.addObject(fmt.Sprintf("%s[%d]", f.Path, i), &unstructured.Unstructured{Object: o})
+				m.addObject(fmt.Sprintf("%s[%d]", where, i), &unstructured.Unstructured{Object: o})
 			}
 		}
 		return
 	}
-	m.addObject(f.Path, u)
+	m.addObject(where, u)
 }
 
 func (m *Model) addObject(where string, u *unstructured.Unstructured) {
@@ -240,7 +269,8 @@ func LogStreams(b *bundle.Bundle) ([]LogStream, []string) {
 // PathOf returns the bundle file an object came from, or "".
 func (m *Model) PathOf(kind, namespace, name string) string {
 	p := m.paths[kind+"/"+namespace+"/"+name]
-	if i := strings.LastIndexByte(p, '['); i >= 0 {
+	if i := strings.IndexByte(p, '['); i >= 0 { // "file[doc 1][3]": the file
+
 		p = p[:i]
 	}
 	return p

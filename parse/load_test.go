@@ -2,6 +2,7 @@ package parse
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -100,9 +101,9 @@ func TestHostileResources(t *testing.T) {
 	require.Len(t, m.Pods, 1, "the rest of the bundle is read")
 	require.Len(t, m.Warnings, 4)
 	want := []string{
-		"resources/core/ConfigMap/ml/deep.json: invalid YAML: yaml: exceeded max depth of 10000; skipped",
-		"resources/core/ConfigMap/ml/deep.yaml: invalid YAML: yaml: exceeded max depth of 10000; skipped",
-		"resources/core/ConfigMap/ml/laughs.yaml: invalid YAML: yaml: document contains excessive aliasing; skipped",
+		"resources/core/ConfigMap/ml/deep.json: holds more than 4096 YAML values (one per 16 bytes of --max-resource-bytes 65536); skipped",
+		"resources/core/ConfigMap/ml/deep.yaml: holds more than 4096 YAML values (one per 16 bytes of --max-resource-bytes 65536); skipped",
+		"resources/core/ConfigMap/ml/laughs.yaml: expands to more than 131072 bytes through YAML aliases, over twice --max-resource-bytes 65536; skipped",
 		"resources/core/ConfigMap/ml/wide.yaml: expands to",
 	}
 	for i, w := range m.Warnings {
@@ -153,4 +154,36 @@ status:
 	require.Contains(t, warnings, "resources/core/Pod/ml/w-0.yaml: Pod field spec.containers[0].ports[0].containerPort: a string where a int32 is expected")
 	require.Contains(t, warnings, "resources/core/Pod/ml/w-0.yaml: Pod field status.conditions[0].status: a bool where a v1.ConditionStatus is expected")
 	require.Contains(t, warnings, "resources/core/Node/_cluster/gpu-1.yaml: Node field status.allocatable.nvidia.com/gpu:")
+}
+
+// TestAliasBombBoundedWhileDecoding is the case: one 1 MiB string aliased 1,000 times
+// (a 1 MB file that expands to 1 GB) took 3.1 GB. It is refused having allocated little more
+// than the file, with the same warning as any expansion past the limit.
+func TestAliasBombBoundedWhileDecoding(t *testing.T) {
+	var s strings.Builder
+	s.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: ml}\ndata:\n  big: &a \"" + strings.Repeat("x", 1<<20) + "\"\nitems: [")
+	for range 1000 {
+		s.WriteString("*a, ")
+	}
+	s.WriteString("*a]\n")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := load(t, fstest.MapFS{"resources/core/ConfigMap/ml/x.yaml": {Data: []byte(s.String())}})
+	runtime.ReadMemStats(&after)
+	require.Equal(t, []string{"resources/core/ConfigMap/ml/x.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped"}, m.Warnings)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("allocated %d MB", alloc>>20)
+	require.Less(t, alloc, uint64(64<<20), "bounded while decoding, not after")
+}
+
+// TestYAMLStream: a file of several documents gives each object, and says which document a
+// path came from.
+func TestYAMLStream(t *testing.T) {
+	m := load(t, fstest.MapFS{"resources/core/Pod/ml/all.yaml": {Data: []byte(
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml}\n---\n" +
+			"apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ml}\n---\n")}})
+	require.Empty(t, m.Warnings)
+	require.Len(t, m.Pods, 2)
+	require.Equal(t, "resources/core/Pod/ml/all.yaml", m.PathOf("Pod", "ml", "b"))
 }

@@ -44,9 +44,11 @@ type Evidence struct {
 	// Source is log, event, pod, job, node or spec.
 	Source string `json:"source"`
 	// File is the bundle path (for log evidence, the log; otherwise the resource file).
-	File string     `json:"file,omitempty"`
-	Line int        `json:"line,omitempty"`
-	Time *time.Time `json:"time,omitempty"`
+	File string `json:"file,omitempty"`
+	// FileName is the log's own name ("train.log") when it came as a plain file.
+	FileName string     `json:"fileName,omitempty"`
+	Line     int        `json:"line,omitempty"`
+	Time     *time.Time `json:"time,omitempty"`
 	// Object names the Kubernetes object for non-log evidence ("Pod ml/train-job-worker-0").
 	Object string        `json:"object,omitempty"`
 	Text   string        `json:"text"`
@@ -63,15 +65,20 @@ type ContextLine struct {
 	Text string `json:"text"`
 }
 
-// Location is "file:line" for log evidence, the object otherwise.
+// Location is "file:line" for log evidence (the plain file's own name when it has one),
+// the object otherwise.
 func (e *Evidence) Location() string {
-	if e.File != "" && e.Line > 0 {
-		return e.File + ":" + strconv.Itoa(e.Line)
+	file := e.File
+	if e.FileName != "" {
+		file = e.FileName
+	}
+	if file != "" && e.Line > 0 {
+		return file + ":" + strconv.Itoa(e.Line)
 	}
 	if e.Object != "" {
 		return e.Object
 	}
-	return e.File
+	return file
 }
 
 // RootCause is the finding that explains the failure, repeated at the top of the report.
@@ -143,7 +150,9 @@ type TimelineEntry struct {
 
 // LogSummary describes one scanned log.
 type LogSummary struct {
-	Path      string     `json:"path"`
+	Path string `json:"path"`
+	// FileName is the log's own name ("train.log") when it came as a plain file.
+	FileName  string     `json:"fileName,omitempty"`
 	Pod       string     `json:"pod"`
 	Container string     `json:"container"`
 	Previous  bool       `json:"previous,omitempty"`
@@ -201,6 +210,14 @@ func timelineOf(tl []analyze.TimelineEntry) []TimelineEntry {
 		}
 	}
 	return out
+}
+
+// Location is the log's name: its own for a plain file, else its bundle path.
+func (l *LogSummary) Location() string {
+	if l.FileName != "" {
+		return l.FileName
+	}
+	return l.Path
 }
 
 func logsOf(ls []analyze.LogSummary) []LogSummary {

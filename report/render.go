@@ -6,11 +6,11 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	texttemplate "text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/templates"
@@ -34,17 +34,23 @@ func FormatFromPath(p string) string {
 	return ""
 }
 
-// Render writes the report in a format. The same report gives the same bytes.
+// Render writes the report in a format with the default options. The same report gives the
+// same bytes.
 func Render(w io.Writer, r *Report, format string) error {
+	return RenderWith(w, r, format, Options{})
+}
+
+// RenderWith writes the report in a format. The same report and options give the same bytes.
+func RenderWith(w io.Writer, r *Report, format string, opt Options) error {
 	switch format {
 	case "json":
 		return RenderJSON(w, r)
 	case "md":
-		return renderTemplate(w, r, "report.md.tmpl", false)
+		return renderTemplate(w, newView(r, opt), "report.md.tmpl", false)
 	case "html":
-		return renderTemplate(w, r, "report.html.tmpl", true)
+		return renderTemplate(w, newView(r, opt), "report.html.tmpl", true)
 	case "text":
-		return RenderText(w, r)
+		return RenderTextWith(w, r, opt)
 	}
 	return fmt.Errorf("unknown format %q (use %s)", format, strings.Join(Formats, ", "))
 }
@@ -164,39 +170,6 @@ func repeated(e Evidence, count int) string {
 	return s
 }
 
-// findingGroup is the findings of one rule that follow from the same cause, shown as one
-// line in summaries ("collective-timeout on 7 pods").
-type findingGroup struct {
-	First *Finding
-	Pods  []string
-	Count int
-}
-
-func groupSecondary(fs []*Finding, rootID string) []findingGroup {
-	var out []findingGroup
-	idx := map[string]int{}
-	for _, f := range fs {
-		if f.ID == rootID {
-			continue
-		}
-		// One line per rule and title: the same failure on many pods reads as one line.
-		key := f.RuleID + "\x00" + f.Title + "\x00" + f.Severity.String() + "\x00" + strconv.FormatBool(f.SecondaryOf != "")
-		i, ok := idx[key]
-		if !ok {
-			idx[key] = len(out)
-			out = append(out, findingGroup{First: f})
-			i = len(out) - 1
-		}
-		g := &out[i]
-		g.Count += f.Count
-		if f.Pod != "" && !containsStr(g.Pods, f.Pod) {
-			g.Pods = append(g.Pods, f.Pod)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].First.Severity > out[j].First.Severity })
-	return out
-}
-
 func containsStr(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s {
@@ -216,10 +189,12 @@ func PodList(pods []string) string {
 
 var funcs = map[string]any{
 	"time": fmtTime, "where": where, "expected": expected, "md": mdEscape, "code": mdCode, "codeblock": mdBlock,
-	"evidenceLines": evidenceLines, "repeated": repeated, "groups": groupSecondary, "podList": PodList,
+	"evidenceLines": evidenceLines, "repeated": repeated, "podList": PodList,
 	"upper": func(v analyze.Verdict) string { return strings.ToUpper(string(v)) }, "join": strings.Join,
 	"sev":   func(s analyze.Severity) string { return s.String() },
 	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
+	"groupWhen": GroupWhen, "commas": Commas, "plural": plural, "duration": Duration,
+	"add": func(a, b int) int { return a + b },
 }
 
 // sentParts lists what a prompt carried for Markdown, with the bytes each line added.
@@ -240,14 +215,20 @@ func shortDigest(d string) string {
 	return d
 }
 
-func renderTemplate(w io.Writer, r *Report, name string, html bool) error {
+func renderTemplate(w io.Writer, r *view, name string, html bool) error {
 	src, err := templates.FS.ReadFile(name)
 	if err != nil {
 		return err
 	}
+	fm := map[string]any{}
+	for k, f := range funcs {
+		fm[k] = f
+	}
+	fm["where"] = r.Report.where
+	fm["groupWhere"] = r.Report.GroupWhere
 	var buf bytes.Buffer
 	if html {
-		t, err := htmltemplate.New(name).Funcs(htmltemplate.FuncMap(funcs)).Parse(string(src))
+		t, err := htmltemplate.New(name).Funcs(htmltemplate.FuncMap(fm)).Parse(string(src))
 		if err != nil {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
@@ -256,7 +237,7 @@ func renderTemplate(w io.Writer, r *Report, name string, html bool) error {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
 	} else {
-		t, err := texttemplate.New(name).Funcs(texttemplate.FuncMap(funcs)).Parse(string(src))
+		t, err := texttemplate.New(name).Funcs(texttemplate.FuncMap(fm)).Parse(string(src))
 		if err != nil {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
@@ -265,70 +246,6 @@ func renderTemplate(w io.Writer, r *Report, name string, html bool) error {
 		}
 	}
 	_, err = w.Write(buf.Bytes())
-	return err
-}
-
-// RenderText writes the terminal summary: job, status, verdict, root cause with its one
-// evidence line, then the other findings one line each.
-func RenderText(w io.Writer, r *Report) error {
-	var b strings.Builder
-	job := r.Job.Kind
-	if r.Job.Name != "" {
-		job += " " + strings.TrimPrefix(r.Job.Namespace+"/"+r.Job.Name, "/")
-	}
-	if r.Bundle.Plain {
-		job = "plain logs: " + r.Bundle.Name
-	}
-	fmt.Fprintf(&b, "Job:         %s\n", job)
-	if r.Job.Status != "" {
-		fmt.Fprintf(&b, "Status:      %s\n", r.Job.Status)
-	}
-	fmt.Fprintf(&b, "Verdict:     %s — %s\n", strings.ToUpper(string(r.Verdict)), r.VerdictReason)
-	if rc := r.RootCause; rc != nil {
-		fmt.Fprintf(&b, "Root cause:  [%s] %s\n", rc.Category, rc.Title)
-		at := where(rc.Pod, rc.Container)
-		if rc.Pod == "" {
-			at = job
-		}
-		fmt.Fprintf(&b, "             at %s, %s; fault: %s, retry: %s\n", at, fmtTime(rc.Time), rc.Fault, rc.Retry)
-		if len(rc.Evidence) > 0 {
-			e := rc.Evidence[0]
-			fmt.Fprintf(&b, "Evidence:    %s\n             %s\n", e.Location(), oneLine(e.Text, 160))
-		}
-	}
-	rootID := ""
-	if r.RootCause != nil {
-		rootID = r.RootCause.ID
-	}
-	groups := groupSecondary(r.Findings, rootID)
-	if len(groups) > 0 {
-		fmt.Fprintf(&b, "Other findings:\n")
-	}
-	for _, g := range groups {
-		f := g.First
-		at := where(f.Pod, f.Container)
-		if f.Pod == "" {
-			at = "the job"
-		}
-		if len(g.Pods) > 1 {
-			at = PodList(g.Pods)
-		}
-		line := fmt.Sprintf("  %-8s %-19s %s — %s", f.Severity, f.Category, oneLine(f.Title, 70), at)
-		if g.Count > 1 {
-			line += fmt.Sprintf(" (x%d)", g.Count)
-		}
-		if f.SecondaryOf != "" {
-			line += " [follows " + f.SecondaryOf + "]"
-		}
-		b.WriteString(line + "\n")
-	}
-	if l := r.LLM; l != nil {
-		writeLLMText(&b, l)
-	}
-	for _, wr := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wr)
-	}
-	_, err := io.WriteString(w, b.String())
 	return err
 }
 
@@ -362,15 +279,44 @@ func yesNo(h *bool) string {
 	return "No"
 }
 
-// oneLine makes bundle text safe for a terminal: one line, no control characters (an escape
+// TerminalSafe shows a name or message from a bundle on a terminal as it is, but for what
+// would act on the terminal instead of being shown: control characters (a newline that would
+// forge a line of output, an escape sequence that would move the cursor or retitle the window)
+// and the Unicode controls that reorder what follows (bidirectional overrides and isolates)
+// are written as Go escapes: \n, \x1b, \u202e.
+func TerminalSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == utf8.RuneError
+}
+
+// oneLine makes bundle text safe for a terminal: one line, a tab a space, and every control
+// character shown as its escape (TerminalSafe: a newline must not forge a line, an escape
 // sequence in an event message must not drive the reader's terminal), at most n runes.
 func oneLine(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return ' '
-		}
-		return r
-	}, s)
+	s = TerminalSafe(strings.ReplaceAll(s, "\t", " "))
 	if len([]rune(s)) > n {
 		return string([]rune(s)[:n-1]) + "…"
 	}

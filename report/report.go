@@ -56,6 +56,8 @@ type BundleInfo struct {
 	Redaction     *bundle.RedactionInfo `json:"redaction,omitempty"`
 	Files         int                   `json:"files"`
 	LogBytes      int64                 `json:"logBytes"`
+	// LogLines counts the log lines read.
+	LogLines int `json:"logLines"`
 }
 
 // Job summarises the job.
@@ -101,6 +103,17 @@ type Pod struct {
 	Restarts int    `json:"restarts"`
 	// Ended says how its main container ended ("OOMKilled, exit 137"), when it did.
 	Ended string `json:"ended,omitempty"`
+	// Rank is the first torchrun rank its logs show ("[rank5]:"), when they show one.
+	Rank *int `json:"rank,omitempty"`
+	// Created, Started and Finished date its life: created, its first container's first
+	// start that the status still shows, and when it ended (nil while it runs or waits).
+	Created  *time.Time `json:"created,omitempty"`
+	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
+	// ExitCode is its first container's exit code, when it ended.
+	ExitCode *int `json:"exitCode,omitempty"`
+	// LastRestart is when the previous container ended, for a pod that restarted.
+	LastRestart *time.Time `json:"lastRestart,omitempty"`
 }
 
 // Event is one Kubernetes event of the job, its pods or their nodes.
@@ -131,6 +144,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	}
 	for _, l := range res.Logs {
 		r.Bundle.LogBytes += l.Bytes
+		r.Bundle.LogLines += l.Lines
 	}
 	if mf := b.Manifest; mf != nil {
 		r.Bundle.CollectedAt, r.Bundle.ServerVersion, r.Bundle.CollectedBy = mf.CollectedAt, mf.ServerVersion, mf.CoronerVersion
@@ -141,7 +155,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		r.Bundle.Redaction = &red
 	}
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
-	r.Job = buildJob(m.Job)
+	r.Job = buildJob(m.Job, ranksOf(res))
 	if f := res.RootCause; f != nil {
 		rc := &RootCause{Finding: *findingOf(f)}
 		for _, g := range res.Findings {
@@ -151,12 +165,55 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		}
 		r.RootCause = rc
 	}
+	if b.Plain {
+		r.namePlainLogs(b)
+	}
 	r.Events = buildEvents(m)
 	if len(r.Events) > maxEvents {
 		r.Warnings = append(r.Warnings, "the events table shows the first "+itoa(maxEvents)+" of "+itoa(len(r.Events))+" events")
 		r.Events = r.Events[:maxEvents]
 	}
 	return r
+}
+
+// namePlainLogs gives plain logs their own names in the logs table, in evidence and in the
+// verdict's reason, and says which were empty.
+func (r *Report) namePlainLogs(b *bundle.Bundle) {
+	for i := range r.Logs {
+		l := &r.Logs[i]
+		l.FileName = b.PlainName(l.Path)
+		if l.FileName != "" {
+			r.VerdictReason = strings.ReplaceAll(r.VerdictReason, " in "+l.Pod+"/"+l.Container, " in "+l.FileName)
+			if l.Lines == 0 {
+				r.Warnings = append(r.Warnings, l.FileName+": 0 lines read")
+			}
+		}
+	}
+	name := func(evs []Evidence) {
+		for i := range evs {
+			if evs[i].Source == "log" {
+				evs[i].FileName = b.PlainName(evs[i].File)
+			}
+		}
+	}
+	for _, f := range r.Findings {
+		name(f.Evidence)
+	}
+	if r.RootCause != nil {
+		name(r.RootCause.Evidence)
+	}
+}
+
+// where names a place: "pod/container", the pod, "—"; for plain logs, the file.
+func (r *Report) where(pod, container string) string {
+	if r.Bundle.Plain && pod != "" {
+		for _, l := range r.Logs {
+			if l.Pod == pod && l.FileName != "" {
+				return l.FileName
+			}
+		}
+	}
+	return where(pod, container)
 }
 
 func baseNames(ps []string) []string {
@@ -167,7 +224,21 @@ func baseNames(ps []string) []string {
 	return out
 }
 
-func buildJob(j *parse.Job) Job {
+// ranksOf maps each pod to the first torchrun rank its logs show.
+func ranksOf(res *analyze.Result) map[string]int {
+	out := map[string]int{}
+	if res.Index == nil {
+		return out
+	}
+	for _, s := range res.Index.Streams() {
+		if _, ok := out[s.Pod]; !ok && s.Rank >= 0 {
+			out[s.Pod] = s.Rank
+		}
+	}
+	return out
+}
+
+func buildJob(j *parse.Job, ranks map[string]int) Job {
 	out := Job{Conditions: []Condition{}, Replicas: []Replica{}}
 	if j == nil {
 		return out
@@ -194,7 +265,11 @@ func buildJob(j *parse.Job) Job {
 			rep.Expected = &n
 		}
 		for _, p := range rp.Pods {
-			rep.Pods = append(rep.Pods, buildPod(p))
+			pod := buildPod(p)
+			if n, ok := ranks[p.Name]; ok {
+				pod.Rank = &n
+			}
+			rep.Pods = append(rep.Pods, pod)
 		}
 		out.Replicas = append(out.Replicas, rep)
 	}
@@ -219,7 +294,57 @@ func buildPod(p *corev1.Pod) Pod {
 	if p.Status.Reason != "" {
 		out.Ended = p.Status.Reason
 	}
+	out.Created = timeOf(p.CreationTimestamp.Time)
+	if cs := mainStatus(p); cs != nil {
+		if prev := cs.LastTerminationState.Terminated; prev != nil {
+			out.Started = timeOf(prev.StartedAt.Time)
+			out.LastRestart = timeOf(prev.FinishedAt.Time)
+		}
+		st := cs.State
+		switch {
+		case st.Running != nil && out.Started == nil:
+			out.Started = timeOf(st.Running.StartedAt.Time)
+		case st.Terminated != nil:
+			if out.Started == nil {
+				out.Started = timeOf(st.Terminated.StartedAt.Time)
+			}
+			out.Finished = timeOf(st.Terminated.FinishedAt.Time)
+			code := int(st.Terminated.ExitCode)
+			out.ExitCode = &code
+		}
+	}
+	if out.Finished == nil && (p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded) {
+		// Evicted or deleted pods keep no container state; their last event dates them.
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && !c.LastTransitionTime.IsZero() && (out.Started == nil || c.LastTransitionTime.After(*out.Started)) {
+				out.Finished = timeOf(c.LastTransitionTime.Time)
+			}
+		}
+	}
 	return out
+}
+
+// mainStatus is the status of the pod's first container, the one that trains.
+func mainStatus(p *corev1.Pod) *corev1.ContainerStatus {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return nil
+	}
+	if len(p.Spec.Containers) > 0 {
+		for i := range p.Status.ContainerStatuses {
+			if p.Status.ContainerStatuses[i].Name == p.Spec.Containers[0].Name {
+				return &p.Status.ContainerStatuses[i]
+			}
+		}
+	}
+	return &p.Status.ContainerStatuses[0]
+}
+
+func timeOf(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 func buildEvents(m *parse.Model) []Event {

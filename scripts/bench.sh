@@ -1,56 +1,181 @@
 #!/usr/bin/env bash
-# make bench: analyze throughput on generated 64-rank bundles (256 MiB and 1 GiB of logs),
-# side by side with ripgrep scanning the same files for the rule set's patterns; then the size
-# of the log index analyze builds, and coroner search's median time on the warm cache.
-# Prints figures and ratios; asserts nothing (timings never go in unit tests).
+# make bench: coroner analyze and search on generated bundles of every kind of content that once
+# made the index cost more than a scan (issue 13): repetitive training logs, distinct lines, many
+# ranks, 200,000 tiny files, one huge line, a number on many lines, and a 1 GiB tarball. Prints
+# figures and ratios next to their targets; asserts nothing (timings never go in unit tests).
+#
+# The machine may be shared: every figure is the median of BENCH_REPS runs, ratios compare runs
+# made back to back, CPU time (user+sys) is printed beside wall-clock time, and the load average is
+# printed at the start and the end. Bundles are generated once into .cache/bench/gen-<hash of the
+# generator>/ (older generations are removed); BENCH_CASES picks cases by name, BENCH_BIG=1 adds
+# 4 GiB bundles (about 10 GiB of disk and ten minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=./bin/coroner
-CACHE=${BENCH_DIR:-.cache/bench}
-SIZES=${BENCH_SIZES:-"256MiB 1GiB"}
-RANKS=${BENCH_RANKS:-64}
-mkdir -p "$CACHE"
+ROOT=${BENCH_DIR:-.cache/bench}
+REPS=${BENCH_REPS:-3}
 command -v rg >/dev/null || { echo "bench: ripgrep (rg) is needed: apt-get install ripgrep" >&2; exit 1; }
 command -v /usr/bin/time >/dev/null || { echo "bench: GNU time is needed: apt-get install time" >&2; exit 1; }
+gen_hash=$(cat internal/samplegen/*.go samples/internal/genbundle/*.go | sha256sum | cut -c1-12)
+GEN="$ROOT/gen-$gen_hash"
+mkdir -p "$GEN"
+for old in "$ROOT"/gen-*; do [ "$old" = "$GEN" ] || rm -rf "$old"; done
+WORK=$(mktemp -d "$ROOT/run-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+go build -o "$WORK/genbundle" ./samples/internal/genbundle
 
-# rg joins the patterns into one regexp: named groups would clash, so they become plain groups.
-$BIN rules list --patterns | sed -E 's/\(\?P<[A-Za-z_]+>/(/g' > "$CACHE/patterns.txt"
-echo "coroner $($BIN --version | awk '{print $3}'), $(nproc) CPUs, $(wc -l < "$CACHE/patterns.txt") rule patterns, $RANKS ranks"
-# The machine may be shared: the load says how much, and the ratio compares runs made together.
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-8s %10s %10s %10s %10s %10s %12s %9s %14s\n' size logMB analyze_s MB/s peakRSS_MB rg_s analyze/rg index% search_p50_ms
-
-measure() { # prints "seconds maxrss_kb" of a command, best of 3 runs
-  local best="" rss=""
-  for _ in 1 2 3; do
-    /usr/bin/time -f '%e %M' -o "$CACHE/time.txt" "$@" >/dev/null 2>&1 || true
-    read -r s k < "$CACHE/time.txt"
-    if [ -z "$best" ] || awk "BEGIN{exit !($s < $best)}"; then best=$s; rss=$k; fi
+# Cases: name kind ranks size baseline (the repetitive case of the same size, or -), queries.
+# A query "Q --limit N" passes the flag too.
+COMMON_QUERIES=('NCCL AND timeout' '"CUDA out of memory"' 'step 48120' 'level:error rank:37' 'Traceback' 'step 100' 'step 100 --limit 1' 'ProcessGroupNCCL.cpp' 'SeqNum=48120')
+declare -A KIND RANKS SIZE BASE
+add_case() { KIND[$1]=$2; RANKS[$1]=$3; SIZE[$1]=$4; BASE[$1]=$5; CASES+=("$1"); }
+CASES=()
+add_case rep-7M       repetitive 64    7MiB   -
+add_case rep-15M      repetitive 64    15MiB  -
+add_case rep-32M      repetitive 64    32MiB  -
+add_case rep-64M      repetitive 64    64MiB  -
+add_case rep-256M     repetitive 64    256MiB -
+add_case rep-1G       repetitive 64    1GiB   -
+add_case dis-7M       distinct   64    7MiB   rep-7M
+add_case dis-32M      distinct   64    32MiB  rep-32M
+add_case dis-256M     distinct   64    256MiB rep-256M
+add_case dis1-256M    distinct   1     256MiB rep-256M
+add_case ranks1024    repetitive 1024  64MiB  rep-64M
+add_case ranks4096    repetitive 4096  64MiB  rep-64M
+add_case files200k    files      25000 15MiB  rep-15M
+add_case huge-256M    hugeline   1     256MiB rep-256M
+add_case num-1G       numbers    64    1GiB   rep-1G
+if [ "${BENCH_BIG:-}" = 1 ]; then
+  add_case rep-4G     repetitive 64    4GiB   -
+  add_case dis-4G     distinct   64    4GiB   rep-4G
+fi
+if [ -n "${BENCH_CASES:-}" ]; then
+  wanted=()
+  for c in "${CASES[@]}"; do
+    for w in $BENCH_CASES; do
+      # A case asked for brings its baseline.
+      if [ "$c" = "$w" ] || [ "${BASE[$w]:-}" = "$c" ]; then wanted+=("$c"); break; fi
+    done
   done
-  echo "$best $rss"
+  CASES=("${wanted[@]}")
+fi
+
+bundle() { # prints the directory of a case's bundle, generating it once
+  local dir="$GEN/$1"
+  if [ ! -d "$dir" ]; then
+    "$WORK/genbundle" -o "$dir.tmp" -kind "${KIND[$1]}" -ranks "${RANKS[$1]}" -size "${SIZE[$1]}" >&2
+    mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir"
 }
 
-for size in $SIZES; do
-  dir="$CACHE/bundle-$RANKS-$size"
-  [ -d "$dir" ] || go run ./samples/internal/genbundle -o "$dir" -ranks "$RANKS" -size "$size"
-  bytes=$(du -sb "$dir/logs" | cut -f1)
-  cat "$dir"/logs/*/*/*.log > /dev/null # warm the page cache for both tools alike
-  # --no-cache: every run builds the index (into a private directory), as a first analyze does.
-  read -r a_s a_rss < <(measure $BIN analyze "$dir" --format json -q --no-cache)
-  read -r r_s _ < <(measure rg --no-ignore -c -f "$CACHE/patterns.txt" "$dir/logs")
-  idx="$CACHE/index-$size"
-  rm -rf "$idx"
-  $BIN analyze "$dir" -q --cache-dir "$idx" --format json >/dev/null
-  ibytes=$(du -sb "$idx"/[0-9a-f]*/ | awk '{s += $1} END {print s}')
-  p50=$(for q in 'NCCL AND timeout' '"CUDA out of memory"' 'step 48120' 'level:error rank:37' 'Traceback'; do
-      for _ in 1 2 3 4 5; do
-        s=$(date +%s%N); $BIN search "$dir" "$q" --cache-dir "$idx" >/dev/null; e=$(date +%s%N)
-        echo $(( (e - s) / 1000000 ))
-      done
-    done | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-  awk -v size="$size" -v b="$bytes" -v a="$a_s" -v rss="$a_rss" -v r="$r_s" -v ib="$ibytes" -v p50="$p50" 'BEGIN {
-    mb = b / 1048576; printf "%-8s %10.0f %10.2f %10.0f %10.0f %10.2f %11.2fx %8.2f%% %14d\n", size, mb, a, mb / a, rss / 1024, r, a / r, 100 * ib / b, p50 }'
+median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+# run_timed OUT CMD...: appends "wall cpu maxrss_kb" of one run of CMD to OUT.
+run_timed() {
+  local out=$1; shift
+  /usr/bin/time -f '%e %U %S %M' -o "$WORK/t" "$@" >/dev/null 2>"$WORK/err" || { echo "bench: failed: $*" >&2; cat "$WORK/err" >&2; }
+  awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$WORK/t" >> "$out"
+}
+
+echo "coroner $($BIN --version | awk '{print $3}'), $(nproc) CPUs, $REPS runs per figure (the median)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# 1. analyze against ripgrep on repetitive logs, back to back.
+$BIN rules list --patterns | sed -E 's/\(\?P<[A-Za-z_]+>/(/g' > "$WORK/patterns.txt"
+echo
+echo "analyze --no-cache against rg -c -f <$(wc -l < "$WORK/patterns.txt") rule patterns> on the same files (target: analyze/rg <= 1.5x)"
+printf '%-10s %8s | %9s %9s | %9s %9s | %10s %10s\n' case logMB analyze_s rg_s analyze_cpu rg_cpu wall_ratio cpu_ratio
+for c in "${CASES[@]}"; do
+  case $c in rep-256M|rep-1G|rep-4G) ;; *) continue ;; esac
+  dir=$(bundle "$c")
+  bytes=$(find "$dir/logs" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+  cat "$dir"/logs/*/*/*.log > /dev/null # warm the page cache for both alike
+  : > "$WORK/a"; : > "$WORK/r"
+  for _ in $(seq "$REPS"); do
+    run_timed "$WORK/a" $BIN analyze "$dir" --format json -q --no-cache
+    run_timed "$WORK/r" rg --no-ignore -c -f "$WORK/patterns.txt" "$dir/logs"
+  done
+  aw=$(cut -d' ' -f1 "$WORK/a" | median); ac=$(cut -d' ' -f2 "$WORK/a" | median)
+  rw=$(cut -d' ' -f1 "$WORK/r" | median); rc=$(cut -d' ' -f2 "$WORK/r" | median)
+  awk -v c="$c" -v b="$bytes" -v aw="$aw" -v ac="$ac" -v rw="$rw" -v rc="$rc" 'BEGIN {
+    printf "%-10s %8.0f | %9.2f %9.2f | %9.2f %9.2f | %9.2fx %9.2fx\n", c, b / 1048576, aw, rw, ac, rc, aw / rw, ac / rc }'
 done
+
+# 2. every case: analyze (no cache: the index is built), its peak RSS, the index it leaves in a
+# cache, and coroner search on that warm cache.
+echo
+echo "every case: analyze --no-cache, then analyze into a cache and search it warm"
+echo "targets: peak RSS <= 300 MB (analyze and search); analyze CPU <= 2x the repetitive case of the same size;"
+echo "         index <= 10% of the logs; warm search < 100 ms for every query (the slowest query's median is search_max)"
+printf '%-10s %8s %7s | %9s %8s %8s %7s | %7s | %7s %7s %7s\n' case logMB files analyze_s cpu_s vs_rep RSS_MB index% srch_p50 srch_max srch_RSS
+declare -A CPU
+for c in "${CASES[@]}"; do
+  dir=$(bundle "$c")
+  read -r bytes files < <(find "$dir/logs" -type f -printf '%s\n' | awk '{s += $1; n++} END {print s, n}')
+  : > "$WORK/a"
+  for _ in $(seq "$REPS"); do
+    run_timed "$WORK/a" $BIN analyze "$dir" --format json -q --no-cache --max-entries 1000000
+  done
+  aw=$(cut -d' ' -f1 "$WORK/a" | median); ac=$(cut -d' ' -f2 "$WORK/a" | median)
+  rss=$(cut -d' ' -f3 "$WORK/a" | sort -n | tail -1)
+  CPU[$c]=$ac
+  vs=-
+  if [ "${BASE[$c]}" != - ] && [ -n "${CPU[${BASE[$c]}]:-}" ]; then
+    vs=$(awk -v a="$ac" -v b="${CPU[${BASE[$c]}]}" 'BEGIN {printf "%.2fx", a / b}')
+  fi
+  idx="$WORK/cache-$c"
+  $BIN analyze "$dir" -q --cache-dir "$idx" --format json --max-entries 1000000 >/dev/null
+  ibytes=$(find "$idx" -mindepth 1 -maxdepth 1 -type d -name '[0-9a-f]*' -exec du -sb {} + | awk '{s += $1} END {print s + 0}')
+  queries=("${COMMON_QUERIES[@]}")
+  [ "${KIND[$c]}" = distinct ] && queries+=('ximuhayo' 'request_id' 'tokens AND peda' '6d964169333e1645')
+  : > "$WORK/s"; : > "$WORK/qmed"
+  for q in "${queries[@]}"; do
+    : > "$WORK/q"
+    extra=()
+    if [[ $q == *" --limit "* ]]; then extra=(--limit "${q##* --limit }"); q=${q% --limit *}; fi
+    for _ in $(seq "$REPS"); do
+      run_timed "$WORK/q" $BIN search "$dir" "$q" "${extra[@]}" --cache-dir "$idx" --max-entries 1000000
+    done
+    cat "$WORK/q" >> "$WORK/s"
+    echo "$(cut -d' ' -f1 "$WORK/q" | median) $q ${extra[*]}" >> "$WORK/qmed"
+  done
+  p50=$(cut -d' ' -f1 "$WORK/s" | median)
+  smax=$(sort -g "$WORK/qmed" | tail -1 | cut -d' ' -f1)
+  srss=$(cut -d' ' -f3 "$WORK/s" | sort -n | tail -1)
+  awk -v c="$c" -v b="$bytes" -v f="$files" -v aw="$aw" -v ac="$ac" -v vs="$vs" -v rss="$rss" -v ib="$ibytes" \
+      -v p50="$p50" -v smax="$smax" -v srss="$srss" 'BEGIN {
+    printf "%-10s %8.0f %7d | %9.2f %8.2f %8s %7.0f | %6.2f%% | %7.0f %7.0f %7.0f\n", c, b / 1048576, f, aw, ac, vs, rss / 1024, 100 * ib / b, p50 * 1000, smax * 1000, srss / 1024 }'
+  if [ -n "${BENCH_VERBOSE:-}" ]; then sort -gr "$WORK/qmed" | head -3 | sed 's/^/    slowest: /'; fi
+  rm -rf "$idx"
+done
+
+# 3. time linear in ranks: the same bytes over 4x the ranks.
+if [ -n "${CPU[ranks1024]:-}" ] && [ -n "${CPU[ranks4096]:-}" ]; then
+  echo
+  awk -v a="${CPU[ranks1024]}" -v b="${CPU[ranks4096]}" 'BEGIN {
+    printf "ranks: 64 MiB over 4,096 ranks costs %.2fx the CPU of 1,024 ranks (target <= 4x)\n", b / a }'
+fi
+
+# 4. search of a 1 GiB tarball after analyze: the index is found from the tarball itself.
+if [[ " ${CASES[*]} " == *" rep-1G "* ]]; then
+  dir=$(bundle rep-1G)
+  tgz="$GEN/rep-1G.tar.gz"
+  [ -f "$tgz" ] || { tar -C "$dir" -czf "$tgz.tmp" . && mv "$tgz.tmp" "$tgz"; }
+  idx="$WORK/cache-tgz"
+  : > "$WORK/a"
+  run_timed "$WORK/a" $BIN analyze "$tgz" -q --cache-dir "$idx" --format json
+  : > "$WORK/s"
+  for q in 'NCCL AND timeout' 'step 48120' '"CUDA out of memory"'; do
+    for _ in $(seq "$REPS"); do run_timed "$WORK/s" $BIN search "$tgz" "$q" --cache-dir "$idx"; done
+  done
+  echo
+  awk -v tb="$(stat -c %s "$tgz")" -v a="$(cut -d' ' -f1 "$WORK/a")" -v s="$(cut -d' ' -f1 "$WORK/s" | median)" \
+      -v smax="$(cut -d' ' -f1 "$WORK/s" | sort -g | tail -1)" -v rss="$(cut -d' ' -f3 "$WORK/s" | sort -n | tail -1)" 'BEGIN {
+    printf "1 GiB tarball (%.0f MB): analyze %.2f s; warm search p50 %.0f ms, max %.0f ms, RSS %.0f MB (target < 1 s)\n", tb / 1e6, a, s * 1000, smax * 1000, rss / 1024 }'
+  rm -rf "$idx"
+fi
+echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "analyze/rg: wall-clock ratio of coroner analyze (whole report, index built) to rg -c -f PATTERNS (matching only); lower is better."
-echo "index%: size of the cached log index over the log bytes; search_p50_ms: median of 25 coroner search runs on the warm cache."
+echo "analyze_s, rg_s: wall-clock; cpu: user+sys seconds; vs_rep: CPU over the repetitive case of the same size;"
+echo "index%: the cached index over the log bytes; srch_p50: median over every query's runs; srch_max: the slowest query's median."

@@ -21,6 +21,17 @@ if [[ -x $BIN ]]; then
 fi
 
 mkdir -p "$CACHE"
+# Two runs at once (two checkouts, make e2e beside make bench) build it once: the second waits
+# for the first's lock and then finds the binary.
+exec 9>"$BIN.lock"
+if ! flock -n 9; then
+	echo "waiting for another build of kube-apiserver $KUBE_VERSION to finish" >&2
+	flock 9
+fi
+if [[ -x $BIN ]]; then
+	echo "$BIN"
+	exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -49,6 +60,7 @@ GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
 GOFLAGS=-mod=mod go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" >&2
 CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
 	-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR" \
-	-o "$BIN.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$BIN.tmp" "$BIN"
+	-o "$work/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+mv "$work/kube-apiserver" "$BIN.tmp.$$"
+mv "$BIN.tmp.$$" "$BIN" # a rename: nobody ever runs a half-written binary
 echo "$BIN"

@@ -163,3 +163,49 @@ func TestRetryOn429And5xxOnly(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err))
 	require.Equal(t, 1, calls, "a forbidden request is not retried")
 }
+
+// TestResolveEveryServedVersion: the mpi-operator's MPIJob (kubeflow.org/v2beta1) beside the
+// training operator's kubeflow.org/v1 kinds was dropped with every kind outside the group's
+// preferred version ("the cluster serves no kind mpijob"). Each resource now has a default
+// version (the preferred one if it serves it, else its highest), and every served version can
+// be named.
+func TestResolveEveryServedVersion(t *testing.T) {
+	kube := kubefake.NewClientset()
+	d := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	res := func(name, kind string) metav1.APIResource {
+		return metav1.APIResource{Name: name, SingularName: strings.ToLower(kind), Kind: kind, Namespaced: true, Verbs: []string{"get", "list"}}
+	}
+	d.Resources = []*metav1.APIResourceList{
+		{GroupVersion: "kubeflow.org/v1", APIResources: []metav1.APIResource{res("pytorchjobs", "PyTorchJob"), res("tfjobs", "TFJob")}},
+		{GroupVersion: "kubeflow.org/v2beta1", APIResources: []metav1.APIResource{res("mpijobs", "MPIJob")}},
+		{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{res("gadgets", "Gadget")}},
+		{GroupVersion: "example.com/v1alpha1", APIResources: []metav1.APIResource{res("widgets", "Widget"), res("gadgets", "Gadget")}},
+		{GroupVersion: "example.com/v1beta1", APIResources: []metav1.APIResource{res("widgets", "Widget")}},
+	}
+	cat, _, err := Discover(d)
+	require.NoError(t, err)
+	for _, tc := range []struct{ in, want string }{
+		{"mpijob", "kubeflow.org/v2beta1, Resource=mpijobs"},
+		{"mpijobs.kubeflow.org", "kubeflow.org/v2beta1, Resource=mpijobs"},
+		{"mpijobs.v2beta1.kubeflow.org", "kubeflow.org/v2beta1, Resource=mpijobs"},
+		{"pytorchjob", "kubeflow.org/v1, Resource=pytorchjobs"},
+		{"widget", "example.com/v1beta1, Resource=widgets"}, // not in the preferred v1: the highest that serves it
+		{"widgets.v1alpha1.example.com", "example.com/v1alpha1, Resource=widgets"},
+		{"gadget", "example.com/v1, Resource=gadgets"}, // the preferred version wins
+		{"gadgets.v1alpha1.example.com", "example.com/v1alpha1, Resource=gadgets"},
+	} {
+		r, err := cat.Resolve(tc.in)
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, r.GVR.String(), tc.in)
+	}
+	_, err = cat.Resolve("mpijobs.v1.kubeflow.org")
+	require.ErrorContains(t, err, `the cluster serves no kind "mpijobs.v1.kubeflow.org"`)
+	require.ErrorContains(t, err, "mpijobs.kubeflow.org (MPIJob)", "the training kinds listed include it")
+	n := 0
+	for _, r := range cat.Resources {
+		if r.Kind == "Widget" {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "Resources holds each resource once")
+}

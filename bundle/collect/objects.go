@@ -62,16 +62,25 @@ func (col *collector) list(ctx context.Context, r Resource, ns string, opts meta
 // namespaced lists one served kind in ns; a kind the cluster does not serve gives nothing, and an
 // error becomes a gap.
 func (col *collector) namespaced(ctx context.Context, ns, group, kind string) []*unstructured.Unstructured {
+	items, _ := col.listKind(ctx, ns, group, kind, true)
+	return items
+}
+
+// listKind lists one served kind in ns. An error is a gap when gap is set; otherwise (a kind
+// listed in case it owns something of the job's) it only means nothing of that kind is seen.
+func (col *collector) listKind(ctx context.Context, ns, group, kind string, gap bool) ([]*unstructured.Unstructured, bool) {
 	r, ok := col.cat.Find(group, kind)
 	if !ok || ns == "" {
-		return nil
+		return nil, false
 	}
 	items, err := col.list(ctx, r, ns, metav1.ListOptions{})
 	if err != nil {
-		col.gap("list", r.String()+" in "+ns, "%s", describe(err))
-		return nil
+		if gap {
+			col.gap("list", r.String()+" in "+ns, "%s", describe(err))
+		}
+		return nil, false
 	}
-	return items
+	return items, true
 }
 
 // podLabels are the labels controllers put on the pods of a job, with the job's name as value.
@@ -103,30 +112,43 @@ type tree struct {
 	pods    []*podInfo
 }
 
+// maxOwnerGets bounds the owners fetched while following ownerReferences up from pods.
+const maxOwnerGets = 256
+
 // ownedTree finds the objects the target owns, transitively, and its pods (by owner or by the
-// labels controllers set).
+// labels controllers set). It lists the kinds that own training pods (Jobs, JobSets, PodGroups)
+// and the training kinds (a job may own another); what else stands between the target and its
+// pods (a Trial of a custom Experiment) is found by following the pods' ownerReferences up,
+// one get at a time, never by listing every kind of the target's API group: a least-privilege
+// user may read none of the unrelated ones (notebooks.kubeflow.org). A training kind the user
+// may not list is not a gap: it is listed only in case it holds something of the job's.
 func (col *collector) ownedTree(ctx context.Context, target *unstructured.Unstructured) (*tree, error) {
 	ns := target.GetNamespace()
 	if ns == "" {
 		return &tree{}, nil
 	}
 	var candidates []*unstructured.Unstructured
-	seenKind := map[string]bool{}
-	kinds := append([][2]string{}, ownedKinds...)
-	group, _, _ := strings.Cut(target.GetAPIVersion(), "/")
+	listed := map[string]bool{}
+	for _, k := range ownedKinds {
+		listed[k[0]+"/"+k[1]] = true
+		candidates = append(candidates, col.namespaced(ctx, ns, k[0], k[1])...)
+	}
+	var training [][2]string
 	for _, r := range col.cat.Resources {
-		// A custom resource of an unknown kind most likely owns kinds of its own group.
-		if r.Namespaced && (isTrainingKind(r) || (strings.Contains(target.GetAPIVersion(), "/") && r.GVR.Group == group)) {
-			kinds = append(kinds, [2]string{r.GVR.Group, r.Kind})
+		if r.Namespaced && isTrainingKind(r) {
+			training = append(training, [2]string{r.GVR.Group, r.Kind})
 		}
 	}
-	for _, k := range kinds {
+	sort.Slice(training, func(a, b int) bool { return training[a][0]+"/"+training[a][1] < training[b][0]+"/"+training[b][1] })
+	for _, k := range training {
 		key := k[0] + "/" + k[1]
-		if seenKind[key] {
+		if listed[key] {
 			continue
 		}
-		seenKind[key] = true
-		candidates = append(candidates, col.namespaced(ctx, ns, k[0], k[1])...)
+		if items, ok := col.listKind(ctx, ns, k[0], k[1], false); ok {
+			listed[key] = true
+			candidates = append(candidates, items...)
+		}
 	}
 	podRes, _ := col.cat.Find("", "Pod")
 	pods, err := col.list(ctx, podRes, ns, metav1.ListOptions{})
@@ -137,6 +159,8 @@ func (col *collector) ownedTree(ctx context.Context, target *unstructured.Unstru
 			return nil, fmt.Errorf("list pods in %s: %w", ns, err)
 		}
 	}
+
+	candidates = append(candidates, col.owners(ctx, target, append(append([]*unstructured.Unstructured{}, candidates...), pods...), listed)...)
 
 	// Owner closure: start from the target and add whatever names an owned uid, until stable.
 	owned := map[string]bool{string(target.GetUID()): true}
@@ -191,6 +215,48 @@ func (col *collector) ownedTree(ctx context.Context, target *unstructured.Unstru
 	}
 	sort.Slice(t.pods, func(a, b int) bool { return t.pods[a].pod.Name < t.pods[b].pod.Name })
 	return t, nil
+}
+
+// owners follows the ownerReferences of objs up to objects of kinds that were not listed,
+// fetching each by name: those of the target's own API group, or of a training kind. The
+// chain from a pod up to the target may pass through any such kind. An owner that cannot be
+// read is skipped: whether it belonged to the job cannot be told, and most owners in a
+// namespace belong to other things.
+func (col *collector) owners(ctx context.Context, target *unstructured.Unstructured, objs []*unstructured.Unstructured, listed map[string]bool) []*unstructured.Unstructured {
+	group, _, _ := strings.Cut(target.GetAPIVersion(), "/")
+	known := map[string]bool{string(target.GetUID()): true}
+	for _, u := range objs {
+		known[string(u.GetUID())] = true
+	}
+	var found []*unstructured.Unstructured
+	gets := 0
+	queue := objs
+	for len(queue) > 0 && gets < maxOwnerGets {
+		u := queue[0]
+		queue = queue[1:]
+		for _, ref := range u.GetOwnerReferences() {
+			if known[string(ref.UID)] || gets >= maxOwnerGets {
+				continue
+			}
+			g, _, _ := strings.Cut(ref.APIVersion, "/")
+			if !strings.Contains(ref.APIVersion, "/") {
+				g = ""
+			}
+			r, ok := col.cat.Find(g, ref.Kind)
+			if !ok || !r.Namespaced || listed[g+"/"+ref.Kind] || !(g == group && group != "" || isTrainingKind(r)) {
+				continue
+			}
+			known[string(ref.UID)] = true
+			gets++
+			o, err := col.get(ctx, r, u.GetNamespace(), ref.Name)
+			if err != nil || o.GetUID() != ref.UID {
+				continue
+			}
+			found = append(found, o)
+			queue = append(queue, o)
+		}
+	}
+	return found
 }
 
 // runtimeOf returns the TrainingRuntime or ClusterTrainingRuntime a TrainJob references.

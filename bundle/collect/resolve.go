@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 )
 
@@ -46,10 +47,16 @@ func isTrainingKind(r Resource) bool {
 	return trainingGroups[r.GVR.Group] && strings.HasSuffix(r.Kind, "Job") || r.Kind == "JobSet"
 }
 
-// Catalog is what discovery says the cluster serves, in each group's preferred version.
+// Catalog is what discovery says the cluster serves: each resource once, in its group's
+// preferred version when that version serves it, else in the highest version that does (the
+// mpi-operator's mpijobs.v2beta1.kubeflow.org beside the training operator's kubeflow.org/v1
+// kinds), and every other served version for the user who names one.
 type Catalog struct {
 	Resources []Resource
 	names     [][]string // lower-case names per resource, same order
+	// others are the resources in versions other than their default one, with their names.
+	others     []Resource
+	otherNames [][]string
 }
 
 // Discover reads the served resources. A partial discovery failure (one aggregated API down)
@@ -67,18 +74,42 @@ func Discover(d discovery.DiscoveryInterface) (*Catalog, string, error) {
 	for _, g := range groups {
 		preferred[g.Name] = g.PreferredVersion.Version
 	}
-	c := &Catalog{}
+	type served struct {
+		r     Resource
+		names []string
+	}
+	var all []served
+	best := map[schema.GroupResource]int{} // the default version of each resource: an index into all
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil || (preferred[gv.Group] != "" && preferred[gv.Group] != gv.Version) {
+		if err != nil {
 			continue
 		}
 		for _, r := range l.APIResources {
 			if strings.Contains(r.Name, "/") || !hasVerb(r, "get") {
 				continue
 			}
-			c.Resources = append(c.Resources, Resource{GVR: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced})
-			c.names = append(c.names, names(r))
+			res := Resource{GVR: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced}
+			all = append(all, served{res, names(r)})
+			gr := res.GVR.GroupResource()
+			i, seen := best[gr]
+			switch {
+			case !seen:
+				best[gr] = len(all) - 1
+			case all[i].r.GVR.Version == preferred[gr.Group]:
+			case gv.Version == preferred[gr.Group] || version.CompareKubeAwareVersionStrings(gv.Version, all[i].r.GVR.Version) > 0:
+				best[gr] = len(all) - 1
+			}
+		}
+	}
+	c := &Catalog{}
+	for i, s := range all {
+		if best[s.r.GVR.GroupResource()] == i {
+			c.Resources = append(c.Resources, s.r)
+			c.names = append(c.names, s.names)
+		} else {
+			c.others = append(c.others, s.r)
+			c.otherNames = append(c.otherNames, s.names)
 		}
 	}
 	return c, partial, nil
@@ -116,13 +147,22 @@ func (c *Catalog) Find(group, kind string) (Resource, bool) {
 }
 
 // Resolve maps what the user typed (kind, plural or short name, optionally followed by
-// ".group" or ".version.group") to one served resource.
+// ".group" or ".version.group") to one served resource: without a version, the resource's
+// default version; with one, that version.
 func (c *Catalog) Resolve(arg string) (Resource, error) {
 	want := strings.ToLower(arg)
 	var matches []Resource
 	for i, r := range c.Resources {
 		for _, n := range c.names[i] {
 			if want == n || want == n+"."+r.GVR.Group || want == n+"."+r.GVR.Version+"."+r.GVR.Group {
+				matches = append(matches, r)
+				break
+			}
+		}
+	}
+	for i, r := range c.others {
+		for _, n := range c.otherNames[i] {
+			if want == n+"."+r.GVR.Version+"."+r.GVR.Group {
 				matches = append(matches, r)
 				break
 			}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
+	"io"
 	"path"
 	"regexp"
 	"sort"
@@ -14,56 +14,53 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/internal/yamlbound"
 )
 
-// Bundle writes every file of src into dst redacted, then closes dst with src's manifest,
-// redaction on and this run's counts added, and returns that manifest. Resources are redacted as objects (env values,
-// Secret data and annotations are found by their place), anything else line by line. On
-// error, or when ctx is cancelled, it returns without closing dst: the caller aborts it, so
-// nothing is written under the final name.
-func (r *Redactor) Bundle(ctx context.Context, src *bundle.Bundle, dst *bundle.Writer) (*bundle.Manifest, error) {
-	for _, f := range src.Files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+// Bundle reads the bundle at src once (a tarball as it decompresses, never extracted: see
+// bundle.Stream), writes every file into dst redacted, then closes dst with src's manifest,
+// redaction on and this run's counts added. It returns what was read (its warnings) and the
+// manifest written. Resources are redacted as objects (env values, Secret data and
+// annotations are found by their place) and as text; anything else line by line. On error,
+// or when ctx is cancelled, it returns without closing dst: the caller aborts it, so nothing
+// is written under the final name.
+func (r *Redactor) Bundle(ctx context.Context, src string, lim bundle.Limits, dst *bundle.Writer) (*bundle.Bundle, *bundle.Manifest, error) {
+	b, err := bundle.Stream(ctx, src, lim, func(f bundle.File, in io.Reader) error {
 		if f.Path == bundle.ManifestName {
-			continue
+			return nil
 		}
-		if err := r.file(ctx, dst, src, f); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Path, err)
-		}
+		return r.file(ctx, dst, f, in, lim)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	if src.Manifest != nil {
+	if b.Manifest != nil {
 		// Collection errors quote API messages, which may hold a URL with credentials.
-		for i := range src.Manifest.Errors {
-			src.Manifest.Errors[i].Message = r.LineAt(bundle.ManifestName, fmt.Sprintf("errors[%d].message", i), src.Manifest.Errors[i].Message)
+		for i := range b.Manifest.Errors {
+			b.Manifest.Errors[i].Message = r.LineAt(bundle.ManifestName, fmt.Sprintf("errors[%d].message", i), b.Manifest.Errors[i].Message)
 		}
 	}
-	m := redactedManifest(src.Manifest, r.Summary())
+	m := redactedManifest(b.Manifest, r.Summary())
 	if err := dst.Close(m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m, nil
+	return b, m, nil
 }
 
 // file copies one file into the new bundle, redacted.
-func (r *Redactor) file(ctx context.Context, w *bundle.Writer, b *bundle.Bundle, f bundle.File) error {
-	if strings.HasPrefix(f.Path, "resources/") && f.Size <= b.Limits.MaxResourceBytes {
-		data, err := fs.ReadFile(b.FS, f.Path)
+func (r *Redactor) file(ctx context.Context, w *bundle.Writer, f bundle.File, in io.Reader, lim bundle.Limits) error {
+	if strings.HasPrefix(f.Path, "resources/") && f.Size <= lim.MaxResourceBytes {
+		data, err := io.ReadAll(in)
 		if err != nil {
 			return err
 		}
-		if out, ok := r.resource(f.Path, data); ok {
+		if out, ok := r.resource(f.Path, data, 2*lim.MaxResourceBytes); ok {
 			return w.WriteFile(f.Path, out)
 		}
+		in = bytes.NewReader(data)
 	}
 	// Logs, and resources that do not decode as an object: as text, which still masks every
 	// secret that has a shape or a name.
-	in, err := b.FS.Open(f.Path)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
 	out, err := w.Create(f.Path)
 	if err != nil {
 		return err
@@ -80,8 +77,9 @@ var docSep = regexp.MustCompile(`(?m)^---[ \t]*\r?$\n?`)
 
 // resource redacts a YAML or JSON object, or each object of a YAML stream. It keeps the
 // original bytes when nothing was masked, and reports false when the data is not made of
-// objects (the caller then redacts it as text).
-func (r *Redactor) resource(name string, data []byte) ([]byte, bool) {
+// objects (the caller then redacts it as text). limit bounds what a document may expand to
+// through YAML aliases.
+func (r *Redactor) resource(name string, data []byte, limit int64) ([]byte, bool) {
 	if path.Ext(name) != ".json" {
 		if seps := docSep.FindAllIndex(data, -1); len(seps) > 0 && !(len(seps) == 1 && seps[0][0] == 0) {
 			var out []byte
@@ -93,7 +91,7 @@ func (r *Redactor) resource(name string, data []byte) ([]byte, bool) {
 				}
 				doc := data[start:end]
 				if len(bytes.TrimSpace(doc)) > 0 {
-					red, ok := r.document(name, doc)
+					red, ok := r.document(name, doc, limit)
 					if !ok {
 						return nil, false
 					}
@@ -107,24 +105,27 @@ func (r *Redactor) resource(name string, data []byte) ([]byte, bool) {
 			return out, true
 		}
 	}
-	return r.document(name, data)
+	return r.document(name, data, limit)
 }
 
-// document redacts one YAML or JSON object.
-func (r *Redactor) document(name string, data []byte) ([]byte, bool) {
-	js := data
+// document redacts one YAML or JSON object. A YAML document that would expand past limit
+// through aliases is not decoded (the caller redacts it as text).
+func (r *Redactor) document(name string, data []byte, limit int64) ([]byte, bool) {
 	isJSON := path.Ext(name) == ".json"
-	if !isJSON {
-		var err error
-		if js, err = yaml.YAMLToJSON(data); err != nil {
+	var obj map[string]any
+	if isJSON {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber() // resourceVersion-like integers stay exact
+		if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
 			return nil, false
 		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber() // resourceVersion-like integers stay exact
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-		return nil, false
+	} else {
+		v, err := yamlbound.Decode(data, yamlbound.Options{Limit: limit, UseNumber: true})
+		m, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return nil, false
+		}
+		obj = m
 	}
 	before := r.total()
 	r.ObjectAt(name, obj)

@@ -22,13 +22,21 @@ const (
 	ctxCheckLines = 1024
 )
 
-// Copy writes src to dst with every secret masked, line by line, and returns the number of
-// bytes written. Memory is bounded whatever the line lengths. A private key block that spans
-// lines becomes one token. Each mask is recorded as a location in where (file:line). A
-// cancelled ctx stops the copy (checked every ctxCheckLines lines) with ctx's error.
+// Copy writes src to dst with every secret masked and returns the number of bytes written.
+// It reads src line by line and keeps what the lines around say: a private key block that
+// spans lines becomes one token; a YAML key of a secret whose value goes on in the lines below
+// it (password: |, an env list's "- name: PGPASSWORD" and its "value:" on the next line) has
+// that value masked; a secret flag or NAME= at the end of a line masks the word that starts
+// the next; a token wrapped onto two lines is masked on both. Memory is bounded whatever the
+// line lengths. Each mask is recorded as a location in where (file:line). A cancelled ctx
+// stops the copy (checked every ctxCheckLines lines) with ctx's error.
 func (r *Redactor) Copy(ctx context.Context, dst io.Writer, src io.Reader, where string) (int64, error) {
 	c := &copier{r: r, where: where, w: bufio.NewWriterSize(dst, 64<<10), sc: r.getScratch()}
 	defer r.putScratch(c.sc)
+	return c.copy(ctx, src)
+}
+
+func (c *copier) copy(ctx context.Context, src io.Reader) (int64, error) {
 	br := bufio.NewReaderSize(src, 64<<10)
 	var line []byte
 	lineNo := 1
@@ -57,30 +65,36 @@ func (r *Redactor) Copy(ctx context.Context, dst io.Writer, src io.Reader, where
 		}
 		if err != nil {
 			// Keep what arrived before the source failed (a cut log stream).
-			c.flushBlock()
-			r.record(c.locs)
-			if ferr := c.w.Flush(); c.err == nil {
-				c.err = ferr
-			}
+			c.finish()
 			return c.n, err
 		}
 	}
-	c.flushBlock()
-	r.record(c.locs)
-	if c.err == nil {
-		c.err = c.w.Flush()
-	}
+	c.finish()
 	return c.n, c.err
+}
+
+// finish writes what is still held back and records the locations.
+func (c *copier) finish() {
+	c.flushHeld()
+	c.flushBlock()
+	c.flushYAML()
+	c.r.record(c.locs)
+	if ferr := c.w.Flush(); c.err == nil {
+		c.err = ferr
+	}
 }
 
 type copier struct {
 	r     *Redactor
 	where string
+	// field, when set, is the object field the text came from: locations name it, not a line.
+	field string
 	w     *bufio.Writer
 	sc    *scratch
 	n     int64
 	err   error
 	locs  []Location
+	spans []span
 	// inBlock is set inside a private key block. block holds its raw lines until its token
 	// is known (blockTok); blockAt is where BEGIN starts in the first line, blockStart that
 	// line's number.
@@ -90,6 +104,13 @@ type copier struct {
 	blockSize  int
 	blockAt    int
 	blockStart int
+	// yb is a YAML value being read in the lines below its key.
+	yb *yamlBlock
+	// pend is what the last line announced for the next.
+	pend pending
+	// held is the last line, kept back because it ends with what may be the start of a token
+	// that goes on in the next line.
+	held *heldLine
 }
 
 func (c *copier) write(b []byte) {
@@ -105,13 +126,26 @@ func (c *copier) at(lineNo int) func(int32) {
 	if c.where == "" {
 		return nil
 	}
-	return func(m int32) {
-		c.locs = append(c.locs, Location{File: c.where, Line: lineNo, Rule: c.r.ms[m].id})
+	return func(m int32) { c.record(m, lineNo) }
+}
+
+func (c *copier) record(m int32, lineNo int) {
+	if c.where == "" {
+		return
 	}
+	l := Location{File: c.where, Line: lineNo, Rule: c.r.ms[m].id}
+	if c.field != "" {
+		l.Line, l.Field = 0, c.field
+	}
+	c.locs = append(c.locs, l)
 }
 
 // longPiece redacts and writes most of a long line, and returns the tail to carry.
 func (c *copier) longPiece(buf []byte, lineNo int) []byte {
+	c.flushHeld()
+	c.flushBlock()
+	c.flushYAML()
+	c.pend = pending{}
 	spans := c.r.find(buf, c.sc)
 	cut := len(buf) - overlap
 	for _, s := range spans {
@@ -133,13 +167,26 @@ func (c *copier) longPiece(buf []byte, lineNo int) []byte {
 	return append(buf[:0], buf[cut:]...)
 }
 
-// line redacts one whole line (with its newline, if any) and writes it.
+// line redacts one whole line (with its newline, if any) and writes it, or keeps it back
+// until the next line says how it ends.
 func (c *copier) line(raw []byte, lineNo int) {
 	if c.inBlock && c.blockLine(raw) {
 		return
 	}
+	if c.yb != nil && c.yamlLine(raw, lineNo) {
+		return
+	}
 	text := bytes.TrimSuffix(raw, []byte("\n"))
-	spans := c.r.find(text, c.sc)
+	if c.pend.kind != pendNone && c.pendLine(raw, text, lineNo) {
+		return
+	}
+	waiting := c.pend.kind != pendNone // an env item's other keys, before its value
+	spans := append(c.spans[:0], c.r.find(text, c.sc)...)
+	runStart, trigInRun := c.trailingRun(text)
+	if c.held != nil {
+		spans = c.joinHeld(text, spans)
+	}
+	c.spans = spans
 	if n := len(spans); n > 0 {
 		if s := spans[n-1]; s.m >= 0 && c.r.ms[s.m].block && s.end == len(bytes.TrimRight(text, "\r")) &&
 			!bytes.Contains(text[s.start:s.end], []byte("-----END")) {
@@ -150,6 +197,18 @@ func (c *copier) line(raw []byte, lineNo int) {
 			return
 		}
 	}
+	if !waiting {
+		c.announce(text, spans)
+	}
+	if runStart >= 0 && (trigInRun || c.endsInWrapRule(text, spans)) && c.pend.kind == pendNone {
+		c.held = &heldLine{raw: append([]byte(nil), raw...), spans: append([]span(nil), spans...), lineNo: lineNo, run: runStart}
+		return
+	}
+	c.writeLine(raw, text, spans, lineNo)
+}
+
+// writeLine writes a line with its spans masked.
+func (c *copier) writeLine(raw, text []byte, spans []span, lineNo int) {
 	c.sc.out = c.r.apply(c.sc.out[:0], text, spans, c.at(lineNo))
 	c.sc.out = append(c.sc.out, raw[len(text):]...)
 	c.write(c.sc.out)

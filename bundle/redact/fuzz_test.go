@@ -49,3 +49,33 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzText: the stateful redaction of multi-line text (YAML values below their keys, env
+// items, values on the next line, wrapped tokens, key blocks) never panics, keeps the line
+// count, and is idempotent.
+func FuzzText(f *testing.F) {
+	for _, s := range []string{
+		"env:\n- name: PGPASSWORD\n  value: \"1234\"\n",
+		"db:\n  password: |\n    hunter2\n    more\n  host: x\n",
+		"export HF_TOKEN=hf_AbCdEfGhIjKl\nMnOpQrStUvWxYz0123456789 set\n",
+		"export WANDB_API_KEY=\n0a1b2c3d4e5f60718293a4b5c6d7e8f901234567\n",
+		"key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n-----END PRIVATE KEY-----\n",
+		"curl -H 'Authorization: Bearer\n0a1b2c3d4e5f6a7b8c9d0e1f\n",
+		"2026-03-14T10:00:01Z   password:\n2026-03-14T10:00:01Z     s3cret\n",
+	} {
+		f.Add(s)
+	}
+	r, err := New(Options{Key: []byte("fuzz")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := r.Text(s)
+		if strings.Count(once, "\n") != strings.Count(s, "\n") {
+			t.Fatalf("line count changed:\n%q\n%q", s, once)
+		}
+		if twice := r.Text(once); twice != once {
+			t.Fatalf("not idempotent:\n%q\n%q\n%q", s, once, twice)
+		}
+	})
+}

@@ -51,6 +51,15 @@ func (w *walker) line(s, field string) string {
 	if s == "" {
 		return s
 	}
+	if strings.Contains(s, "\n") {
+		// A text of several lines (a script, a config file in a ConfigMap): masked as a
+		// stream is, with what its lines say of the next ones.
+		out := w.r.text(s, w.where, field)
+		if out != s {
+			w.changed = true
+		}
+		return out
+	}
 	sc := w.r.getScratch()
 	defer w.r.putScratch(sc)
 	b := []byte(s)
@@ -85,7 +94,12 @@ func join(path, key string) string {
 func (w *walker) object(obj map[string]any, path string) {
 	kind, _ := obj["kind"].(string)
 	for _, k := range sortedKeys(obj) {
+		k = w.key(obj, k, path)
 		field := join(path, k)
+		if m, ok := w.namedSecret(k, obj[k]); ok && !selectorMap(path) {
+			obj[k] = w.mask(m, []byte(scalarText(obj[k])), field)
+			continue
+		}
 		switch v := obj[k].(type) {
 		case map[string]any:
 			switch {
@@ -108,11 +122,80 @@ func (w *walker) object(obj map[string]any, path string) {
 	}
 }
 
+// key masks a secret in a key of m (an annotation named after a token), moving its value to
+// the masked key, and returns the key it ends under.
+func (w *walker) key(m map[string]any, k, path string) string {
+	nk := w.line(k, path+" (a key)") // the location never shows the key: it is the secret
+	if nk != k {
+		m[nk] = m[k]
+		delete(m, k)
+	}
+	return nk
+}
+
+// selectorMap reports whether path is a map of labels or a selector, whose keys are names
+// (jobset.sigs.k8s.io/job-key), never secrets' names.
+func selectorMap(path string) bool {
+	for _, s := range []string{"labels", "matchLabels", "nodeSelector", "selector"} {
+		if path == s || strings.HasSuffix(path, "."+s) {
+			return true
+		}
+	}
+	return false
+}
+
+// namedSecret reports whether the value under key k is a secret by the key's name alone:
+// a scalar under a secret's name (password: x, clientSecret: y; a password may be a number),
+// or a random-looking one under a weak name (key: 8f3a...). References and words are not
+// (key: nvidia.com/gpu, secretKeyRef's key: password).
+func (w *walker) namedSecret(k string, v any) (int32, bool) {
+	s, ok := v.(string)
+	if !ok {
+		if !passwordName(k) {
+			return 0, false
+		}
+		if s = scalarText(v); s == "" {
+			return 0, false
+		}
+	}
+	if strings.HasPrefix(s, tokenPrefix) {
+		return 0, false
+	}
+	m := int32(w.r.byID["secret-assignment"])
+	switch {
+	case SecretName(k):
+		return m, plausibleFor(k, s) && !strings.Contains(s, "\n") || strings.Contains(s, "\n") && len(strings.TrimSpace(s)) >= minLiteral
+	case weakAlone([]byte(k)):
+		return m, plausibleValue(s) && looksRandom(strings.TrimSpace(s))
+	}
+	return 0, false
+}
+
+// scalarText is a number's or a boolean's text as JSON writes it; "" for anything else but a
+// string.
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return ""
+}
+
 func (w *walker) secretData(data map[string]any, encoded bool, path string) {
 	m := int32(w.r.byID[ruleSecret])
 	for _, k := range sortedKeys(data) {
-		s, ok := data[k].(string)
-		if !ok || strings.HasPrefix(s, tokenPrefix) {
+		s := scalarText(data[k]) // stringData: {pin: 1234} is a number in YAML
+		if s == "" && data[k] != "" || strings.HasPrefix(s, tokenPrefix) {
 			continue
 		}
 		value := []byte(s)
@@ -136,7 +219,8 @@ func (w *walker) env(list []any, path string) {
 			continue
 		}
 		name, _ := e["name"].(string)
-		if v, ok := e["value"].(string); ok && v != "" && !strings.HasPrefix(v, tokenPrefix) {
+		// value: 1234 decodes as a number: a secret all the same.
+		if v := scalarText(e["value"]); v != "" && !strings.HasPrefix(v, tokenPrefix) {
 			if m, secret := w.r.envRule(name); secret {
 				e["value"] = w.mask(m, []byte(v), field+".value")
 			}
@@ -195,6 +279,7 @@ func isSecretFlag(s string) bool {
 // holds the whole object, Secret data and env values included) is redacted as an object.
 func (w *walker) annotations(ann map[string]any, path string) {
 	for _, k := range sortedKeys(ann) {
+		k = w.key(ann, k, path)
 		s, ok := ann[k].(string)
 		if !ok {
 			continue

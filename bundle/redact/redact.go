@@ -10,13 +10,17 @@
 package redact
 
 import (
+	"bufio"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -67,6 +71,7 @@ type Redactor struct {
 type trigRef struct {
 	m   int32 // matcher index; -1 for the start of an existing token
 	lit int32 // index into the matcher's literals, or -1 when the trigger only enables its regexps
+	n   int32 // the trigger's length
 }
 
 // tokenPrefix starts every token. Text already redacted is left alone, so redacting twice
@@ -94,7 +99,7 @@ func New(opts Options) (*Redactor, error) {
 		r.ms = append(r.ms, m)
 	}
 	r.ms = append(r.ms, builtins...)
-	r.ms = append(r.ms, &matcher{id: ruleEnv}, &matcher{id: ruleSecret})
+	r.ms = append(r.ms, &matcher{id: ruleSecret})
 	triggers := []string{tokenPrefix}
 	r.trig = []trigRef{{m: -1, lit: -1}}
 	for i, m := range r.ms {
@@ -104,11 +109,11 @@ func New(opts Options) (*Redactor, error) {
 		}
 		for li, l := range m.literals {
 			triggers = append(triggers, l)
-			r.trig = append(r.trig, trigRef{m: int32(i), lit: int32(li)})
+			r.trig = append(r.trig, trigRef{m: int32(i), lit: int32(li), n: int32(len(l))})
 		}
 		for _, t := range m.triggers {
 			triggers = append(triggers, t)
-			r.trig = append(r.trig, trigRef{m: int32(i), lit: -1})
+			r.trig = append(r.trig, trigRef{m: int32(i), lit: -1, n: int32(len(t))})
 		}
 		if len(m.res) > 0 && len(m.triggers) == 0 {
 			r.always = append(r.always, int32(i))
@@ -125,6 +130,10 @@ func New(opts Options) (*Redactor, error) {
 type span struct {
 	start, end int
 	m          int32
+	// tok, when set, is the mask to write (a token that spans two lines); nocount says it was
+	// counted already.
+	tok     []byte
+	nocount bool
 }
 
 type scratch struct {
@@ -187,7 +196,7 @@ func (r *Redactor) find(b []byte, sc *scratch) []span {
 				}
 				l := m.literals[t.lit]
 				if start := h.End - len(l); start >= 0 && string(b[start:h.End]) == l {
-					sc.layer = append(sc.layer, span{start, h.End, mi})
+					sc.layer = append(sc.layer, span{start: start, end: h.End, m: mi})
 				}
 			}
 			sortSpans(sc.layer)
@@ -196,19 +205,17 @@ func (r *Redactor) find(b []byte, sc *scratch) []span {
 		if m.local != nil {
 			sc.layer = sc.layer[:0]
 			for _, h := range sc.hits {
-				if r.trig[h.ID].m != mi {
+				t := r.trig[h.ID]
+				if t.m != mi {
 					continue
 				}
-				if s, ok := m.local(b, h.End); ok {
+				if s, ok := m.local(r, b, h.End-int(t.n), h.End); ok {
 					s.m = mi
 					sc.layer = append(sc.layer, s)
 				}
 			}
 			sortSpans(sc.layer)
 			r.merge(sc, dropOverlaps(sc.layer))
-		}
-		if m.near != nil && !r.nearHit(b, sc, mi) {
-			continue
 		}
 		for ri, re := range m.res {
 			sc.layer = sc.layer[:0]
@@ -225,25 +232,15 @@ func (r *Redactor) find(b []byte, sc *scratch) []span {
 	return sc.sel
 }
 
-// nearHit reports whether m's near check holds at one of its triggers in b.
-func (r *Redactor) nearHit(b []byte, sc *scratch, mi int32) bool {
-	for _, h := range sc.hits {
-		if r.trig[h.ID].m == mi && r.ms[mi].near(b, h.End) {
-			return true
-		}
-	}
-	return false
-}
-
 // tokenSpan is the extent of an existing token whose "[REDACTED:" ends at end.
 func tokenSpan(b []byte, end int) span {
 	start := end - len(tokenPrefix)
 	for i := end; i < len(b) && i < end+128; i++ {
 		if b[i] == ']' {
-			return span{start, i + 1, -1}
+			return span{start: start, end: i + 1, m: -1}
 		}
 	}
-	return span{start, end, -1}
+	return span{start: start, end: end, m: -1}
 }
 
 // secretSpan picks the masked part of one match, and checks its name and value.
@@ -268,11 +265,14 @@ func (m *matcher) secretSpan(b []byte, ri int, sm []int) (span, bool) {
 }
 
 func sortSpans(s []span) {
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].start != s[j].start {
-			return s[i].start < s[j].start
+	if len(s) < 2 {
+		return
+	}
+	slices.SortFunc(s, func(a, b span) int {
+		if a.start != b.start {
+			return a.start - b.start
 		}
-		return s[i].end > s[j].end
+		return b.end - a.end
 	})
 }
 
@@ -337,10 +337,16 @@ func (r *Redactor) apply(dst, b []byte, spans []span, at func(m int32)) []byte {
 			continue
 		}
 		dst = append(dst, b[last:s.start]...)
-		dst = r.token(dst, s.m, b[s.start:s.end])
-		r.counts[s.m].Add(1)
-		if at != nil {
-			at(s.m)
+		if s.tok != nil {
+			dst = append(dst, s.tok...)
+		} else {
+			dst = r.token(dst, s.m, b[s.start:s.end])
+		}
+		if !s.nocount {
+			r.counts[s.m].Add(1)
+			if at != nil {
+				at(s.m)
+			}
 		}
 		last = s.end
 	}
@@ -364,6 +370,35 @@ func (r *Redactor) Line(s string) string {
 		return s
 	}
 	return string(r.apply(nil, b, spans, nil))
+}
+
+// Text returns s, any text of one or more lines, with every secret masked as Copy masks a
+// stream: with what the lines around say (a private key over several lines, a YAML value below
+// its key, an env var's value on the line after its name, a token wrapped onto two lines).
+// Everything that leaves the machine in pieces of text (prompts, report excerpts) goes
+// through it, a whole window at once.
+func (r *Redactor) Text(s string) string {
+	return r.text(s, "", "")
+}
+
+// text is Text, recording the locations of what it masks as file where, field field.
+func (r *Redactor) text(s, where, field string) string {
+	if len(r.always) == 0 && len(r.envRules) == 0 {
+		// Nothing to mask without a trigger: no copy, no allocation.
+		sc := r.getScratch()
+		sc.hits = literal.Append(r.ac, s, sc.hits[:0])
+		none := len(sc.hits) == 0
+		r.putScratch(sc)
+		if none {
+			return s
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	c := &copier{r: r, where: where, field: field, w: bufio.NewWriterSize(&b, 4<<10), sc: r.getScratch()}
+	defer r.putScratch(c.sc)
+	c.copy(context.Background(), strings.NewReader(s))
+	return b.String()
 }
 
 // LineAt is Line, recording the location of what it masks as file where, field field.

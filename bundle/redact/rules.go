@@ -3,6 +3,7 @@ package redact
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -204,10 +205,8 @@ type matcher struct {
 	envName func(string) bool
 	// block: the match may continue on the following lines (a private key).
 	block bool
-	// local, when set, is tried at each trigger's end instead of regular expressions.
-	local func(b []byte, end int) (span, bool)
-	// near, when set, must hold at a trigger's end before the regexps run on the line.
-	near func(b []byte, end int) bool
+	// local, when set, is tried at each trigger (b[start:end]) instead of regular expressions.
+	local func(r *Redactor, b []byte, start, end int) (span, bool)
 }
 
 func (m *matcher) addRegexp(re *regexp.Regexp) {
@@ -248,6 +247,9 @@ func SecretName(name string) bool {
 		return false
 	}
 	last := parts[len(parts)-1]
+	if n := len(parts); n >= 2 && last == "DATA" && (parts[n-2] == "KEY" || parts[n-2] == "CERTIFICATE") {
+		return true // a kubeconfig's client-key-data and client-certificate-data
+	}
 	if len(parts) == 1 && weakWords[last] {
 		return false // the working directory, "waiting for key: store/rank3", "auth: ok"
 	}
@@ -260,6 +262,23 @@ func SecretName(name string) bool {
 		}
 	}
 	return false
+}
+
+// passwordName reports whether a name is a password's: its value may be all digits
+// (PGPASSWORD=1234), where a token's or a key's may not (pad_token: 0, key: 1).
+func passwordName(name string) bool {
+	parts := nameParts(name)
+	if len(parts) == 0 {
+		return false
+	}
+	last := parts[len(parts)-1]
+	switch last {
+	case "PASSWORD", "PASSWD", "PASSPHRASE", "PIN":
+		return true
+	case "PASS", "PWD":
+		return len(parts) > 1
+	}
+	return strings.HasSuffix(last, "PASSWORD") || strings.HasSuffix(last, "PASSWD")
 }
 
 // nameParts splits a name at non-alphanumerics and lower-to-upper case changes, upper-cased.
@@ -297,6 +316,9 @@ func plausibleValue(v string) bool {
 		strings.HasPrefix(v, "<") || strings.Trim(v, "*xX") == "" {
 		return false
 	}
+	if specialToken(v) {
+		return false // a tokenizer's "[UNK]", "[PAD]"
+	}
 	if isReference(v) {
 		return false // token=token, api_key=args.api_key: a variable, not its value
 	}
@@ -308,6 +330,36 @@ func plausibleValue(v string) bool {
 		}
 	}
 	return !digits || len(v) >= 6
+}
+
+// specialToken reports whether v is a tokenizer's special token: [UNK], [CLS], [PAD]...
+func specialToken(v string) bool {
+	if len(v) < 3 || v[0] != '[' || v[len(v)-1] != ']' {
+		return false
+	}
+	for i := 1; i < len(v)-1; i++ {
+		if c := v[i]; !(c >= 'A' && c <= 'Z' || c == '_' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// plausibleFor is plausibleValue for the value of a named secret: a password may be all
+// digits.
+func plausibleFor(name, v string) bool {
+	if plausibleValue(v) {
+		return true
+	}
+	if len(v) < minLiteral || !passwordName(name) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isReference reports whether v is code that fetches a secret rather than the secret: a call
@@ -367,20 +419,32 @@ var builtins = []*matcher{
 		`(?i:wandb)[A-Za-z_\-]*(?:[ \t]+(?i:login)(?:[ \t]+--[a-z\-]+)*[ \t]+|\\?["']?[ \t]*[:=][ \t]*\\?["']?)(?P<secret>(?:local-)?[0-9a-f]{40}|wandb_v1_[A-Za-z0-9_]{20,})`),
 	builtin("comet-api-key", []string{"comet"},
 		`(?i:comet)[A-Za-z_\-]*(?i:api)[_\-]?(?i:key)\\?["']?[ \t]*[:=][ \t]*\\?["']?(?P<secret>[A-Za-z0-9]{16,})`),
-	withNear(userinfo, builtin("database-url", []string{"://"},
-		`(?i:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|clickhouse|cockroachdb|oracle|snowflake|jdbc:[a-z0-9]+)://[^\s:/@"']*:(?P<secret>[^\s@/"']+)@`)),
+	{id: "database-url", triggers: []string{"://"}, local: urlPassword(true)},
 	builtin("database-connection-string", []string{"password", "pwd"},
 		`(?i:server|host|data source|address|addr|user id|uid|user|database|initial catalog)[ \t]*=[^;\n]*;(?:[^;\n]*;)*?[ \t]*(?i:password|pwd)[ \t]*=[ \t]*(?P<secret>[^;"'\n]+)`),
-	withNear(userinfo, builtin("url-credentials", []string{"://"}, `[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@"']*:(?P<secret>[^\s@/"']+)@`)),
-	builtin("authorization-header", []string{"authorization"},
-		`(?i:authorization)\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]+)?(?P<secret>[^\s"'\\,;]{4,})`),
+	{id: "url-credentials", triggers: []string{"://"}, local: urlPassword(false)},
+	// mysql -u root -pS3cret: the password glued to -p (-P is the port).
+	builtin("mysql-password", []string{"mysql", "mariadb"},
+		`\b(?:mysql|mariadb)[a-z_\-]*\b[^\n]*?[ \t]-p(?:'(?P<secret>[^'\n]+)'|"(?P<secret2>[^"\n]+)"|(?P<secret3>[^\s'"]+))`),
+	// A docker config's "auth" is base64 of user:password.
+	withValue(dockerAuth, builtin("docker-auth", []string{`"auth`, `\"auth`},
+		`\\?"auth\\?"[ \t]*:[ \t]*\\?"(?P<secret>[A-Za-z0-9+/]{4,}={0,2})\\?"`)),
+	withValue(notScheme, builtin("authorization-header", []string{"authorization"},
+		`(?i:authorization)\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]+)?(?P<secret>[^\s"'\\,;]{4,})`)),
 	builtin("bearer-token", []string{"bearer"}, `(?i:bearer)[ \t]+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)`),
 	builtin("netrc-password", []string{"machine"}, `\bmachine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+(?P<secret>\S+)`),
+	// A base64 blob that holds a secret when decoded (a kubeconfig in an env var, a PEM key,
+	// a docker config): found by the base64 of the words such blobs hold, then decoded and
+	// redacted; the whole blob is masked when anything in it is.
+	{id: "base64-secret", triggers: base64Triggers(base64Markers...), local: base64SecretAt},
+	// name and value of an env var written as text ({"name":"PGPASSWORD","value":"1234"},
+	// {name: X, value: y}): the value, by the name, as in objects.
+	{id: ruleEnv, triggers: []string{"value"}, local: envPairAt},
 	// Last: a value assigned to a secret-looking name, in any of the usual spellings. It is
 	// checked where its trigger words are found, not by a regular expression: "token" and
 	// "key" are in most lines of a training log (max_tokens, tokens_per_sec).
-	{id: "secret-assignment", local: assignmentAt, triggers: []string{"password", "passwd", "pass", "pwd", "passphrase",
-		"token", "secret", "key", "credential", "credentials", "creds", "auth", "cookie"}},
+	{id: "secret-assignment", local: func(_ *Redactor, b []byte, _, end int) (span, bool) { return assignmentAt(b, end) }, triggers: []string{"password", "passwd", "pass", "pwd", "passphrase",
+		"token", "secret", "key", "credential", "credentials", "creds", "auth", "cookie", "pin", "key-data", "certificate-data"}},
 }
 
 // Object-level rules, with no pattern: they fire on a field of a Kubernetes object.
@@ -390,24 +454,79 @@ const (
 	ruleArg    = "secret-assignment" // "--password", "VALUE" in args: the same rule as in text
 )
 
-// userinfo reports whether the URL whose "://" ends at end has "user:password@".
-func userinfo(b []byte, end int) bool {
-	colon := false
-	for i := end; i < len(b); i++ {
-		switch b[i] {
-		case ':':
-			colon = true
-		case '@':
-			return colon
-		case '/', ' ', '\t', '"', '\'', '\n':
-			return false
+// dbSchemes are the URL schemes of databases and queues: their credentials are database-url's.
+var dbSchemes = map[string]bool{
+	"postgres": true, "postgresql": true, "mysql": true, "mariadb": true, "mongodb": true, "mongodb+srv": true,
+	"redis": true, "rediss": true, "amqp": true, "amqps": true, "mssql": true, "sqlserver": true,
+	"clickhouse": true, "cockroachdb": true, "oracle": true, "snowflake": true,
+}
+
+// urlPassword finds the password of a URL whose "://" is at b[start:end]: what follows the
+// first ':' of the user information, up to the last '@' of the authority, so that a password
+// holding an '@' ("https://u:p@ss@host") is masked whole. db selects database URLs (their
+// rule is database-url) or the others.
+func urlPassword(db bool) func(*Redactor, []byte, int, int) (span, bool) {
+	return func(_ *Redactor, b []byte, start, end int) (span, bool) {
+		s := start
+		for s > 0 && (isAlnum(b[s-1]) || b[s-1] == '+' || b[s-1] == '.' || b[s-1] == '-') {
+			s--
 		}
+		if s == start || !(b[s] >= 'a' && b[s] <= 'z' || b[s] >= 'A' && b[s] <= 'Z') {
+			return span{}, false
+		}
+		if dbSchemes[strings.ToLower(string(b[s:start]))] != db {
+			return span{}, false
+		}
+		stop := end
+		for stop < len(b) && !urlAuthorityEnd(b[stop]) {
+			stop++
+		}
+		at := bytes.LastIndexByte(b[end:stop], '@')
+		if at < 0 {
+			return span{}, false
+		}
+		colon := bytes.IndexByte(b[end:end+at], ':')
+		if colon < 0 || colon+1 == at {
+			return span{}, false
+		}
+		v := span{start: end + colon + 1, end: end + at}
+		if p := string(b[v.start:v.end]); strings.HasPrefix(p, "$") || strings.HasPrefix(p, "{{") || strings.HasPrefix(p, tokenPrefix) {
+			return span{}, false
+		}
+		return v, true
+	}
+}
+
+func urlAuthorityEnd(c byte) bool {
+	switch c {
+	case '/', '?', '#', ' ', '\t', '\r', '\n', '"', '\'', '`', '<', '>', '\\':
+		return true
 	}
 	return false
 }
 
-func withNear(near func([]byte, int) bool, m *matcher) *matcher {
-	m.near = near
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// notScheme rejects an Authorization header's scheme word taken for its value ("Authorization:
+// Bearer" with the token on the next line).
+func notScheme(v string) bool {
+	switch strings.ToLower(v) {
+	case "bearer", "basic", "token", "digest", "negotiate", "apikey":
+		return false
+	}
+	return true
+}
+
+// dockerAuth accepts a docker config's "auth" value: base64 of user:password.
+func dockerAuth(v string) bool {
+	dec, err := base64.StdEncoding.DecodeString(v)
+	return err == nil && bytes.IndexByte(dec, ':') > 0
+}
+
+func withValue(ok func(string) bool, m *matcher) *matcher {
+	m.valueOK = ok
 	return m
 }
 

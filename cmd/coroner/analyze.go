@@ -13,6 +13,7 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/internal/outfile"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
@@ -29,6 +30,12 @@ type AnalyzeOptions struct {
 	Quiet    bool
 	Workers  int
 	Cache    CacheOptions
+	// NoRedact shows the report's text as the bundle has it, secrets included (local use).
+	NoRedact bool
+	// Full lists everything in a Markdown or HTML report (by default long lists are cut).
+	Full bool
+	// Color is auto, always or never: colour in the summary.
+	Color string
 
 	// The LLM step (see llm.go).
 	LLM LLMOptions
@@ -52,6 +59,21 @@ keyed by the logs' content, so a search that follows is immediate. --no-cache ke
 
 Without -o, a summary is printed. With -o, the report is written in the format its extension
 names (.html, .md, .json, .txt) or --format, and the summary is printed too (unless --quiet).
+
+The report's text (evidence lines and their context, event and condition messages, the
+timeline) is redacted as 'coroner redact' redacts a bundle, so a report of an unredacted bundle
+can go into a ticket: a warning says how many secrets were masked. --no-redact shows them, for
+local use.
+
+The Markdown and HTML reports group findings, fold what follows from the root cause under
+it and stop long lists after a few dozen rows, so that a report of 1,024 ranks fits a ticket
+comment; --full lists everything.
+
+The summary is coloured on a terminal (--color auto) unless NO_COLOR is set, and its lines fit
+the terminal's width; piped, it is plain and whole.
+
+Anything that is neither a bundle nor log lines is an error: an empty directory, a directory
+of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines read").
 `,
 		Example: `  coroner analyze samples/pytorchjob-cuda-oom-rank
   coroner analyze bundle.tar.gz -o report.html
@@ -76,28 +98,40 @@ names (.html, .md, .json, .txt) or --format, and the summary is printed too (unl
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the rules of the YAML files in `DIR` (repeatable; same id replaces a built-in rule)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
 	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
+	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the report's text (for local use; prompts are redacted all the same)")
+	f.BoolVar(&opts.Full, "full", false, "list everything in a Markdown or HTML report: every finding's evidence, row, event, pod and log")
+	addColorFlag(cmd, &opts.Color)
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
 	addLLMFlags(cmd, &opts.LLM)
 	return cmd
 }
 
+// addLimitFlags adds the bundle's limits; sizes are written 4096, 64Ki, 10Mi or 1Gi.
 func addLimitFlags(cmd *cobra.Command, l *bundle.Limits) {
 	f := cmd.Flags()
-	f.Int64Var(&l.MaxFileBytes, "max-file-bytes", l.MaxFileBytes, "largest file read from a bundle, uncompressed")
-	f.Int64Var(&l.MaxTotalBytes, "max-total-bytes", l.MaxTotalBytes, "largest bundle, uncompressed")
+	f.Var(&byteSize{p: &l.MaxFileBytes}, "max-file-bytes", "largest file read from a bundle, uncompressed")
+	f.Var(&byteSize{p: &l.MaxTotalBytes}, "max-total-bytes", "largest bundle, uncompressed")
 	f.IntVar(&l.MaxEntries, "max-entries", l.MaxEntries, "most files and directories in a bundle")
-	f.IntVar(&l.MaxLineBytes, "max-line-bytes", l.MaxLineBytes, "longest log line matched (longer lines are cut, with a warning)")
-	f.Int64Var(&l.MaxResourceBytes, "max-resource-bytes", l.MaxResourceBytes, "largest resource YAML or manifest")
+	f.Var(&intByteSize{p: &l.MaxLineBytes}, "max-line-bytes", "longest log line matched (longer lines are cut, with a warning)")
+	f.Var(&byteSize{p: &l.MaxResourceBytes}, "max-resource-bytes", "largest resource YAML or manifest")
+	f.IntVar(&l.MaxExpansion, "max-expansion", l.MaxExpansion, "most times a tarball may expand over its compressed size (past 128 MiB; 0: no bound)")
 }
 
 func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error {
 	format := opts.Format
+	if slices.Contains(report.Formats, opts.Output) {
+		return flagErrorf("-o %s would write a file named %q: -o names the report's file; the format is --format %s", opts.Output, opts.Output, opts.Output)
+	}
 	if format == "" && opts.Output != "" {
 		format = report.FormatFromPath(opts.Output)
 		if format == "" {
 			return flagErrorf("cannot tell the format of %q from its extension: use --format %s", opts.Output, strings.Join(report.Formats, "|"))
 		}
+	}
+	color, err := io.Color(opts.Color)
+	if err != nil {
+		return err
 	}
 	if format == "" {
 		format = "text"
@@ -131,7 +165,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		rs, err := loadRuleSet(opts.RuleDirs)
 		rules <- ruleSet{rs, err}
 	}()
-	b, err := openInputs(ctx, opts, io)
+	b, err := openInput(ctx, opts.Inputs, io.In, opts.Limits)
 	var m *parse.Model
 	if err == nil {
 		defer b.Close()
@@ -158,7 +192,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 	logf := func(format string, args ...any) {
 		if !opts.Quiet {
-			fmt.Fprintf(io.ErrOut, "coroner: "+format+"\n", args...)
+			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
 		}
 	}
 	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
@@ -168,6 +202,14 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 	defer res.Index.Close()
 	rep := report.Build(m, res, version)
+	if b.Plain && rep.Bundle.LogLines == 0 {
+		return fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", inputName(opts.Inputs))
+	}
+	if !opts.NoRedact {
+		if err := redactReport(ctx, rep, b, opts.LLM.RedactRules); err != nil {
+			return err
+		}
+	}
 	if step != nil {
 		done, err := step.run(ctx, opts, io, m, res.Index, rep)
 		if err != nil || done {
@@ -175,8 +217,13 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		}
 	}
 
+	summary := report.Options{Color: color, Width: io.Width}
 	var buf bytes.Buffer
-	if err := report.Render(&buf, rep, format); err != nil {
+	ropts := report.Options{Full: opts.Full}
+	if opts.Output == "" && format == "text" {
+		ropts = summary
+	}
+	if err := report.RenderWith(&buf, rep, format, ropts); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -187,7 +234,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 			return err
 		}
 		if !opts.Quiet {
-			if err := report.RenderText(io.Out, rep); err != nil {
+			if err := report.RenderTextWith(io.Out, rep, summary); err != nil {
 				return err
 			}
 			fmt.Fprintf(io.Out, "Report:      %s (%s)\n", opts.Output, format)
@@ -203,18 +250,73 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	return nil
 }
 
-// openInputs opens one bundle, or plain logs.
-func openInputs(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) (*bundle.Bundle, error) {
-	in := opts.Inputs
-	if len(in) == 1 && in[0] != "-" && bundle.IsBundlePath(in[0]) {
-		return bundle.Open(ctx, in[0], opts.Limits)
+// redactReport masks the secrets of the report's text (report.Redact), each evidence window as
+// one text. The tokens' key is the bundle's digest: the same bundle gives the same report, and
+// a reader of the report cannot test guesses of a masked value. Most reports hold no secret: a
+// first pass with a throwaway key finds out before the bundle is hashed. A warning says how many
+// were masked.
+func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, rulesFile string) error {
+	var extra []redact.Rule
+	if rulesFile != "" {
+		rules, err := redact.LoadRules(rulesFile)
+		if err != nil {
+			return fmt.Errorf("--redact-rules %w", err)
+		}
+		extra = rules
 	}
-	for _, p := range in {
-		if p != "-" && bundle.IsBundlePath(p) {
-			return nil, flagErrorf("%s is a bundle: analyze one bundle at a time, or only plain log files", p)
+	probe, err := redact.New(redact.Options{Extra: extra})
+	if err != nil {
+		return err
+	}
+	found := false
+	rep.Redact(func(lines []string) []string {
+		for _, l := range lines {
+			found = found || probe.Text(l) != l
+		}
+		if !found && len(lines) > 1 {
+			t := strings.Join(lines, "\n")
+			found = probe.Text(t) != t
+		}
+		return lines
+	})
+	if !found {
+		return nil
+	}
+	key, err := b.Digest(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Source, err)
+	}
+	red, err := redact.New(redact.Options{Key: key, Extra: extra})
+	if err != nil {
+		return err
+	}
+	rep.Redact(func(lines []string) []string { return redactWindow(red, lines) })
+	total := 0
+	var rules []string
+	for _, s := range red.Summary() {
+		total += s.Count
+		rules = append(rules, fmt.Sprintf("%s %d", s.ID, s.Count))
+	}
+	rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d secret(s) in the report's text were masked (%s); --no-redact shows them", total, strings.Join(rules, ", ")))
+	return nil
+}
+
+// redactWindow redacts the lines of a window as one text, keeping one line for one.
+func redactWindow(red *redact.Redactor, lines []string) []string {
+	out := make([]string, len(lines))
+	joined := len(lines) > 1
+	for _, l := range lines {
+		joined = joined && !strings.Contains(l, "\n")
+	}
+	if joined {
+		if parts := strings.Split(red.Text(strings.Join(lines, "\n")), "\n"); len(parts) == len(lines) {
+			return parts
 		}
 	}
-	return bundle.OpenLogs(ctx, in, io.In, opts.Limits)
+	for i, l := range lines {
+		out[i] = red.Text(l)
+	}
+	return out
 }
 
 func loadRuleSet(dirs []string) (*analyze.RuleSet, error) {

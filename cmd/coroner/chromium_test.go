@@ -74,8 +74,9 @@ status:
 
 var (
 	titleRE = regexp.MustCompile(`(?s)<title>(.*?)</title>`)
-	// plantedElement finds elements (a real "<", not "&lt;") that only the bundle could add.
-	plantedElement = regexp.MustCompile(`(?i)<(?:script|img|svg|iframe)\b|<a\s[^>]*href="javascript|<style>(?:title|body)|<[a-z]+\s[^<>]*\son[a-z]+=`)
+	// plantedElement finds elements (a real "<", not "&lt;") that only the bundle could add
+	// (the report draws its own <svg>; a planted one would carry an on... attribute).
+	plantedElement = regexp.MustCompile(`(?i)<(?:script|img|iframe)\b|<a\s[^>]*href="javascript|<style>(?:title|body)|<[a-z]+\s[^<>]*\son[a-z]+=`)
 	warningsRE     = regexp.MustCompile(`invalid YAML|does not decode`)
 )
 
@@ -83,27 +84,10 @@ var (
 // Chromium: no planted script runs (the title stays the report's own), and no planted
 // element exists in the DOM, with the page's Content-Security-Policy and without it.
 func TestHTMLReportRunsNoBundleScript(t *testing.T) {
-	chromium := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is needed for this test in CI: .ci/run installs it (apt-get install chromium)")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium); the HTML escaping is still checked by TestReportsEscapeBundleText")
-	}
+	chromium := chromiumPath(t)
 	domOf := func(page string) string {
-		ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-			"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page)
-		out, err := cmd.Output()
-		require.NoError(t, err, "chromium --dump-dom %s", page)
-		return string(out)
+		out, _ := runChromium(t, chromium, "--dump-dom", "file://"+page)
+		return out
 	}
 	title := func(page string) string {
 		m := titleRE.FindStringSubmatch(page)
@@ -139,4 +123,34 @@ func TestHTMLReportRunsNoBundleScript(t *testing.T) {
 			require.Contains(t, got, text, "the planted text is shown")
 		}
 	}
+}
+
+// chromiumPath finds Chromium, or skips the test outside CI (.ci/run installs it).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is needed for this test in CI: .ci/run installs it (apt-get install chromium)")
+	}
+	t.Skip("chromium is not installed (apt-get install chromium); the HTML escaping is still checked by TestReportsEscapeBundleText")
+	return ""
+}
+
+// runChromium runs headless Chromium with a fresh profile and nothing of its own on the
+// network that can be turned off, and returns its stdout and stderr.
+func runChromium(t *testing.T, chromium string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, chromium, append(base, args...)...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Run(), "chromium %v: %s", args, errOut.String())
+	return out.String(), errOut.String()
 }

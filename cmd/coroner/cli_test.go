@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,9 +26,9 @@ func TestAnalyzeSummary(t *testing.T) {
 	require.Equal(t, 0, code)
 	lines := strings.Split(out, "\n")
 	require.Equal(t, "Job:         PyTorchJob ml/train-job", lines[0])
-	require.Equal(t, "Status:      Failed", lines[1])
+	require.Equal(t, "Status:      Failed 3.5 s after the first error", lines[1])
 	require.True(t, strings.HasPrefix(lines[2], "Verdict:     UNHEALTHY"), lines[2])
-	require.Contains(t, lines[3], "Root cause:  [cuda-oom]")
+	require.Equal(t, "Root cause:  f1 [cuda-oom] CUDA out of memory", lines[3])
 	require.Contains(t, lines[4], "train-job-worker-4/pytorch")
 	require.Contains(t, out, "logs/ml/train-job-worker-4/pytorch.log:")
 	require.Contains(t, out, "torch.OutOfMemoryError: CUDA out of memory")
@@ -67,7 +69,7 @@ func TestExitCodes(t *testing.T) {
 		{"no input", []string{"analyze"}, 2, "requires at least 1 arg"},
 		{"unknown flag", []string{"analyze", failed, "--bogus"}, 2, "unknown flag"},
 		{"missing file", []string{"analyze", "/nonexistent/bundle.tar.gz"}, 1, "/nonexistent/bundle.tar.gz"},
-		{"two bundles", []string{"analyze", failed, healthy}, 2, "one bundle at a time"},
+		{"two bundles", []string{"analyze", failed, healthy}, 2, "give one bundle"},
 		{"bad rules dir", []string{"analyze", failed, "--rules", "/nonexistent"}, 1, "--rules /nonexistent"},
 	}
 	for _, tt := range tests {
@@ -156,4 +158,65 @@ func TestRunAnalyzeFromOptions(t *testing.T) {
 	require.NoError(t, runAnalyze(t.Context(), opts, &IOStreams{Out: &out, ErrOut: &out}), "a healthy job does not meet --fail-on error")
 	require.Contains(t, out.String(), `"verdict": "healthy"`)
 	require.Contains(t, out.String(), `"rootCause": null`)
+}
+
+// TestSummaryOnATerminal: colour on a terminal unless NO_COLOR or --color never, lines that
+// fit its width, and every [follows fN] names an id the summary prints.
+func TestSummaryOnATerminal(t *testing.T) {
+	sample := filepath.Join(samplesDir, "pytorchjob-module-not-found") // the root cause is f3
+	summary := func(ios *IOStreams, args ...string) string {
+		var out, errOut bytes.Buffer
+		ios.In, ios.Out, ios.ErrOut = strings.NewReader(""), &out, &errOut
+		code := Main(t.Context(), append([]string{"analyze", sample, "--no-cache"}, args...), ios)
+		require.Equal(t, 0, code, errOut.String())
+		return out.String()
+	}
+	tty := summary(&IOStreams{OutTerminal: true, Width: 80})
+	require.Contains(t, tty, "\x1b[1;31mUNHEALTHY\x1b[0m")
+	for _, l := range strings.Split(strings.TrimSuffix(tty, "\n"), "\n") {
+		plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(l, "")
+		require.LessOrEqual(t, utf8.RuneCountInString(plain), 80, "fits 80 columns: %q", plain)
+	}
+	for _, ios := range []*IOStreams{{}, {OutTerminal: true, NoColor: true}} {
+		require.NotContains(t, summary(ios), "\x1b[")
+	}
+	require.NotContains(t, summary(&IOStreams{OutTerminal: true}, "--color", "never"), "\x1b[")
+	require.Contains(t, summary(&IOStreams{}, "--color", "always"), "\x1b[")
+	requireExit(t, exitUsage, `unknown --color "rainbow"`, "analyze", sample, "--color", "rainbow")
+
+	// Piped, lines are whole; the ids [follows fN] refers to are printed.
+	piped := summary(&IOStreams{})
+	printed := regexp.MustCompile(`(?m)^(?:Root cause:  |  )(f[0-9]+) `).FindAllStringSubmatch(piped, -1)
+	ids := map[string]bool{}
+	for _, m := range printed {
+		ids[m[1]] = true
+	}
+	follows := regexp.MustCompile(`\[follows (f[0-9]+)\]`).FindAllStringSubmatch(piped, -1)
+	require.NotEmpty(t, follows)
+	for _, m := range follows {
+		require.True(t, ids[m[1]], "[follows %s] names a printed id:\n%s", m[1], piped)
+	}
+	require.Contains(t, piped, "Root cause:  f3 [module-not-found] Missing Python module flash_attn\n")
+	require.Contains(t, piped, "the same failure on vit-finetune-worker-0\n")
+}
+
+// TestRulesShow: rules show prints a rule whole; an unknown id suggests the near ones.
+func TestRulesShow(t *testing.T) {
+	out := requireExit(t, exitOK, "", "rules", "show", "cuda-oom/torch-alloc")
+	for _, want := range []string{"Rule:        cuda-oom/torch-alloc\n", "Category:    cuda-oom\n", "Fault:       user\n", "Retry:       permanent\n",
+		"Patterns:\n  ", "Explanation:\n  The PyTorch caching allocator", "Remediation:\n  ", "Matches:\n  torch.OutOfMemoryError: CUDA out of memory.", "Does not match:\n  "} {
+		require.Contains(t, out, want)
+	}
+	requireExit(t, exitError, `coroner: no rule "cuda-oom" (did you mean cuda-oom/`, "rules", "show", "cuda-oom")
+	requireExit(t, exitUsage, "requires at least 1 arg", "rules", "show")
+	// Every listed rule can be shown.
+	list := requireExit(t, exitOK, "", "rules", "list")
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(list), "\n")[1:] {
+		ids = append(ids, strings.Fields(l)[0])
+	}
+	all := requireExit(t, exitOK, "", append([]string{"rules", "show"}, ids...)...)
+	for _, id := range ids {
+		require.Contains(t, all, "Rule:        "+id+"\n")
+	}
 }

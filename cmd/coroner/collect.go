@@ -14,6 +14,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/report"
 )
 
 // CollectOptions hold everything a collect needs; tests build them directly.
@@ -153,7 +154,7 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 
 func printGaps(io *IOStreams, gaps []bundle.Gap) {
 	for _, g := range gaps {
-		fmt.Fprintf(io.ErrOut, "warning: %s %s: %s\n", g.Step, g.Object, g.Message)
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(g.Step+" "+g.Object+": "+g.Message))
 	}
 }
 

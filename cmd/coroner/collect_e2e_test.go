@@ -403,3 +403,136 @@ func fileInTar(t *testing.T, path, name string) string {
 		}
 	}
 }
+
+// TestCollectE2ELeastPrivilege collects with exactly the shipped RBAC (deploy/rbac.yaml) and
+// --strict, in a cluster whose kubeflow.org group also serves kinds the RBAC does not grant
+// (Notebooks, Katib Trials) and the mpi-operator's MPIJob in kubeflow.org/v2beta1 beside the
+// training operator's v1 kinds. Before, collect listed every kind of the job's group, so a
+// least-privilege user always had a "forbidden" gap and --strict always failed, and the MPIJob
+// could not be named at all ("the cluster serves no kind mpijob").
+func TestCollectE2ELeastPrivilege(t *testing.T) {
+	env := startE2E(t)
+	c, k := env.c, env.kubelet
+	c.InstallCRDs(t,
+		testcluster.CRD{Group: "kubeflow.org", Version: "v1", Kind: "Notebook", Plural: "notebooks"},
+		testcluster.CRD{Group: "kubeflow.org", Version: "v1beta1", Kind: "Trial", Plural: "trials"})
+	rbac, err := os.ReadFile("../../deploy/rbac.yaml")
+	require.NoError(t, err)
+	const ns = "least"
+	c.ApplyYAML(t, k, strings.ReplaceAll(string(rbac), "namespace: ml", "namespace: "+ns))
+	kc := c.Kubeconfig(t, testcluster.CollectorToken, "collector", ns)
+
+	pj := testcluster.Job{Namespace: ns, Name: "pj", Workers: 2}
+	c.CreateJob(t, k, pj)
+	mpi := testcluster.Job{Namespace: ns, Name: "mpi", Kind: "MPIJob", Workers: 2}
+	c.CreateJob(t, k, mpi)
+	// Unrelated things of the same group in the namespace, with pods the collector may read
+	// but owners it may not.
+	c.ApplyYAML(t, k, `
+apiVersion: kubeflow.org/v1
+kind: Notebook
+metadata: {name: nb, namespace: least, uid: 22222222-0000-0000-0000-000000000001}
+spec: {}
+---
+apiVersion: kubeflow.org/v1beta1
+kind: Trial
+metadata: {name: tr, namespace: least, uid: 22222222-0000-0000-0000-000000000002}
+spec: {}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: nb-0
+  namespace: least
+  ownerReferences: [{apiVersion: kubeflow.org/v1, kind: Notebook, name: nb, uid: 22222222-0000-0000-0000-000000000001}]
+spec: {containers: [{name: notebook, image: jupyter}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: tr-0
+  namespace: least
+  ownerReferences: [{apiVersion: kubeflow.org/v1beta1, kind: Trial, name: tr, uid: 22222222-0000-0000-0000-000000000002}]
+spec: {containers: [{name: trial, image: trial}]}
+`)
+
+	for _, tc := range []struct{ target, pod, file string }{
+		{"pytorchjob/pj", "pj-worker-0", "resources/kubeflow.org/PyTorchJob/least/pj.yaml"},
+		{"mpijob/mpi", "mpi-worker-0", "resources/kubeflow.org/MPIJob/least/mpi.yaml"},
+		{"mpijobs.v2beta1.kubeflow.org/mpi", "mpi-worker-0", "resources/kubeflow.org/MPIJob/least/mpi.yaml"},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "b.tar.gz")
+			code, stdout, stderr := eventually(t, func() (int, string, string) {
+				return collectCLI(t, tc.target, "--kubeconfig", kc, "-o", out, "--strict")
+			})
+			require.Equal(t, 0, code, "stderr: %s", stderr)
+			require.Contains(t, stdout, ", 0 gaps")
+			m := readManifest(t, out)
+			require.Empty(t, m.Errors)
+			require.NotNil(t, m.File(tc.file))
+			require.NotNil(t, m.File("logs/least/"+tc.pod+"/"+map[bool]string{true: "mpi", false: "pytorch"}[strings.HasPrefix(tc.pod, "mpi")]+".log"))
+			require.Nil(t, m.File("resources/core/Pod/least/nb-0.yaml"), "another owner's pod is left out")
+			require.Nil(t, m.File("resources/core/Pod/least/tr-0.yaml"))
+			r, _ := analyzeJSON(t, nil, out)
+			require.Equal(t, "unhealthy", string(r.Verdict))
+		})
+	}
+}
+
+// TestCollectE2EOwnerChain: a custom resource whose pods are owned through another kind of its
+// group (an Experiment's Trials) is collected down to its pods by following the pods' owner
+// references, without listing the group's kinds.
+func TestCollectE2EOwnerChain(t *testing.T) {
+	env := startE2E(t)
+	c, k := env.c, env.kubelet
+	c.InstallCRDs(t,
+		testcluster.CRD{Group: "ml.example.com", Version: "v1", Kind: "Experiment", Plural: "experiments"},
+		testcluster.CRD{Group: "ml.example.com", Version: "v1", Kind: "Trial", Plural: "trials"})
+	c.ApplyYAML(t, k, `
+apiVersion: ml.example.com/v1
+kind: Experiment
+metadata: {name: exp, namespace: chain, uid: 33333333-0000-0000-0000-000000000001}
+spec: {trials: 1}
+status: {conditions: [{type: Failed, status: "True", reason: TrialFailed, message: "trial 0 failed"}]}
+---
+apiVersion: ml.example.com/v1
+kind: Trial
+metadata:
+  name: exp-t0
+  namespace: chain
+  uid: 33333333-0000-0000-0000-000000000002
+  ownerReferences: [{apiVersion: ml.example.com/v1, kind: Experiment, name: exp, uid: 33333333-0000-0000-0000-000000000001}]
+spec: {}
+---
+apiVersion: ml.example.com/v1
+kind: Trial
+metadata: {name: other-t0, namespace: chain, uid: 33333333-0000-0000-0000-000000000003}
+spec: {}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: exp-t0-pod
+  namespace: chain
+  ownerReferences: [{apiVersion: ml.example.com/v1, kind: Trial, name: exp-t0, uid: 33333333-0000-0000-0000-000000000002}]
+spec: {containers: [{name: trial, image: trial:1}]}
+status: {phase: Pending, conditions: [{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/8 nodes are available: 8 Insufficient nvidia.com/gpu."}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: other-t0-pod
+  namespace: chain
+  ownerReferences: [{apiVersion: ml.example.com/v1, kind: Trial, name: other-t0, uid: 33333333-0000-0000-0000-000000000003}]
+spec: {containers: [{name: trial, image: trial:1}]}
+`)
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	code, _, stderr := collectCLI(t, "experiment/exp", "-n", "chain", "--kubeconfig", env.admin, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	m := readManifest(t, out)
+	require.NotNil(t, m.File("resources/ml.example.com/Trial/chain/exp-t0.yaml"), "the Trial between the Experiment and its pod")
+	require.NotNil(t, m.File("resources/core/Pod/chain/exp-t0-pod.yaml"))
+	require.Nil(t, m.File("resources/ml.example.com/Trial/chain/other-t0.yaml"), "another Experiment's Trial is left out")
+	require.Nil(t, m.File("resources/core/Pod/chain/other-t0-pod.yaml"))
+}

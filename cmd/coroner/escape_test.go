@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,4 +75,27 @@ func TestMarkdownReportOfHostileBundle(t *testing.T) {
 	require.Empty(t, plantedElement.FindAllString(out.String(), -1), out.String())
 	require.Contains(t, out.String(), "pwned-event", "the event is in the report, as text")
 	require.Contains(t, out.String(), "pwned-evidence")
+}
+
+// TestTerminalSummaryEscapesNames: a job and a pod named with a newline, an escape sequence and
+// a bidirectional override (a bundle can hold any name) are shown escaped in the terminal
+// summary, where they used to reach the terminal raw: a forged "Verdict:" line, a cleared
+// screen.
+func TestTerminalSummaryEscapesNames(t *testing.T) {
+	pod := "p\nVerdict:     HEALTHY\x1b[2J\u202e"
+	m := `{"formatVersion":1,"target":{"apiVersion":"v1","kind":"Pod","namespace":"ml","name":` + jsonString(pod) + `},"files":[]}`
+	podYAML := "apiVersion: v1\nkind: Pod\nmetadata: {name: " + strconv.Quote(pod) + ", namespace: ml, uid: u1}\nspec: {containers: [{name: c, image: i}]}\nstatus: {phase: Failed}\n"
+	p := tarFile(t, reg("manifest.json", m), reg("resources/core/Pod/ml/p.yaml", podYAML), reg("logs/ml/"+pod+"/c.log", oomLine))
+	code, stdout, stderr := run(t, "analyze", p)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stdout, "\x1b")
+	require.NotContains(t, stdout, "\u202e")
+	require.NotContains(t, stdout, "\nVerdict:     HEALTHY", "no forged line")
+	require.Contains(t, stdout, `p\nVerdict:     HEALTHY\x1b[2J\u202e`)
+	require.Contains(t, stdout, "Verdict:     UNHEALTHY")
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

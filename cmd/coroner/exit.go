@@ -38,13 +38,15 @@ var exitStatuses = []exitStatus{
 	{exitOK, []string{"search"}, "search done, with or without hits"},
 	{exitOK, []string{"collect"}, "bundle written (what could not be collected is listed as gaps)"},
 	{exitOK, []string{"redact"}, "redacted bundle written"},
-	{exitOK, []string{"rules list", "prompts list", "prompts show"}, "done"},
+	{exitOK, []string{"rules list", "rules show", "prompts list", "prompts show"}, "done"},
 	{exitOK, []string{"rules lint"}, "every rule is valid and every example holds"},
 	{exitOK, []string{"watch"}, "stopped by a signal (SIGTERM, Ctrl-C), after letting go of held pods and the Lease"},
-	{exitError, []string{"analyze", "search"}, "error: an unreadable or hostile bundle, input that is neither a bundle nor logs, a bad rule file; one line on stderr"},
+	{exitError, []string{"analyze"}, "error: an unreadable or hostile bundle, input that is neither a bundle nor log lines (an empty directory or file, a directory of bundles, a bundle's logs/ folder: \"0 lines read\"), a bad rule file; one line on stderr"},
+	{exitError, []string{"search"}, "error: an unreadable or hostile bundle, input that is neither a bundle nor log lines, a --pod or --container glob that matches nothing (the pods are listed); one line on stderr"},
 	{exitError, []string{"collect"}, "error: no access to the cluster, an unknown kind or job, --strict with gaps; nothing is written"},
 	{exitError, []string{"redact"}, "error: an unreadable bundle, a bad rules file; nothing is written"},
 	{exitError, []string{"rules list", "prompts list", "prompts show"}, "error: an unreadable rule or template file"},
+	{exitError, []string{"rules show"}, "error: no rule of that id, an unreadable rule file"},
 	{exitError, []string{"rules lint"}, "a rule is invalid or an example does not hold (each problem is printed)"},
 	{exitError, []string{"watch"}, "error, or the Lease was lost (the pod restarts and stands again)"},
 	{exitUsage, nil, "bad usage: an unknown flag or command, a missing argument, a malformed value"},
@@ -138,6 +140,7 @@ var limitFlags = map[bundle.LimitKind]string{
 	bundle.LimitEntries:       "max-entries",
 	bundle.LimitLineBytes:     "max-line-bytes",
 	bundle.LimitResourceBytes: "max-resource-bytes",
+	bundle.LimitExpansion:     "max-expansion",
 }
 
 // describeError adds what a user can do to a library error: the flag that raises a limit.

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -123,10 +125,14 @@ func TestHostileBundlesFail(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, nil, 0o644))
 			return p
 		}, nil, "empty.tar.gz: not a gzip file: EOF"},
+		{"gzip bomb within the default limits", zeroBomb, nil,
+			"MiB so far: a gzip bomb?) exceeds the expansion ratio limit of 100 (raise it with --max-expansion)"},
+		{"corrupt gzip", corruptGzip, nil,
+			"logs/ml/p/c.log: the archive is corrupt: its gzip checksum fails and this file's sha256 differs from manifest.json"},
 		{"a million tiny files", millionFiles, []string{"--max-entries", "1000"}, "number of entries exceeds the entry count limit of 1000 (raise it with --max-entries)"},
 	}
 	// Cases that write or read tens of megabytes; go test -short leaves them out.
-	slow := map[string]bool{"gzip bomb": true, "one huge file": true, "a million tiny files": true}
+	slow := map[string]bool{"gzip bomb": true, "one huge file": true, "a million tiny files": true, "gzip bomb within the default limits": true}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if testing.Short() && slow[tt.name] {
@@ -144,6 +150,70 @@ func TestHostileBundlesFail(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zeroBomb is the issue's gzip bomb: ten logs of 1 GiB of zeros in a 10 MB tarball, within the
+// default size limits. It is made of concatenated gzip members (one valid gzip stream), each
+// MiB of zeros the same 1 KB member, so that making it takes no time.
+func zeroBomb(t *testing.T) string {
+	member := func(data []byte) []byte {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(data)
+		zw.Close()
+		return buf.Bytes()
+	}
+	header := func(name string, size int64) []byte {
+		var buf bytes.Buffer
+		require.NoError(t, tar.NewWriter(&buf).WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size}))
+		return buf.Bytes()
+	}
+	p := filepath.Join(t.TempDir(), "bomb.tar.gz")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	mib := member(make([]byte, 1<<20))
+	bw.Write(member(header("manifest.json", int64(len(hostileManifest)))))
+	bw.Write(member(append([]byte(hostileManifest), make([]byte, 512-len(hostileManifest))...)))
+	for i := range 10 {
+		bw.Write(member(header(fmt.Sprintf("logs/ml/p/zeros-%d.log", i), 1<<30)))
+		for range 1024 {
+			bw.Write(mib)
+		}
+	}
+	bw.Write(member(make([]byte, 1024)))
+	require.NoError(t, bw.Flush())
+	return p
+}
+
+// corruptGzip is a bundle whose log has one byte changed after it was compressed: the gzip
+// CRC-32 fails at the end of the archive, and the manifest's sha256 names the file.
+func corruptGzip(t *testing.T) string {
+	m := `{"formatVersion":1,"target":{"apiVersion":"v1","kind":"Pod","namespace":"ml","name":"p"},"files":[{"path":"logs/ml/p/c.log","bytes":` +
+		fmt.Sprint(len(oomLine)) + `,"sha256":"` + fmt.Sprintf("%x", sha256.Sum256([]byte(oomLine))) + `"}]}`
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	for _, e := range []tarEntry{reg("logs/ml/p/c.log", oomLine), reg("manifest.json", m)} {
+		require.NoError(t, tw.WriteHeader(&e.hdr))
+		_, err := tw.Write([]byte(e.data))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	compress := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	good := compress(raw.Bytes())
+	flipped := bytes.Replace(raw.Bytes(), []byte("CUDA out"), []byte("CUDA 0ut"), 1)
+	bad := compress(flipped)
+	copy(bad[len(bad)-8:], good[len(good)-8:]) // the trailer of the original: its CRC-32 and length
+	p := filepath.Join(t.TempDir(), "corrupt.tar.gz")
+	require.NoError(t, os.WriteFile(p, bad, 0o644))
+	return p
 }
 
 // millionFiles is a bundle of a million empty files, streamed through a named pipe: coroner
@@ -273,7 +343,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 		}
 		deep := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":` + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "}"
 		r := analyzeHostile(t, tarFile(t, append(good(), reg("resources/core/ConfigMap/ml/lol.yaml", laughs.String()), reg("resources/core/ConfigMap/ml/deep.json", deep))...))
-		warningWith(t, r, "resources/core/ConfigMap/ml/lol.yaml: invalid YAML: yaml: document contains excessive aliasing; skipped")
+		warningWith(t, r, "resources/core/ConfigMap/ml/lol.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped")
 		warningWith(t, r, "resources/core/ConfigMap/ml/deep.json: invalid YAML: yaml: exceeded max depth of 10000; skipped")
 		requireOOM(t, r)
 		require.Equal(t, "Failed", r.Job.Status, "the pod was read")
@@ -302,10 +372,85 @@ func TestHostileBundlesWarn(t *testing.T) {
 	})
 
 	t.Run("empty bundle", func(t *testing.T) {
-		for _, in := range []string{tarFile(t), t.TempDir()} {
-			r := analyzeHostile(t, in)
-			require.Equal(t, analyze.VerdictUnknown, r.Verdict)
-			warningWith(t, r, "manifest.json is missing")
+		// Nothing to analyze is an error, not an UNKNOWN verdict, even with --fail-on.
+		for in, what := range map[string]string{tarFile(t): "an empty archive", t.TempDir(): "an empty directory"} {
+			requireExit(t, exitError, in+": "+what+", 0 lines read", "analyze", in, "--fail-on", "warning")
 		}
 	})
+}
+
+// TestHostileYAMLIsBoundedWhileDecoding: the issue's YAML that took gigabytes. One 1 MiB
+// string aliased 3,000 times (3 GB expanded: it crashed with "out of memory") and 15 MiB of
+// one-character values (1.4 GB of parser nodes) are each skipped with a warning, by analyze
+// and by redact, and the rest of the bundle is read.
+func TestHostileYAMLIsBoundedWhileDecoding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("16 MB of YAML; skipped with -short")
+	}
+	var bomb strings.Builder
+	bomb.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb, namespace: ml}\ndata:\n  big: &a \"" + strings.Repeat("x", 1<<20) + "\"\nitems: [")
+	bomb.WriteString(strings.Repeat("*a, ", 2999) + "*a]\n")
+	tiny := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tiny, namespace: ml}\ndata:\n  n: [" + strings.Repeat("1, ", 5<<20) + "1]\n"
+	p := tarFile(t, append(good(), reg("resources/core/ConfigMap/ml/bomb.yaml", bomb.String()), reg("resources/core/ConfigMap/ml/tiny.yaml", tiny))...)
+	r := analyzeHostile(t, p)
+	warningWith(t, r, "resources/core/ConfigMap/ml/bomb.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped")
+	warningWith(t, r, "resources/core/ConfigMap/ml/tiny.yaml: holds more than 1048576 YAML values (one per 16 bytes of --max-resource-bytes 16777216); skipped")
+	requireOOM(t, r)
+
+	out := filepath.Join(t.TempDir(), "r.tar.gz")
+	code, _, stderr := run(t, "redact", p, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	requireOOM(t, analyzeHostile(t, out))
+}
+
+// TestLogsThatAreNotUTF8Lines: a log saved by PowerShell (UTF-16 with a byte order mark) or
+// with "\r" line ends gave "unknown" with no warning; it is decoded and analyzed. A binary
+// file is analyzed with a warning.
+func TestLogsThatAreNotUTF8Lines(t *testing.T) {
+	lines := "2026-03-14T10:00:01Z step 1 loss 2.5\r\n" + oomLine + "2026-03-14T10:00:06Z step 2 done\r\n"
+	var le bytes.Buffer
+	le.Write([]byte{0xff, 0xfe})
+	for _, u := range utf16.Encode([]rune(lines)) {
+		le.Write([]byte{byte(u), byte(u >> 8)})
+	}
+	dir := t.TempDir()
+	ps := filepath.Join(dir, "powershell.log")
+	require.NoError(t, os.WriteFile(ps, le.Bytes(), 0o644))
+	cr := filepath.Join(dir, "mac.log")
+	require.NoError(t, os.WriteFile(cr, []byte(strings.ReplaceAll(strings.ReplaceAll(lines, "\r\n", "\n"), "\n", "\r")), 0o644))
+	for _, p := range []string{ps, cr} {
+		r := analyzeHostile(t, p)
+		requireOOM(t, r)
+		require.Empty(t, r.Warnings)
+		require.Equal(t, 2, r.RootCause.Evidence[0].Line)
+		require.Equal(t, "2026-03-14T10:00:05Z", r.RootCause.Time.Format(time.RFC3339))
+	}
+	bin := filepath.Join(dir, "core.log")
+	junk := make([]byte, 8192)
+	for i := range junk {
+		junk[i] = byte(i*31 + 7)
+	}
+	require.NoError(t, os.WriteFile(bin, append(junk, "\n"+oomLine...), 0o644))
+	r := analyzeHostile(t, bin)
+	warningWith(t, r, "looks like binary data, not a log")
+}
+
+// TestNodeNotReadyNamesItsPods: a job whose node went NotReady has that for its root cause,
+// and the root cause names the pods that were on the node (its pod was empty).
+func TestNodeNotReadyNamesItsPods(t *testing.T) {
+	m := `{"formatVersion":1,"target":{"apiVersion":"batch/v1","kind":"Job","namespace":"ml","name":"j"},"files":[]}`
+	job := "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml, uid: j1}\nspec: {parallelism: 3}\nstatus: {failed: 3}\n"
+	pod := func(name, node string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: ml, uid: " + name + ", labels: {job-name: j}, ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: j1}]}\n" +
+			"spec: {nodeName: " + node + ", containers: [{name: c, image: i}]}\nstatus: {phase: Unknown}\n"
+	}
+	node := "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-7}\nstatus:\n  conditions:\n  - {type: Ready, status: Unknown, reason: NodeStatusUnknown, message: Kubelet stopped posting node status., lastTransitionTime: \"2026-03-14T10:05:00Z\"}\n"
+	r := analyzeHostile(t, tarFile(t, reg("manifest.json", m), reg("resources/batch/Job/ml/j.yaml", job),
+		reg("resources/core/Pod/ml/j-b.yaml", pod("j-b", "gpu-7")), reg("resources/core/Pod/ml/j-a.yaml", pod("j-a", "gpu-7")),
+		reg("resources/core/Pod/ml/j-c.yaml", pod("j-c", "gpu-1")), reg("resources/core/Node/_cluster/gpu-7.yaml", node)))
+	require.NotNil(t, r.RootCause)
+	require.Equal(t, "preempted-evicted/node-not-ready", r.RootCause.RuleID)
+	require.Equal(t, "j-a", r.RootCause.Pod, "the first pod on the node")
+	require.Contains(t, r.RootCause.Evidence[0].Text, "pods on the node: j-a, j-b")
+	require.NotContains(t, r.RootCause.Evidence[0].Text, "j-c", "a pod on another node")
 }

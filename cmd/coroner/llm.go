@@ -64,7 +64,7 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	f.Var(perRoleFlag{&o.PerRole}, "llm-per-role", "ask the model for each role's diagnosis first, then for the job: true, false, or auto (when the job's findings and log windows do not fit --num-ctx)")
 	f.Lookup("llm-per-role").NoOptDefVal = "true"
 	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
-	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts (the format of 'coroner redact --rules')")
+	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts and in the report's text (the format of 'coroner redact --rules')")
 	f.BoolVar(&o.DryRun, "dry-run-prompt", false, "print the prompt that --llm would send, and its token estimate; send nothing")
 	f.StringVar(&o.Replay, "llm-replay", "", "answer from the recorded answers in `FILE` instead of calling a model (implies --llm)")
 	f.StringVar(&o.Record, "llm-record", "", "record the answers in `FILE`, for --llm-replay (implies --llm)")
@@ -238,7 +238,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 
 func (s *llmStep) warn(io *IOStreams, opts *AnalyzeOptions, w string) {
 	if !opts.Quiet {
-		fmt.Fprintf(io.ErrOut, "coroner: warning: %s\n", w)
+		fmt.Fprintf(io.ErrOut, "coroner: warning: %s\n", report.TerminalSafe(w))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/report"
 )
 
 // RedactOptions hold everything `coroner redact` needs; tests build them directly.
@@ -92,24 +93,19 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 		}
 		return fmt.Errorf("%s: not a bundle (a directory or a .tar.gz)", opts.Input)
 	}
-	b, err := bundle.Open(ctx, opts.Input, opts.Limits)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if !opts.Quiet {
-		for _, w := range b.Warnings {
-			fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
-		}
-	}
 	w, err := bundle.NewWriter(opts.Output)
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	m, err := r.Bundle(ctx, b, w)
+	b, m, err := r.Bundle(ctx, opts.Input, opts.Limits, w)
 	if err != nil {
-		return fmt.Errorf("%s: %w", opts.Input, err)
+		return err
+	}
+	if !opts.Quiet {
+		for _, w := range b.Warnings {
+			fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(w))
+		}
 	}
 	if opts.Report {
 		locs, more := r.Locations()

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/report"
 )
 
 // planted is a bundle with secrets of every kind the issue names, in env vars, args, logs,
@@ -96,6 +97,33 @@ func plantBundle(t *testing.T) *planted {
 		}
 		p.want["private-key"]++
 		line("-----END RSA PRIVATE KEY-----")
+		// Issue 12's cases: a kubeconfig in base64, its client key alone, a docker config,
+		// mysql -p, a numeric password, an '@' in a URL password, a token wrapped onto two
+		// lines, a value on the line after its name, a YAML value below its key.
+		kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    client-key-data: %s\n    token: %s\n",
+			base64.StdEncoding.EncodeToString([]byte("-----BEGIN RSA PRIVATE KEY-----\n"+fill(i+24, 64, b64)+"\n-----END RSA PRIVATE KEY-----\n")), fill(i+25, 32, alnum))
+		line("KUBECONFIG_DATA=" + secret("base64-secret", base64.StdEncoding.EncodeToString([]byte(kc))))
+		line("    client-key-data: " + secret("base64-secret", base64.StdEncoding.EncodeToString([]byte("-----BEGIN EC PRIVATE KEY-----\n"+fill(i+26, 48, b64)+"\n-----END EC PRIVATE KEY-----\n"))))
+		line(`{"auths":{"registry.internal":{"auth":"` + secret("docker-auth", base64.StdEncoding.EncodeToString([]byte("robot:"+fill(i+27, 16, alnum)))) + `"}}}`)
+		line("mysql -h db -u root -p" + secret("mysql-password", "My"+fill(i+28, 10, alnum)) + " runs < schema.sql")
+		line("PGPASSWORD=" + secret("secret-assignment", fmt.Sprintf("%d", 4711+i)) + " psql -h db")
+		line("pip install -i https://builder:" + secret("url-credentials", "At@"+fill(i+29, 8, alnum)+"@x") + "@pypi.internal/simple torch")
+		wrapped := "hf_" + fill(i+30, 34, alnum)
+		p.secrets = append(p.secrets, wrapped[:12], wrapped[12:])
+		p.want["hf-token"]++
+		line("export HF_TOKEN=" + wrapped[:12])
+		line(wrapped[12:] + " (token set)")
+		line("export WANDB_API_KEY=")
+		line(secret("secret-assignment", fill(i+31, 40, hexa)))
+		line("config:")
+		line("  db:")
+		line("    password: |")
+		p.want["secret-assignment"]++
+		for _, part := range []string{"Blk" + fill(i+32, 12, alnum), "Blk" + fill(i+33, 12, alnum)} {
+			p.secrets = append(p.secrets, part)
+			line("      " + part)
+		}
+		line("  epochs: 3")
 		line("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
 	}
 	write("logs/ml/train-master-0/pytorch.log", log.String())
@@ -155,6 +183,42 @@ spec:
 status: {phase: Failed}
 `, secret("env-secret", "PodHf"+fill(9, 20, alnum)), secret("env-secret", "Ephemeral"+fill(10, 20, alnum))))
 
+	// Issue 12's cases in objects: a token in an annotation key, a numeric password env var, a
+	// kubeconfig in base64 in an env var, a password nested in a ConfigMap's YAML.
+	kcEnv := base64.StdEncoding.EncodeToString([]byte("apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: " + fill(14, 32, alnum) + "\n"))
+	write("resources/core/Pod/ml/train-worker-0.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: train-worker-0
+  namespace: ml
+  uid: p2
+  labels: {training.kubeflow.org/job-name: train, training.kubeflow.org/replica-type: worker}
+  annotations:
+    %s: "true"
+spec:
+  containers:
+  - name: pytorch
+    image: pytorch:2.4
+    env:
+    - {name: PGPASSWORD, value: "%s"}
+    - {name: KUBECONFIG_DATA, value: "%s"}
+    - {name: WORLD_SIZE, value: "3"}
+status: {phase: Running}
+`, secret("github-token", "ghp_"+fill(15, 36, alnum)), secret("env-secret", "8080"), secret("base64-secret", kcEnv)))
+	write("resources/core/ConfigMap/ml/train-config.yaml", fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: train-config, namespace: ml}
+data:
+  app.yaml: |
+    database:
+      host: db.internal
+      password: %s
+      pool: 8
+`, secret("secret-assignment", "Nested"+fill(16, 12, alnum))))
+	// A Pod whose YAML does not parse (a tab): redacted as text, env values still masked.
+	write("resources/core/Pod/ml/train-broken.yaml", fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: train-broken\n\tnamespace: ml\nspec:\n  containers:\n  - name: c\n    env:\n"+
+		"    - name: DB_PASSWORD\n      value: \"%s\"\n    - name: HF_HOME\n      value: /cache\n", secret("env-secret", "Broken"+fill(17, 12, alnum))))
+
 	// A Secret that should never have been collected.
 	s1, s2 := secret("kubernetes-secret", "SecretData"+fill(11, 16, alnum)), secret("kubernetes-secret", "SecretData"+fill(12, 16, alnum))
 	s3 := secret("kubernetes-secret", "StringData"+fill(13, 16, alnum))
@@ -163,8 +227,8 @@ kind: Secret
 metadata: {name: creds, namespace: ml}
 type: Opaque
 data: {password: %s, token: %s}
-stringData: {extra: "%s"}
-`, base64.StdEncoding.EncodeToString([]byte(s1)), base64.StdEncoding.EncodeToString([]byte(s2)), s3))
+stringData: {extra: "%s", pin: %s}
+`, base64.StdEncoding.EncodeToString([]byte(s1)), base64.StdEncoding.EncodeToString([]byte(s2)), s3, secret("kubernetes-secret", "90210")))
 	p.secrets = append(p.secrets, base64.StdEncoding.EncodeToString([]byte(s1)), base64.StdEncoding.EncodeToString([]byte(s2)))
 	return p
 }
@@ -229,7 +293,7 @@ func TestRedactPlantedSecrets(t *testing.T) {
 
 	// --report: one line per masked secret, file:line for logs, file and field for objects.
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	require.Equal(t, fmt.Sprintf("Redacted %d secret(s) in 4 file(s) into %s", total, out), lines[total])
+	require.Equal(t, fmt.Sprintf("Redacted %d secret(s) in 7 file(s) into %s", total, out), lines[total])
 	require.Contains(t, lines, "logs/ml/train-master-0/pytorch.log:2\thf-token")
 	require.Contains(t, lines, "manifest.json\terrors[0].message\turl-credentials")
 	require.Contains(t, lines, "resources/core/Secret/ml/creds.yaml\tdata[\"password\"]\tkubernetes-secret")
@@ -332,4 +396,80 @@ func TestRedactYAMLStream(t *testing.T) {
 		require.Contains(t, raw, kept)
 	}
 	require.Equal(t, 2, strings.Count(raw, "\n---\n"), "three documents still")
+}
+
+// TestRedactKeepsTheEvidence: the samples hold no secret; redaction masks nothing in them (no
+// step number, loss value, hash or label taken for a secret), and each redacted sample
+// analyzes to the same report, the bundle's own description aside.
+func TestRedactKeepsTheEvidence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("redacts and analyzes every sample twice; skipped with -short")
+	}
+	for _, name := range sampleNames(t) {
+		t.Run(name, func(t *testing.T) {
+			in := filepath.Join(samplesDir, name)
+			out := filepath.Join(t.TempDir(), "r.tar.gz")
+			code, stdout, stderr := run(t, "redact", in, "-o", out)
+			require.Equal(t, 0, code, stderr)
+			require.Contains(t, stdout, "Redacted 0 secret(s)")
+			before, _ := analyzeJSON(t, nil, in)
+			after, _ := analyzeJSON(t, nil, out)
+			before.Bundle, after.Bundle = report.BundleInfo{}, report.BundleInfo{}
+			require.Equal(t, before, after)
+		})
+	}
+}
+
+// TestReportTextIsRedacted: the report of an unredacted bundle carried its secrets in its
+// evidence and context lines; it is redacted by default, the same bytes each time (the tokens'
+// key is the bundle's digest), and --no-redact shows the text as it is.
+func TestReportTextIsRedacted(t *testing.T) {
+	p := plantBundle(t)
+	before, raw := analyzeJSON(t, nil, p.dir)
+	leaks := 0
+	for _, s := range p.secrets {
+		if bytes.Contains(raw, []byte(s)) {
+			t.Errorf("in the report: %s", s)
+			leaks++
+		}
+	}
+	require.Zero(t, leaks)
+	require.NotNil(t, before.RootCause)
+	warned := false
+	for _, w := range before.Warnings {
+		warned = warned || strings.Contains(w, "secret(s) in the report's text were masked") && strings.Contains(w, "--no-redact shows them")
+	}
+	require.True(t, warned, "%q", before.Warnings)
+	_, again := analyzeJSON(t, nil, p.dir)
+	require.Equal(t, string(raw), string(again), "the same bundle, the same report bytes")
+
+	_, shown := analyzeJSON(t, nil, p.dir, "--no-redact")
+	n := 0
+	for _, s := range p.secrets {
+		if bytes.Contains(shown, []byte(s)) {
+			n++
+		}
+	}
+	require.Positive(t, n, "--no-redact shows the text as it is")
+}
+
+// TestPromptRedactsKeyBodies: the log window of a prompt showed the base64 body of a private
+// key (prompts were redacted line by line, and no body line alone looks like a key); windows
+// are redacted as one text now.
+func TestPromptRedactsKeyBodies(t *testing.T) {
+	body := []string{fill(40, 64, b64), fill(41, 64, b64), fill(42, 40, b64) + "=="}
+	log := "2026-03-14T10:00:00Z starting\n2026-03-14T10:00:01Z loaded deploy key:\n2026-03-14T10:00:01Z -----BEGIN OPENSSH PRIVATE KEY-----\n"
+	for _, l := range body {
+		log += "2026-03-14T10:00:01Z " + l + "\n"
+	}
+	log += "2026-03-14T10:00:01Z -----END OPENSSH PRIVATE KEY-----\n" + oomLine
+	p := filepath.Join(t.TempDir(), "train.log")
+	require.NoError(t, os.WriteFile(p, []byte(log), 0o644))
+	code, out, stderr := run(t, "analyze", p, "--dry-run-prompt")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "CUDA out of memory", "the window is in the prompt")
+	for _, l := range body {
+		require.NotContains(t, out, l)
+	}
+	require.Contains(t, out, "[REDACTED:private-key:")
 }

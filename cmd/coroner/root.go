@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/coroner-dev/coroner/report"
 )
 
 // commandName is how the user called us: "coroner", or "kubectl coroner" as a kubectl plugin.
@@ -23,11 +27,43 @@ type IOStreams struct {
 	Out        io.Writer
 	ErrOut     io.Writer
 	IsTerminal bool // ErrOut is a terminal: progress may be shown
+	// OutTerminal is true when Out is a terminal (colour may be used), Width its width in
+	// columns (0 when unknown: lines are not cut).
+	OutTerminal bool
+	Width       int
+	// NoColor is true when the environment asks for no colour (NO_COLOR, TERM=dumb).
+	NoColor bool
 }
 
 // SystemStreams returns the process's streams.
 func SystemStreams() *IOStreams {
-	return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: isTerminal(os.Stderr)}
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: isTerminal(os.Stderr),
+		OutTerminal: isTerminal(os.Stdout), NoColor: os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb"}
+	if s.OutTerminal {
+		if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil && w > 0 {
+			s.Width = w
+		} else if w, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && w > 0 {
+			s.Width = w
+		}
+	}
+	return s
+}
+
+// colorModes are the values of --color.
+var colorModes = []string{"auto", "always", "never"}
+
+// Color says whether to colour Out: --color always or never, or auto: when Out is a
+// terminal and the environment does not say NO_COLOR.
+func (s *IOStreams) Color(mode string) (bool, error) {
+	switch mode {
+	case "", "auto":
+		return s.OutTerminal && !s.NoColor, nil
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	}
+	return false, flagErrorf("unknown --color %q (use %s)", mode, strings.Join(colorModes, ", "))
 }
 
 func isTerminal(f *os.File) bool {
@@ -60,10 +96,11 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	case exitInterrupt, exitTerminated:
 		fmt.Fprintf(io.ErrOut, "coroner: %v; nothing written\n", context.Cause(ctx))
 	case exitUsage:
-		fmt.Fprintf(io.ErrOut, "coroner: %s\n", describeError(err))
+		fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(describeError(err)))
 		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", commandName)
 	default:
-		fmt.Fprintf(io.ErrOut, "coroner: %s\n", describeError(err))
+		// An error may quote a name from a bundle (a tar entry): shown, never acted on.
+		fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(describeError(err)))
 	}
 	return code
 }

@@ -2,20 +2,197 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/rules"
 )
 
-// NewCmdRules builds `coroner rules list|lint`.
+// NewCmdRules builds `coroner rules list|show|lint`.
 func NewCmdRules(io *IOStreams) *cobra.Command {
-	cmd := &cobra.Command{Use: "rules", Short: "List and check the rule set"}
-	cmd.AddCommand(NewCmdRulesList(io, nil), NewCmdRulesLint(io, nil))
+	cmd := &cobra.Command{Use: "rules", Short: "List, show and check the rule set"}
+	cmd.AddCommand(NewCmdRulesList(io, nil), NewCmdRulesShow(io, nil), NewCmdRulesLint(io, nil))
 	return cmd
+}
+
+// RulesShowOptions hold what `coroner rules show` needs.
+type RulesShowOptions struct {
+	IDs      []string
+	RuleDirs []string
+}
+
+// NewCmdRulesShow builds `coroner rules show`. runF replaces the run function in tests.
+func NewCmdRulesShow(io *IOStreams, runF func(*RulesShowOptions) error) *cobra.Command {
+	opts := &RulesShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show ID...",
+		Short: "Show rules: what they match, why it happens, what to do, and their examples",
+		Long: `Show each rule named: its category, severity, layer, who is at fault and whether a retry helps,
+the patterns (or event reasons, or built-in check) it matches, its explanation and remediation,
+and the lines it must and must not match. The ids are those of 'coroner rules list' and of the
+findings' ruleId; a rule of --rules DIR replaces the built-in rule of the same id.`,
+		Example: `  coroner rules show cuda-oom/torch-alloc
+  coroner rules show collective-timeout/nccl-watchdog --rules ./site-rules`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.IDs = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRulesShow(c.Context(), opts, io)
+		},
+	}
+	cmd.Flags().StringArrayVar(&opts.RuleDirs, "rules", nil, "add the rules in `DIR`")
+	return cmd
+}
+
+func runRulesShow(_ context.Context, opts *RulesShowOptions, io *IOStreams) error {
+	rs, err := loadRuleSet(opts.RuleDirs)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for i, id := range opts.IDs {
+		r := rs.Rule(id)
+		if r == nil {
+			var near []string
+			for _, o := range rs.Rules() {
+				if strings.Contains(o.ID, id) || strings.HasPrefix(o.ID, string(o.Category)) && strings.HasPrefix(id, string(o.Category)+"/") {
+					near = append(near, o.ID)
+				}
+			}
+			msg := fmt.Sprintf("no rule %q", id)
+			if len(near) > 0 {
+				msg += " (did you mean " + listSome(near, 4) + "?)"
+			} else {
+				msg += " ('coroner rules list' lists the ids)"
+			}
+			return errors.New(msg)
+		}
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		writeRule(&b, r)
+	}
+	_, err = io.Out.Write([]byte(b.String()))
+	return err
+}
+
+// writeRule writes a rule for a person, field by field.
+func writeRule(b *strings.Builder, r *analyze.Rule) {
+	kv := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(b, "%-13s%s\n", k+":", v)
+		}
+	}
+	kv("Rule", r.ID)
+	kv("Title", r.Title)
+	kv("Category", string(r.Category))
+	kv("Severity", r.Severity.String())
+	kv("Layer", string(r.Layer))
+	kv("Fault", string(r.Fault))
+	kv("Retry", string(r.Retry))
+	var kind []string
+	if r.Secondary {
+		kind = append(kind, "secondary: usually a symptom of another rank's failure")
+	}
+	if r.Fallback {
+		kind = append(kind, "fallback: reported only when no other rule matched the line")
+	}
+	kv("Kind", strings.Join(kind, "; "))
+	kv("Source", r.Source)
+	list := func(title string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "%s\n", title)
+		for _, it := range items {
+			fmt.Fprintf(b, "  %s\n", it)
+		}
+	}
+	list("Patterns:", r.Match.Patterns)
+	list("Event reasons:", r.Match.EventReasons)
+	kv("Restates", r.Match.Restate)
+	// The other kinds of match, as the rule file writes them.
+	for _, m := range []struct {
+		title string
+		v     any
+		set   bool
+	}{{"Object:", r.Match.Object, r.Match.Object != nil}, {"Streak:", r.Match.Streak, r.Match.Streak != nil},
+		{"Sequence:", r.Match.Sequence, r.Match.Sequence != nil}, {"Silence:", r.Match.Silence, r.Match.Silence != nil}} {
+		if !m.set {
+			continue
+		}
+		if y, err := yaml.Marshal(m.v); err == nil {
+			list(m.title, strings.Split(strings.TrimRight(string(y), "\n"), "\n"))
+		}
+	}
+	para := func(title, text string) {
+		if text = strings.TrimSpace(text); text != "" {
+			fmt.Fprintf(b, "%s\n", title)
+			for _, l := range wrapText(text, 96) {
+				fmt.Fprintf(b, "  %s\n", l)
+			}
+		}
+	}
+	para("Explanation:", r.Explanation)
+	para("Remediation:", r.Remediation)
+	list("Matches:", exampleLines(r.Examples.Match))
+	list("Does not match:", exampleLines(r.Examples.NotMatch))
+}
+
+// exampleLines shows a rule's examples one line each: a line, a log's lines, or an object
+// fact's fields.
+func exampleLines(examples []rules.Example) []string {
+	var out []string
+	for i, e := range examples {
+		if i > 0 && (strings.Contains(e.Text, "\n") || strings.Contains(examples[i-1].Text, "\n")) {
+			out = append(out, "--")
+		}
+		if e.Text != "" {
+			out = append(out, strings.Split(strings.TrimRight(e.Text, "\n"), "\n")...)
+			continue
+		}
+		keys := make([]string, 0, len(e.Object))
+		for k := range e.Object {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var fields []string
+		for _, k := range keys {
+			fields = append(fields, k+"="+string(e.Object[k]))
+		}
+		out = append(out, strings.Join(fields, " "))
+	}
+	return out
+}
+
+// wrapText breaks a paragraph at spaces into lines of at most width bytes.
+func wrapText(s string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
 }
 
 // RulesListOptions hold what `coroner rules list` needs.

@@ -24,7 +24,7 @@ func TestSearchPrintsHitsByTime(t *testing.T) {
 func TestSearchFiltersContextAndJSON(t *testing.T) {
 	tgz := tarSample(t, filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"))
 	code, out, stderr := run(t, "search", tgz, "out of memory", "--pod", "*worker-*", "--container", "pytorch",
-		"--since", "10:02", "--until", "10:05", "-C", "2", "--output", "json", "--no-cache")
+		"--since", "10:02", "--until", "10:05", "-C", "2", "--format", "json", "--no-cache")
 	require.Equal(t, 0, code, stderr)
 	var res index.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
@@ -37,26 +37,35 @@ func TestSearchFiltersContextAndJSON(t *testing.T) {
 	require.Len(t, h.After, 2)
 }
 
-// TestAnalyzeWarmsTheSearchCache: analyze stores the index that search then opens.
+// TestAnalyzeWarmsTheSearchCache: analyze stores the index of the logs that search then
+// opens; search adds the (small) index of the events and objects beside it.
 func TestAnalyzeWarmsTheSearchCache(t *testing.T) {
 	cache := t.TempDir()
 	sample := filepath.Join(samplesDir, "pytorchjob-nan-loss")
 	code, _, stderr := run(t, "analyze", sample, "-q", "--cache-dir", cache)
 	require.Equal(t, 0, code, stderr)
-	entries, err := os.ReadDir(cache)
-	require.NoError(t, err)
-	var keys []string
-	for _, e := range entries {
-		if len(e.Name()) == 64 {
-			keys = append(keys, e.Name())
+	keys := func() []string {
+		entries, err := os.ReadDir(cache)
+		require.NoError(t, err)
+		var keys []string
+		for _, e := range entries {
+			if len(e.Name()) == 64 {
+				keys = append(keys, e.Name())
+			}
 		}
+		return keys
 	}
-	require.Len(t, keys, 1, "one index for the bundle")
+	analyzed := keys()
+	require.Len(t, analyzed, 1, "one index for the bundle's logs")
 	code, out, stderr := run(t, "search", sample, `"loss nan"`, "--cache-dir", cache)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "loss nan")
-	entries2, _ := os.ReadDir(cache)
-	require.Equal(t, len(entries), len(entries2), "search reused the index")
+	searched := keys()
+	require.Len(t, searched, 2, "the logs' index reused, the objects' added")
+	require.Contains(t, searched, analyzed[0])
+	code, _, stderr = run(t, "search", sample, "nan", "--cache-dir", cache)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, searched, keys(), "a second search builds nothing")
 }
 
 func TestSearchExitCodes(t *testing.T) {
@@ -81,4 +90,125 @@ func TestSearchExitCodes(t *testing.T) {
 
 func TestTerminalSafe(t *testing.T) {
 	require.Equal(t, "a\uFFFD[31mred\uFFFDb\tc", terminalSafe("a\x1b[31mred\x07b\tc"))
+}
+
+// TestSearchTakesWhatAnalyzeTakes: plain log files and standard input are searched like a
+// bundle's logs, named by their files.
+func TestSearchTakesWhatAnalyzeTakes(t *testing.T) {
+	log := filepath.Join(samplesDir, "logs", "train-plain.log")
+	out := requireExit(t, exitOK, "", "search", log, "out of memory", "--no-cache")
+	require.True(t, strings.HasPrefix(out, "train-plain.log:170 - [rank2]: torch.OutOfMemoryError: CUDA out of memory."), out)
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	var stdout, stderr strings.Builder
+	code := Main(t.Context(), []string{"search", "-", "out", "of", "memory", "--no-cache"}, &IOStreams{In: strings.NewReader(string(data)), Out: &stdout, ErrOut: &stderr})
+	require.Equal(t, 0, code, stderr.String())
+	require.True(t, strings.HasPrefix(stdout.String(), "stdin:170 - [rank2]: torch.OutOfMemoryError"), stdout.String())
+
+	// Two files: the leading arguments that name files are the inputs, the rest the query.
+	other := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank", "logs", "ml", "train-job-worker-4", "pytorch.log")
+	out = requireExit(t, exitOK, "", "search", log, other, "out", "of", "memory", "--no-cache")
+	require.Contains(t, out, "train-plain.log:170 ")
+	require.Contains(t, out, "pytorch.log:56 2026-03-14T10:02:11.496Z")
+	require.Contains(t, out, "2 matching lines, 2 hits shown")
+}
+
+// TestSearchEventsAndObjects: a bundle's events are lines of their own, timed like the logs,
+// and its objects' YAML is searchable; a bundle with no logs is still searched.
+func TestSearchEventsAndObjects(t *testing.T) {
+	sample := filepath.Join(samplesDir, "pytorchjob-no-gpu") // pods that never started: no logs
+	out := requireExit(t, exitOK, "", "search", sample, "FailedScheduling", "Insufficient", "--no-cache")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.True(t, strings.HasPrefix(lines[0], "events/Pod/ml/train-job-master-0:1 2026-03-14T08:00:01.000Z Warning FailedScheduling: 0/3 nodes are available"), lines[0])
+	require.Equal(t, "3 matching lines, 3 hits shown", lines[len(lines)-1])
+
+	// The same line in many objects is one hit naming the others.
+	out = requireExit(t, exitOK, "", "search", sample, `"nvidia.com/gpu: 8"`, "--no-cache")
+	require.Contains(t, out, "resources/core/Pod/ml/train-job-master-0.yaml:64 -         nvidia.com/gpu: '8'\n"+
+		"    … the same line 5 times more, in 2 other files: resources/core/Pod/ml/train-job-worker-0.yaml, resources/core/Pod/ml/train-job-worker-1.yaml\n")
+
+	// Events sort among log lines by time.
+	out = requireExit(t, exitOK, "", "search", filepath.Join(samplesDir, "pytorchjob-evicted"), "Evicted", "--no-cache", "--since", "12:00")
+	require.Contains(t, out, "events/Pod/ml/")
+	require.NotContains(t, out, "resources/", "--since keeps only timed lines")
+}
+
+// TestSearchQueryWordsAndGlobs: a query word starting with - is the query's NOT, not a flag;
+// a --pod glob that matches no pod is an error listing the pods; level:error finds
+// tracebacks and exception lines.
+func TestSearchQueryWordsAndGlobs(t *testing.T) {
+	sample := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	cache := t.TempDir()
+	search := func(args ...string) string {
+		return requireExit(t, exitOK, "", append([]string{"search", "--cache-dir", cache, sample}, args...)...)
+	}
+	last := func(out string) string {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[len(lines)-1]
+	}
+	all := search("NCCL")
+	words := search("NCCL", "-info")
+	require.Equal(t, last(search("NCCL -info")), last(words), "separate words are one query")
+	require.Equal(t, last(search("--", "NCCL", "-info")), last(words))
+	require.NotEqual(t, last(all), last(words), "-info left lines out")
+	require.NotContains(t, words, " INFO ")
+	require.Equal(t, last(search("NCCL", "-C2", "-info")), last(words), "-C2 is still a flag")
+
+	requireExit(t, exitError, `coroner: --pod "worker-3" matches none of the 8 pods: train-job-master-0, train-job-worker-[0-6] (a glob matches the whole name: try '*worker-3*')`,
+		"search", sample, "oom", "--pod", "worker-3", "--cache-dir", cache)
+	requireExit(t, exitError, `--container "torch" matches none of the 2 containers`, "search", sample, "oom", "--container", "torch", "--cache-dir", cache)
+	requireExit(t, exitUsage, "unknown flag: --bogus", "search", sample, "oom", "--bogus")
+
+	errs := search("level:error", "--pod", "*worker-4")
+	require.Contains(t, errs, "train-job-worker-4/pytorch:56 2026-03-14T10:02:11.496Z [rank5]: torch.OutOfMemoryError: CUDA out of memory")
+	require.Contains(t, errs, "Traceback (most recent call last):")
+}
+
+// TestSearchHighlightsHits: on a terminal (or --color always) the words the query found are
+// marked; NO_COLOR, --color never and a pipe leave the text as it is.
+func TestSearchHighlightsHits(t *testing.T) {
+	sample := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	searchOn := func(ios *IOStreams, args ...string) string {
+		var out, errOut strings.Builder
+		ios.In, ios.Out, ios.ErrOut = strings.NewReader(""), &out, &errOut
+		code := Main(t.Context(), append([]string{"search", sample, "--no-cache"}, args...), ios)
+		require.Equal(t, 0, code, errOut.String())
+		return out.String()
+	}
+	const on, off = "\x1b[1;30;43m", "\x1b[0m"
+	tty := searchOn(&IOStreams{OutTerminal: true}, "out", "of", "memory", "-oom")
+	require.Contains(t, tty, "CUDA "+on+"out"+off+" "+on+"of"+off+" "+on+"memory"+off+".")
+	require.True(t, strings.HasSuffix(tty, "\n1 matching line, 1 hit shown\n"), "-oom is NOT oom, not -o om: %s", tty)
+	regex := searchOn(&IOStreams{}, "--regex", "Tried to allocate [0-9.]+ GiB", "--color", "always")
+	require.Contains(t, regex, on+"Tried to allocate 1.95 GiB"+off)
+	for _, ios := range []*IOStreams{{}, {OutTerminal: true, NoColor: true}} {
+		require.NotContains(t, searchOn(ios, "out", "of", "memory"), "\x1b[")
+	}
+	require.NotContains(t, searchOn(&IOStreams{OutTerminal: true}, "memory", "--color", "never"), "\x1b[")
+}
+
+// TestTarballSearchAfterAnalyze: a .tar.gz searched after analyze filled the cache (its logs
+// read through the index's access points, its events and objects as the tarball streams by,
+// nothing extracted) gives the hits the directory gives, log lines, events and objects alike.
+func TestTarballSearchAfterAnalyze(t *testing.T) {
+	dir := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	tgz := tarSample(t, dir)
+	cache := t.TempDir()
+	code, _, stderr := run(t, "analyze", tgz, "--cache-dir", cache, "-q")
+	require.Equal(t, 0, code, stderr)
+	queries := []string{"CUDA out of memory", "Scheduled", "rank:5 level:error", "nvidia.com/gpu"}
+	want := map[string]string{}
+	for _, q := range queries {
+		code, out, stderr := run(t, "search", dir, q, "--no-cache")
+		require.Equal(t, 0, code, stderr)
+		require.NotContains(t, out, "0 matching lines", q)
+		want[q] = out
+	}
+	// Extracting needs a temporary directory: with none, only the warm path can succeed.
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "none"))
+	for _, q := range queries {
+		code, got, stderr := run(t, "search", tgz, q, "--cache-dir", cache)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, want[q], got, q)
+	}
 }

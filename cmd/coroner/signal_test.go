@@ -180,9 +180,10 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 				argv = append(argv, strings.Replace(a, "OUT", outDir, 1))
 			}
 			s := start(t, tmp, nil, argv...)
-			pollUntil(t, "the extraction to start", func() bool {
-				es, _ := filepath.Glob(filepath.Join(tmp, "coroner-bundle-*", "logs", "ml", "p", "c.log"))
-				return len(es) > 0
+			pollUntil(t, "the extraction (or, for redact, the streaming) to start", func() bool {
+				es, _ := filepath.Glob(filepath.Join(tmp, "coroner-bundle-*", "bundle", "logs", "ml", "p", "c.log"))
+				spools, _ := filepath.Glob(filepath.Join(tmp, "coroner-entry-*"))
+				return len(es) > 0 || len(spools) > 0
 			})
 
 			require.Equal(t, 130, s.exit(t, os.Interrupt), s.stderr.String())

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// lockName is the lock file inside a scratch directory.
-const lockName = ".coroner-lock"
+// LockName is the lock file inside a scratch directory (a directory that lists its files
+// leaves it out).
+const LockName = ".coroner-lock"
 
 // minAge keeps Sweep away from an entry another process has just created and not yet locked.
 const minAge = 10 * time.Second
@@ -56,7 +57,7 @@ func MkdirTemp(parent, pattern string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(p, lockName), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(p, LockName), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err == nil {
 		if err = lock(f); err != nil {
 			f.Close()
@@ -72,6 +73,14 @@ func MkdirTemp(parent, pattern string) (*Dir, error) {
 // Remove removes the directory and everything in it.
 func (d *Dir) Remove() error {
 	err := os.RemoveAll(d.Path)
+	d.lock.Close()
+	return err
+}
+
+// Keep makes the directory a lasting one (to be renamed into its place): its lock file is
+// removed and the lock released, so Sweep leaves it alone from now on.
+func (d *Dir) Keep() error {
+	err := os.Remove(filepath.Join(d.Path, LockName))
 	d.lock.Close()
 	return err
 }
@@ -100,7 +109,7 @@ func Sweep(dir, prefix string) {
 		p := filepath.Join(dir, e.Name())
 		lp := p
 		if e.IsDir() {
-			lp = filepath.Join(p, lockName)
+			lp = filepath.Join(p, LockName)
 		} else if !e.Type().IsRegular() {
 			continue
 		}

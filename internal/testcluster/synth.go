@@ -15,22 +15,44 @@ import (
 // Worker 1 runs out of GPU memory at step 120; the others fail after it.
 type Job struct {
 	Namespace, Name string
-	Workers         int
-	Nodes           int          // pods are spread over this many nodes (default 1)
-	Restarted       map[int]bool // pod index (0 = master) whose container restarted once
-	LogLines        int          // lines of training log per pod (default 40)
-	Start           time.Time
+	// Kind is PyTorchJob (kubeflow.org/v1: a master and workers; the default) or MPIJob
+	// (the mpi-operator's kubeflow.org/v2beta1: a launcher and workers).
+	Kind      string
+	Workers   int
+	Nodes     int          // pods are spread over this many nodes (default 1)
+	Restarted map[int]bool // pod index (0 = master) whose container restarted once
+	LogLines  int          // lines of training log per pod (default 40)
+	Start     time.Time
 	// Running creates the job running (its pods running, its containers started): FailJob
 	// makes it fail later, as a watcher would see it happen.
 	Running bool
 }
 
-// PodName is the name of pod i (0 = master).
+// PodName is the name of pod i (0 = master, or launcher).
 func (j Job) PodName(i int) string {
-	if i == 0 {
+	switch {
+	case i == 0 && j.Kind == "MPIJob":
+		return j.Name + "-launcher"
+	case i == 0:
 		return j.Name + "-master-0"
 	}
 	return fmt.Sprintf("%s-worker-%d", j.Name, i-1)
+}
+
+// Container is the name of the pods' container.
+func (j Job) Container() string {
+	if j.Kind == "MPIJob" {
+		return "mpi"
+	}
+	return "pytorch"
+}
+
+// kind is the job's apiVersion, kind and first role.
+func (j Job) kind() (string, string, string) {
+	if j.Kind == "MPIJob" {
+		return "kubeflow.org/v2beta1", "MPIJob", "launcher"
+	}
+	return "kubeflow.org/v1", "PyTorchJob", "master"
 }
 
 // NodeName is the node pod i ran on.
@@ -58,16 +80,25 @@ func (c *Cluster) CreateJob(t testing.TB, k *Kubelet, j Job) *Sample {
 	}
 	ts := j.ts
 	uid := "00000000-0000-0000-0000-" + fmt.Sprintf("%012d", len(j.Name))
-	objs := []*unstructured.Unstructured{mustYAML(t, fmt.Sprintf(`
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: %[1]s, namespace: %[2]s, uid: %[3]s}
-spec:
+	apiVersion, kind, first := j.kind()
+	spec := fmt.Sprintf(`
   pytorchReplicaSpecs:
     Master: {replicas: 1, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}
-    Worker: {replicas: %[4]d, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}
-status: %[5]s
-`, j.Name, j.Namespace, uid, j.Workers, j.jobStatus(!j.Running)))}
+    Worker: {replicas: %d, restartPolicy: OnFailure, template: {spec: {containers: [{name: pytorch, image: train:1}]}}}`, j.Workers)
+	if j.Kind == "MPIJob" {
+		spec = fmt.Sprintf(`
+  slotsPerWorker: 8
+  mpiReplicaSpecs:
+    Launcher: {replicas: 1, template: {spec: {containers: [{name: mpi, image: train:1}]}}}
+    Worker: {replicas: %d, template: {spec: {containers: [{name: mpi, image: train:1}]}}}`, j.Workers)
+	}
+	objs := []*unstructured.Unstructured{mustYAML(t, fmt.Sprintf(`
+apiVersion: %[1]s
+kind: %[2]s
+metadata: {name: %[3]s, namespace: %[4]s, uid: %[5]s}
+spec: %[6]s
+status: %[7]s
+`, apiVersion, kind, j.Name, j.Namespace, uid, spec, j.jobStatus(!j.Running)))}
 	objs = append(objs, mustYAML(t, fmt.Sprintf(`
 apiVersion: scheduling.x-k8s.io/v1alpha1
 kind: PodGroup
@@ -90,7 +121,7 @@ status:
   conditions: [{type: Ready, status: "True", reason: KubeletReady, lastHeartbeatTime: %s, lastTransitionTime: %s}]
 `, node, ts(0), ts(0))))
 		}
-		role, index := "master", 0
+		role, index := first, 0
 		if i > 0 {
 			role, index = "worker", i-1
 		}
@@ -101,19 +132,19 @@ metadata:
   name: %[1]s
   namespace: %[2]s
   labels: {training.kubeflow.org/job-name: %[3]s, training.kubeflow.org/replica-type: %[4]s, training.kubeflow.org/replica-index: "%[5]d"}
-  ownerReferences: [{apiVersion: kubeflow.org/v1, kind: PyTorchJob, name: %[3]s, uid: %[6]s, controller: true}]
+  ownerReferences: [{apiVersion: %[9]s, kind: %[10]s, name: %[3]s, uid: %[6]s, controller: true}]
 spec:
   nodeName: %[7]s
   restartPolicy: OnFailure
-  containers: [{name: pytorch, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
+  containers: [{name: %[11]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
 status: %[8]s
-`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running))))
+`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running), apiVersion, kind, j.Container())))
 	}
 	s := c.Apply(t, k, objs...)
 	for i := 0; i <= j.Workers; i++ {
-		k.SetLog(j.Namespace, j.PodName(i), "pytorch", false, []byte(j.log(i, 5*time.Minute)))
+		k.SetLog(j.Namespace, j.PodName(i), j.Container(), false, []byte(j.log(i, 5*time.Minute)))
 		if j.Restarted[i] {
-			k.SetLog(j.Namespace, j.PodName(i), "pytorch", true, []byte(j.log(i, time.Minute)))
+			k.SetLog(j.Namespace, j.PodName(i), j.Container(), true, []byte(j.log(i, time.Minute)))
 		}
 	}
 	return s
@@ -132,6 +163,14 @@ var defaultStart = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
 
 // jobStatus is the job's status as YAML (flow style): failed 10 minutes in, or running.
 func (j Job) jobStatus(failed bool) string {
+	st := j.pytorchJobStatus(failed)
+	if j.Kind == "MPIJob" {
+		st = strings.NewReplacer("PyTorchJob", "MPIJob", "Master:", "Launcher:").Replace(st)
+	}
+	return st
+}
+
+func (j Job) pytorchJobStatus(failed bool) string {
 	if !failed {
 		return fmt.Sprintf(`{startTime: %[1]s, conditions: [{type: Created, status: "True", reason: PyTorchJobCreated, lastTransitionTime: %[1]s},
   {type: Running, status: "True", reason: PyTorchJobRunning, lastTransitionTime: %[1]s}], replicaStatuses: {Master: {active: 1}, Worker: {active: %[2]d}}}`,
@@ -146,7 +185,7 @@ func (j Job) jobStatus(failed bool) string {
 
 // podStatus is pod i's status as YAML (flow style): failed, or running.
 func (j Job) podStatus(i int, failed bool) string {
-	role := "master"
+	_, _, role := j.kind()
 	if i > 0 {
 		role = "worker"
 	}
@@ -161,8 +200,8 @@ func (j Job) podStatus(i int, failed bool) string {
 	if !failed {
 		state, phase = fmt.Sprintf(`{running: {startedAt: %s}}`, j.ts(5*time.Minute)), "Running"
 	}
-	return fmt.Sprintf(`{phase: %s, startTime: %s, containerStatuses: [{name: pytorch, image: "train:1", imageID: "train@sha256:0", containerID: "%s", ready: %t, restartCount: %d, state: %s%s}]}`,
-		phase, j.ts(5*time.Minute), id, !failed, restarts, state, last)
+	return fmt.Sprintf(`{phase: %s, startTime: %s, containerStatuses: [{name: %s, image: "train:1", imageID: "train@sha256:0", containerID: "%s", ready: %t, restartCount: %d, state: %s%s}]}`,
+		phase, j.ts(5*time.Minute), j.Container(), id, !failed, restarts, state, last)
 }
 
 // log is pod i's training log, starting at offset from the job's start.

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coroner-dev/coroner/bundle"
+)
+
+// What analyze and search accept: one bundle (a directory or a .tar.gz/.tgz), or plain log
+// files and "-" for standard input. Anything else is an error naming what was expected.
+
+const expectedInput = "a bundle (a directory or .tar.gz made by coroner collect: manifest.json, resources/, logs/) or log files"
+
+// openInput opens the inputs of analyze or search.
+func openInput(ctx context.Context, inputs []string, stdin io.Reader, lim bundle.Limits) (*bundle.Bundle, error) {
+	if len(inputs) == 1 && inputs[0] != "-" && bundle.IsBundlePath(inputs[0]) {
+		b, err := bundle.Open(ctx, inputs[0], lim)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkBundle(b, inputs[0]); err != nil {
+			b.Close()
+			return nil, err
+		}
+		return b, nil
+	}
+	for _, p := range inputs {
+		if p != "-" && bundle.IsBundlePath(p) {
+			return nil, flagErrorf("%s is a bundle: give one bundle, or only plain log files", p)
+		}
+		if err := checkPlainFile(p); err != nil {
+			return nil, err
+		}
+	}
+	return bundle.OpenLogs(ctx, inputs, stdin, lim)
+}
+
+// inputName names the inputs in a message.
+func inputName(inputs []string) string {
+	if len(inputs) == 1 && inputs[0] == "-" {
+		return "standard input"
+	}
+	return strings.Join(inputs, " ")
+}
+
+// checkBundle refuses a directory or tarball that holds no bundle: nothing, bundles, or the
+// logs/ folder of one. A bundle has manifest.json, or files under resources/ or logs/.
+func checkBundle(b *bundle.Bundle, name string) error {
+	var nested, logsShaped, other []string
+	for _, f := range b.Files {
+		switch {
+		case f.Path == "manifest.json", strings.HasPrefix(f.Path, "resources/"), strings.HasPrefix(f.Path, "logs/"):
+			return nil
+		case isNestedBundleFile(f.Path):
+			if dir, _, _ := strings.Cut(f.Path, "/"); !slices.Contains(nested, dir) {
+				nested = append(nested, dir)
+			}
+		case strings.Count(f.Path, "/") == 2 && strings.HasSuffix(f.Path, ".log"):
+			logsShaped = append(logsShaped, f.Path)
+		default:
+			other = append(other, f.Path)
+		}
+	}
+	what := "directory"
+	if !isDir(name) {
+		what = "archive"
+	}
+	switch {
+	case len(b.Files) == 0:
+		return fmt.Errorf("%s: an empty %s, 0 lines read: expected %s", name, what, expectedInput)
+	case len(nested) == 1 && what == "archive":
+		return fmt.Errorf("%s: the bundle is in the archive's folder %s/: extract it (tar xzf) and give that folder", name, nested[0])
+	case len(nested) == 1:
+		return fmt.Errorf("%s: the bundle is in %s/: analyze %s", name, nested[0], path.Join(name, nested[0]))
+	case len(nested) > 1:
+		sort.Strings(nested)
+		return fmt.Errorf("%s holds %d bundles (%s): give one of them", name, len(nested), listSome(nested, 3))
+	case len(logsShaped) > 0 && len(other) == 0:
+		return fmt.Errorf("%s looks like a bundle's logs/ folder (NAMESPACE/POD/CONTAINER.log): give the bundle, its parent directory, or the log files themselves", name)
+	case allLogs(other) && what == "directory":
+		return fmt.Errorf("%s is a directory of log files, not a bundle: give the files (coroner analyze %s/*.log) to analyze them as plain logs", name, strings.TrimSuffix(name, "/"))
+	}
+	return fmt.Errorf("%s is not a bundle (no manifest.json, resources/ or logs/; it holds %s): expected %s", name, listSome(other, 3), expectedInput)
+}
+
+// isNestedBundleFile says whether a path is a bundle's file one folder down:
+// DIR/manifest.json, DIR/resources/..., DIR/logs/NAMESPACE/POD/CONTAINER.log.
+func isNestedBundleFile(p string) bool {
+	parts := strings.Split(p, "/")
+	switch {
+	case len(parts) == 2:
+		return parts[1] == "manifest.json"
+	case len(parts) > 2 && parts[1] == "resources":
+		return true
+	case len(parts) == 5 && parts[1] == "logs":
+		return strings.HasSuffix(p, ".log")
+	}
+	return false
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// allLogs says whether every name looks like a log file.
+func allLogs(names []string) bool {
+	for _, n := range names {
+		switch path.Ext(n) {
+		case ".log", ".txt", ".out", ".err":
+		default:
+			return false
+		}
+	}
+	return len(names) > 0
+}
+
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
+
+// checkPlainFile refuses archives that are not bundles before they are read as text.
+func checkPlainFile(p string) error {
+	if p == "-" {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil // a pipe or a FIFO: read as a log
+	}
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	switch {
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		return fmt.Errorf("%s: a zip archive: extract it and give the directory, or give a .tar.gz bundle", p)
+	case len(head) >= 262 && string(head[257:262]) == "ustar":
+		return fmt.Errorf("%s: an uncompressed tar: gzip it (gzip %s) or extract it, then give the .tar.gz or the directory", p, p)
+	}
+	return nil
+}
+
+// addColorFlag adds --color.
+func addColorFlag(cmd *cobra.Command, mode *string) {
+	cmd.Flags().StringVar(mode, "color", "auto", "colour the output: auto (on a terminal, unless NO_COLOR is set), always or never")
+}

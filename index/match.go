@@ -1,0 +1,466 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/coroner-dev/coroner/internal/literal"
+	"github.com/coroner-dev/coroner/logscan"
+)
+
+// matcher answers whether a template text, a template, a block of one, a chunk segment or a
+// line matches. Every answer but line's may be maybe: the lines are then read and checked.
+type matcher interface {
+	// doc answers for every template of a text, whatever its log (fields are unknown).
+	doc(d *doc) tri
+	template(s *Stream, t *template, d *doc) tri
+	block(s *Stream, t *template, d *doc, bl *block) tri
+	// chunks prepares the answers for chunk segments, from the chunks' filters.
+	chunks(ix *Index) (func(seg *chunkSeg, s *Stream, chunk int) tri, error)
+	line(s *Stream, text []byte) bool
+}
+
+// queryMatch evaluates a parsed query: leaves are answered for template texts by bleve, for
+// templates and blocks by what they hold (slot summaries, level, rank), for chunks by their
+// filters, and for lines by their words.
+type queryMatch struct {
+	root   node
+	leaves []node
+	sets   map[node][]bool // the template texts a text leaf's bleve query finds
+	// The leaf answers of the template whose blocks are being checked: a large template has
+	// hundreds of blocks, and its leaves answer the same for each.
+	leafOf   *template
+	leafTmpl map[node]tri
+	words    lineWords
+}
+
+func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error) {
+	root, err := parseQuery(q)
+	if err != nil {
+		return nil, &QueryError{err}
+	}
+	m := &queryMatch{root: root, leaves: leaves(root, nil), sets: map[node][]bool{}, leafTmpl: map[node]tri{}}
+	for _, l := range m.leaves {
+		var bq query.Query
+		switch n := l.(type) {
+		case *wordNode:
+			tq := bleve.NewTermQuery(n.shape)
+			tq.SetField("text")
+			bq = tq
+		case *phraseNode:
+			terms := make([]string, len(n.words))
+			for i, w := range n.words {
+				terms[i] = w.shape
+			}
+			bq = bleve.NewPhraseQuery(terms, "text")
+		case *prefixNode:
+			pq := bleve.NewPrefixQuery(n.prefix)
+			pq.SetField("text")
+			bq = pq
+		default:
+			continue // fields: answered from the templates and lines
+		}
+		if m.sets[l], err = ix.docsMatching(ctx, bq); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *queryMatch) doc(d *doc) tri {
+	return eval(m.root, func(l node) tri {
+		if _, ok := l.(*fieldNode); ok {
+			return maybe
+		}
+		return m.leafText(l, d)
+	})
+}
+
+// leafText answers a word, phrase or prefix leaf for every line of a template text.
+func (m *queryMatch) leafText(l node, d *doc) tri {
+	in := m.sets[l][d.idx]
+	switch n := l.(type) {
+	case *wordNode:
+		switch {
+		case !in:
+			return no
+		case n.digit:
+			return maybe
+		}
+		return yes
+	case *phraseNode:
+		if !in {
+			return no
+		}
+		for _, w := range n.words {
+			if w.digit {
+				return maybe
+			}
+		}
+		return yes
+	case *prefixNode:
+		// Without digits, a shape starting with the prefix means every word there does (digits
+		// only replace digits); with digits, any variable word may.
+		digits := logscan.HasDigit(n.prefix)
+		if in && !digits {
+			return yes
+		}
+		for _, tok := range d.toks() {
+			if tok.kind == tokWhole || (tok.kind == tokRun && digits) {
+				return maybe
+			}
+		}
+		return no
+	}
+	return maybe
+}
+
+func (m *queryMatch) template(s *Stream, t *template, d *doc) tri {
+	return eval(m.root, func(l node) tri { return m.leafTemplate(l, s, t, d) })
+}
+
+func (m *queryMatch) leafTemplate(l node, s *Stream, t *template, d *doc) tri {
+	f, ok := l.(*fieldNode)
+	if !ok {
+		return m.leafText(l, d)
+	}
+	switch f.field {
+	case "level":
+		if levelVaries(d) {
+			return maybe
+		}
+		if f.value == levels[t.level] {
+			return yes
+		}
+		return no
+	case "rank":
+		if d.rankSlot {
+			return maybe
+		}
+		return no
+	}
+	if streamField(f, s) {
+		return yes
+	}
+	return no
+}
+
+// levelVaries reports whether the lines of a template text may name different levels: only a
+// glog prefix ("E0314", a digit run) among the first words can (see levelWord).
+func levelVaries(d *doc) bool {
+	for i, tok := range d.toks() {
+		if i == levelWords {
+			break
+		}
+		if tok.kind == tokRun && len(tok.shape) == 2 && strings.IndexByte("iwef", tok.shape[0]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *queryMatch) block(s *Stream, t *template, d *doc, bl *block) tri {
+	if m.leafOf != t {
+		m.leafOf = t
+		for _, l := range m.leaves {
+			m.leafTmpl[l] = m.leafTemplate(l, s, t, d)
+		}
+	}
+	return eval(m.root, func(l node) tri {
+		v := m.leafTmpl[l]
+		if v != maybe {
+			return v
+		}
+		switch n := l.(type) {
+		case *wordNode:
+			return slotMayHold(d, bl, n)
+		case *phraseNode:
+			for _, w := range n.words {
+				if w.digit && slotMayHold(d, bl, w) == no {
+					return no
+				}
+			}
+		case *prefixNode:
+			if logscan.HasDigit(n.prefix) {
+				return maybe
+			}
+			for _, tok := range d.toks() {
+				if tok.kind == tokWhole && bl.ranges[tok.slot].mayStartWith(n.prefix) {
+					return maybe
+				}
+			}
+			return no
+		case *fieldNode:
+			if n.field == "rank" && d.rankSlot {
+				return rankInRange(&bl.ranges[0], n.rank)
+			}
+		}
+		return v
+	})
+}
+
+// rankInRange answers a rank clause for a block of a template whose first slot is the rank
+// of "[rankN]:" (written with any number of digits, up to six).
+func rankInRange(r *slotRange, rank int) tri {
+	if !r.hasNum {
+		return no
+	}
+	may := false
+	for n := len(strconv.Itoa(rank)); n <= 6; n++ {
+		v := logscan.NumberValue(n, uint64(rank))
+		if v >= r.numMin && v <= r.numMax {
+			may = true
+		}
+	}
+	switch {
+	case !may:
+		return no
+	case r.numMin == r.numMax && !r.hasStr:
+		return yes
+	}
+	return maybe
+}
+
+// slotMayHold: could a slot of the word's shape hold the word's value in this block?
+func slotMayHold(d *doc, bl *block, w *wordNode) tri {
+	for _, tok := range d.toks() {
+		if tok.kind != tokConst && tok.shape == w.shape && bl.ranges[tok.slot].mayHold(w.value) {
+			return maybe
+		}
+	}
+	return no
+}
+
+func (m *queryMatch) chunks(ix *Index) (func(*chunkSeg, *Stream, int) tri, error) {
+	bits := map[node][]byte{}
+	for _, l := range m.leaves {
+		var items []uint64
+		switch n := l.(type) {
+		case *wordNode:
+			items = append(items, itemHash(0, []byte(n.word), nil))
+		case *phraseNode:
+			for _, w := range n.words {
+				items = append(items, itemHash(0, []byte(w.word), nil))
+			}
+		case *prefixNode:
+			if len(n.prefix) >= prefixLen {
+				items = append(items, itemHash(itemPrefix, []byte(n.prefix[:prefixLen]), nil))
+			}
+		case *fieldNode:
+			switch n.field {
+			case "level":
+				items = append(items, itemHash(itemLevel, []byte(n.value), nil))
+			case "rank":
+				items = append(items, itemHash(itemRank, []byte(strconv.Itoa(n.rank)), nil))
+			}
+		}
+		if len(items) > 0 {
+			b, err := ix.chunksHolding(items)
+			if err != nil {
+				return nil, err
+			}
+			bits[l] = b
+		}
+	}
+	return func(seg *chunkSeg, s *Stream, c int) tri {
+		return eval(m.root, func(l node) tri {
+			if f, ok := l.(*fieldNode); ok && (f.field == "pod" || f.field == "container") {
+				if streamField(f, s) {
+					return yes
+				}
+				return no
+			}
+			if b, ok := bits[l]; ok && b[c/8]&(1<<(c%8)) == 0 {
+				return no
+			}
+			return maybe
+		})
+	}, nil
+}
+
+// chunksHolding returns one bit per chunk: whether its filter may hold every item.
+func (ix *Index) chunksHolding(items []uint64) ([]byte, error) {
+	t := ix.chunks
+	out := make([]byte, (t.chunks()+7)/8+1)
+	fr := &filterReader{r: ix.filters}
+	for bi := range t.batches {
+		bt := &t.batches[bi]
+		bits := make([]byte, (bt.n+7)/8)
+		for i := range bits {
+			bits[i] = 0xff
+		}
+		for _, h := range items {
+			if err := fr.mayHold(bt, h, bits); err != nil {
+				return nil, err
+			}
+		}
+		for c := 0; c < bt.n; c++ {
+			if bits[c/8]&(1<<(c%8)) != 0 {
+				k := bt.first + c
+				out[k/8] |= 1 << (k % 8)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (m *queryMatch) line(s *Stream, text []byte) bool {
+	// A line without a word's longest digit run cannot hold the word, and digits have no case,
+	// so that is settled before the line is split into words.
+	quick := eval(m.root, func(l node) tri {
+		switch n := l.(type) {
+		case *wordNode:
+			if n.digit && !bytes.Contains(text, n.run) {
+				return no
+			}
+		case *phraseNode:
+			for _, w := range n.words {
+				if w.digit && !bytes.Contains(text, w.run) {
+					return no
+				}
+			}
+		case *fieldNode:
+			switch n.field {
+			case "pod", "container":
+				if streamField(n, s) {
+					return yes
+				}
+				return no
+			case "rank":
+				if rankOf(text) == n.rank {
+					return yes
+				}
+				return no
+			}
+		}
+		return maybe
+	})
+	if quick != maybe {
+		return quick == yes
+	}
+	m.words.reset(text)
+	return matchLine(m.root, &m.words, s, text)
+}
+
+// regexMatch runs a regular expression on the lines of the templates and chunks that could
+// hold a match: every literal set the expression requires must have a literal that occurs in
+// the template's constant text or could overlap one of its variable words, or whose whole
+// words the chunk's filter may hold.
+type regexMatch struct {
+	re   *regexp.Regexp
+	sets [][]string
+}
+
+func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, &QueryError{fmt.Errorf("--regex: %v", err)}
+	}
+	return &regexMatch{re: re, sets: literal.Required(expr)}, nil
+}
+
+func (m *regexMatch) doc(d *doc) tri {
+	return m.text(d, ^uint64(0))
+}
+
+// text answers from a template text's constant parts and its slots' character classes.
+func (m *regexMatch) text(d *doc, slots uint64) tri {
+	consts := literal.Lower(d.key)
+	if strings.IndexByte(d.key, 0) < 0 {
+		slots = 0
+	}
+	for _, set := range m.sets {
+		found := false
+		for _, lit := range set {
+			if strings.Contains(consts, lit) || logscan.Classes([]byte(lit))&slots != 0 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return no
+		}
+	}
+	return maybe
+}
+
+func (m *regexMatch) template(s *Stream, t *template, d *doc) tri {
+	var slots uint64
+	for _, mk := range t.masks {
+		slots |= mk
+	}
+	return m.text(d, slots)
+}
+
+func (m *regexMatch) block(*Stream, *template, *doc, *block) tri { return maybe }
+
+func (m *regexMatch) chunks(ix *Index) (func(*chunkSeg, *Stream, int) tri, error) {
+	// A set holds in a chunk when one of its literals may: when the filter may hold every
+	// whole word inside the literal (words at its ends may be parts of longer ones).
+	var sets [][][]byte
+	for _, set := range m.sets {
+		var lits [][]byte
+		for _, lit := range set {
+			items := innerWords(lit)
+			if len(items) == 0 {
+				lits = nil
+				break // this literal may occur anywhere: the set says nothing
+			}
+			b, err := ix.chunksHolding(items)
+			if err != nil {
+				return nil, err
+			}
+			lits = append(lits, b)
+		}
+		if lits != nil {
+			sets = append(sets, lits)
+		}
+	}
+	return func(_ *chunkSeg, _ *Stream, c int) tri {
+		for _, lits := range sets {
+			found := false
+			for _, b := range lits {
+				if b[c/8]&(1<<(c%8)) != 0 {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return no
+			}
+		}
+		return maybe
+	}, nil
+}
+
+// innerWords returns the filter items of the whole words inside a literal: those with a
+// separator on both sides within it, all ASCII.
+func innerWords(lit string) []uint64 {
+	var out []uint64
+	for i := 0; i < len(lit); {
+		if !logscan.IsWordByte(lit[i]) {
+			i++
+			continue
+		}
+		j := i
+		ascii := true
+		for j < len(lit) && logscan.IsWordByte(lit[j]) {
+			ascii = ascii && lit[j] < 0x80
+			j++
+		}
+		if i > 0 && j < len(lit) && ascii {
+			out = append(out, itemHash(0, logscan.Fold(nil, []byte(lit[i:j])), nil))
+		}
+		i = j
+	}
+	return out
+}
+
+func (m *regexMatch) line(_ *Stream, text []byte) bool { return m.re.Match(text) }

@@ -1,0 +1,355 @@
+package index
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/coroner-dev/coroner/index/gzindex"
+	"github.com/coroner-dev/coroner/parse"
+)
+
+// A bundle tarball's index can be used without extracting the tarball: the index of a
+// tarball also holds where each log is in the tarball's decompressed stream, and access
+// points into that stream (package gzindex), so that the lines a search shows or checks are
+// decompressed from the nearest point. OpenTarball finds the index from the tarball file
+// itself (its path, size, times and inode, as for a directory's logs).
+
+// tarSpan is how much decompressed output lies between two access points: reading a line
+// back decompresses at most this much.
+const tarSpan = 1 << 20
+
+const tarballMagic = "coroner-index-tarball\n"
+
+// tarEntry is where a file's data is in the tarball's decompressed stream.
+type tarEntry struct {
+	off, size int64
+}
+
+// isTarball reports whether a bundle was read from a tarball file.
+func isTarball(source string, plain bool) bool {
+	if plain {
+		return false
+	}
+	info, err := os.Stat(source)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// tarballSig is the signature of the tarball file a bundle was read from, which names its
+// index in the cache (see Cache's stat entries).
+func tarballSig(file string) []fileSig {
+	info, err := os.Stat(file)
+	if err != nil {
+		return []fileSig{{Size: -1}}
+	}
+	abs, _ := filepath.Abs(file)
+	sig := fileSig{Path: abs, Size: info.Size(), Mtime: info.ModTime().UnixNano()}
+	sig.Ino, sig.Ctime = changeTime(info)
+	return []fileSig{sig}
+}
+
+// indexTarball decompresses a tarball once more and encodes its access points and where
+// each log is in it. It runs beside the scan of the extracted logs.
+func indexTarball(ctx context.Context, file string, logs []parse.LogStream) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	var gix *gzindex.Index
+	var gerr error
+	go func() {
+		defer close(done)
+		gix, gerr = gzindex.Build(bufio.NewReaderSize(ctxReader{ctx, f}, 64<<10), pw, tarSpan)
+		pw.CloseWithError(gerr)
+	}()
+	cr := &countingReader{r: pr}
+	tr := tar.NewReader(cr)
+	found := map[string]tarEntry{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			pr.CloseWithError(err)
+			<-done
+			return nil, err
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			found[strings.TrimPrefix(path.Clean(hdr.Name), "./")] = tarEntry{off: cr.n, size: hdr.Size}
+		}
+	}
+	io.Copy(io.Discard, cr) // the end of the archive, up to the gzip trailer
+	<-done
+	if gerr != nil {
+		return nil, gerr
+	}
+	// A bundle's paths are the entries' names, or their names below one top folder.
+	entries := make([]tarEntry, len(logs))
+	for i, ls := range logs {
+		e, ok := found[ls.Path]
+		if !ok {
+			for name, fe := range found {
+				if _, rest, cut := strings.Cut(name, "/"); cut && rest == ls.Path {
+					if ok {
+						return nil, fmt.Errorf("%s: two tar entries hold it", ls.Path)
+					}
+					e, ok = fe, true
+				}
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: no tar entry holds it", ls.Path)
+		}
+		entries[i] = e
+	}
+	enc, err := gix.Encode()
+	if err != nil {
+		return nil, err
+	}
+	b := []byte(tarballMagic)
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for _, e := range entries {
+		b = binary.AppendUvarint(b, uint64(e.off))
+		b = binary.AppendUvarint(b, uint64(e.size))
+	}
+	return append(b, enc...), nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// tarFS reads a bundle's logs from its tarball, through the tarball's access points.
+type tarFS struct {
+	f       *os.File
+	gix     *gzindex.Index
+	entries map[string]tarEntry
+}
+
+func decodeTarball(data []byte, streams []*Stream, f *os.File) (*tarFS, error) {
+	if len(data) < len(tarballMagic) || string(data[:len(tarballMagic)]) != tarballMagic {
+		return nil, fmt.Errorf("tarball: %w", errCorrupt)
+	}
+	d := &decoder{b: data[len(tarballMagic):]}
+	n := d.count()
+	if d.err == nil && n != len(streams) {
+		d.fail()
+	}
+	t := &tarFS{f: f, entries: map[string]tarEntry{}}
+	for i := 0; i < n && d.err == nil; i++ {
+		e := tarEntry{off: int64(d.uvarint()), size: int64(d.uvarint())}
+		if e.size != streams[i].Bytes {
+			d.fail()
+		}
+		t.entries[streams[i].Path] = e
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("tarball: %w", d.err)
+	}
+	gix, err := gzindex.Decode(d.b)
+	if err != nil {
+		return nil, fmt.Errorf("tarball: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if gix.Compressed != info.Size() {
+		return nil, errors.New("the tarball is not the one indexed")
+	}
+	for _, e := range t.entries {
+		if e.off+e.size > gix.Size {
+			return nil, fmt.Errorf("tarball: %w", errCorrupt)
+		}
+	}
+	t.gix = gix
+	return t, nil
+}
+
+func (t *tarFS) Open(name string) (fs.File, error) {
+	e, ok := t.entries[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &tarFile{name: name, e: e, r: gzindex.NewReader(t.gix, t.f)}, nil
+}
+
+func (t *tarFS) Close() error { return t.f.Close() }
+
+// tarFile is one log of a tarball, read at any offset.
+type tarFile struct {
+	name string
+	e    tarEntry
+	r    *gzindex.Reader
+	pos  int64
+}
+
+func (f *tarFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= f.e.size {
+		return 0, io.EOF
+	}
+	want := p
+	if rest := f.e.size - off; int64(len(want)) > rest {
+		want = want[:rest]
+	}
+	n, err := f.r.ReadAt(want, f.e.off+off)
+	if err == nil && len(want) < len(p) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (f *tarFile) Read(p []byte) (int, error) {
+	n, err := f.ReadAt(p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+func (f *tarFile) Stat() (fs.FileInfo, error) { return tarInfo{f}, nil }
+
+func (f *tarFile) Close() error { return f.r.Close() }
+
+type tarInfo struct{ f *tarFile }
+
+func (i tarInfo) Name() string       { return path.Base(i.f.name) }
+func (i tarInfo) Size() int64        { return i.f.e.size }
+func (i tarInfo) Mode() fs.FileMode  { return 0o444 }
+func (i tarInfo) ModTime() time.Time { return time.Time{} }
+func (i tarInfo) IsDir() bool        { return false }
+func (i tarInfo) Sys() any           { return nil }
+
+// tarballName is the file, in an index's directory, of a tarball's access points: one per
+// tarball file (named by its signature) holding these logs. It is not listed in meta.json,
+// so that it can be added to an index already in the cache; it carries its own checksum.
+func tarballName(sigs []fileSig) string {
+	return tarballPrefix + sigsHash(sigs)[:32] + ".bin"
+}
+
+const tarballPrefix = "tarball-"
+
+// writeTarball adds a tarball's access points to an index's directory.
+func writeTarball(dir string, sigs []fileSig, data []byte) error {
+	data = binary.LittleEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))
+	return writeAtomic(filepath.Join(dir, tarballName(sigs)), data)
+}
+
+// readTarball reads a tarball's access points, checked.
+func readTarball(dir string, sigs []fileSig) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(dir, tarballName(sigs)))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < 4 || crc32.Checksum(data[:len(data)-4], castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+		return nil, fmt.Errorf("%s: %w", tarballName(sigs), errCorrupt)
+	}
+	return data[:len(data)-4], nil
+}
+
+// tarPass runs indexTarball in the background; wait returns its result.
+type tarPass struct {
+	done   chan struct{}
+	data   []byte
+	err    error
+	cancel context.CancelFunc
+}
+
+func startTarPass(ctx context.Context, file string, logs []parse.LogStream) *tarPass {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &tarPass{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(p.done)
+		p.data, p.err = indexTarball(ctx, file, logs)
+	}()
+	return p
+}
+
+func (p *tarPass) wait() ([]byte, error) {
+	if p == nil {
+		return nil, errors.New("no tarball pass")
+	}
+	<-p.done
+	p.cancel()
+	return p.data, p.err
+}
+
+// stop ends the pass (the build failed).
+func (p *tarPass) stop() {
+	if p != nil {
+		p.cancel()
+		<-p.done
+	}
+}
+
+// OpenTarball opens the cached index of a bundle tarball without extracting it: the index
+// an earlier analyze or search of the same tarball file (same path, size, times and inode)
+// left, with the access points to read its logs back. It returns nil, nil when the cache
+// holds none; the index reads lines from the tarball, which it keeps open until Close.
+func OpenTarball(c *Cache, file, version string, maxLine int) (*Index, error) {
+	if c == nil || !isTarball(file, false) {
+		return nil, nil
+	}
+	source, _ := filepath.Abs(file)
+	sigs := tarballSig(file)
+	e := c.readStat(source)
+	if e == nil || e.Version != version || e.MaxLine != maxLine || e.Files != sigsHash(sigs) || !validKey(e.Key) {
+		return nil, nil
+	}
+	dir := filepath.Join(c.Dir, e.Key)
+	data, err := readTarball(dir, sigs)
+	if err != nil {
+		return nil, nil
+	}
+	want := meta{Format: FormatVersion, Version: version, Key: e.Key, MaxLine: maxLine, Streams: -1}
+	ix, err := openDir(dir, nil, true, &want)
+	if err != nil {
+		return nil, nil // the slow way (extracting) rebuilds or repairs it
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		ix.Close()
+		return nil, err
+	}
+	tfs, err := decodeTarball(data, ix.streams, f)
+	if err != nil {
+		f.Close()
+		ix.Close()
+		return nil, nil
+	}
+	ix.fsys, ix.closer = tfs, tfs
+	c.touch(dir)
+	return ix, nil
+}

@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -135,4 +137,24 @@ func TestFallbackYieldsToSpecificRules(t *testing.T) {
 	require.Equal(t, "module-not-found", ids("ModuleNotFoundError: No module named 'flash_attn'"))
 	require.Equal(t, "user-code-error", ids("KeyError: 'input_ids'"))
 	require.Equal(t, "", ids("step 1200 | loss 2.3412 | lr 3.0e-04 | grad_norm 0.812"))
+}
+
+// TestNoRuleIDInCode: rules are data. The engine's Go code names no built-in rule by its id
+// (a rule the code reaches for by name could not be replaced or removed by a user's rule
+// file); facts and match kinds are the interface.
+func TestNoRuleIDInCode(t *testing.T) {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, r := range rules {
+			require.NotContains(t, string(data), `"`+r.ID+`"`, "%s names rule %s", f, r.ID)
+		}
+	}
 }

@@ -70,8 +70,8 @@ func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
 	return out
 }
 
-// bruteLevel is the level a line names among its first 12 words: a level word, or glog's
-// E0314 (a letter and four or five digits).
+// bruteLevel is the level a line names among its first 12 words: a level word, glog's E0314
+// (a letter and four or five digits), a traceback's start or an exception class.
 var (
 	glogRE = regexp.MustCompile(`^[iwef][0-9]{3,4}$`)
 	rankRE = regexp.MustCompile(`^\[rank([0-9]{1,6})\]`)
@@ -96,6 +96,16 @@ func bruteLevel(words []string) string {
 		}
 		if glogRE.MatchString(w) {
 			return map[byte]string{'i': "info", 'w': "warning", 'e': "error", 'f': "critical"}[w[0]]
+		}
+		// No level word: "Traceback (most recent call last)", an exception or error class
+		// ("torch.OutOfMemoryError:"), a warning class ("UserWarning:").
+		switch {
+		case w == "most" && i > 0 && words[i-1] == "traceback":
+			return "error"
+		case len(w) > 5 && (strings.HasSuffix(w, "error") || strings.HasSuffix(w, "exception")):
+			return "error"
+		case len(w) > 7 && strings.HasSuffix(w, "warning"):
+			return "warning"
 		}
 	}
 	return ""

@@ -95,12 +95,19 @@ func writeRule(b *strings.Builder, r *analyze.Rule) {
 	}
 	kv("Rule", r.ID)
 	kv("Title", r.Title)
-	kv("Category", string(r.Category))
-	kv("Severity", r.Severity.String())
-	kv("Layer", string(r.Layer))
-	kv("Fault", string(r.Fault))
-	kv("Retry", string(r.Retry))
+	if k := r.Kind(); k == "progress" || k == "fact" {
+		kv("Entry", k+": not a failure; "+map[string]string{"progress": "a line that shows training advancing", "fact": "a fact read from a line, for object rules"}[k])
+	} else {
+		kv("Category", string(r.Category))
+		kv("Severity", r.Severity.String())
+		kv("Layer", string(r.Layer))
+		kv("Fault", string(r.Fault))
+		kv("Retry", string(r.Retry))
+	}
 	var kind []string
+	if r.Generic {
+		kind = append(kind, "generic: says a process failed, not why; a specific finding of the same process explains it")
+	}
 	if r.Secondary {
 		kind = append(kind, "secondary: usually a symptom of another rank's failure")
 	}
@@ -121,6 +128,18 @@ func writeRule(b *strings.Builder, r *analyze.Rule) {
 	list("Patterns:", r.Match.Patterns)
 	list("Event reasons:", r.Match.EventReasons)
 	kv("Restates", r.Match.Restate)
+	if len(r.RootOnlyIf) > 0 {
+		if y, err := yaml.Marshal(r.RootOnlyIf); err == nil {
+			list("Root cause only if (the pod):", strings.Split(strings.TrimRight(string(y), "\n"), "\n"))
+		}
+	}
+	if len(r.ExplainsOnNode) > 0 {
+		var cats []string
+		for _, c := range r.ExplainsOnNode {
+			cats = append(cats, string(c))
+		}
+		kv("Explains", strings.Join(cats, ", ")+" failures of the pods on the node")
+	}
 	// The other kinds of match, as the rule file writes them.
 	for _, m := range []struct {
 		title string
@@ -236,6 +255,11 @@ func runRulesList(_ context.Context, opts *RulesListOptions, io *IOStreams) erro
 	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCATEGORY\tSEVERITY\tLAYER\tFAULT\tRETRY\tTITLE")
 	for _, r := range rs.Rules() {
+		if k := r.Kind(); k == "progress" || k == "fact" {
+			// Not a failure: a line that shows progress, or a fact read from a line.
+			fmt.Fprintf(tw, "%s\t-\t(%s)\t-\t-\t-\t%s\n", r.ID, k, r.Title)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Category, r.Severity, r.Layer, r.Fault, r.Retry, r.Title)
 	}
 	return tw.Flush()

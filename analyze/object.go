@@ -216,9 +216,9 @@ func (w where) width() float64 {
 	return total
 }
 
-// matchFact returns the object rules that match a fact: for each, only the most specific
-// rule (of those that are not fallbacks, unless none else matches) is kept, so "exit code
-// 137" does not also report "exit code 129-159".
+// matchFact returns the object rules that match a fact, only the most specific of them (and
+// those as specific), so "exit code 137" does not also report "exit code 129-159". Fallback
+// rules are dropped later, by observe, when a pattern rule matched the fact's message.
 func (rs *RuleSet) matchFact(f fact) []*Rule {
 	var best []*Rule
 	for _, r := range rs.objects[f.kind] {

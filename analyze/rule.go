@@ -66,7 +66,7 @@ type compiledPattern struct {
 func (r *Rule) Progress() bool { return r.progress }
 
 // Kind names the rule's match kind: patterns, eventReasons, object, streak, sequence,
-// silence or progress.
+// silence, or progress and fact for the entries that are not failures.
 func (r *Rule) Kind() string {
 	m := r.Match
 	switch {

@@ -128,11 +128,9 @@ func (a *analyzer) podFields(p *corev1.Pod) map[string]string {
 	}
 }
 
-// podStatus covers the pod's own status: its reason (Evicted) and message.
+// podStatus covers the pod's own status: its phase, reason (Evicted) and message. Every pod
+// is a fact, so that a rule on its phase alone sees them all.
 func (a *analyzer) podStatus(p *corev1.Pod, ev func(string) Evidence) {
-	if p.Status.Reason == "" && p.Status.Message == "" {
-		return
-	}
 	// The pod's own status has no time; the latest container end is the best estimate.
 	t := time.Time{}
 	if p.Status.StartTime != nil {
@@ -148,7 +146,10 @@ func (a *analyzer) podStatus(p *corev1.Pod, ev func(string) Evidence) {
 			t = te.FinishedAt.Time
 		}
 	}
-	text := strings.TrimSpace(p.Status.Reason + ": " + p.Status.Message)
+	text := "phase " + string(p.Status.Phase)
+	if p.Status.Reason != "" || p.Status.Message != "" {
+		text = strings.TrimSpace(p.Status.Reason + ": " + p.Status.Message)
+	}
 	a.observe(fact{"pod", a.podFields(p)}, seen{pod: p.Name, t: t, ev: ev(text), message: p.Status.Message})
 }
 

@@ -13,7 +13,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
+	"testing/fstest"
 	"time"
 
 	"github.com/coroner-dev/coroner/index/gzindex"
@@ -30,7 +32,15 @@ import (
 // back decompresses at most this much.
 const tarSpan = 1 << 20
 
-const tarballMagic = "coroner-index-tarball\n"
+// tarSpans is how many decompressed spans a tarball's reader keeps (about tarSpan each): a
+// search that reads lines of many logs in time order decompresses each span once.
+const tarSpans = 16
+
+const tarballMagic = "coroner-index-tarball 2\n"
+
+// maxTarResources bounds the resources (objects and events) a tarball's index keeps, so that a
+// search reads them without decompressing the tarball; past it, search streams them.
+const maxTarResources = 64 << 20
 
 // tarEntry is where a file's data is in the tarball's decompressed stream.
 type tarEntry struct {
@@ -79,6 +89,9 @@ func indexTarball(ctx context.Context, file string, logs []parse.LogStream) ([]b
 	cr := &countingReader{r: pr}
 	tr := tar.NewReader(cr)
 	found := map[string]tarEntry{}
+	var resources []tarResource
+	var resBytes int64
+	keep := true
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -90,7 +103,21 @@ func indexTarball(ctx context.Context, file string, logs []parse.LogStream) ([]b
 			return nil, err
 		}
 		if hdr.Typeflag == tar.TypeReg {
-			found[strings.TrimPrefix(path.Clean(hdr.Name), "./")] = tarEntry{off: cr.n, size: hdr.Size}
+			name := strings.TrimPrefix(path.Clean(hdr.Name), "./")
+			found[name] = tarEntry{off: cr.n, size: hdr.Size}
+			if rel, ok := resourcePath(name); ok && keep {
+				if resBytes += hdr.Size; resBytes > maxTarResources {
+					keep, resources = false, nil
+					continue
+				}
+				data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
+				if err != nil {
+					pr.CloseWithError(err)
+					<-done
+					return nil, err
+				}
+				resources = append(resources, tarResource{path: rel, data: data})
+			}
 		}
 	}
 	io.Copy(io.Discard, cr) // the end of the archive, up to the gzip trailer
@@ -127,7 +154,32 @@ func indexTarball(ctx context.Context, file string, logs []parse.LogStream) ([]b
 		b = binary.AppendUvarint(b, uint64(e.off))
 		b = binary.AppendUvarint(b, uint64(e.size))
 	}
+	b = appendBool(b, keep)
+	sort.Slice(resources, func(i, j int) bool { return resources[i].path < resources[j].path })
+	b = binary.AppendUvarint(b, uint64(len(resources)))
+	for _, r := range resources {
+		b = appendString(b, r.path)
+		b = appendBytes(b, r.data)
+	}
 	return append(b, enc...), nil
+}
+
+// tarResource is a resource file (an object or the events) a tarball's index keeps.
+type tarResource struct {
+	path string
+	data []byte
+}
+
+// resourcePath is the bundle path of a tar entry under resources/, itself or below one top
+// folder (what 'tar czf x.tgz dir' makes).
+func resourcePath(name string) (string, bool) {
+	if strings.HasPrefix(name, "resources/") {
+		return name, true
+	}
+	if _, rest, ok := strings.Cut(name, "/"); ok && strings.HasPrefix(rest, "resources/") {
+		return rest, true
+	}
+	return "", false
 }
 
 type countingReader struct {
@@ -157,7 +209,11 @@ func (c ctxReader) Read(p []byte) (int, error) {
 type tarFS struct {
 	f       *os.File
 	gix     *gzindex.Index
+	spans   *gzindex.SpanReader
 	entries map[string]tarEntry
+	// resources are the tarball's resource files, when resourcesKept (see maxTarResources).
+	resources     map[string][]byte
+	resourcesKept bool
 }
 
 func decodeTarball(data []byte, streams []*Stream, f *os.File) (*tarFS, error) {
@@ -176,6 +232,13 @@ func decodeTarball(data []byte, streams []*Stream, f *os.File) (*tarFS, error) {
 			d.fail()
 		}
 		t.entries[streams[i].Path] = e
+	}
+	t.resourcesKept = d.bool()
+	nres := d.count()
+	t.resources = make(map[string][]byte, nres)
+	for i := 0; i < nres && d.err == nil; i++ {
+		p := d.string()
+		t.resources[p] = d.bytes()
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("tarball: %w", d.err)
@@ -197,6 +260,7 @@ func decodeTarball(data []byte, streams []*Stream, f *os.File) (*tarFS, error) {
 		}
 	}
 	t.gix = gix
+	t.spans = gzindex.NewSpanReader(gix, f, tarSpans)
 	return t, nil
 }
 
@@ -205,16 +269,19 @@ func (t *tarFS) Open(name string) (fs.File, error) {
 	if !ok {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	return &tarFile{name: name, e: e, r: gzindex.NewReader(t.gix, t.f)}, nil
+	return &tarFile{name: name, e: e, r: t.spans}, nil
 }
 
-func (t *tarFS) Close() error { return t.f.Close() }
+func (t *tarFS) Close() error {
+	t.spans.Close()
+	return t.f.Close()
+}
 
 // tarFile is one log of a tarball, read at any offset.
 type tarFile struct {
 	name string
 	e    tarEntry
-	r    *gzindex.Reader
+	r    *gzindex.SpanReader // the tarball's, shared by its files
 	pos  int64
 }
 
@@ -241,7 +308,7 @@ func (f *tarFile) Read(p []byte) (int, error) {
 
 func (f *tarFile) Stat() (fs.FileInfo, error) { return tarInfo{f}, nil }
 
-func (f *tarFile) Close() error { return f.r.Close() }
+func (f *tarFile) Close() error { return nil } // the tarFS holds the reader
 
 type tarInfo struct{ f *tarFile }
 
@@ -352,4 +419,24 @@ func OpenTarball(c *Cache, file, version string, maxLine int) (*Index, error) {
 	ix.fsys, ix.closer = tfs, tfs
 	c.touch(dir)
 	return ix, nil
+}
+
+// TarballResources gives the resource files (objects and events) of the tarball an index was
+// opened from by OpenTarball, as its index kept them, so that they are read without
+// decompressing the tarball; ok is false when the index did not keep them (past
+// maxTarResources, or not a tarball's index). Each file carries the tarball's modification time.
+func (ix *Index) TarballResources() (files fstest.MapFS, ok bool) {
+	t, isTar := ix.fsys.(*tarFS)
+	if !isTar || !t.resourcesKept {
+		return nil, false
+	}
+	var mtime time.Time
+	if info, err := t.f.Stat(); err == nil {
+		mtime = info.ModTime()
+	}
+	files = fstest.MapFS{}
+	for p, data := range t.resources {
+		files[p] = &fstest.MapFile{Data: data, Mode: 0o444, ModTime: mtime}
+	}
+	return files, true
 }

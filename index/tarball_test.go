@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +92,23 @@ func TestTarballSearchWithoutExtracting(t *testing.T) {
 		got, err := tix.Window(s.Path, s.Lines/2, 3, 3)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
+		// The resources come with the index, as the bundle holds them, without the tarball
+		// being decompressed again.
+		files, ok := tix.TarballResources()
+		require.True(t, ok)
+		var res []string
+		for _, f := range b.Files {
+			if strings.HasPrefix(f.Path, "resources/") {
+				res = append(res, f.Path)
+			}
+		}
+		require.NotEmpty(t, res)
+		require.Len(t, files, len(res))
+		for _, p := range res {
+			data, err := os.ReadFile(filepath.Join(dir, p))
+			require.NoError(t, err)
+			require.Equal(t, data, files[p].Data, p)
+		}
 		require.NoError(t, tix.Close())
 
 		later := time.Now().Add(time.Minute)

@@ -302,7 +302,9 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		}
 		if ix != nil {
 			ixs = append(ixs, searched{ix: ix})
-			if b, err = streamResources(ctx, opts.Inputs[0], opts.Limits); err != nil {
+			if files, ok := ix.TarballResources(); ok {
+				b = resourceBundle(opts.Inputs[0], files, opts.Limits)
+			} else if b, err = streamResources(ctx, opts.Inputs[0], opts.Limits); err != nil {
 				return err
 			}
 		}
@@ -482,6 +484,22 @@ func mergeResults(rs []*index.Result, limit int) *index.Result {
 		out.Hits = out.Hits[:limit]
 	}
 	return out
+}
+
+// resourceBundle is a bundle of a tarball's resource files (what objectText reads), as the
+// tarball's index kept them. A resource over the resource limit is left out, as parse leaves
+// it out of an opened bundle.
+func resourceBundle(p string, files fstest.MapFS, lim bundle.Limits) *bundle.Bundle {
+	var kept []bundle.File
+	for name, f := range files {
+		if int64(len(f.Data)) > lim.MaxResourceBytes {
+			delete(files, name)
+			continue
+		}
+		kept = append(kept, bundle.File{Path: name, Size: int64(len(f.Data))})
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Path < kept[j].Path })
+	return &bundle.Bundle{Source: p, FS: files, Files: kept, Limits: lim}
 }
 
 // streamResources reads the resources of a bundle tarball as it decompresses, without

@@ -90,8 +90,17 @@ func TestReadAtFromPoints(t *testing.T) {
 	decoded, err := Decode(enc)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(3, 4))
+	type readerAt interface {
+		io.ReaderAt
+		io.Closer
+	}
+	var readers []readerAt
 	for _, ix := range []*Index{built, decoded} {
-		r := NewReader(ix, bytes.NewReader(z))
+		// The plain reader, and the span cache with room for only 3 spans of the 24, so
+		// that spans are dropped and decompressed again.
+		readers = append(readers, NewReader(ix, bytes.NewReader(z)), NewSpanReader(ix, bytes.NewReader(z), 3))
+	}
+	for _, r := range readers {
 		off := int64(0)
 		for i := 0; i < 300; i++ {
 			switch rng.IntN(3) {

@@ -404,8 +404,14 @@ func (r *Rule) patterns() []string {
 // Patterns lists every regular expression of the rule, whatever its match kind.
 func (r *Rule) Patterns() []string { return r.patterns() }
 
-// Lint runs a rule's examples and reports what is wrong, one problem a string.
-func (r *Rule) Lint() []string {
+// Lint runs a rule's examples and reports what is wrong, one problem a string. Streak,
+// sequence and silence examples run among the built-in rules (their progress lines).
+func (r *Rule) Lint() []string { return r.LintAmong(nil) }
+
+// LintAmong lints a rule of a user's directory: its streak, sequence and silence examples run
+// among the built-in rules and the directory's own (its progress entries, the rules it
+// replaces), as analyze --rules DIR would run them.
+func (r *Rule) LintAmong(site []*Rule) []string {
 	var problems []string
 	kind := r.Kind()
 	if kind != "eventReasons" {
@@ -417,7 +423,7 @@ func (r *Rule) Lint() []string {
 		}
 	}
 	check := func(ex rules.Example, want bool) {
-		got, err := r.matchExample(ex)
+		got, err := r.matchExample(ex, site)
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("example %s: %v", exampleName(ex), err))
@@ -451,8 +457,8 @@ func exampleName(ex rules.Example) string {
 	return fmt.Sprintf("%q", ex.Text)
 }
 
-// matchExample says whether the rule, alone, matches an example.
-func (r *Rule) matchExample(ex rules.Example) (bool, error) {
+// matchExample says whether the rule, alone, matches an example (site: see LintAmong).
+func (r *Rule) matchExample(ex rules.Example, site []*Rule) (bool, error) {
 	switch r.Kind() {
 	case "object":
 		if ex.Object == nil {
@@ -469,7 +475,7 @@ func (r *Rule) matchExample(ex rules.Example) (bool, error) {
 		}
 		return r.where.holds(fields), nil
 	case "streak", "sequence", "silence":
-		return r.matchLog(ex)
+		return r.matchLog(ex, site)
 	case "progress", "fact":
 		for _, cp := range r.res {
 			if cp.re.MatchString(ex.Text) {

@@ -439,13 +439,14 @@ func roundDuration(d time.Duration) string {
 // matchLog runs a streak, sequence or silence rule, among the built-in rules (which give
 // the progress lines and the errors that tell a silence from a failure), on an example log:
 // one line each, launcher prefixes and timestamps allowed. A silence example may say when
-// the bundle was collected and the job's phase then.
-func (r *Rule) matchLog(ex rules.Example) (bool, error) {
+// the bundle was collected and the job's phase then. site, when set, is the user's rules the
+// rule came with (they join the built-in ones, replacing them by id).
+func (r *Rule) matchLog(ex rules.Example, site []*Rule) (bool, error) {
 	builtin, err := DefaultRules()
 	if err != nil {
 		return false, err
 	}
-	rs, err := NewRuleSet(builtin, []*Rule{r})
+	rs, err := NewRuleSet(builtin, site, []*Rule{r})
 	if err != nil {
 		return false, err
 	}

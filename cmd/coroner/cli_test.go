@@ -220,3 +220,47 @@ func TestRulesShow(t *testing.T) {
 		require.Contains(t, all, "Rule:        "+id+"\n")
 	}
 }
+
+// TestRulesLintUsesTheDirectorysOwnProgress: a site's silence rule whose progress lines only
+// the site's own progress entry recognises lints clean, as analyze --rules DIR runs it (the
+// examples used to run among the built-in rules alone, and failed).
+func TestRulesLintUsesTheDirectorysOwnProgress(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "site.yaml"), []byte(`progress:
+- id: site/progress-kimg
+  patterns: ['\bkimg (?P<step>\d+)\.\d tick\b']
+  examples: {match: ['tick 12 kimg 48.0 tick time 1m'], notMatch: ['kimg 48 total']}
+rules:
+- id: site/rank-stopped
+  category: hang
+  severity: error
+  layer: execution
+  title: "{rank} stopped making progress"
+  fault: platform
+  retry: transient
+  match: {silence: {scope: rank, periods: 5}}
+  explanation: A rank stopped ticking.
+  remediation: Look at the stopped rank.
+  examples:
+    match:
+    - |
+      [rank0]: tick 1 kimg 1.0 tick time 1m
+      [rank1]: tick 1 kimg 1.0 tick time 1m
+      [rank0]: tick 2 kimg 2.0 tick time 1m
+      [rank1]: tick 2 kimg 2.0 tick time 1m
+      [rank0]: tick 3 kimg 3.0 tick time 1m
+      [rank1]: tick 3 kimg 3.0 tick time 1m
+      [rank0]: tick 4 kimg 4.0 tick time 1m
+      [rank1]: tick 4 kimg 4.0 tick time 1m
+      [rank0]: tick 5 kimg 5.0 tick time 1m
+      [rank1]: tick 5 kimg 5.0 tick time 1m
+      [rank0]: tick 6 kimg 6.0 tick time 1m
+      [rank0]: tick 7 kimg 7.0 tick time 1m
+      [rank0]: tick 8 kimg 8.0 tick time 1m
+      [rank0]: tick 9 kimg 9.0 tick time 1m
+      [rank0]: tick 10 kimg 10.0 tick time 1m
+`), 0o644))
+	code, out, stderr := run(t, "rules", "lint", dir)
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "examples: ok")
+}

@@ -312,7 +312,13 @@ func runRulesLint(_ context.Context, opts *RulesLintOptions, io *IOStreams) erro
 	problems, examples := 0, 0
 	for _, r := range rules {
 		examples += len(r.Examples.Match) + len(r.Examples.NotMatch)
-		for _, p := range r.Lint() {
+		var found []string
+		if opts.Dir != "" {
+			found = r.LintAmong(rules)
+		} else {
+			found = r.Lint()
+		}
+		for _, p := range found {
 			fmt.Fprintf(io.Out, "%s: %s: %s\n", r.Source, r.ID, p)
 			problems++
 		}

@@ -3,10 +3,12 @@ package index
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -475,7 +477,7 @@ func (m *regexMatch) line(_ *Stream, text []byte) bool { return m.re.Match(text)
 // runes outside ASCII fold into it (U+0130 to "i", U+212A, the Kelvin sign, to "k"): a line
 // holding one of those may.
 func mayHoldFolded(text []byte, w string) bool {
-	if w == "" {
+	if w == "" || bytes.Contains(text, unsafe.Slice(unsafe.StringData(w), len(w))) {
 		return true
 	}
 	anchor := 0
@@ -488,9 +490,12 @@ func mayHoldFolded(text []byte, w string) bool {
 			anchor = i
 		}
 	}
-	if strings.IndexByte(w, 'i') >= 0 && bytes.Contains(text, []byte("\u0130")) ||
-		strings.IndexByte(w, 'k') >= 0 && bytes.Contains(text, []byte("\u212a")) {
+	if strings.IndexByte(w, 'i') >= 0 && hasRune(text, "\u0130") || strings.IndexByte(w, 'k') >= 0 && hasRune(text, "\u212a") {
 		return true
+	}
+	// Not there in lower case: in any other only if the line has a capital.
+	if !hasUpperASCII(text) {
+		return false
 	}
 	lo, up := w[anchor], w[anchor]
 	if lo >= 'a' && lo <= 'z' {
@@ -523,6 +528,44 @@ func mayHoldFolded(text []byte, w string) bool {
 			pl = next(lo, p+1)
 		} else {
 			pu = next(up, p+1)
+		}
+	}
+	return false
+}
+
+// hasRune reports whether text holds r (encoded, two or three bytes), looking for its last
+// byte, rarer than its first in text with other runes of its block.
+func hasRune(text []byte, r string) bool {
+	last := r[len(r)-1]
+	for i := len(r) - 1; i < len(text); i++ {
+		j := bytes.IndexByte(text[i:], last)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if string(text[i+1-len(r):i+1]) == r {
+			return true
+		}
+	}
+	return false
+}
+
+// hasUpperASCII reports whether text holds a capital ASCII letter, eight bytes at a time.
+func hasUpperASCII(text []byte) bool {
+	const ones = 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		x := binary.LittleEndian.Uint64(text[i:])
+		y := x & (0x7f * ones)
+		// The high bit of each byte: set when the byte is ASCII (x), at most 'Z' (0xda - y)
+		// and at least 'A' (y + 0x3f); no byte borrows or carries into the next.
+		if (0xda*ones-y)&^x&(y+0x3f*ones)&(0x80*ones) != 0 {
+			return true
+		}
+	}
+	for ; i < len(text); i++ {
+		if text[i] >= 'A' && text[i] <= 'Z' {
+			return true
 		}
 	}
 	return false

@@ -518,7 +518,8 @@ func (sr *searcher) readPartial(ctx context.Context) error {
 		}
 		u.first = first[0]
 	}
-	slices.SortStableFunc(units, func(a, b *unit) int {
+	// No two units hold the same line of a log: the order is total, and needs no stable sort.
+	slices.SortFunc(units, func(a, b *unit) int {
 		if c := cmp.Compare(timeKey(a.tmin), timeKey(b.tmin)); c != 0 {
 			return c
 		}

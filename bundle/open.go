@@ -340,6 +340,7 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 	var tmp *scratch.Dir
 	decoded := map[string]int64{}
 	out := map[string]string{}
+	head := make([]byte, sniffSize) // one buffer for every log: a bundle may hold thousands
 	for i := range b.Files {
 		p := b.Files[i].Path
 		real, ok := files[p]
@@ -353,7 +354,6 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 		if err != nil {
 			return nil, err
 		}
-		head := make([]byte, sniffSize)
 		n, _ := io.ReadFull(f, head)
 		form, bad := sniff(head[:n])
 		if form == formPlain {

@@ -3,6 +3,7 @@ package bundle
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -65,6 +66,16 @@ func sniff(head []byte) (textForm, float64) {
 	}
 	bad, crs, lfs := 0, 0, 0
 	for i := 0; i < len(head); {
+		// Eight printable ASCII bytes at a time (no byte below 0x20, none 0x7f or above) need
+		// no look: most of a log is such text.
+		if i+8 <= len(head) {
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			x := binary.LittleEndian.Uint64(head[i:])
+			if (x|(x-0x20*ones)|((x^0x7f*ones)-ones))&highs == 0 {
+				i += 8
+				continue
+			}
+		}
 		c := head[i]
 		switch {
 		case c == '\n':

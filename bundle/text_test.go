@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -143,4 +145,58 @@ func TestTextReadersAcrossReads(t *testing.T) {
 	got, err := io.ReadAll(&crReader{r: iotest.OneByteReader(strings.NewReader(s))})
 	require.NoError(t, err)
 	require.Equal(t, "a𝄞b\r\nc\nd\n", string(got))
+}
+
+// TestSniffCountsEveryByte: sniff's eight-bytes-at-a-time skip of printable ASCII counts the
+// same line ends and bad bytes as a look at every byte, wherever they fall in a word.
+func TestSniffCountsEveryByte(t *testing.T) {
+	slow := func(head []byte) (bad, crs, lfs int) {
+		for i := 0; i < len(head); {
+			c := head[i]
+			switch {
+			case c == '\n':
+				lfs++
+			case c == '\r':
+				crs++
+			case c == '\t' || c == '\f' || c == 0x1b:
+			case c < 0x20 || c == 0x7f:
+				bad++
+			case c >= utf8.RuneSelf:
+				r, n := utf8.DecodeRune(head[i:])
+				if r == utf8.RuneError && n == 1 && len(head)-i >= utf8.UTFMax {
+					bad++
+				}
+				i += n
+				continue
+			}
+			i++
+		}
+		return bad, crs, lfs
+	}
+	specials := []byte{0, 1, '\t', '\n', '\r', 0x1b, 0x1f, ' ', '~', 0x7f, 0x80, 0xc3, 0xa9, 0xff}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		head := make([]byte, rnd.IntN(40))
+		for i := range head {
+			head[i] = byte('a' + rnd.IntN(26))
+			if rnd.IntN(6) == 0 {
+				head[i] = specials[rnd.IntN(len(specials))]
+			}
+		}
+		bad, crs, lfs := slow(head)
+		form, share := sniff(head)
+		wantForm := formPlain
+		if lfs == 0 && crs >= 2 {
+			wantForm = formCR
+		}
+		if len(head) >= 2 && head[0] == 0xff && head[1] == 0xfe {
+			continue // UTF-16: not counted
+		}
+		if form == formUTF8BOM || wantForm != form {
+			t.Fatalf("%q: form %v, want %v", head, form, wantForm)
+		}
+		if want := float64(bad) / float64(max(len(head), 1)); share != want {
+			t.Fatalf("%q: bad share %v, want %v", head, share, want)
+		}
+	}
 }

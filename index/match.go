@@ -3,10 +3,12 @@ package index
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -313,18 +315,23 @@ func (ix *Index) chunksHolding(items []uint64) ([]byte, error) {
 
 func (m *queryMatch) line(s *Stream, text []byte) bool {
 	// A line without a word's longest digit run cannot hold the word, and digits have no case,
-	// so that is settled before the line is split into words.
+	// so that is settled before the line is split into words; so is a line that does not hold
+	// an ASCII word's letters in any case (see mayHoldFolded).
 	quick := eval(m.root, func(l node) tri {
 		switch n := l.(type) {
 		case *wordNode:
-			if n.digit && !bytes.Contains(text, n.run) {
+			if n.digit && !bytes.Contains(text, n.run) || !mayHoldFolded(text, n.word) {
 				return no
 			}
 		case *phraseNode:
 			for _, w := range n.words {
-				if w.digit && !bytes.Contains(text, w.run) {
+				if w.digit && !bytes.Contains(text, w.run) || !mayHoldFolded(text, w.word) {
 					return no
 				}
+			}
+		case *prefixNode:
+			if !mayHoldFolded(text, n.prefix) {
+				return no
 			}
 		case *fieldNode:
 			switch n.field {
@@ -464,3 +471,130 @@ func innerWords(lit string) []uint64 {
 }
 
 func (m *regexMatch) line(_ *Stream, text []byte) bool { return m.re.Match(text) }
+
+// mayHoldFolded reports whether text may hold a word (or a word starting with w) that folds to
+// w: false when w is ASCII and text holds no run of bytes equal to w in any case. Only two
+// runes outside ASCII fold into it (U+0130 to "i", U+212A, the Kelvin sign, to "k"): a line
+// holding one of those may.
+func mayHoldFolded(text []byte, w string) bool {
+	if w == "" || bytes.Contains(text, unsafe.Slice(unsafe.StringData(w), len(w))) {
+		return true
+	}
+	anchor := 0
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= 0x80 {
+			return true
+		}
+		if byteRank[c] > byteRank[w[anchor]] {
+			anchor = i
+		}
+	}
+	if strings.IndexByte(w, 'i') >= 0 && hasRune(text, "\u0130") || strings.IndexByte(w, 'k') >= 0 && hasRune(text, "\u212a") {
+		return true
+	}
+	// Not there in lower case: in any other only if the line has a capital.
+	if !hasUpperASCII(text) {
+		return false
+	}
+	lo, up := w[anchor], w[anchor]
+	if lo >= 'a' && lo <= 'z' {
+		up = lo - 'a' + 'A'
+	}
+	// The next place of the anchor byte in each case, -1 when there is none left.
+	end := len(text) - (len(w) - 1 - anchor)
+	next := func(c byte, from int) int {
+		if from >= end {
+			return -1
+		}
+		if j := bytes.IndexByte(text[from:end], c); j >= 0 {
+			return from + j
+		}
+		return -1
+	}
+	pl, pu := next(lo, anchor), -1
+	if up != lo {
+		pu = next(up, anchor)
+	}
+	for pl >= 0 || pu >= 0 {
+		p := pl
+		if p < 0 || (pu >= 0 && pu < p) {
+			p = pu
+		}
+		if equalFoldASCII(text[p-anchor:p-anchor+len(w)], w) {
+			return true
+		}
+		if p == pl {
+			pl = next(lo, p+1)
+		} else {
+			pu = next(up, p+1)
+		}
+	}
+	return false
+}
+
+// hasRune reports whether text holds r (encoded, two or three bytes), looking for its last
+// byte, rarer than its first in text with other runes of its block.
+func hasRune(text []byte, r string) bool {
+	last := r[len(r)-1]
+	for i := len(r) - 1; i < len(text); i++ {
+		j := bytes.IndexByte(text[i:], last)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if string(text[i+1-len(r):i+1]) == r {
+			return true
+		}
+	}
+	return false
+}
+
+// hasUpperASCII reports whether text holds a capital ASCII letter, eight bytes at a time.
+func hasUpperASCII(text []byte) bool {
+	const ones = 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		x := binary.LittleEndian.Uint64(text[i:])
+		y := x & (0x7f * ones)
+		// The high bit of each byte: set when the byte is ASCII (x), at most 'Z' (0xda - y)
+		// and at least 'A' (y + 0x3f); no byte borrows or carries into the next.
+		if (0xda*ones-y)&^x&(y+0x3f*ones)&(0x80*ones) != 0 {
+			return true
+		}
+	}
+	for ; i < len(text); i++ {
+		if text[i] >= 'A' && text[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// equalFoldASCII compares b with w (lower-case ASCII) whatever the case of b's letters.
+func equalFoldASCII(b []byte, w string) bool {
+	for i := 0; i < len(w); i++ {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// byteRank ranks bytes by how rare they are in logs (higher is rarer): the rarest byte of a
+// word is the one looked for first.
+var byteRank = func() (r [256]byte) {
+	for i := range r {
+		r[i] = 255
+	}
+	// From most to least common in English and log text.
+	common := " etaoinsrlhdcu0mp1f2g.y:w3b5v4k=_6987x-/jqz"
+	for i := 0; i < len(common); i++ {
+		r[common[i]] = byte(i)
+	}
+	return r
+}()

@@ -313,19 +313,24 @@ const (
 )
 
 // eval combines leaf answers with Kleene's logic, which stays exact when every maybe is later
-// settled by reading the line.
+// settled by reading the line. Leaves answer without side effects: an AND stops at the first
+// no, an OR at the first yes.
 func eval(n node, leaf func(node) tri) tri {
 	switch n := n.(type) {
 	case *orNode:
 		v := no
 		for _, k := range n.kids {
-			v = max(v, eval(k, leaf))
+			if v = max(v, eval(k, leaf)); v == yes {
+				break // the rest cannot change it
+			}
 		}
 		return v
 	case *andNode:
 		v := yes
 		for _, k := range n.kids {
-			v = min(v, eval(k, leaf))
+			if v = min(v, eval(k, leaf)); v == no {
+				break
+			}
 		}
 		return v
 	case *notNode:

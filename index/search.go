@@ -144,20 +144,24 @@ type unit struct {
 	lineOff, skip, prevLine, n int
 	tmin                       int64
 	check                      bool // each line must be checked (else each matches)
-	first                      int  // its first line, once decoded
+	first                      int  // its first line, when ordered by time (see readPartial)
 	lines                      []int
+}
+
+// runs are the line runs the unit's lines are in.
+func (u *unit) runs() []byte {
+	if u.t != nil {
+		return u.t.lines
+	}
+	return u.s.over.lines
 }
 
 func (u *unit) decode() error {
 	if u.lines != nil {
 		return nil
 	}
-	runs := u.s.over.lines
-	if u.t != nil {
-		runs = u.t.lines
-	}
 	var err error
-	u.lines, err = decodeRuns(runs[u.lineOff:], u.prevLine, u.skip, u.n, make([]int, 0, u.n))
+	u.lines, err = decodeRuns(u.runs()[u.lineOff:], u.prevLine, u.skip, u.n, make([]int, 0, u.n))
 	if err == nil && len(u.lines) != u.n {
 		err = errCorrupt
 	}
@@ -505,20 +509,24 @@ func (sr *searcher) readAll(ctx context.Context) error {
 // Groups shown as one hit then get their last line from their last units.
 func (sr *searcher) readPartial(ctx context.Context) error {
 	units := sr.units
+	// Only the first line of each unit is decoded to order them: most are never read.
+	var one [1]int
 	for _, u := range units {
-		if err := u.decode(); err != nil {
-			return err
+		first, err := decodeRuns(u.runs()[u.lineOff:], u.prevLine, u.skip, 1, one[:0])
+		if err != nil || len(first) != 1 {
+			return fmt.Errorf("%s: %w", u.s.Path, errCorrupt)
 		}
+		u.first = first[0]
 	}
-	sort.SliceStable(units, func(i, j int) bool {
-		a, b := units[i], units[j]
-		if ta, tb := timeKey(a.tmin), timeKey(b.tmin); ta != tb {
-			return ta < tb
+	// No two units hold the same line of a log: the order is total, and needs no stable sort.
+	slices.SortFunc(units, func(a, b *unit) int {
+		if c := cmp.Compare(timeKey(a.tmin), timeKey(b.tmin)); c != 0 {
+			return c
 		}
-		if a.si != b.si {
-			return a.si < b.si
+		if c := cmp.Compare(a.si, b.si); c != 0 {
+			return c
 		}
-		return a.lines[0] < b.lines[0]
+		return cmp.Compare(a.first, b.first)
 	})
 	sources := map[int]*lineSource{}
 	defer func() {
@@ -574,12 +582,26 @@ func (sr *searcher) readPartial(ctx context.Context) error {
 		}
 	}
 	// The last line of each group shown as one hit: its units from the end until one has a
-	// match.
+	// match. Only groups whose first hit may be among the first Limit are shown: hitTimes are
+	// no earlier than the real times, so the Limit-th of them is no earlier than the real
+	// Limit-th hit, and a group whose first hit is later is not shown.
+	var times []int64
+	for _, g := range sr.groups {
+		times = g.hitTimes(times)
+	}
+	cutoff := int64(math.MaxInt64)
+	if len(times) >= sr.opts.Limit {
+		slices.Sort(times)
+		cutoff = times[sr.opts.Limit-1]
+	}
 	for _, g := range sr.groups {
 		if len(g.skipped) == 0 {
 			continue
 		}
 		sr.partial = true
+		if first := g.hitTimes(times[:0]); len(first) == 0 || first[0] > cutoff {
+			continue
+		}
 		for k := len(g.skipped) - 1; k >= 0; k-- {
 			u := g.skipped[k]
 			before := len(g.lines)

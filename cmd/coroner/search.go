@@ -460,7 +460,7 @@ func checkGlobs(ixs []searched, opts *SearchOptions) error {
 }
 
 // mergeResults merges the results of several indexes: by time, untimed hits last (each
-// index's in its order), at most limit hits.
+// index's in its order), at most limit hits; partial when one is.
 func mergeResults(rs []*index.Result, limit int) *index.Result {
 	if len(rs) == 1 {
 		return rs[0]
@@ -469,6 +469,7 @@ func mergeResults(rs []*index.Result, limit int) *index.Result {
 	for _, r := range rs {
 		out.Lines += r.Lines
 		out.Omitted += r.Omitted
+		out.Partial = out.Partial || r.Partial
 		out.Hits = append(out.Hits, r.Hits...)
 	}
 	sort.SliceStable(out.Hits, func(i, j int) bool {

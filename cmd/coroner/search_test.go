@@ -212,3 +212,16 @@ func TestTarballSearchAfterAnalyze(t *testing.T) {
 		require.Equal(t, want[q], got, q)
 	}
 }
+
+// TestMergedResultsStayPartial: a search of the logs that stopped early stays marked so when
+// merged with the events' and objects' results, so its counts read as lower bounds.
+func TestMergedResultsStayPartial(t *testing.T) {
+	logs := &index.Result{Hits: []index.Hit{}, Lines: 5, Omitted: 5, Partial: true}
+	objects := &index.Result{Hits: []index.Hit{}, Lines: 0}
+	res := mergeResults([]*index.Result{objects, logs}, 1)
+	require.True(t, res.Partial)
+	require.Equal(t, 5, res.Lines)
+	var out strings.Builder
+	hitPrinter{}.print(&out, res)
+	require.Contains(t, out.String(), "at least 5 matching lines, 0 hits shown")
+}

@@ -340,6 +340,8 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 	var tmp *scratch.Dir
 	decoded := map[string]int64{}
 	out := map[string]string{}
+	// One buffer for every log's head: a bundle may hold 200,000 logs of a few bytes.
+	head := make([]byte, sniffSize)
 	for i := range b.Files {
 		p := b.Files[i].Path
 		real, ok := files[p]
@@ -353,7 +355,6 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 		if err != nil {
 			return nil, err
 		}
-		head := make([]byte, sniffSize)
 		n, _ := io.ReadFull(f, head)
 		form, bad := sniff(head[:n])
 		if form == formPlain {

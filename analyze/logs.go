@@ -83,8 +83,15 @@ type shapeSeen struct {
 // lines.
 const filterAfter = 16
 
-func newLogScanner(ls parse.LogStream, rs *RuleSet) *logScanner {
-	return &logScanner{ls: ls, rs: rs, sc: rs.NewScratch(), byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}}
+func newLogScanner(ls parse.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
+	return &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}}
+}
+
+// release drops what only the scan needed and returns the scratch space, for the next log.
+func (s *logScanner) release() *Scratch {
+	sc := s.sc
+	s.sc, s.shapes, s.progress = nil, nil, nil
+	return sc
 }
 
 // proc returns the state of a process of the log.

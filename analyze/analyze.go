@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/coroner-dev/coroner/index"
@@ -119,11 +120,19 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 	logs := a.m.Logs
 	a.logsFor = map[string]bool{}
 	scanners := make([]*logScanner, len(logs))
+	// A log's scratch space and shape memos serve its scan only: 200,000 logs do not keep
+	// 200,000 of them.
+	scratch := sync.Pool{New: func() any { return a.rs.NewScratch() }}
 	ix, stats, err := index.Build(ctx, a.m.Bundle, logs, index.BuildOptions{
 		Cache: opts.Cache, Version: opts.Version, Workers: opts.Workers, Progress: opts.Progress, Log: opts.Log,
 		Visit: func(i int) func(*logscan.Scanned) {
-			scanners[i] = newLogScanner(logs[i], a.rs)
+			scanners[i] = newLogScanner(logs[i], a.rs, scratch.Get().(*Scratch))
 			return scanners[i].visit
+		},
+		Scanned: func(i int) {
+			if s := scanners[i]; s != nil {
+				scratch.Put(s.release())
+			}
 		},
 	})
 	if err != nil {

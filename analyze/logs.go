@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -57,10 +58,16 @@ type textFact struct {
 // its variable words holds the step: lines of one shape differ only in their numbers.
 type progressMemo struct {
 	seen, matched int
-	// stepVar is the variable word that held the step on every line seen (-1: the pattern
-	// has no step; -2: no single word held it, so each line runs the pattern).
+	// stepVar, once decided, is the variable word that held the step on every line seen (-1:
+	// the pattern has no step; -2: no single word held it, so each line runs the pattern).
 	stepVar int
 	decided bool
+	// While undecided: whether matched lines had a step and lines had none, and the words
+	// (bit i: the i-th of the first 64) that held the step on every line that had one. A
+	// word that holds the step on one line only by chance ("step 3 | loss 3.25") drops
+	// out at the next line, so the memo still finds the step's word.
+	stepped, stepless bool
+	words             uint64
 }
 
 // progressDecideAfter is how many lines of a shape are matched before its memo decides.
@@ -76,8 +83,15 @@ type shapeSeen struct {
 // lines.
 const filterAfter = 16
 
-func newLogScanner(ls parse.LogStream, rs *RuleSet) *logScanner {
-	return &logScanner{ls: ls, rs: rs, sc: rs.NewScratch(), byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}}
+func newLogScanner(ls parse.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
+	return &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}}
+}
+
+// release drops what only the scan needed and returns the scratch space, for the next log.
+func (s *logScanner) release() *Scratch {
+	sc := s.sc
+	s.sc, s.shapes, s.progress = nil, nil, nil
+	return sc
 }
 
 // proc returns the state of a process of the log.
@@ -272,10 +286,10 @@ func (s *logScanner) progressOf(l *logscan.Scanned, text []byte) (bool, int64) {
 	}
 	sh := l.Shape
 	if sh == nil {
-		return s.rs.matchProgress(text)
+		return s.rs.matchProgress(text, s.sc)
 	}
 	for sh.ID >= len(s.progress) {
-		s.progress = append(s.progress, progressMemo{stepVar: -3})
+		s.progress = append(s.progress, progressMemo{})
 	}
 	m := &s.progress[sh.ID]
 	if m.decided {
@@ -287,37 +301,38 @@ func (s *logScanner) progressOf(l *logscan.Scanned, text []byte) (bool, int64) {
 		case m.stepVar == -1:
 			return true, -1
 		}
-		return s.rs.matchProgress(text)
+		return s.rs.matchProgress(text, s.sc)
 	}
-	ok, step := s.rs.matchProgress(text)
+	ok, step := s.rs.matchProgress(text, s.sc)
 	m.seen++
 	if ok {
 		m.matched++
-		k := -1
 		if step >= 0 {
 			want := logscan.NumberValue(len(strconv.FormatInt(step, 10)), uint64(step))
-			for i, v := range l.Vars {
+			var words uint64
+			for i, v := range l.Vars[:min(len(l.Vars), 64)] {
 				if v.Num == want {
-					if k >= 0 {
-						k = -2 // two words hold the number: ambiguous
-						break
-					}
-					k = i
+					words |= 1 << i
 				}
 			}
-			if k == -1 {
-				k = -2
+			if !m.stepped {
+				m.stepped, m.words = true, words
+			} else {
+				m.words &= words
 			}
-		}
-		switch {
-		case m.stepVar == -3:
-			m.stepVar = k
-		case m.stepVar != k:
-			m.stepVar = -2
+		} else {
+			m.stepless = true
 		}
 	}
 	if m.seen >= progressDecideAfter && (m.matched == 0 || m.matched == m.seen) {
 		m.decided = true
+		m.stepVar = -2
+		switch {
+		case m.stepless && !m.stepped:
+			m.stepVar = -1
+		case m.stepped && !m.stepless && bits.OnesCount64(m.words) == 1:
+			m.stepVar = bits.TrailingZeros64(m.words)
+		}
 	}
 	return ok, step
 }

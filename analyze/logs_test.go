@@ -31,7 +31,7 @@ func scan(t *testing.T, log string, maxLine int) scanned {
 	require.NoError(t, err)
 	b := &bundle.Bundle{FS: fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log)}}, Limits: bundle.Limits{MaxLineBytes: maxLine}}
 	ls := parse.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}
-	sc := newLogScanner(ls, rs)
+	sc := newLogScanner(ls, rs, rs.NewScratch())
 	ix, stats, err := index.Build(t.Context(), b, []parse.LogStream{ls}, index.BuildOptions{Visit: func(int) func(*logscan.Scanned) { return sc.visit }})
 	require.NoError(t, err)
 	defer ix.Close()

@@ -3,6 +3,7 @@ package analyze
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -157,4 +158,49 @@ func TestNoRuleIDInCode(t *testing.T) {
 			require.NotContains(t, string(data), `"`+r.ID+`"`, "%s names rule %s", f, r.ID)
 		}
 	}
+}
+
+// TestMatchProgressPrefilter: the progress prefilter only skips regexps that cannot match:
+// on every progress example, its counter-examples and their upper-cased forms, matchProgress
+// says what running every progress regexp in order says.
+func TestMatchProgressPrefilter(t *testing.T) {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(rules)
+	require.NoError(t, err)
+	sc := rs.NewScratch()
+	var lines []string
+	for _, r := range rs.progress {
+		for _, ex := range append(r.Examples.Match, r.Examples.NotMatch...) {
+			lines = append(lines, ex.Text, strings.ToUpper(ex.Text), "x "+ex.Text+" y")
+		}
+	}
+	require.NotEmpty(t, lines)
+	matched := 0
+	for _, line := range lines {
+		wantOK, wantStep := false, int64(-1)
+	all:
+		for _, r := range rs.progress {
+			for _, cp := range r.res {
+				if loc := cp.re.FindStringSubmatchIndex(line); loc != nil {
+					wantOK = true
+					for i, name := range cp.re.SubexpNames() {
+						if name == "step" && loc[2*i] >= 0 {
+							n, err := strconv.ParseInt(line[loc[2*i]:loc[2*i+1]], 10, 64)
+							require.NoError(t, err)
+							wantStep = n
+						}
+					}
+					break all
+				}
+			}
+		}
+		ok, step := rs.matchProgress([]byte(line), sc)
+		require.Equal(t, wantOK, ok, "%q", line)
+		require.Equal(t, wantStep, step, "%q", line)
+		if ok {
+			matched++
+		}
+	}
+	require.Greater(t, matched, len(lines)/4, "the examples match")
 }

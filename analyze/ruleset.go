@@ -27,6 +27,13 @@ type RuleSet struct {
 	litPats [][]patSet // literal id -> the pattern sets it belongs to
 	always  []int32    // patterns with no usable literal
 	shapes  sync.Map   // shape key -> *shapeFilter, shared by the logs
+
+	// The progress patterns, in the order they are tried, and their own prefilter (as pats
+	// and ac): a log's first lines of each shape run them, and the 250-byte lines of a
+	// launcher's banner cost tens of microseconds each in the regexp engine.
+	progPats    []pattern
+	progAC      *literal.Matcher
+	progLitPats [][]patSet
 }
 
 type pattern struct {
@@ -124,28 +131,71 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 	}
 	rs.lits = lits
 	rs.ac = literal.NewMatcher(lits)
+	rs.compileProgress()
 	return rs, nil
+}
+
+// compileProgress builds the progress patterns' prefilter: a pattern runs only on a line
+// that holds one literal of each set it requires (see literal.Required), which every line it
+// matches does.
+func (rs *RuleSet) compileProgress() {
+	var lits []string
+	litIndex := map[string]int32{}
+	for _, r := range rs.progress {
+		for _, cp := range r.res {
+			idx := int32(len(rs.progPats))
+			p := pattern{rule: r, re: cp.re, kind: cp.kind}
+			for si, set := range literal.Required(cp.re.String()) {
+				bit := uint8(1) << si
+				p.full |= bit
+				for _, l := range set {
+					id, ok := litIndex[l]
+					if !ok {
+						id = int32(len(lits))
+						litIndex[l] = id
+						lits = append(lits, l)
+						rs.progLitPats = append(rs.progLitPats, nil)
+					}
+					rs.progLitPats[id] = append(rs.progLitPats[id], patSet{pat: idx, bit: bit})
+				}
+			}
+			rs.progPats = append(rs.progPats, p)
+		}
+	}
+	rs.progAC = literal.NewMatcher(lits)
 }
 
 // matchProgress says whether a line shows training progress, and its step when the
 // pattern has a step group (-1 otherwise).
-func (rs *RuleSet) matchProgress(text []byte) (ok bool, step int64) {
-	for _, r := range rs.progress {
-		for _, cp := range r.res {
-			loc := cp.re.FindSubmatchIndex(text)
-			if loc == nil {
-				continue
-			}
-			step = -1
-			for i, name := range cp.re.SubexpNames() {
-				if name == "step" && loc[2*i] >= 0 {
-					if n, ok := atoi(text[loc[2*i]:loc[2*i+1]]); ok {
-						step = int64(n)
-					}
+func (rs *RuleSet) matchProgress(text []byte, sc *Scratch) (ok bool, step int64) {
+	sc.progHits = literal.Append(rs.progAC, text, sc.progHits[:0])
+	seen := sc.progSeen[:0]
+	for range rs.progPats {
+		seen = append(seen, 0)
+	}
+	sc.progSeen = seen
+	for _, h := range sc.progHits {
+		for _, ps := range rs.progLitPats[h.ID] {
+			seen[ps.pat] |= ps.bit
+		}
+	}
+	for i, p := range rs.progPats {
+		if seen[i] != p.full {
+			continue
+		}
+		loc := p.re.FindSubmatchIndex(text)
+		if loc == nil {
+			continue
+		}
+		step = -1
+		for i, name := range p.re.SubexpNames() {
+			if name == "step" && loc[2*i] >= 0 {
+				if n, ok := atoi(text[loc[2*i]:loc[2*i+1]]); ok {
+					step = int64(n)
 				}
 			}
-			return true, step
 		}
+		return true, step
 	}
 	return false, -1
 }
@@ -172,6 +222,9 @@ type Scratch struct {
 	hits  []literal.Hit
 	// state holds the stateful matches of the last Match (streak, sequence, progress lines).
 	state []stateHit
+	// progHits and progSeen are matchProgress's hits and sets seen by pattern.
+	progHits []literal.Hit
+	progSeen []uint8
 }
 
 // stateHit is a pattern of a stateful kind matching a line.

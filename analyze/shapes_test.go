@@ -28,7 +28,7 @@ func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []parse.LogStream, rs
 	counts := make([][2]int, len(logs))
 	errs := make([]string, len(logs))
 	ix, _, err := index.Build(t.Context(), b, logs, index.BuildOptions{Visit: func(i int) func(*logscan.Scanned) {
-		scanners[i] = newLogScanner(logs[i], rs)
+		scanners[i] = newLogScanner(logs[i], rs, rs.NewScratch())
 		sc := rs.NewScratch()
 		return func(l *logscan.Scanned) {
 			counts[i][1]++

@@ -456,7 +456,7 @@ func (r *Rule) matchLog(ex rules.Example, site []*Rule) (bool, error) {
 			return false, fmt.Errorf("collectedAt: %v", err)
 		}
 	}
-	s := newLogScanner(parse.LogStream{Path: "example.log", Pod: "example"}, rs)
+	s := newLogScanner(parse.LogStream{Path: "example.log", Pod: "example"}, rs, rs.NewScratch())
 	var clock logscan.Clock
 	var st logscan.Stats
 	var clean []byte

@@ -36,10 +36,11 @@ type procState struct {
 	pod, container string
 	rank           int
 	// progress counts progress lines; first is the first, recent the last maxPeriods (a
-	// ring: recent[(progress-1)%maxPeriods] is the last).
+	// ring: recent[(progress-1)%maxPeriods] is the last), grown as lines come: a job of
+	// 200,000 logs has 200,000 processes, most with no progress line.
 	progress int
 	first    mark
-	recent   [maxPeriods]mark
+	recent   []mark
 	lastText []byte
 	// intervals holds the last gaps between progress lines with times (ns), for the period.
 	intervals []int64
@@ -101,7 +102,11 @@ func (p *procState) sawProgress(m mark, text []byte) {
 		m.step = p.step
 	}
 	p.progress++
-	p.recent[(p.progress-1)%maxPeriods] = m
+	if len(p.recent) < maxPeriods {
+		p.recent = append(p.recent, m)
+	} else {
+		p.recent[(p.progress-1)%maxPeriods] = m
+	}
 	p.lastText = append(p.lastText[:0], text...)
 }
 

@@ -340,7 +340,8 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 	var tmp *scratch.Dir
 	decoded := map[string]int64{}
 	out := map[string]string{}
-	head := make([]byte, sniffSize) // one buffer for every log: a bundle may hold thousands
+	// One buffer for every log's head: a bundle may hold 200,000 logs of a few bytes.
+	head := make([]byte, sniffSize)
 	for i := range b.Files {
 		p := b.Files[i].Path
 		real, ok := files[p]

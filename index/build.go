@@ -45,9 +45,27 @@ type BuildOptions struct {
 	// Visit, when set, returns the visitor of log i: it sees every line of that log, from the
 	// goroutine scanning it, whether the index is built or comes from the cache.
 	Visit func(i int) func(*logscan.Scanned)
+	// Scanned, when set, is called from the same goroutine once log i has been scanned (or
+	// failed): what Visit made for it may give back what only the scan needed.
+	Scanned func(i int)
 	// Log, when set, is told what happened to the cache (a damaged index rebuilt, a cache
 	// that cannot be written and is done without...).
 	Log func(format string, args ...any)
+}
+
+// scannedDone and scannedFailed call Scanned, when set, as logscan's Done and Failed.
+func (o BuildOptions) scannedDone() func(int, logscan.Stats) {
+	if o.Scanned == nil {
+		return nil
+	}
+	return func(i int, _ logscan.Stats) { o.Scanned(i) }
+}
+
+func (o BuildOptions) scannedFailed() func(int, error) {
+	if o.Scanned == nil {
+		return nil
+	}
+	return func(i int, _ error) { o.Scanned(i) }
 }
 
 // Build returns the index of a bundle's logs: from the cache when it holds one for exactly
@@ -93,7 +111,7 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 			stats := statsOf(ix)
 			if opts.Visit != nil {
 				stats, err = logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{MaxLine: maxLine, Workers: opts.Workers,
-					Visit: opts.Visit, Progress: opts.Progress})
+					Visit: opts.Visit, Progress: opts.Progress, Done: opts.scannedDone(), Failed: opts.scannedFailed()})
 				if err != nil {
 					pass.stop()
 					ix.Close()
@@ -259,6 +277,9 @@ func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []par
 			}
 		},
 		Done: func(i int, st logscan.Stats) {
+			if opts.Scanned != nil {
+				opts.Scanned(i)
+			}
 			sb := builders[i]
 			builders[i] = nil
 			if err := sb.finish(); err != nil {
@@ -279,6 +300,9 @@ func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []par
 		// A log that failed gives its chunk builder back, or the next logs' Visit would wait
 		// for one forever once every builder had gone to a failed log (a cancelled build).
 		Failed: func(i int, _ error) {
+			if opts.Scanned != nil {
+				opts.Scanned(i)
+			}
 			if sb := builders[i]; sb != nil {
 				builders[i] = nil
 				free <- sb.chunk

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	htmltemplate "html/template"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	texttemplate "text/template"
@@ -55,12 +57,59 @@ func RenderWith(w io.Writer, r *Report, format string, opt Options) error {
 	return fmt.Errorf("unknown format %q (use %s)", format, strings.Join(Formats, ", "))
 }
 
-// RenderJSON writes the report as indented JSON.
+// RenderJSON writes the report as indented JSON, the bytes json.Encoder would write, one
+// list entry at a time: a report of 200,000 findings is never held whole (nor twice, compact
+// and indented) in memory.
 func RenderJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	// encode writes v as it stands at the given depth of the report, without the newline
+	// Encode ends with.
+	encode := func(v any, prefix string) error {
+		buf.Reset()
+		enc.SetIndent(prefix, "  ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		return err
+	}
+	v := reflect.ValueOf(r).Elem()
+	t := v.Type()
+	bw.WriteString("{")
+	for i := range t.NumField() {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" || opts != "" || !t.Field(i).IsExported() {
+			// Every field of Report is written under its name (TestRenderJSONStreams).
+			return fmt.Errorf("report: field %s has no plain JSON name", t.Field(i).Name)
+		}
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		fmt.Fprintf(bw, "\n  %q: ", name)
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice || f.Len() == 0 {
+			if err := encode(f.Interface(), "  "); err != nil {
+				return err
+			}
+			continue
+		}
+		bw.WriteString("[")
+		for j := range f.Len() {
+			if j > 0 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n    ")
+			if err := encode(f.Index(j).Interface(), "    "); err != nil {
+				return err
+			}
+		}
+		bw.WriteString("\n  ]")
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 func fmtTime(t any) string {

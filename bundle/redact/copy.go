@@ -33,11 +33,16 @@ const (
 func (r *Redactor) Copy(ctx context.Context, dst io.Writer, src io.Reader, where string) (int64, error) {
 	c := &copier{r: r, where: where, w: bufio.NewWriterSize(dst, 64<<10), sc: r.getScratch()}
 	defer r.putScratch(c.sc)
-	return c.copy(ctx, src)
+	return c.copy(ctx, src, readSize)
 }
 
-func (c *copier) copy(ctx context.Context, src io.Reader) (int64, error) {
-	br := bufio.NewReaderSize(src, 64<<10)
+// readSize is Copy's read buffer.
+const readSize = 64 << 10
+
+// copy reads src through a buffer of size bytes: a text of n bytes is read through one of n+1
+// (at most readSize), as it would be through readSize, without allocating 64 KiB for a word.
+func (c *copier) copy(ctx context.Context, src io.Reader, size int) (int64, error) {
+	br := bufio.NewReaderSize(src, size)
 	var line []byte
 	lineNo := 1
 	for {

@@ -395,9 +395,9 @@ func (r *Redactor) text(s, where, field string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	c := &copier{r: r, where: where, field: field, w: bufio.NewWriterSize(&b, 4<<10), sc: r.getScratch()}
+	c := &copier{r: r, where: where, field: field, w: bufio.NewWriterSize(&b, min(len(s)+16, 4<<10)), sc: r.getScratch()}
 	defer r.putScratch(c.sc)
-	c.copy(context.Background(), strings.NewReader(s))
+	c.copy(context.Background(), strings.NewReader(s), min(len(s)+1, readSize))
 	return b.String()
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
-	"github.com/coroner-dev/coroner/internal/outfile"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 )
@@ -218,19 +216,20 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 
 	summary := report.Options{Color: color, Width: io.Width}
-	var buf bytes.Buffer
+	buf := &spool{}
+	defer buf.Close()
 	ropts := report.Options{Full: opts.Full}
 	if opts.Output == "" && format == "text" {
 		ropts = summary
 	}
-	if err := report.RenderWith(&buf, rep, format, ropts); err != nil {
+	if err := report.RenderWith(buf, rep, format, ropts); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: nothing is written
 	}
 	if opts.Output != "" {
-		if err := outfile.WriteFile(opts.Output, buf.Bytes()); err != nil {
+		if err := buf.writeFile(opts.Output); err != nil {
 			return err
 		}
 		if !opts.Quiet {
@@ -240,7 +239,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 			fmt.Fprintf(io.Out, "Report:      %s (%s)\n", opts.Output, format)
 		}
 	} else if !opts.Quiet || format != "text" {
-		if _, err := io.Out.Write(buf.Bytes()); err != nil {
+		if _, err := buf.WriteTo(io.Out); err != nil {
 			return err
 		}
 	}

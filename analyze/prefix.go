@@ -62,14 +62,14 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		}
 		inner, after := s[1:end], s[end+1:]
 		if n, ok := cutNumber(inner, "rank"); ok && hasColon(after) {
-			return skipColon(after), n, "rank " + strconv.Itoa(n), true
+			return skipColon(after), n, rankStream(n), true
 		}
 		if j := bytes.IndexByte(inner, ','); j > 0 {
 			if _, ok := atoi(inner[:j]); ok {
 				if n, ok := atoi(inner[j+1:]); ok && (bytes.HasPrefix(after, []byte("<stdout>")) || bytes.HasPrefix(after, []byte("<stderr>"))) {
 					after = after[len("<stdout>"):]
 					if hasColon(after) {
-						return skipColon(after), n, "rank " + strconv.Itoa(n), true
+						return skipColon(after), n, rankStream(n), true
 					}
 				}
 			}
@@ -77,7 +77,7 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		// torchrun's default "[{role}{local_rank}]:" (role "default" unless the script names one).
 		if j := lastNonDigit(inner); j >= 0 && j < len(inner)-1 && isWord(inner[:j+1]) && hasColon(after) {
 			n, _ := atoi(inner[j+1:])
-			return skipColon(after), -1, "local rank " + strconv.Itoa(n), true
+			return skipColon(after), -1, localRankStream(n), true
 		}
 	case '(':
 		// (pid=909597)  (RayTrainWorker pid=123, ip=10.0.0.1)
@@ -112,12 +112,19 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	// "10: " (srun -l, torchrun --redirects): a short number, a colon and a space.
 	if n := digitsAt(s); n > 0 && n <= 5 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
 		r, _ := atoi(s[:n])
-		return s[n+2:], r, "rank " + strconv.Itoa(r), true
+		return s[n+2:], r, rankStream(r), true
 	}
 	// "trainer-1  | " (docker compose): a service name, blanks, a bar.
-	if j := bytes.Index(s, []byte(" | ")); j > 0 && j < 64 && isWord(bytes.TrimRight(s[:j], " ")) && bytes.HasSuffix(s[:j+1], []byte("  ")) {
-		name := string(bytes.TrimRight(s[:j], " "))
-		return s[j+3:], -1, name, true
+	// The name is the line's first word, then two blanks or more: a bar further on ("step 3 |
+	// loss") is never looked for.
+	if k := bytes.IndexByte(s[:min(len(s), 64)], ' '); k > 0 && k+1 < len(s) && s[k+1] == ' ' {
+		bar := k
+		for bar < len(s) && s[bar] == ' ' {
+			bar++
+		}
+		if bar+1 < len(s) && bar <= 64 && s[bar] == '|' && s[bar+1] == ' ' && isWord(s[:k]) {
+			return s[bar+2:], -1, string(s[:k]), true
+		}
 	}
 	return nil, 0, "", false
 }
@@ -201,4 +208,31 @@ func contentRank(text []byte) int {
 		}
 		off = i + 5
 	}
+}
+
+// The stream names of the first ranks, made once: a prefix is read on every line of a log,
+// and a name built per line was a tenth of the scan's time.
+var rankNames, localRankNames = func() ([]string, []string) {
+	r, l := make([]string, 4096), make([]string, 64)
+	for i := range r {
+		r[i] = "rank " + strconv.Itoa(i)
+	}
+	for i := range l {
+		l[i] = "local rank " + strconv.Itoa(i)
+	}
+	return r, l
+}()
+
+func rankStream(n int) string {
+	if n >= 0 && n < len(rankNames) {
+		return rankNames[n]
+	}
+	return "rank " + strconv.Itoa(n)
+}
+
+func localRankStream(n int) string {
+	if n >= 0 && n < len(localRankNames) {
+		return localRankNames[n]
+	}
+	return "local rank " + strconv.Itoa(n)
 }

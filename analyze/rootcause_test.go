@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -55,6 +56,7 @@ func analyzeFiles(t *testing.T, files map[string]string) *Result {
 		fsys[p] = &fstest.MapFile{Data: []byte(data)}
 		list = append(list, bundle.File{Path: p, Size: int64(len(data))})
 	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Path < list[j].Path }) // as a bundle lists them
 	b := &bundle.Bundle{Source: "test", FS: fsys, Files: list, Limits: bundle.DefaultLimits()}
 	m, err := parse.Load(b)
 	require.NoError(t, err)

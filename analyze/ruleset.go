@@ -87,8 +87,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 	}
 	sort.Slice(rs.rules, func(i, j int) bool { return rs.rules[i].ID < rs.rules[j].ID })
 
-	var lits []string
-	litIndex := map[string]int32{}
+	var table litTable
 	rs.objects = map[string][]*Rule{}
 	for _, r := range rs.rules {
 		switch {
@@ -113,56 +112,61 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 				rs.always = append(rs.always, idx)
 				continue
 			}
-			for si, set := range sets {
-				bit := uint8(1) << si
-				rs.pats[idx].full |= bit
-				for _, l := range set {
-					id, ok := litIndex[l]
-					if !ok {
-						id = int32(len(lits))
-						litIndex[l] = id
-						lits = append(lits, l)
-						rs.litPats = append(rs.litPats, nil)
-					}
-					rs.litPats[id] = append(rs.litPats[id], patSet{pat: idx, bit: bit})
-				}
-			}
+			rs.pats[idx].full = table.add(idx, sets)
 		}
 	}
-	rs.lits = lits
-	rs.ac = literal.NewMatcher(lits)
+	rs.lits, rs.litPats = table.lits, table.pats
+	rs.ac = literal.NewMatcher(table.lits)
 	rs.compileProgress()
 	return rs, nil
+}
+
+// litTable numbers the literals the patterns of a prefilter require and lists, for each, the
+// patterns (and which of their literal sets) it serves.
+type litTable struct {
+	lits  []string
+	index map[string]int32
+	pats  [][]patSet
+}
+
+// add records that pattern idx requires a literal of each of sets, and returns the bits of its
+// sets.
+func (t *litTable) add(idx int32, sets [][]string) (full uint8) {
+	if t.index == nil {
+		t.index = map[string]int32{}
+	}
+	for si, set := range sets {
+		bit := uint8(1) << si
+		full |= bit
+		for _, l := range set {
+			id, ok := t.index[l]
+			if !ok {
+				id = int32(len(t.lits))
+				t.index[l] = id
+				t.lits = append(t.lits, l)
+				t.pats = append(t.pats, nil)
+			}
+			t.pats[id] = append(t.pats[id], patSet{pat: idx, bit: bit})
+		}
+	}
+	return full
 }
 
 // compileProgress builds the progress patterns' prefilter: a pattern runs only on a line
 // that holds one literal of each set it requires (see literal.Required), which every line it
 // matches does.
 func (rs *RuleSet) compileProgress() {
-	var lits []string
-	litIndex := map[string]int32{}
+	var table litTable
 	for _, r := range rs.progress {
 		for _, cp := range r.res {
 			idx := int32(len(rs.progPats))
 			p := pattern{rule: r, re: cp.re, kind: cp.kind}
-			for si, set := range literal.Required(cp.re.String()) {
-				bit := uint8(1) << si
-				p.full |= bit
-				for _, l := range set {
-					id, ok := litIndex[l]
-					if !ok {
-						id = int32(len(lits))
-						litIndex[l] = id
-						lits = append(lits, l)
-						rs.progLitPats = append(rs.progLitPats, nil)
-					}
-					rs.progLitPats[id] = append(rs.progLitPats[id], patSet{pat: idx, bit: bit})
-				}
-			}
+			p.full = table.add(idx, literal.Required(cp.re.String()))
 			rs.progPats = append(rs.progPats, p)
 		}
 	}
-	rs.progAC = literal.NewMatcher(lits)
+	rs.progLitPats = table.pats
+	rs.progAC = literal.NewMatcher(table.lits)
 }
 
 // matchProgress says whether a line shows training progress, and its step when the

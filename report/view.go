@@ -105,10 +105,7 @@ func newView(r *Report, opt Options) *view {
 			v.AlsoOn = PodsText(others, capNames)
 		}
 	}
-	if !opt.Full && len(v.Others) > capOthers {
-		v.OthersMore = len(v.Others) - capOthers
-		v.Others = v.Others[:capOthers]
-	}
+	v.Others, v.OthersMore = capped(v.Others, capOthers, opt.Full)
 	v.Warnings, v.WarningsMore = capped(r.Warnings, capWarnings, opt.Full)
 	v.Gaps, v.GapsMore = capped(r.Bundle.Gaps, capGaps, opt.Full)
 	fold := foldPolicy{minPods: foldLanesOver, maxLanes: maxSVGLanes}
@@ -121,11 +118,7 @@ func newView(r *Report, opt Options) *view {
 	v.Roles = rolesOf(r, opt.Full)
 	v.timeline(groups, opt.Full)
 	v.events(opt.Full)
-	v.Logs = r.Logs
-	if !opt.Full && len(v.Logs) > capLogs {
-		v.LogsMore = len(v.Logs) - capLogs
-		v.Logs = v.Logs[:capLogs]
-	}
+	v.Logs, v.LogsMore = capped(r.Logs, capLogs, opt.Full)
 	return v
 }
 
@@ -398,14 +391,8 @@ func (v *view) timeline(groups []*Group, full bool) {
 		return out
 	}
 	v.KeyRows, v.RoutineRows = finish(key), finish(rout)
-	if !full && len(v.KeyRows) > capKeyRows {
-		v.KeyMore = len(v.KeyRows) - capKeyRows
-		v.KeyRows = v.KeyRows[:capKeyRows]
-	}
-	if !full && len(v.RoutineRows) > capRoutineRows {
-		v.RoutineMore = len(v.RoutineRows) - capRoutineRows
-		v.RoutineRows = v.RoutineRows[:capRoutineRows]
-	}
+	v.KeyRows, v.KeyMore = capped(v.KeyRows, capKeyRows, full)
+	v.RoutineRows, v.RoutineMore = capped(v.RoutineRows, capRoutineRows, full)
 }
 
 // repeatSuffix is the timeline's note on a repeated event: " (x23, last 2026-03-14T10:03:25Z)".
@@ -476,14 +463,8 @@ func (v *view) events(full bool) {
 		return out
 	}
 	v.WarnEvents, v.NormalEvents = finish(warn), finish(normal)
-	if !full && len(v.WarnEvents) > capWarnEvents {
-		v.WarnMore = len(v.WarnEvents) - capWarnEvents
-		v.WarnEvents = v.WarnEvents[:capWarnEvents]
-	}
-	if !full && len(v.NormalEvents) > capNormal {
-		v.NormalMore = len(v.NormalEvents) - capNormal
-		v.NormalEvents = v.NormalEvents[:capNormal]
-	}
+	v.WarnEvents, v.WarnMore = capped(v.WarnEvents, capWarnEvents, full)
+	v.NormalEvents, v.NormalMore = capped(v.NormalEvents, capNormal, full)
 }
 
 // objectList names the objects of a folded event: "Pod ml/train-job-worker-[0-6]".

@@ -513,8 +513,7 @@ func streamResources(ctx context.Context, p string, lim bundle.Limits) (*bundle.
 		return nil, err
 	}
 	files := fstest.MapFS{}
-	var kept []bundle.File
-	sb, err := bundle.Stream(ctx, p, lim, func(f bundle.File, r io.Reader) error {
+	_, err = bundle.Stream(ctx, p, lim, func(f bundle.File, r io.Reader) error {
 		if !strings.HasPrefix(f.Path, "resources/") || f.Size > lim.MaxResourceBytes {
 			return nil
 		}
@@ -523,14 +522,12 @@ func streamResources(ctx context.Context, p string, lim bundle.Limits) (*bundle.
 			return err
 		}
 		files[f.Path] = &fstest.MapFile{Data: data, Mode: 0o444, ModTime: info.ModTime()}
-		kept = append(kept, f)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(kept, func(i, j int) bool { return kept[i].Path < kept[j].Path })
-	return &bundle.Bundle{Source: p, FS: files, Manifest: sb.Manifest, Files: kept, Limits: lim}, nil
+	return resourceBundle(p, files, lim), nil
 }
 
 // objectText makes a bundle's events and objects searchable like logs: the events of each

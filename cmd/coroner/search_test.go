@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
 )
 
@@ -210,6 +212,17 @@ func TestTarballSearchAfterAnalyze(t *testing.T) {
 		code, got, stderr := run(t, "search", tgz, q, "--cache-dir", cache)
 		require.Equal(t, 0, code, stderr)
 		require.Equal(t, want[q], got, q)
+	}
+	// Past what the index keeps, the resources are read as the tarball streams by: the same files.
+	sb, err := streamResources(t.Context(), tgz, bundle.DefaultLimits())
+	require.NoError(t, err)
+	require.NotEmpty(t, sb.Files)
+	for _, f := range sb.Files {
+		want, err := os.ReadFile(filepath.Join(dir, f.Path))
+		require.NoError(t, err)
+		got, err := fs.ReadFile(sb.FS, f.Path)
+		require.NoError(t, err)
+		require.Equal(t, want, got, f.Path)
 	}
 }
 

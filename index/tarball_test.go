@@ -1,9 +1,6 @@
 package index
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,28 +17,7 @@ import (
 // tarDir writes dir as a .tar.gz whose entries are named prefix + their path.
 func tarDir(t *testing.T, dir, out, prefix string) {
 	t.Helper()
-	f, err := os.Create(out)
-	require.NoError(t, err)
-	zw := gzip.NewWriter(f)
-	tw := tar.NewWriter(zw)
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: prefix + filepath.ToSlash(rel), Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err = tw.Write(data)
-		return err
-	}))
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	require.NoError(t, f.Close())
+	require.NoError(t, samplegen.TarDir(dir, out, prefix))
 }
 
 // TestTarballSearchWithoutExtracting: after a tarball is indexed into the cache, OpenTarball

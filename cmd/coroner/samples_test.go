@@ -1,13 +1,10 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"flag"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/internal/samplegen"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -162,28 +160,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 func tarSample(t *testing.T, dir string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), filepath.Base(dir)+".tar.gz")
-	f, err := os.Create(out)
-	require.NoError(t, err)
-	zw := gzip.NewWriter(f)
-	tw := tar.NewWriter(zw)
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err = tw.Write(data)
-		return err
-	}))
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	require.NoError(t, f.Close())
+	require.NoError(t, samplegen.TarDir(dir, out, ""))
 	return out
 }
 

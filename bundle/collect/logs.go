@@ -163,7 +163,13 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 		rc, err = col.c.Kube.CoreV1().Pods(j.pod.Namespace).GetLogs(j.pod.Name, opts).Stream(ctx)
 		return err
 	})
+	if err == nil && rc == nil {
+		err = errors.New("the log request returned no stream")
+	}
 	if err != nil {
+		if parent.Err() != nil {
+			return parent.Err()
+		}
 		if context.Cause(ctx) == errIdle {
 			return fmt.Errorf("%w (%s)", errIdle, col.opts.LogIdleTimeout)
 		}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -24,8 +23,26 @@ func retriable(err error) bool {
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err)
 }
 
+// withRetry runs fn, and again with backoff while it fails with a retriable error and ctx is
+// not done. It returns nil only when fn did: a retry cut by ctx returns fn's last error, with
+// ctx's cause when it came while waiting. (client-go's retry.OnError returned nil when fn's
+// first error wrapped context.Canceled, taking it for the end of its own backoff, and callers
+// went on with the nil stream or object fn had set.)
 func withRetry(ctx context.Context, fn func() error) error {
-	return retry.OnError(backoff, func(err error) bool { return ctx.Err() == nil && retriable(err) }, fn)
+	b := backoff
+	for {
+		err := fn()
+		if err == nil || !retriable(err) || b.Steps <= 1 || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(b.Step())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (not retried: %w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
 }
 
 func (col *collector) get(ctx context.Context, r Resource, ns, name string) (*unstructured.Unstructured, error) {

@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,6 +279,41 @@ func TestCollectE2EFailures(t *testing.T) {
 		require.Empty(t, leftovers(t, dir), "no bundle and no temporary file")
 	})
 
+	// A kubelet that takes the log request and never answers, not even with a status line. The
+	// idle watchdog used to cancel such a request before its first byte, the cancelled request
+	// came back from withRetry as a success without a stream, and closing it panicked.
+	t.Run("log request that never answers is a gap (--log-idle-timeout)", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "hang", Name: "hg", Workers: 1}
+		c.CreateJob(t, k, j)
+		k.Hang(j.Namespace, j.PodName(1), "pytorch", true)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "b.tar.gz")
+		s := coronerProcess(t, "collect", "pytorchjob/hg", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out, "--log-idle-timeout", "1s")
+		require.Equal(t, 0, s.wait(t), s.stderr.String())
+		require.NotContains(t, s.stderr.String(), "panic")
+		require.Contains(t, s.stderr.String(), "warning: logs pod/hg-worker-0 container pytorch: the log stream sent nothing for too long (1s)")
+		m := readManifest(t, out)
+		require.Len(t, m.Errors, 1, "%+v", m.Errors)
+		require.Equal(t, bundle.Gap{Step: "logs", Object: "pod/hg-worker-0 container pytorch", Message: "the log stream sent nothing for too long (1s)"}, m.Errors[0])
+		require.Nil(t, m.File("logs/hang/hg-worker-0/pytorch.log"))
+		require.NotNil(t, m.File("logs/hang/hg-master-0/pytorch.log"), "the other logs are collected")
+		require.Equal(t, []string{"b.tar.gz"}, leftovers(t, dir), "no temporary file")
+	})
+
+	t.Run("SIGTERM while a log request hangs: exit 143, nothing written", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "hang-term", Name: "ht", Workers: 1}
+		c.CreateJob(t, k, j)
+		k.Hang(j.Namespace, j.PodName(1), "pytorch", true)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "b.tar.gz")
+		s := coronerProcess(t, "collect", "pytorchjob/ht", "-n", j.Namespace, "--kubeconfig", env.admin, "-o", out)
+		pollUntil(t, "the hung log request", func() bool { return slices.Contains(k.Calls(), "hang-term/ht-worker-0/pytorch") })
+		time.Sleep(200 * time.Millisecond) // the request is waiting on the kubelet
+		require.Equal(t, exitTerminated, s.exit(t, syscall.SIGTERM), s.stderr.String())
+		require.Equal(t, "coroner: terminated; nothing written\n", s.stderr.String())
+		require.Empty(t, leftovers(t, dir), "no bundle and no temporary file")
+	})
+
 	t.Run("unknown custom resource: what it owns, down to pods", func(t *testing.T) {
 		c.InstallCRDs(t, testcluster.CRD{Group: "ml.example.com", Version: "v1", Kind: "Experiment", Plural: "experiments"})
 		c.ApplyYAML(t, k, `
@@ -379,6 +416,22 @@ func eventually(t *testing.T, fn func() (int, string, string)) (int, string, str
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// coronerProcess runs coroner ARGS as a process of its own (this test binary, which TestMain
+// turns into coroner when CORONER_TEST_RUN_MAIN=1): a panic or a signal is seen as a user
+// sees it, in the exit code and on stderr.
+func coronerProcess(t *testing.T, args ...string) *started {
+	t.Helper()
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	s := &started{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
+	s.cmd.Env = append(os.Environ(), "CORONER_TEST_RUN_MAIN=1")
+	s.cmd.Stderr = &s.stderr
+	require.NoError(t, s.cmd.Start())
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { _ = s.cmd.Process.Kill() })
+	return s
 }
 
 func leftovers(t *testing.T, dir string) []string {

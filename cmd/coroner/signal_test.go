@@ -80,6 +80,18 @@ func (s *started) exit(t *testing.T, sig os.Signal) int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
+// wait returns the exit code of a process that ends by itself; the test fails (instead of
+// hanging) when it has not after a long grace period.
+func (s *started) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("still running after 60 s; stderr:\n%s", s.stderr.String())
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
 // pollUntil polls until cond holds; it fails the test after a long grace period.
 func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()

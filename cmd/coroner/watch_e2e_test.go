@@ -520,6 +520,68 @@ func TestWatchE2E(t *testing.T) {
 		require.NoError(t, w.Stop())
 	})
 
+	// A kubelet that takes a log request and never answers. SIGTERM comes while the collect
+	// waits on it: after --shutdown-grace the collect is cancelled, and the watcher used to
+	// panic there (a cancelled request was a success without a stream), exit 2 and leave the
+	// temporary bundle, every pod's finalizer and the Lease behind.
+	t.Run("SIGTERM while a log request hangs; then --log-idle-timeout makes it a gap", func(t *testing.T) {
+		j := testcluster.Job{Namespace: "w-hang", Name: "hg", Workers: 2, Running: true}
+		c.CreateJob(t, k, j)
+		k.Hang(j.Namespace, j.PodName(1), "pytorch", true)
+		defer k.Hang(j.Namespace, j.PodName(1), "pytorch", false)
+		pods := func() []corev1.Pod {
+			l, err := c.Kube.CoreV1().Pods("w-hang").List(t.Context(), metav1.ListOptions{})
+			require.NoError(t, err)
+			return l.Items
+		}
+		dir := t.TempDir()
+		w, _ := startWatcherProcess(t, env.kubeconfig, dir, "-n", "w-hang", "--hold-pods", "--shutdown-grace", "1s")
+		waitFor(t, 20*time.Second, "the finalizer on every pod", func() bool {
+			for _, p := range pods() {
+				if !slices.Contains(p.Finalizers, watch.Finalizer) {
+					return false
+				}
+			}
+			return true
+		})
+		c.FailJob(t, j)
+		waitFor(t, 30*time.Second, "the hung log request", func() bool { return slices.Contains(k.Calls(), "w-hang/hg-worker-0/pytorch") })
+		temps, _ := filepath.Glob(filepath.Join(dir, "w-hang", "hg", ".*.tar.gz.tmp-*"))
+		require.Len(t, temps, 1, "the bundle is being written")
+
+		require.NoError(t, w.Stop(), "SIGTERM: exit 0, as documented")
+		require.NotContains(t, w.log.String(), "panic")
+		require.Contains(t, w.log.String(), "running collects did not finish within the grace period")
+		require.Empty(t, bundles(t, dir), "no bundle, and no temporary file")
+		for _, p := range pods() {
+			require.NotContains(t, p.Finalizers, watch.Finalizer, "after SIGTERM: %s", p.Name)
+		}
+		lease, err := c.Kube.CoordinationV1().Leases("coroner").Get(t.Context(), "coroner-watch", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Empty(t, ptrString(lease.Spec.HolderIdentity), "the Lease is given up")
+		require.Empty(t, pytorchJob(t, c, "w-hang", "hg").GetAnnotations()[watch.AnnotationBundle], "abandoned: the next leader collects it")
+
+		// The next leader meets the same kubelet: with --log-idle-timeout the log is a gap, the
+		// bundle is written and the job diagnosed, and the watcher goes on.
+		w, _ = startWatcherProcess(t, env.kubeconfig, dir, "-n", "w-hang", "--hold-pods", "--log-idle-timeout", "1s")
+		waitEvent(t, c, "w-hang", "hg", 60*time.Second)
+		a := pytorchJob(t, c, "w-hang", "hg").GetAnnotations()
+		m := readManifest(t, a[watch.AnnotationBundle])
+		require.Len(t, m.Errors, 1, "%+v", m.Errors)
+		require.Equal(t, "pod/hg-worker-0 container pytorch", m.Errors[0].Object)
+		require.Equal(t, "the log stream sent nothing for too long (1s)", m.Errors[0].Message)
+		require.NotNil(t, m.File("logs/w-hang/hg-worker-1/pytorch.log"))
+		require.Len(t, bundles(t, dir), 1)
+		exited, err := w.wait(time.Second)
+		require.False(t, exited, "the watcher goes on: %v", err)
+		require.Equal(t, "ok\n", w.get("/healthz"))
+		require.NoError(t, w.Stop())
+		require.NotContains(t, w.log.String(), "panic")
+		for _, p := range pods() {
+			require.NotContains(t, p.Finalizers, watch.Finalizer, "after shutdown: %s", p.Name)
+		}
+	})
+
 	t.Run("a restart mid-collect: exactly one bundle", func(t *testing.T) {
 		j := testcluster.Job{Namespace: "w-restart", Name: "rs", Workers: 2, Running: true, LogLines: 400}
 		c.CreateJob(t, k, j)

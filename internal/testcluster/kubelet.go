@@ -19,11 +19,13 @@ import (
 type Kubelet struct {
 	Port int
 	srv  *httptest.Server
+	done chan struct{} // closed when the test ends: hung requests return
 
 	mu        sync.Mutex
 	logs      map[string][]byte // key: ns/pod/container[/previous]; lines carry the RFC3339Nano prefix
 	slow      map[string]time.Duration
 	stall     map[string]int
+	hang      map[string]bool
 	calls     []string
 	onRequest func(ns, pod, container string)
 }
@@ -38,7 +40,7 @@ func (k *Kubelet) OnRequest(fn func(ns, pod, container string)) {
 // StartKubelet starts a fake kubelet for the test's lifetime.
 func StartKubelet(t testing.TB) *Kubelet {
 	t.Helper()
-	k := &Kubelet{logs: map[string][]byte{}, slow: map[string]time.Duration{}, stall: map[string]int{}}
+	k := &Kubelet{logs: map[string][]byte{}, slow: map[string]time.Duration{}, stall: map[string]int{}, hang: map[string]bool{}, done: make(chan struct{})}
 	k.srv = httptest.NewUnstartedServer(http.HandlerFunc(k.serve))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,7 +48,10 @@ func StartKubelet(t testing.TB) *Kubelet {
 	}
 	k.srv.Listener = l
 	k.srv.StartTLS()
-	t.Cleanup(k.srv.Close)
+	t.Cleanup(func() {
+		close(k.done)
+		k.srv.Close()
+	})
 	k.Port = l.Addr().(*net.TCPAddr).Port
 	return k
 }
@@ -80,6 +85,18 @@ func (k *Kubelet) Stall(ns, pod, container string, n int) {
 	k.stall[logKey(ns, pod, container, false)] = n
 }
 
+// Hang makes a log request never answer, not even with its status line, until the client goes
+// away (a kubelet under memory pressure, a wedged container runtime); hang false undoes it.
+func (k *Kubelet) Hang(ns, pod, container string, hang bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if hang {
+		k.hang[logKey(ns, pod, container, false)] = true
+	} else {
+		delete(k.hang, logKey(ns, pod, container, false))
+	}
+}
+
 // Calls returns the log requests served so far ("ns/pod/container[/previous]").
 func (k *Kubelet) Calls() []string {
 	k.mu.Lock()
@@ -108,7 +125,15 @@ func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 	log, ok := k.logs[key]
 	every := k.slow[key]
 	stallAt, stalls := k.stall[key]
+	hangs := k.hang[key]
 	k.mu.Unlock()
+	if hangs {
+		select {
+		case <-r.Context().Done():
+		case <-k.done:
+		}
+		return
+	}
 	if !ok {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(`previous terminated container "` + container + `" in pod "` + pod + `" not found`))

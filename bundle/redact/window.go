@@ -26,6 +26,9 @@ func (c *copier) quiet(spans []span, lineNo int) []span {
 // reports whether it took it: kept back (cand), or written with the run before it as one key
 // when it is the key's END line. Any other line first lets the kept lines go on as text.
 func (c *copier) candLine(raw []byte, lineNo int) bool {
+	if len(c.cand) == 0 && (c.yb != nil || c.pend.kind != pendNone || c.held != nil) {
+		return false // a run starts only where no other state waits for this line
+	}
 	text := bytes.TrimRight(raw, "\r\n")
 	body := text[stampLen(text):]
 	if len(c.cand) > 0 {
@@ -40,8 +43,7 @@ func (c *copier) candLine(raw []byte, lineNo int) bool {
 		c.flushCand()
 		return false
 	}
-	// A run starts only where no other state waits for this line.
-	if c.yb != nil || c.pend.kind != pendNone || c.held != nil || !candBody(body, false) {
+	if !candBody(body, false) {
 		return false
 	}
 	c.candNo = lineNo

@@ -75,6 +75,9 @@ func readTarball(ctx context.Context, r io.Reader, lim Limits, visit func(*tarFi
 		if entries > lim.MaxEntries {
 			return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 		}
+		if err := SparseEntry(hdr); err != nil {
+			return nil, err // before its holes are read as zeros
+		}
 		name, err := cleanEntryName(hdr.Name)
 		if err != nil {
 			return nil, err

@@ -18,6 +18,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index/gzindex"
 	"github.com/coroner-dev/coroner/parse"
 )
@@ -98,6 +99,12 @@ func indexTarball(ctx context.Context, file string, logs []parse.LogStream) ([]b
 			break
 		}
 		if err != nil {
+			pr.CloseWithError(err)
+			<-done
+			return nil, err
+		}
+		if err := bundle.SparseEntry(hdr); err != nil {
+			// bundle.Open refused it; the file was replaced since.
 			pr.CloseWithError(err)
 			<-done
 			return nil, err

@@ -2,7 +2,6 @@ package narrate
 
 import (
 	"context"
-	"strings"
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle/redact"
@@ -52,32 +51,31 @@ func (w IndexWindows) Around(ctx context.Context, file string, line, before, aft
 
 // redactedWindows reads windows through a redactor of whole texts: each window's lines are
 // one text, so the body of a private key or a YAML value below its key, which no line shows
-// alone to be a secret, is masked as in a redacted bundle.
+// alone to be a secret, is masked as in a redacted bundle. The lines above the window are read
+// too (redact.WindowLead of them): a window that starts inside a key or a YAML value is masked
+// as the whole log is, with what began above it.
 type redactedWindows struct {
 	w   Windows
 	red *redact.Redactor
 }
 
 func (r redactedWindows) Around(ctx context.Context, file string, line, before, after int) ([]Line, error) {
-	lines, err := r.w.Around(ctx, file, line, before, after)
+	lines, err := r.w.Around(ctx, file, line, max(before, 0)+redact.WindowLead, after)
 	if err != nil || len(lines) == 0 {
 		return lines, err
 	}
-	texts := make([]string, len(lines))
-	for i, l := range lines {
-		texts[i] = l.Text
-	}
-	joined := strings.Join(texts, "\n")
-	out := strings.Split(r.red.Text(joined), "\n")
-	if len(out) != len(lines) {
-		// A line held a newline of its own: each alone, then.
-		for i := range lines {
-			lines[i].Text = r.red.Text(lines[i].Text)
+	first := line - max(before, 0)
+	var lead, texts []string
+	for _, l := range lines {
+		if l.Number < first {
+			lead = append(lead, l.Text)
+		} else {
+			texts = append(texts, l.Text)
 		}
-		return lines, nil
 	}
-	for i := range lines {
-		lines[i].Text = out[i]
+	lines = lines[len(lead):]
+	for i, t := range r.red.Window(lead, texts) {
+		lines[i].Text = t
 	}
 	return lines, nil
 }

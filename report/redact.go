@@ -7,6 +7,13 @@ package report
 // conditions, gaps, the timeline, titles, the verdict's reason, warnings) is its own. Names of
 // pods, containers and files are not masked: they say where the evidence is.
 func (r *Report) Redact(text func(lines []string) []string) {
+	r.RedactWindows(text, nil)
+}
+
+// RedactWindows is Redact with each evidence window masked by mask, which is told whose
+// window it is (its file and line: a window cut out of a log is masked with the lines above
+// it, as the whole log is), or by text when mask is nil.
+func (r *Report) RedactWindows(text func(lines []string) []string, mask func(e *Evidence, lines []string) []string) {
 	one := func(s *string) {
 		if *s != "" {
 			*s = text([]string{*s})[0]
@@ -24,7 +31,12 @@ func (r *Report) Redact(text func(lines []string) []string) {
 			for _, c := range e.After {
 				window = append(window, c.Text)
 			}
-			out := text(window)
+			var out []string
+			if mask != nil {
+				out = mask(e, window)
+			} else {
+				out = text(window)
+			}
 			for j := range e.Before {
 				e.Before[j].Text = out[j]
 			}

@@ -80,6 +80,7 @@ func (c *copier) copy(ctx context.Context, src io.Reader, size int) (int64, erro
 
 // finish writes what is still held back and records the locations.
 func (c *copier) finish() {
+	c.flushCand()
 	c.flushHeld()
 	c.flushBlock()
 	c.flushYAML()
@@ -116,6 +117,16 @@ type copier struct {
 	// held is the last line, kept back because it ends with what may be the start of a token
 	// that goes on in the next line.
 	held *heldLine
+	// cand holds lines that look like the body of a PEM block with no BEGIN line above them
+	// (a log cut in the middle of a key, a window read from one): kept back until an END line
+	// makes them a key, or another line makes them text (see candLine).
+	cand      [][]byte
+	candNo    int // the line number of cand[0]
+	candSize  int
+	replaying bool
+	// quietTo: masks on lines up to this one are not counted (the lines read above a window
+	// for their state only, see Window).
+	quietTo int
 }
 
 func (c *copier) write(b []byte) {
@@ -147,6 +158,7 @@ func (c *copier) record(m int32, lineNo int) {
 
 // longPiece redacts and writes most of a long line, and returns the tail to carry.
 func (c *copier) longPiece(buf []byte, lineNo int) []byte {
+	c.flushCand()
 	c.flushHeld()
 	c.flushBlock()
 	c.flushYAML()
@@ -167,7 +179,7 @@ func (c *copier) longPiece(buf []byte, lineNo int) []byte {
 			keep = append(keep, s)
 		}
 	}
-	c.sc.out = c.r.apply(c.sc.out[:0], buf[:cut], keep, c.at(lineNo))
+	c.sc.out = c.r.apply(c.sc.out[:0], buf[:cut], c.quiet(keep, lineNo), c.at(lineNo))
 	c.write(c.sc.out)
 	return append(buf[:0], buf[cut:]...)
 }
@@ -176,6 +188,9 @@ func (c *copier) longPiece(buf []byte, lineNo int) []byte {
 // until the next line says how it ends.
 func (c *copier) line(raw []byte, lineNo int) {
 	if c.inBlock && c.blockLine(raw) {
+		return
+	}
+	if !c.replaying && c.candLine(raw, lineNo) {
 		return
 	}
 	if c.yb != nil && c.yamlLine(raw, lineNo) {
@@ -214,7 +229,7 @@ func (c *copier) line(raw []byte, lineNo int) {
 
 // writeLine writes a line with its spans masked.
 func (c *copier) writeLine(raw, text []byte, spans []span, lineNo int) {
-	c.sc.out = c.r.apply(c.sc.out[:0], text, spans, c.at(lineNo))
+	c.sc.out = c.r.apply(c.sc.out[:0], text, c.quiet(spans, lineNo), c.at(lineNo))
 	c.sc.out = append(c.sc.out, raw[len(text):]...)
 	c.write(c.sc.out)
 }
@@ -280,8 +295,11 @@ func (c *copier) flushBlock() {
 		value = append(value, '\n')
 	}
 	c.blockTok = c.r.token(nil, m, value)
-	c.r.counts[m].Add(1)
-	if c.where != "" {
+	// A key wholly above a window (quietTo) is neither counted nor located.
+	if c.blockStart+len(block)-1 > c.quietTo {
+		c.r.counts[m].Add(1)
+	}
+	if c.where != "" && c.blockStart+len(block)-1 > c.quietTo {
 		c.locs = append(c.locs, Location{File: c.where, Line: c.blockStart, Rule: c.r.ms[m].id})
 	}
 	for i, raw := range block {
@@ -298,7 +316,7 @@ func (c *copier) blockOut(raw []byte, first bool, lineNo int) []byte {
 	var out []byte
 	if first {
 		head := text[:c.blockAt]
-		out = c.r.apply(nil, head, c.r.find(head, c.sc), c.at(lineNo))
+		out = c.r.apply(nil, head, c.quiet(c.r.find(head, c.sc), lineNo), c.at(lineNo))
 	} else {
 		out = append(out, text[:stampLen(text)]...)
 	}
@@ -306,7 +324,7 @@ func (c *copier) blockOut(raw []byte, first bool, lineNo int) []byte {
 	if end := bytes.Index(text, []byte("-----END")); end >= 0 && !first {
 		if stop := bytes.Index(text[end+8:], []byte("-----")); stop >= 0 {
 			tail := text[end+8+stop+5:]
-			out = c.r.apply(out, tail, c.r.find(tail, c.sc), c.at(lineNo))
+			out = c.r.apply(out, tail, c.quiet(c.r.find(tail, c.sc), lineNo), c.at(lineNo))
 		}
 	}
 	if cr {

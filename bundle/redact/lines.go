@@ -436,8 +436,10 @@ func (c *copier) writeYAML() {
 		return
 	}
 	yb.tok = c.r.token(nil, yb.m, value)
-	c.r.counts[yb.m].Add(1)
-	c.record(yb.m, yb.start)
+	if yb.start+len(yb.lines)-1 > c.quietTo {
+		c.r.counts[yb.m].Add(1)
+		c.record(yb.m, yb.start)
+	}
 	for _, raw := range yb.lines {
 		c.write(c.yamlOut(raw))
 	}

@@ -389,8 +389,8 @@ func (r *Redactor) text(s, where, field string) string {
 		sc.hits = literal.Append(r.ac, s, sc.hits[:0])
 		none := len(sc.hits) == 0
 		r.putScratch(sc)
-		if none {
-			return s
+		if none && !strings.Contains(s, "-----END ") {
+			return s // (a key's END line says what the lines above it were)
 		}
 	}
 	var b strings.Builder

@@ -13,6 +13,7 @@ import (
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 )
@@ -204,7 +205,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		return fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", inputName(opts.Inputs))
 	}
 	if !opts.NoRedact {
-		if err := redactReport(ctx, rep, b, opts.LLM.RedactRules); err != nil {
+		if err := redactReport(ctx, rep, b, res.Index, opts.LLM.RedactRules); err != nil {
 			return err
 		}
 	}
@@ -254,7 +255,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 // a reader of the report cannot test guesses of a masked value. Most reports hold no secret: a
 // first pass with a throwaway key finds out before the bundle is hashed. A warning says how many
 // were masked.
-func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, rulesFile string) error {
+func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, ix *index.Index, rulesFile string) error {
 	var extra []redact.Rule
 	if rulesFile != "" {
 		rules, err := redact.LoadRules(rulesFile)
@@ -268,7 +269,8 @@ func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, rul
 		return err
 	}
 	found := false
-	rep.Redact(func(lines []string) []string {
+	windows := &windowMasker{ix: ix}
+	rep.RedactWindows(func(lines []string) []string {
 		for _, l := range lines {
 			found = found || probe.Text(l) != l
 		}
@@ -277,7 +279,16 @@ func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, rul
 			found = probe.Text(t) != t
 		}
 		return lines
+	}, func(e *report.Evidence, lines []string) []string {
+		out := windows.mask(probe, e, lines)
+		for i := range lines {
+			found = found || out[i] != lines[i]
+		}
+		return lines
 	})
+	if windows.err != nil {
+		return windows.err
+	}
 	if !found {
 		return nil
 	}
@@ -289,7 +300,11 @@ func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, rul
 	if err != nil {
 		return err
 	}
-	rep.Redact(func(lines []string) []string { return redactWindow(red, lines) })
+	rep.RedactWindows(func(lines []string) []string { return redactWindow(red, lines) },
+		func(e *report.Evidence, lines []string) []string { return windows.mask(red, e, lines) })
+	if windows.err != nil {
+		return windows.err
+	}
 	total := 0
 	var rules []string
 	for _, s := range red.Summary() {

@@ -1,0 +1,176 @@
+package redact
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strings"
+)
+
+// A key's body without its BEGIN line: a log cut in the middle of a key (the kept end of a
+// truncated log), or a window of a log read back from the middle of one. Its lines are plain
+// base64 and no rule finds anything in them alone; the END line that follows says what they
+// were. The copier keeps such a run back until it knows.
+
+// quiet marks the spans of a line above the window as not counted.
+func (c *copier) quiet(spans []span, lineNo int) []span {
+	if lineNo <= c.quietTo {
+		for i := range spans {
+			spans[i].nocount = true
+		}
+	}
+	return spans
+}
+
+// candLine takes a line that may be part of a key body seen without its BEGIN line, and
+// reports whether it took it: kept back (cand), or written with the run before it as one key
+// when it is the key's END line. Any other line first lets the kept lines go on as text.
+func (c *copier) candLine(raw []byte, lineNo int) bool {
+	if len(c.cand) == 0 && (c.yb != nil || c.pend.kind != pendNone || c.held != nil) {
+		return false // a run starts only where no other state waits for this line
+	}
+	text := bytes.TrimRight(raw, "\r\n")
+	body := text[stampLen(text):]
+	if len(c.cand) > 0 {
+		if secretPEMEnd(body) {
+			c.candKey(raw)
+			return true
+		}
+		if candBody(body, true) {
+			c.candAdd(raw)
+			return true
+		}
+		c.flushCand()
+		return false
+	}
+	if !candBody(body, false) {
+		return false
+	}
+	c.candNo = lineNo
+	c.candAdd(raw)
+	return true
+}
+
+func (c *copier) candAdd(raw []byte) {
+	c.cand = append(c.cand, append([]byte(nil), raw...))
+	c.candSize += len(raw)
+	// A key is at most maxBlockLines lines: the oldest line beyond it is text.
+	for len(c.cand) > 0 && (len(c.cand) > maxBlockLines || c.candSize > maxBlockBytes) {
+		c.replay(c.cand[0], c.candNo)
+		c.candSize -= len(c.cand[0])
+		c.cand = c.cand[1:]
+		c.candNo++
+	}
+}
+
+// replay processes a kept line as any line.
+func (c *copier) replay(raw []byte, lineNo int) {
+	c.replaying = true
+	c.line(raw, lineNo)
+	c.replaying = false
+}
+
+// flushCand lets the kept lines go on as text: they were not a key.
+func (c *copier) flushCand() {
+	cand, n := c.cand, c.candNo
+	c.cand, c.candSize = nil, 0
+	for i, raw := range cand {
+		c.replay(raw, n+i)
+	}
+}
+
+// candKey writes the kept lines and their END line as one private key, as a block that began
+// at the first kept line's text.
+func (c *copier) candKey(end []byte) {
+	lines := append(c.cand, append([]byte(nil), end...))
+	first := bytes.TrimRight(lines[0], "\r\n")
+	p, ind := bodyStart(first)
+	c.block, c.blockTok = lines, nil
+	c.blockAt, c.blockStart = p+ind, c.candNo
+	c.cand, c.candSize = nil, 0
+	c.flushBlock()
+	c.blockTok = nil
+}
+
+// candBody reports whether a line's text (after its timestamp) can be a line of a PEM body:
+// one base64 word, maybe indented or quoted. Within a run (more), also a blank line or one of
+// the headers of an encrypted key.
+func candBody(body []byte, more bool) bool {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 || bytes.HasPrefix(t, []byte("Proc-Type:")) || bytes.HasPrefix(t, []byte("DEK-Info:")) {
+		return more
+	}
+	for _, c := range t {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '\\' || c == '"') {
+			return false
+		}
+	}
+	return true
+}
+
+// secretPEMEnd reports whether a line holds the END line of a PEM block of a key that is not
+// public: PRIVATE KEY of any kind (RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK) or a key of a
+// kind not known here. Certificates and public keys are not secrets.
+func secretPEMEnd(body []byte) bool {
+	i := bytes.Index(body, []byte("-----END "))
+	if i < 0 {
+		return false
+	}
+	rest := body[i+len("-----END "):]
+	j := bytes.Index(rest, []byte("-----"))
+	if j <= 0 {
+		return false
+	}
+	label := string(rest[:j])
+	for _, r := range label {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == ' ') {
+			return false
+		}
+	}
+	return strings.Contains(label, "KEY") && !strings.Contains(label, "PUBLIC")
+}
+
+// Window returns lines, a window cut out of a log, with every secret masked as Copy masks it
+// in the whole log: lead holds the lines just above the window (as many as the caller can
+// read; WindowLead is enough for any key or YAML value of a bounded size), read for what they
+// say of the window's lines (a key that began above it, a YAML key whose value it shows) and
+// neither returned nor counted. A window is one text, one line for one.
+func (r *Redactor) Window(lead, lines []string) []string {
+	multi := len(lines) == 0
+	for _, l := range lead {
+		multi = multi || strings.Contains(l, "\n")
+	}
+	for _, l := range lines {
+		multi = multi || strings.Contains(l, "\n")
+	}
+	if multi {
+		// A line that holds a newline of its own: no telling lines apart; each alone, then.
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = r.Text(l)
+		}
+		return out
+	}
+	all := make([]string, 0, len(lead)+len(lines))
+	all = append(all, lead...)
+	all = append(all, lines...)
+	s := strings.Join(all, "\n")
+	var b strings.Builder
+	b.Grow(len(s))
+	c := &copier{r: r, w: bufio.NewWriterSize(&b, min(len(s)+16, 4<<10)), sc: r.getScratch(), quietTo: len(lead)}
+	c.copy(context.Background(), strings.NewReader(s), min(len(s)+1, readSize))
+	r.putScratch(c.sc)
+	out := strings.Split(b.String(), "\n")
+	if len(out) != len(all) {
+		out = make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = r.Text(l)
+		}
+		return out
+	}
+	return out[len(lead):]
+}
+
+// WindowLead is how many lines above a window Window needs to see to mask it as the whole log
+// is masked: more than the longest key block the copier reads.
+const WindowLead = maxBlockLines + 56

@@ -225,7 +225,7 @@ const (
 // printed anywhere in the same failure, or by a symptom before it or right after it (an
 // abort carries its cause on the next lines).
 func explains(g, f *Finding) bool {
-	if g.Severity < SeverityError || !sameProcess(f, g) {
+	if g.Severity < SeverityError && !explainsUntilRecovered(g, f) || !sameProcess(f, g) {
 		return false
 	}
 	if f.derived {
@@ -245,6 +245,13 @@ func explains(g, f *Finding) bool {
 		return !after(g, f) || near(f, g)
 	}
 	return true
+}
+
+// explainsUntilRecovered says whether g, an error training went on past, may still explain
+// f: what its process showed before it resumed (the container's exit that the restart
+// followed), never what came after.
+func explainsUntilRecovered(g, f *Finding) bool {
+	return g.recovered != nil && g.recovered.time != 0 && f.at != nil && f.at.UnixNano() <= g.recovered.time
 }
 
 // after says whether g came after f.

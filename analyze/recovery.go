@@ -41,7 +41,8 @@ func (a *analyzer) recoveredByRestart() {
 			var m mark
 			var ok bool
 			switch {
-			case p.log == f.log:
+			case p.log == f.log && f.Category != CategoryNaNLoss:
+				// Steps go on after a NaN loss; only finite values say it recovered (a streak).
 				m, ok = resumedAfter(p, f)
 			case previous[f.log] && !previous[p.log]:
 				m, ok = resumedAfterRestart(p, f)

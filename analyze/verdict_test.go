@@ -2,6 +2,9 @@ package analyze
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -222,4 +225,178 @@ func TestSucceededButBroken(t *testing.T) {
 		require.Contains(t, res.VerdictReason, "on 5 logging steps in a row")
 		require.Contains(t, res.VerdictReason, "from 10:11:00, recovered at 10:16:00")
 	})
+}
+
+// progressLines writes step lines from step from to step to (every 10) between t0 and t1.
+func progressLines(b *strings.Builder, from, to int, t0, t1 time.Time) {
+	n := (to - from) / 10
+	for i := 0; i <= n; i++ {
+		at := t0.Add(time.Duration(i) * t1.Sub(t0) / time.Duration(max(n, 1)))
+		fmt.Fprintf(b, "%s step %d | loss %.4f | lr 2.0e-04\n", at.Format(time.RFC3339Nano), from+10*i, 2.0-float64(from+10*i)/10000)
+	}
+}
+
+// restartedThenUploadDenied: worker-1 hit an NCCL error at 10:02 and its container
+// restarted; both workers resumed from the checkpoint of step 4,800 and trained for 34
+// minutes; then worker-0's checkpoint upload was denied and the job failed.
+func restartedThenUploadDenied() map[string]string {
+	at := func(h, m, s int) time.Time { return time.Date(2026, 3, 14, h, m, s, 0, time.UTC) }
+	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
+	var prev1, cur1, w0 strings.Builder
+	progressLines(&prev1, 4500, 4900, at(9, 30, 0), at(10, 2, 0))
+	fmt.Fprintf(&prev1, "%s torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n", ts(at(10, 2, 11)))
+	fmt.Fprintf(&cur1, "%s resuming from checkpoint /ckpt/step-4800\n", ts(at(10, 3, 0)))
+	progressLines(&cur1, 4800, 6000, at(10, 3, 30), at(10, 37, 0))
+	progressLines(&w0, 4500, 4900, at(9, 30, 0), at(10, 2, 0))
+	fmt.Fprintf(&w0, "%s resuming from checkpoint /ckpt/step-4800\n", ts(at(10, 3, 0)))
+	progressLines(&w0, 4800, 6000, at(10, 3, 30), at(10, 37, 0))
+	fmt.Fprintf(&w0, "%s Traceback (most recent call last):\n", ts(at(10, 37, 20)))
+	fmt.Fprintf(&w0, "%s   File \"/workspace/train.py\", line 301, in save_checkpoint\n", ts(at(10, 37, 20)))
+	fmt.Fprintf(&w0, "%s botocore.exceptions.ClientError: An error occurred (AccessDenied) when calling the PutObject operation: Access Denied\n", ts(at(10, 37, 20)))
+	running := `  phase: Running
+  startTime: "2026-03-14T09:29:00Z"
+  containerStatuses:
+  - name: pytorch
+    image: registry.local/ml/trainer:v2
+    imageID: registry.local/ml/trainer@sha256:1
+    ready: true
+    restartCount: 1
+    state: {running: {startedAt: "2026-03-14T10:02:40Z"}}
+    lastState: {terminated: {exitCode: 1, reason: Error, startedAt: "2026-03-14T09:29:10Z", finishedAt: "2026-03-14T10:02:30Z"}}
+`
+	failed := `  phase: Failed
+  startTime: "2026-03-14T09:29:00Z"
+  containerStatuses:
+  - name: pytorch
+    image: registry.local/ml/trainer:v2
+    imageID: registry.local/ml/trainer@sha256:1
+    ready: false
+    restartCount: 0
+    state: {terminated: {exitCode: 1, reason: Error, startedAt: "2026-03-14T09:29:10Z", finishedAt: "2026-03-14T10:37:25Z"}}
+`
+	return map[string]string{
+		"resources/kubeflow.org/PyTorchJob/ml/train.yaml": pytorchJobYAML(2, "Failed", "2026-03-14T10:37:30Z"),
+		"resources/core/Pod/ml/train-worker-0.yaml":       workerPodYAML(0, failed),
+		"resources/core/Pod/ml/train-worker-1.yaml":       workerPodYAML(1, running),
+		"logs/ml/train-worker-0/pytorch.log":              w0.String(),
+		"logs/ml/train-worker-1/pytorch.previous.log":     prev1.String(),
+		"logs/ml/train-worker-1/pytorch.log":              cur1.String(),
+	}
+}
+
+// TestRecoveredErrorIsNotTheRoot: an error training went on past (a restart, then 34 minutes
+// of training from the checkpoint) is reported as recovered, and the failure that ended the
+// job is the root cause.
+func TestRecoveredErrorIsNotTheRoot(t *testing.T) {
+	res := analyzeBundle(t, restartedThenUploadDenied(), time.Date(2026, 3, 14, 10, 40, 0, 0, time.UTC), Options{})
+	t.Log(findingsOf(res))
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryStorageError, res.RootCause.Category, res.VerdictReason)
+	require.Equal(t, "train-worker-0", res.RootCause.Pod)
+	require.Contains(t, res.VerdictReason, "recovered before it: train-worker-1: NCCL")
+	require.Contains(t, res.VerdictReason, "at 10:02:11, restarted, resumed at step 4,800")
+	var nccl *Finding
+	for _, f := range res.Findings {
+		if f.Category == CategoryCollectiveError {
+			nccl = f
+		}
+	}
+	require.NotNil(t, nccl)
+	require.Equal(t, SeverityWarning, nccl.Severity)
+	require.Contains(t, nccl.Title, "(recovered: restarted, resumed at step 4,800)")
+
+	// The same error with no training after it is still the root cause.
+	files := restartedThenUploadDenied()
+	files["logs/ml/train-worker-1/pytorch.log"] = "2026-03-14T10:03:00Z resuming from checkpoint /ckpt/step-4800\n"
+	res = analyzeBundle(t, files, time.Date(2026, 3, 14, 10, 40, 0, 0, time.UTC), Options{})
+	require.Equal(t, CategoryCollectiveError, res.RootCause.Category, res.VerdictReason)
+}
+
+// sampleFiles reads a sample bundle's files (manifest and expected answer left out).
+func sampleFiles(t *testing.T, name string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	dir := filepath.Join("..", "samples", name)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		if rel == "manifest.json" || rel == "expected.json" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		files[rel] = string(data)
+		return err
+	})
+	require.NoError(t, err)
+	return files
+}
+
+// TestMPIJobLauncherDiskFull: the launcher's log carries every rank's output; a rank's
+// [Errno 28] there is the root cause, not the MPIJob's Failed condition.
+func TestMPIJobLauncherDiskFull(t *testing.T) {
+	files := sampleFiles(t, "mpijob-launcher-failed")
+	const launcher = "logs/ml/mpi-train-launcher/mpi-launcher.log"
+	lines := strings.SplitAfter(files[launcher], "\n")
+	require.Greater(t, len(lines), 4)
+	// The sample ends with mpirun's report of rank 2's SIGKILL; here rank 0 fails writing.
+	files[launcher] = strings.Join(lines[:len(lines)-4], "") +
+		"2026-03-14T20:19:08.1Z [1,0]<stderr>:Traceback (most recent call last):\n" +
+		"2026-03-14T20:19:08.1Z [1,0]<stderr>:  File \"/workspace/train.py\", line 212, in <module>\n" +
+		"2026-03-14T20:19:08.1Z [1,0]<stderr>:    torch.save(state, ckpt_path)\n" +
+		"2026-03-14T20:19:08.1Z [1,0]<stderr>:OSError: [Errno 28] No space left on device\n" +
+		"2026-03-14T20:19:08.9Z --------------------------------------------------------------------------\n" +
+		"2026-03-14T20:19:08.9Z Primary job  terminated normally, but 1 process returned\n" +
+		"2026-03-14T20:19:08.9Z a non-zero exit code. Per user-direction, the job has been aborted.\n" +
+		"2026-03-14T20:19:08.9Z --------------------------------------------------------------------------\n"
+	const pod = "resources/core/Pod/ml/mpi-train-worker-1.yaml"
+	files[pod] = strings.ReplaceAll(strings.ReplaceAll(files[pod], "OOMKilled", "Error"), "exitCode: 137", "exitCode: 143")
+	const lpod = "resources/core/Pod/ml/mpi-train-launcher.yaml"
+	files[lpod] = strings.ReplaceAll(files[lpod], "exitCode: 137", "exitCode: 1")
+	res := analyzeBundle(t, files, time.Date(2026, 3, 14, 20, 30, 0, 0, time.UTC), Options{})
+	t.Log(findingsOf(res))
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryDiskFull, res.RootCause.Category, res.VerdictReason)
+	require.Equal(t, "mpi-train-launcher", res.RootCause.Pod)
+}
+
+// describeEvents is the Events table of a pasted `kubectl describe pod`, its ages given.
+func describeEvents(failedAge, backOffAge string) string {
+	return "Events:\n" +
+		"  Type     Reason     Age                  From               Message\n" +
+		"  ----     ------     ----                 ----               -------\n" +
+		"  Normal   Scheduled  " + failedAge + "  default-scheduler  Successfully assigned ml/train-worker-0 to gpu-1\n" +
+		"  Warning  Failed     " + failedAge + "  kubelet  Failed to pull image \"registry.local/ml/trainer:v2\": rpc error: code = Unknown desc = failed to pull and unpack image \"registry.local/ml/trainer:v2\": unexpected status from GET request: 503 Service Unavailable\n" +
+		"  Normal   BackOff    " + backOffAge + "  kubelet  Back-off pulling image \"registry.local/ml/trainer:v2\"\n"
+}
+
+// TestStuckFromPrintedAges: without a collection time, the ages a pasted describe prints
+// measure the wait.
+func TestStuckFromPrintedAges(t *testing.T) {
+	res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": describeEvents("24m (x16 over 25m)", "3s (x208 over 25m)")}, time.Time{}, Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryImagePull, res.RootCause.Category)
+	require.Contains(t, res.VerdictReason, "pending for 25 min")
+
+	res = analyzeBundle(t, map[string]string{"logs/ml/x/c.log": describeEvents("2m (x4 over 3m)", "5s (x12 over 3m)")}, time.Time{}, Options{})
+	require.Equal(t, VerdictUnknown, res.Verdict, res.VerdictReason)
+	require.Contains(t, res.VerdictReason, "pending for 3 min, below the 5 min threshold")
+
+	// A user's threshold: 2 minutes.
+	res = analyzeBundle(t, map[string]string{"logs/ml/x/c.log": describeEvents("2m (x4 over 3m)", "5s (x12 over 3m)")}, time.Time{}, Options{StuckAfter: 2 * time.Minute})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}
+
+func TestKubeAge(t *testing.T) {
+	for in, want := range map[string]time.Duration{"25m": 25 * time.Minute, "3m12s": 3*time.Minute + 12*time.Second, "2d3h": 51 * time.Hour, "40s": 40 * time.Second} {
+		got, ok := kubeAge(in)
+		require.True(t, ok, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "m", "x208", "v2", "3s5m", "25", "12ms", "sm"} {
+		_, ok := kubeAge(in)
+		require.False(t, ok, in)
+	}
 }

@@ -26,6 +26,14 @@ func (a *analyzer) recoveredByRestart() {
 	for _, l := range a.res.Logs {
 		previous[l.Path] = l.Previous
 	}
+	// The processes of each container: a job of 200,000 logs has as many.
+	procs := map[[2]string][]*procState{}
+	for _, p := range a.procs {
+		if p.progress > 0 {
+			k := [2]string{p.pod, p.container}
+			procs[k] = append(procs[k], p)
+		}
+	}
 	for _, f := range a.findings {
 		if f.recovered != nil && f.Severity >= SeverityWarning {
 			a.markRecovered(f) // a streak that ended: the values were good again
@@ -34,8 +42,8 @@ func (a *analyzer) recoveredByRestart() {
 		if f.Severity < SeverityError || f.derived || f.Layer != LayerExecution || f.log == "" || f.rule != nil && f.rule.Match.Streak != nil {
 			continue
 		}
-		for _, p := range a.procs {
-			if p.pod != f.Pod || p.container != f.Container || p.progress == 0 || f.stream != "" && p.stream != f.stream {
+		for _, p := range procs[[2]string{f.Pod, f.Container}] {
+			if f.stream != "" && p.stream != f.stream {
 				continue
 			}
 			var m mark

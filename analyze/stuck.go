@@ -59,12 +59,17 @@ func (a *analyzer) stuckVerdict(where string) bool {
 	if root == nil || !a.stuckPhase() || !waiting(root) {
 		return false
 	}
-	d, how, ok := a.waited(root)
+	d, how, collected, ok := a.waited(root)
 	what := strings.TrimSpace(fmt.Sprintf("%s: %s in %s", root.Category, root.Title, where))
 	switch {
 	case !ok:
 		// Nothing measures the wait: the finding stands, as a pasted describe without ages.
 		return false
+	case !collected && d < a.stuckAfter:
+		// A pasted text has no "now": its ages are when it was taken, a lower bound of a wait
+		// that someone found worth pasting. The finding stands, with what the text shows.
+		r.Verdict = VerdictUnhealthy
+		r.VerdictReason = fmt.Sprintf("%s; %s for at least %s when the text was taken", what, how, roundDuration(d))
 	case d < a.stuckAfter:
 		r.Verdict = VerdictUnknown
 		r.RootCause = nil
@@ -78,12 +83,12 @@ func (a *analyzer) stuckVerdict(where string) bool {
 
 // waited measures how long the job has been waiting in the root's condition, and says how
 // ("pending", or "waiting" for a pod that runs but whose container does not). With the
-// bundle's collection time it is from the creation of the root's pod (or of the job) to
-// then; without it, the longest duration the waiting findings' evidence prints: an event's
-// "(x208 over 25m)" or age, a listing's Age column, or the span between a repeated line's
-// first and last time.
-func (a *analyzer) waited(root *Finding) (time.Duration, string, bool) {
-	how := "pending"
+// bundle's collection time (collected) it is from the creation of the root's pod (or of the
+// job) to then; without it, the longest duration the waiting findings' evidence prints: an
+// event's "(x208 over 25m)" or age, a listing's Age column, or the span between a repeated
+// line's first and last time. ok is false when nothing measures it.
+func (a *analyzer) waited(root *Finding) (wait time.Duration, how string, collected, ok bool) {
+	how = "pending"
 	var pod *corev1.Pod
 	if root.Pod != "" {
 		pod = a.m.Pod("", root.Pod)
@@ -92,7 +97,7 @@ func (a *analyzer) waited(root *Finding) (time.Duration, string, bool) {
 		how = "waiting"
 	}
 	if mf := a.m.Bundle.Manifest; mf != nil && mf.CollectedAt != nil {
-		since := time.Time{}
+		var since time.Time
 		switch {
 		case pod != nil && !pod.CreationTimestamp.IsZero():
 			since = pod.CreationTimestamp.Time
@@ -102,7 +107,7 @@ func (a *analyzer) waited(root *Finding) (time.Duration, string, bool) {
 			since = *root.at
 		}
 		if !since.IsZero() && !mf.CollectedAt.Before(since) {
-			return mf.CollectedAt.Sub(since), how, true
+			return mf.CollectedAt.Sub(since), how, true, true
 		}
 	}
 	var longest time.Duration
@@ -120,7 +125,7 @@ func (a *analyzer) waited(root *Finding) (time.Duration, string, bool) {
 			}
 		}
 	}
-	return longest, how, found
+	return longest, how, false, found
 }
 
 // printedWait is the longest Kubernetes-style duration a line prints as a word of its own:

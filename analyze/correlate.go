@@ -471,7 +471,7 @@ func (a *analyzer) verdict() {
 			r.VerdictReason = fmt.Sprintf("the job succeeded but %s; %s in %s", what, f.Category, where)
 		}
 		if s := a.recoveredSummary(); s != "" {
-			r.VerdictReason += "; recovered before it: " + s
+			r.VerdictReason += "; recovered from " + s
 		}
 	case a.succeeded() && len(a.recoveredErrors) > 0:
 		r.Verdict = VerdictHealthy

@@ -293,7 +293,7 @@ func TestRecoveredErrorIsNotTheRoot(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, CategoryStorageError, res.RootCause.Category, res.VerdictReason)
 	require.Equal(t, "train-worker-0", res.RootCause.Pod)
-	require.Contains(t, res.VerdictReason, "recovered before it: train-worker-1: NCCL")
+	require.Contains(t, res.VerdictReason, "; recovered from train-worker-1: NCCL")
 	require.Contains(t, res.VerdictReason, "at 10:02:11, restarted, resumed at step 4,800")
 	var nccl *Finding
 	for _, f := range res.Findings {

@@ -35,6 +35,10 @@ type Options struct {
 	Version string
 	// Log, when set, hears about the index cache (a damaged index rebuilt).
 	Log func(format string, args ...any)
+	// StuckAfter is how long a job that has not failed may wait for what it needs to start
+	// (an image, a node, a runtime, a container that keeps crashing) before that wait is its
+	// failure; 0 means DefaultStuckAfter and a negative value no wait at all.
+	StuckAfter time.Duration
 }
 
 // Result is the outcome of an analysis.
@@ -75,7 +79,7 @@ type LogSummary struct {
 // (a full disk) or when ctx is done (its error, wrapped); problems with the bundle itself
 // become warnings.
 func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
-	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}}
+	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}, stuckAfter: opts.stuckAfter()}
 	if err := a.scanLogs(ctx, opts); err != nil {
 		return nil, err
 	}
@@ -98,6 +102,9 @@ type analyzer struct {
 	logsFor map[string]bool
 	// recovered counts the errors of a job that succeeded that it recovered from.
 	recovered int
+	// recoveredErrors are the errors training went on past (see recoveredByRestart), in
+	// the order found.
+	recoveredErrors []*Finding
 	// textFacts are the object facts log lines rendered, in bundle order.
 	textFacts []loggedFact
 	// procs are the processes the logs showed, in bundle order.
@@ -105,6 +112,8 @@ type analyzer struct {
 	// inJob and onNode hold the names of the job's pods and of the nodes they ran on (see
 	// eventOfJob).
 	inJob, onNode map[string]bool
+	// stuckAfter is how long a job may wait to start before the wait is its failure.
+	stuckAfter time.Duration
 }
 
 func (a *analyzer) add(f *Finding) { a.findings = append(a.findings, f) }

@@ -26,6 +26,7 @@ func (a *analyzer) correlate() {
 			f.at = f.Time
 		}
 	}
+	a.recoveredByRestart()
 	a.merge()
 	a.resolvedLater()
 	a.recoveredFrom()
@@ -85,12 +86,16 @@ func (a *analyzer) merge() {
 	byKey := map[string]*Finding{}
 	out := a.findings[:0]
 	for _, f := range a.findings {
-		key := f.Pod + "\x00" + f.Container + "\x00" + f.RuleID
+		// An error recovered from and the same error that was not are two failures.
+		key := f.Pod + "\x00" + f.Container + "\x00" + f.RuleID + "\x00" + f.Severity.String()
 		first, ok := byKey[key]
 		if !ok {
 			byKey[key] = f
 			out = append(out, f)
 			continue
+		}
+		if f.recovered == nil || first.recovered != nil && f.recovered.time > first.recovered.time {
+			first.recovered = f.recovered // recovered only if every one of them was
 		}
 		first.Count += f.Count
 		for _, st := range f.streams {
@@ -139,8 +144,10 @@ func (a *analyzer) linkWeak() {
 	// Only findings of the same pod can explain each other: one list per pod, in order, keeps
 	// this linear in pods (a 4,096-rank job has thousands of findings).
 	byPod := map[string][]*Finding{}
+	byID := map[string]*Finding{}
 	for _, g := range a.findings {
 		byPod[g.Pod] = append(byPod[g.Pod], g)
+		byID[g.ID] = g
 	}
 	for _, f := range a.findings {
 		if !(f.generic || f.fallback || f.symptom || f.derived) || f.Pod == "" {
@@ -148,7 +155,7 @@ func (a *analyzer) linkWeak() {
 		}
 		var best *Finding
 		for _, g := range byPod[f.Pod] {
-			if g != f && explains(g, f) && (best == nil || betterExplanation(f, g, best)) {
+			if g != f && explains(g, f) && !(g.symptom && explains(f, g)) && !followsFrom(g, f, byID) && (best == nil || betterExplanation(f, g, best)) {
 				best = g
 			}
 		}
@@ -156,6 +163,20 @@ func (a *analyzer) linkWeak() {
 			f.SecondaryOf = best.ID
 		}
 	}
+}
+
+// followsFrom says whether g already follows from f, directly or through others: then g
+// cannot explain f, or the two would point at each other with no root left. (A symptom that
+// f explains never explains f either: a pull's back-off follows from the failed pull, not the
+// other way round.)
+func followsFrom(g, f *Finding, byID map[string]*Finding) bool {
+	for n := 0; g != nil && g.SecondaryOf != "" && n < len(byID); n++ {
+		if g.SecondaryOf == f.ID {
+			return true
+		}
+		g = byID[g.SecondaryOf]
+	}
+	return false
 }
 
 // specificity ranks what a finding says about why: that a process failed (generic), that it
@@ -204,7 +225,7 @@ const (
 // printed anywhere in the same failure, or by a symptom before it or right after it (an
 // abort carries its cause on the next lines).
 func explains(g, f *Finding) bool {
-	if g.Severity < SeverityError || !sameProcess(f, g) {
+	if g.Severity < SeverityError && !explainsUntilRecovered(g, f) || !sameProcess(f, g) {
 		return false
 	}
 	if f.derived {
@@ -224,6 +245,13 @@ func explains(g, f *Finding) bool {
 		return !after(g, f) || near(f, g)
 	}
 	return true
+}
+
+// explainsUntilRecovered says whether g, an error training went on past, may still explain
+// f: what its process showed before it resumed (the container's exit that the restart
+// followed), never what came after.
+func explainsUntilRecovered(g, f *Finding) bool {
+	return g.recovered != nil && g.recovered.time != 0 && f.at != nil && f.at.UnixNano() <= g.recovered.time
 }
 
 // after says whether g came after f.
@@ -396,8 +424,9 @@ func (a *analyzer) recoveredFrom() {
 
 // brokenOutput says whether a finding shows the training output broken for good.
 func (a *analyzer) brokenOutput(f *Finding) bool {
-	if f.rule != nil && f.rule.Match.Streak != nil && f.rule.Match.Streak.ToEnd {
-		return true
+	if f.rule != nil && f.rule.Match.Streak != nil {
+		// Nothing after the streak's last bad line was good again: the run ended broken.
+		return f.recovered == nil
 	}
 	if f.Layer != LayerExecution || f.generic || f.symptom || f.fallback || f.derived || f.log == "" {
 		return false
@@ -417,23 +446,14 @@ func (a *analyzer) brokenOutput(f *Finding) bool {
 func (a *analyzer) verdict() {
 	r := a.res
 	j := a.m.Job
+	if r.RootCause != nil && a.stuckVerdict(a.where(r.RootCause)) {
+		return
+	}
 	switch {
 	case r.RootCause != nil:
 		r.Verdict = VerdictUnhealthy
 		f := r.RootCause
-		where := f.Pod
-		if f.Container != "" {
-			where += "/" + f.Container
-		}
-		if where == "" && j != nil {
-			where = j.Ref()
-		}
-		if f.Rank >= 0 {
-			where += ", rank " + strconv.Itoa(f.Rank)
-		}
-		if f.Node != "" {
-			where += ", node " + f.Node
-		}
+		where := a.where(f)
 		r.VerdictReason = strings.TrimSpace(fmt.Sprintf("%s: %s in %s", f.Category, f.Title, where))
 		if a.succeeded() {
 			// The controller says it succeeded; the training output says otherwise.
@@ -441,17 +461,36 @@ func (a *analyzer) verdict() {
 			if f.noProgressAfter {
 				what += ", and training made no progress after it"
 			}
+			if f.rule != nil && f.rule.Match.Streak != nil && f.recovered == nil && !f.rule.Match.Streak.ToEnd {
+				from := mark{line: f.order, step: f.step}
+				if f.Time != nil {
+					from.time = f.Time.UnixNano()
+				}
+				what += ", from " + from.place() + " to the end of its log"
+			}
 			r.VerdictReason = fmt.Sprintf("the job succeeded but %s; %s in %s", what, f.Category, where)
 		}
+		if s := a.recoveredSummary(); s != "" {
+			r.VerdictReason += "; recovered from " + s
+		}
+	case a.succeeded() && len(a.recoveredErrors) > 0:
+		r.Verdict = VerdictHealthy
+		r.VerdictReason = "the job succeeded; recovered from " + a.recoveredSummary()
 	case a.succeeded() && a.recovered > 0:
 		r.Verdict = VerdictHealthy
 		r.VerdictReason = fmt.Sprintf("the job succeeded; %d error(s) seen on the way were recovered from", a.recovered)
 	case j != nil && j.Phase == parse.PhaseSucceeded:
 		r.Verdict = VerdictHealthy
 		r.VerdictReason = "the job succeeded and no failure was found"
-	case j != nil && (j.Phase == parse.PhaseRunning || j.Phase == parse.PhaseCreated && len(j.Pods()) > 0 && allRunning(j)):
+	case j != nil && (j.Phase == parse.PhaseRunning || j.Phase == parse.PhaseCreated && len(j.Pods()) > 0 && allRunning(j)) && !a.podsPending():
 		r.Verdict = VerdictHealthy
 		r.VerdictReason = "the job is running and no failure was found so far"
+		if s := a.recoveredSummary(); s != "" {
+			r.VerdictReason += "; recovered from " + s
+		}
+	case j != nil && j.Object != nil && a.podsPending():
+		r.Verdict = VerdictUnknown
+		r.VerdictReason = a.pendingReason()
 	default:
 		r.Verdict = VerdictUnknown
 		if j == nil || j.Object == nil {
@@ -470,6 +509,24 @@ func (a *analyzer) verdict() {
 			r.VerdictReason = fmt.Sprintf("the job is %s and no failure was found", j.Phase)
 		}
 	}
+}
+
+// where names the place of a finding in the verdict's sentence: pod/container, rank, node.
+func (a *analyzer) where(f *Finding) string {
+	where := f.Pod
+	if f.Container != "" {
+		where += "/" + f.Container
+	}
+	if where == "" && a.m.Job != nil {
+		where = a.m.Job.Ref()
+	}
+	if f.Rank >= 0 {
+		where += ", rank " + strconv.Itoa(f.Rank)
+	}
+	if f.Node != "" {
+		where += ", node " + f.Node
+	}
+	return where
 }
 
 // lastProgress is the process whose progress was seen last, or nil when no log showed any.

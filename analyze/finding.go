@@ -50,6 +50,13 @@ type Finding struct {
 	// noProgressAfter: in a job that succeeded, its process showed training progress before
 	// it and none after (it was not recovered from).
 	noProgressAfter bool
+	// recovered, for a streak's finding, is the line where its process showed a good value
+	// again (a finite loss after the NaNs, a loss scale that grew); nil while nothing after the
+	// streak's last bad line did. For another finding, the first progress its process (or its
+	// container after a restart) made past it, when training went on (see recoveredByRestart).
+	recovered *mark
+	// restarted: the progress that recovered from the finding came after a restart.
+	restarted bool
 	// rule is the rule that made the finding.
 	rule *Rule
 	// order keeps findings of one stream in line order when times are equal or missing.

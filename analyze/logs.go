@@ -124,7 +124,11 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		p = s.proc(pre.stream, pre.rank)
 	}
 	if p.active > 0 {
-		p.recover(text, s.sc.state)
+		m := mark{line: l.Number, time: s.latest, step: step}
+		if m.step < 0 {
+			m.step = p.step
+		}
+		p.recover(text, s.sc.state, m)
 	}
 	if len(hits) == 0 && len(s.sc.state) == 0 && !progress {
 		return

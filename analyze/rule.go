@@ -280,8 +280,8 @@ func (r *Rule) compileMatch() []string {
 		if len(s.Patterns) == 0 {
 			problems = append(problems, "streak has no patterns")
 		}
-		if s.Min < 2 {
-			problems = append(problems, "streak min must be at least 2 (one line is not a streak)")
+		if s.Min < 2 && (s.Min < 1 || len(s.Recover) == 0) {
+			problems = append(problems, "streak min must be at least 2 (one line is not a streak), or 1 with recover patterns (a condition that lasts until they match)")
 		}
 		problems = append(problems, r.compile(s.Patterns, kindStreak)...)
 		problems = append(problems, r.compile(s.Recover, kindRecover)...)

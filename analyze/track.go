@@ -212,13 +212,14 @@ func parseRanks(s string) []int {
 // recover ends the streaks under way whose recovering patterns match a line that is not
 // one of their condition lines. It runs only while a streak is under way: recovering lines
 // (every finite loss) are most of a log.
-func (p *procState) recover(text []byte, hits []stateHit) {
+func (p *procState) recover(text []byte, hits []stateHit, m mark) {
 	for r, s := range p.streaks {
 		if s.n == 0 || hasHit(hits, r, kindStreak) {
 			continue
 		}
 		for _, cp := range r.res {
 			if cp.kind == kindRecover && cp.re.Match(text) {
+				s.recovered(m)
 				s.n, s.found = 0, nil
 				p.active--
 				break
@@ -241,6 +242,7 @@ func (p *procState) streakLine(h stateHit, m mark, text []byte, onFinding func(*
 	if g := sr.Falling; g != "" {
 		v, err := strconv.ParseFloat(h.groups[g], 64)
 		if err == nil && s.n > 0 && v > s.falling {
+			s.recovered(m)
 			s.n, s.found = 0, nil // the value rose again: the process recovered
 			p.active--
 		}
@@ -268,6 +270,15 @@ func (p *procState) streakLine(h stateHit, m mark, text []byte, onFinding func(*
 	}
 }
 
+// recovered records, on the finding the streak gave, the line that ended it: the process
+// showed a good value again (see Finding.recovered).
+func (s *streak) recovered(m mark) {
+	if s.found != nil {
+		s.found.recovered = &m
+		s.found.Title = s.found.rule.TitleFor(s.vars())
+	}
+}
+
 // ready says whether the streak is long enough and its last line meets the rule's
 // conditions.
 func (s *streak) ready(r *Rule) bool {
@@ -280,6 +291,10 @@ func (p *procState) finish(onFinding func(*Finding)) {
 		s := p.streaks[r]
 		if r.Match.Streak.ToEnd && s.ready(r) {
 			onFinding(p.streakFinding(r, s))
+		}
+		if s.found != nil {
+			// Reported when it was long enough; its title counts it whole.
+			s.found.Title = r.TitleFor(s.vars())
 		}
 	}
 }
@@ -297,6 +312,18 @@ func sortedRules[V any](m map[*Rule]V) []*Rule {
 // may name {count}, {firstStep}, {lastStep}, {from} ("step 30", or "line 212" when no step
 // is known) and the last line's groups.
 func (p *procState) streakFinding(r *Rule, s *streak) *Finding {
+	f := newFinding(r, s.vars())
+	f.Pod, f.Container, f.Rank = p.pod, p.container, p.rank
+	f.Count = s.n
+	f.log, f.stream, f.streams, f.order, f.step = p.log, p.stream, []string{p.stream}, s.first.line, s.firstStep
+	f.Time = nsPtr(s.first.time)
+	f.Evidence = []Evidence{{Source: "log", File: p.log, Line: s.first.line, Time: f.Time, Text: s.first.text}}
+	extendTo(f, s.last)
+	return f
+}
+
+// vars are the values a streak's title may name.
+func (s *streak) vars() map[string]string {
 	vars := map[string]string{"count": strconv.Itoa(s.n)}
 	for k, v := range s.lastGroups {
 		vars[k] = v
@@ -309,14 +336,7 @@ func (p *procState) streakFinding(r *Rule, s *streak) *Finding {
 	if s.last.step >= 0 {
 		vars["lastStep"] = strconv.FormatInt(s.last.step, 10)
 	}
-	f := newFinding(r, vars)
-	f.Pod, f.Container, f.Rank = p.pod, p.container, p.rank
-	f.Count = s.n
-	f.log, f.stream, f.streams, f.order, f.step = p.log, p.stream, []string{p.stream}, s.first.line, s.firstStep
-	f.Time = nsPtr(s.first.time)
-	f.Evidence = []Evidence{{Source: "log", File: p.log, Line: s.first.line, Time: f.Time, Text: s.first.text}}
-	extendTo(f, s.last)
-	return f
+	return vars
 }
 
 // extendTo makes a streak's last line the finding's second evidence.

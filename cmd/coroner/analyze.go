@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +36,9 @@ type AnalyzeOptions struct {
 	Full bool
 	// Color is auto, always or never: colour in the summary.
 	Color string
+	// StuckAfter is how long a job that has not failed may wait to start before the wait is
+	// its failure (see analyze.Options.StuckAfter; 0 here means at once).
+	StuckAfter time.Duration
 
 	// The LLM step (see llm.go).
 	LLM LLMOptions
@@ -42,7 +46,7 @@ type AnalyzeOptions struct {
 
 // NewCmdAnalyze builds `coroner analyze`. runF replaces the run function in tests.
 func NewCmdAnalyze(io *IOStreams, runF func(*AnalyzeOptions) error) *cobra.Command {
-	opts := &AnalyzeOptions{Limits: bundle.DefaultLimits()}
+	opts := &AnalyzeOptions{Limits: bundle.DefaultLimits(), StuckAfter: analyze.DefaultStuckAfter}
 	cmd := &cobra.Command{
 		Use:   "analyze (BUNDLE | LOG... | -)",
 		Short: "Explain a job's failure from a bundle or from plain logs",
@@ -98,6 +102,7 @@ of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines r
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
 	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
 	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the report's text (for local use; prompts are redacted all the same)")
+	f.DurationVar(&opts.StuckAfter, "stuck-after", opts.StuckAfter, "a job not yet failed whose pods have waited `DURATION` to start (image pull, scheduling, crash loop, missing runtime) is unhealthy; before, unknown (0: at once)")
 	f.BoolVar(&opts.Full, "full", false, "list everything in a Markdown or HTML report: every finding's evidence, row, event, pod and log")
 	addColorFlag(cmd, &opts.Color)
 	addCacheFlags(cmd, &opts.Cache)
@@ -194,8 +199,12 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
 		}
 	}
+	stuckAfter := opts.StuckAfter
+	if stuckAfter <= 0 {
+		stuckAfter = -1 // analyze reads 0 as its default; here 0 means no wait at all
+	}
 	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
-		Cache: cache, Version: version, Log: logf})
+		Cache: cache, Version: version, Log: logf, StuckAfter: stuckAfter})
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Source, err)
 	}

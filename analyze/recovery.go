@@ -1,0 +1,186 @@
+package analyze
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Training went on past an error when its process printed at least minResumed progress lines
+// after it, spread over at least resumeSpan. The spread tells resumed training from progress
+// lines that stdout's buffer let out all at once when a process died or was killed.
+const (
+	minResumed = 3
+	resumeSpan = time.Minute
+)
+
+// recoveredByRestart lowers the errors training went on past, within the container that
+// printed them: its previous log ends with the error and its current log trains again (the
+// container restarted), or the same log shows training resume for a while after it (an
+// elastic agent restarted the workers). Such an error did not end the job: it becomes a
+// warning that says it was recovered from, and the failure that did end the job is the root
+// cause. A streak says itself when it recovered (Finding.recovered).
+func (a *analyzer) recoveredByRestart() {
+	previous := map[string]bool{}
+	for _, l := range a.res.Logs {
+		previous[l.Path] = l.Previous
+	}
+	// The processes of each container: a job of 200,000 logs has as many.
+	procs := map[[2]string][]*procState{}
+	for _, p := range a.procs {
+		if p.progress > 0 {
+			k := [2]string{p.pod, p.container}
+			procs[k] = append(procs[k], p)
+		}
+	}
+	for _, f := range a.findings {
+		if f.recovered != nil && f.Severity >= SeverityWarning {
+			a.markRecovered(f) // a streak that ended: the values were good again
+			continue
+		}
+		if f.Severity < SeverityError || f.derived || f.Layer != LayerExecution || f.log == "" || f.rule != nil && f.rule.Match.Streak != nil {
+			continue
+		}
+		for _, p := range procs[[2]string{f.Pod, f.Container}] {
+			if f.stream != "" && p.stream != f.stream {
+				continue
+			}
+			var m mark
+			var ok bool
+			switch {
+			case p.log == f.log && f.Category != CategoryNaNLoss:
+				// Steps go on after a NaN loss; only finite values say it recovered (a streak).
+				m, ok = resumedAfter(p, f)
+			case previous[f.log] && !previous[p.log]:
+				m, ok = resumedAfterRestart(p, f)
+			}
+			if ok {
+				f.recovered, f.restarted = &m, p.log != f.log
+				a.markRecovered(f)
+				break
+			}
+		}
+	}
+}
+
+// markRecovered lowers a finding the job recovered from to a warning that says how.
+func (a *analyzer) markRecovered(f *Finding) {
+	f.Severity = SeverityWarning
+	f.Title += " (recovered: " + f.recoveryText() + ")"
+	a.recoveredErrors = append(a.recoveredErrors, f)
+}
+
+// resumedAfter finds, in the process's own log, training that went on after the finding's
+// line: enough progress lines, spread over time, reaching past the step the error was at.
+// Lines without times cannot tell resumed training from a buffer's last lines.
+func resumedAfter(p *procState, f *Finding) (mark, bool) {
+	var after []mark
+	for k := range min(p.progress, maxPeriods) {
+		m, _ := p.progressBack(k)
+		if m.line <= f.order {
+			break
+		}
+		after = append(after, m)
+	}
+	if len(after) < minResumed {
+		return mark{}, false
+	}
+	first, last := after[len(after)-1], after[0]
+	if p.first.line > f.order {
+		first = p.first
+	}
+	if first.time == 0 || last.time == 0 || time.Duration(last.time-first.time) < resumeSpan {
+		return mark{}, false
+	}
+	if f.step >= 0 && last.step >= 0 && last.step <= f.step {
+		return mark{}, false
+	}
+	return first, true
+}
+
+// resumedAfterRestart finds training in the log of the container that restarted after the
+// error ended its previous log: enough progress, spread over time when the lines say when,
+// and past the step the error was at when both say.
+func resumedAfterRestart(p *procState, f *Finding) (mark, bool) {
+	if p.progress < minResumed {
+		return mark{}, false
+	}
+	first, last := p.first, p.lastProgress()
+	if first.time != 0 && last.time != 0 && time.Duration(last.time-first.time) < resumeSpan {
+		return mark{}, false
+	}
+	if f.at != nil && first.time != 0 && first.time < f.at.UnixNano() {
+		return mark{}, false // the "current" log began before the error: not its restart
+	}
+	if f.step >= 0 && last.step >= 0 && last.step <= f.step {
+		return mark{}, false
+	}
+	return first, true
+}
+
+// recoveryText says how a finding was recovered from: "restarted, resumed at step 4,800",
+// "from step 100, recovered at step 150".
+func (f *Finding) recoveryText() string {
+	m := f.recovered
+	if m == nil {
+		return ""
+	}
+	switch {
+	case f.restarted:
+		return "restarted, resumed at " + m.place()
+	case f.rule != nil && f.rule.Match.Streak != nil:
+		from := mark{line: f.order, step: f.step}
+		if f.Time != nil {
+			from.time = f.Time.UnixNano()
+		}
+		return "from " + from.place() + ", recovered at " + m.place()
+	}
+	return "resumed at " + m.place()
+}
+
+// place names a point of a log the way a reader finds it: its step, else its time, else its
+// line.
+func (m mark) place() string {
+	switch {
+	case m.step >= 0:
+		return "step " + thousands(m.step)
+	case m.time != 0:
+		return time.Unix(0, m.time).UTC().Format("15:04:05")
+	}
+	return "line " + strconv.Itoa(m.line)
+}
+
+// recoveredSummary says, in a clause, what the job recovered from: "worker-1: NCCL error at
+// 10:02:11, restarted, resumed at step 4,800", the first and how many more.
+func (a *analyzer) recoveredSummary() string {
+	if len(a.recoveredErrors) == 0 {
+		return ""
+	}
+	f := a.recoveredErrors[0]
+	title, _, _ := strings.Cut(f.Title, " (recovered: ")
+	s := title
+	if f.Pod != "" {
+		s = f.Pod + ": " + title
+	}
+	if f.Time != nil {
+		s += " at " + f.Time.UTC().Format("15:04:05")
+	}
+	s += ", " + f.recoveryText()
+	if n := len(a.recoveredErrors) - 1; n > 0 {
+		s += fmt.Sprintf(", and %d more", n)
+	}
+	return s
+}
+
+// thousands writes n with thousands separators: 4800 -> "4,800".
+func thousands(n int64) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

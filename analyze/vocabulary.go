@@ -66,7 +66,9 @@ type MatchedTerm struct {
 func (c Classification) Classified() bool { return c.Category != CategoryUnknown && c.Category != "" }
 
 // DefaultVocabulary loads the built-in vocabulary.
-func DefaultVocabulary() (*Vocabulary, error) { return LoadVocabulary(rules.VocabularyFS, "vocabulary") }
+func DefaultVocabulary() (*Vocabulary, error) {
+	return LoadVocabulary(rules.VocabularyFS, "vocabulary")
+}
 
 // LoadVocabulary reads every *.yaml file of dir in fsys as one vocabulary: the thresholds of
 // the first file that sets them, the categories of all. Unknown fields, categories, faults

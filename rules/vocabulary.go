@@ -26,7 +26,7 @@ type Vocabulary struct {
 	MinMargin float64 `json:"minMargin"`
 	// ContextWeight scales the terms found in the lines around the terminal failure (not in
 	// the failure's own lines); 0 ignores the context.
-	ContextWeight float64             `json:"contextWeight"`
+	ContextWeight float64            `json:"contextWeight"`
 	Categories    []*VocabularyEntry `json:"categories"`
 }
 

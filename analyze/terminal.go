@@ -83,7 +83,10 @@ var (
 	fatalLine  = regexp.MustCompile(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`)
 	errorLine  = regexp.MustCompile(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} `)
 	// launcherLine is a launcher's summary of a failed process.
-	launcherLine = regexp.MustCompile(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero`)
+	launcherLine = regexp.MustCompile(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`)
+	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
+	// Warning event, a container's or pod's reason.
+	objectLine = regexp.MustCompile(`^\s*Warning\s+[A-Z][A-Za-z]+\s|^\s*Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b`)
 )
 
 func kindOf(text []byte) lineKind {
@@ -99,7 +102,7 @@ func kindOf(text []byte) lineKind {
 		return kindFatal
 	case signalLine.Match(t):
 		return kindSignal
-	case launcherLine.Match(t) || exitLine.Match(t):
+	case launcherLine.Match(t) || exitLine.Match(t) || objectLine.Match(t):
 		return kindExit
 	case errorLine.Match(t):
 		return kindError

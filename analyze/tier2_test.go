@@ -120,6 +120,11 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryHostOOM, ConfidenceMedium, "likely host-oom: 'Killed'"},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
+		{"a kubectl describe of a Pending pod, pasted", false, "Status:       Pending\nEvents:\n  Type     Reason            Age   From               Message\n  ----     ------            ----  ----               -------\n" +
+			"  Warning  FailedScheduling  25m   default-scheduler  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n",
+			VerdictUnhealthy, CategoryScheduling, ConfidenceMedium, "likely scheduling"},
+		{"Slurm cancels a job step", false, progress + "slurmstepd: error: *** STEP 4242.0 ON node-7 CANCELLED AT 2024-05-01T10:00:00 DUE TO PREEMPTION ***\n",
+			VerdictUnhealthy, CategoryPreemptedEvicted, ConfidenceMedium, "likely preempted-evicted"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

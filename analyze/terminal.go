@@ -82,6 +82,9 @@ var (
 	signalLine = regexp.MustCompile(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|^Aborted`)
 	fatalLine  = regexp.MustCompile(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`)
 	errorLine  = regexp.MustCompile(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} `)
+	// errorWords are the words a line that reports a failure uses, in any log format:
+	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
+	errorWords = regexp.MustCompile(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`)
 	// launcherLine is a launcher's summary of a failed process.
 	launcherLine = regexp.MustCompile(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`)
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
@@ -104,7 +107,7 @@ func kindOf(text []byte) lineKind {
 		return kindSignal
 	case launcherLine.Match(t) || exitLine.Match(t) || objectLine.Match(t):
 		return kindExit
-	case errorLine.Match(t):
+	case errorLine.Match(t) || errorWords.Match(t):
 		return kindError
 	}
 	return kindNone
@@ -129,8 +132,9 @@ type terminalFailure struct {
 const (
 	maxFailureLines = 12
 	maxContextLines = 40
-	// errorNearEnd is how close to a log's end an ERROR line must be to count.
-	errorNearEnd = 15
+	// errorNearEnd is how close to a log's end an error line must be to count: earlier ones
+	// were most likely survived.
+	errorNearEnd = 60
 	// contextAround is how many lines on each side of a failure line are context.
 	contextAround = 2
 )
@@ -151,6 +155,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		if bytes.HasPrefix(trim, []byte("Traceback (most recent call last)")) {
 			tb = true
 			continue
+		}
+		if bytes.HasPrefix(trim, []byte("The above exception was")) || bytes.HasPrefix(trim, []byte("During handling of the above exception")) {
+			continue // joins two tracebacks of one chain; says nothing itself
 		}
 		k := kindOf(l.text)
 		if tb && k != kindException && (len(l.text) > 0 && (l.text[0] == ' ' || l.text[0] == '\t') || bytes.HasPrefix(trim, []byte("File \""))) {
@@ -240,11 +247,12 @@ func (tf *terminalFailure) failureText() (failure, context string) {
 	return b.String(), c.String()
 }
 
-// endsLog says whether the failure is how the log ends: its strongest line comes after the
-// log's last training progress.
-func (tf *terminalFailure) endsLog() bool {
+// endsLog says whether the failure is how the log ends: one of its lines that shows on its
+// own that the process failed (strong) or any of its lines (!strong) comes after the log's
+// last training progress.
+func (tf *terminalFailure) endsLog(strong bool) bool {
 	for i, l := range tf.lines {
-		if tf.kinds[i].strong() && l.line > tf.lastProgress {
+		if (tf.kinds[i].strong() || !strong) && l.line > tf.lastProgress {
 			return true
 		}
 	}

@@ -99,12 +99,14 @@ func (a *analyzer) mayHaveFailed() bool {
 
 // classifyTerminal picks the terminal failure to classify, the first in bundle order that
 // the vocabulary can tell: of the root's own log or pod when there is a root, else of any
-// log whose failure comes after its last progress.
+// log whose failure comes after its last progress. Without a root, error lines alone (no
+// exception, signal, fatal line or exit code) must score twice the minimum, and never name
+// nan-loss (a NaN line alone is not the end of training: the streak rules judge that).
 func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classification) {
 	var cands []*terminalFailure
 	for _, tf := range a.terminals {
 		switch {
-		case root == nil && !tf.endsLog():
+		case root == nil && !tf.endsLog(false):
 		case root != nil && root.log != "" && tf.log != root.log:
 		case root != nil && root.log == "" && root.Pod != "" && tf.pod != root.Pod:
 		default:
@@ -112,7 +114,11 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 		}
 	}
 	for _, tf := range cands {
-		if c := a.vocab.Classify(tf.failureText()); c.Classified() {
+		c := a.vocab.Classify(tf.failureText())
+		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
+			continue
+		}
+		if c.Classified() {
 			return tf, c
 		}
 	}

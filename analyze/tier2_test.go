@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
 
@@ -43,14 +44,14 @@ func TestTerminalOf(t *testing.T) {
 			"terminate called after throwing an instance of 'std::runtime_error'",
 			"  what():  something broke",
 			"Fatal Python error: Aborted",
-		}, []string{"  what():  something broke", "Fatal Python error: Aborted"}},
+		}, []string{"terminate called after throwing an instance of 'std::runtime_error'", "  what():  something broke", "Fatal Python error: Aborted"}},
 		{"torchelastic's summary", []string{
 			"Root Cause (first observed failure):",
 			"[0]:",
 			"  exitcode  : -9 (pid: 812)",
 			"  error_file: <N/A>",
 			"  traceback : Signal 9 (SIGKILL) received by PID 812",
-		}, []string{"  exitcode  : -9 (pid: 812)", "  error_file: <N/A>", "  traceback : Signal 9 (SIGKILL) received by PID 812"}},
+		}, []string{"Root Cause (first observed failure):", "  exitcode  : -9 (pid: 812)", "  error_file: <N/A>", "  traceback : Signal 9 (SIGKILL) received by PID 812"}},
 		{"a shell's Killed", []string{"epoch 1 step 10 loss 2.1", "/bin/sh: line 1:   812 Killed   python train.py"},
 			[]string{"/bin/sh: line 1:   812 Killed   python train.py"}},
 		{"a wrapped line is rejoined", []string{
@@ -174,4 +175,41 @@ func TestSecondTierAlone(t *testing.T) {
 	require.NotNil(t, res.RootCause)
 	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category)
 	require.Equal(t, ConfidenceMedium, res.Confidence)
+}
+
+// TestSecondTierNeverFailsAHealthyJob: a pod that succeeded (or runs) whose log ends in words
+// the vocabulary knows stays healthy: the job's own status outranks the tier. The same pod
+// failed is named by the tier.
+func TestSecondTierNeverFailsAHealthyJob(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(WithoutSpecific(all))
+	require.NoError(t, err)
+	for _, phase := range []string{"Succeeded", "Running", "Failed"} {
+		t.Run(phase, func(t *testing.T) {
+			files := map[string]string{
+				"resources/core/Pod/ml/p.yaml": podYAML("p", "n1", phase, "", 0),
+				"logs/ml/p/c.log": "2026-03-14T10:00:03Z epoch 1 step 10 loss 2.1\n" +
+					"2026-03-14T10:00:04Z /bin/sh: line 1:   812 Killed   python eval.py\n",
+			}
+			fsys := fstest.MapFS{}
+			var list []bundle.File
+			for _, p := range []string{"logs/ml/p/c.log", "resources/core/Pod/ml/p.yaml"} {
+				fsys[p] = &fstest.MapFile{Data: []byte(files[p])}
+				list = append(list, bundle.File{Path: p, Size: int64(len(files[p]))})
+			}
+			m, err := parse.Load(&bundle.Bundle{Source: "test", FS: fsys, Files: list, Limits: bundle.DefaultLimits()})
+			require.NoError(t, err)
+			res, err := Run(t.Context(), m, Options{Rules: rs})
+			require.NoError(t, err)
+			if phase == "Failed" {
+				require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+				require.Equal(t, CategoryHostOOM, res.RootCause.Category)
+				require.Equal(t, ConfidenceMedium, res.Confidence)
+				return
+			}
+			require.Equal(t, VerdictHealthy, res.Verdict, res.VerdictReason)
+			require.Nil(t, res.RootCause)
+		})
+	}
 }

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build install run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus
+.PHONY: build install run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -89,3 +89,10 @@ clean:
 # version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model.
 e2e-llm:
 	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" CORONER_TOKENIZERS="$$(./scripts/tokenizers.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E|TestLLMTokenEstimateE2E' -v ./cmd/coroner
+
+# Score the second tier alone: the specific rules off (analyze --tiers fallback), so only the
+# vocabulary names causes. score.py takes a binary and no flags, so a wrapper passes the flag.
+corpus-tier2: build
+	printf '#!/bin/sh\nexec "%s" "$$@" --tiers fallback\n' "$(abspath $(BIN))" > bin/coroner-tier2
+	chmod +x bin/coroner-tier2
+	python3 $(CORPUS_SCORE) bin/coroner-tier2 $(CORPUS_FLAGS)

@@ -39,6 +39,8 @@ type Options struct {
 	// (an image, a node, a runtime, a container that keeps crashing) before that wait is its
 	// failure; 0 means DefaultStuckAfter and a negative value no wait at all.
 	StuckAfter time.Duration
+	// Vocabulary is the second tier's model; nil uses the built-in one.
+	Vocabulary *Vocabulary
 }
 
 // Result is the outcome of an analysis.
@@ -47,6 +49,8 @@ type Result struct {
 	// VerdictReason says in one sentence why the verdict is what it is.
 	VerdictReason string
 	RootCause     *Finding
+	// Confidence says how sure the root cause is ("" without one): see Confidence.
+	Confidence Confidence
 	// Findings are sorted by time (findings without a time last), ids f1, f2... in that order.
 	Findings []*Finding
 	Timeline []TimelineEntry
@@ -79,7 +83,14 @@ type LogSummary struct {
 // (a full disk) or when ctx is done (its error, wrapped); problems with the bundle itself
 // become warnings.
 func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
-	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}, stuckAfter: opts.stuckAfter()}
+	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}, stuckAfter: opts.stuckAfter(), vocab: opts.Vocabulary}
+	if a.vocab == nil {
+		v, err := defaultVocabulary()
+		if err != nil {
+			return nil, fmt.Errorf("built-in vocabulary: %w", err)
+		}
+		a.vocab = v
+	}
 	if err := a.scanLogs(ctx, opts); err != nil {
 		return nil, err
 	}
@@ -109,6 +120,10 @@ type analyzer struct {
 	textFacts []loggedFact
 	// procs are the processes the logs showed, in bundle order.
 	procs []*procState
+	// vocab is the second tier's model and terminals each log's terminal failure, in
+	// bundle order (tier2.go).
+	vocab     *Vocabulary
+	terminals []*terminalFailure
 	// inJob and onNode hold the names of the job's pods and of the nodes they ran on (see
 	// eventOfJob).
 	inJob, onNode map[string]bool
@@ -140,6 +155,8 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 		},
 		Scanned: func(i int) {
 			if s := scanners[i]; s != nil {
+				s.terminal = terminalOf(&s.tail, s.ls.Path, s.ls.Pod, s.ls.Container)
+				s.tail = tailBuf{}
 				scratch.Put(s.release())
 			}
 		},
@@ -159,6 +176,9 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
 		a.procs = append(a.procs, scanners[i].finish(st)...)
+		if tf := scanners[i].terminal; tf != nil {
+			a.terminals = append(a.terminals, tf)
+		}
 		for _, tf := range scanners[i].facts {
 			a.textFacts = append(a.textFacts, loggedFact{textFact: tf, ls: ls})
 		}

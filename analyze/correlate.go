@@ -35,7 +35,7 @@ func (a *analyzer) correlate() {
 		f.ID = fmt.Sprintf("f%d", i+1)
 	}
 	a.linkWeak()
-	root := a.hardwareBehind(a.rootCause())
+	root := a.secondTier(a.hardwareBehind(a.rootCause()))
 	if root != nil {
 		// The same failure on other pods (the same rule): what follows on such a pod follows
 		// from that pod's own finding, as on the root's pod from the root.

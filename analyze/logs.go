@@ -43,6 +43,10 @@ type logScanner struct {
 	progress []progressMemo
 	// facts are the object facts the log's lines rendered (see rules.TextFact).
 	facts []textFact
+	// tail keeps the log's last lines for its terminal failure (terminal.go), found when
+	// the scan ends; the lines are then dropped.
+	tail     tailBuf
+	terminal *terminalFailure
 }
 
 // textFact is an object fact read from a log line.
@@ -112,6 +116,10 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	}
 	text, pre := splitPrefix(l.Text)
 	progress, step := s.progressOf(l, text)
+	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank)
+	if progress {
+		s.tail.lastProgress = l.Number
+	}
 	var hits []Hit
 	s.sc.state = s.sc.state[:0]
 	if s.mayMatch(l) {

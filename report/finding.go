@@ -86,6 +86,9 @@ type RootCause struct {
 	Finding
 	// Symptoms counts the findings that follow from the root cause.
 	Symptoms int
+	// Confidence is high for a specific rule on unambiguous evidence, medium for the second
+	// tier's finding, low when only an exit code or a generic exception says it failed.
+	Confidence analyze.Confidence
 }
 
 // rootCauseJSON is the contract's rootCause: the fields of its finding that version 1 of the
@@ -107,6 +110,7 @@ type rootCauseJSON struct {
 	Explanation string           `json:"explanation,omitempty"`
 	Remediation string           `json:"remediation,omitempty"`
 	Symptoms    int              `json:"symptoms"`
+	Confidence  string           `json:"confidence"`
 }
 
 // MarshalJSON writes the contract's rootCause object. HTML characters are left as they are:
@@ -118,7 +122,8 @@ func (rc RootCause) MarshalJSON() ([]byte, error) {
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(rootCauseJSON{FindingID: f.ID, Category: f.Category, RuleID: f.RuleID, Title: f.Title,
 		Severity: f.Severity, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Rank: f.Rank, Node: f.Node,
-		Time: f.Time, Evidence: f.Evidence, Explanation: f.Explanation, Remediation: f.Remediation, Symptoms: rc.Symptoms})
+		Time: f.Time, Evidence: f.Evidence, Explanation: f.Explanation, Remediation: f.Remediation, Symptoms: rc.Symptoms,
+		Confidence: string(rc.Confidence)})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }
 
@@ -131,7 +136,8 @@ func (rc *RootCause) UnmarshalJSON(data []byte) error {
 	}
 	*rc = RootCause{Finding: Finding{ID: v.FindingID, Category: v.Category, RuleID: v.RuleID, Title: v.Title,
 		Severity: v.Severity, Fault: v.Fault, Retry: v.Retry, Pod: v.Pod, Container: v.Container, Rank: v.Rank, Node: v.Node,
-		Time: v.Time, Evidence: v.Evidence, Explanation: v.Explanation, Remediation: v.Remediation}, Symptoms: v.Symptoms}
+		Time: v.Time, Evidence: v.Evidence, Explanation: v.Explanation, Remediation: v.Remediation}, Symptoms: v.Symptoms,
+		Confidence: analyze.Confidence(v.Confidence)}
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/coroner-dev/coroner/analyze"
 )
 
-// TestRootCauseJSON: the root cause is its finding plus the symptoms count, written with the
+// TestRootCauseJSON: the root cause is its finding plus the symptoms count and confidence, written with the
 // contract's names and order (findingId for the id; no layer, count or secondaryOf), and
 // read back into the same finding.
 func TestRootCauseJSON(t *testing.T) {
@@ -21,7 +21,7 @@ func TestRootCauseJSON(t *testing.T) {
 		Severity: analyze.SeverityCritical, Layer: analyze.LayerExecution, Title: "CUDA out of memory", Fault: analyze.FaultUser,
 		Retry: analyze.RetryPermanent, Pod: "w-4", Container: "pytorch", Time: &tm, Count: 2,
 		Evidence:    []Evidence{{Source: "log", File: "logs/ml/w-4/pytorch.log", Line: 56, Text: "in <module>"}},
-		Explanation: "e", Remediation: "r"}, Symptoms: 7}
+		Explanation: "e", Remediation: "r"}, Symptoms: 7, Confidence: analyze.ConfidenceHigh}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -32,7 +32,7 @@ func TestRootCauseJSON(t *testing.T) {
 	}
 	want := `{"rootCause":{"findingId":"f3","category":"cuda-oom","ruleId":"cuda-oom/torch-alloc","title":"CUDA out of memory",` +
 		`"severity":"critical","fault":"user","retry":"permanent","pod":"w-4","container":"pytorch","time":"2026-03-14T10:02:11Z",` +
-		`"evidence":[{"source":"log","file":"logs/ml/w-4/pytorch.log","line":56,"text":"in <module>"}],"explanation":"e","remediation":"r","symptoms":7}}` + "\n"
+		`"evidence":[{"source":"log","file":"logs/ml/w-4/pytorch.log","line":56,"text":"in <module>"}],"explanation":"e","remediation":"r","symptoms":7,"confidence":"high"}}` + "\n"
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

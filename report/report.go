@@ -157,7 +157,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
 	r.Job = buildJob(m.Job, ranksOf(res))
 	if f := res.RootCause; f != nil {
-		rc := &RootCause{Finding: *findingOf(f)}
+		rc := &RootCause{Finding: *findingOf(f), Confidence: res.Confidence}
 		for _, g := range res.Findings {
 			if g.SecondaryOf == f.ID {
 				rc.Symptoms++

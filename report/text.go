@@ -72,6 +72,15 @@ func RenderTextWith(w io.Writer, r *Report, opt Options) error {
 		for _, l := range wrap(fmt.Sprintf("at %s%s; fault: %s, retry: %s", at, when, rc.Fault, rc.Retry), width-13) {
 			fmt.Fprintf(&b, "%s%s\n", label(""), l)
 		}
+		if rc.Hedged() {
+			for i, l := range wrap(rc.ConfidenceText(), width-13) {
+				lb := ""
+				if i == 0 {
+					lb = "Confidence:"
+				}
+				fmt.Fprintf(&b, "%s%s\n", label(lb), l)
+			}
+		}
 		for _, g := range groups {
 			if g.Root && len(g.Pods) > 1 {
 				var others []string

@@ -39,6 +39,9 @@ type AnalyzeOptions struct {
 	// StuckAfter is how long a job that has not failed may wait to start before the wait is
 	// its failure (see analyze.Options.StuckAfter; 0 here means at once).
 	StuckAfter time.Duration
+	// Tiers is "all" (the default) or "fallback": the specific rules off, so that only the
+	// second tier names causes (to measure it alone).
+	Tiers string
 
 	// The LLM step (see llm.go).
 	LLM LLMOptions
@@ -104,6 +107,8 @@ of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines r
 	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the report's text (for local use; prompts are redacted all the same)")
 	f.DurationVar(&opts.StuckAfter, "stuck-after", opts.StuckAfter, "a job not yet failed whose pods have waited `DURATION` to start (image pull, scheduling, crash loop, missing runtime) is unhealthy; before, unknown (0: at once)")
 	f.BoolVar(&opts.Full, "full", false, "list everything in a Markdown or HTML report: every finding's evidence, row, event, pod and log")
+	f.StringVar(&opts.Tiers, "tiers", "all", "which tiers name causes: all, or fallback (the specific rules off: measures the second tier alone)")
+	_ = f.MarkHidden("tiers")
 	addColorFlag(cmd, &opts.Color)
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
@@ -142,6 +147,9 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 	if !slices.Contains(report.Formats, format) {
 		return flagErrorf("unknown --format %q (use %s)", format, strings.Join(report.Formats, ", "))
+	}
+	if !slices.Contains([]string{"", "all", "fallback"}, opts.Tiers) {
+		return flagErrorf("unknown --tiers %q (use all or fallback)", opts.Tiers)
 	}
 	var failOn analyze.Severity
 	if opts.FailOn != "" {
@@ -185,6 +193,11 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		return err
 	}
 	rs := loaded.rs
+	if opts.Tiers == "fallback" {
+		if rs, err = analyze.NewRuleSet(analyze.WithoutSpecific(rs.Rules())); err != nil {
+			return err
+		}
+	}
 	progress := func(done, total int, n int64) {}
 	if io.IsTerminal && !opts.Quiet {
 		progress = func(done, total int, n int64) {

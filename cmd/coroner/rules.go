@@ -323,9 +323,22 @@ func runRulesLint(_ context.Context, opts *RulesLintOptions, io *IOStreams) erro
 			problems++
 		}
 	}
-	if problems > 0 {
-		return fmt.Errorf("%s: %d problem(s) in %d rules", src, problems, len(rules))
+	vocab := ""
+	if opts.Dir == "" {
+		// The second tier's vocabulary is built in; its examples are run with the rules'.
+		v, err := analyze.DefaultVocabulary()
+		if err != nil {
+			return fmt.Errorf("built-in vocabulary: %w", err)
+		}
+		for _, p := range v.Lint() {
+			fmt.Fprintln(io.Out, p)
+			problems++
+		}
+		vocab = fmt.Sprintf("; the vocabulary: %d categories, %d examples", len(v.Categories()), v.Examples())
 	}
-	fmt.Fprintf(io.Out, "%s: %d rules, %d examples: ok\n", src, len(rules), examples)
+	if problems > 0 {
+		return fmt.Errorf("%s: %d problem(s) in %d rules%s", src, problems, len(rules), vocab)
+	}
+	fmt.Fprintf(io.Out, "%s: %d rules, %d examples%s: ok\n", src, len(rules), examples, vocab)
 	return nil
 }

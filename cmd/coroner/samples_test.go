@@ -126,7 +126,7 @@ func goldenFindings(t *testing.T, r *report.Report) []byte {
 	}
 	out.Verdict, out.VerdictReason = string(r.Verdict), r.VerdictReason
 	if r.RootCause != nil {
-		out.RootCause = r.RootCause.ID + " " + string(r.RootCause.Category) + " " + r.RootCause.Pod + "/" + r.RootCause.Container
+		out.RootCause = r.RootCause.ID + " " + string(r.RootCause.Category) + " " + r.RootCause.Pod + "/" + r.RootCause.Container + " confidence " + string(r.RootCause.Confidence)
 	}
 	for _, f := range r.Findings {
 		g := finding{ID: f.ID, RuleID: f.RuleID, Category: string(f.Category), Severity: f.Severity.String(), Layer: string(f.Layer),

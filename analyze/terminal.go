@@ -1,0 +1,260 @@
+package analyze
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// A log's terminal failure is how its process said it ended: the last exception of its last
+// traceback (with the exceptions it was chained to), a C++ what(), torchelastic's summary of
+// a failed child (exitcode, error_file, traceback), fatal and signal lines, a non-zero exit
+// code, a launcher's summary, ERROR lines at the very end. The second tier (tier2.go)
+// classifies it when no specific rule explained the failure. Only the end of a log is kept
+// for it: a process's failure is what it printed last.
+
+// tailLines is how many of a log's last lines are kept to find its terminal failure.
+const tailLines = 256
+
+// maxTailLineBytes bounds a kept line: failure messages are shorter, and a log of lines at
+// the line length limit must not keep megabytes.
+const maxTailLineBytes = 1024
+
+// tailLine is one kept line, launcher prefix stripped.
+type tailLine struct {
+	line   int
+	time   int64
+	text   []byte
+	stream string
+	rank   int
+}
+
+// tailBuf is a ring of a log's last lines; the line buffers are reused, so keeping them
+// allocates nothing once the ring is full.
+type tailBuf struct {
+	lines []tailLine
+	n     int
+	// lastProgress is the line number of the log's last training progress line (0: none).
+	lastProgress int
+}
+
+func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int) {
+	if len(t.lines) < tailLines {
+		t.lines = append(t.lines, tailLine{})
+	}
+	l := &t.lines[t.n%tailLines]
+	l.line, l.time, l.stream, l.rank = line, time, stream, rank
+	l.text = append(l.text[:0], text[:min(len(text), maxTailLineBytes)]...)
+	t.n++
+}
+
+// ordered returns the kept lines, oldest first.
+func (t *tailBuf) ordered() []tailLine {
+	if t.n <= tailLines {
+		return t.lines[:t.n]
+	}
+	start := t.n % tailLines
+	return append(append([]tailLine{}, t.lines[start:]...), t.lines[:start]...)
+}
+
+// lineKind is what a line says about how a process ended.
+type lineKind int
+
+const (
+	kindNone      lineKind = iota
+	kindError              // an ERROR line (counts only near the end of the log)
+	kindExit               // a non-zero exit code or a launcher's summary
+	kindSignal             // a signal, "Killed", a segfault, a bus error
+	kindFatal              // FATAL, glog F lines, "Fatal Python error"
+	kindWhat               // a C++ exception's what()
+	kindException          // a Python exception line
+)
+
+// strong says whether a kind shows on its own that the process failed.
+func (k lineKind) strong() bool { return k >= kindExit }
+
+var (
+	// exceptionLine is a Python exception as a traceback ends: "pkg.mod.SomeError: message".
+	exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)(?::|$)`)
+	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
+	exitLine = regexp.MustCompile(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`)
+	// signalLine names a signal or how a process died of one.
+	signalLine = regexp.MustCompile(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|^Aborted`)
+	fatalLine  = regexp.MustCompile(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`)
+	errorLine  = regexp.MustCompile(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} `)
+	// errorWords are the words a line that reports a failure uses, in any log format:
+	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
+	errorWords = regexp.MustCompile(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`)
+	// launcherLine is a launcher's summary of a failed process.
+	launcherLine = regexp.MustCompile(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`)
+	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
+	// Warning event, a container's or pod's reason.
+	objectLine = regexp.MustCompile(`^\s*Warning\s+[A-Z][A-Za-z]+\s|^\s*Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b`)
+)
+
+func kindOf(text []byte) lineKind {
+	t := bytes.TrimSpace(text)
+	switch {
+	case len(t) == 0:
+		return kindNone
+	case exceptionLine.Match(t):
+		return kindException
+	case bytes.Contains(t, []byte("what():")):
+		return kindWhat
+	case fatalLine.Match(t):
+		return kindFatal
+	case signalLine.Match(t):
+		return kindSignal
+	case launcherLine.Match(t) || exitLine.Match(t) || objectLine.Match(t):
+		return kindExit
+	case errorLine.Match(t) || errorWords.Match(t):
+		return kindError
+	}
+	return kindNone
+}
+
+// terminalFailure is how one log's process said it ended.
+type terminalFailure struct {
+	log, pod, container string
+	// lines are the failure's own lines (exceptions of the last traceback chain, what(),
+	// fatal, signal, exit and launcher lines), oldest first; strongest is the kind of the
+	// strongest of them.
+	lines     []tailLine
+	kinds     []lineKind
+	strongest lineKind
+	// context holds the lines around them (a traceback's frames, neighbours).
+	context []tailLine
+	// lastLine is the log's last line number and lastProgress its last progress line.
+	lastLine, lastProgress int
+}
+
+// maxFailureLines and maxContextLines bound what is classified.
+const (
+	maxFailureLines = 12
+	maxContextLines = 40
+	// errorNearEnd is how close to a log's end an error line must be to count: earlier ones
+	// were most likely survived.
+	errorNearEnd = 60
+	// contextAround is how many lines on each side of a failure line are context.
+	contextAround = 2
+)
+
+// terminalOf finds a log's terminal failure in its last lines, or nil when they show none.
+func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
+	lines := t.ordered()
+	if len(lines) == 0 {
+		return nil
+	}
+	last := lines[len(lines)-1].line
+	tf := &terminalFailure{log: log, pod: pod, container: container, lastLine: last, lastProgress: t.lastProgress}
+	kinds := make([]lineKind, len(lines))
+	inFrames := make([]bool, len(lines))
+	tb := false
+	for i, l := range lines {
+		trim := bytes.TrimSpace(l.text)
+		if bytes.HasPrefix(trim, []byte("Traceback (most recent call last)")) {
+			tb = true
+			continue
+		}
+		if bytes.HasPrefix(trim, []byte("The above exception was")) || bytes.HasPrefix(trim, []byte("During handling of the above exception")) {
+			continue // joins two tracebacks of one chain; says nothing itself
+		}
+		k := kindOf(l.text)
+		if tb && k != kindException && (len(l.text) > 0 && (l.text[0] == ' ' || l.text[0] == '\t') || bytes.HasPrefix(trim, []byte("File \""))) {
+			inFrames[i] = true // a frame of a traceback: context, whatever it says
+			continue
+		}
+		if k == kindException {
+			tb = false
+		}
+		if k == kindError && last-l.line > errorNearEnd {
+			k = kindNone
+		}
+		kinds[i] = k
+	}
+	var picked []int
+	for i := len(lines) - 1; i >= 0 && len(picked) < maxFailureLines; i-- {
+		if kinds[i] != kindNone {
+			picked = append(picked, i)
+		}
+	}
+	if len(picked) == 0 {
+		return nil
+	}
+	near := map[int]bool{}
+	for j := len(picked) - 1; j >= 0; j-- {
+		i := picked[j]
+		l := lines[i]
+		l.text = bytes.Clone(rejoinWrapped(lines, i))
+		tf.lines = append(tf.lines, l)
+		tf.kinds = append(tf.kinds, kinds[i])
+		tf.strongest = max(tf.strongest, kinds[i])
+		for d := -contextAround; d <= contextAround; d++ {
+			near[i+d] = true
+		}
+	}
+	for i, l := range lines {
+		if len(tf.context) >= maxContextLines {
+			break
+		}
+		if kinds[i] == kindNone && (inFrames[i] || near[i]) {
+			l.text = bytes.Clone(l.text)
+			tf.context = append(tf.context, l)
+		}
+	}
+	return tf
+}
+
+// terminalWidths are the widths terminals and CI log viewers wrap lines at.
+var terminalWidths = []int{80, 100, 120, 132, 160, 200}
+
+// rejoinWrapped returns line i with the lines a terminal wrapped it onto: while a line is
+// exactly a terminal's width, the next line of the same process continues it.
+func rejoinWrapped(lines []tailLine, i int) []byte {
+	out := lines[i].text
+	for j := i; j+1 < len(lines) && j-i < 4; j++ {
+		n := len([]rune(string(lines[j].text)))
+		wrapped := false
+		for _, w := range terminalWidths {
+			if n == w {
+				wrapped = true
+			}
+		}
+		if !wrapped || lines[j+1].stream != lines[i].stream {
+			break
+		}
+		out = append(append([]byte{}, out...), lines[j+1].text...)
+	}
+	return out
+}
+
+// failureText is the failure's own lines, one per line, and its context.
+func (tf *terminalFailure) failureText() (failure, context string) {
+	var b strings.Builder
+	for i, l := range tf.lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(l.text)
+	}
+	var c strings.Builder
+	for i, l := range tf.context {
+		if i > 0 {
+			c.WriteByte('\n')
+		}
+		c.Write(l.text)
+	}
+	return b.String(), c.String()
+}
+
+// endsLog says whether the failure is how the log ends: one of its lines that shows on its
+// own that the process failed (strong) or any of its lines (!strong) comes after the log's
+// last training progress.
+func (tf *terminalFailure) endsLog(strong bool) bool {
+	for i, l := range tf.lines {
+		if (tf.kinds[i].strong() || !strong) && l.line > tf.lastProgress {
+			return true
+		}
+	}
+	return false
+}

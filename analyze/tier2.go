@@ -1,0 +1,203 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coroner-dev/coroner/parse"
+)
+
+// Confidence says how sure a root cause is: high when a specific rule matched unambiguous
+// evidence, medium when the second tier named it from the failure's words, low when all
+// that is known is that a process failed (an exit code, a generic exception, a signal).
+type Confidence string
+
+// Confidences.
+const (
+	ConfidenceHigh   Confidence = "high"
+	ConfidenceMedium Confidence = "medium"
+	ConfidenceLow    Confidence = "low"
+)
+
+// SecondTierRuleID prefixes the rule id of a second-tier finding: "vocabulary/host-oom".
+const SecondTierRuleID = "vocabulary/"
+
+var defaultVocabulary = sync.OnceValues(DefaultVocabulary)
+
+// weak says whether a root cause only says that a process failed, not why: its category is
+// unknown, it is a catch-all (any exception), or a generic sign of failure (an exit code, a
+// signal, a crash loop) whose category is not a cause.
+func weak(f *Finding) bool {
+	return f.Category == CategoryUnknown || f.fallback ||
+		f.generic && (f.Category == CategoryUserCodeError || f.Category == CategoryCrashSignal)
+}
+
+// WithoutSpecific keeps of rules those that name no specific cause: progress and fact
+// entries, generic and catch-all rules. Analysing with them measures the second tier alone
+// (coroner analyze --tiers fallback).
+func WithoutSpecific(rules []*Rule) []*Rule {
+	var out []*Rule
+	for _, r := range rules {
+		if k := r.Kind(); k == "progress" || k == "fact" || r.Generic || r.Fallback || r.Category == CategoryUnknown {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// secondTier names the cause from a log's terminal failure when no specific rule did, and
+// sets the root cause's confidence. A root cause that only says a process failed is
+// replaced by the second tier's finding of its process when the vocabulary can tell (and
+// kept, with medium confidence, when the vocabulary agrees with it). Without a root cause,
+// a log that ends in a failure after its last training progress is named, unless the job's
+// own status says it succeeded or is still running: a healthy job never becomes unhealthy
+// here.
+func (a *analyzer) secondTier(root *Finding) *Finding {
+	switch {
+	case root == nil:
+		if !a.mayHaveFailed() {
+			return nil
+		}
+	case !weak(root):
+		a.res.Confidence = ConfidenceHigh
+		return root
+	default:
+		a.res.Confidence = ConfidenceLow
+	}
+	tf, c := a.classifyTerminal(root)
+	if tf == nil {
+		return root
+	}
+	if root != nil && root.Category == c.Category {
+		a.res.Confidence = ConfidenceMedium
+		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
+		return root
+	}
+	f := a.tierFinding(tf, c)
+	a.findings = append(a.findings, f)
+	a.renumber()
+	if root != nil {
+		old := root.ID
+		root.SecondaryOf = f.ID
+		for _, g := range a.findings {
+			if g.SecondaryOf == old {
+				g.SecondaryOf = f.ID
+			}
+		}
+	}
+	a.res.Confidence = ConfidenceMedium
+	return f
+}
+
+// mayHaveFailed says whether the job may have failed: plain logs, or a job that failed.
+func (a *analyzer) mayHaveFailed() bool {
+	j := a.m.Job
+	return j == nil || j.Object == nil || j.Phase == parse.PhaseFailed
+}
+
+// classifyTerminal picks the terminal failure to classify, the first in bundle order that
+// the vocabulary can tell: of the root's own log or pod when there is a root, else of any
+// log whose failure comes after its last progress. Without a root, error lines alone (no
+// exception, signal, fatal line or exit code) must score twice the minimum, and never name
+// nan-loss (a NaN line alone is not the end of training: the streak rules judge that).
+func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classification) {
+	var cands []*terminalFailure
+	for _, tf := range a.terminals {
+		switch {
+		case root == nil && !tf.endsLog(false):
+		case root != nil && root.log != "" && tf.log != root.log:
+		case root != nil && root.log == "" && root.Pod != "" && tf.pod != root.Pod:
+		default:
+			cands = append(cands, tf)
+		}
+	}
+	for _, tf := range cands {
+		c := a.vocab.Classify(tf.failureText())
+		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
+			continue
+		}
+		if c.Classified() {
+			return tf, c
+		}
+	}
+	return nil, Classification{}
+}
+
+// tierFinding makes the second tier's finding: its evidence is the failure line that holds
+// the strongest of the deciding terms, its title names them.
+func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
+	vc := a.vocab.category(c.Category)
+	ev := tf.lines[len(tf.lines)-1]
+	var shown []string
+	found := false
+	for _, t := range c.Terms {
+		if t.Weight <= 0 {
+			continue
+		}
+		if len(shown) < 3 {
+			shown = append(shown, "'"+t.Text+"'")
+		}
+		if !found {
+			lines := tf.lines
+			if t.Context {
+				lines = tf.context
+			}
+			for _, l := range lines {
+				if strings.Contains(string(l.text), t.Text) {
+					ev, found = l, true
+					break
+				}
+			}
+		}
+	}
+	title := "likely " + string(c.Category)
+	if len(shown) > 0 {
+		title += ": " + strings.Join(shown, ", ")
+	}
+	f := &Finding{
+		RuleID: SecondTierRuleID + string(c.Category), Category: c.Category, Severity: SeverityError, Layer: LayerExecution,
+		Title: title, Fault: vc.fault, Retry: vc.retry, Pod: tf.pod, Container: tf.container, Rank: ev.rank, Count: 1,
+		Explanation: vc.title + " (likely). " + a.vocab.Explain(c), Remediation: vc.remediation,
+		log: tf.log, stream: ev.stream, order: ev.line, step: -1,
+	}
+	if ev.time != 0 {
+		f.Time = timePtr(time.Unix(0, ev.time))
+		f.at = f.Time
+	}
+	if f.at == nil {
+		// Like a log line without a time: no earlier than the log's first time.
+		for _, l := range a.res.Logs {
+			if l.Path == tf.log {
+				f.at = l.First
+			}
+		}
+	}
+	f.Evidence = []Evidence{{Source: "log", File: tf.log, Line: ev.line, Time: f.Time, Text: excerpt(ev.text)}}
+	if a.res.Index != nil {
+		if err := addContext(a.res.Index, f); err != nil {
+			a.warnf("%s: context lines: %v", tf.log, err)
+		}
+	}
+	return f
+}
+
+// renumber sorts the findings again after one was added and gives them their ids anew,
+// keeping every secondaryOf link.
+func (a *analyzer) renumber() {
+	sortFindings(a.findings)
+	ids := map[string]string{}
+	for i, f := range a.findings {
+		id := fmt.Sprintf("f%d", i+1)
+		if f.ID != "" {
+			ids[f.ID] = id
+		}
+		f.ID = id
+	}
+	for _, f := range a.findings {
+		if f.SecondaryOf != "" {
+			f.SecondaryOf = ids[f.SecondaryOf]
+		}
+	}
+}

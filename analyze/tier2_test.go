@@ -1,0 +1,215 @@
+package analyze
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/parse"
+)
+
+func tailOf(lines ...string) *tailBuf {
+	t := &tailBuf{}
+	for i, l := range lines {
+		text, pre := splitPrefix([]byte(l))
+		t.add(i+1, 0, text, pre.stream, pre.rank)
+	}
+	return t
+}
+
+// TestTerminalOf: what a log's end says about how its process ended.
+func TestTerminalOf(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []string
+		want  []string // the failure's lines, in order; nil: none
+	}{
+		{"chained traceback: every exception of the chain, prefixes stripped", []string{
+			"[rank1]: Traceback (most recent call last):",
+			`[rank1]:   File "train.py", line 3, in <module>`,
+			"[rank1]:     main()",
+			"[rank1]: torch.OutOfMemoryError: out of memory on device 1",
+			"[rank1]: ",
+			"[rank1]: The above exception was the direct cause of the following exception:",
+			"[rank1]: Traceback (most recent call last):",
+			`[rank1]:   File "train.py", line 9, in <module>`,
+			"[rank1]: RuntimeError: step failed",
+		}, []string{"torch.OutOfMemoryError: out of memory on device 1", "RuntimeError: step failed"}},
+		{"what() and a signal", []string{
+			"terminate called after throwing an instance of 'std::runtime_error'",
+			"  what():  something broke",
+			"Fatal Python error: Aborted",
+		}, []string{"terminate called after throwing an instance of 'std::runtime_error'", "  what():  something broke", "Fatal Python error: Aborted"}},
+		{"torchelastic's summary", []string{
+			"Root Cause (first observed failure):",
+			"[0]:",
+			"  exitcode  : -9 (pid: 812)",
+			"  error_file: <N/A>",
+			"  traceback : Signal 9 (SIGKILL) received by PID 812",
+		}, []string{"Root Cause (first observed failure):", "  exitcode  : -9 (pid: 812)", "  error_file: <N/A>", "  traceback : Signal 9 (SIGKILL) received by PID 812"}},
+		{"a shell's Killed", []string{"epoch 1 step 10 loss 2.1", "/bin/sh: line 1:   812 Killed   python train.py"},
+			[]string{"/bin/sh: line 1:   812 Killed   python train.py"}},
+		{"a wrapped line is rejoined", []string{
+			"OSError: [Errno 28] No space left on device while writing the checkpoint of step",
+			" 1200 to /ckpt",
+		}, []string{"OSError: [Errno 28] No space left on device while writing the checkpoint of step 1200 to /ckpt"}},
+		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := terminalOf(tailOf(tt.lines...), "l", "p", "c")
+			if tt.want == nil {
+				require.Nil(t, tf)
+				return
+			}
+			require.NotNil(t, tf)
+			var got []string
+			for _, l := range tf.lines {
+				got = append(got, string(l.text))
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// analyzeLogs analyzes plain log files as `coroner analyze a.log b.log` does, with rules.
+func analyzeLogs(t *testing.T, rules []*Rule, logs ...string) *Result {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for i, l := range logs {
+		p := filepath.Join(dir, string(rune('a'+i))+".log")
+		require.NoError(t, os.WriteFile(p, []byte(l), 0o644))
+		paths = append(paths, p)
+	}
+	b, err := bundle.OpenLogs(t.Context(), paths, nil, bundle.DefaultLimits())
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	m, err := parse.Load(b)
+	require.NoError(t, err)
+	rs, err := NewRuleSet(rules)
+	require.NoError(t, err)
+	res, err := Run(t.Context(), m, Options{Rules: rs})
+	require.NoError(t, err)
+	t.Cleanup(func() { res.Index.Close() })
+	return res
+}
+
+// TestSecondTier: on plain logs, the second tier names what no specific rule matched, says
+// how sure it is, and never turns a log that goes on training into a failure. The rows that
+// test the tier itself run without the specific rules (as --tiers fallback), so that a rule
+// written later for their wording does not hide the tier.
+func TestSecondTier(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	progress := "epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\n"
+	tests := []struct {
+		name       string
+		specific   bool
+		log        string
+		verdict    Verdict
+		category   Category
+		confidence Confidence
+		title      string
+	}{
+		{"a bare Killed after training", false, progress + "/bin/sh: line 1:   812 Killed   python train.py\n",
+			VerdictUnhealthy, CategoryHostOOM, ConfidenceMedium, "likely host-oom: 'Killed'"},
+		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
+			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
+		{"a kubectl describe of a Pending pod, pasted", false, "Status:       Pending\nEvents:\n  Type     Reason            Age   From               Message\n  ----     ------            ----  ----               -------\n" +
+			"  Warning  FailedScheduling  25m   default-scheduler  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n",
+			VerdictUnhealthy, CategoryScheduling, ConfidenceMedium, "likely scheduling"},
+		{"Slurm cancels a job step", false, progress + "slurmstepd: error: *** STEP 4242.0 ON node-7 CANCELLED AT 2024-05-01T10:00:00 DUE TO PREEMPTION ***\n",
+			VerdictUnhealthy, CategoryPreemptedEvicted, ConfidenceMedium, "likely preempted-evicted"},
+		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
+			VerdictUnknown, "", "", ""},
+		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+			VerdictUnhealthy, CategoryCUDAOOM, ConfidenceHigh, ""},
+		{"words no category knows: could not tell", true, progress + "Traceback (most recent call last):\n  File \"t.py\", line 1\nFooBarError: the frobnicator gave up\n",
+			VerdictUnhealthy, CategoryUserCodeError, ConfidenceLow, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules := all
+			if !tt.specific {
+				rules = WithoutSpecific(all)
+			}
+			res := analyzeLogs(t, rules, tt.log)
+			require.Equal(t, tt.verdict, res.Verdict, res.VerdictReason)
+			if tt.category == "" {
+				require.Nil(t, res.RootCause)
+				return
+			}
+			require.NotNil(t, res.RootCause)
+			require.Equal(t, tt.category, res.RootCause.Category, res.RootCause.Title)
+			require.Equal(t, tt.confidence, res.Confidence)
+			if tt.title != "" {
+				require.True(t, strings.HasPrefix(res.RootCause.Title, tt.title), res.RootCause.Title)
+			}
+			if tt.confidence == ConfidenceMedium {
+				require.Equal(t, SecondTierRuleID+string(tt.category), res.RootCause.RuleID)
+				require.Contains(t, res.RootCause.Explanation, "scored", "the explanation shows the score")
+				require.NotEmpty(t, res.RootCause.Evidence)
+			}
+		})
+	}
+}
+
+// TestSecondTierAlone: with the specific rules off (--tiers fallback) the vocabulary names
+// what a specific rule names with them.
+func TestSecondTierAlone(t *testing.T) {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	kept := WithoutSpecific(rules)
+	for _, r := range kept {
+		k := r.Kind()
+		require.True(t, k == "progress" || k == "fact" || r.Generic || r.Fallback || r.Category == CategoryUnknown, r.ID)
+	}
+	require.Less(t, len(kept), len(rules))
+	res := analyzeLogs(t, kept, "step 10 loss 2.1\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category)
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+}
+
+// TestSecondTierNeverFailsAHealthyJob: a pod that succeeded (or runs) whose log ends in words
+// the vocabulary knows stays healthy: the job's own status outranks the tier. The same pod
+// failed is named by the tier.
+func TestSecondTierNeverFailsAHealthyJob(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(WithoutSpecific(all))
+	require.NoError(t, err)
+	for _, phase := range []string{"Succeeded", "Running", "Failed"} {
+		t.Run(phase, func(t *testing.T) {
+			files := map[string]string{
+				"resources/core/Pod/ml/p.yaml": podYAML("p", "n1", phase, "", 0),
+				"logs/ml/p/c.log": "2026-03-14T10:00:03Z epoch 1 step 10 loss 2.1\n" +
+					"2026-03-14T10:00:04Z /bin/sh: line 1:   812 Killed   python eval.py\n",
+			}
+			fsys := fstest.MapFS{}
+			var list []bundle.File
+			for _, p := range []string{"logs/ml/p/c.log", "resources/core/Pod/ml/p.yaml"} {
+				fsys[p] = &fstest.MapFile{Data: []byte(files[p])}
+				list = append(list, bundle.File{Path: p, Size: int64(len(files[p]))})
+			}
+			m, err := parse.Load(&bundle.Bundle{Source: "test", FS: fsys, Files: list, Limits: bundle.DefaultLimits()})
+			require.NoError(t, err)
+			res, err := Run(t.Context(), m, Options{Rules: rs})
+			require.NoError(t, err)
+			if phase == "Failed" {
+				require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+				require.Equal(t, CategoryHostOOM, res.RootCause.Category)
+				require.Equal(t, ConfidenceMedium, res.Confidence)
+				return
+			}
+			require.Equal(t, VerdictHealthy, res.Verdict, res.VerdictReason)
+			require.Nil(t, res.RootCause)
+		})
+	}
+}

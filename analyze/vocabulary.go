@@ -1,0 +1,366 @@
+package analyze
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/coroner-dev/coroner/rules"
+)
+
+// Vocabulary is the second tier's model (see rules.Vocabulary): weighted words and phrases
+// per category, scored over a log's terminal failure when no specific rule explained it.
+// It is transparent on purpose: a classification lists the terms that decided it.
+type Vocabulary struct {
+	minScore, minMargin, contextWeight float64
+	cats                               []*vocabCategory
+	// terms holds every category's terms, longest first (overlaps go to the longer term).
+	terms []vocabTerm
+}
+
+type vocabCategory struct {
+	category    Category
+	title       string
+	fault       Fault
+	retry       Retry
+	remediation string
+	examples    rules.VocabularyExamples
+	source      string
+}
+
+type vocabTerm struct {
+	// text is lower case; wordStart and wordEnd say whether its first and last bytes are word
+	// characters, which must then not continue outside the match.
+	text               string
+	cat                int
+	weight             float64
+	wordStart, wordEnd bool
+}
+
+// Classification is what the vocabulary made of a failure text.
+type Classification struct {
+	// Category is the best-scoring category, CategoryUnknown when none reached the minimum
+	// score with the minimum margin ("could not tell").
+	Category Category
+	// Best is the best-scoring category whatever the thresholds, and Score its score;
+	// RunnerUp and RunnerUpScore the second.
+	Best, RunnerUp       Category
+	Score, RunnerUpScore float64
+	// Terms are the best category's terms found, strongest first, as the text wrote them.
+	Terms []MatchedTerm
+}
+
+// MatchedTerm is one term found in a failure text.
+type MatchedTerm struct {
+	Text   string
+	Weight float64
+	// Context: found only in the lines around the failure, counted at the context weight.
+	Context bool
+}
+
+// Classified says whether a category was named.
+func (c Classification) Classified() bool { return c.Category != CategoryUnknown && c.Category != "" }
+
+// DefaultVocabulary loads the built-in vocabulary.
+func DefaultVocabulary() (*Vocabulary, error) {
+	return LoadVocabulary(rules.VocabularyFS, "vocabulary")
+}
+
+// LoadVocabulary reads every *.yaml file of dir in fsys as one vocabulary: the thresholds of
+// the first file that sets them, the categories of all. Unknown fields, categories, faults
+// and retries, empty terms, zero weights and a term listed twice in a category are errors.
+func LoadVocabulary(fsys fs.FS, dir string) (*Vocabulary, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	v := &Vocabulary{}
+	seen := map[Category]string{}
+	for _, e := range entries {
+		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+			continue
+		}
+		p := path.Join(dir, e.Name())
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, err
+		}
+		vf, err := rules.DecodeVocabulary(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p, err)
+		}
+		if v.minScore == 0 {
+			v.minScore, v.minMargin, v.contextWeight = vf.MinScore, vf.MinMargin, vf.ContextWeight
+		}
+		for i, ce := range vf.Categories {
+			if ce == nil {
+				return nil, fmt.Errorf("%s: category %d is empty", p, i+1)
+			}
+			c, err := newVocabCategory(ce)
+			if err != nil {
+				return nil, fmt.Errorf("%s: category %q: %w", p, ce.Category, err)
+			}
+			if prev, ok := seen[c.category]; ok {
+				return nil, fmt.Errorf("%s: category %q is already in %s", p, c.category, prev)
+			}
+			seen[c.category] = p
+			c.source = p
+			idx := len(v.cats)
+			v.cats = append(v.cats, c)
+			for _, t := range ce.Terms {
+				lt := strings.ToLower(strings.TrimSpace(t.Text))
+				v.terms = append(v.terms, vocabTerm{text: lt, cat: idx, weight: t.Weight,
+					wordStart: isAlnum(lt[0]), wordEnd: isAlnum(lt[len(lt)-1])})
+			}
+		}
+	}
+	if v.minScore <= 0 {
+		return nil, fmt.Errorf("%s: minScore must be above 0", dir)
+	}
+	if v.minMargin < 0 || v.contextWeight < 0 || v.contextWeight > 1 {
+		return nil, fmt.Errorf("%s: minMargin must be at least 0 and contextWeight between 0 and 1", dir)
+	}
+	sort.SliceStable(v.terms, func(i, j int) bool { return len(v.terms[i].text) > len(v.terms[j].text) })
+	return v, nil
+}
+
+func newVocabCategory(ce *rules.VocabularyEntry) (*vocabCategory, error) {
+	var problems []string
+	problem := func(err error) {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	c := &vocabCategory{title: ce.Title, remediation: ce.Remediation, examples: ce.Examples}
+	var err error
+	c.category, err = oneOf("category", ce.Category, Categories)
+	problem(err)
+	if c.category == CategoryUnknown {
+		problems = append(problems, "unknown is what the vocabulary says when it cannot tell; it has no terms")
+	}
+	c.fault, err = oneOf("fault", ce.Fault, Faults)
+	problem(err)
+	c.retry, err = oneOf("retry", ce.Retry, Retries)
+	problem(err)
+	if c.title == "" {
+		problems = append(problems, "title is empty")
+	}
+	if len(ce.Terms) == 0 {
+		problems = append(problems, "no terms")
+	}
+	dup := map[string]bool{}
+	for i, t := range ce.Terms {
+		lt := strings.ToLower(strings.TrimSpace(t.Text))
+		switch {
+		case lt == "":
+			problems = append(problems, fmt.Sprintf("term %d is empty", i+1))
+		case t.Weight == 0:
+			problems = append(problems, fmt.Sprintf("term %q has no weight", t.Text))
+		case dup[lt]:
+			problems = append(problems, fmt.Sprintf("term %q is listed twice", t.Text))
+		}
+		dup[lt] = true
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+func isWordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
+}
+
+// isAlnum says whether a term's edge is a word that must not continue: "torch_" ends in
+// "_" on purpose, to match a prefix.
+func isAlnum(b byte) bool { return b != '_' && isWordByte(b) }
+
+// lowerASCII lower-cases ASCII letters only, so byte offsets stay those of s.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+type termHit struct {
+	term       int
+	start, end int
+}
+
+// Classify scores a failure text (the terminal failure's own lines) and the lines around it
+// (context, counted at the vocabulary's context weight) against every category.
+func (v *Vocabulary) Classify(failure, context string) Classification {
+	text := failure + "\n" + context
+	low := lowerASCII(text)
+	var accepted []termHit
+	for i, t := range v.terms { // longest first
+		for from := 0; from < len(low); {
+			j := strings.Index(low[from:], t.text)
+			if j < 0 {
+				break
+			}
+			s, e := from+j, from+j+len(t.text)
+			from = s + 1
+			if t.wordStart && s > 0 && isWordByte(low[s-1]) || t.wordEnd && e < len(low) && isWordByte(low[e]) {
+				continue
+			}
+			// A shorter term inside a longer one that matched says nothing more.
+			inside := false
+			for _, a := range accepted {
+				if a.start <= s && e <= a.end && a.end-a.start > e-s {
+					inside = true
+					break
+				}
+			}
+			if !inside {
+				accepted = append(accepted, termHit{term: i, start: s, end: e})
+			}
+		}
+	}
+	// Each term counts once: fully when the failure's lines hold it, else at the context weight.
+	best := map[int]termHit{}
+	for _, h := range accepted {
+		if prev, ok := best[h.term]; !ok || h.start < prev.start {
+			best[h.term] = h
+		}
+	}
+	scores := make([]float64, len(v.cats))
+	matched := make([][]MatchedTerm, len(v.cats))
+	for i := range v.terms { // in term order: deterministic
+		h, ok := best[i]
+		if !ok {
+			continue
+		}
+		t := v.terms[i]
+		w := t.weight
+		inContext := h.start > len(failure)
+		if inContext {
+			w *= v.contextWeight
+		}
+		if w == 0 {
+			continue
+		}
+		scores[t.cat] += w
+		matched[t.cat] = append(matched[t.cat], MatchedTerm{Text: text[h.start:h.end], Weight: w, Context: inContext})
+	}
+	c := Classification{Category: CategoryUnknown, Best: CategoryUnknown, RunnerUp: CategoryUnknown}
+	bi, ri := -1, -1
+	for i, s := range scores {
+		switch {
+		case bi < 0 || s > scores[bi]:
+			bi, ri = i, bi
+		case ri < 0 || s > scores[ri]:
+			ri = i
+		}
+	}
+	if bi < 0 || scores[bi] <= 0 {
+		return c
+	}
+	c.Best, c.Score = v.cats[bi].category, scores[bi]
+	if ri >= 0 && scores[ri] > 0 {
+		c.RunnerUp, c.RunnerUpScore = v.cats[ri].category, scores[ri]
+	}
+	terms := matched[bi]
+	sort.SliceStable(terms, func(i, j int) bool { return terms[i].Weight > terms[j].Weight })
+	c.Terms = terms
+	if c.Score >= v.minScore && c.Score-c.RunnerUpScore >= v.minMargin {
+		c.Category = c.Best
+	}
+	return c
+}
+
+// category returns the vocabulary's entry of a category.
+func (v *Vocabulary) category(c Category) *vocabCategory {
+	for _, vc := range v.cats {
+		if vc.category == c {
+			return vc
+		}
+	}
+	return nil
+}
+
+// Explain says in one sentence how a classification was decided: the terms, the scores and
+// the thresholds.
+func (v *Vocabulary) Explain(c Classification) string {
+	var b strings.Builder
+	if c.Classified() {
+		fmt.Fprintf(&b, "The second tier classified this failure by its words: %s scored %s", c.Best, fmtScore(c.Score))
+	} else {
+		fmt.Fprintf(&b, "The second tier could not tell what this failure is: the best category, %s, scored %s", c.Best, fmtScore(c.Score))
+	}
+	if c.RunnerUp != CategoryUnknown {
+		fmt.Fprintf(&b, " against %s for %s", fmtScore(c.RunnerUpScore), c.RunnerUp)
+	}
+	fmt.Fprintf(&b, " (it needs %s and a lead of %s)", fmtScore(v.minScore), fmtScore(v.minMargin))
+	if len(c.Terms) > 0 {
+		parts := make([]string, 0, len(c.Terms))
+		for _, t := range c.Terms {
+			s := fmt.Sprintf("%q %s", t.Text, signed(t.Weight))
+			if t.Context {
+				s += " (nearby)"
+			}
+			parts = append(parts, s)
+		}
+		b.WriteString("; terms: " + strings.Join(parts, ", "))
+	}
+	b.WriteString(". No specific rule matched this wording, so check the evidence before acting on it.")
+	return b.String()
+}
+
+func fmtScore(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func signed(f float64) string {
+	if f >= 0 {
+		return "+" + fmtScore(f)
+	}
+	return fmtScore(f)
+}
+
+// Lint runs every category's examples: each match example must be classified as its
+// category, each notMatch example must not be. Problems are "source: category: what".
+func (v *Vocabulary) Lint() []string {
+	var out []string
+	for _, c := range v.cats {
+		if len(c.examples.Match) == 0 || len(c.examples.NotMatch) == 0 {
+			out = append(out, fmt.Sprintf("%s: %s: needs at least one match and one notMatch example", c.source, c.category))
+		}
+		for _, ex := range c.examples.Match {
+			if got := v.Classify(ex, ""); got.Category != c.category {
+				out = append(out, fmt.Sprintf("%s: %s: example not classified as %s (got %s; %s %s, runner-up %s %s): %q",
+					c.source, c.category, c.category, got.Category, got.Best, fmtScore(got.Score), got.RunnerUp, fmtScore(got.RunnerUpScore), ex))
+			}
+		}
+		for _, ex := range c.examples.NotMatch {
+			if got := v.Classify(ex, ""); got.Category == c.category {
+				out = append(out, fmt.Sprintf("%s: %s: notMatch example classified as %s: %q", c.source, c.category, c.category, ex))
+			}
+		}
+	}
+	return out
+}
+
+// Examples counts the vocabulary's examples.
+func (v *Vocabulary) Examples() int {
+	n := 0
+	for _, c := range v.cats {
+		n += len(c.examples.Match) + len(c.examples.NotMatch)
+	}
+	return n
+}
+
+// Categories lists the categories the vocabulary knows, in file order.
+func (v *Vocabulary) Categories() []Category {
+	out := make([]Category, 0, len(v.cats))
+	for _, c := range v.cats {
+		out = append(out, c.category)
+	}
+	return slices.Clip(out)
+}

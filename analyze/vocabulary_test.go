@@ -1,0 +1,78 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// TestVocabularyExamples runs the built-in vocabulary's examples, as `coroner rules lint` does.
+func TestVocabularyExamples(t *testing.T) {
+	v, err := DefaultVocabulary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range v.Lint() {
+		t.Error(p)
+	}
+	if v.Examples() < 2*len(v.Categories()) {
+		t.Errorf("%d examples for %d categories: each needs a match and a notMatch example", v.Examples(), len(v.Categories()))
+	}
+}
+
+func TestVocabularyClassify(t *testing.T) {
+	v, err := DefaultVocabulary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, failure, context string
+		want                   Category
+		terms                  []string
+	}{
+		// The longer phrase wins the overlap: "CUDA out of memory" is not host memory.
+		{"phrase beats word", "RuntimeError: CUDA out of memory while running the model", "", CategoryCUDAOOM, []string{"CUDA out of memory"}},
+		// "/dev/shm" speaks against disk-full and for shared memory.
+		{"negative term", "OSError: [Errno 28] No space left on device: '/dev/shm/sem.mp-abc'", "", CategoryShmBusError, nil},
+		{"killed and exit code", "Killed\nexit code -9", "", CategoryHostOOM, []string{"exit code -9", "Killed"}},
+		// Word boundaries: "nan" inside "finance" and "inf" inside "INFO" say nothing.
+		{"word boundary", "ValueError: finance INFO", "", CategoryUnknown, nil},
+		{"could not tell", "Error: something went wrong", "", CategoryUnknown, nil},
+		// The context counts at half weight: alone it does not decide.
+		{"context is weaker", "RuntimeError: failed", "unrecognized arguments", CategoryUnknown, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := v.Classify(tt.failure, tt.context)
+			if got.Category != tt.want {
+				t.Fatalf("Classify(%q) = %s (best %s %v, runner-up %s %v), want %s", tt.failure, got.Category, got.Best, got.Score, got.RunnerUp, got.RunnerUpScore, tt.want)
+			}
+			var terms []string
+			for _, m := range got.Terms {
+				terms = append(terms, m.Text)
+			}
+			for _, w := range tt.terms {
+				if !strings.Contains(strings.Join(terms, "\x00")+"\x00", w+"\x00") {
+					t.Errorf("terms %q lack %q", terms, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadVocabularyErrors(t *testing.T) {
+	tests := []struct{ name, file, want string }{
+		{"unknown field", "minScore: 3\nminMargin: 1\nbogus: 1\ncategories: []\n", "bogus"},
+		{"bad category", "minScore: 3\nminMargin: 1\ncategories:\n- {category: nope, title: t, fault: user, retry: permanent, terms: [{text: a, weight: 1}]}\n", `category "nope"`},
+		{"zero weight", "minScore: 3\nminMargin: 1\ncategories:\n- {category: host-oom, title: t, fault: user, retry: permanent, terms: [{text: a, weight: 0}]}\n", "no weight"},
+		{"no threshold", "categories: []\n", "minScore"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadVocabulary(fstest.MapFS{"v/a.yaml": {Data: []byte(tt.file)}}, "v")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}

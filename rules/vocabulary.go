@@ -1,0 +1,73 @@
+package rules
+
+import (
+	"embed"
+	"errors"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// VocabularyFS holds the built-in vocabulary of the second tier (vocabulary/*.yaml). It is
+// kept apart from the rule files: it is not a list of rules, and LoadRules reads only the
+// top directory.
+//
+//go:embed vocabulary/*.yaml
+var VocabularyFS embed.FS
+
+// Vocabulary is the second tier's model: for each category, weighted words and phrases that
+// failure messages use. The terminal failure of a log that no specific rule explained is
+// scored against every category; the best category wins when its score reaches MinScore
+// and beats the runner-up by MinMargin.
+type Vocabulary struct {
+	// MinScore is the score a category needs to be named.
+	MinScore float64 `json:"minScore"`
+	// MinMargin is how far the best category must be ahead of the runner-up.
+	MinMargin float64 `json:"minMargin"`
+	// ContextWeight scales the terms found in the lines around the terminal failure (not in
+	// the failure's own lines); 0 ignores the context.
+	ContextWeight float64            `json:"contextWeight"`
+	Categories    []*VocabularyEntry `json:"categories"`
+}
+
+// VocabularyEntry is one category's words.
+type VocabularyEntry struct {
+	Category string `json:"category"`
+	// Title names the failure in a finding: "likely <category>: <terms>" with Title as the
+	// explanation's first words.
+	Title       string `json:"title"`
+	Fault       string `json:"fault"`
+	Retry       string `json:"retry"`
+	Remediation string `json:"remediation,omitempty"`
+	// Terms are matched case-insensitively at word boundaries (a term that starts or ends
+	// with a letter or digit does not match inside a longer word). Where two terms overlap,
+	// the longer one counts and the shorter does not: "cuda out of memory" beats "out of
+	// memory". A negative weight speaks against the category.
+	Terms []Term `json:"terms"`
+	// Examples are failure texts (one string, lines separated by "\n", the last line the
+	// terminal failure) that must be classified as this category (Match) and must not be
+	// (NotMatch). `coroner rules lint` runs them.
+	Examples VocabularyExamples `json:"examples"`
+}
+
+// Term is one word or phrase and its weight.
+type Term struct {
+	Text   string  `json:"text"`
+	Weight float64 `json:"weight"`
+}
+
+// VocabularyExamples are the texts a category must and must not classify.
+type VocabularyExamples struct {
+	Match    []string `json:"match"`
+	NotMatch []string `json:"notMatch"`
+}
+
+// DecodeVocabulary reads a vocabulary file strictly: an unknown field is an error.
+func DecodeVocabulary(data []byte) (*Vocabulary, error) {
+	var v Vocabulary
+	if err := yaml.UnmarshalStrict(data, &v); err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return nil, errors.New(msg)
+	}
+	return &v, nil
+}

@@ -20,7 +20,9 @@ import (
 // characters, or a width the log repeats: its longest length, once three lines have it) or
 // ends in a blank (a break at a word boundary). A later line continues it when it is not the
 // start of a record of its own (a date, a traceback) and, if a launcher prefix names its
-// process, is of the same process. The cost is a match of one joined line per pending piece,
+// process, is of the same process. A piece wrapped inside a word is continued by the next such
+// line only; a piece that ends in a blank waits up to maxJoinGap lines for one that completes a
+// match (the lines between are another process's). The cost is a match of one joined line per pending piece,
 // only after lines that look cut.
 
 const (
@@ -80,9 +82,10 @@ func (j *joiner) cutWidth(raw []byte) (cut, wrapped bool) {
 			return true, true
 		}
 	}
-	last := raw[len(raw)-1]
-	return last == ' ' || last == '\t', false
+	return endsBlank(raw), false
 }
+
+func endsBlank(b []byte) bool { return len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') }
 
 // startsRecord says whether a line starts a record of its own, which no cut line continues:
 // an ISO date, or a traceback.
@@ -147,7 +150,9 @@ func (s *logScanner) rejoin(l *logscan.Scanned, text []byte, pre linePrefix, ran
 				fresh = append(fresh, &piece{line: p.line, time: p.time, at: p.at, raw: raw, text: joined,
 					stream: p.stream, rank: p.rank, wrapped: wrapped, rules: seen, physical: p.physical + 1})
 			}
-			if len(added) > 0 || cut {
+			// A terminal wraps into the very next line: a wrapped piece is continued once. A
+			// piece broken at a blank may wait past lines of other processes for its own.
+			if len(added) > 0 || cut || (p.wrapped && !endsBlank(p.raw)) {
 				p.consumedBy = l.Number
 			}
 		}

@@ -101,4 +101,7 @@ func TestRejoinSplitByAnotherRank(t *testing.T) {
 	require.Nil(t, findingOf(res.findings, CategoryCUDAOOM))
 	res = scan(t, cut+"\n memory. Tried to allocate 2.00 GiB\n", 1<<20)
 	require.NotNil(t, findingOf(res.findings, CategoryCUDAOOM), "the same piece, continued")
+	// A terminal wraps into the very next line only: a later line does not continue the piece.
+	res = scan(t, cut+"\nstep 3 done\n memory. Tried to allocate 2.00 GiB\n", 1<<20)
+	require.Nil(t, findingOf(res.findings, CategoryCUDAOOM))
 }

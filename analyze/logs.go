@@ -47,6 +47,8 @@ type logScanner struct {
 	// the scan ends; the lines are then dropped.
 	tail     tailBuf
 	terminal *terminalFailure
+	// join follows the lines that look cut, to match them joined with their continuation.
+	join joiner
 }
 
 // textFact is an object fact read from a log line.
@@ -138,12 +140,13 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		}
 		p.recover(text, s.sc.state, m)
 	}
+	rank := pre.rank
+	if rank < 0 && (len(hits) > 0 || len(s.sc.state) > 0 || progress) {
+		rank = contentRank(text)
+	}
+	defer s.rejoin(l, text, pre, rank, hits)
 	if len(hits) == 0 && len(s.sc.state) == 0 && !progress {
 		return
-	}
-	rank := pre.rank
-	if rank < 0 {
-		rank = contentRank(text)
 	}
 	for _, h := range s.sc.state {
 		if h.kind == kindFact {
@@ -164,9 +167,16 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if len(hits) == 0 {
 		return
 	}
+	s.record(hits, l.Number, l.Time, s.latest, l.Text, pre.stream, rank, proc)
+}
+
+// record makes the findings of a line's hits, or counts the line in the findings its rules
+// already have in this log. lt is the line's time and at the latest time the log had shown (0:
+// none), raw the line as printed.
+func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw []byte, stream string, rank int, proc *procState) {
 	var ts, at time.Time
-	if l.Time != 0 {
-		ts, at = time.Unix(0, l.Time), time.Unix(0, s.latest)
+	if lt != 0 {
+		ts, at = time.Unix(0, lt), time.Unix(0, latest)
 	}
 	// A line that names its cause by a code is also what that code's own line would be.
 	for _, h := range hits {
@@ -182,10 +192,11 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		f := s.byRule[h.Rule]
 		if f != nil {
 			f.Count++
-			f.addStream(pre.stream)
-			last := &f.Evidence[len(f.Evidence)-1]
-			last.LastLine = l.Number
-			last.LastTime = timePtr(ts)
+			f.addStream(stream)
+			if last := &f.Evidence[len(f.Evidence)-1]; num > last.LastLine {
+				last.LastLine = num
+				last.LastTime = timePtr(ts)
+			}
 			continue
 		}
 		f = newFinding(h.Rule, h.Groups)
@@ -197,9 +208,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 			}
 		}
 		f.Time, f.at = timePtr(ts), timePtr(at)
-		f.order, f.log, f.stream, f.step = l.Number, s.ls.Path, pre.stream, proc.step
-		f.Evidence = []Evidence{{Source: "log", File: s.ls.Path, Line: l.Number, Time: timePtr(ts), Text: excerpt(l.Text)}}
-		f.addStream(pre.stream)
+		f.order, f.log, f.stream, f.step = num, s.ls.Path, stream, proc.step
+		f.Evidence = []Evidence{{Source: "log", File: s.ls.Path, Line: num, Time: timePtr(ts), Text: excerpt(raw)}}
+		f.addStream(stream)
 		s.byRule[h.Rule] = f
 		s.findings = append(s.findings, f)
 	}

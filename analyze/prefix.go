@@ -114,6 +114,11 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		r, _ := atoi(s[:n])
 		return s[n+2:], r, rankStream(r), true
 	}
+	// "worker-1: " and "10.0.0.7: " (pdsh, the DeepSpeed launcher's multi-node runner): a host
+	// name that ends in a number after a dash, or an IPv4 address, a colon and a space.
+	if n := hostAt(s); n > 0 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
+		return s[n+2:], -1, string(s[:n]), true
+	}
 	// "trainer-1  | " (docker compose): a service name, blanks, a bar.
 	// The name is the line's first word, then two blanks or more: a bar further on ("step 3 |
 	// loss") is never looked for.
@@ -127,6 +132,46 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		}
 	}
 	return nil, 0, "", false
+}
+
+// hostAt returns the length of the host name pdsh puts in front of a line, or 0: letters,
+// digits and dashes, starting with a letter, with a dash and ending in a digit ("worker-1",
+// "gpu-node-07"); or an IPv4 address.
+func hostAt(b []byte) int {
+	n, dash, dots := 0, false, 0
+	for n < len(b) && n < 64 {
+		c := b[n]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' {
+			dash = dash || c == '-'
+			if c == '.' {
+				dots++
+			}
+			n++
+			continue
+		}
+		break
+	}
+	if n < 3 || n >= 64 || b[n-1] < '0' || b[n-1] > '9' {
+		return 0
+	}
+	if b[0] >= '0' && b[0] <= '9' {
+		// An IPv4 address: four numbers of at most three digits.
+		parts := bytes.Split(b[:n], []byte("."))
+		if len(parts) != 4 || dash {
+			return 0
+		}
+		for _, p := range parts {
+			if len(p) == 0 || len(p) > 3 || digitsAt(p) != len(p) {
+				return 0
+			}
+		}
+		return n
+	}
+	// A short host name: a version ("cuda-12.1") has dots.
+	if !dash || dots > 0 || !(b[0] >= 'a' && b[0] <= 'z' || b[0] >= 'A' && b[0] <= 'Z') {
+		return 0
+	}
+	return n
 }
 
 func hasColon(b []byte) bool { return len(b) > 0 && b[0] == ':' }

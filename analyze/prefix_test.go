@@ -21,11 +21,16 @@ func TestSplitPrefix(t *testing.T) {
 		{"trainer-1  | ModuleNotFoundError: No module named 'x'", "ModuleNotFoundError: No module named 'x'", "trainer-1", -1},
 		{"> [1,2]<stdout>: NCCL WARN x", "NCCL WARN x", "rank 2", 2},
 		{"[rank5000]: boom", "boom", "rank 5000", 5000},
+		{"worker-1: ModuleNotFoundError: No module named 'x'", "ModuleNotFoundError: No module named 'x'", "worker-1", -1},
+		{"10.0.0.7: [rank3]: RuntimeError: boom", "RuntimeError: boom", "rank 3", 3},
 		// Not prefixes.
 		{"step 3 | loss 2.1 | lr 1e-4", "step 3 | loss 2.1 | lr 1e-4", "", -1},
 		{"epoch 1 |  loss 2.1", "epoch 1 |  loss 2.1", "", -1},
 		{"[2026-03-14 10:00:00] INFO start", "[2026-03-14 10:00:00] INFO start", "", -1},
 		{"12345678: not a rank", "12345678: not a rank", "", -1},
+		{"torch.OutOfMemoryError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory.", "", -1},
+		{"cuda-12.1: installed", "cuda-12.1: installed", "", -1},
+		{"1.2.3: version", "1.2.3: version", "", -1},
 	}
 	for _, tt := range tests {
 		rest, p := splitPrefix([]byte(tt.line))

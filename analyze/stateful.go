@@ -475,12 +475,21 @@ func evalSilence(r *Rule, procs []*procState, findings []*Finding, js jobState) 
 	var witness *procState
 	switch s.Scope {
 	case "rank":
+		var latest int64
 		for _, p := range procs {
-			if !mayStall(p, findings) {
+			if p.progress > 0 {
+				latest = max(latest, p.lastProgress().time)
+			}
+		}
+		for _, p := range procs {
+			if p.previous || p.progress < steadyProgress {
 				continue
 			}
+			if t := p.lastProgress().time; t != 0 && time.Duration(latest-t) < r.atLeast {
+				continue // nobody went on long enough after it (at 4,096 ranks, most are here)
+			}
 			goes := wentOn(r, p, procs)
-			if goes == nil {
+			if goes == nil || !mayStall(p, findings) {
 				continue
 			}
 			if stopped == nil || before(p, stopped, p.lastProgress(), stopped.lastProgress()) {

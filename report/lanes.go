@@ -56,7 +56,9 @@ type lane struct {
 	// Stalled is when the lane's process stopped making progress, when the root cause is
 	// that it stalled (zero otherwise): from then to its end it is drawn stalled, not running.
 	Stalled time.Time
-	sig     string
+	// stallToEnd: a log lane whose log ends when it stalled is drawn stalled to the end.
+	stallToEnd bool
+	sig        string
 }
 
 // Folded reports whether the lane stands for more than one pod.
@@ -212,6 +214,9 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 				l.Root = true
 				if stalls(f.Category) {
 					l.Stalled = *f.Time
+					// A log alone does not say when its process ended: it was stalled, not
+					// gone, while the others waited for it (to the picture's end).
+					l.stallToEnd = l.Phase == "log" && !l.Ended.After(l.Stalled)
 				}
 			}
 			continue
@@ -274,7 +279,10 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 	s.From, s.To = ts[0], ts[len(ts)-1]
 	for _, rl := range s.Roles {
 		for _, l := range rl.Lanes {
-			if end := l.Ended; !l.Stalled.IsZero() && (l.Started.IsZero() || !l.Stalled.After(l.Started) || !end.IsZero() && !l.Stalled.Before(end)) {
+			if l.stallToEnd {
+				l.Ended = s.To
+			}
+			if end := l.Ended; !l.Stalled.IsZero() && (l.Started.IsZero() || l.Stalled.Before(l.Started) || !end.IsZero() && !l.Stalled.Before(end)) {
 				l.Stalled = time.Time{} // nothing left to draw stalled
 			}
 			sortMarks(l.Marks)

@@ -204,7 +204,12 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 	}
 	culprit := culprits[0]
 	vars["rank"], vars["ranks"], vars["why"] = strconv.Itoa(culprit), rankList(culprits), why
-	vars["seq"], vars["op"], vars["reporters"] = strconv.FormatInt(first.seq, 10), first.op, rankList(reporters)
+	vars["seq"], vars["op"] = strconv.FormatInt(first.seq, 10), first.op
+	if waited := without(reporters, culprits); len(waited) > 0 {
+		// The ranks that waited, never the culprit itself (a desync report may name a rank
+		// whose own watchdog fired too).
+		vars["reporters"] = rankList(waited)
+	}
 	f := newFinding(r, vars)
 	f.Rank, f.derived = culprit, true
 	f.Time, f.at = nsPtr(first.line.time), nsPtr(first.line.time)

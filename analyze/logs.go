@@ -105,6 +105,7 @@ func (s *logScanner) proc(stream string, rank int) *procState {
 	p := s.procs[stream]
 	if p == nil {
 		p = newProcState(s.ls.Path, stream, s.ls.Pod, s.ls.Container, rank)
+		p.previous = s.ls.Previous
 		s.procs[stream] = p
 	}
 	return p
@@ -139,6 +140,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 			m.step = p.step
 		}
 		p.recover(text, s.sc.state, m)
+	}
+	if pre.rank < 0 && p.rank < 0 {
+		p.said.see(text)
 	}
 	rank := pre.rank
 	if rank < 0 && (len(hits) > 0 || len(s.sc.state) > 0 || progress) {
@@ -245,6 +249,19 @@ func (s *logScanner) finish(st logscan.Stats) []*procState {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	for _, k := range keys {
+		// A process no prefix named takes the rank its own NCCL lines gave it, and so do its
+		// findings: plain logs and bundles without pods name ranks as bundles do.
+		if p := s.procs[k]; p.rank < 0 {
+			if p.rank = p.said.get(); p.rank >= 0 {
+				for _, f := range s.findings {
+					if f.Rank < 0 && f.stream == p.stream {
+						f.Rank = p.rank
+					}
+				}
+			}
+		}
+	}
 	procs := make([]*procState, 0, len(keys))
 	for _, k := range keys {
 		p := s.procs[k]
@@ -285,6 +302,7 @@ func mergeProcs(a, b *procState) *procState {
 			base.progress += other.progress
 		}
 	}
+	base.said.merge(other.said)
 	base.reports = append(base.reports, other.reports...)
 	sort.SliceStable(base.reports, func(i, j int) bool { return base.reports[i].line.line < base.reports[j].line.line })
 	for r, st := range other.streaks {

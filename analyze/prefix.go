@@ -281,3 +281,53 @@ func localRankStream(n int) string {
 	}
 	return "local rank " + strconv.Itoa(n)
 }
+
+// contentRanks is what a process's NCCL start-up lines said of its rank ("NCCL INFO comm
+// 0x... rank 2 nranks 4 ... Init COMPLETE"): its rank in its largest communicator, the
+// world's (a tensor- or pipeline-parallel group is smaller and numbers its ranks from 0),
+// and that communicator's size. Two different ranks in communicators of that size mean the
+// log holds several processes, and names none of them.
+type contentRanks struct {
+	rank, nranks int
+	conflict     bool
+}
+
+// see reads a line of the process.
+func (c *contentRanks) see(text []byte) {
+	i := bytes.Index(text, []byte(" nranks "))
+	if i < 0 || !bytes.Contains(text[:i], []byte("NCCL")) {
+		return
+	}
+	j := bytes.LastIndex(text[:i], []byte(" rank "))
+	if j < 0 {
+		return
+	}
+	r, ok := atoi(text[j+len(" rank ") : i])
+	if !ok {
+		return
+	}
+	n := digitsAt(text[i+len(" nranks "):])
+	m, ok := atoi(text[i+len(" nranks ") : i+len(" nranks ")+n])
+	if !ok || r >= m {
+		return
+	}
+	c.merge(contentRanks{rank: r, nranks: m})
+}
+
+// merge adds what another part of the same process said.
+func (c *contentRanks) merge(o contentRanks) {
+	switch {
+	case o.nranks > c.nranks:
+		*c = o
+	case o.nranks == c.nranks && o.nranks > 0 && (o.rank != c.rank || o.conflict):
+		c.conflict = true
+	}
+}
+
+// get is the rank the lines said, or -1.
+func (c contentRanks) get() int {
+	if c.nranks == 0 || c.conflict {
+		return -1
+	}
+	return c.rank
+}

@@ -39,3 +39,35 @@ func TestSplitPrefix(t *testing.T) {
 		require.Equal(t, tt.rank, p.rank, tt.line)
 	}
 }
+
+// TestContentRanks: a process's rank from NCCL's init lines is its rank in the largest
+// communicator; a log whose lines give two ranks in it holds several processes and names none.
+func TestContentRanks(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		lines []string
+		rank  int
+		world int
+	}{
+		{"one init", []string{"host:57:57 [0] NCCL INFO ncclCommInitRank comm 0x55d4c0a1b2c0 rank 2 nranks 4 cudaDev 0 nvmlDev 0 busId 18000 commId 0x8a3f - Init COMPLETE"}, 2, 4},
+		{"a tensor-parallel group after the world", []string{
+			"host:57:57 [0] NCCL INFO comm 0x55d5c1a0 rank 9 nranks 16 cudaDev 1 busId 41000 - Init COMPLETE",
+			"host:57:57 [0] NCCL INFO comm 0x55d5c1b0 rank 1 nranks 8 cudaDev 1 busId 41000 - Init COMPLETE",
+		}, 9, 16},
+		{"eight processes in one log", []string{
+			"host:57:57 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 41000 - Init COMPLETE",
+			"host:58:58 [1] NCCL INFO comm 0x2 rank 1 nranks 16 cudaDev 1 busId 42000 - Init COMPLETE",
+		}, -1, 16},
+		{"not NCCL", []string{"worker rank 3 nranks 4 says hello"}, -1, 0},
+		{"a rank beyond the world", []string{"NCCL INFO comm 0x1 rank 7 nranks 4 cudaDev 0"}, -1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c contentRanks
+			for _, l := range tt.lines {
+				c.see([]byte(l))
+			}
+			require.Equal(t, tt.rank, c.get())
+			require.Equal(t, tt.world, c.nranks)
+		})
+	}
+}

@@ -137,6 +137,10 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 	if len(reports) == 0 {
 		return nil
 	}
+	// The world is every rank NCCL numbered, whether its log is here or not.
+	for n := range worldSize(procs) {
+		addRank(n, nil)
+	}
 	sort.Ints(world)
 	var culprits []int
 	var why string
@@ -189,13 +193,23 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 		if p := procOf[absent[0]]; p != nil && p.progress > 0 && p.lastProgress().step >= 0 {
 			why += fmt.Sprintf(", and its progress stopped at step %d", p.lastProgress().step)
 		}
+		if p := procOf[absent[0]]; p != nil && len(absent) == 1 && stalled(p, findings) {
+			if w, ok := stoppedBefore(p, first, reporters, world); ok {
+				why = w
+			}
+		}
 	}
 	if len(culprits) == 0 {
 		return nil
 	}
 	culprit := culprits[0]
 	vars["rank"], vars["ranks"], vars["why"] = strconv.Itoa(culprit), rankList(culprits), why
-	vars["seq"], vars["op"], vars["reporters"] = strconv.FormatInt(first.seq, 10), first.op, rankList(reporters)
+	vars["seq"], vars["op"] = strconv.FormatInt(first.seq, 10), first.op
+	if waited := without(reporters, culprits); len(waited) > 0 {
+		// The ranks that waited, never the culprit itself (a desync report may name a rank
+		// whose own watchdog fired too).
+		vars["reporters"] = rankList(waited)
+	}
 	f := newFinding(r, vars)
 	f.Rank, f.derived = culprit, true
 	f.Time, f.at = nsPtr(first.line.time), nsPtr(first.line.time)
@@ -218,7 +232,59 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 			f.Evidence = append([]Evidence{{Source: "log", File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)}}, f.Evidence...)
 		}
 	}
+	if p.rank == culprit && p.progress > 0 && p.lastProgress().time != 0 && p.lastProgress().time < first.line.time && stalled(p, findings) {
+		// The culprit went wrong when it stopped, not when the others' watchdogs fired: that
+		// is the finding's time, and the lanes draw the stall from it.
+		m := p.lastProgress()
+		f.Time, f.at, f.step = nsPtr(m.time), nsPtr(m.time), m.step
+		if f.log != "" {
+			f.order = m.line
+			if f.Evidence[0].Line != m.line {
+				f.Evidence = append([]Evidence{{Source: "log", File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)}}, f.Evidence...)
+			}
+		}
+	}
 	return []*Finding{f}
+}
+
+// stalled says whether a process stopped with no error of its own after its last progress:
+// the others waited for a stall, not for a failure that its own finding names (and dates).
+func stalled(p *procState, findings []*Finding) bool {
+	return p.progress > 0 && !failedAfter(p, p.lastProgress().line, findings) && !failedOwn(p, findings)
+}
+
+// maxWorld bounds the world size NCCL's lines may claim (they come from the bundle).
+const maxWorld = 1 << 20
+
+// worldSize is the number of ranks NCCL's start-up lines gave the job's largest
+// communicator (0 when none said).
+func worldSize(procs []*procState) int {
+	n := 0
+	for _, p := range procs {
+		n = max(n, p.said.nranks)
+	}
+	return min(n, maxWorld)
+}
+
+// stoppedBefore says when the culprit of a collective stopped, against when the others
+// timed out: "it stopped at 10:17:30 (step 480); the other 3 ranks timed out 30 min later".
+func stoppedBefore(p *procState, report seqReport, reporters, world []int) (string, bool) {
+	if p.progress == 0 {
+		return "", false
+	}
+	m := p.lastProgress()
+	if m.time == 0 || report.line.time == 0 || m.time >= report.line.time {
+		return "", false
+	}
+	at := time.Unix(0, m.time).UTC().Format("15:04:05")
+	if m.step >= 0 {
+		at += fmt.Sprintf(" (step %d)", m.step)
+	}
+	waited := rankList(reporters)
+	if len(reporters) > 1 && len(reporters) == len(world)-1 {
+		waited = fmt.Sprintf("the other %d ranks", len(reporters))
+	}
+	return fmt.Sprintf("it stopped at %s; %s timed out %s later", at, waited, roundDuration(time.Duration(report.line.time-m.time))), true
 }
 
 // collectiveTrouble lists the ranks with collective timeouts or errors of their own.
@@ -338,6 +404,75 @@ func failedAfter(p *procState, line int, findings []*Finding) bool {
 	return false
 }
 
+// steadyProgress is how many progress lines a process shows before its silence may be a
+// stall (a step period needs a few; a rank that only loaded its checkpoint shards showed none).
+const steadyProgress = 5
+
+// mayStall says whether a process's progress could have stalled: it showed steady progress,
+// and no error of its own explains the end. A restarted container's previous log ends with
+// the restart, not a stall; its current log goes on as the same process.
+func mayStall(p *procState, findings []*Finding) bool {
+	return !p.previous && p.progress >= steadyProgress && !failedAfter(p, p.lastProgress().line, findings) && !failedOwn(p, findings)
+}
+
+// failedOwn says whether the process's pod, container or rank shows a primary failure of its
+// own (an OOM, a CUDA error, an exception: not a timeout waiting for others, not a signal it
+// was sent) at or after its last progress: that failure, not a stall, ended its progress,
+// and a hang never outranks it. Lines lost with a killed process's buffered output are not a
+// stall either.
+func failedOwn(p *procState, findings []*Finding) bool {
+	last := p.lastProgress()
+	for _, f := range findings {
+		if f.Severity < SeverityError || f.symptom || f.generic || f.derived || f.Layer == LayerSpec {
+			continue
+		}
+		switch f.Category {
+		case CategoryHang, CategoryCollectiveTimeout, CategoryCrashSignal, CategoryUnknown:
+			continue
+		}
+		mine := p.rank >= 0 && f.Rank == p.rank || p.pod != "" && f.Pod == p.pod && (f.Container == "" || f.Container == p.container)
+		if !mine {
+			continue
+		}
+		if f.log == p.log && f.order < last.line || f.log != p.log && f.Time != nil && last.time != 0 && f.Time.UnixNano() < last.time {
+			continue // an error the process went on from
+		}
+		return true
+	}
+	return false
+}
+
+// wentOn finds another process that progressed materially past p's last progress line:
+// `periods` more progress lines, to a later step when both show steps, and, when the lines
+// have times, over at least `periods` of p's step periods and the rule's atLeast. Ranks are
+// not in lockstep to the second, and a lag of a few steps is no stall. The same rank (a
+// restarted container's other log) is never compared with itself.
+func wentOn(r *Rule, p *procState, procs []*procState) *procState {
+	s := r.Match.Silence
+	last := p.lastProgress()
+	for _, o := range procs {
+		if o == p || o.same(p) || o.name() == p.name() {
+			continue
+		}
+		m, ok := o.progressBack(s.Periods - 1)
+		if !ok || !before(p, o, last, m) {
+			continue
+		}
+		end := o.lastProgress()
+		if last.step >= 0 && end.step >= 0 && end.step <= last.step {
+			continue
+		}
+		if last.time != 0 && end.time != 0 {
+			lead := time.Duration(end.time - last.time)
+			if lead < r.atLeast || lead < time.Duration(s.Periods)*max(p.period(), o.period()) {
+				continue
+			}
+		}
+		return o
+	}
+	return nil
+}
+
 // evalSilence finds progress that stopped without an error.
 func evalSilence(r *Rule, procs []*procState, findings []*Finding, js jobState) []*Finding {
 	s := r.Match.Silence
@@ -345,26 +480,24 @@ func evalSilence(r *Rule, procs []*procState, findings []*Finding, js jobState) 
 	var witness *procState
 	switch s.Scope {
 	case "rank":
+		var latest int64
 		for _, p := range procs {
-			if p.progress < s.Periods || failedAfter(p, p.lastProgress().line, findings) {
+			if p.progress > 0 {
+				latest = max(latest, p.lastProgress().time)
+			}
+		}
+		for _, p := range procs {
+			if p.previous || p.progress < steadyProgress {
 				continue
 			}
-			last := p.lastProgress()
-			var goes *procState
-			for _, o := range procs {
-				if o == p {
-					continue
-				}
-				// The other made `periods` progress lines after p's last one.
-				if m, ok := o.progressBack(s.Periods - 1); ok && before(p, o, last, m) {
-					goes = o
-					break
-				}
+			if t := p.lastProgress().time; t != 0 && time.Duration(latest-t) < r.atLeast {
+				continue // nobody went on long enough after it (at 4,096 ranks, most are here)
 			}
-			if goes == nil {
+			goes := wentOn(r, p, procs)
+			if goes == nil || !mayStall(p, findings) {
 				continue
 			}
-			if stopped == nil || before(p, stopped, last, stopped.lastProgress()) {
+			if stopped == nil || before(p, stopped, p.lastProgress(), stopped.lastProgress()) {
 				stopped, witness = p, goes
 			}
 		}

@@ -53,10 +53,26 @@ type procState struct {
 	reports []seqReport
 	// lastLine is the process's last line (any line, not only progress).
 	lastLine mark
+	// previous: the log is a restarted container's previous log (the same process as its
+	// current log, before the restart).
+	previous bool
+	// said is the rank the process's own lines gave it (see contentRanks), when the process
+	// has no rank from a prefix.
+	said contentRanks
 }
 
 func newProcState(log, stream, pod, container string, rank int) *procState {
 	return &procState{log: log, stream: stream, pod: pod, container: container, rank: rank, step: -1}
+}
+
+// same says whether two processes are one rank: the same rank, or the same stream of the
+// same pod and container (a container's previous and current logs are one process across a
+// restart).
+func (p *procState) same(o *procState) bool {
+	if p.rank >= 0 && o.rank >= 0 {
+		return p.rank == o.rank
+	}
+	return p.pod != "" && p.pod == o.pod && p.container == o.container && p.stream == o.stream
 }
 
 // lastProgress is the process's last progress line.

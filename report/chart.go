@@ -55,6 +55,7 @@ type chartOptions struct {
 const (
 	chPending = '·'
 	chRunning = '━'
+	chStalled = '┄'
 	chEnd     = '┤'
 	chRoot    = '✖'
 	chError   = '×'
@@ -65,6 +66,14 @@ const (
 
 // chartLegend explains the chart's characters.
 const chartLegend = "· pending  ━ running  ┤ ended  ✖ root cause  × error or symptom  ! warning  ↻ restart  ≈ hours cut"
+
+// legendOf is the legend of a chart: chartLegend, and the stalled line when one is drawn.
+func legendOf(s *swimlanes) string {
+	if s != nil && s.anyStalled() {
+		return strings.Replace(chartLegend, "━ running  ", "━ running  ┄ stalled  ", 1)
+	}
+	return chartLegend
+}
 
 // textChart draws the lanes; "" when there is nothing dated.
 func textChart(s *swimlanes, opt chartOptions) []string {
@@ -197,6 +206,9 @@ func textChart(s *swimlanes, opt chartOptions) []string {
 		}
 		if !l.Started.IsZero() {
 			fill(cells, colors, sc.X(l.Started), sc.X(end), chRunning, toneNone)
+		}
+		if !l.Stalled.IsZero() {
+			fill(cells, colors, sc.X(l.Stalled), sc.X(end), chStalled, toneDim)
 		}
 		if !l.Ended.IsZero() {
 			color := toneOK

@@ -53,7 +53,12 @@ type lane struct {
 	LastRestart time.Time
 	Marks       []mark
 	Root        bool
-	sig         string
+	// Stalled is when the lane's process stopped making progress, when the root cause is
+	// that it stalled (zero otherwise): from then to its end it is drawn stalled, not running.
+	Stalled time.Time
+	// stallToEnd: a log lane whose log ends when it stalled is drawn stalled to the end.
+	stallToEnd bool
+	sig        string
 }
 
 // Folded reports whether the lane stands for more than one pod.
@@ -207,6 +212,12 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 			l.Marks = append(l.Marks, mark{From: *f.Time, To: *f.Time, Kind: fm.kind, ID: fm.g.ID(), Title: f.Title, Category: f.Category, Count: f.Count})
 			if r.RootCause != nil && f.ID == r.RootCause.ID {
 				l.Root = true
+				if stalls(f.Category) {
+					l.Stalled = *f.Time
+					// A log alone does not say when its process ended: it was stalled, not
+					// gone, while the others waited for it (to the picture's end).
+					l.stallToEnd = l.Phase == "log" && !l.Ended.After(l.Stalled)
+				}
 			}
 			continue
 		}
@@ -268,6 +279,12 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 	s.From, s.To = ts[0], ts[len(ts)-1]
 	for _, rl := range s.Roles {
 		for _, l := range rl.Lanes {
+			if l.stallToEnd {
+				l.Ended = s.To
+			}
+			if end := l.Ended; !l.Stalled.IsZero() && (l.Started.IsZero() || l.Stalled.Before(l.Started) || !end.IsZero() && !l.Stalled.Before(end)) {
+				l.Stalled = time.Time{} // nothing left to draw stalled
+			}
 			sortMarks(l.Marks)
 			l.sig = laneSig(l)
 		}
@@ -277,6 +294,25 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 		s.Shown += len(rl.Lanes)
 	}
 	return s
+}
+
+// stalls says whether a root cause of the category means its process stopped making
+// progress at the root's time while it still ran (a hang, the rank a collective waited
+// for): its lane is drawn stalled from then.
+func stalls(c analyze.Category) bool {
+	return c == analyze.CategoryHang || c == analyze.CategoryCollectiveTimeout
+}
+
+// anyStalled says whether a lane is drawn stalled (the legend says so only then).
+func (s *swimlanes) anyStalled() bool {
+	for _, rl := range s.Roles {
+		for _, l := range rl.Lanes {
+			if !l.Stalled.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func markKindOf(f *Finding, root bool) markKind {
@@ -517,6 +553,9 @@ func (s *swimlanes) summary(l *lane, rootNote bool) string {
 		t := m.Title + " at " + span(m.From, m.To)
 		if m.Kind == markRoot && rootNote {
 			t = m.Title + " at " + clock(m.From) + " (root cause)"
+			if strings.Contains(m.Title, clock(m.From)) {
+				t = m.Title + " (root cause)" // the title says when already
+			}
 		}
 		parts = append(parts, t)
 	}

@@ -162,6 +162,9 @@ func newSVG(s *swimlanes) *svgView {
 				}
 				rect(sc.X(l.Started), mid-svgBar/2, sc.X(end), svgBar, class, "running "+Duration(end.Sub(l.Started)))
 			}
+			if !l.Stalled.IsZero() {
+				rect(sc.X(l.Stalled), mid-svgBar/2, sc.X(end), svgBar, "stall", "no progress from "+clock(l.Stalled)+" for "+Duration(end.Sub(l.Stalled)))
+			}
 			if !l.Ended.IsZero() {
 				class := "end"
 				if l.Phase == "Failed" {
@@ -271,6 +274,9 @@ func newSVG(s *swimlanes) *svgView {
 	}
 	item("pend", "pending", false)
 	item("run", "running", false)
+	if s.anyStalled() {
+		item("stall", "stalled", false)
+	}
 	item("end fail", "failed", false)
 	item("root", "root cause", true)
 	item("err", "error", true)

@@ -55,7 +55,9 @@ type view struct {
 	AlsoOn   string
 	// Chart is the text chart (Markdown), Lanes the SVG (HTML).
 	Chart []string
-	SVG   *svgView
+	// legend explains the chart's characters.
+	legend string
+	SVG    *svgView
 	// Roles are the replicas with their pods listed or folded by state.
 	Roles []roleView
 	// KeyRows and RoutineRows are the timeline, folded; the More counts say what was cut.
@@ -75,7 +77,7 @@ type view struct {
 }
 
 // ChartBlock is the text chart and its legend, the lines of a Markdown code block.
-func (v *view) ChartBlock() []string { return append(append([]string{}, v.Chart...), chartLegend) }
+func (v *view) ChartBlock() []string { return append(append([]string{}, v.Chart...), v.legend) }
 
 func newView(r *Report, opt Options) *view {
 	v := &view{Report: r, Full: opt.Full, Story: r.Story(), SymptomsMore: map[string]int{}}
@@ -114,6 +116,7 @@ func newView(r *Report, opt Options) *view {
 	}
 	if lanes := buildLanes(r, groups, foldPolicy{minPods: 1, maxLanes: 8}); lanes != nil {
 		v.Chart = textChart(lanes, chartOptions{Width: 110, Indent: "  ", LabelMax: 24})
+		v.legend = legendOf(lanes)
 	}
 	v.Roles = rolesOf(r, opt.Full)
 	v.timeline(groups, opt.Full)

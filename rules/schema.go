@@ -170,13 +170,14 @@ type Sequence struct {
 
 // Silence matches progress (the file's progress lines) that stops without an error.
 type Silence struct {
-	// Scope "rank": a process's progress stops while the others go on for at least
-	// `periods` more progress lines. Scope "job": every process's last progress line is
-	// older than `periods` progress periods (and at least `atLeast`) when the bundle was
-	// collected, while the job was still running.
+	// Scope "rank": a process's progress stops while another goes on for at least
+	// `periods` more progress lines, to a later step, over at least `periods` step periods
+	// and `atLeast` when the lines have times. Scope "job": every process's last progress
+	// line is older than `periods` progress periods (and at least `atLeast`) when the bundle
+	// was collected, while the job was still running.
 	Scope   string `json:"scope"`
 	Periods int    `json:"periods"`
-	// AtLeast is a duration ("15m"), for scope job.
+	// AtLeast is a duration ("15m"): the shortest stall either scope reports.
 	AtLeast string `json:"atLeast,omitempty"`
 }
 

@@ -1,0 +1,136 @@
+package analyze
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// stepLog writes rank's step lines from step `from` to `to`, one every period from t.
+func stepLog(b *strings.Builder, rank int, from, to int, t time.Time, period time.Duration) time.Time {
+	for s := from; s <= to; s++ {
+		fmt.Fprintf(b, "%s [rank%d]: step %d | loss 2.1 | lr 1e-4\n", t.Format(time.RFC3339Nano), rank, s)
+		t = t.Add(period)
+	}
+	return t
+}
+
+const (
+	oomLine      = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.2 GiB is free."
+	watchdogLine = "[Rank %d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=90, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 milliseconds before timing out."
+)
+
+// TestRestartIsOneRank: a rank whose container restarted has a previous and a current log;
+// they are one rank across the restart, never compared as two, and the restart is no stall.
+// The CUDA OOM that ended it stays the root cause.
+func TestRestartIsOneRank(t *testing.T) {
+	t0, _ := time.Parse(time.RFC3339, "2026-03-14T10:00:00Z")
+	var prev, cur, other strings.Builder
+	// Before the restart: steps 1100 to 1180, then the container was killed (its last
+	// buffered lines lost).
+	end := stepLog(&prev, 12, 1100, 1180, t0, 10*time.Second)
+	// After it: resumed from the checkpoint at step 1100, back to step 1180, then the OOM.
+	t1 := end.Add(2 * time.Minute)
+	end = stepLog(&cur, 12, 1100, 1180, t1, 10*time.Second)
+	fmt.Fprintf(&cur, "%s [rank12]: %s\n", end.Format(time.RFC3339Nano), oomLine)
+	// Another rank went through both attempts with it.
+	e := stepLog(&other, 3, 1100, 1180, t0, 10*time.Second)
+	stepLog(&other, 3, 1100, 1180, e.Add(2*time.Minute), 10*time.Second)
+	fmt.Fprintf(&other, "%s [rank3]:[E314 10:40:00.000000 ProcessGroupNCCL.cpp:616] "+watchdogLine+"\n", end.Add(10*time.Minute).Format(time.RFC3339Nano), 3)
+
+	res := analyzeFiles(t, map[string]string{
+		"logs/ml/w12/c.previous.log": prev.String(),
+		"logs/ml/w12/c.log":          cur.String(),
+		"logs/ml/w3/c.log":           other.String(),
+	})
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, "w12", res.RootCause.Pod)
+	for _, f := range res.Findings {
+		require.NotEqual(t, CategoryHang, f.Category, "a restart is not a stall: %s", f.Title)
+	}
+}
+
+// TestLagIsNoStall: at 1,024 and 4,096 ranks, ranks whose last step line is 1-2 s behind the
+// others (a few step periods: ranks are not in lockstep to the second) are neither the root
+// cause nor a finding of their own; rank 5's CUDA OOM stays the root cause. Rank 7's last
+// lines are missing, as a killed process's buffered output is.
+func TestLagIsNoStall(t *testing.T) {
+	for _, n := range []int{1024, 4096} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			if n > 1024 && testing.Short() {
+				t.Skip("4,096 logs")
+			}
+			t0, _ := time.Parse(time.RFC3339, "2026-03-14T10:00:00Z")
+			period := 250 * time.Millisecond
+			files := map[string]string{}
+			for r := range n {
+				var b strings.Builder
+				last := 60
+				switch {
+				case r == 7:
+					last = 53 // 1.75 s behind
+				case r%97 == 0:
+					last = 56 // 1 s behind
+				}
+				end := stepLog(&b, r, 1, last, t0.Add(time.Duration(r%10)*time.Millisecond), period)
+				if r == 5 {
+					fmt.Fprintf(&b, "%s [rank5]: %s\n", end.Format(time.RFC3339Nano), oomLine)
+				} else {
+					fmt.Fprintf(&b, "%s [rank%d]:[E314 10:10:16.000000 ProcessGroupNCCL.cpp:616] "+watchdogLine+"\n", t0.Add(10*time.Minute+16*time.Second).Format(time.RFC3339Nano), r, r)
+				}
+				files[fmt.Sprintf("logs/ml/w%04d/c.log", r)] = b.String()
+			}
+			res := analyzeFiles(t, files)
+			require.NotNil(t, res.RootCause)
+			require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, res.RootCause.Title)
+			require.Equal(t, 5, res.RootCause.Rank)
+			for _, f := range res.Findings {
+				require.NotEqual(t, CategoryHang, f.Category, "%s: %s", f.ID, f.Title)
+				if f.Rank == 7 || f.Rank == 97 {
+					require.Equal(t, CategoryCollectiveTimeout, f.Category, "no finding of its own for a lagging rank: %s", f.Title)
+				}
+			}
+		})
+	}
+}
+
+// TestStallIsLong: a rank whose progress stops while another goes on is a hang only when the
+// other went on long against the step period, and never when the rank's own error ended it.
+func TestStallIsLong(t *testing.T) {
+	t0, _ := time.Parse(time.RFC3339, "2026-03-14T10:00:00Z")
+	build := func(stoppedAt, lead int, ownError string) map[string]string {
+		var a, b strings.Builder
+		stepLog(&a, 0, 1, stoppedAt+lead, t0, 10*time.Second)
+		end := stepLog(&b, 1, 1, stoppedAt, t0, 10*time.Second)
+		if ownError != "" {
+			fmt.Fprintf(&b, "%s [rank1]: %s\n", end.Format(time.RFC3339Nano), ownError)
+		}
+		return map[string]string{"logs/ml/a/c.log": a.String(), "logs/ml/b/c.log": b.String()}
+	}
+	hang := func(res *Result) *Finding {
+		for _, f := range res.Findings {
+			if f.Category == CategoryHang {
+				return f
+			}
+		}
+		return nil
+	}
+	// 30 steps of 10 s (5 min) more on rank 0: rank 1 stalled.
+	stalled := analyzeFiles(t, build(40, 30, ""))
+	f := hang(stalled)
+	require.NotNil(t, f)
+	require.Equal(t, 1, f.Rank)
+	require.Equal(t, "rank 1 stopped making progress at step 40 while rank 0 went on (to step 70)", f.Title)
+	require.Same(t, f, stalled.RootCause)
+	// 6 steps (1 min): under the rule's periods and atLeast.
+	require.Nil(t, hang(analyzeFiles(t, build(40, 6, ""))))
+	// Rank 1's own OOM ended its progress: that is the root cause, no hang.
+	res := analyzeFiles(t, build(40, 30, oomLine))
+	require.Nil(t, hang(res))
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category)
+}

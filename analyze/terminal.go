@@ -78,8 +78,10 @@ var (
 	exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)(?::|$)`)
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = regexp.MustCompile(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`)
-	// signalLine names a signal or how a process died of one.
-	signalLine = regexp.MustCompile(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|^Aborted`)
+	// signalLine names a signal or how a process died of one. A shell reports a SIGKILLed
+	// foreground process with a bare "Killed", which lands right after whatever the process
+	// printed last without a newline (a progress bar's "13.8it/s]Killed").
+	signalLine = regexp.MustCompile(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`)
 	fatalLine  = regexp.MustCompile(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`)
 	errorLine  = regexp.MustCompile(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} `)
 	// errorWords are the words a line that reports a failure uses, in any log format:
@@ -249,10 +251,12 @@ func (tf *terminalFailure) failureText() (failure, context string) {
 
 // endsLog says whether the failure is how the log ends: one of its lines that shows on its
 // own that the process failed (strong) or any of its lines (!strong) comes after the log's
-// last training progress.
+// last training progress, or ends that progress line itself (a bar the process died in the
+// middle of, with the shell's "Killed" after it).
 func (tf *terminalFailure) endsLog(strong bool) bool {
 	for i, l := range tf.lines {
-		if (tf.kinds[i].strong() || !strong) && l.line > tf.lastProgress {
+		past := l.line > tf.lastProgress || l.line == tf.lastProgress && tf.kinds[i] == kindSignal
+		if (tf.kinds[i].strong() || !strong) && past {
 			return true
 		}
 	}

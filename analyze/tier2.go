@@ -68,6 +68,15 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	}
 	tf, c := a.classifyTerminal(root)
 	if tf == nil {
+		if root == nil {
+			if tf = a.unexplainedEnd(); tf != nil {
+				f := a.tierFinding(tf, Classification{Category: CategoryUnknown})
+				a.findings = append(a.findings, f)
+				a.renumber()
+				a.res.Confidence = ConfidenceLow
+				return f
+			}
+		}
 		return root
 	}
 	if root != nil && root.Category == c.Category {
@@ -125,11 +134,49 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 	return nil, Classification{}
 }
 
+// unexplainedEnd is the first log, in bundle order, that ends in a line showing on its own
+// that its process failed (an exception, a fatal line, a signal, a non-zero exit code, a
+// launcher's summary) after its last training progress, when the vocabulary could not tell
+// why: the process failed, and the report says so with low confidence rather than leaving
+// the verdict unknown.
+func (a *analyzer) unexplainedEnd() *terminalFailure {
+	for _, tf := range a.terminals {
+		if tf.endsLog(true) {
+			return tf
+		}
+	}
+	return nil
+}
+
 // tierFinding makes the second tier's finding: its evidence is the failure line that holds
 // the strongest of the deciding terms, its title names them.
 func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
-	vc := a.vocab.category(c.Category)
+	title, explanation, remediation := "likely "+string(c.Category), "", ""
+	var fault Fault
+	var retry Retry
+	if vc := a.vocab.category(c.Category); vc != nil {
+		explanation = vc.title + " (likely). " + a.vocab.Explain(c)
+		remediation, fault, retry = vc.remediation, vc.fault, vc.retry
+	} else {
+		// Nothing in the failure's words names a cause: say that a process failed, and how.
+		title = "a process failed and its log does not say why"
+		explanation = "The log ends in a failure (the evidence line) after its last training progress, " +
+			"but no rule and no term of the vocabulary names its cause: the cause was printed elsewhere " +
+			"(another rank's log, stderr not captured) or not at all."
+		remediation = "Read the lines above the failure and the other ranks' logs; a bundle (coroner collect) " +
+			"adds the pods' states and events."
+	}
 	ev := tf.lines[len(tf.lines)-1]
+	if c.Category == CategoryUnknown {
+		// The line that shows the failure best: the first of the strongest kind (a launcher's
+		// summary names the exit code before its error file and traceback).
+		best := kindNone
+		for i, l := range tf.lines {
+			if tf.kinds[i] > best {
+				best, ev = tf.kinds[i], l
+			}
+		}
+	}
 	var shown []string
 	found := false
 	for _, t := range c.Terms {
@@ -152,14 +199,13 @@ func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
 			}
 		}
 	}
-	title := "likely " + string(c.Category)
 	if len(shown) > 0 {
 		title += ": " + strings.Join(shown, ", ")
 	}
 	f := &Finding{
 		RuleID: SecondTierRuleID + string(c.Category), Category: c.Category, Severity: SeverityError, Layer: LayerExecution,
-		Title: title, Fault: vc.fault, Retry: vc.retry, Pod: tf.pod, Container: tf.container, Rank: ev.rank, Count: 1,
-		Explanation: vc.title + " (likely). " + a.vocab.Explain(c), Remediation: vc.remediation,
+		Title: title, Fault: fault, Retry: retry, Pod: tf.pod, Container: tf.container, Rank: ev.rank, Count: 1,
+		Explanation: explanation, Remediation: remediation,
 		log: tf.log, stream: ev.stream, order: ev.line, step: -1,
 	}
 	if ev.time != 0 {

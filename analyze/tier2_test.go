@@ -126,6 +126,15 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryScheduling, ConfidenceMedium, "likely scheduling"},
 		{"Slurm cancels a job step", false, progress + "slurmstepd: error: *** STEP 4242.0 ON node-7 CANCELLED AT 2024-05-01T10:00:00 DUE TO PREEMPTION ***\n",
 			VerdictUnhealthy, CategoryPreemptedEvicted, ConfidenceMedium, "likely preempted-evicted"},
+		{"the shell's Killed glued to the progress bar the process died in", false, progress + " 6%|###       | 3787/62565 [04:47<1:10:53, 13.82it/s]Killed\n",
+			VerdictUnhealthy, CategoryHostOOM, ConfidenceMedium, "likely host-oom: 'Killed'"},
+		{"a launcher's summary with only an exit code: failed, cause not in the log", true, progress +
+			"Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 14661)\n  error_file: <N/A>\n",
+			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, "a process failed and its log does not say why"},
+		{"mpirun's abort summary does not explain the signal it names next", true, progress +
+			"Primary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted.\n" +
+			"mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).\n",
+			VerdictUnhealthy, CategoryHostOOM, ConfidenceHigh, "MPI rank 7 killed by SIGKILL"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

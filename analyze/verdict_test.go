@@ -291,7 +291,8 @@ func TestRecoveredErrorIsNotTheRoot(t *testing.T) {
 	res := analyzeBundle(t, restartedThenUploadDenied(), time.Date(2026, 3, 14, 10, 40, 0, 0, time.UTC), Options{})
 	t.Log(findingsOf(res))
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
-	require.Equal(t, CategoryStorageError, res.RootCause.Category, res.VerdictReason)
+	// An object store's AccessDenied is access refused (permission-denied), not a failing store.
+	require.Equal(t, CategoryPermissionDenied, res.RootCause.Category, res.VerdictReason)
 	require.Equal(t, "train-worker-0", res.RootCause.Pod)
 	require.Contains(t, res.VerdictReason, "; recovered from train-worker-1: NCCL")
 	require.Contains(t, res.VerdictReason, "at 10:02:11, restarted, resumed at step 4,800")

@@ -131,10 +131,6 @@ func TestSecondTier(t *testing.T) {
 		{"a launcher's summary with only an exit code: failed, cause not in the log", true, progress +
 			"Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 14661)\n  error_file: <N/A>\n",
 			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, "a process failed and its log does not say why"},
-		{"mpirun's abort summary does not explain the signal it names next", true, progress +
-			"Primary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted.\n" +
-			"mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).\n",
-			VerdictUnhealthy, CategoryHostOOM, ConfidenceHigh, "MPI rank 7 killed by SIGKILL"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
@@ -14,8 +15,11 @@ import (
 
 // Analyze runs the same analysis as `coroner analyze` on a bundle (open, parse.Load,
 // analyze.Run, report.Build). The index of the logs is private and removed before it
-// returns: nothing is left in a cache.
-func Analyze(ctx context.Context, path string, rules *analyze.RuleSet, lim bundle.Limits, version string) (*report.Report, error) {
+// returns: nothing is left in a cache. stuckAfter is how long a job may wait to start before
+// the wait is its failure (analyze.Options.StuckAfter): the watcher passes its own
+// --pending-after, the wait it already judged too long, so that a job it collected for
+// pending is diagnosed by the same measure.
+func Analyze(ctx context.Context, path string, rules *analyze.RuleSet, lim bundle.Limits, stuckAfter time.Duration, version string) (*report.Report, error) {
 	if rules == nil {
 		return nil, fmt.Errorf("analyzing %s: no rule set", path)
 	}
@@ -28,7 +32,7 @@ func Analyze(ctx context.Context, path string, rules *analyze.RuleSet, lim bundl
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
-	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rules, Workers: 1, Version: version})
+	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rules, Workers: 1, Version: version, StuckAfter: stuckAfter})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}

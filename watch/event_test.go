@@ -15,14 +15,14 @@ import (
 func TestSummaryOfTheCudaOOMSample(t *testing.T) {
 	rules, err := builtinRules()
 	require.NoError(t, err)
-	rep, err := Analyze(t.Context(), "../samples/pytorchjob-cuda-oom-rank", rules, bundle.DefaultLimits(), "test")
+	rep, err := Analyze(t.Context(), "../samples/pytorchjob-cuda-oom-rank", rules, bundle.DefaultLimits(), 0, "test")
 	require.NoError(t, err)
 	require.Equal(t, 5, rankOf(rep))
 	reason, msg := summary(rep, rankOf(rep), "/var/lib/coroner/ml/train-job/20260314T100215Z.html", maxEventMessage)
 	require.Equal(t, ReasonRootCause, reason)
 	require.Equal(t, "coroner: cuda-oom at train-job-worker-4 (rank 5): CUDA out of memory; report /var/lib/coroner/ml/train-job/20260314T100215Z.html", msg)
 
-	healthy, err := Analyze(t.Context(), "../samples/pytorchjob-succeeded", rules, bundle.DefaultLimits(), "test")
+	healthy, err := Analyze(t.Context(), "../samples/pytorchjob-succeeded", rules, bundle.DefaultLimits(), 0, "test")
 	require.NoError(t, err)
 	reason, msg = summary(healthy, rankOf(healthy), "/r.html", maxEventMessage)
 	require.Equal(t, ReasonDiagnosed, reason)

@@ -137,7 +137,7 @@ func (c *controller) collectJob(ctx context.Context, wk *watchedKind, u *unstruc
 
 	// The analysis, as `coroner analyze` does it.
 	start := time.Now()
-	rep, err := Analyze(ctx, p.bundle, c.opts.Rules, c.opts.Limits, c.opts.Version)
+	rep, err := Analyze(ctx, p.bundle, c.opts.Rules, c.opts.Limits, c.opts.PendingAfter, c.opts.Version)
 	c.m.analyzeTime.Observe(time.Since(start).Seconds())
 	var typ, reason, msg string
 	if err != nil {

@@ -183,3 +183,24 @@ func FuzzPrompt(f *testing.F) {
 		}
 	})
 }
+
+// TestDisagreementReachesTheReport: a model that calls a failed job healthy, with escape
+// sequences in its answer, is shown in the summary and the Markdown report beside a sentence
+// saying the verdict follows the rules, and its escapes are shown, not sent to the terminal.
+func TestDisagreementReachesTheReport(t *testing.T) {
+	rep, ix := sample(t, "pytorchjob-master-oomkilled")
+	require.Equal(t, analyze.VerdictUnhealthy, rep.Verdict)
+	ans := `{"healthy":"Yes","error":"Nothing failed.\u001b[2J\u001b]0;owned\u0007","analysis":"All good.\u001b[31m","solution":["Relax\u001b[0m"]}`
+	n := mustNarrate(t, rep, options(ix, answering(ans)))
+	require.NotNil(t, n.Healthy)
+	require.True(t, *n.Healthy)
+	rep.LLM = &n
+	for _, format := range []string{"text", "md"} {
+		var b strings.Builder
+		require.NoError(t, report.Render(&b, rep, format))
+		out := strings.NewReplacer(`\(`, "(", `\)`, ")").Replace(b.String())
+		require.Contains(t, out, "it says healthy; coroner's verdict (and exit code) follow the rules: unhealthy", format)
+		require.NotContains(t, out, "\x1b", format)
+		require.NotContains(t, out, "\x07", format)
+	}
+}

@@ -71,7 +71,7 @@ bench-index: build
 FUZZTIME ?= 5m
 FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
 	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact bundle/redact:FuzzText
-FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode index/gzindex:FuzzBuild bundle:FuzzTarHeader
+FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode index/gzindex:FuzzBuild bundle:FuzzTarHeader narrate:FuzzPrompt
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \

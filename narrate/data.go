@@ -161,11 +161,11 @@ const (
 )
 
 func convertFinding(f *report.Finding, rootID string) Finding {
-	out := Finding{ID: f.ID, Category: string(f.Category), Severity: f.Severity.String(), Title: f.Title,
-		Pod: f.Pod, Container: f.Container, Time: fmtTime(f.Time), Fault: string(f.Fault), Retry: string(f.Retry),
+	out := Finding{ID: f.ID, Category: string(f.Category), Severity: f.Severity.String(), Title: flat(f.Title),
+		Pod: flat(f.Pod), Container: flat(f.Container), Time: fmtTime(f.Time), Fault: string(f.Fault), Retry: string(f.Retry),
 		SecondaryOf: f.SecondaryOf, RootCause: f.ID == rootID, Count: f.Count, Remediation: strings.TrimSpace(f.Remediation)}
 	for _, e := range f.Evidence {
-		s := e.Location()
+		s := flat(e.Location())
 		if e.Time != nil {
 			s += " (" + fmtTime(e.Time) + ")"
 		}
@@ -352,9 +352,9 @@ func FindingsDiagnoses(rep *report.Report) []Role {
 	return out
 }
 
-// cut makes bundle text one line of at most maxPromptLine bytes.
+// cut makes bundle text one line (flat) of at most maxPromptLine bytes.
 func cut(s string) string {
-	return truncate(strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " "), maxPromptLine)
+	return truncate(flat(s), maxPromptLine)
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut with "…".

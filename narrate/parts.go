@@ -163,7 +163,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 		if err != nil || len(lines) == 0 {
 			return nil
 		}
-		w := &LogWindow{File: file, From: lines[0].Number, To: lines[len(lines)-1].Number, Why: why}
+		w := &LogWindow{File: flat(file), From: lines[0].Number, To: lines[len(lines)-1].Number, Why: why}
 		for _, l := range lines {
 			w.Lines = append(w.Lines, l.Text)
 		}
@@ -191,7 +191,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 	// The root cause and its context.
 	if i, ok := byID[rootID]; ok && sc.has(rep.Findings[i].Pod) {
 		f := rep.Findings[i]
-		add(&part{kind: report.PartFinding, ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(f.Pod), count: f.Count}})
+		add(&part{kind: report.PartFinding, ref: f.ID, entry: &errorEntry{first: i, findings: []Finding{convertFinding(f, rootID)}, pods: nonEmpty(flat(f.Pod)), count: f.Count}})
 		if rolesFirst {
 			addRoles()
 			rolesAdded = true
@@ -267,7 +267,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 		if e.Type == "Normal" || !sc.has(eventPod(e)) {
 			continue
 		}
-		ev := Event{Time: fmtTime(e.Time), Type: e.Type, Reason: e.Reason, Object: e.Object, Message: e.Message, Count: e.Count}
+		ev := Event{Time: fmtTime(e.Time), Type: flat(e.Type), Reason: flat(e.Reason), Object: flat(e.Object), Message: e.Message, Count: e.Count}
 		add(&part{kind: report.PartEvent, ref: e.Object + " " + e.Reason, event: &ev, order: i})
 	}
 
@@ -298,8 +298,8 @@ func groupFindings(rep *report.Report, idx []int, rootID string) []*errorEntry {
 		}
 		g.findings = append(g.findings, convertFinding(f, rootID))
 		g.count += f.Count
-		if f.Pod != "" && !contains(g.pods, f.Pod) {
-			g.pods = append(g.pods, f.Pod)
+		if p := flat(f.Pod); p != "" && !contains(g.pods, p) {
+			g.pods = append(g.pods, p)
 		}
 	}
 	sort.SliceStable(groups, func(a, b int) bool {

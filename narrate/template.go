@@ -170,7 +170,11 @@ func (ts *Templates) List() []*Template {
 
 // Render executes the template: the system message (empty without a "system" block) and the
 // user message. A reference to a field or Metadata key that does not exist is an error.
+//
+// Bundle text reaches the template flat or fenced (safeData): no value can start a line of
+// the prompt of its own.
 func (t *Template) Render(d *Data) (system, user string, err error) {
+	d = safeData(d)
 	var b bytes.Buffer
 	if err := t.tmpl.Execute(&b, d); err != nil {
 		return "", "", t.execError(err)

@@ -243,7 +243,7 @@ var funcs = map[string]any{
 	"sev":   func(s analyze.Severity) string { return s.String() },
 	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
 	"groupWhen": GroupWhen, "commas": Commas, "plural": plural, "duration": Duration,
-	"add": func(a, b int) int { return a + b },
+	"add": func(a, b int) int { return a + b }, "answer": answerText,
 }
 
 // sentParts lists what a prompt carried for Markdown, with the bytes each line added.
@@ -314,6 +314,14 @@ func writeLLMText(b *strings.Builder, l *Narrative) {
 		fmt.Fprintf(b, "%-12s (%s) answered out of form; the report has its raw text\n", label, how)
 	default:
 		fmt.Fprintf(b, "%-12s (%s) healthy: %s — %s\n", label, how, yesNo(l.Healthy), oneLine(l.Error, 200))
+	}
+}
+
+// writeDisagreement says, under the narrative's gist, when the model's answer contradicts the
+// rule-based verdict.
+func writeDisagreement(b *strings.Builder, r *Report) {
+	if s := r.LLMDisagreement(); s != "" {
+		fmt.Fprintf(b, "%-12s %s\n", "", s)
 	}
 }
 

@@ -150,6 +150,7 @@ func RenderTextWith(w io.Writer, r *Report, opt Options) error {
 	}
 	if l := r.LLM; l != nil {
 		writeLLMText(&b, l)
+		writeDisagreement(&b, r)
 	}
 	for _, wr := range r.Warnings {
 		fmt.Fprintf(&b, "%s %s\n", paint(toneWarn, "warning:"), oneLine(wr, 1<<20))

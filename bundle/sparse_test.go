@@ -3,13 +3,10 @@ package bundle
 import (
 	"context"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/coroner-dev/coroner/internal/samplegen"
 )
@@ -31,33 +28,6 @@ func sparseBundle(t *testing.T, form string, size int64) string {
 	return p
 }
 
-// peakSize watches dir until stop is called and returns the most bytes it held at once.
-func peakSize(dir string) (stop func() int64) {
-	var peak int64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			var n int64
-			filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					if info, err := d.Info(); err == nil {
-						n += info.Size()
-					}
-				}
-				return nil
-			})
-			peak = max(peak, n)
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	})
-	return func() int64 { close(done); wg.Wait(); return peak }
-}
-
 // A sparse entry is refused before its hole is read: archive/tar would fill it with zeros, and a
 // tarball of a few hundred bytes would write gigabytes to the scratch directory (issue 22).
 func TestSparseEntriesAreRefused(t *testing.T) {
@@ -67,7 +37,7 @@ func TestSparseEntriesAreRefused(t *testing.T) {
 			p := sparseBundle(t, form, size)
 			tmp := t.TempDir()
 			t.Setenv("TMPDIR", tmp)
-			stop := peakSize(tmp)
+			stop := samplegen.PeakSize(tmp)
 			b, err := Open(context.Background(), p, DefaultLimits())
 			peak := stop()
 			if err == nil {

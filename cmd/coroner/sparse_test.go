@@ -1,12 +1,9 @@
 package main
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -38,37 +35,10 @@ func TestSparseTarballRefused(t *testing.T) {
 			} {
 				tmp := t.TempDir()
 				t.Setenv("TMPDIR", tmp)
-				stop := scratchPeak(tmp)
+				stop := samplegen.PeakSize(tmp)
 				requireExit(t, 1, want, args...)
 				require.Less(t, stop(), int64(1<<20), "%v wrote to TMPDIR", args)
 			}
 		})
 	}
-}
-
-// scratchPeak watches dir until stop is called and returns the most bytes it held at once.
-func scratchPeak(dir string) (stop func() int64) {
-	var peak int64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			var n int64
-			filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					if info, err := d.Info(); err == nil {
-						n += info.Size()
-					}
-				}
-				return nil
-			})
-			peak = max(peak, n)
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	})
-	return func() int64 { close(done); wg.Wait(); return peak }
 }

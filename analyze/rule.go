@@ -88,14 +88,19 @@ func (r *Rule) Kind() string {
 	return "patterns"
 }
 
-// LoadRules reads every *.yaml file of fsys (sorted, not recursive), strictly: an unknown
-// field, a bad category or a pattern that does not compile is an error naming the file.
-func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
+// yamlFile is one *.yaml (or *.yml) file of a rule or vocabulary directory.
+type yamlFile struct {
+	path string
+	data []byte
+}
+
+// readYAMLDir reads the *.yaml and *.yml files of dir in fsys, sorted, not recursive.
+func readYAMLDir(fsys fs.FS, dir string) ([]yamlFile, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []*Rule
+	var files []yamlFile
 	for _, e := range entries {
 		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
 			continue
@@ -105,6 +110,21 @@ func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 		if err != nil {
 			return nil, err
 		}
+		files = append(files, yamlFile{p, data})
+	}
+	return files, nil
+}
+
+// LoadRules reads every *.yaml file of fsys (sorted, not recursive), strictly: an unknown
+// field, a bad category or a pattern that does not compile is an error naming the file.
+func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
+	files, err := readYAMLDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Rule
+	for _, f := range files {
+		p, data := f.path, f.data
 		rf, err := rules.Decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", p, err)

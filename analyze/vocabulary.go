@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -74,22 +73,15 @@ func DefaultVocabulary() (*Vocabulary, error) {
 // the first file that sets them, the categories of all. Unknown fields, categories, faults
 // and retries, empty terms, zero weights and a term listed twice in a category are errors.
 func LoadVocabulary(fsys fs.FS, dir string) (*Vocabulary, error) {
-	entries, err := fs.ReadDir(fsys, dir)
+	files, err := readYAMLDir(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
 	v := &Vocabulary{}
 	seen := map[Category]string{}
-	for _, e := range entries {
-		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
-			continue
-		}
-		p := path.Join(dir, e.Name())
-		data, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return nil, err
-		}
-		vf, err := rules.DecodeVocabulary(data)
+	for _, f := range files {
+		p := f.path
+		vf, err := rules.DecodeVocabulary(f.data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", p, err)
 		}

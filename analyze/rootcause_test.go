@@ -2,15 +2,11 @@ package analyze
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
-	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/coroner-dev/coroner/bundle"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // podYAML is a pod of namespace ml on node, in phase; term, when set, is its container's
@@ -47,26 +43,11 @@ func nodeYAML(name string, gpus int) string {
 		"  conditions: [{type: Ready, status: \"True\", lastTransitionTime: \"2026-03-14T09:00:00Z\"}]\n", name, gpus, gpus)
 }
 
-// analyzeFiles analyzes a bundle of the given files (paths as in a bundle).
+// analyzeFiles analyzes a bundle of the given files (paths as in a bundle), without a
+// manifest and with the default thresholds.
 func analyzeFiles(t *testing.T, files map[string]string) *Result {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	var list []bundle.File
-	for p, data := range files {
-		fsys[p] = &fstest.MapFile{Data: []byte(data)}
-		list = append(list, bundle.File{Path: p, Size: int64(len(data))})
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Path < list[j].Path }) // as a bundle lists them
-	b := &bundle.Bundle{Source: "test", FS: fsys, Files: list, Limits: bundle.DefaultLimits()}
-	m, err := parse.Load(b)
-	require.NoError(t, err)
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
-	require.NoError(t, err)
-	res, err := Run(t.Context(), m, Options{Rules: rs})
-	require.NoError(t, err)
-	return res
+	return analyzeBundle(t, files, time.Time{}, Options{})
 }
 
 // TestRootCauseSelection: each rule of the root-cause choice, one row with a minimal bundle

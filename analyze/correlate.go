@@ -242,6 +242,11 @@ func explains(g, f *Finding) bool {
 		return false
 	}
 	if g.symptom {
+		if f.generic && !weak(f) && f.Category != g.Category && after(f, g) {
+			// A line that names how the process died (mpirun's "exited on signal 9") says
+			// more than a summary printed before it that the process failed.
+			return false
+		}
 		return !after(g, f) || near(f, g)
 	}
 	return true
@@ -382,7 +387,8 @@ func (a *analyzer) nameFailingPod(root *Finding, nodeOf map[string]string) {
 
 // rootCause is the earliest primary failure: at least an error, not a symptom, not generic,
 // not explained by another finding. Failing that, the earliest symptom or generic finding: a
-// job whose only evidence is a watchdog timeout still has that as its best explanation.
+// job whose only evidence is a watchdog timeout still has that as its best explanation, and
+// a generic line that names a cause comes before a symptom.
 func (a *analyzer) rootCause() *Finding {
 	pick := func(ok func(f *Finding) bool) *Finding {
 		for _, f := range a.findings { // sorted by time: the first is the earliest
@@ -393,6 +399,11 @@ func (a *analyzer) rootCause() *Finding {
 		return nil
 	}
 	if f := pick(func(f *Finding) bool { return !f.generic && !f.symptom }); f != nil {
+		return f
+	}
+	// A generic line that still names a cause (a rank killed by signal 9: likely out of
+	// memory) says more than a symptom that something failed.
+	if f := pick(func(f *Finding) bool { return !f.symptom && !weak(f) }); f != nil {
 		return f
 	}
 	return pick(func(f *Finding) bool { return true })

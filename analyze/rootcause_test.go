@@ -82,6 +82,12 @@ func TestRootCauseSelection(t *testing.T) {
 		},
 		category: CategoryModuleNotFound, pod: "a",
 	}, {
+		name: "a launcher's summary that a rank failed does not outrank the line saying how it died",
+		files: map[string]string{"logs/ml/launcher/c.log": ts + "00:05Z Primary job  terminated normally, but 1 process returned\n" +
+			ts + "00:05Z a non-zero exit code. Per user-direction, the job has been aborted.\n" +
+			ts + "00:06Z mpirun noticed that process rank 3 with PID 0 on node worker-1 exited on signal 9 (Killed).\n"},
+		category: CategoryHostOOM, rule: "host-oom/mpi-rank-sigkill", pod: "launcher",
+	}, {
 		name: "the earliest primary failure across pods, not an earlier symptom on another pod",
 		files: map[string]string{
 			"logs/ml/a/c.log": ts + "00:05Z torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.2 GiB is free.\n",

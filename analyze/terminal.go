@@ -83,7 +83,11 @@ var (
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = regexp.MustCompile(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`)
 	fatalLine  = regexp.MustCompile(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`)
-	errorLine  = regexp.MustCompile(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} `)
+	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, or a status as
+	// TensorFlow, XLA, absl and gRPC print one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
+	errorLine = regexp.MustCompile(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |` +
+		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|` +
+		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `)
 	// errorWords are the words a line that reports a failure uses, in any log format:
 	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
 	errorWords = regexp.MustCompile(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`)
@@ -151,11 +155,11 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	tf := &terminalFailure{log: log, pod: pod, container: container, lastLine: last, lastProgress: t.lastProgress}
 	kinds := make([]lineKind, len(lines))
 	inFrames := make([]bool, len(lines))
-	tb := false
+	tb, header := false, -1
 	for i, l := range lines {
 		trim := bytes.TrimSpace(l.text)
 		if bytes.HasPrefix(trim, []byte("Traceback (most recent call last)")) {
-			tb = true
+			tb, header = true, i
 			continue
 		}
 		if bytes.HasPrefix(trim, []byte("The above exception was")) || bytes.HasPrefix(trim, []byte("During handling of the above exception")) {
@@ -174,6 +178,11 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
+	if tb {
+		// The log ends inside a traceback, before its exception line: the process was raising
+		// when its output stopped (or the paste was cut there), and its frames say where.
+		kinds[header] = kindException
+	}
 	var picked []int
 	for i := len(lines) - 1; i >= 0 && len(picked) < maxFailureLines; i-- {
 		if kinds[i] != kindNone {
@@ -187,7 +196,8 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	for j := len(picked) - 1; j >= 0; j-- {
 		i := picked[j]
 		l := lines[i]
-		l.text = bytes.Clone(rejoinWrapped(lines, i))
+		text, end := rejoinWrapped(lines, i)
+		l.text = append(bytes.Clone(text), continued(lines, kinds, inFrames, i, end)...)
 		tf.lines = append(tf.lines, l)
 		tf.kinds = append(tf.kinds, kinds[i])
 		tf.strongest = max(tf.strongest, kinds[i])
@@ -210,11 +220,13 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 // terminalWidths are the widths terminals and CI log viewers wrap lines at.
 var terminalWidths = []int{80, 100, 120, 132, 160, 200}
 
-// rejoinWrapped returns line i with the lines a terminal wrapped it onto: while a line is
-// exactly a terminal's width, the next line of the same process continues it.
-func rejoinWrapped(lines []tailLine, i int) []byte {
+// rejoinWrapped returns line i with the lines a terminal wrapped it onto (while a line is
+// exactly a terminal's width, the next line of the same process continues it), and the
+// index of the last line it took.
+func rejoinWrapped(lines []tailLine, i int) ([]byte, int) {
 	out := lines[i].text
-	for j := i; j+1 < len(lines) && j-i < 4; j++ {
+	j := i
+	for ; j+1 < len(lines) && j-i < 4; j++ {
 		n := len([]rune(string(lines[j].text)))
 		wrapped := false
 		for _, w := range terminalWidths {
@@ -227,8 +239,29 @@ func rejoinWrapped(lines []tailLine, i int) []byte {
 		}
 		out = append(append([]byte{}, out...), lines[j+1].text...)
 	}
+	return out, j
+}
+
+// continued returns the indented lines after line from that continue line i's message, each
+// after a space: the context TensorFlow and other C++ libraries print on the next lines of a
+// status, indented ("Unavailable: Unexpected response code 410\n\t when resuming upload
+// gs://..."). A line that is a failure of its own or a traceback frame ends it.
+func continued(lines []tailLine, kinds []lineKind, inFrames []bool, i, from int) []byte {
+	var out []byte
+	for j := from + 1; j < len(lines) && j-from <= maxContinuation; j++ {
+		l := lines[j]
+		trim := bytes.TrimSpace(l.text)
+		if len(trim) == 0 || l.text[0] != ' ' && l.text[0] != '\t' || l.stream != lines[i].stream ||
+			kinds[j] != kindNone || inFrames[j] || bytes.HasPrefix(trim, []byte("File \"")) {
+			break
+		}
+		out = append(append(out, ' '), trim...)
+	}
 	return out
 }
+
+// maxContinuation bounds the lines one message continues onto.
+const maxContinuation = 4
 
 // failureText is the failure's own lines, one per line, and its context.
 func (tf *terminalFailure) failureText() (failure, context string) {

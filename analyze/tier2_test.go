@@ -58,6 +58,19 @@ func TestTerminalOf(t *testing.T) {
 			"OSError: [Errno 28] No space left on device while writing the checkpoint of step",
 			" 1200 to /ckpt",
 		}, []string{"OSError: [Errno 28] No space left on device while writing the checkpoint of step 1200 to /ckpt"}},
+		{"a status's indented context continues it", []string{
+			"INFO saving checkpoint",
+			"Unavailable: Unexpected response code 503",
+			"\t when resuming upload gs://bucket/ckpt-1.data",
+			"INFO shutting down",
+		}, []string{"Unavailable: Unexpected response code 503 when resuming upload gs://bucket/ckpt-1.data"}},
+		{"a log that ends inside a traceback was raising: its header is the failure", []string{
+			"epoch 1 step 10 loss 2.1",
+			"save failed, giving up",
+			"Traceback (most recent call last):",
+			`  File "train.py", line 88, in <module>`,
+			"    save(state, path)",
+		}, []string{"save failed, giving up", "Traceback (most recent call last):"}},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {
@@ -131,6 +144,11 @@ func TestSecondTier(t *testing.T) {
 		{"a launcher's summary with only an exit code: failed, cause not in the log", true, progress +
 			"Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 14661)\n  error_file: <N/A>\n",
 			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, "a process failed and its log does not say why"},
+		{"a checkpoint upload to an object store fails, in TensorFlow's words", false, progress +
+			"INFO:tensorflow:Saving checkpoints for 400 into s3://team/run-7/model.ckpt.\n" +
+			"2019-03-02 10:11:12.000001: E tensorflow/core/platform/s3/aws_logging.cc:60] Curl returned error code 28\n" +
+			"tensorflow.python.framework.errors_impl.InternalError: : Unable to connect to endpoint\n",
+			VerdictUnhealthy, CategoryStorageError, ConfidenceMedium, "likely storage-error: 'Unable to connect to endpoint'"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,7 @@ import (
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
-	"github.com/coroner-dev/coroner/index"
-	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -163,39 +163,14 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	if err != nil {
 		return err
 	}
-	// The rules compile while the bundle is read: both come before the scan.
-	type ruleSet struct {
-		rs  *analyze.RuleSet
-		err error
-	}
 	step, err := newLLMStep(ctx, &opts.LLM)
 	if err != nil {
 		return err
 	}
-	rules := make(chan ruleSet, 1)
-	go func() {
-		rs, err := loadRuleSet(opts.RuleDirs)
-		rules <- ruleSet{rs, err}
-	}()
-	b, err := openInput(ctx, opts.Inputs, io.In, opts.Limits)
-	var m *parse.Model
-	if err == nil {
-		defer b.Close()
-		if m, err = parse.Load(b); err != nil {
-			err = fmt.Errorf("%s: %w", b.Source, err)
-		}
-	}
-	loaded := <-rules
-	if loaded.err != nil {
-		return loaded.err
-	}
-	if err != nil {
-		return err
-	}
-	rs := loaded.rs
-	if opts.Tiers == "fallback" {
-		if rs, err = analyze.NewRuleSet(analyze.WithoutSpecific(rs.Rules())); err != nil {
-			return err
+	var redactRules []redact.Rule
+	if opts.LLM.RedactRules != "" {
+		if redactRules, err = redact.LoadRules(opts.LLM.RedactRules); err != nil {
+			return fmt.Errorf("--redact-rules %w", err)
 		}
 	}
 	progress := func(done, total int, n int64) {}
@@ -207,32 +182,23 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 			}
 		}
 	}
-	logf := func(format string, args ...any) {
-		if !opts.Quiet {
-			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
-		}
-	}
 	stuckAfter := opts.StuckAfter
 	if stuckAfter <= 0 {
 		stuckAfter = -1 // analyze reads 0 as its default; here 0 means no wait at all
 	}
-	res, err := analyze.Run(ctx, m, analyze.Options{Rules: rs, Workers: opts.Workers, Progress: progress,
-		Cache: cache, Version: version, Log: logf, StuckAfter: stuckAfter})
+	d, err := diagnose.Run(ctx, diagnose.Input{Paths: opts.Inputs, Stdin: io.In}, diagnose.Options{
+		LoadRules: func() (*analyze.RuleSet, error) { return loadRuleSet(opts.RuleDirs, opts.Tiers) },
+		Limits:    opts.Limits, Workers: opts.Workers, Cache: cache, Version: version, StuckAfter: stuckAfter,
+		Progress: progress, Log: logTo(io, opts.Quiet),
+		KeepSecrets: opts.NoRedact, RedactRules: redactRules, RedactHint: "--no-redact shows them",
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", b.Source, err)
+		return inputError(err)
 	}
-	defer res.Index.Close()
-	rep := report.Build(m, res, version)
-	if b.Plain && rep.Bundle.LogLines == 0 {
-		return fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", inputName(opts.Inputs))
-	}
-	if !opts.NoRedact {
-		if err := redactReport(ctx, rep, b, res.Index, opts.LLM.RedactRules); err != nil {
-			return err
-		}
-	}
+	defer d.Close()
+	rep := d.Report
 	if step != nil {
-		done, err := step.run(ctx, opts, io, m, res.Index, rep)
+		done, err := step.run(ctx, opts, io, d.Model, d.Result.Index, rep)
 		if err != nil || done {
 			return err
 		}
@@ -272,90 +238,27 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	return nil
 }
 
-// redactReport masks the secrets of the report's text (report.Redact), each evidence window as
-// one text. The tokens' key is the bundle's digest: the same bundle gives the same report, and
-// a reader of the report cannot test guesses of a masked value. Most reports hold no secret: a
-// first pass with a throwaway key finds out before the bundle is hashed. A warning says how many
-// were masked.
-func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, ix *index.Index, rulesFile string) error {
-	var extra []redact.Rule
-	if rulesFile != "" {
-		rules, err := redact.LoadRules(rulesFile)
-		if err != nil {
-			return fmt.Errorf("--redact-rules %w", err)
+// logTo is the index cache's voice on stderr, quiet with --quiet.
+func logTo(io *IOStreams, quiet bool) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if !quiet {
+			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
 		}
-		extra = rules
 	}
-	probe, err := redact.New(redact.Options{Extra: extra})
-	if err != nil {
-		return err
-	}
-	found := false
-	windows := &windowMasker{ix: ix}
-	rep.RedactWindows(func(lines []string) []string {
-		for _, l := range lines {
-			found = found || probe.Text(l) != l
-		}
-		if !found && len(lines) > 1 {
-			t := strings.Join(lines, "\n")
-			found = probe.Text(t) != t
-		}
-		return lines
-	}, func(e *report.Evidence, lines []string) []string {
-		out := windows.mask(probe, e, lines)
-		for i := range lines {
-			found = found || out[i] != lines[i]
-		}
-		return lines
-	})
-	if windows.err != nil {
-		return windows.err
-	}
-	if !found {
-		return nil
-	}
-	key, err := b.Digest(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", b.Source, err)
-	}
-	red, err := redact.New(redact.Options{Key: key, Extra: extra})
-	if err != nil {
-		return err
-	}
-	rep.RedactWindows(func(lines []string) []string { return redactWindow(red, lines) },
-		func(e *report.Evidence, lines []string) []string { return windows.mask(red, e, lines) })
-	if windows.err != nil {
-		return windows.err
-	}
-	total := 0
-	var rules []string
-	for _, s := range red.Summary() {
-		total += s.Count
-		rules = append(rules, fmt.Sprintf("%s %d", s.ID, s.Count))
-	}
-	rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d secret(s) in the report's text were masked (%s); --no-redact shows them", total, strings.Join(rules, ", ")))
-	return nil
 }
 
-// redactWindow redacts the lines of a window as one text, keeping one line for one.
-func redactWindow(red *redact.Redactor, lines []string) []string {
-	out := make([]string, len(lines))
-	joined := len(lines) > 1
-	for _, l := range lines {
-		joined = joined && !strings.Contains(l, "\n")
+// inputError makes a diagnose.UsageError a usage mistake (exit 2).
+func inputError(err error) error {
+	var ue *diagnose.UsageError
+	if errors.As(err, &ue) {
+		return &FlagError{ue}
 	}
-	if joined {
-		if parts := strings.Split(red.Text(strings.Join(lines, "\n")), "\n"); len(parts) == len(lines) {
-			return parts
-		}
-	}
-	for i, l := range lines {
-		out[i] = red.Text(l)
-	}
-	return out
+	return err
 }
 
-func loadRuleSet(dirs []string) (*analyze.RuleSet, error) {
+// loadRuleSet compiles the built-in rules with the rules of dirs; with tiers "fallback" only
+// the rules that name no specific cause are kept (the second tier alone).
+func loadRuleSet(dirs []string, tiers string) (*analyze.RuleSet, error) {
 	builtin, err := analyze.DefaultRules()
 	if err != nil {
 		return nil, fmt.Errorf("built-in rules: %w", err)
@@ -371,7 +274,11 @@ func loadRuleSet(dirs []string) (*analyze.RuleSet, error) {
 		}
 		lists = append(lists, rules)
 	}
-	return analyze.NewRuleSet(lists...)
+	rs, err := analyze.NewRuleSet(lists...)
+	if err != nil || tiers != "fallback" {
+		return rs, err
+	}
+	return analyze.NewRuleSet(analyze.WithoutSpecific(rs.Rules()))
 }
 
 func humanBytes(n int64) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/rsa"
@@ -15,6 +16,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/report"
+	"github.com/coroner-dev/coroner/watch"
 )
 
 // Issue 22: when the window before an evidence line starts inside a PEM block it holds the
@@ -75,6 +81,20 @@ func TestKeyAboveEvidenceIsMaskedInEveryOutput(t *testing.T) {
 		require.Contains(t, text, "REDACTED:private-key:", "the window shows the key masked (%s)", ext)
 		noKey("the "+ext+" report", text)
 	}
+
+	// The watcher diagnoses through the same pipeline (diagnose.Run): its report is the one
+	// analyze writes, redacted the same way (issue 21: it used to skip the redaction).
+	rs, err := loadRuleSet(nil, "all")
+	require.NoError(t, err)
+	rep, err := watch.Analyze(t.Context(), dir, rs, bundle.DefaultLimits(), analyze.DefaultStuckAfter, version)
+	require.NoError(t, err)
+	var watched bytes.Buffer
+	require.NoError(t, report.Render(&watched, rep, "json"))
+	analyzed, err := os.ReadFile(filepath.Join(out, "report.json"))
+	require.NoError(t, err)
+	// Only the hint of analyze's warning is analyze's own: the watcher has no --no-redact.
+	require.Equal(t, strings.Replace(string(analyzed), "; --no-redact shows them", "", 1), watched.String(),
+		"the watcher's report is analyze's")
 
 	code, prompt, stderr := run(t, "analyze", dir, "--dry-run-prompt")
 	require.Equal(t, 0, code, stderr)

@@ -135,3 +135,8 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 	addExitHelp(root)
 	return root
 }
+
+// addColorFlag adds --color.
+func addColorFlag(cmd *cobra.Command, mode *string) {
+	cmd.Flags().StringVar(mode, "color", "auto", "colour the output: auto (on a terminal, unless NO_COLOR is set), always or never")
+}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/rules"
 )
 
@@ -55,7 +56,7 @@ findings' ruleId; a rule of --rules DIR replaces the built-in rule of the same i
 }
 
 func runRulesShow(_ context.Context, opts *RulesShowOptions, io *IOStreams) error {
-	rs, err := loadRuleSet(opts.RuleDirs)
+	rs, err := loadRuleSet(opts.RuleDirs, "all")
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func runRulesShow(_ context.Context, opts *RulesShowOptions, io *IOStreams) erro
 			}
 			msg := fmt.Sprintf("no rule %q", id)
 			if len(near) > 0 {
-				msg += " (did you mean " + listSome(near, 4) + "?)"
+				msg += " (did you mean " + diagnose.ListSome(near, 4) + "?)"
 			} else {
 				msg += " ('coroner rules list' lists the ids)"
 			}
@@ -240,7 +241,7 @@ func NewCmdRulesList(io *IOStreams, runF func(*RulesListOptions) error) *cobra.C
 }
 
 func runRulesList(_ context.Context, opts *RulesListOptions, io *IOStreams) error {
-	rs, err := loadRuleSet(opts.RuleDirs)
+	rs, err := loadRuleSet(opts.RuleDirs, "all")
 	if err != nil {
 		return err
 	}

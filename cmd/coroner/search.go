@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/internal/outfile"
 	"github.com/coroner-dev/coroner/logscan"
@@ -310,8 +311,8 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		}
 	}
 	if b == nil {
-		if b, err = openInput(ctx, opts.Inputs, io.In, opts.Limits); err != nil {
-			return err
+		if b, err = diagnose.Open(ctx, opts.Inputs, io.In, opts.Limits); err != nil {
+			return inputError(err)
 		}
 	}
 	defer b.Close()
@@ -330,7 +331,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 				fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
 			}})
 		if err != nil {
-			return nil, fmt.Errorf("%s: indexing: %w", inputName(opts.Inputs), err)
+			return nil, fmt.Errorf("%s: indexing: %w", diagnose.InputName(opts.Inputs), err)
 		}
 		return ix, nil
 	}
@@ -356,7 +357,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		}
 	}
 	if len(ixs) == 0 {
-		return fmt.Errorf("%s: nothing to search: no logs, events or objects", inputName(opts.Inputs))
+		return fmt.Errorf("%s: nothing to search: no logs, events or objects", diagnose.InputName(opts.Inputs))
 	}
 	if err := checkGlobs(ixs, opts); err != nil {
 		return err
@@ -726,7 +727,7 @@ func (p hitPrinter) print(w io.Writer, res *index.Result) {
 			}
 			where := "in " + h.Path
 			if len(files) > 0 {
-				where = "in " + nThings(len(files), "other file", "other files") + ": " + listSome(files, 3)
+				where = "in " + nThings(len(files), "other file", "other files") + ": " + diagnose.ListSome(files, 3)
 			}
 			fmt.Fprintf(w, "    … the same line %s more, %s\n", nThings(len(o), "time", "times"), where)
 		}

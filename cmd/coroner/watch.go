@@ -201,7 +201,7 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	if wo.NewRedactor, err = opts.CollectLimits.redactors(); err != nil {
 		return err
 	}
-	if wo.Rules, err = loadRuleSet(opts.RuleDirs); err != nil {
+	if wo.Rules, err = loadRuleSet(opts.RuleDirs, "all"); err != nil {
 		return err
 	}
 

@@ -1,4 +1,4 @@
-package main
+package diagnose
 
 import (
 	"bytes"
@@ -11,18 +11,25 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/coroner-dev/coroner/bundle"
 )
 
-// What analyze and search accept: one bundle (a directory or a .tar.gz/.tgz), or plain log
-// files and "-" for standard input. Anything else is an error naming what was expected.
+// What a diagnosis (and a search) reads: one bundle (a directory or a .tar.gz/.tgz), or plain
+// log files and "-" for standard input. Anything else is an error naming what was expected.
 
 const expectedInput = "a bundle (a directory or .tar.gz made by coroner collect: manifest.json, resources/, logs/) or log files"
 
-// openInput opens the inputs of analyze or search.
-func openInput(ctx context.Context, inputs []string, stdin io.Reader, lim bundle.Limits) (*bundle.Bundle, error) {
+// UsageError is an input given the wrong way (a bundle among log files): the caller's usage,
+// not the input's content, is wrong.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Open opens what a diagnosis reads: one bundle, or plain log files ("-" reads stdin). A
+// directory or archive that holds no bundle, an empty file and a zip or an uncompressed tar
+// are errors saying what was expected.
+func Open(ctx context.Context, inputs []string, stdin io.Reader, lim bundle.Limits) (*bundle.Bundle, error) {
 	if len(inputs) == 1 && inputs[0] != "-" && bundle.IsBundlePath(inputs[0]) {
 		b, err := bundle.Open(ctx, inputs[0], lim)
 		if err != nil {
@@ -36,7 +43,7 @@ func openInput(ctx context.Context, inputs []string, stdin io.Reader, lim bundle
 	}
 	for _, p := range inputs {
 		if p != "-" && bundle.IsBundlePath(p) {
-			return nil, flagErrorf("%s is a bundle: give one bundle, or only plain log files", p)
+			return nil, &UsageError{fmt.Errorf("%s is a bundle: give one bundle, or only plain log files", p)}
 		}
 		if err := checkPlainFile(p); err != nil {
 			return nil, err
@@ -45,8 +52,8 @@ func openInput(ctx context.Context, inputs []string, stdin io.Reader, lim bundle
 	return bundle.OpenLogs(ctx, inputs, stdin, lim)
 }
 
-// inputName names the inputs in a message.
-func inputName(inputs []string) string {
+// InputName names the inputs in a message.
+func InputName(inputs []string) string {
 	if len(inputs) == 1 && inputs[0] == "-" {
 		return "standard input"
 	}
@@ -84,13 +91,13 @@ func checkBundle(b *bundle.Bundle, name string) error {
 		return fmt.Errorf("%s: the bundle is in %s/: analyze %s", name, nested[0], path.Join(name, nested[0]))
 	case len(nested) > 1:
 		sort.Strings(nested)
-		return fmt.Errorf("%s holds %d bundles (%s): give one of them", name, len(nested), listSome(nested, 3))
+		return fmt.Errorf("%s holds %d bundles (%s): give one of them", name, len(nested), ListSome(nested, 3))
 	case len(logsShaped) > 0 && len(other) == 0:
 		return fmt.Errorf("%s looks like a bundle's logs/ folder (NAMESPACE/POD/CONTAINER.log): give the bundle, its parent directory, or the log files themselves", name)
 	case allLogs(other) && what == "directory":
 		return fmt.Errorf("%s is a directory of log files, not a bundle: give the files (coroner analyze %s/*.log) to analyze them as plain logs", name, strings.TrimSuffix(name, "/"))
 	}
-	return fmt.Errorf("%s is not a bundle (no manifest.json, resources/ or logs/; it holds %s): expected %s", name, listSome(other, 3), expectedInput)
+	return fmt.Errorf("%s is not a bundle (no manifest.json, resources/ or logs/; it holds %s): expected %s", name, ListSome(other, 3), expectedInput)
 }
 
 // isNestedBundleFile says whether a path is a bundle's file one folder down:
@@ -125,7 +132,8 @@ func allLogs(names []string) bool {
 	return len(names) > 0
 }
 
-func listSome(names []string, n int) string {
+// ListSome joins the first n names and says how many more there are.
+func ListSome(names []string, n int) string {
 	if len(names) <= n {
 		return strings.Join(names, ", ")
 	}
@@ -155,9 +163,4 @@ func checkPlainFile(p string) error {
 		return fmt.Errorf("%s: an uncompressed tar: gzip it (gzip %s) or extract it, then give the .tar.gz or the directory", p, p)
 	}
 	return nil
-}
-
-// addColorFlag adds --color.
-func addColorFlag(cmd *cobra.Command, mode *string) {
-	cmd.Flags().StringVar(mode, "color", "auto", "colour the output: auto (on a terminal, unless NO_COLOR is set), always or never")
 }

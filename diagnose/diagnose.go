@@ -1,0 +1,216 @@
+// Package diagnose is coroner's one pipeline from an input to a report: open the bundle or
+// logs, parse them into a model, scan and index the logs while matching the rules, analyse,
+// build the report and redact its text. `coroner analyze`, `coroner watch` and every command
+// that shows a diagnosis call Run; they keep their flags, streams and exit codes, and nothing
+// of how a diagnosis is made.
+package diagnose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/report"
+)
+
+// Input is what to diagnose: one bundle (a directory or a .tar.gz) or plain log files, "-"
+// for Stdin.
+type Input struct {
+	Paths []string
+	Stdin io.Reader
+}
+
+// Options tune a diagnosis.
+type Options struct {
+	// Rules is the compiled rule set. When nil, LoadRules is called while the input is read
+	// (the two are independent and both come before the scan).
+	Rules     *analyze.RuleSet
+	LoadRules func() (*analyze.RuleSet, error)
+	// Limits bound what is read from the input.
+	Limits bundle.Limits
+	// Workers is how many logs are scanned at once; 0 means one per CPU.
+	Workers int
+	// Cache keeps the index of the logs for later searches; nil builds a private index that
+	// Close removes.
+	Cache *index.Cache
+	// Version is coroner's version, in the report and the index cache key.
+	Version string
+	// StuckAfter is how long a job that has not failed may wait to start before the wait is
+	// its failure (analyze.Options.StuckAfter: 0 is the default, negative no wait at all).
+	StuckAfter time.Duration
+	// Progress, when set, hears after each log is scanned; Log about the index cache.
+	Progress func(done, total int, bytes int64)
+	Log      func(format string, args ...any)
+	// KeepSecrets leaves the report's text as the input has it. By default it is redacted as
+	// `coroner redact` redacts a bundle, with RedactRules added to the built-in rules.
+	KeepSecrets bool
+	RedactRules []redact.Rule
+	// RedactHint ends the report's warning about masked secrets (how to see them, in the
+	// caller's words); empty says nothing more.
+	RedactHint string
+}
+
+// Diagnosis is a finished diagnosis. Close releases the input and the index.
+type Diagnosis struct {
+	// Bundle is the opened input, Model what was parsed of it.
+	Bundle *bundle.Bundle
+	Model  *parse.Model
+	// Result is the analysis; its Index answers searches and context windows until Close.
+	Result *analyze.Result
+	// Report is the report, its text redacted unless Options.KeepSecrets.
+	Report *report.Report
+	// Masked is how many secrets the report's redaction masked.
+	Masked int
+}
+
+// Close releases the index and the input.
+func (d *Diagnosis) Close() error {
+	var errs []error
+	if d.Result != nil && d.Result.Index != nil {
+		errs = append(errs, d.Result.Index.Close())
+	}
+	if d.Bundle != nil {
+		errs = append(errs, d.Bundle.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Run diagnoses in. Plain logs in which no line was read are an error: there was nothing to
+// diagnose. On error nothing is left open.
+func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) {
+	type loaded struct {
+		rs  *analyze.RuleSet
+		err error
+	}
+	rules := make(chan loaded, 1)
+	switch {
+	case opts.Rules != nil:
+		rules <- loaded{rs: opts.Rules}
+	case opts.LoadRules != nil:
+		go func() {
+			rs, err := opts.LoadRules()
+			rules <- loaded{rs, err}
+		}()
+	default:
+		return nil, errors.New("diagnose: no rule set")
+	}
+	d := &Diagnosis{}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	b, err := Open(ctx, in.Paths, in.Stdin, opts.Limits)
+	if err == nil {
+		d.Bundle = b
+		if d.Model, err = parse.Load(b); err != nil {
+			err = fmt.Errorf("%s: %w", b.Source, err)
+		}
+	}
+	rs := <-rules
+	if rs.err != nil {
+		return nil, rs.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Result, err = analyze.Run(ctx, d.Model, analyze.Options{Rules: rs.rs, Workers: opts.Workers, Progress: opts.Progress,
+		Cache: opts.Cache, Version: opts.Version, Log: opts.Log, StuckAfter: opts.StuckAfter})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Source, err)
+	}
+	d.Report = report.Build(d.Model, d.Result, opts.Version)
+	if b.Plain && d.Report.Bundle.LogLines == 0 {
+		return nil, fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", InputName(in.Paths))
+	}
+	if !opts.KeepSecrets {
+		if d.Masked, err = redactReport(ctx, d.Report, b, d.Result.Index, opts.RedactRules, opts.RedactHint); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// redactReport masks the secrets of the report's text (report.Redact), each evidence window as
+// one text read with the lines above it. The tokens' key is the bundle's digest: the same
+// bundle gives the same report, and a reader of the report cannot test guesses of a masked
+// value. Most reports hold no secret: a first pass with a throwaway key finds out before the
+// bundle is hashed. A warning says how many were masked.
+func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, ix *index.Index, extra []redact.Rule, hint string) (int, error) {
+	probe, err := redact.New(redact.Options{Extra: extra})
+	if err != nil {
+		return 0, err
+	}
+	found := false
+	windows := &WindowMasker{Index: ix}
+	rep.RedactWindows(func(lines []string) []string {
+		for _, l := range lines {
+			found = found || probe.Text(l) != l
+		}
+		if !found && len(lines) > 1 {
+			t := strings.Join(lines, "\n")
+			found = probe.Text(t) != t
+		}
+		return lines
+	}, func(e *report.Evidence, lines []string) []string {
+		out := windows.Mask(probe, e, lines)
+		for i := range lines {
+			found = found || out[i] != lines[i]
+		}
+		return lines
+	})
+	if windows.Err() != nil || !found {
+		return 0, windows.Err()
+	}
+	key, err := b.Digest(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", b.Source, err)
+	}
+	red, err := redact.New(redact.Options{Key: key, Extra: extra})
+	if err != nil {
+		return 0, err
+	}
+	rep.RedactWindows(func(lines []string) []string { return redactWindow(red, lines) },
+		func(e *report.Evidence, lines []string) []string { return windows.Mask(red, e, lines) })
+	if windows.Err() != nil {
+		return 0, windows.Err()
+	}
+	total := 0
+	var rules []string
+	for _, s := range red.Summary() {
+		total += s.Count
+		rules = append(rules, fmt.Sprintf("%s %d", s.ID, s.Count))
+	}
+	w := fmt.Sprintf("%d secret(s) in the report's text were masked (%s)", total, strings.Join(rules, ", "))
+	if hint != "" {
+		w += "; " + hint
+	}
+	rep.Warnings = append(rep.Warnings, w)
+	return total, nil
+}
+
+// redactWindow redacts the lines of a window as one text, keeping one line for one.
+func redactWindow(red *redact.Redactor, lines []string) []string {
+	out := make([]string, len(lines))
+	joined := len(lines) > 1
+	for _, l := range lines {
+		joined = joined && !strings.Contains(l, "\n")
+	}
+	if joined {
+		if parts := strings.Split(red.Text(strings.Join(lines, "\n")), "\n"); len(parts) == len(lines) {
+			return parts
+		}
+	}
+	for i, l := range lines {
+		out[i] = red.Text(l)
+	}
+	return out
+}

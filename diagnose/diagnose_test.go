@@ -1,0 +1,75 @@
+package diagnose
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bundle"
+)
+
+func builtin(t *testing.T) *analyze.RuleSet {
+	t.Helper()
+	rules, err := analyze.DefaultRules()
+	require.NoError(t, err)
+	rs, err := analyze.NewRuleSet(rules)
+	require.NoError(t, err)
+	return rs
+}
+
+// TestRun: one call from an input to a redacted report, for a bundle and for plain logs; the
+// rule set can be handed in or loaded while the input is read.
+func TestRun(t *testing.T) {
+	ctx := t.Context()
+	d, err := Run(ctx, Input{Paths: []string{"../samples/pytorchjob-cuda-oom-rank"}}, Options{Rules: builtin(t), Limits: bundle.DefaultLimits()})
+	require.NoError(t, err)
+	require.Equal(t, analyze.VerdictUnhealthy, d.Result.Verdict)
+	require.NotNil(t, d.Report.RootCause)
+	require.Equal(t, "cuda-oom", string(d.Report.RootCause.Category))
+	require.NoError(t, d.Close())
+
+	log := filepath.Join(t.TempDir(), "train.log")
+	secret := "hf_" + strings.Repeat("Ab3", 12)
+	require.NoError(t, os.WriteFile(log, []byte("step 10 loss 2.1\nexport HF_TOKEN="+secret+"\n"+
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"), 0o644))
+	loads := 0
+	d, err = Run(ctx, Input{Paths: []string{log}}, Options{Limits: bundle.DefaultLimits(),
+		LoadRules: func() (*analyze.RuleSet, error) { loads++; return builtin(t), nil }})
+	require.NoError(t, err)
+	defer d.Close()
+	require.Equal(t, 1, loads)
+	require.Equal(t, "cuda-oom", string(d.Report.RootCause.Category))
+	require.Positive(t, d.Masked, "the token in the evidence's window is masked")
+	for _, e := range d.Report.RootCause.Evidence {
+		for _, l := range e.Before {
+			require.NotContains(t, l.Text, secret)
+		}
+	}
+}
+
+// TestRunErrors: nothing to diagnose, or no rules, is an error naming the input, and nothing is
+// left open.
+func TestRunErrors(t *testing.T) {
+	ctx := t.Context()
+	empty := filepath.Join(t.TempDir(), "empty.log")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	_, err := Run(ctx, Input{Paths: []string{empty}}, Options{Rules: builtin(t), Limits: bundle.DefaultLimits()})
+	require.ErrorContains(t, err, empty+": 0 lines read")
+
+	_, err = Run(ctx, Input{Paths: []string{"../samples/pytorchjob-cuda-oom-rank", empty}}, Options{Rules: builtin(t), Limits: bundle.DefaultLimits()})
+	var ue *UsageError
+	require.True(t, errors.As(err, &ue), "a bundle among log files is a usage mistake: %v", err)
+
+	_, err = Run(ctx, Input{Paths: []string{empty}}, Options{Limits: bundle.DefaultLimits()})
+	require.ErrorContains(t, err, "no rule set")
+
+	broken := errors.New("rules/x.yaml: line 3: unknown field")
+	_, err = Run(ctx, Input{Paths: []string{empty}}, Options{Limits: bundle.DefaultLimits(),
+		LoadRules: func() (*analyze.RuleSet, error) { return nil, broken }})
+	require.ErrorIs(t, err, broken, "a rule file's error comes before the input's")
+}

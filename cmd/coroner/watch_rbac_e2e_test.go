@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -94,17 +95,19 @@ func runRBACTable(t *testing.T, cases []rbacCase) {
 }
 
 // waitPolicies waits until both admission policies of deploy/watch/ are enforced (a policy
-// takes effect a moment after it is created): until probe, a change each must refuse, is
-// refused by it. (Their type check is reported by kube-controller-manager, which the test
-// cluster does not run; an expression that does not compile refuses every request, which the
-// allowed rows of the tables would show.)
-func waitPolicies(t *testing.T, probe func(ctx context.Context, policy string) error) {
+// takes effect a moment after it is created): until probe, sending a patch each must refuse
+// (a label with a new value each time, so that it is never a no-op), is refused by it. (Their
+// type check is reported by kube-controller-manager, which the test cluster does not run; an
+// expression that does not compile refuses every request, which the allowed rows of the
+// tables would show.)
+func waitPolicies(t *testing.T, probe func(ctx context.Context, policy string, patch []byte) error) {
 	t.Helper()
+	n := 0
 	for _, name := range []string{"coroner-watch-hold-pods", "coroner-watch-annotate"} {
-		var last error
 		waitFor(t, 30*time.Second, "the policy "+name+" to be enforced", func() bool {
-			last = probe(t.Context(), name)
-			return outcome(last) == deniedBy(name)
+			n++
+			patch := fmt.Appendf(nil, `{"metadata":{"labels":{"coroner-test-probe":"%d"}}}`, n)
+			return outcome(probe(t.Context(), name, patch)) == deniedBy(name)
 		})
 	}
 }
@@ -157,12 +160,12 @@ stringData: {token: hf_0123456789abcdef}
 		release    = `{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + watch.Finalizer + `"]}}`
 		annotation = `{"metadata":{"annotations":{"` + watch.AnnotationSummary + `":"coroner: cuda-oom at tj-worker-0"}}}`
 	)
-	waitPolicies(t, func(ctx context.Context, policy string) error {
+	waitPolicies(t, func(ctx context.Context, policy string, patch []byte) error {
 		if policy == "coroner-watch-hold-pods" {
-			_, err := kube.CoreV1().Pods(ns).Patch(ctx, probe.PodName(0), types.StrategicMergePatchType, []byte(`{"metadata":{"labels":{"probe":"x"}}}`), metav1.PatchOptions{})
+			_, err := kube.CoreV1().Pods(ns).Patch(ctx, probe.PodName(0), types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 			return err
 		}
-		_, err := dyn.Resource(testcluster.PyTorchJobs).Namespace(ns).Patch(ctx, probe.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"probe":"x"}}}`), metav1.PatchOptions{})
+		_, err := dyn.Resource(testcluster.PyTorchJobs).Namespace(ns).Patch(ctx, probe.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 
@@ -327,12 +330,12 @@ func TestWatchNamespacedE2E(t *testing.T) {
 		return err == nil
 	})
 	hold := []byte(`{"metadata":{"finalizers":["` + watch.Finalizer + `"]}}`)
-	waitPolicies(t, func(ctx context.Context, policy string) error {
+	waitPolicies(t, func(ctx context.Context, policy string, patch []byte) error {
 		if policy == "coroner-watch-hold-pods" {
-			_, err := kube.CoreV1().Pods("ml").Patch(ctx, mine.PodName(0), types.MergePatchType, []byte(`{"metadata":{"labels":{"probe":"x"}}}`), metav1.PatchOptions{})
+			_, err := kube.CoreV1().Pods("ml").Patch(ctx, mine.PodName(0), types.MergePatchType, patch, metav1.PatchOptions{})
 			return err
 		}
-		_, err := dyn.Resource(testcluster.PyTorchJobs).Namespace("ml").Patch(ctx, mine.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"probe":"x"}}}`), metav1.PatchOptions{})
+		_, err := dyn.Resource(testcluster.PyTorchJobs).Namespace("ml").Patch(ctx, mine.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	runRBACTable(t, []rbacCase{

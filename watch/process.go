@@ -236,9 +236,10 @@ func (c *controller) hook(ctx context.Context, wk *watchedKind, u *unstructured.
 	c.log.Info("the --exec hook ran", "bundle", p.bundle, "seconds", time.Since(start).Seconds(), "output", out)
 }
 
-// retain applies --keep, --max-bytes and --max-age, sparing the bundles in use.
+// retain applies --keep, --max-bytes (per namespace), --max-age and --max-dir-bytes, sparing
+// the bundles in use.
 func (c *controller) retain() {
-	r := retention{Keep: c.opts.Keep, MaxBytes: c.opts.MaxBytes, MaxAge: c.opts.MaxAge}
+	r := retention{Keep: c.opts.Keep, MaxBytes: c.opts.MaxBytes, MaxAge: c.opts.MaxAge, MaxDirBytes: c.opts.MaxDirBytes}
 	n, left, err := prune(c.opts.Dir, r, c.now(), func(base string) bool {
 		c.st.Lock()
 		defer c.st.Unlock()

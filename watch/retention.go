@@ -9,16 +9,21 @@ import (
 	"time"
 )
 
-// retention bounds what the bundle directory keeps. Zero values mean no bound.
+// retention bounds what the bundle directory keeps. Zero values mean no bound. Keep and
+// MaxBytes bound each namespace on its own (the first directory under the bundle directory),
+// so that one tenant's failures never evict another's bundles; MaxDirBytes bounds the whole
+// directory (the volume), and when it is over, the namespace that stores the most gives first.
 type retention struct {
-	Keep     int           // bundles
-	MaxBytes int64         // bundles and their reports together
-	MaxAge   time.Duration // by the bundle's modification time
+	Keep        int           // bundles per namespace
+	MaxBytes    int64         // bundles and their reports, per namespace
+	MaxAge      time.Duration // by the bundle's modification time
+	MaxDirBytes int64         // bundles and their reports, all namespaces together
 }
 
 // stored is one bundle with its reports: <dir>/<ns>/<job>/<base>.tar.gz, .html, .json.
 type stored struct {
 	base  string // the path without extension
+	ns    string // the namespace directory ("" for a bundle directly under dir)
 	files []string
 	bytes int64
 	mod   time.Time
@@ -42,6 +47,11 @@ func scanStored(dir string) ([]*stored, error) {
 			return nil
 		}
 		s := &stored{base: strings.TrimSuffix(p, ".tar.gz")}
+		if rel, err := filepath.Rel(dir, p); err == nil {
+			if ns, _, ok := strings.Cut(filepath.ToSlash(rel), "/"); ok {
+				s.ns = ns
+			}
+		}
 		for _, ext := range bundleExts {
 			st, err := os.Stat(s.base + ext)
 			if err != nil {
@@ -65,23 +75,74 @@ func scanStored(dir string) ([]*stored, error) {
 	return out, err
 }
 
+// usage is what one namespace stores.
+type usage struct {
+	count int
+	bytes int64
+}
+
 // prune removes the oldest bundles (with their reports) beyond the bounds, never one in
-// keep (bundles being written, analysed or handed to the hook). It returns how many it
-// removed and what is left.
+// keep (bundles being written, analysed or handed to the hook; they still count towards the
+// bounds). It returns how many it removed and what is left, oldest first.
 func prune(dir string, r retention, now time.Time, keep func(base string) bool) (removed int, left []*stored, err error) {
 	all, err := scanStored(dir)
 	if err != nil {
 		return 0, nil, err
 	}
+	per := map[string]*usage{}
 	var total int64
 	for _, s := range all {
+		u := per[s.ns]
+		if u == nil {
+			u = &usage{}
+			per[s.ns] = u
+		}
+		u.count++
+		u.bytes += s.bytes
 		total += s.bytes
 	}
-	count := len(all)
+	gone := make([]bool, len(all))
+	drop := func(i int) {
+		gone[i] = true
+		u := per[all[i].ns]
+		u.count--
+		u.bytes -= all[i].bytes
+		total -= all[i].bytes
+	}
+	// Each namespace within its own bounds, oldest first.
+	for i, s := range all {
+		u := per[s.ns]
+		over := (r.Keep > 0 && u.count > r.Keep) || (r.MaxBytes > 0 && u.bytes > r.MaxBytes) || (r.MaxAge > 0 && now.Sub(s.mod) > r.MaxAge)
+		if over && !keep(s.base) {
+			drop(i)
+		}
+	}
+	// The volume: while over, the oldest bundle of the namespace that stores the most goes (the
+	// name decides between equals): the heaviest tenant pays for the volume first.
+	for r.MaxDirBytes > 0 && total > r.MaxDirBytes {
+		victim := -1
+		for i, s := range all {
+			if gone[i] || keep(s.base) {
+				continue
+			}
+			if victim < 0 {
+				victim = i
+				continue
+			}
+			v, u := per[all[victim].ns], per[s.ns]
+			if u.bytes > v.bytes || u.bytes == v.bytes && s.ns < all[victim].ns {
+				victim = i
+			}
+		}
+		if victim < 0 {
+			break // all in use
+		}
+		drop(victim)
+	}
+
 	var firstErr error
-	for _, s := range all {
-		over := (r.Keep > 0 && count > r.Keep) || (r.MaxBytes > 0 && total > r.MaxBytes) || (r.MaxAge > 0 && now.Sub(s.mod) > r.MaxAge)
-		if !over || keep(s.base) {
+	for i, s := range all {
+		if !gone[i] {
 			left = append(left, s)
 			continue
 		}
@@ -91,8 +152,6 @@ func prune(dir string, r retention, now time.Time, keep func(base string) bool) 
 			}
 		}
 		removed++
-		count--
-		total -= s.bytes
 		removeEmptyDirs(dir, filepath.Dir(s.base))
 	}
 	return removed, left, firstErr

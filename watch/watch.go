@@ -62,10 +62,13 @@ type Options struct {
 	HoldPods    bool
 	HoldTimeout time.Duration
 
-	// Retention of the bundle directory (0: no bound).
-	Keep     int
-	MaxBytes int64
-	MaxAge   time.Duration
+	// Retention of the bundle directory (0: no bound). Keep and MaxBytes bound each namespace
+	// on its own, so that one namespace's failures never evict another's bundles; MaxDirBytes
+	// bounds the directory, taking from the namespace that stores the most first.
+	Keep        int
+	MaxBytes    int64
+	MaxAge      time.Duration
+	MaxDirBytes int64
 
 	// MaxCollects bounds the collects (with their analyses) running at once (default 4).
 	MaxCollects int

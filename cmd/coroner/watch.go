@@ -38,6 +38,7 @@ type WatchOptions struct {
 	Keep              int
 	MaxBytes          string
 	MaxAge            time.Duration
+	MaxDirBytes       string
 	MaxCollects       int
 
 	// The limits of each collect, as `coroner collect` takes them.
@@ -90,11 +91,15 @@ replica. Without --hold-pods a job is collected as soon as its first pod fails; 
 job's pods carry the finalizer coroner.dev/hold so that their deletion waits for the collect
 (at most --hold-timeout), and every hold is let go when watch stops.
 
+Retention runs after each bundle: --keep and --max-bytes bound each namespace on its own, so
+that one namespace's failures never evict another's bundles; --max-dir-bytes bounds the
+directory, removing first from the namespace that stores the most; --max-age bounds all.
+
 Replicas elect a leader through a Lease; only the leader collects. /metrics (Prometheus),
 /healthz and /readyz are served on --metrics-address. deploy/watch/ has the manifests.
 `,
 		Example: `  coroner watch --dir /var/lib/coroner --hold-pods
-  coroner watch -n ml -n team-a --pending-after 30m --keep 500 --max-bytes 40Gi
+  coroner watch -n ml -n team-a --pending-after 30m --keep 500 --max-bytes 5Gi --max-dir-bytes 40Gi
   coroner watch --namespace-selector coroner.dev/watch=true --exec /usr/local/bin/upload-bundle`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -115,9 +120,10 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	f.DurationVar(&opts.SkipOlderThan, "skip-older-than", 24*time.Hour, "leave alone jobs that failed longer ago than this when first seen (0: collect all)")
 	f.BoolVar(&opts.HoldPods, "hold-pods", false, "hold the pods of watched jobs with a finalizer until they are collected")
 	f.DurationVar(&opts.HoldTimeout, "hold-timeout", 10*time.Minute, "never hold a pod longer than this after its deletion was asked")
-	f.IntVar(&opts.Keep, "keep", 1000, "keep at most this many bundles, removing the oldest (0: no bound)")
-	f.StringVar(&opts.MaxBytes, "max-bytes", "0", "keep bundles and reports within this size, removing the oldest (e.g. 40Gi; 0: no bound)")
+	f.IntVar(&opts.Keep, "keep", 1000, "keep at most this many bundles per namespace, removing the oldest (0: no bound)")
+	f.StringVar(&opts.MaxBytes, "max-bytes", "0", "keep each namespace's bundles and reports within this size, removing the oldest (e.g. 5Gi; 0: no bound)")
 	f.DurationVar(&opts.MaxAge, "max-age", 0, "remove bundles older than this (0: never)")
+	f.StringVar(&opts.MaxDirBytes, "max-dir-bytes", "0", "keep all bundles and reports within this size, removing the oldest of the namespace that stores the most (e.g. 45Gi; 0: no bound)")
 	f.IntVar(&opts.MaxCollects, "max-collects", 4, "collects (with their analyses) running at once")
 	addCollectLimitFlags(cmd, &opts.CollectLimits)
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the analysis rules of the YAML files in `DIR` (repeatable)")
@@ -186,6 +192,11 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	}
 	if opts.MaxBytes != "0" && opts.MaxBytes != "" {
 		if wo.MaxBytes, err = parseSize("max-bytes", opts.MaxBytes); err != nil {
+			return err
+		}
+	}
+	if opts.MaxDirBytes != "0" && opts.MaxDirBytes != "" {
+		if wo.MaxDirBytes, err = parseSize("max-dir-bytes", opts.MaxDirBytes); err != nil {
 			return err
 		}
 	}

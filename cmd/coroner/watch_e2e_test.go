@@ -72,7 +72,7 @@ func applyWatchManifests(t *testing.T, env *e2eEnv) {
 	out, err := exec.Command(kubectl, "--kubeconfig", env.admin, "apply", "-f", dir).CombinedOutput()
 	require.NoError(t, err, "kubectl apply -f deploy/watch/:\n%s", out)
 	applied := regexp.MustCompile(`(?m)^(\S+) (created|configured|unchanged)$`).FindAllStringSubmatch(string(out), -1)
-	require.Len(t, applied, 11, "%s", out)
+	require.Len(t, applied, 17, "%s", out)
 	rendered, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
 	require.NoError(t, err, "kubectl kustomize deploy/watch/:\n%s", rendered)
 	require.Equal(t, len(applied), strings.Count(string(rendered), "\nkind: ")+boolInt(strings.HasPrefix(string(rendered), "kind: ")),
@@ -705,6 +705,12 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: coroner-watch-noevents}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: coroner-watch-noevents}
+subjects: [{kind: ServiceAccount, name: coroner-watch-noevents, namespace: coroner}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: coroner-watch-noevents-annotate}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: coroner-watch-annotate}
 subjects: [{kind: ServiceAccount, name: coroner-watch-noevents, namespace: coroner}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1

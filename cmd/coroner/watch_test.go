@@ -13,7 +13,7 @@ import (
 func TestWatchFlags(t *testing.T) {
 	var got *WatchOptions
 	cmd := NewCmdWatch(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(o *WatchOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"-n", "ml", "-n", "team-a,team-b", "--hold-pods", "--max-bytes", "40Gi", "--context", "prod"})
+	cmd.SetArgs([]string{"-n", "ml", "-n", "team-a,team-b", "--hold-pods", "--max-bytes", "4Gi", "--max-dir-bytes", "40Gi", "--context", "prod"})
 	require.NoError(t, cmd.Execute())
 	require.Equal(t, []string{"ml", "team-a", "team-b"}, got.Namespaces)
 	require.True(t, got.HoldPods)
@@ -22,7 +22,8 @@ func TestWatchFlags(t *testing.T) {
 	require.Equal(t, watch.OnSuccessFailedPods, got.OnSuccess)
 	require.Equal(t, "coroner.dev/watch=true", got.JobSelector)
 	require.Equal(t, 4, got.MaxCollects)
-	require.Equal(t, "40Gi", got.MaxBytes)
+	require.Equal(t, "4Gi", got.MaxBytes)
+	require.Equal(t, "40Gi", got.MaxDirBytes)
 	require.Equal(t, "prod", got.Overrides.CurrentContext)
 	require.Empty(t, got.Overrides.Context.Namespace, "-n names watched namespaces, not the kubeconfig's")
 	require.True(t, got.LeaderElect)
@@ -37,6 +38,7 @@ func TestWatchBadUsage(t *testing.T) {
 		{[]string{"--on-success", "sometimes"}, `--on-success "sometimes": want failed-pods, all or none`},
 		{[]string{"--max-collects", "0"}, "--max-collects and --concurrency want at least 1"},
 		{[]string{"--max-bytes", "lots"}, `--max-bytes "lots": want a positive size`},
+		{[]string{"--max-dir-bytes", "-1"}, `--max-dir-bytes "-1": want a positive size`},
 		{[]string{"--exec", "/nonexistent/upload"}, `--exec "/nonexistent/upload": want the path of an executable program`},
 		{[]string{"--log-format", "xml"}, `--log-format "xml": want text or json`},
 		{[]string{"extra"}, "unknown command"},

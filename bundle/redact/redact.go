@@ -11,6 +11,7 @@ package redact
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -150,8 +151,16 @@ func (r *Redactor) getScratch() *scratch  { return r.scratch.Get().(*scratch) }
 func (r *Redactor) putScratch(s *scratch) { r.scratch.Put(s) }
 
 // find returns the spans of b to mask, sorted and not overlapping, in sc.sel. Where rules
-// disagree, the earlier rule wins.
+// disagree, the earlier rule wins. A line with terminal escape codes is read as a terminal
+// shows it (see findShown).
 func (r *Redactor) find(b []byte, sc *scratch) []span {
+	if bytes.IndexByte(b, 0x1b) >= 0 {
+		return r.findShown(b, sc)
+	}
+	return r.findPlain(b, sc)
+}
+
+func (r *Redactor) findPlain(b []byte, sc *scratch) []span {
 	sc.hits = literal.Append(r.ac, b, sc.hits[:0])
 	sc.sel = sc.sel[:0]
 	if len(sc.hits) == 0 && len(r.always) == 0 {

@@ -35,6 +35,9 @@ type Options struct {
 	Key []byte
 	// Extra are the user's rules (see LoadRules), applied before the built-in ones.
 	Extra []Rule
+	// KeepBinary makes Bundle copy the files it cannot read as text (archives, images,
+	// binary data) as they are, unredacted, instead of leaving them out.
+	KeepBinary bool
 }
 
 // Location is where a secret was masked: a file and line of a log, or a file and field of an
@@ -63,9 +66,12 @@ type Redactor struct {
 	scratch sync.Pool
 	macs    sync.Pool
 
+	keepBinary bool
+
 	mu      sync.Mutex
 	locs    []Location
 	dropped int
+	files   []bundle.RedactionFile // what Bundle did with files that are not text
 }
 
 // trigRef says what a trigger found by the automaton means.
@@ -88,7 +94,7 @@ func New(opts Options) (*Redactor, error) {
 			return nil, fmt.Errorf("redaction key: %w", err)
 		}
 	}
-	r := &Redactor{key: append([]byte(nil), key...), byID: map[string]int{}}
+	r := &Redactor{key: append([]byte(nil), key...), byID: map[string]int{}, keepBinary: opts.KeepBinary}
 	if err := checkUnique(opts.Extra); err != nil {
 		return nil, err
 	}

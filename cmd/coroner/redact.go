@@ -19,7 +19,9 @@ type RedactOptions struct {
 	RulesFile string
 	Report    bool
 	Quiet     bool
-	Limits    bundle.Limits
+	// KeepBinary copies the files redaction cannot read as text as they are (--keep-unredacted-binaries).
+	KeepBinary bool
+	Limits     bundle.Limits
 	// Key is the HMAC key of the tokens; nil means a random one (tests fix it).
 	Key []byte
 }
@@ -48,6 +50,13 @@ of Secret objects. --rules adds a YAML file of rules:
   - id: acme-env                         # env vars whose names match
     envNames: '^ACME_'
 
+A gzip'd file (a rotated log.gz) is decompressed, redacted and compressed again, within the
+same size and expansion limits as the bundle; UTF-16 text is decoded, redacted and written as
+UTF-8. Any other file that is not text (a zip, a nested tarball, an image, a gzip of one of
+them) cannot be looked into: it is left out of the new bundle, with one line on stderr and an
+entry in the manifest's redaction.files. --keep-unredacted-binaries copies such files as they
+are, secrets and all.
+
 The manifest of the new bundle records each rule id and how often it fired, never a value;
 --report also prints where (file:line, or file and field), never a value.
 `,
@@ -67,6 +76,7 @@ The manifest of the new bundle records each rule id and how often it fired, neve
 	f.StringVar(&opts.RulesFile, "rules", "", "add the redaction rules of this YAML `FILE`")
 	f.BoolVar(&opts.Report, "report", false, "list where each secret was masked (file:line and rule, never the value)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors and the --report list")
+	f.BoolVar(&opts.KeepBinary, "keep-unredacted-binaries", false, "copy files that are not text (zip, nested tarballs, images) as they are, unredacted, instead of leaving them out")
 	addLimitFlags(cmd, &opts.Limits)
 	return cmd
 }
@@ -83,7 +93,7 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 		}
 		extra = rules
 	}
-	r, err := redact.New(redact.Options{Key: opts.Key, Extra: extra})
+	r, err := redact.New(redact.Options{Key: opts.Key, Extra: extra, KeepBinary: opts.KeepBinary})
 	if err != nil {
 		return err
 	}
@@ -105,6 +115,17 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 	if !opts.Quiet {
 		for _, w := range b.Warnings {
 			fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(w))
+		}
+	}
+	// Always said, --quiet or not: a file left out, or one that keeps its secrets.
+	for _, f := range r.Files() {
+		switch f.Action {
+		case redact.ActionWithheld:
+			fmt.Fprintf(io.ErrOut, "withheld: %s: %s cannot be redacted; left out of %s (--keep-unredacted-binaries keeps it as it is)\n",
+				report.TerminalSafe(f.Path), f.Reason, opts.Output)
+		default:
+			fmt.Fprintf(io.ErrOut, "warning: %s: %s copied unredacted (--keep-unredacted-binaries): it may hold secrets\n",
+				report.TerminalSafe(f.Path), f.Reason)
 		}
 	}
 	if opts.Report {

@@ -38,9 +38,10 @@ secret gives the same token within one run, so a reader can still tell two value
 the key of these tokens is random and never stored.
 
 Built-in rules cover secret-looking environment variables, cloud keys (AWS, GCP, Azure),
-Hugging Face, GitHub, GitLab, Slack, OpenAI, wandb and comet tokens, JWTs, Authorization
-headers, private keys, credentials in URLs and database connection strings, and the values
-of Secret objects. --rules adds a YAML file of rules:
+Hugging Face, GitHub, GitLab, Slack, OpenAI, Stripe, Telegram, wandb and comet tokens, JWTs,
+Authorization headers, private keys, credentials in URLs and database connection strings,
+passwords given to docker login -p, sshpass -p and curl -u, a password echoed after its
+prompt, and the values of Secret objects. --rules adds a YAML file of rules:
 
   rules:
   - id: acme-token                       # a regexp; its group "secret" is masked

@@ -56,11 +56,8 @@ func cliPasswordAt(_ *Redactor, b []byte, start, end int) (span, bool) {
 	if !ok {
 		return span{}, false
 	}
-	stop := end
-	for stop < len(b) && b[stop] != '\n' && b[stop] != '|' && b[stop] != ';' && b[stop] != '&' {
-		stop++
-	}
-	words := shellWords(b, end, stop)
+	var buf [maxWords]span
+	words := shellWords(b, end, buf[:0])
 	if spec.sub != "" && !hasWord(b, words, spec.sub) {
 		return span{}, false // docker run -p 8080:8080
 	}
@@ -96,6 +93,13 @@ func cliPasswordAt(_ *Redactor, b []byte, start, end int) (span, bool) {
 	return span{}, false
 }
 
+// maxCommand and maxWords bound how much of a line after a command's name is read for its
+// flags: a line of thousands of "curl" costs each one little.
+const (
+	maxCommand = 4 << 10
+	maxWords   = 48
+)
+
 // cmdBefore reports whether c may stand before a command's name: a line's start, a blank, a
 // quote, a path's '/', a shell's '(' or '`', or the '+' of set -x.
 func cmdBefore(c byte) bool {
@@ -106,20 +110,21 @@ func cmdBefore(c byte) bool {
 	return false
 }
 
-// shellWords splits b[from:to] at blanks, keeping quoted words whole (the quotes in them).
-func shellWords(b []byte, from, to int) []span {
-	var out []span
-	i := from
-	for i < to {
+// shellWords appends to out the words of the command that starts at b[from:], split at
+// blanks, quoted words whole (the quotes in them), up to the end of the command (a line end,
+// '|', ';' or '&' outside quotes), maxWords words or maxCommand bytes.
+func shellWords(b []byte, from int, out []span) []span {
+	to := min(len(b), from+maxCommand)
+	for i := from; i < to && len(out) < maxWords; {
 		for i < to && isBlank(b[i]) {
 			i++
 		}
-		if i >= to {
+		if i >= to || commandEnd(b[i]) {
 			break
 		}
 		s := i
 		var quote byte
-		for i < to && (quote != 0 || !isBlank(b[i])) {
+		for i < to && b[i] != '\n' && (quote != 0 || !isBlank(b[i]) && !commandEnd(b[i])) {
 			switch {
 			case quote != 0 && b[i] == quote:
 				quote = 0
@@ -129,12 +134,11 @@ func shellWords(b []byte, from, to int) []span {
 			i++
 		}
 		out = append(out, span{start: s, end: i})
-		if len(out) > 64 {
-			break
-		}
 	}
 	return out
 }
+
+func commandEnd(c byte) bool { return c == '\n' || c == '|' || c == ';' || c == '&' }
 
 func hasWord(b []byte, words []span, w string) bool {
 	for _, s := range words {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -113,8 +114,15 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 	if err != nil {
 		return err
 	}
+	noted := map[string]bool{}
+	for _, f := range r.Files() {
+		noted[f.Path] = true
+	}
 	if !opts.Quiet {
 		for _, w := range b.Warnings {
+			if p, _, ok := strings.Cut(w, ": looks like binary data"); ok && noted[p] {
+				continue // said below: withheld or kept, not "read as text"
+			}
 			fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(w))
 		}
 	}

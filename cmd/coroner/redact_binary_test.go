@@ -83,6 +83,10 @@ func makeBinaryBundle(t *testing.T) *binaryBundle {
 	bb.zip = zb.Bytes()
 	write("attachments/cfg.zip", bb.zip)
 
+	coreTok := "ghp_" + fill(6, 36, alnum)
+	bb.secrets = append(bb.secrets, coreTok)
+	write("logs/ml/p/dump.log", append(bytes.Repeat([]byte{0, 1, 2, 0xff}, 64), []byte(" GITHUB_TOKEN="+coreTok)...))
+
 	write("attachments/plot.png", append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), []byte("tEXt token "+pngTok)...))
 	return bb
 }
@@ -148,7 +152,9 @@ func TestRedactFilesThatAreNotText(t *testing.T) {
 		"withheld: attachments/cfg.zip: a zip archive cannot be redacted; left out of " + out + " (--keep-unredacted-binaries keeps it as it is)",
 		"withheld: attachments/debug.tar: a tar archive cannot be redacted; left out of " + out + " (--keep-unredacted-binaries keeps it as it is)",
 		"withheld: attachments/plot.png: an image cannot be redacted; left out of " + out + " (--keep-unredacted-binaries keeps it as it is)",
+		"withheld: logs/ml/p/dump.log: binary data cannot be redacted; left out of " + out + " (--keep-unredacted-binaries keeps it as it is)",
 	}, withheldLines(stderr), stderr)
+	require.NotContains(t, stderr, "read as text", "a withheld log is not said to be read")
 	require.Contains(t, stdout, "Redacted 2 secret(s) in 3 file(s)")
 
 	b, err := bundle.Open(t.Context(), out, bundle.DefaultLimits())
@@ -158,6 +164,7 @@ func TestRedactFilesThatAreNotText(t *testing.T) {
 		{Path: "attachments/cfg.zip", Action: "withheld", Reason: "a zip archive"},
 		{Path: "attachments/debug.tar", Action: "withheld", Reason: "a tar archive"},
 		{Path: "attachments/plot.png", Action: "withheld", Reason: "an image"},
+		{Path: "logs/ml/p/dump.log", Action: "withheld", Reason: "binary data"},
 	}, b.Manifest.Redaction.Files)
 
 	// Redacting the redacted bundle again keeps the notes of what the first run left out.
@@ -193,7 +200,7 @@ func TestRedactKeepUnredactedBinaries(t *testing.T) {
 	require.Contains(t, string(files["logs/ml/p/c.previous.log.gz"]), "[REDACTED:hf-token:", "text is still redacted")
 	m, err := bundle.ParseManifest(files["manifest.json"])
 	require.NoError(t, err)
-	require.Len(t, m.Redaction.Files, 3)
+	require.Len(t, m.Redaction.Files, 4)
 	for _, f := range m.Redaction.Files {
 		require.Equal(t, "kept unredacted", f.Action, f.Path)
 	}

@@ -422,16 +422,37 @@ func addContext(ix *index.Index, f *Finding) error {
 	return nil
 }
 
-// excerpt bounds a line for the report, on a rune boundary.
+// excerpt bounds a line for the report, on a rune boundary and never inside a word: half a
+// token is no longer a token to the redactor, which masks the report after analysis, so the
+// word that crosses the bound is left out whole (see cutWord).
 func excerpt(b []byte) string {
 	if len(b) <= maxExcerpt {
 		return string(b)
 	}
-	cut := maxExcerpt
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
+	cut := cutWord(b, maxExcerpt)
+	return string(b[:cut]) + fmt.Sprintf(" … [%d more bytes]", len(b)-cut)
+}
+
+// cutWord is where to cut b at most at n bytes: before the word (a run of the characters
+// tokens, keys and passwords are made of) that the n-th byte is inside of, on a rune boundary.
+func cutWord(b []byte, n int) int {
+	cut := n
+	if cut < len(b) && wordByte(b[cut]) {
+		for cut > 0 && wordByte(b[cut-1]) {
+			cut--
+		}
+	}
+	for cut > 0 && cut < len(b) && !utf8.RuneStart(b[cut]) {
 		cut--
 	}
-	return string(b[:cut]) + fmt.Sprintf(" … [%d more bytes]", len(b)-cut)
+	return cut
+}
+
+// wordByte is a byte a secret may hold: letters, digits, the punctuation of base64, URLs and
+// key=value, and any byte of a multi-byte rune.
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 ||
+		strings.IndexByte("_-+/=.~%@:!#$&*?^|", c) >= 0
 }
 
 // truncateText bounds a message that came from a resource.

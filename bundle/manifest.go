@@ -65,6 +65,18 @@ type Gap struct {
 type RedactionInfo struct {
 	Enabled bool            `json:"enabled"`
 	Rules   []RedactionRule `json:"rules"`
+	// Files are the files redaction could not read as text (binary data, archives): left
+	// out of the bundle, or kept as they were when the user asked for that.
+	Files []RedactionFile `json:"files,omitempty"`
+}
+
+// RedactionFile says what redaction did with a file it could not read as text.
+type RedactionFile struct {
+	Path string `json:"path"`
+	// Action is "withheld" (left out of the bundle) or "kept unredacted".
+	Action string `json:"action"`
+	// Reason says what the file is: "a zip archive", "binary data"...
+	Reason string `json:"reason"`
 }
 
 // RedactionRule is how often one redaction rule fired.

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -40,17 +41,28 @@ func (r *Redactor) Bundle(ctx context.Context, src string, lim bundle.Limits, ds
 			b.Manifest.Errors[i].Message = r.LineAt(bundle.ManifestName, fmt.Sprintf("errors[%d].message", i), b.Manifest.Errors[i].Message)
 		}
 	}
-	m := redactedManifest(b.Manifest, r.Summary())
+	m := redactedManifest(b.Manifest, r.Summary(), r.Files())
 	if err := dst.Close(m); err != nil {
 		return nil, nil, err
 	}
 	return b, m, nil
 }
 
-// file copies one file into the new bundle, redacted.
-func (r *Redactor) file(ctx context.Context, w *bundle.Writer, f bundle.File, in io.Reader, lim bundle.Limits) error {
+// file copies one file into the new bundle, redacted; a file that is not text is decoded,
+// decompressed or withheld (see binary.go).
+func (r *Redactor) file(ctx context.Context, w *bundle.Writer, f bundle.File, raw io.Reader, lim bundle.Limits) error {
+	br := bufio.NewReaderSize(raw, headSize)
+	head, _ := br.Peek(headSize)
+	switch kind := kindOf(head); kind {
+	case "gzip":
+		return r.gzipFile(ctx, w, f, br, lim)
+	case "text":
+	default:
+		return r.binary(w, f.Path, br, kind)
+	}
+	in, _, _ := bundle.DecodeText(br)
 	if strings.HasPrefix(f.Path, "resources/") && f.Size <= lim.MaxResourceBytes {
-		data, err := io.ReadAll(in)
+		data, err := io.ReadAll(io.LimitReader(in, 2*lim.MaxResourceBytes))
 		if err != nil {
 			return err
 		}
@@ -157,7 +169,7 @@ func (r *Redactor) total() int {
 
 // redactedManifest is the input's manifest with redaction on and the counts of this run added
 // to those of an earlier redaction (its tokens were left as they were).
-func redactedManifest(in *bundle.Manifest, summary []bundle.RedactionRule) *bundle.Manifest {
+func redactedManifest(in *bundle.Manifest, summary []bundle.RedactionRule, files []bundle.RedactionFile) *bundle.Manifest {
 	m := &bundle.Manifest{FormatVersion: bundle.FormatVersion}
 	if in != nil {
 		*m = *in
@@ -172,7 +184,23 @@ func redactedManifest(in *bundle.Manifest, summary []bundle.RedactionRule) *bund
 	for _, r := range summary {
 		counts[r.ID] += r.Count
 	}
-	m.Redaction = bundle.RedactionInfo{Enabled: true, Rules: []bundle.RedactionRule{}}
+	// An earlier redaction's notes stand for the files it left out or kept (a kept file is
+	// read again, and noted again, by this one).
+	seen := map[string]bool{}
+	for _, f := range files {
+		seen[f.Path] = true
+	}
+	var notes []bundle.RedactionFile
+	if m.Redaction.Enabled || m.Options.Redact {
+		for _, f := range m.Redaction.Files {
+			if !seen[f.Path] {
+				notes = append(notes, f)
+			}
+		}
+	}
+	notes = append(notes, files...)
+	sortFiles(notes)
+	m.Redaction = bundle.RedactionInfo{Enabled: true, Rules: []bundle.RedactionRule{}, Files: notes}
 	for id, n := range counts {
 		m.Redaction.Rules = append(m.Redaction.Rules, bundle.RedactionRule{ID: id, Count: n})
 	}

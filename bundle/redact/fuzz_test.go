@@ -25,7 +25,9 @@ func FuzzRedact(f *testing.F) {
 		}
 	}
 	for _, s := range []string{"HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "postgres://u:p4ssw0rd@h/db", `{\"token\": \"abcdefg\"}`,
-		"--password hunter22", "-----BEGIN PRIVATE KEY-----", "Authorization: Bearer abc.def.ghi", "[REDACTED:x:12345678]"} {
+		"--password hunter22", "-----BEGIN PRIVATE KEY-----", "Authorization: Bearer abc.def.ghi", "[REDACTED:x:12345678]",
+		"+ docker login -u r -p 'Rb0t pw' reg", "sshpass -pN0d3R00t ssh x", "curl --user=ci:'p w' -O u", "sk_live_4eC39HqLyjWDarjtT1zd",
+		"bot7123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw7/x", "\x1b[1;33mpassword\x1b[0m=\x1b[32mC0l0ur\x1b[0m\x1b]0;t\x07", "\x1b[", "\x1b"} {
 		f.Add(s)
 	}
 	r, err := New(Options{Key: []byte("fuzz")})
@@ -62,6 +64,7 @@ func FuzzText(f *testing.F) {
 		"key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n-----END PRIVATE KEY-----\n",
 		"curl -H 'Authorization: Bearer\n0a1b2c3d4e5f6a7b8c9d0e1f\n",
 		"2026-03-14T10:00:01Z   password:\n2026-03-14T10:00:01Z     s3cret\n",
+		"Password:\nPr0mpted\nok\n", "[sudo] password for u:\n  Sud0Pw\n", "\x1b[36mpassword:\x1b[0m\n\x1b[1mhunter2x\x1b[0m\n",
 	} {
 		f.Add(s)
 	}

@@ -25,11 +25,14 @@ const (
 )
 
 type pending struct {
-	kind   pendKind
-	col    int   // the key's column (pendYAML, pendEnv)
-	m      int32 // the rule that masks the value
-	block  bool  // pendYAML: the key had a block indicator (| or >)
-	waited int   // lines seen since
+	kind  pendKind
+	col   int   // the key's column (pendYAML, pendEnv)
+	m     int32 // the rule that masks the value
+	block bool  // pendYAML: the key had a block indicator (| or >)
+	// prompt (pendYAML): the key is also a prompt ("Password:"); a value not indented below
+	// it is the answer echoed on the next line.
+	prompt bool
+	waited int // lines seen since
 }
 
 // yamlBlock is a YAML value being read in the lines below its key, masked as one secret.
@@ -216,11 +219,15 @@ func (c *copier) announce(text []byte, spans []span) {
 	if yamlEnd(t) {
 		key, block, ok := yamlKeyOnly(t[col:])
 		if !ok {
+			if promptLine(t[col:]) {
+				c.pend = pending{kind: pendNext, m: int32(c.r.byID["secret-assignment"])}
+			}
 			return
 		}
 		strong := SecretName(string(key))
 		if strong || block && weakAlone(key) {
-			c.pend = pending{kind: pendYAML, col: col, m: int32(c.r.byID["secret-assignment"]), block: block}
+			c.pend = pending{kind: pendYAML, col: col, m: int32(c.r.byID["secret-assignment"]), block: block,
+				prompt: !block && passwordName(string(key))}
 		}
 		return
 	}
@@ -318,7 +325,7 @@ func (c *copier) pendLine(raw, text []byte, lineNo int) bool {
 	case pendYAML:
 		c.pend = pending{}
 		if ind <= was.col {
-			return false
+			return was.prompt && c.nextWord(raw, text, was.m, lineNo)
 		}
 		// The value of a secret's key is a scalar: a nested mapping or list (a volume's
 		// "secret:" with its secretName) is not, unless a block indicator said so.
@@ -368,13 +375,36 @@ func (c *copier) pendLine(raw, text []byte, lineNo int) bool {
 	case pendNext:
 		m := pd.m
 		c.pend = pending{}
-		w := bytes.TrimRight(body[ind:], " \t\r")
-		if len(w) == 0 || bytes.ContainsAny(w, " \t") || w[0] == '-' || !plausibleValue(string(w)) {
-			return false
+		return c.nextWord(raw, text, m, lineNo)
+	}
+	return false
+}
+
+// nextWord masks, with rule m, a line that is one word: the value a line above announced
+// (NAME=, a secret flag, Bearer, a password prompt). It reports whether it wrote the line.
+func (c *copier) nextWord(raw, text []byte, m int32, lineNo int) bool {
+	p, ind := bodyStart(text)
+	w := bytes.TrimRight(text[p+ind:], " \t\r")
+	if len(w) == 0 || bytes.ContainsAny(w, " \t") || w[0] == '-' || !plausibleValue(string(w)) {
+		return false
+	}
+	c.flushHeld()
+	c.writeLine(raw, text, []span{{start: p + ind, end: p + ind + len(w), m: m}}, lineNo)
+	return true
+}
+
+// promptLine reports whether a line that ends with ':' is a prompt for a password whose answer
+// a terminal log may show on the next line: "[sudo] password for ubuntu:", "Enter passphrase
+// for key '/root/.ssh/id_rsa':", "Password for 'https://ci@git.internal':".
+func promptLine(t []byte) bool {
+	if len(t) == 0 || len(t) > 160 || t[len(t)-1] != ':' {
+		return false
+	}
+	l := bytes.ToLower(t)
+	for _, w := range []string{"password", "passphrase", "pass phrase", "passcode"} {
+		if bytes.Contains(l, []byte(w)) {
+			return true
 		}
-		c.flushHeld()
-		c.writeLine(raw, text, []span{{start: p + ind, end: p + ind + len(w), m: m}}, lineNo)
-		return true
 	}
 	return false
 }

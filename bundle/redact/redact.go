@@ -11,6 +11,7 @@ package redact
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -34,6 +35,9 @@ type Options struct {
 	Key []byte
 	// Extra are the user's rules (see LoadRules), applied before the built-in ones.
 	Extra []Rule
+	// KeepBinary makes Bundle copy the files it cannot read as text (archives, images,
+	// binary data) as they are, unredacted, instead of leaving them out.
+	KeepBinary bool
 }
 
 // Location is where a secret was masked: a file and line of a log, or a file and field of an
@@ -62,9 +66,12 @@ type Redactor struct {
 	scratch sync.Pool
 	macs    sync.Pool
 
+	keepBinary bool
+
 	mu      sync.Mutex
 	locs    []Location
 	dropped int
+	files   []bundle.RedactionFile // what Bundle did with files that are not text
 }
 
 // trigRef says what a trigger found by the automaton means.
@@ -87,7 +94,7 @@ func New(opts Options) (*Redactor, error) {
 			return nil, fmt.Errorf("redaction key: %w", err)
 		}
 	}
-	r := &Redactor{key: append([]byte(nil), key...), byID: map[string]int{}}
+	r := &Redactor{key: append([]byte(nil), key...), byID: map[string]int{}, keepBinary: opts.KeepBinary}
 	if err := checkUnique(opts.Extra); err != nil {
 		return nil, err
 	}
@@ -150,8 +157,16 @@ func (r *Redactor) getScratch() *scratch  { return r.scratch.Get().(*scratch) }
 func (r *Redactor) putScratch(s *scratch) { r.scratch.Put(s) }
 
 // find returns the spans of b to mask, sorted and not overlapping, in sc.sel. Where rules
-// disagree, the earlier rule wins.
+// disagree, the earlier rule wins. A line with terminal escape codes is read as a terminal
+// shows it (see findShown).
 func (r *Redactor) find(b []byte, sc *scratch) []span {
+	if bytes.IndexByte(b, 0x1b) >= 0 {
+		return r.findShown(b, sc)
+	}
+	return r.findPlain(b, sc)
+}
+
+func (r *Redactor) findPlain(b []byte, sc *scratch) []span {
 	sc.hits = literal.Append(r.ac, b, sc.hits[:0])
 	sc.sel = sc.sel[:0]
 	if len(sc.hits) == 0 && len(r.always) == 0 {

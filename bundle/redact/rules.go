@@ -250,6 +250,9 @@ func SecretName(name string) bool {
 	if n := len(parts); n >= 2 && last == "DATA" && (parts[n-2] == "KEY" || parts[n-2] == "CERTIFICATE") {
 		return true // a kubeconfig's client-key-data and client-certificate-data
 	}
+	if n := len(parts); n >= 3 && last == "ID" && parts[n-2] == "KEY" && parts[n-3] == "PRIVATE" {
+		return true // a service account's private_key_id names the key it signs with
+	}
 	if len(parts) == 1 && weakWords[last] {
 		return false // the working directory, "waiting for key: store/rank3", "auth: ok"
 	}
@@ -414,6 +417,10 @@ var builtins = []*matcher{
 	builtin("slack-token", []string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxr-", "xoxs-", "xapp-"},
 		`xox[abposr]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}`),
 	builtin("slack-webhook", []string{"hooks.slack.com"}, `hooks\.slack\.com/(?:services|workflows)/(?P<secret>[A-Za-z0-9/_\-]{20,})`),
+	// Stripe's secret and restricted keys, live and test (publishable pk_ keys are public).
+	builtin("stripe-api-key", []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
+		`(?:^|[^A-Za-z0-9])(?P<secret>(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,247})`),
+	{id: "telegram-bot-token", triggers: []string{":a"}, local: telegramAt},
 	builtin("openai-api-key", []string{"sk-"}, `(?:^|[^A-Za-z0-9_\-])(?P<secret>sk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_\-]{32,})`),
 	builtin("wandb-api-key", []string{"wandb"},
 		`(?i:wandb)[A-Za-z_\-]*(?:[ \t]+(?i:login)(?:[ \t]+--[a-z\-]+)*[ \t]+|\\?["']?[ \t]*[:=][ \t]*\\?["']?)(?P<secret>(?:local-)?[0-9a-f]{40}|wandb_v1_[A-Za-z0-9_]{20,})`),
@@ -426,6 +433,8 @@ var builtins = []*matcher{
 	// mysql -u root -pS3cret: the password glued to -p (-P is the port).
 	builtin("mysql-password", []string{"mysql", "mariadb"},
 		`\b(?:mysql|mariadb)[a-z_\-]*\b[^\n]*?[ \t]-p(?:'(?P<secret>[^'\n]+)'|"(?P<secret2>[^"\n]+)"|(?P<secret3>[^\s'"]+))`),
+	// docker login -p, sshpass -p, curl -u user:pass: a password by its place after a command.
+	{id: "cli-password", triggers: cliTriggers(), local: cliPasswordAt},
 	// A docker config's "auth" is base64 of user:password.
 	withValue(dockerAuth, builtin("docker-auth", []string{`"auth`, `\"auth`},
 		`\\?"auth\\?"[ \t]*:[ \t]*\\?"(?P<secret>[A-Za-z0-9+/]{4,}={0,2})\\?"`)),
@@ -444,7 +453,7 @@ var builtins = []*matcher{
 	// checked where its trigger words are found, not by a regular expression: "token" and
 	// "key" are in most lines of a training log (max_tokens, tokens_per_sec).
 	{id: "secret-assignment", local: func(_ *Redactor, b []byte, _, end int) (span, bool) { return assignmentAt(b, end) }, triggers: []string{"password", "passwd", "pass", "pwd", "passphrase",
-		"token", "secret", "key", "credential", "credentials", "creds", "auth", "cookie", "pin", "key-data", "certificate-data"}},
+		"token", "secret", "key", "credential", "credentials", "creds", "auth", "cookie", "pin", "key-data", "certificate-data", "key_id", "keyid"}},
 }
 
 // Object-level rules, with no pattern: they fire on a field of a Kubernetes object.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +20,9 @@ type RedactOptions struct {
 	RulesFile string
 	Report    bool
 	Quiet     bool
-	Limits    bundle.Limits
+	// KeepBinary copies the files redaction cannot read as text as they are (--keep-unredacted-binaries).
+	KeepBinary bool
+	Limits     bundle.Limits
 	// Key is the HMAC key of the tokens; nil means a random one (tests fix it).
 	Key []byte
 }
@@ -36,9 +39,10 @@ secret gives the same token within one run, so a reader can still tell two value
 the key of these tokens is random and never stored.
 
 Built-in rules cover secret-looking environment variables, cloud keys (AWS, GCP, Azure),
-Hugging Face, GitHub, GitLab, Slack, OpenAI, wandb and comet tokens, JWTs, Authorization
-headers, private keys, credentials in URLs and database connection strings, and the values
-of Secret objects. --rules adds a YAML file of rules:
+Hugging Face, GitHub, GitLab, Slack, OpenAI, Stripe, Telegram, wandb and comet tokens, JWTs,
+Authorization headers, private keys, credentials in URLs and database connection strings,
+passwords given to docker login -p, sshpass -p and curl -u, a password echoed after its
+prompt, and the values of Secret objects. --rules adds a YAML file of rules:
 
   rules:
   - id: acme-token                       # a regexp; its group "secret" is masked
@@ -47,6 +51,13 @@ of Secret objects. --rules adds a YAML file of rules:
     literalsFile: passwords.txt
   - id: acme-env                         # env vars whose names match
     envNames: '^ACME_'
+
+A gzip'd file (a rotated log.gz) is decompressed, redacted and compressed again, within the
+same size and expansion limits as the bundle; UTF-16 text is decoded, redacted and written as
+UTF-8. Any other file that is not text (a zip, a nested tarball, an image, a gzip of one of
+them) cannot be looked into: it is left out of the new bundle, with one line on stderr and an
+entry in the manifest's redaction.files. --keep-unredacted-binaries copies such files as they
+are, secrets and all.
 
 The manifest of the new bundle records each rule id and how often it fired, never a value;
 --report also prints where (file:line, or file and field), never a value.
@@ -67,6 +78,7 @@ The manifest of the new bundle records each rule id and how often it fired, neve
 	f.StringVar(&opts.RulesFile, "rules", "", "add the redaction rules of this YAML `FILE`")
 	f.BoolVar(&opts.Report, "report", false, "list where each secret was masked (file:line and rule, never the value)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors and the --report list")
+	f.BoolVar(&opts.KeepBinary, "keep-unredacted-binaries", false, "copy files that are not text (zip, nested tarballs, images) as they are, unredacted, instead of leaving them out")
 	addLimitFlags(cmd, &opts.Limits)
 	return cmd
 }
@@ -83,7 +95,7 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 		}
 		extra = rules
 	}
-	r, err := redact.New(redact.Options{Key: opts.Key, Extra: extra})
+	r, err := redact.New(redact.Options{Key: opts.Key, Extra: extra, KeepBinary: opts.KeepBinary})
 	if err != nil {
 		return err
 	}
@@ -102,9 +114,27 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 	if err != nil {
 		return err
 	}
+	noted := map[string]bool{}
+	for _, f := range r.Files() {
+		noted[f.Path] = true
+	}
 	if !opts.Quiet {
 		for _, w := range b.Warnings {
+			if p, _, ok := strings.Cut(w, ": looks like binary data"); ok && noted[p] {
+				continue // said below: withheld or kept, not "read as text"
+			}
 			fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(w))
+		}
+	}
+	// Always said, --quiet or not: a file left out, or one that keeps its secrets.
+	for _, f := range r.Files() {
+		switch f.Action {
+		case redact.ActionWithheld:
+			fmt.Fprintf(io.ErrOut, "withheld: %s: %s cannot be redacted; left out of %s (--keep-unredacted-binaries keeps it as it is)\n",
+				report.TerminalSafe(f.Path), f.Reason, opts.Output)
+		default:
+			fmt.Fprintf(io.ErrOut, "warning: %s: %s copied unredacted (--keep-unredacted-binaries): it may hold secrets\n",
+				report.TerminalSafe(f.Path), f.Reason)
 		}
 	}
 	if opts.Report {

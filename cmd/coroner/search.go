@@ -50,6 +50,8 @@ type SearchOptions struct {
 	Cache   CacheOptions
 	Limits  bundle.Limits
 	Workers int
+	// NoRedact prints the lines as the bundle has them, secrets included (local use).
+	NoRedact bool
 }
 
 // CacheOptions say where indexes are kept.
@@ -93,6 +95,9 @@ POD/CONTAINER:LINE TIME TEXT; a plain log is named by its file, an event or obje
 path in the bundle, and the same object line in many files is one hit. When a query hits a
 line repeated many times in a log, it is shown once with its count and time span; --all lists
 every line. On a terminal the matched words are highlighted (--color, NO_COLOR).
+
+Secrets in the lines shown are masked as analyze masks its report ([REDACTED:hf-token:1a2b3c4d],
+the same token for the same secret of the same bundle); --no-redact shows them.
 `,
 		Example: `  coroner search bundle.tar.gz NCCL timeout
   coroner search bundle 'out of memory' --pod '*worker-*' --container pytorch --since 10:02 --until 10:05 -C 3
@@ -142,6 +147,7 @@ every line. On a terminal the matched words are highlighted (--color, NO_COLOR).
 	f.StringVar(&opts.Format, "format", "", "output format: text or json (default: from -o, else text)")
 	f.StringVarP(&opts.Output, "output", "o", "", "write the hits to `FILE` (format from its extension, .json or .txt, or --format)")
 	f.IntVar(&opts.Workers, "workers", 0, "logs indexed at once (default: one per CPU)")
+	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the lines found (for local use; masked by default, as analyze masks them)")
 	addColorFlag(cmd, &opts.Color)
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
@@ -399,6 +405,15 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		results = append(results, res)
 	}
 	res := mergeResults(results, opts.Limit)
+	if !opts.NoRedact {
+		n, rules, err := redactHits(ctx, res, b, opts.Inputs)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			fmt.Fprintf(io.ErrOut, "coroner: %d secret(s) in these lines were masked (%s); --no-redact shows them\n", n, rules)
+		}
+	}
 	var out strings.Builder
 	if format == "json" {
 		enc := json.NewEncoder(&out)

@@ -178,7 +178,7 @@ func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, ix 
 	if err != nil {
 		return 0, err
 	}
-	rep.RedactWindows(func(lines []string) []string { return redactWindow(red, lines) },
+	rep.RedactWindows(func(lines []string) []string { return RedactWindow(red, lines) },
 		func(e *report.Evidence, lines []string) []string { return windows.Mask(red, e, lines) })
 	if windows.Err() != nil {
 		return 0, windows.Err()
@@ -197,8 +197,9 @@ func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, ix 
 	return total, nil
 }
 
-// redactWindow redacts the lines of a window as one text, keeping one line for one.
-func redactWindow(red *redact.Redactor, lines []string) []string {
+// RedactWindow redacts the lines of a window as one text (what a line says of the next is
+// seen), keeping one line for one.
+func RedactWindow(red *redact.Redactor, lines []string) []string {
 	out := make([]string, len(lines))
 	joined := len(lines) > 1
 	for _, l := range lines {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/index"
 )
 
@@ -29,7 +30,7 @@ func redactHits(ctx context.Context, res *index.Result, b *bundle.Bundle, inputs
 			for _, l := range h.After {
 				lines = append(lines, l.Text)
 			}
-			out := redactWindow(red, lines)
+			out := diagnose.RedactWindow(red, lines)
 			for j := range h.Before {
 				h.Before[j].Text = out[j]
 			}

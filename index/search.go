@@ -94,11 +94,16 @@ func (e *QueryError) Unwrap() error { return e.Err }
 // Search finds the lines a query (or regex) matches. Every line a scan of the logs with the
 // same words would find is found, and nothing else: the index only decides which lines need
 // not be read, and every line it is unsure of is read back from the bundle and checked. When
-// ctx is done it stops and returns ctx's error, wrapped.
+// ctx is done it stops and returns ctx's error, wrapped. A damaged index gives ErrDamaged,
+// wrapped, and is removed from the cache.
 func (ix *Index) Search(ctx context.Context, opts SearchOptions) (*Result, error) {
 	res, err := ix.search(ctx, opts)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("searching the logs: %w", ctx.Err())
+	}
+	if errors.Is(err, errCorrupt) {
+		ix.drop()
+		return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	return res, err
 }

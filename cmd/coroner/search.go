@@ -250,6 +250,7 @@ func (c CacheOptions) cache() (*index.Cache, error) {
 type searched struct {
 	ix      *index.Index
 	objects bool
+	rebuild func() (*index.Index, error) // builds it anew when the cached one is damaged
 }
 
 func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
@@ -315,6 +316,12 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		}
 	}
 	defer b.Close()
+	var reopened *bundle.Bundle // the tarball opened to rebuild its damaged cached index
+	defer func() {
+		if reopened != nil {
+			reopened.Close()
+		}
+	}()
 	var progress func(int, int, int64)
 	if io.IsTerminal {
 		progress = func(done, total int, n int64) {
@@ -340,7 +347,18 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		if err != nil {
 			return err
 		}
-		ixs = append(ixs, searched{ix: ix})
+		ixs = append(ixs, searched{ix: ix, rebuild: func() (*index.Index, error) { return build(b, logs, progress) }})
+	} else if len(ixs) == 1 {
+		// The tarball's cached index: built anew the slow way, from the opened tarball.
+		ixs[0].rebuild = func() (*index.Index, error) {
+			full, err := openInput(ctx, opts.Inputs, io.In, opts.Limits)
+			if err != nil {
+				return nil, err
+			}
+			reopened = full
+			logs, _ := parse.LogStreams(full)
+			return build(full, logs, progress)
+		}
 	}
 	if !b.Plain {
 		ob, streams, err := objectText(b)
@@ -352,7 +370,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 			if err != nil {
 				return err
 			}
-			ixs = append(ixs, searched{ix: ix, objects: true})
+			ixs = append(ixs, searched{ix: ix, objects: true, rebuild: func() (*index.Index, error) { return build(ob, streams, nil) }})
 		}
 	}
 	if len(ixs) == 0 {
@@ -381,8 +399,18 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	}
 	var results []*index.Result
 	objectPaths := map[string]bool{}
-	for _, s := range ixs {
+	for i := range ixs {
+		s := &ixs[i]
 		res, err := s.ix.Search(ctx, so)
+		if errors.Is(err, index.ErrDamaged) && s.rebuild != nil {
+			// Search removed the damaged index from the cache: this build replaces it.
+			fmt.Fprintf(io.ErrOut, "coroner: %s; rebuilding it\n", report.TerminalSafe(err.Error()))
+			s.ix.Close()
+			if s.ix, err = s.rebuild(); err != nil {
+				return err
+			}
+			res, err = s.ix.Search(ctx, so)
+		}
 		var qe *index.QueryError
 		if errors.As(err, &qe) {
 			return &FlagError{err}

@@ -3,8 +3,8 @@ package index
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"

@@ -14,7 +14,7 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 4
+const FormatVersion = 5
 
 const headsMagic = "coroner-index-heads\n"
 

@@ -33,9 +33,21 @@ type SearchOptions struct {
 	All bool
 	// Limit bounds the hits returned (0: DefaultLimit).
 	Limit int
-	// Context is how many lines before and after each hit to show.
+	// Context is how many lines before and after each hit to show: at most MaxContext. The
+	// context lines of all hits together hold at most ContextBudget bytes (see
+	// Result.ContextCut).
 	Context int
 }
+
+// MaxContext is the most context lines a search shows before and after each hit.
+const MaxContext = 1000
+
+// ContextBudget bounds the memory the context lines of one search's hits take (their text,
+// and a little for each line): past it, the later hits get less context or none.
+const ContextBudget = 64 << 20
+
+// contextBudget is ContextBudget; tests lower it.
+var contextBudget int64 = ContextBudget
 
 // DefaultLimit is how many hits a search returns when not told.
 const DefaultLimit = 200
@@ -83,6 +95,9 @@ type Result struct {
 	// first Limit hits were found (and each repeated line's first and last): the hits are
 	// the right ones, counts are lower bounds. SearchOptions.All reads everything.
 	Partial bool `json:"partial,omitempty"`
+	// ContextCut: the context lines reached ContextBudget, and the later hits show fewer than
+	// SearchOptions.Context lines or none.
+	ContextCut bool `json:"contextCut,omitempty"`
 }
 
 // QueryError is a query or regular expression that cannot be read.
@@ -279,6 +294,9 @@ func (ix *Index) search(ctx context.Context, opts SearchOptions) (*Result, error
 		if _, err := path.Match(g, ""); err != nil {
 			return nil, &QueryError{fmt.Errorf("bad pattern %q", g)}
 		}
+	}
+	if opts.Context > MaxContext {
+		return nil, &QueryError{fmt.Errorf("%d context lines: at most %d before and after each hit", opts.Context, MaxContext)}
 	}
 	if opts.Limit <= 0 {
 		opts.Limit = DefaultLimit
@@ -782,12 +800,18 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		res.Hits = res.Hits[:opts.Limit]
 	}
 	if opts.Context > 0 {
+		budget := contextBudget
 		for i := range res.Hits {
 			h := &res.Hits[i]
-			win, err := ix.Window(h.Path, h.Number, opts.Context, opts.Context)
+			if budget <= 0 {
+				res.ContextCut = true
+				break
+			}
+			win, cut, err := ix.window(h.Path, h.Number, opts.Context, opts.Context, &budget)
 			if err != nil {
 				return nil, err
 			}
+			res.ContextCut = res.ContextCut || cut
 			for _, l := range win {
 				switch {
 				case l.Number < h.Number:

@@ -46,3 +46,15 @@ func TestSearchRebuildsADamagedCacheEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchContextIsCapped: a context no search can hold (-C 30000 on a large log used to
+// run out of memory) is refused as a usage error naming the bound.
+func TestSearchContextIsCapped(t *testing.T) {
+	sample := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	code, _, stderr := run(t, "search", sample, "NCCL", "-C", "30000", "--no-cache")
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "--context 30000: at most 1000 lines before and after each hit")
+	code, out, stderr := run(t, "search", sample, "NCCL AND timeout", "-C", "1000", "--no-cache")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "7 matching lines")
+}

@@ -277,6 +277,9 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	if opts.Context < 0 || opts.Limit < 1 {
 		return flagErrorf("--context must be 0 or more and --limit 1 or more")
 	}
+	if opts.Context > index.MaxContext {
+		return flagErrorf("--context %d: at most %d lines before and after each hit", opts.Context, index.MaxContext)
+	}
 	color, err := io.Color(opts.Color)
 	if err != nil {
 		return err
@@ -426,6 +429,9 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		results = append(results, res)
 	}
 	res := mergeResults(results, opts.Limit)
+	if res.ContextCut {
+		fmt.Fprintf(io.ErrOut, "coroner: the context lines reached %s: later hits show fewer or none (lower --context or --limit)\n", humanBytes(index.ContextBudget))
+	}
 	var out strings.Builder
 	if format == "json" {
 		enc := json.NewEncoder(&out)
@@ -498,6 +504,7 @@ func mergeResults(rs []*index.Result, limit int) *index.Result {
 		out.Lines += r.Lines
 		out.Omitted += r.Omitted
 		out.Partial = out.Partial || r.Partial
+		out.ContextCut = out.ContextCut || r.ContextCut
 		out.Hits = append(out.Hits, r.Hits...)
 	}
 	sort.SliceStable(out.Hits, func(i, j int) bool {

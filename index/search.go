@@ -735,14 +735,53 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 			entries = append(entries, entry{g: g, first: n, count: 1})
 		}
 	}
-	// Within a log, time follows line order: only the first Limit lines of each can make the
-	// cut, so only those are read.
+	// Where a log's time follows its line order, only its first Limit lines can make the cut,
+	// so only those are read. In a log whose time goes back, the time of every line that may
+	// be shown is read first, and its entries are put in time order.
 	slices.SortStableFunc(entries, func(a, b entry) int {
 		if c := cmp.Compare(a.g.si, b.g.si); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.first, b.first)
 	})
+	for i := 0; i < len(entries); {
+		j := i + 1
+		for j < len(entries) && entries[j].g.si == entries[i].g.si {
+			j++
+		}
+		if s := entries[i].g.s; s.unordered && j-i > opts.Limit {
+			part := entries[i:j]
+			lines := make([]int, len(part))
+			for k, e := range part {
+				lines[k] = e.first
+			}
+			times := make([]int64, len(part))
+			k := 0
+			err := ix.readLines(ctx, s, lines, func(n int, ts int64, _ []byte) error {
+				for k < len(lines) && lines[k] != n {
+					k++
+				}
+				if k < len(lines) {
+					times[k] = timeKey(ts)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			order := make([]int, len(part))
+			for k := range order {
+				order[k] = k
+			}
+			slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(times[a], times[b]) })
+			sorted := make([]entry, len(part))
+			for k, o := range order {
+				sorted[k] = part[o]
+			}
+			copy(part, sorted)
+		}
+		i = j
+	}
 	kept := entries[:0]
 	for _, e := range entries {
 		if perStream[e.g.si] < opts.Limit {

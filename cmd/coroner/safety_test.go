@@ -58,3 +58,56 @@ func TestSearchContextIsCapped(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "7 matching lines")
 }
+
+// TestOutputIsNeverTheInput: -o (and --llm-record) naming the input tarball or log, a file in
+// the input directory, or a link to one of them, is refused with one line, and the input is
+// left as it was: nothing replaced, nothing added (redact used to pack its own temporary file).
+func TestOutputIsNeverTheInput(t *testing.T) {
+	dir := t.TempDir()
+	sample := filepath.Join(dir, "bundle")
+	require.NoError(t, os.CopyFS(sample, os.DirFS(filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"))))
+	tgz := tarSample(t, sample)
+	plain := filepath.Join(dir, "plain.log")
+	require.NoError(t, os.WriteFile(plain, []byte("2026-03-14T10:00:00Z RuntimeError: CUDA error: out of memory\n"), 0o644))
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(sample, link))
+	log := filepath.Join(sample, "logs/ml/train-job-worker-4/pytorch.log")
+	snapshot := func() map[string]string {
+		files := map[string]string{}
+		for _, root := range []string{sample, tgz, plain} {
+			filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+				require.NoError(t, err)
+				if !d.IsDir() {
+					data, err := os.ReadFile(p)
+					require.NoError(t, err)
+					files[p] = string(data)
+				}
+				return nil
+			})
+		}
+		return files
+	}
+	before := snapshot()
+	for _, args := range [][]string{
+		{"analyze", tgz, "-o", tgz, "--format", "json"},
+		{"analyze", sample, "-o", log, "--format", "md"},
+		{"analyze", sample, "-o", filepath.Join(sample, "report.md")},
+		{"analyze", sample, "-o", filepath.Join(link, "logs", "report.md")},
+		{"analyze", plain, "-o", plain, "--format", "json"},
+		{"analyze", sample, "--llm-record", filepath.Join(sample, "answers.json"), "--dry-run-prompt"},
+		{"redact", sample, "-o", filepath.Join(sample, "redacted.tar.gz")},
+		{"redact", link, "-o", filepath.Join(sample, "redacted.tar.gz")},
+		{"redact", tgz, "-o", tgz},
+		{"search", sample, "NCCL", "--no-cache", "-o", filepath.Join(sample, "hits.txt")},
+		{"search", tgz, "NCCL", "--no-cache", "-o", tgz, "--format", "text"},
+	} {
+		code, out, stderr := run(t, args...)
+		require.Equal(t, 1, code, "%v: %s%s", args, out, stderr)
+		require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		require.Contains(t, stderr, "write it elsewhere", args)
+		require.Equal(t, before, snapshot(), "%v left the input as it was", args)
+	}
+	// Beside the input is fine.
+	code, _, stderr := run(t, "redact", sample, "-o", filepath.Join(dir, "redacted.tar.gz"))
+	require.Equal(t, 0, code, stderr)
+}

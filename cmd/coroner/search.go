@@ -285,6 +285,9 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		return err
 	}
 	color = color && opts.Output == "" && format == "text"
+	if err := checkOutput("-o", opts.Output, opts.Inputs...); err != nil {
+		return err
+	}
 	cache, err := opts.Cache.cache()
 	if err != nil {
 		return err

@@ -111,3 +111,23 @@ func TestOutputIsNeverTheInput(t *testing.T) {
 	code, _, stderr := run(t, "redact", sample, "-o", filepath.Join(dir, "redacted.tar.gz"))
 	require.Equal(t, 0, code, stderr)
 }
+
+// TestLLMRecordRefusesALink: --llm-record naming a symbolic link is refused with one line
+// before any work, and the link stays.
+func TestLLMRecordRefusesALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "precious")
+	require.NoError(t, os.WriteFile(target, []byte("keep me\n"), 0o644))
+	link := filepath.Join(dir, "answers.json")
+	require.NoError(t, os.Symlink(target, link))
+	code, _, stderr := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "--dry-run-prompt", "--llm-record", link, "--no-cache")
+	require.Equal(t, 1, code, stderr)
+	require.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+	require.Contains(t, stderr, "is a symbolic link")
+	st, err := os.Lstat(link)
+	require.NoError(t, err)
+	require.NotZero(t, st.Mode()&os.ModeSymlink)
+	data, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "keep me\n", string(data))
+}

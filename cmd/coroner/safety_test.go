@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,4 +131,42 @@ func TestLLMRecordRefusesALink(t *testing.T) {
 	data, err := os.ReadFile(target)
 	require.NoError(t, err)
 	require.Equal(t, "keep me\n", string(data))
+}
+
+// TestNamesWithEscapesStayText: a job and a pod named with escape sequences (a window title,
+// a colour, clearing the screen) reach report.md and --dry-run-prompt as visible escapes,
+// never as control characters.
+func TestNamesWithEscapesStayText(t *testing.T) {
+	sample := filepath.Join(t.TempDir(), "bundle")
+	require.NoError(t, os.CopyFS(sample, os.DirFS(filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"))))
+	for file, names := range map[string][2]string{
+		"resources/kubeflow.org/PyTorchJob/ml/train-job.yaml": {"  name: train-job\n", "  name: \"train-job\\e]2;pwned\\a\\e[31mRED\"\n"},
+		"resources/core/Pod/ml/train-job-worker-4.yaml":       {"  name: train-job-worker-4\n", "  name: \"train-job-worker-4\\e[2J\"\n"},
+	} {
+		p := filepath.Join(sample, file)
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Contains(t, string(data), names[0])
+		require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), names[0], names[1], 1)), 0o644))
+	}
+	controls := func(s string) []string {
+		var found []string
+		for i, line := range strings.Split(s, "\n") {
+			if strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+				found = append(found, fmt.Sprintf("%d: %q", i+1, line))
+			}
+		}
+		return found
+	}
+	md := filepath.Join(t.TempDir(), "report.md")
+	code, _, stderr := run(t, "analyze", sample, "--no-cache", "-q", "-o", md)
+	require.Equal(t, 0, code, stderr)
+	data, err := os.ReadFile(md)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `x1b`, "the name is there, escaped")
+	require.Empty(t, controls(string(data)))
+	code, out, stderr := run(t, "analyze", sample, "--no-cache", "--dry-run-prompt")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `train-job\x1b]2;pwned`)
+	require.Empty(t, controls(out))
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -169,4 +170,35 @@ func TestNamesWithEscapesStayText(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, `train-job\x1b]2;pwned`)
 	require.Empty(t, controls(out))
+}
+
+// TestFIFOWithoutWriterStopsOnFirstSignal: a FIFO given as a log whose writer never comes
+// leaves coroner waiting to open it; the first SIGTERM ends it (the open used to happen where
+// no signal could reach it, and only a second signal or SIGKILL did).
+func TestFIFOWithoutWriterStopsOnFirstSignal(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("needs /proc to see where the process waits")
+	}
+	for _, args := range [][]string{{"analyze", "FIFO"}, {"search", "FIFO", "loss"}} {
+		t.Run(args[0], func(t *testing.T) {
+			tmp := t.TempDir()
+			fifo := filepath.Join(t.TempDir(), "train.log")
+			require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+			argv := append([]string{}, args...)
+			argv[1] = fifo
+			s := start(t, tmp, nil, argv...)
+			pollUntil(t, "the open of the FIFO", func() bool {
+				waits, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", s.cmd.Process.Pid))
+				for _, w := range waits {
+					if data, err := os.ReadFile(w); err == nil && strings.Contains(string(data), "wait_for_partner") {
+						return true
+					}
+				}
+				return false
+			})
+			require.Equal(t, 143, s.exit(t, syscall.SIGTERM), s.stderr.String())
+			require.Equal(t, "coroner: terminated; nothing written\n", s.stderr.String())
+			require.Empty(t, scratchFiles(t, tmp))
+		})
+	}
 }

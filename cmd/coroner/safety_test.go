@@ -202,3 +202,34 @@ func TestFIFOWithoutWriterStopsOnFirstSignal(t *testing.T) {
 		})
 	}
 }
+
+// holdsSpool reports whether the process has one of redact's entry spools open (they have no
+// name in the temporary directory: /proc shows them as deleted files).
+func holdsSpool(pid int) bool {
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && strings.Contains(filepath.Base(target), "coroner-entry-") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRedactSpoolDoesNotOutliveSIGKILL: redact killed outright while it spools a file of the
+// bundle leaves no coroner-entry-* file in the temporary directory.
+func TestRedactSpoolDoesNotOutliveSIGKILL(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("needs /proc to see the open spool")
+	}
+	tmp, outDir := t.TempDir(), t.TempDir()
+	fifo := filepath.Join(t.TempDir(), "slow.tar.gz")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	feedTarball(t, fifo)
+	s := start(t, tmp, nil, "redact", fifo, "-o", filepath.Join(outDir, "redacted.tar.gz"))
+	pollUntil(t, "the spool of the first file", func() bool { return holdsSpool(s.cmd.Process.Pid) })
+	require.NoError(t, s.cmd.Process.Kill())
+	<-s.done
+	spools, err := filepath.Glob(filepath.Join(tmp, "coroner-entry-*"))
+	require.NoError(t, err)
+	require.Empty(t, spools)
+}

@@ -161,6 +161,13 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogSt
 	}
 	want.Key = key
 	ix, err := openDir(dir, b.FS, true, &want)
+	if err == nil && !slowKey {
+		// The caller reads every log anyway (analyze): the bodies are checked whole too, so
+		// that a damaged one is rebuilt now instead of failing a window later.
+		if err = ix.checkBodies(); err != nil {
+			ix.Close()
+		}
+	}
 	if err != nil {
 		if logf != nil {
 			logf("the cached index %s is unusable (%v); rebuilding it", dir, err)

@@ -415,6 +415,28 @@ func (ix *Index) load(s *Stream) error {
 	return s.bodyErr
 }
 
+// checkBodies reads every stream's body and checks it against its checksum, keeping none.
+func (ix *Index) checkBodies() error {
+	var buf []byte
+	for _, s := range ix.streams {
+		if cap(buf) < s.bodyLen {
+			buf = make([]byte, s.bodyLen)
+		}
+		body := buf[:s.bodyLen]
+		_, err := ix.bodies.ReadAt(body, s.bodyOff)
+		if err == io.EOF && s.bodyLen == 0 {
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("the index of %s: %w", s.Path, err)
+		}
+		if crc32.Checksum(body, castagnoli) != s.bodyCRC {
+			return fmt.Errorf("the index of %s: %w", s.Path, mismatchError{bodiesFile})
+		}
+	}
+	return nil
+}
+
 // mismatchError is a part of one of the index's files that no longer matches its checksum:
 // the index is damaged (errCorrupt).
 type mismatchError struct{ name string }

@@ -233,3 +233,26 @@ func TestRedactSpoolDoesNotOutliveSIGKILL(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, spools)
 }
+
+// TestAnalyzeRebuildsADamagedCacheEntry: analyze, which reads every log anyway, checks a
+// cached index whole and rebuilds a damaged one with one warning, instead of failing on the
+// first evidence window it reads from it.
+func TestAnalyzeRebuildsADamagedCacheEntry(t *testing.T) {
+	sample := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	cache := t.TempDir()
+	report := filepath.Join(t.TempDir(), "report.json")
+	code, _, stderr := run(t, "analyze", sample, "--cache-dir", cache, "-o", report)
+	require.Equal(t, 0, code, stderr)
+	want, err := os.ReadFile(report)
+	require.NoError(t, err)
+	flipCachedBodies(t, cache)
+	code, _, stderr = run(t, "analyze", sample, "--cache-dir", cache, "-o", report)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 1, strings.Count(stderr, "rebuilding it"), stderr)
+	got, err := os.ReadFile(report)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
+	code, _, stderr = run(t, "analyze", sample, "--cache-dir", cache, "-o", report)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stderr, "rebuilding it", "the rebuilt entry is sound")
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -53,6 +54,7 @@ func NewWriter(p string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	scratch.Sweep("", spoolPrefix) // what a killed run left where spools cannot be unlinked open
 	w := &Writer{path: p, out: f, names: map[string]bool{}, spools: map[*entryWriter]bool{}}
 	w.buf = bufio.NewWriterSize(f, 256<<10)
 	w.zw = gzip.NewWriter(w.buf) // no name, no time: deterministic
@@ -131,7 +133,9 @@ func (w *Writer) entry(name string, size int64, sum string, body func(io.Writer)
 }
 
 // Create adds a file written in a stream. Its bytes are spooled to a private temporary file
-// (a tar entry needs its size first) and added to the bundle when the writer is closed.
+// (a tar entry needs its size first) and added to the bundle when the writer is closed. The
+// spool's name is removed as soon as it is open, so that it cannot outlive the process, even
+// one killed outright; where an open file cannot be removed, the next start sweeps it.
 func (w *Writer) Create(name string) (io.WriteCloser, error) {
 	if err := w.reserve(name); err != nil {
 		return nil, err
@@ -140,6 +144,7 @@ func (w *Writer) Create(name string) (io.WriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
+	os.Remove(f.Name()) // read back through f alone (see entryWriter.Close)
 	ew := &entryWriter{w: w, name: name, f: f, h: sha256.New()}
 	ew.buf = bufio.NewWriterSize(io.MultiWriter(f, ew.h), 64<<10)
 	w.mu.Lock()

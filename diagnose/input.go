@@ -145,13 +145,19 @@ func checkPlainFile(p string) error {
 	if p == "-" {
 		return nil
 	}
+	// A pipe or a FIFO is read as a log, and not opened here: opening a FIFO waits for its
+	// writer, and an open cannot be interrupted (bundle.OpenLogs opens it so that a signal
+	// ends the wait).
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil // a pipe or a FIFO: read as a log
+		return nil // replaced by a pipe since: read as a log
 	}
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(f, head)

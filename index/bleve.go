@@ -47,10 +47,15 @@ func docText(key string) string {
 	toks := tokensOf(key)
 	words := make([]string, len(toks))
 	for i, tok := range toks {
-		words[i] = tok.shape
+		words[i] = bleveTerm(tok.shape)
 	}
 	return strings.Join(words, " ")
 }
+
+// bleveTerm is a folded word as bleve holds it. A folded word is valid UTF-8, but an invalid
+// byte of the log (a Latin-1 "é") became U+FFFD, where bleve's tokenizer stops reading the
+// text, as if every later word were not there: it is NUL for bleve, which no word holds.
+func bleveTerm(w string) string { return strings.ReplaceAll(w, "\uFFFD", "\x00") }
 
 // writeBleve indexes the template texts into a new bleve index at dir (document i is text
 // i). It uses bleve's offline builder: one segment written once, with none of an online

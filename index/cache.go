@@ -161,6 +161,13 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogSt
 	}
 	want.Key = key
 	ix, err := openDir(dir, b.FS, true, &want)
+	if err == nil && !slowKey {
+		// The caller reads every log anyway (analyze): the bodies are checked whole too, so
+		// that a damaged one is rebuilt now instead of failing a window later.
+		if err = ix.checkBodies(); err != nil {
+			ix.Close()
+		}
+	}
 	if err != nil {
 		if logf != nil {
 			logf("the cached index %s is unusable (%v); rebuilding it", dir, err)
@@ -168,6 +175,7 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogSt
 		c.discard(dir)
 		return nil, nil
 	}
+	ix.cache = c
 	c.touch(dir)
 	_ = c.writeStat(statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: files, Key: key})
 	return ix, nil
@@ -216,6 +224,7 @@ func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, sigs []fil
 	stat := statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: sigsHash(sigs), Key: key}
 	if _, err := os.Stat(final); err == nil {
 		if other, oerr := openDir(final, b.FS, true, &want); oerr == nil {
+			other.cache = c
 			dir.Remove()
 			c.touch(final)
 			_ = c.writeStat(stat)
@@ -232,7 +241,11 @@ func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, sigs []fil
 	_ = c.writeStat(stat)
 	c.touch(final)
 	c.evict(final)
-	return openDir(final, b.FS, false, &want)
+	ix, err := openDir(final, b.FS, false, &want)
+	if err == nil {
+		ix.cache = c
+	}
+	return ix, err
 }
 
 // touch marks an index as just used (the eviction order).

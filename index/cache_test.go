@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,6 +148,39 @@ func TestStreamChangedAfterOpen(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, data, 0o644))
 	_, err = again.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
 	require.ErrorContains(t, err, "no longer matches meta.json")
+}
+
+// TestDamagedCacheEntryIsRebuilt: one flipped byte in a cached index's bodies file fails the
+// search that reads it with ErrDamaged and removes the entry, so the next build makes a sound
+// index again instead of failing every later search.
+func TestDamagedCacheEntryIsRebuilt(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	c := &Cache{Dir: t.TempDir()}
+	first, _ := cachedBuild(t, dir, c, "v1")
+	res, err := first.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Hits)
+	s := first.stream(res.Hits[0].Path)
+	require.NotNil(t, s)
+	p := filepath.Join(first.Dir(), bodiesFile)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	data[s.bodyOff+int64(s.bodyLen/2)] ^= 0x01
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+
+	damaged, _ := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, first.Dir(), damaged.Dir(), "the damage is found when the bodies are read")
+	_, err = damaged.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
+	require.ErrorIs(t, err, ErrDamaged)
+	require.ErrorContains(t, err, "no longer matches meta.json")
+	_, err = os.Stat(first.Dir())
+	require.ErrorIs(t, err, fs.ErrNotExist, "the damaged entry left the cache")
+
+	rebuilt, _ := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, 7, hitCount(t, rebuilt, "NCCL AND timeout"))
+	again, _ := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, rebuilt.Dir(), again.Dir(), "the rebuilt entry is cached")
+	require.Equal(t, 7, hitCount(t, again, "NCCL AND timeout"))
 }
 
 // TestUnusableCacheIsDoneWithout: a cache directory that is a file, or one that cannot be

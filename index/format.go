@@ -14,7 +14,7 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 4
+const FormatVersion = 5
 
 const headsMagic = "coroner-index-heads\n"
 
@@ -30,7 +30,10 @@ type Stream struct {
 	// Rank is the first torchrun "[rankN]:" prefix seen, or -1.
 	Rank int
 
-	idx       int
+	idx int
+	// unordered: the log's time does not follow its line order (a line is earlier than the
+	// line before it, or untimed lines come before the first timed one).
+	unordered bool
 	templates []template
 	over      overflow
 	// The body: what reading lines back needs, the checkpoints, the templates' line runs and
@@ -154,6 +157,7 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 	b = binary.AppendUvarint(b, uint64(st.Lines))
 	b = binary.AppendUvarint(b, uint64(st.Bytes))
 	b = binary.AppendUvarint(b, uint64(st.LongLines))
+	b = appendBool(b, sb.unordered)
 	b = binary.AppendVarint(b, int64(sb.rank))
 	first := unixNano(st.First)
 	b = binary.AppendVarint(b, unixNano(st.Last)-first)
@@ -199,6 +203,7 @@ func decodeHeads(data []byte, docs int) ([]*Stream, error) {
 		d.identity(prev, s)
 		prev = s
 		s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
+		s.unordered = d.bool()
 		s.Rank = int(d.varint())
 		s.Last = s.First + d.varint()
 		s.bodyOff, s.bodyLen = int64(d.uvarint()), d.int()

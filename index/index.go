@@ -37,6 +37,7 @@ import (
 type Index struct {
 	dir     string
 	scratch *scratch.Dir // a private index, removed by Close
+	cache   *Cache       // the cache holding dir, for a cached index (see drop)
 	fsys    fs.FS
 	maxLine int
 	meta    meta
@@ -402,7 +403,7 @@ func (ix *Index) load(s *Stream) error {
 			err = nil
 		}
 		if err == nil && crc32.Checksum(body, castagnoli) != s.bodyCRC {
-			err = fmt.Errorf("%s no longer matches meta.json", bodiesFile)
+			err = mismatchError{bodiesFile}
 		}
 		if err == nil {
 			err = s.setBody(body)
@@ -412,6 +413,49 @@ func (ix *Index) load(s *Stream) error {
 		}
 	})
 	return s.bodyErr
+}
+
+// checkBodies reads every stream's body and checks it against its checksum, keeping none.
+func (ix *Index) checkBodies() error {
+	var buf []byte
+	for _, s := range ix.streams {
+		if cap(buf) < s.bodyLen {
+			buf = make([]byte, s.bodyLen)
+		}
+		body := buf[:s.bodyLen]
+		_, err := ix.bodies.ReadAt(body, s.bodyOff)
+		if err == io.EOF && s.bodyLen == 0 {
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("the index of %s: %w", s.Path, err)
+		}
+		if crc32.Checksum(body, castagnoli) != s.bodyCRC {
+			return fmt.Errorf("the index of %s: %w", s.Path, mismatchError{bodiesFile})
+		}
+	}
+	return nil
+}
+
+// mismatchError is a part of one of the index's files that no longer matches its checksum:
+// the index is damaged (errCorrupt).
+type mismatchError struct{ name string }
+
+func (e mismatchError) Error() string        { return e.name + " no longer matches meta.json" }
+func (e mismatchError) Is(target error) bool { return target == errCorrupt }
+
+// ErrDamaged is what Search returns (wrapped) when a part of the index read during the search
+// does not match its checksum or cannot be decoded. A cached index is removed from the cache
+// before Search returns, so the next build makes a sound one instead of reusing it.
+var ErrDamaged = errors.New("the index is damaged")
+
+// drop removes a damaged cached index from the cache; the opened files stay readable
+// until Close.
+func (ix *Index) drop() {
+	if ix.cache != nil && ix.scratch == nil && filepath.Dir(ix.dir) == filepath.Clean(ix.cache.Dir) {
+		ix.cache.discard(ix.dir)
+		ix.cache = nil
+	}
 }
 
 // stream returns the stream of a bundle path, or nil.

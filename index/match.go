@@ -53,17 +53,17 @@ func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error
 		var bq query.Query
 		switch n := l.(type) {
 		case *wordNode:
-			tq := bleve.NewTermQuery(n.shape)
+			tq := bleve.NewTermQuery(bleveTerm(n.shape))
 			tq.SetField("text")
 			bq = tq
 		case *phraseNode:
 			terms := make([]string, len(n.words))
 			for i, w := range n.words {
-				terms[i] = w.shape
+				terms[i] = bleveTerm(w.shape)
 			}
 			bq = bleve.NewPhraseQuery(terms, "text")
 		case *prefixNode:
-			pq := bleve.NewPrefixQuery(n.prefix)
+			pq := bleve.NewPrefixQuery(bleveTerm(n.prefix))
 			pq.SetField("text")
 			bq = pq
 		default:

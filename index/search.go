@@ -33,9 +33,21 @@ type SearchOptions struct {
 	All bool
 	// Limit bounds the hits returned (0: DefaultLimit).
 	Limit int
-	// Context is how many lines before and after each hit to show.
+	// Context is how many lines before and after each hit to show: at most MaxContext. The
+	// context lines of all hits together hold at most ContextBudget bytes (see
+	// Result.ContextCut).
 	Context int
 }
+
+// MaxContext is the most context lines a search shows before and after each hit.
+const MaxContext = 1000
+
+// ContextBudget bounds the memory the context lines of one search's hits take (their text,
+// and a little for each line): past it, the later hits get less context or none.
+const ContextBudget = 64 << 20
+
+// contextBudget is ContextBudget; tests lower it.
+var contextBudget int64 = ContextBudget
 
 // DefaultLimit is how many hits a search returns when not told.
 const DefaultLimit = 200
@@ -83,6 +95,9 @@ type Result struct {
 	// first Limit hits were found (and each repeated line's first and last): the hits are
 	// the right ones, counts are lower bounds. SearchOptions.All reads everything.
 	Partial bool `json:"partial,omitempty"`
+	// ContextCut: the context lines reached ContextBudget, and the later hits show fewer than
+	// SearchOptions.Context lines or none.
+	ContextCut bool `json:"contextCut,omitempty"`
 }
 
 // QueryError is a query or regular expression that cannot be read.
@@ -94,11 +109,16 @@ func (e *QueryError) Unwrap() error { return e.Err }
 // Search finds the lines a query (or regex) matches. Every line a scan of the logs with the
 // same words would find is found, and nothing else: the index only decides which lines need
 // not be read, and every line it is unsure of is read back from the bundle and checked. When
-// ctx is done it stops and returns ctx's error, wrapped.
+// ctx is done it stops and returns ctx's error, wrapped. A damaged index gives ErrDamaged,
+// wrapped, and is removed from the cache.
 func (ix *Index) Search(ctx context.Context, opts SearchOptions) (*Result, error) {
 	res, err := ix.search(ctx, opts)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("searching the logs: %w", ctx.Err())
+	}
+	if errors.Is(err, errCorrupt) {
+		ix.drop()
+		return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	return res, err
 }
@@ -274,6 +294,9 @@ func (ix *Index) search(ctx context.Context, opts SearchOptions) (*Result, error
 		if _, err := path.Match(g, ""); err != nil {
 			return nil, &QueryError{fmt.Errorf("bad pattern %q", g)}
 		}
+	}
+	if opts.Context > MaxContext {
+		return nil, &QueryError{fmt.Errorf("%d context lines: at most %d before and after each hit", opts.Context, MaxContext)}
 	}
 	if opts.Limit <= 0 {
 		opts.Limit = DefaultLimit
@@ -712,14 +735,53 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 			entries = append(entries, entry{g: g, first: n, count: 1})
 		}
 	}
-	// Within a log, time follows line order: only the first Limit lines of each can make the
-	// cut, so only those are read.
+	// Where a log's time follows its line order, only its first Limit lines can make the cut,
+	// so only those are read. In a log whose time goes back, the time of every line that may
+	// be shown is read first, and its entries are put in time order.
 	slices.SortStableFunc(entries, func(a, b entry) int {
 		if c := cmp.Compare(a.g.si, b.g.si); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.first, b.first)
 	})
+	for i := 0; i < len(entries); {
+		j := i + 1
+		for j < len(entries) && entries[j].g.si == entries[i].g.si {
+			j++
+		}
+		if s := entries[i].g.s; s.unordered && j-i > opts.Limit {
+			part := entries[i:j]
+			lines := make([]int, len(part))
+			for k, e := range part {
+				lines[k] = e.first
+			}
+			times := make([]int64, len(part))
+			k := 0
+			err := ix.readLines(ctx, s, lines, func(n int, ts int64, _ []byte) error {
+				for k < len(lines) && lines[k] != n {
+					k++
+				}
+				if k < len(lines) {
+					times[k] = timeKey(ts)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			order := make([]int, len(part))
+			for k := range order {
+				order[k] = k
+			}
+			slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(times[a], times[b]) })
+			sorted := make([]entry, len(part))
+			for k, o := range order {
+				sorted[k] = part[o]
+			}
+			copy(part, sorted)
+		}
+		i = j
+	}
 	kept := entries[:0]
 	for _, e := range entries {
 		if perStream[e.g.si] < opts.Limit {
@@ -777,12 +839,18 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		res.Hits = res.Hits[:opts.Limit]
 	}
 	if opts.Context > 0 {
+		budget := contextBudget
 		for i := range res.Hits {
 			h := &res.Hits[i]
-			win, err := ix.Window(h.Path, h.Number, opts.Context, opts.Context)
+			if budget <= 0 {
+				res.ContextCut = true
+				break
+			}
+			win, cut, err := ix.window(h.Path, h.Number, opts.Context, opts.Context, &budget)
 			if err != nil {
 				return nil, err
 			}
+			res.ContextCut = res.ContextCut || cut
 			for _, l := range win {
 				switch {
 				case l.Number < h.Number:

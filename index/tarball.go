@@ -423,7 +423,7 @@ func OpenTarball(c *Cache, file, version string, maxLine int) (*Index, error) {
 		ix.Close()
 		return nil, nil
 	}
-	ix.fsys, ix.closer = tfs, tfs
+	ix.fsys, ix.closer, ix.cache = tfs, tfs, c
 	c.touch(dir)
 	return ix, nil
 }

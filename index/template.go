@@ -229,7 +229,8 @@ type streamBuilder struct {
 	checkpoints []checkpoint
 	err         error
 	words       lineWords
-	rank        int // the first torchrun "[rankN]:" prefix seen, or -1
+	rank        int  // the first torchrun "[rankN]:" prefix seen, or -1
+	unordered   bool // see Stream.unordered
 }
 
 func newStreamBuilder(idx int, chunk *chunkBuilder) *streamBuilder {
@@ -240,6 +241,9 @@ func newStreamBuilder(idx int, chunk *chunkBuilder) *streamBuilder {
 func (b *streamBuilder) add(l *logscan.Scanned) {
 	if (l.Number-1)%checkpointEvery == 0 {
 		b.checkpoints = append(b.checkpoints, checkpoint{off: l.Offset, time: l.Before})
+	}
+	if l.Time < l.Before || l.Before == 0 && l.Time != 0 && l.Number > 1 {
+		b.unordered = true
 	}
 	if b.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
 		b.rank = rankOf(l.Text)

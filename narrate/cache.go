@@ -92,9 +92,15 @@ type answersFile struct {
 	Answers       []*Entry `json:"answers"`
 }
 
-// LoadAnswers reads a file of answers. A file that does not exist is empty unless mustExist.
+// LoadAnswers reads a file of answers. A file that does not exist is empty unless mustExist;
+// a file to record into (not mustExist) must not be a symbolic link, which Save would replace.
 func LoadAnswers(ctx context.Context, path string, mustExist bool) (*Answers, error) {
 	a := &Answers{path: path, entries: map[string]*Entry{}}
+	if !mustExist {
+		if err := notALink(path); err != nil {
+			return nil, err
+		}
+	}
 	var f answersFile
 	if err := readJSON(ctx, path, maxAnswersFileBytes, &f); err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !mustExist {
@@ -173,9 +179,21 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
+// notALink refuses a path that is a symbolic link: the file written there would replace the
+// link, not what it points to (and coroner writes through no link).
+func notALink(path string) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link: coroner does not replace or write through links; name the file itself", path)
+	}
+	return nil
+}
+
 // writeJSON writes to a temporary file beside path and renames it: a reader never sees half
-// an answer, and a write interrupted by ctx leaves nothing behind.
+// an answer, and a write interrupted by ctx leaves nothing behind. A link at path is refused.
 func writeJSON(ctx context.Context, path string, v any) error {
+	if err := notALink(path); err != nil {
+		return err
+	}
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

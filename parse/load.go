@@ -149,7 +149,7 @@ func (m *Model) loadResource(f bundle.File) {
 	// The parser's nodes cost about 200 bytes each: a file of one-character values is refused
 	// before it is parsed when it has more than one value per 16 bytes of the limit.
 	lim := m.Bundle.Limits.MaxResourceBytes
-	docs, err := yamlbound.DecodeAll(data, yamlbound.Options{Limit: 2 * lim, MaxValues: int(max(lim/16, 1024))})
+	docs, err := yamlbound.DecodeAll(data, yamlbound.ForResources(lim))
 	data = nil // the bytes are not needed any more: let them go while the objects are built
 	var tl *yamlbound.TooLargeError
 	var tm *yamlbound.TooManyError

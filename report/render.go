@@ -145,10 +145,11 @@ func expected(n *int) string {
 	return itoa(*n)
 }
 
-// mdEscape keeps bundle text from becoming Markdown structure (tables, links, HTML).
+// mdEscape keeps bundle text from becoming Markdown structure (tables, links, HTML), or
+// acting on the terminal of whoever reads the file (TerminalSafe).
 func mdEscape(s string) string {
 	var b strings.Builder
-	for _, r := range s {
+	for _, r := range TerminalSafe(strings.NewReplacer("\n", " ", "\r", " ").Replace(s)) {
 		switch r {
 		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '#', '!', '(', ')':
 			b.WriteByte('\\')
@@ -162,9 +163,10 @@ func mdEscape(s string) string {
 	return b.String()
 }
 
-// mdCode puts bundle text in a code span that its own backticks cannot close.
+// mdCode puts bundle text in a code span that its own backticks cannot close, its control
+// characters shown as escapes (TerminalSafe).
 func mdCode(s string) string {
-	s = strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
+	s = TerminalSafe(strings.NewReplacer("\n", " ", "\r", " ").Replace(s))
 	fence := "`"
 	for strings.Contains(s, fence) {
 		fence += "`"
@@ -176,9 +178,15 @@ func mdCode(s string) string {
 	return fence + pad + s + pad + fence
 }
 
-// mdBlock is a fenced code block for evidence context lines.
+// mdBlock is a fenced code block for evidence context lines, their control characters shown
+// as escapes (TerminalSafe).
 func mdBlock(lines []string) string {
 	fence := "```"
+	safe := make([]string, len(lines))
+	for i, l := range lines {
+		safe[i] = TerminalSafe(l)
+	}
+	lines = safe
 	for _, l := range lines {
 		for strings.Contains(l, fence) {
 			fence += "`"

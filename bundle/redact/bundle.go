@@ -66,7 +66,7 @@ func (r *Redactor) file(ctx context.Context, w *bundle.Writer, f bundle.File, ra
 		if err != nil {
 			return err
 		}
-		if out, ok := r.resource(f.Path, data, 2*lim.MaxResourceBytes); ok {
+		if out, ok := r.resource(f.Path, data, lim.MaxResourceBytes); ok {
 			return w.WriteFile(f.Path, out)
 		}
 		in = bytes.NewReader(data)
@@ -89,9 +89,10 @@ var docSep = regexp.MustCompile(`(?m)^---[ \t]*\r?$\n?`)
 
 // resource redacts a YAML or JSON object, or each object of a YAML stream. It keeps the
 // original bytes when nothing was masked, and reports false when the data is not made of
-// objects (the caller then redacts it as text). limit bounds what a document may expand to
-// through YAML aliases.
-func (r *Redactor) resource(name string, data []byte, limit int64) ([]byte, bool) {
+// objects (the caller then redacts it as text). A YAML document is decoded within the bounds
+// parse decodes a resource of at most maxBytes with (yamlbound.ForResources): what analyze
+// skips, redact does not build either.
+func (r *Redactor) resource(name string, data []byte, maxBytes int64) ([]byte, bool) {
 	if path.Ext(name) != ".json" {
 		if seps := docSep.FindAllIndex(data, -1); len(seps) > 0 && !(len(seps) == 1 && seps[0][0] == 0) {
 			var out []byte
@@ -103,7 +104,7 @@ func (r *Redactor) resource(name string, data []byte, limit int64) ([]byte, bool
 				}
 				doc := data[start:end]
 				if len(bytes.TrimSpace(doc)) > 0 {
-					red, ok := r.document(name, doc, limit)
+					red, ok := r.document(name, doc, maxBytes)
 					if !ok {
 						return nil, false
 					}
@@ -117,12 +118,13 @@ func (r *Redactor) resource(name string, data []byte, limit int64) ([]byte, bool
 			return out, true
 		}
 	}
-	return r.document(name, data, limit)
+	return r.document(name, data, maxBytes)
 }
 
-// document redacts one YAML or JSON object. A YAML document that would expand past limit
-// through aliases is not decoded (the caller redacts it as text).
-func (r *Redactor) document(name string, data []byte, limit int64) ([]byte, bool) {
+// document redacts one YAML or JSON object. A YAML document over the bounds of a resource of
+// at most maxBytes (yamlbound.ForResources: aliases, values) is not decoded (the caller
+// redacts it as text).
+func (r *Redactor) document(name string, data []byte, maxBytes int64) ([]byte, bool) {
 	isJSON := path.Ext(name) == ".json"
 	var obj map[string]any
 	if isJSON {
@@ -132,7 +134,9 @@ func (r *Redactor) document(name string, data []byte, limit int64) ([]byte, bool
 			return nil, false
 		}
 	} else {
-		v, err := yamlbound.Decode(data, yamlbound.Options{Limit: limit, UseNumber: true})
+		opts := yamlbound.ForResources(maxBytes)
+		opts.UseNumber = true
+		v, err := yamlbound.Decode(data, opts)
 		m, ok := v.(map[string]any)
 		if err != nil || !ok {
 			return nil, false

@@ -159,6 +159,12 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		}
 		failOn = s
 	}
+	if err := checkOutput("-o", opts.Output, opts.Inputs...); err != nil {
+		return err
+	}
+	if err := checkOutput("--llm-record", opts.LLM.Record, opts.Inputs...); err != nil {
+		return err
+	}
 	cache, err := opts.Cache.cache()
 	if err != nil {
 		return err

@@ -105,6 +105,9 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 		}
 		return fmt.Errorf("%s: not a bundle (a directory or a .tar.gz)", opts.Input)
 	}
+	if err := checkOutput("-o", opts.Output, opts.Input); err != nil {
+		return err
+	}
 	w, err := bundle.NewWriter(opts.Output)
 	if err != nil {
 		return err

@@ -257,6 +257,7 @@ func (c CacheOptions) cache() (*index.Cache, error) {
 type searched struct {
 	ix      *index.Index
 	objects bool
+	rebuild func() (*index.Index, error) // builds it anew when the cached one is damaged
 }
 
 func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
@@ -283,11 +284,17 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	if opts.Context < 0 || opts.Limit < 1 {
 		return flagErrorf("--context must be 0 or more and --limit 1 or more")
 	}
+	if opts.Context > index.MaxContext {
+		return flagErrorf("--context %d: at most %d lines before and after each hit", opts.Context, index.MaxContext)
+	}
 	color, err := io.Color(opts.Color)
 	if err != nil {
 		return err
 	}
 	color = color && opts.Output == "" && format == "text"
+	if err := checkOutput("-o", opts.Output, opts.Inputs...); err != nil {
+		return err
+	}
 	cache, err := opts.Cache.cache()
 	if err != nil {
 		return err
@@ -322,6 +329,12 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		}
 	}
 	defer b.Close()
+	var reopened *bundle.Bundle // the tarball opened to rebuild its damaged cached index
+	defer func() {
+		if reopened != nil {
+			reopened.Close()
+		}
+	}()
 	var progress func(int, int, int64)
 	if io.IsTerminal {
 		progress = func(done, total int, n int64) {
@@ -347,7 +360,18 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		if err != nil {
 			return err
 		}
-		ixs = append(ixs, searched{ix: ix})
+		ixs = append(ixs, searched{ix: ix, rebuild: func() (*index.Index, error) { return build(b, logs, progress) }})
+	} else if len(ixs) == 1 {
+		// The tarball's cached index: built anew the slow way, from the opened tarball.
+		ixs[0].rebuild = func() (*index.Index, error) {
+			full, err := diagnose.Open(ctx, opts.Inputs, io.In, opts.Limits)
+			if err != nil {
+				return nil, err
+			}
+			reopened = full
+			logs, _ := parse.LogStreams(full)
+			return build(full, logs, progress)
+		}
 	}
 	if !b.Plain {
 		ob, streams, err := objectText(b)
@@ -359,7 +383,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 			if err != nil {
 				return err
 			}
-			ixs = append(ixs, searched{ix: ix, objects: true})
+			ixs = append(ixs, searched{ix: ix, objects: true, rebuild: func() (*index.Index, error) { return build(ob, streams, nil) }})
 		}
 	}
 	if len(ixs) == 0 {
@@ -388,8 +412,18 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	}
 	var results []*index.Result
 	objectPaths := map[string]bool{}
-	for _, s := range ixs {
+	for i := range ixs {
+		s := &ixs[i]
 		res, err := s.ix.Search(ctx, so)
+		if errors.Is(err, index.ErrDamaged) && s.rebuild != nil {
+			// Search removed the damaged index from the cache: this build replaces it.
+			fmt.Fprintf(io.ErrOut, "coroner: %s; rebuilding it\n", report.TerminalSafe(err.Error()))
+			s.ix.Close()
+			if s.ix, err = s.rebuild(); err != nil {
+				return err
+			}
+			res, err = s.ix.Search(ctx, so)
+		}
 		var qe *index.QueryError
 		if errors.As(err, &qe) {
 			return &FlagError{err}
@@ -405,6 +439,9 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		results = append(results, res)
 	}
 	res := mergeResults(results, opts.Limit)
+	if res.ContextCut {
+		fmt.Fprintf(io.ErrOut, "coroner: the context lines reached %s: later hits show fewer or none (lower --context or --limit)\n", humanBytes(index.ContextBudget))
+	}
 	if !opts.NoRedact {
 		n, rules, err := redactHits(ctx, res, b, opts.Inputs)
 		if err != nil {
@@ -486,6 +523,7 @@ func mergeResults(rs []*index.Result, limit int) *index.Result {
 		out.Lines += r.Lines
 		out.Omitted += r.Omitted
 		out.Partial = out.Partial || r.Partial
+		out.ContextCut = out.ContextCut || r.ContextCut
 		out.Hits = append(out.Hits, r.Hits...)
 	}
 	sort.SliceStable(out.Hits, func(i, j int) bool {

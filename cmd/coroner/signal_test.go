@@ -194,8 +194,7 @@ func TestSignalStopsEveryCommand(t *testing.T) {
 			s := start(t, tmp, nil, argv...)
 			pollUntil(t, "the extraction (or, for redact, the streaming) to start", func() bool {
 				es, _ := filepath.Glob(filepath.Join(tmp, "coroner-bundle-*", "bundle", "logs", "ml", "p", "c.log"))
-				spools, _ := filepath.Glob(filepath.Join(tmp, "coroner-entry-*"))
-				return len(es) > 0 || len(spools) > 0
+				return len(es) > 0 || holdsSpool(s.cmd.Process.Pid)
 			})
 
 			require.Equal(t, 130, s.exit(t, os.Interrupt), s.stderr.String())

@@ -50,6 +50,15 @@ type Options struct {
 	MaxValues int
 }
 
+// ForResources are the options a bundle's resource file of at most maxBytes (the bundle's
+// MaxResourceBytes) is decoded with, by parse and by bundle/redact alike: values up to twice
+// maxBytes (aliases count), and at most one YAML value per 16 bytes of maxBytes, counted
+// before parsing (the parser's nodes cost about 200 bytes each: a flow map of one-character
+// values would otherwise take some 50 times its size).
+func ForResources(maxBytes int64) Options {
+	return Options{Limit: 2 * maxBytes, MaxValues: int(max(maxBytes/16, 1024))}
+}
+
 // maxValues is the bound on values for opts.
 func (o Options) maxValues() int {
 	if o.MaxValues > 0 {

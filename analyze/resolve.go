@@ -29,7 +29,7 @@ func Resolve(lists ...[]*Rule) ([]*Rule, error) {
 			}
 			base, ok := byID[r.ID]
 			if !ok {
-				return nil, fmt.Errorf("%s: rule %q: no rule of that id is loaded before this file to change (the built-in rules, then each --rules directory in order)", r.Source, r.ID)
+				return nil, fmt.Errorf("%s: rule %q: no rule of that id is read before this file to change (the built-in rules, then each earlier directory)", r.Source, r.ID)
 			}
 			merged, err := r.patch(base)
 			if err != nil {

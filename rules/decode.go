@@ -147,57 +147,47 @@ func schemaError(inst any, ve *jsonschema.ValidationError) error {
 
 var printer = message.NewPrinter(language.English)
 
-// describe writes one problem the schema found.
+// describe writes one problem the schema found: "rule \"x\": match: patterns is a string, not
+// an array".
 func describe(inst any, e *jsonschema.ValidationError) string {
 	entry, path := place(inst, e.InstanceLocation)
-	field := ""
-	if n := len(e.InstanceLocation); n > 0 {
-		field = e.InstanceLocation[n-1]
-		if _, err := strconv.Atoi(field); err == nil && n > 1 {
-			field = e.InstanceLocation[n-2]
-		}
+	// name is the value's own name (its field, or its item: explainsOnNode[1]); parent the
+	// path to it.
+	parent, name := "", path
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		parent, name = path[:i], path[i+1:]
 	}
-	var msg string
+	if name == "" {
+		name = "the file"
+	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		var quoted []string
 		for _, p := range k.Properties {
 			quoted = append(quoted, strconv.Quote(p))
 		}
-		msg = "unknown field " + strings.Join(quoted, ", ")
-		return join(entry, path, msg)
+		return join(entry, path, "unknown field "+strings.Join(quoted, ", "))
 	case *kind.Required:
-		msg = strings.Join(k.Missing, ", ") + " is missing"
-		return join(entry, path, msg)
+		return join(entry, path, strings.Join(k.Missing, ", ")+" is missing")
 	case *kind.Enum:
 		var want []string
 		for _, w := range k.Want {
 			want = append(want, fmt.Sprint(w))
 		}
-		msg = fmt.Sprintf("%s %s is not one of %s", field, jsonText(k.Got), strings.Join(want, ", "))
+		return join(entry, parent, fmt.Sprintf("%s %s is not one of %s", name, jsonText(k.Got), strings.Join(want, ", ")))
 	case *kind.Type:
 		var want []string
 		for _, w := range k.Want {
 			want = append(want, article(w))
 		}
-		msg = fmt.Sprintf("%s is %s, not %s", field, article(k.Got), strings.Join(want, " or "))
-		if len(e.InstanceLocation) == 2 && path == "" {
-			// The entry itself: "rule 3 is null, not an object".
-			return entry + msg[len(field):]
+		if path == "" && entry != "" {
+			return fmt.Sprintf("%s is %s, not %s", entry, article(k.Got), strings.Join(want, " or ")) // "rule 3 is null, ..."
 		}
+		return join(entry, parent, fmt.Sprintf("%s is %s, not %s", name, article(k.Got), strings.Join(want, " or ")))
 	case *kind.MinLength:
-		msg = field + " is empty"
-	default:
-		msg = e.ErrorKind.LocalizedString(printer)
-		if path != "" {
-			msg = path + ": " + msg
-		}
+		return join(entry, parent, name+" is empty")
 	}
-	if len(path) > len(field) {
-		// The field is named in the message; say where it is when it is deeper.
-		return join(entry, strings.TrimSuffix(strings.TrimSuffix(path, field), "."), msg)
-	}
-	return join(entry, "", msg)
+	return join(entry, path, e.ErrorKind.LocalizedString(printer))
 }
 
 func join(parts ...string) string {

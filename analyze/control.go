@@ -57,7 +57,7 @@ func (a *analyzer) observe(f fact, w seen) int {
 		n = a.matchMessage(w.message, w.ev, w.pod, w.container, w.t)
 	}
 	for _, r := range a.rs.matchFact(f) {
-		if r.Fallback && n > 0 {
+		if r.Role.Fallback() && n > 0 {
 			continue
 		}
 		g := newFinding(r, f.fields)

@@ -102,7 +102,7 @@ func newFinding(r *Rule, g map[string]string) *Finding {
 	return &Finding{
 		RuleID: r.ID, Category: r.Category, Severity: r.Severity, Layer: r.Layer, Title: r.TitleFor(g),
 		Fault: r.Fault, Retry: r.Retry, Count: 1, Explanation: r.Explanation, Remediation: r.Remediation,
-		symptom: r.Secondary, generic: r.Generic, fallback: r.Fallback, Rank: -1, step: -1, rule: r,
+		symptom: r.Role.Secondary(), generic: r.Role.Generic(), fallback: r.Role.Fallback(), Rank: -1, step: -1, rule: r,
 	}
 }
 

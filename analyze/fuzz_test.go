@@ -77,7 +77,7 @@ func FuzzRuleSet(f *testing.F) {
 			h.Rule.TitleFor(h.Groups)
 		}
 		for _, r := range rs.Rules() {
-			if r.Fallback || got[r.ID] {
+			if r.Role.Fallback() || got[r.ID] {
 				continue
 			}
 			for _, cp := range r.res {

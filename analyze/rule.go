@@ -25,13 +25,12 @@ type Rule struct {
 	Title    string
 	Fault    Fault
 	Retry    Retry
-	// Secondary marks messages that are usually symptoms of another rank's failure.
-	Secondary bool
-	// Generic rules say a process failed, not why; a specific finding of the same process
-	// explains them.
-	Generic bool
-	// Fallback rules report a line only when no other rule matched it.
-	Fallback   bool
+	// Role says how the rule's findings take part in choosing the root cause.
+	Role Role
+	// Disabled rules (enabled: false) are checked and linted but left out of a RuleSet.
+	Disabled bool
+	// Labels are the rule's free-form metadata.
+	Labels     map[string]string
 	Match      rules.Match
 	RootOnlyIf rules.Where
 	// ExplainsOnNode lists the categories of failures a finding of the rule about a node
@@ -43,6 +42,12 @@ type Rule struct {
 
 	// Source is the file the rule came from.
 	Source string
+
+	// spec is the rule as its file wrote it, defaults applied: what an override changes.
+	spec *rules.Spec
+	// patch, for an entry that changes the rule of its id loaded before it (an override or
+	// a toggle), says how; Resolve applies it.
+	patch func(base *Rule) (*Rule, error)
 
 	progress bool
 	// factKind and factSet: a text fact entry (rules.TextFact) reads facts of this kind.
@@ -115,8 +120,10 @@ func readYAMLDir(fsys fs.FS, dir string) ([]yamlFile, error) {
 	return files, nil
 }
 
-// LoadRules reads every *.yaml file of fsys (sorted, not recursive), strictly: an unknown
-// field, a bad category or a pattern that does not compile is an error naming the file.
+// LoadRules reads every *.yaml file of fsys (sorted, not recursive), strictly: a file of
+// another apiVersion, an unknown field, a bad category or a pattern that does not compile is
+// an error naming the file. The entries that change a rule loaded before them (overrides and
+// toggles) are applied by Resolve (and NewRuleSet).
 func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 	files, err := readYAMLDir(fsys, dir)
 	if err != nil {
@@ -129,35 +136,37 @@ func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", p, err)
 		}
-		for i, spec := range rf.Rules {
-			if spec == nil {
-				return nil, fmt.Errorf("%s: rule %d is empty", p, i+1)
-			}
-			r, err := newRule(spec)
-			if err != nil {
-				return nil, fmt.Errorf("%s: rule %q: %w", p, spec.ID, err)
-			}
-			r.Source = p
-			out = append(out, r)
-		}
-		for i, pr := range rf.Progress {
-			if pr == nil {
-				return nil, fmt.Errorf("%s: progress entry %d is empty", p, i+1)
-			}
-			r, err := newProgress(pr)
-			if err != nil {
-				return nil, fmt.Errorf("%s: progress %q: %w", p, pr.ID, err)
+		for _, spec := range rf.Rules {
+			var r *Rule
+			switch {
+			case spec.IsToggle():
+				r = toggle(spec.ID, *spec.Enabled)
+			case spec.IsPatch():
+				r = override(spec)
+			default:
+				if r, err = newRule(spec); err != nil {
+					return nil, fmt.Errorf("%s: rule %q: %w", p, spec.ID, err)
+				}
 			}
 			r.Source = p
 			out = append(out, r)
 		}
-		for i, tf := range rf.Facts {
-			if tf == nil {
-				return nil, fmt.Errorf("%s: fact entry %d is empty", p, i+1)
+		for _, pr := range rf.Progress {
+			r := toggle(pr.ID, pr.Enabled == nil || *pr.Enabled)
+			if !pr.IsToggle() {
+				if r, err = newProgress(pr); err != nil {
+					return nil, fmt.Errorf("%s: progress %q: %w", p, pr.ID, err)
+				}
 			}
-			r, err := newTextFact(tf)
-			if err != nil {
-				return nil, fmt.Errorf("%s: fact %q: %w", p, tf.ID, err)
+			r.Source = p
+			out = append(out, r)
+		}
+		for _, tf := range rf.Facts {
+			r := toggle(tf.ID, tf.Enabled == nil || *tf.Enabled)
+			if !tf.IsToggle() {
+				if r, err = newTextFact(tf); err != nil {
+					return nil, fmt.Errorf("%s: fact %q: %w", p, tf.ID, err)
+				}
 			}
 			r.Source = p
 			out = append(out, r)
@@ -169,7 +178,8 @@ func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 // newTextFact checks a text fact entry: its kind, and that its groups and fixed fields are
 // fields of the kind (or pod and container, which say whose fact it is).
 func newTextFact(tf *rules.TextFact) (*Rule, error) {
-	r := &Rule{ID: tf.ID, Match: rules.Match{Patterns: tf.Patterns}, Examples: tf.Examples, factKind: tf.Kind, factSet: tf.Set}
+	r := &Rule{ID: tf.ID, Match: rules.Match{Patterns: tf.Patterns}, Examples: tf.Examples, factKind: tf.Kind, factSet: tf.Set,
+		Disabled: tf.Enabled != nil && !*tf.Enabled}
 	var problems []string
 	if r.ID == "" {
 		problems = append(problems, "id is empty")
@@ -208,7 +218,8 @@ func newTextFact(tf *rules.TextFact) (*Rule, error) {
 
 // newProgress checks a progress entry and compiles its patterns.
 func newProgress(pr *rules.Progress) (*Rule, error) {
-	r := &Rule{ID: pr.ID, Match: rules.Match{Patterns: pr.Patterns}, Examples: pr.Examples, progress: true}
+	r := &Rule{ID: pr.ID, Match: rules.Match{Patterns: pr.Patterns}, Examples: pr.Examples, progress: true,
+		Disabled: pr.Enabled != nil && !*pr.Enabled}
 	var problems []string
 	if r.ID == "" {
 		problems = append(problems, "id is empty")
@@ -225,8 +236,8 @@ func newProgress(pr *rules.Progress) (*Rule, error) {
 
 // newRule checks a rule's words and compiles its patterns; every problem is reported.
 func newRule(spec *rules.Spec) (*Rule, error) {
-	r := &Rule{ID: spec.ID, Title: spec.Title, Secondary: spec.Secondary, Generic: spec.Generic, Fallback: spec.Fallback, Match: spec.Match,
-		RootOnlyIf: spec.RootOnlyIf, Explanation: spec.Explanation, Remediation: spec.Remediation, Examples: spec.Examples}
+	r := &Rule{ID: spec.ID, Title: spec.Title, Match: spec.Match, Labels: spec.Labels, Disabled: spec.Enabled != nil && !*spec.Enabled,
+		RootOnlyIf: spec.RootOnlyIf, Explanation: spec.Explanation, Remediation: spec.Remediation, Examples: spec.Examples, spec: spec}
 	var problems []string
 	problem := func(err error) {
 		if err != nil {
@@ -237,8 +248,20 @@ func newRule(spec *rules.Spec) (*Rule, error) {
 		problems = append(problems, "id is empty")
 	}
 	var err error
-	r.Category, err = oneOf("category", spec.Category, Categories)
-	problem(err)
+	if spec.Category != "" {
+		r.Category, err = oneOf("category", spec.Category, Categories)
+		problem(err)
+	} else if prefix, _, ok := strings.Cut(spec.ID, "/"); ok && slices.Contains(Categories, Category(prefix)) {
+		r.Category = Category(prefix)
+	} else if r.ID != "" {
+		problems = append(problems, fmt.Sprintf("category is missing and the id's prefix %q is not a category: name one with category (one of %s)",
+			prefix, joinWords(Categories)))
+	}
+	r.Role = RolePrimary
+	if spec.Role != "" {
+		r.Role, err = oneOf("role", spec.Role, Roles)
+		problem(err)
+	}
 	if spec.Severity == "" {
 		problems = append(problems, "severity is missing (info, warning, error, critical)")
 	} else {
@@ -463,6 +486,9 @@ func (r *Rule) LintAmong(site []*Rule) []string {
 		if requiredLiterals(p) == nil {
 			problems = append(problems, fmt.Sprintf("pattern %q has no literal of %d+ characters: it runs on every line (slow)", p, minLiteral))
 		}
+	}
+	if r.spec != nil && r.spec.Category != "" && strings.HasPrefix(r.ID, r.spec.Category+"/") {
+		problems = append(problems, fmt.Sprintf("category %s is the id's prefix: leave it out", r.spec.Category))
 	}
 	return problems
 }

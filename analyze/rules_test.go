@@ -31,7 +31,7 @@ func TestBuiltinRuleExamples(t *testing.T) {
 					got = got || h.Rule == r
 				}
 				// A fallback rule yields to specific ones on the same line; it must at least match alone.
-				if !got && r.Fallback {
+				if !got && r.Role.Fallback() {
 					_, got = r.matchText(ex.Text)
 				}
 				require.True(t, got, "rule %s does not match its example through the rule set: %q", r.ID, ex.Text)
@@ -57,30 +57,66 @@ func TestEveryCategoryHasARule(t *testing.T) {
 	}
 }
 
-func TestLoadRulesStrict(t *testing.T) {
-	tests := []struct {
-		name, yaml, want string
-	}{
-		{"unknown field", "rules:\n- id: x\n  categry: cuda-oom\n", `unknown field "categry"`},
-		{"bad category", "rules:\n- {id: x, category: oom, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {patterns: [abcd]}}\n", `category "oom" is not one of`},
-		{"bad regexp", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {patterns: ['(?<=x)abc']}}\n", "pattern"},
-		{"bad severity", "rules:\n- {id: x, category: cuda-oom, severity: fatal, layer: execution, title: t, fault: user, retry: permanent, match: {patterns: [abcd]}}\n", "severity"},
-		{"no match", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: execution, title: t, fault: user, retry: permanent}\n", "match has no patterns"},
-		{"two kinds", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {patterns: [abcd], object: {kind: pod}}}\n", "more than one kind"},
-		{"object kind", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: control, title: t, fault: user, retry: permanent, match: {object: {kind: podd}}}\n", `object kind "podd" is not one of`},
-		{"object field", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: control, title: t, fault: user, retry: permanent, match: {object: {kind: container-terminated, where: {exitcode: 137}}}}\n", `has no field "exitcode"`},
-		{"bad condition", "rules:\n- {id: x, category: cuda-oom, severity: error, layer: control, title: t, fault: user, retry: permanent, match: {object: {kind: container-terminated, where: {exitCode: '>=x'}}}}\n", "needs a number"},
-		{"streak of one", "rules:\n- {id: x, category: nan-loss, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {streak: {patterns: [abcd], min: 1}}}\n", "at least 2"},
-		{"silence scope", "rules:\n- {id: x, category: hang, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {silence: {scope: pod, periods: 5}}}\n", "scope"},
-		{"sequence groups", "rules:\n- {id: x, category: hang, severity: error, layer: execution, title: t, fault: user, retry: permanent, match: {sequence: {patterns: [abcd]}}}\n", "no (?P<seq>"},
-		{"rootOnlyIf field", "rules:\n- {id: x, category: scheduling, severity: error, layer: control, title: t, fault: user, retry: permanent, rootOnlyIf: {ran: false}, match: {patterns: [abcd]}}\n", `has no field "ran"`},
+// TestInvalidRuleFiles: each file of testdata/invalid is wrong in one way, and the error
+// it gives, loaded as a --rules directory's file beside the built-in rules, is exactly this
+// one line: the file, the entry, the problem.
+func TestInvalidRuleFiles(t *testing.T) {
+	want := map[string]string{
+		"bad-category.yaml":              "bad-category.yaml: rule \"site/oom\": category \"oom\" is not one of cuda-oom, host-oom, nan-loss, module-not-found, collective-timeout, collective-error, rendezvous-failure, shm-bus-error, cuda-error, gpu-hardware, scheduling, image-pull, disk-full, file-not-found, permission-denied, hub-offline, config-error, crash-signal, preempted-evicted, user-code-error, hang, storage-error, data-error, unknown",
+		"bad-condition.yaml":             "bad-condition.yaml: rule \"cuda-oom/site\": exitCode: \">=x\": >= needs a number",
+		"bad-regexp.yaml":                "bad-regexp.yaml: rule \"cuda-oom/site\": pattern \"(?<=x)abc\": error parsing regexp: invalid named capture: `(?<=x)abc`",
+		"bad-role.yaml":                  "bad-role.yaml: rule \"cuda-oom/site\": role \"symptom\" is not one of primary, secondary, generic, fallback, secondary-fallback, generic-fallback",
+		"bad-severity.yaml":              "bad-severity.yaml: rule \"cuda-oom/site\": severity \"fatal\" is not one of info, warning, error, critical",
+		"defaults-unknown-field.yaml":    "defaults-unknown-field.yaml: defaults: unknown field \"title\"",
+		"duplicate-key.yaml":             "duplicate-key.yaml: yaml: unmarshal errors: line 4: key \"id\" already set in map",
+		"empty-entry.yaml":               "empty-entry.yaml: rule 1 is null, not an object",
+		"label-not-a-string.yaml":        "label-not-a-string.yaml: rule \"cuda-oom/site\": labels: ticket is a number, not a string",
+		"missing-severity.yaml":          "missing-severity.yaml: rule \"cuda-oom/site\": severity is missing (info, warning, error, critical)",
+		"no-api-version.yaml":            "no-api-version.yaml: no apiVersion: a rule file of schema v1 starts with \"apiVersion: coroner.dev/rules/v1\" (docs/rules.md, \"Migrating to v1\")",
+		"no-id.yaml":                     "no-id.yaml: rule 1: id is missing",
+		"no-match.yaml":                  "no-match.yaml: rule \"cuda-oom/site\": match has no patterns, eventReasons, object, streak, sequence or silence",
+		"object-field.yaml":              "object-field.yaml: rule \"cuda-oom/site\": object kind container-terminated has no field \"exitcode\" (fields: container, reason, exitCode, signal, signalName, last, waiting, restarts, message)",
+		"object-kind.yaml":               "object-kind.yaml: rule \"cuda-oom/site\": object kind \"podd\" is not one of container-restarts, container-terminated, container-waiting, dev-shm, gpu-request, job-condition, log-decides, node-condition, node-gpus, node-selector, pod, pod-condition, replicas, role-logs, runtime",
+		"old-boolean.yaml":               "old-boolean.yaml: rule \"cuda-oom/site\": unknown field \"secondary\"",
+		"other-api-version.yaml":         "other-api-version.yaml: apiVersion \"coroner.dev/rules/v2\" is not coroner.dev/rules/v1",
+		"override-append-object.yaml":    "override-append-object.yaml: rule \"host-oom/oomkilled\": override: match can be appended to only with patterns and eventReasons, on a rule that matches patterns",
+		"override-append-title.yaml":     "override-append-title.yaml: rule \"cuda-oom/torch-alloc\": override: title can be replaced, not appended to",
+		"override-makes-it-invalid.yaml": "override-makes-it-invalid.yaml: rule \"cuda-oom/torch-alloc\": pattern \"(?<=x)abc\": error parsing regexp: invalid named capture: `(?<=x)abc`",
+		"override-no-such-rule.yaml":     "override-no-such-rule.yaml: rule \"cuda-oom/site-typo\": no rule of that id is read before this file to change (the built-in rules, then each earlier directory)",
+		"override-progress.yaml":         "override-progress.yaml: rule \"progress/bar\": override: \"progress/bar\" is a progress entry, not a rule",
+		"override-unknown-field.yaml":    "override-unknown-field.yaml: rule \"cuda-oom/torch-alloc\": override: unknown field \"id\"",
+		"override-unnamed-field.yaml":    "override-unnamed-field.yaml: rule \"cuda-oom/torch-alloc\": title is set but override does not name it (replace or append)",
+		"override-unset-field.yaml":      "override-unset-field.yaml: rule \"cuda-oom/torch-alloc\": override names title but the entry does not set it",
+		"override-word.yaml":             "override-word.yaml: rule \"cuda-oom/torch-alloc\": override: severity \"merge\" is not one of replace, append",
+		"patterns-not-a-list.yaml":       "patterns-not-a-list.yaml: rule \"cuda-oom/site\": match: patterns is a string, not an array",
+		"prefix-not-a-category.yaml":     "prefix-not-a-category.yaml: rule \"site/quota\": category is missing and the id's prefix \"site\" is not a category: name one with category (one of cuda-oom, host-oom, nan-loss, module-not-found, collective-timeout, collective-error, rendezvous-failure, shm-bus-error, cuda-error, gpu-hardware, scheduling, image-pull, disk-full, file-not-found, permission-denied, hub-offline, config-error, crash-signal, preempted-evicted, user-code-error, hang, storage-error, data-error, unknown)",
+		"root-only-if-field.yaml":        "root-only-if-field.yaml: rule \"scheduling/site\": rootOnlyIf: object kind pod has no field \"ran\" (fields: phase, reason, message, scheduled, imagesPulled, started)",
+		"sequence-groups.yaml":           "sequence-groups.yaml: rule \"hang/site\": sequence pattern \"abcd\" has no (?P<seq>...) group",
+		"silence-scope.yaml":             "silence-scope.yaml: rule \"hang/site\": silence scope \"pod\" is not rank or job",
+		"streak-of-one.yaml":             "streak-of-one.yaml: rule \"nan-loss/site\": streak min must be at least 2 (one line is not a streak), or 1 with recover patterns (a condition that lasts until they match)",
+		"toggle-no-such-rule.yaml":       "toggle-no-such-rule.yaml: rule \"cuda-oom/torch-aloc\": no rule of that id is read before this file to change (the built-in rules, then each earlier directory)",
+		"two-kinds.yaml":                 "two-kinds.yaml: rule \"cuda-oom/site\": match has more than one kind (patterns/eventReasons, object, streak, sequence, silence): write one rule for each",
+		"unknown-field.yaml":             "unknown-field.yaml: rule \"cuda-oom/site\": unknown field \"categry\"",
+		"unknown-match-field.yaml":       "unknown-match-field.yaml: rule \"cuda-oom/site\": match: unknown field \"paterns\"",
+		"vocabulary-in-rules.yaml":       "vocabulary-in-rules.yaml: apiVersion \"coroner.dev/vocabulary/v1\" is not coroner.dev/rules/v1",
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadRules(fstest.MapFS{"my.yaml": {Data: []byte(tt.yaml)}}, ".")
+	builtin, err := DefaultRules()
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join("testdata", "invalid", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, len(want), "a fixture without its error, or an error without its fixture")
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			site, err := LoadRules(fstest.MapFS{name: {Data: data}}, ".")
+			if err == nil {
+				_, err = NewRuleSet(builtin, site)
+			}
 			require.Error(t, err)
-			require.Contains(t, err.Error(), "my.yaml")
-			require.Contains(t, err.Error(), tt.want)
+			require.Equal(t, want[name], err.Error())
+			require.NotContains(t, err.Error(), "\n")
 		})
 	}
 }
@@ -88,9 +124,9 @@ func TestLoadRulesStrict(t *testing.T) {
 func TestUserRuleOverridesBuiltin(t *testing.T) {
 	builtin, err := DefaultRules()
 	require.NoError(t, err)
-	user, err := LoadRules(fstest.MapFS{"mine.yaml": {Data: []byte(`rules:
+	user, err := LoadRules(fstest.MapFS{"mine.yaml": {Data: []byte(`apiVersion: coroner.dev/rules/v1
+rules:
 - id: cuda-oom/torch-alloc
-  category: cuda-oom
   severity: critical
   layer: execution
   title: Our GPUs are full again

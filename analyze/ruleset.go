@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -67,25 +66,21 @@ type patSet struct {
 	bit uint8
 }
 
-// NewRuleSet compiles rule lists. A rule of a later list replaces an earlier rule with the
-// same id, so a user's directory can override a built-in rule; within one list ids must be
-// unique.
+// NewRuleSet compiles rule lists, joined by Resolve: a later list (a user's directory) can
+// add rules, replace, change or turn off a rule of an earlier one by id; within one list ids
+// must be unique. Disabled rules are left out.
 func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
+	all, err := Resolve(lists...)
+	if err != nil {
+		return nil, err
+	}
 	rs := &RuleSet{byID: map[string]*Rule{}}
-	for _, list := range lists {
-		seen := map[string]string{}
-		for _, r := range list {
-			if prev, ok := seen[r.ID]; ok {
-				return nil, fmt.Errorf("%s: rule id %q is also defined in %s", r.Source, r.ID, prev)
-			}
-			seen[r.ID] = r.Source
+	for _, r := range all {
+		if !r.Disabled {
 			rs.byID[r.ID] = r
+			rs.rules = append(rs.rules, r)
 		}
 	}
-	for _, r := range rs.byID {
-		rs.rules = append(rs.rules, r)
-	}
-	sort.Slice(rs.rules, func(i, j int) bool { return rs.rules[i].ID < rs.rules[j].ID })
 
 	var table litTable
 	rs.objects = map[string][]*Rule{}
@@ -344,7 +339,7 @@ func groupsAt(re *regexp.Regexp, text []byte, loc []int) map[string]string {
 func dropFallbacks(hits []Hit) []Hit {
 	specific := false
 	for _, h := range hits {
-		if !h.Rule.Fallback {
+		if !h.Rule.Role.Fallback() {
 			specific = true
 		}
 	}
@@ -353,7 +348,7 @@ func dropFallbacks(hits []Hit) []Hit {
 	}
 	out := hits[:0]
 	for _, h := range hits {
-		if !h.Rule.Fallback {
+		if !h.Rule.Role.Fallback() {
 			out = append(out, h)
 		}
 	}

@@ -40,7 +40,7 @@ func weak(f *Finding) bool {
 func WithoutSpecific(rules []*Rule) []*Rule {
 	var out []*Rule
 	for _, r := range rules {
-		if k := r.Kind(); k == "progress" || k == "fact" || r.Generic || r.Fallback || r.Category == CategoryUnknown {
+		if k := r.Kind(); k == "progress" || k == "fact" || r.Role.Generic() || r.Role.Fallback() || r.Category == CategoryUnknown {
 			out = append(out, r)
 		}
 	}

@@ -191,7 +191,7 @@ func TestSecondTierAlone(t *testing.T) {
 	kept := WithoutSpecific(rules)
 	for _, r := range kept {
 		k := r.Kind()
-		require.True(t, k == "progress" || k == "fact" || r.Generic || r.Fallback || r.Category == CategoryUnknown, r.ID)
+		require.True(t, k == "progress" || k == "fact" || r.Role.Generic() || r.Role.Fallback() || r.Category == CategoryUnknown, r.ID)
 	}
 	require.Less(t, len(kept), len(rules))
 	res := analyzeLogs(t, kept, "step 10 loss 2.1\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")

@@ -62,6 +62,8 @@ func TestVocabularyClassify(t *testing.T) {
 
 func TestLoadVocabularyErrors(t *testing.T) {
 	tests := []struct{ name, file, want string }{
+		{"no apiVersion", "minScore: 3\nminMargin: 1\ncategories: []\n", `v/a.yaml: no apiVersion: a vocabulary file of schema v1 starts with "apiVersion: coroner.dev/vocabulary/v1"`},
+		{"rule file", "apiVersion: coroner.dev/rules/v1\nrules: []\n", `v/a.yaml: apiVersion "coroner.dev/rules/v1" is not coroner.dev/vocabulary/v1`},
 		{"unknown field", "minScore: 3\nminMargin: 1\nbogus: 1\ncategories: []\n", "bogus"},
 		{"bad category", "minScore: 3\nminMargin: 1\ncategories:\n- {category: nope, title: t, fault: user, retry: permanent, terms: [{text: a, weight: 1}]}\n", `category "nope"`},
 		{"zero weight", "minScore: 3\nminMargin: 1\ncategories:\n- {category: host-oom, title: t, fault: user, retry: permanent, terms: [{text: a, weight: 0}]}\n", "no weight"},
@@ -69,7 +71,11 @@ func TestLoadVocabularyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadVocabulary(fstest.MapFS{"v/a.yaml": {Data: []byte(tt.file)}}, "v")
+			file := tt.file
+			if !strings.Contains(file, "apiVersion") && tt.name != "no apiVersion" {
+				file = "apiVersion: coroner.dev/vocabulary/v1\n" + file
+			}
+			_, err := LoadVocabulary(fstest.MapFS{"v/a.yaml": {Data: []byte(file)}}, "v")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}

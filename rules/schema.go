@@ -3,21 +3,35 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
-// File is one rule file: `rules:`, a list of rules, and `progress:`, the lines that show a
-// training process advancing (which the streak and silence match kinds and the verdict of a
-// job that succeeded read).
+// APIVersion is the version of the rule file schema, which every rule file states
+// (`apiVersion: coroner.dev/rules/v1`). rules.schema.json is its JSON Schema.
+const APIVersion = "coroner.dev/rules/v1"
+
+// File is one rule file: its version, the defaults of its rules, `rules:`, a list of rules,
+// `progress:`, the lines that show a training process advancing (which the streak and
+// silence match kinds and the verdict of a job that succeeded read), and `facts:`.
 type File struct {
-	Rules    []*Spec     `json:"rules"`
-	Progress []*Progress `json:"progress,omitempty"`
-	Facts    []*TextFact `json:"facts,omitempty"`
+	APIVersion string      `json:"apiVersion"`
+	Defaults   *Defaults   `json:"defaults,omitempty"`
+	Rules      []*Spec     `json:"rules,omitempty"`
+	Progress   []*Progress `json:"progress,omitempty"`
+	Facts      []*TextFact `json:"facts,omitempty"`
+}
+
+// Defaults are the values of the file's rules that do not set them. They apply to the
+// rules the file defines, not to its overrides of rules loaded before it.
+type Defaults struct {
+	Severity string            `json:"severity,omitempty"`
+	Layer    string            `json:"layer,omitempty"`
+	Fault    string            `json:"fault,omitempty"`
+	Retry    string            `json:"retry,omitempty"`
+	Role     string            `json:"role,omitempty"`
+	Enabled  *bool             `json:"enabled,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
 }
 
 // TextFact reads an object fact from a log line: a controller's or kubectl's rendering of a
@@ -27,33 +41,47 @@ type File struct {
 // with group pod (and container) naming the pod; Set gives fields a fixed value. Facts of one
 // pod are read together: a container's last exit code and its waiting reason meet.
 type TextFact struct {
-	ID       string            `json:"id"`
-	Kind     string            `json:"kind"`
-	Patterns []string          `json:"patterns"`
+	ID string `json:"id"`
+	// Enabled false leaves the entry out; an entry of only id and enabled turns the entry
+	// of that id loaded before it off or on.
+	Enabled  *bool             `json:"enabled,omitempty"`
+	Kind     string            `json:"kind,omitempty"`
+	Patterns []string          `json:"patterns,omitempty"`
 	Set      map[string]string `json:"set,omitempty"`
 	Examples Examples          `json:"examples,omitempty"`
+
+	keys []string
 }
 
-// Spec is one rule as its file writes it. The words of category, severity, layer, fault and
-// retry are checked by analyze.LoadRules, which turns a Spec into a typed analyze.Rule.
+// Spec is one rule as its file writes it, the file's defaults applied. The words of
+// category, severity, layer, fault, retry and role are checked by analyze.LoadRules, which
+// turns a Spec into a typed analyze.Rule.
 type Spec struct {
-	// ID is stable: reports, --rules overrides and the corpus name rules by it.
-	ID       string `json:"id"`
-	Category string `json:"category"`
-	Severity string `json:"severity"`
-	Layer    string `json:"layer"`
+	// ID is stable: reports, --rules overrides and the corpus name rules by it. Its prefix
+	// up to the first "/" is the rule's category unless Category says otherwise.
+	ID string `json:"id"`
+	// Category is needed only when the id's prefix is not the category (site/quota: disk-full).
+	Category string `json:"category,omitempty"`
+	Severity string `json:"severity,omitempty"`
+	Layer    string `json:"layer,omitempty"`
 	// Title may hold {name} placeholders filled from the pattern's named groups (or the
 	// fields of the object, or what a streak, sequence or silence found).
-	Title string `json:"title"`
-	Fault string `json:"fault"`
-	Retry string `json:"retry"`
-	// Secondary marks messages that are usually symptoms of another rank's failure.
-	Secondary bool `json:"secondary,omitempty"`
-	// Generic marks messages that say a process failed, not why: an abort, a launcher's
-	// summary, a non-zero exit. A specific finding of the same process explains them.
-	Generic bool `json:"generic,omitempty"`
-	// Fallback rules report a message only when no other rule matched it.
-	Fallback bool `json:"fallback,omitempty"`
+	Title string `json:"title,omitempty"`
+	Fault string `json:"fault,omitempty"`
+	Retry string `json:"retry,omitempty"`
+	// Role says how a finding takes part in choosing the root cause: primary (the default),
+	// secondary (a symptom of another failure), generic (that a process failed, not why),
+	// fallback (a catch-all that yields to every other rule matching the same message), and
+	// secondary-fallback and generic-fallback, which also yield.
+	Role string `json:"role,omitempty"`
+	// Enabled false leaves the rule out of the rule set (it is still checked).
+	Enabled *bool `json:"enabled,omitempty"`
+	// Labels are free-form metadata: shown, never interpreted.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Override makes the entry a change to the rule of the same id loaded before it (a
+	// built-in rule, or one of an earlier directory): each field named is replaced or
+	// appended to (see Apply), the others are kept.
+	Override map[string]string `json:"override,omitempty"`
 	// RootOnlyIf states when the failure has visible consequences: the finding is a root
 	// cause only while the pod it is about meets these conditions (fields of the pod
 	// object kind: scheduled, imagesPulled, started...). When the pod shows otherwise (it was
@@ -65,10 +93,13 @@ type Spec struct {
 	// that ran there: a GPU fault explains the CUDA and NCCL errors of its pods. Such a
 	// finding, seen before the failure (or up to ten minutes after), becomes the root cause.
 	ExplainsOnNode []string `json:"explainsOnNode,omitempty"`
-	Match          Match    `json:"match"`
-	Explanation    string   `json:"explanation"`
-	Remediation    string   `json:"remediation"`
+	Match          Match    `json:"match,omitempty"`
+	Explanation    string   `json:"explanation,omitempty"`
+	Remediation    string   `json:"remediation,omitempty"`
 	Examples       Examples `json:"examples,omitempty"`
+
+	// keys are the fields the file wrote, sorted: what an override entry sets.
+	keys []string
 }
 
 // Match says what a rule matches. A rule has one kind of match: patterns (with
@@ -184,9 +215,14 @@ type Silence struct {
 // Progress is a kind of line that shows a training process advancing: a step counter, a
 // progress bar, a loss line. Group step, when the pattern has it, is the step number.
 type Progress struct {
-	ID       string   `json:"id"`
-	Patterns []string `json:"patterns"`
+	ID string `json:"id"`
+	// Enabled false leaves the entry out; an entry of only id and enabled turns the entry
+	// of that id loaded before it off or on.
+	Enabled  *bool    `json:"enabled,omitempty"`
+	Patterns []string `json:"patterns,omitempty"`
 	Examples Examples `json:"examples,omitempty"`
+
+	keys []string
 }
 
 // Examples are what a rule must and must not match; `coroner rules lint` runs them.
@@ -230,15 +266,4 @@ func (e Example) MarshalJSON() ([]byte, error) {
 	}
 	type plain Example
 	return json.Marshal(plain(e))
-}
-
-// Decode reads a rule file strictly: an unknown field or a value of the wrong type is an
-// error (its first line, without the decoder's noise).
-func Decode(data []byte) (*File, error) {
-	var f File
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return nil, errors.New(msg)
-	}
-	return &f, nil
 }

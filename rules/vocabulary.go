@@ -1,12 +1,6 @@
 package rules
 
-import (
-	"embed"
-	"errors"
-	"strings"
-
-	"sigs.k8s.io/yaml"
-)
+import "embed"
 
 // VocabularyFS holds the built-in vocabulary of the second tier (vocabulary/*.yaml). It is
 // kept apart from the rule files: it is not a list of rules, and LoadRules reads only the
@@ -20,6 +14,8 @@ var VocabularyFS embed.FS
 // scored against every category; the best category wins when its score reaches MinScore
 // and beats the runner-up by MinMargin.
 type Vocabulary struct {
+	// APIVersion is VocabularyAPIVersion.
+	APIVersion string `json:"apiVersion"`
 	// MinScore is the score a category needs to be named.
 	MinScore float64 `json:"minScore"`
 	// MinMargin is how far the best category must be ahead of the runner-up.
@@ -62,12 +58,23 @@ type VocabularyExamples struct {
 	NotMatch []string `json:"notMatch"`
 }
 
-// DecodeVocabulary reads a vocabulary file strictly: an unknown field is an error.
+// VocabularyAPIVersion is the version of the vocabulary file's schema, which every
+// vocabulary file states.
+const VocabularyAPIVersion = "coroner.dev/vocabulary/v1"
+
+// DecodeVocabulary reads a vocabulary file strictly: a missing or other apiVersion, or an
+// unknown field, is an error.
 func DecodeVocabulary(data []byte) (*Vocabulary, error) {
+	js, err := toJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVersion(js, VocabularyAPIVersion, "vocabulary file"); err != nil {
+		return nil, err
+	}
 	var v Vocabulary
-	if err := yaml.UnmarshalStrict(data, &v); err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return nil, errors.New(msg)
+	if err := strictJSON(js, &v); err != nil {
+		return nil, err
 	}
 	return &v, nil
 }

@@ -120,7 +120,8 @@ func TestRulesCommands(t *testing.T) {
 	require.Contains(t, out, "examples: ok")
 
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(`rules:
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(`apiVersion: coroner.dev/rules/v1
+rules:
 - id: mine/oops
   category: cuda-oom
   severity: error
@@ -226,7 +227,8 @@ func TestRulesShow(t *testing.T) {
 // examples used to run among the built-in rules alone, and failed).
 func TestRulesLintUsesTheDirectorysOwnProgress(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "site.yaml"), []byte(`progress:
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "site.yaml"), []byte(`apiVersion: coroner.dev/rules/v1
+progress:
 - id: site/progress-kimg
   patterns: ['\bkimg (?P<step>\d+)\.\d tick\b']
   examples: {match: ['tick 12 kimg 48.0 tick time 1m'], notMatch: ['kimg 48 total']}

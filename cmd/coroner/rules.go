@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -106,17 +108,22 @@ func writeRule(b *strings.Builder, r *analyze.Rule) {
 		kv("Retry", string(r.Retry))
 	}
 	var kind []string
-	if r.Generic {
+	if r.Role.Generic() {
 		kind = append(kind, "generic: says a process failed, not why; a specific finding of the same process explains it")
 	}
-	if r.Secondary {
+	if r.Role.Secondary() {
 		kind = append(kind, "secondary: usually a symptom of another rank's failure")
 	}
-	if r.Fallback {
+	if r.Role.Fallback() {
 		kind = append(kind, "fallback: reported only when no other rule matched the line")
 	}
 	kv("Kind", strings.Join(kind, "; "))
 	kv("Source", r.Source)
+	var labels []string
+	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
+		labels = append(labels, k+"="+r.Labels[k])
+	}
+	kv("Labels", strings.Join(labels, ", "))
 	list := func(title string, items []string) {
 		if len(items) == 0 {
 			return
@@ -295,17 +302,33 @@ it and its examples.notMatch lines must not; a pattern without a literal prefilt
 }
 
 func runRulesLint(_ context.Context, opts *RulesLintOptions, io *IOStreams) error {
-	var rules []*analyze.Rule
-	var err error
+	rules, err := analyze.DefaultRules()
+	if err != nil {
+		return fmt.Errorf("built-in rules: %w", err)
+	}
 	src := "built-in rules"
 	if opts.Dir != "" {
+		// The directory's entries as analyze --rules DIR sees them: its overrides and
+		// toggles applied to the built-in rules they change.
 		src = opts.Dir
-		rules, err = analyze.LoadRules(os.DirFS(opts.Dir), ".")
-	} else {
-		rules, err = analyze.DefaultRules()
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", src, err)
+		own, err := analyze.LoadRules(os.DirFS(opts.Dir), ".")
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		all, err := analyze.Resolve(rules, own)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		ids := map[string]bool{}
+		for _, r := range own {
+			ids[r.ID] = true
+		}
+		rules = rules[:0:0]
+		for _, r := range all {
+			if ids[r.ID] {
+				rules = append(rules, r)
+			}
+		}
 	}
 	if _, err := analyze.NewRuleSet(rules); err != nil {
 		return err

@@ -38,9 +38,11 @@ corpus: build
 	python3 $(CORPUS_SCORE) $(BIN) $(CORPUS_FLAGS)
 
 # End-to-end tests against a real kube-apiserver and etcd on 127.0.0.1 (see internal/testcluster).
-# kube-apiserver is built once from the k8s.io/kubernetes module and cached; etcd comes from
+# kube-apiserver (and kubectl, which renders deploy/'s Kustomizations) is built once from the
+# k8s.io/kubernetes module and cached; etcd comes from
 # Debian's etcd-server (.ci/run installs it).
 E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)" \
+	CORONER_KUBECTL="$$(TOOL=kubectl ./scripts/kube-apiserver.sh)" \
 	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
 
 e2e:

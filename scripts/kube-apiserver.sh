@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build kube-apiserver (and nothing else) from the k8s.io/kubernetes module,
+# Build kube-apiserver (or, with TOOL=kubectl, kubectl) from the k8s.io/kubernetes module,
 # cached by version. Prints the binary's path on stdout.
 #
 # `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` is refused because the
@@ -13,7 +13,9 @@ STAGING_VERSION=v0.${KUBE_VERSION#v1.}
 MINOR=${STAGING_VERSION#v0.}
 MINOR=${MINOR%%.*}
 CACHE=${CORONER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/coroner-tools}
-BIN=$CACHE/kube-apiserver-$KUBE_VERSION
+TOOL=${TOOL:-kube-apiserver}
+case $TOOL in kube-apiserver | kubectl) ;; *) echo "TOOL must be kube-apiserver or kubectl" >&2; exit 2 ;; esac
+BIN=$CACHE/$TOOL-$KUBE_VERSION
 
 if [[ -x $BIN ]]; then
 	echo "$BIN"
@@ -25,7 +27,7 @@ mkdir -p "$CACHE"
 # for the first's lock and then finds the binary.
 exec 9>"$BIN.lock"
 if ! flock -n 9; then
-	echo "waiting for another build of kube-apiserver $KUBE_VERSION to finish" >&2
+	echo "waiting for another build of $TOOL $KUBE_VERSION to finish" >&2
 	flock 9
 fi
 if [[ -x $BIN ]]; then
@@ -38,7 +40,7 @@ cd "$work"
 
 gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
 {
-	echo "module coroner.local/kube-apiserver"
+	echo "module coroner.local/$TOOL"
 	echo
 	echo "go 1.24"
 	echo
@@ -47,20 +49,20 @@ gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"G
 	# Every "k8s.io/x => ./staging/src/k8s.io/x" becomes "k8s.io/x => k8s.io/x v0.Y.Z".
 	sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#replace \1 => \1 '"$STAGING_VERSION"'#p' "$gomod"
 } >go.mod
-cat >tools.go <<'GO'
+cat >tools.go <<GO
 //go:build tools
 
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+import _ "k8s.io/kubernetes/cmd/$TOOL"
 GO
 
-echo "building kube-apiserver $KUBE_VERSION into $BIN (several minutes the first time)" >&2
+echo "building $TOOL $KUBE_VERSION into $BIN (several minutes the first time)" >&2
 GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
-GOFLAGS=-mod=mod go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" >&2
+GOFLAGS=-mod=mod go get "k8s.io/kubernetes/cmd/$TOOL@$KUBE_VERSION" >&2
 CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
 	-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR" \
-	-o "$work/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$work/kube-apiserver" "$BIN.tmp.$$"
+	-o "$work/$TOOL" "k8s.io/kubernetes/cmd/$TOOL"
+mv "$work/$TOOL" "$BIN.tmp.$$"
 mv "$BIN.tmp.$$" "$BIN" # a rename: nobody ever runs a half-written binary
 echo "$BIN"

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -303,11 +304,16 @@ stringData: {token: hf_0123456789abcdef}
 // namespaces only) and runs the watcher with them: it collects in its namespaces and may do
 // nothing elsewhere.
 func TestWatchNamespacedE2E(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is needed to render the Kustomization")
-	}
 	env := startE2E(t)
+	// make e2e builds kubectl from the same module as kube-apiserver (scripts/kube-apiserver.sh);
+	// without it, one on the PATH.
+	kubectl := os.Getenv("CORONER_KUBECTL")
+	if kubectl == "" {
+		var err error
+		if kubectl, err = exec.LookPath("kubectl"); err != nil {
+			t.Fatal("kubectl renders the Kustomization: set CORONER_KUBECTL (make e2e does) or put kubectl on the PATH")
+		}
+	}
 	c, k := env.c, env.kubelet
 	for _, ns := range []string{"ml", "team-a", "other"} {
 		c.ApplyYAML(t, k, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")

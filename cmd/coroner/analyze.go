@@ -116,14 +116,14 @@ of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines r
 	return cmd
 }
 
-// addLimitFlags adds the bundle's limits; sizes are written 4096, 64Ki, 10Mi or 1Gi.
+// addLimitFlags adds the bundle's limits.
 func addLimitFlags(cmd *cobra.Command, l *bundle.Limits) {
 	f := cmd.Flags()
-	f.Var(&byteSize{p: &l.MaxFileBytes}, "max-file-bytes", "largest file read from a bundle, uncompressed")
-	f.Var(&byteSize{p: &l.MaxTotalBytes}, "max-total-bytes", "largest bundle, uncompressed")
+	addSizeFlag(cmd, &l.MaxFileBytes, "max-file-bytes", "largest file read from a bundle, uncompressed")
+	addSizeFlag(cmd, &l.MaxTotalBytes, "max-total-bytes", "largest bundle, uncompressed")
 	f.IntVar(&l.MaxEntries, "max-entries", l.MaxEntries, "most files and directories in a bundle")
-	f.Var(&intByteSize{p: &l.MaxLineBytes}, "max-line-bytes", "longest log line matched (longer lines are cut, with a warning)")
-	f.Var(&byteSize{p: &l.MaxResourceBytes}, "max-resource-bytes", "largest resource YAML or manifest")
+	addSizeFlag(cmd, &l.MaxLineBytes, "max-line-bytes", "longest log line matched (longer lines are cut, with a warning)")
+	addSizeFlag(cmd, &l.MaxResourceBytes, "max-resource-bytes", "largest resource YAML or manifest")
 	f.IntVar(&l.MaxExpansion, "max-expansion", l.MaxExpansion, "most times a tarball may expand over its compressed size (past 128 MiB; 0: no bound)")
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/coroner-dev/coroner/bundle"
@@ -71,14 +70,6 @@ and renamed when complete, so an interrupted collect leaves nothing under the fi
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config)")
 	clientcmd.BindOverrideFlags(&opts.Overrides, f, clientcmd.RecommendedConfigOverrideFlags(""))
 	return cmd
-}
-
-func parseSize(flag, s string) (int64, error) {
-	q, err := resource.ParseQuantity(s)
-	if err != nil || q.Sign() <= 0 {
-		return 0, flagErrorf("--%s %q: want a positive size such as 20Mi or 1Gi", flag, s)
-	}
-	return q.Value(), nil
 }
 
 func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error {

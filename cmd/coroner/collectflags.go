@@ -13,8 +13,8 @@ import (
 // `coroner watch` so that both collect alike.
 type CollectLimits struct {
 	Since            time.Duration
-	MaxLogBytes      string
-	MaxTotalLogBytes string
+	MaxLogBytes      int64
+	MaxTotalLogBytes int64
 	LogIdleTimeout   time.Duration
 	Concurrency      int
 	NoRedact         bool
@@ -24,8 +24,9 @@ type CollectLimits struct {
 func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
 	f := cmd.Flags()
 	f.DurationVar(&c.Since, "since", 0, "only logs newer than this `DURATION` (e.g. 6h; default all)")
-	f.StringVar(&c.MaxLogBytes, "max-log-bytes", "10Mi", "largest log kept per container: the first quarter and the end are kept, the middle cut")
-	f.StringVar(&c.MaxTotalLogBytes, "max-total-log-bytes", "2Gi", "all logs of one bundle together; logs beyond it are skipped and listed as gaps")
+	c.MaxLogBytes, c.MaxTotalLogBytes = 10<<20, 2<<30
+	addSizeFlag(cmd, &c.MaxLogBytes, "max-log-bytes", "largest log kept per container: the first quarter and the end are kept, the middle cut")
+	addSizeFlag(cmd, &c.MaxTotalLogBytes, "max-total-log-bytes", "all logs of one bundle together; logs beyond it are skipped and listed as gaps")
 	f.DurationVar(&c.LogIdleTimeout, "log-idle-timeout", collect.DefaultLogIdleTimeout, "give up a log stream that sends nothing for this long")
 	f.IntVar(&c.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight for one collect")
 	f.BoolVar(&c.NoRedact, "no-redact", false, "keep secrets (redaction is on by default)")
@@ -34,18 +35,10 @@ func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
 
 // options checks the flags and fills the collect options they set.
 func (c *CollectLimits) options() (collect.Options, error) {
-	maxLog, err := parseSize("max-log-bytes", c.MaxLogBytes)
-	if err != nil {
-		return collect.Options{}, err
-	}
-	maxTotal, err := parseSize("max-total-log-bytes", c.MaxTotalLogBytes)
-	if err != nil {
-		return collect.Options{}, err
-	}
 	if c.Concurrency < 1 {
 		return collect.Options{}, flagErrorf("--concurrency %d: want at least 1", c.Concurrency)
 	}
-	return collect.Options{Since: c.Since, MaxLogBytes: maxLog, MaxTotalLogBytes: maxTotal,
+	return collect.Options{Since: c.Since, MaxLogBytes: c.MaxLogBytes, MaxTotalLogBytes: c.MaxTotalLogBytes,
 		LogIdleTimeout: c.LogIdleTimeout, Concurrency: c.Concurrency}, nil
 }
 

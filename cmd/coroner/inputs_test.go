@@ -117,7 +117,7 @@ func TestSizesAcceptUnits(t *testing.T) {
 	for _, cmd := range [][]string{{"analyze", sample, "-q"}, {"search", sample, "nan"}} {
 		requireExit(t, exitOK, "", append(cmd, "--max-file-bytes", "10Mi", "--max-total-bytes", "1Gi", "--max-line-bytes", "64KiB",
 			"--max-resource-bytes", "1048576", "--no-cache")...)
-		requireExit(t, exitUsage, `invalid argument "lots" for "--max-file-bytes" flag: "lots": want a positive size such as 4096, 64Ki, 10Mi or 1Gi`,
+		requireExit(t, exitUsage, `invalid argument "lots" for "--max-file-bytes" flag: want a size such as 4096, 64Ki, 10Mi or 1Gi`,
 			append(cmd, "--max-file-bytes", "lots")...)
 	}
 	requireExit(t, exitError, "(raise it with --max-file-bytes)", "analyze", sample, "--max-file-bytes", "1Ki", "--no-cache")

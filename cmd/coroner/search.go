@@ -58,8 +58,8 @@ type SearchOptions struct {
 type CacheOptions struct {
 	Dir     string
 	NoCache bool
-	// Max bounds the cache's size (a size such as 4Gi).
-	Max string
+	// Max bounds the cache's size in bytes.
+	Max int64
 }
 
 // searchFormats are the formats of search's output.
@@ -227,20 +227,14 @@ func addCacheFlags(cmd *cobra.Command, c *CacheOptions) {
 	f := cmd.Flags()
 	f.StringVar(&c.Dir, "cache-dir", "", "keep log indexes in `DIR` (default $XDG_CACHE_HOME/coroner/index)")
 	f.BoolVar(&c.NoCache, "no-cache", false, "build a private index and remove it afterwards")
-	f.StringVar(&c.Max, "cache-max", "4Gi", "keep at most `SIZE` of indexes, removing the least recently used")
+	c.Max = index.DefaultCacheMax
+	addSizeFlag(cmd, &c.Max, "cache-max", "keep at most this much of indexes, removing the least recently used")
 }
 
 // cache resolves the cache options: the only place that reads the environment for them.
 func (c CacheOptions) cache() (*index.Cache, error) {
 	if c.NoCache {
 		return nil, nil
-	}
-	var max int64 // 0: index.DefaultCacheMax
-	if c.Max != "" {
-		var err error
-		if max, err = parseSize("cache-max", c.Max); err != nil {
-			return nil, err
-		}
 	}
 	dir := c.Dir
 	if dir == "" {
@@ -250,7 +244,7 @@ func (c CacheOptions) cache() (*index.Cache, error) {
 		}
 		dir = filepath.Join(base, "coroner", "index")
 	}
-	return &index.Cache{Dir: dir, MaxBytes: max}, nil
+	return &index.Cache{Dir: dir, MaxBytes: c.Max}, nil
 }
 
 // searched is one index searched: the logs, or the events and objects.

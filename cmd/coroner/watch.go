@@ -36,9 +36,9 @@ type WatchOptions struct {
 	HoldPods          bool
 	HoldTimeout       time.Duration
 	Keep              int
-	MaxBytes          string
+	MaxBytes          int64
 	MaxAge            time.Duration
-	MaxDirBytes       string
+	MaxDirBytes       int64
 	MaxCollects       int
 
 	// The limits of each collect, as `coroner collect` takes them.
@@ -121,9 +121,9 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	f.BoolVar(&opts.HoldPods, "hold-pods", false, "hold the pods of watched jobs with a finalizer until they are collected")
 	f.DurationVar(&opts.HoldTimeout, "hold-timeout", 10*time.Minute, "never hold a pod longer than this after its deletion was asked")
 	f.IntVar(&opts.Keep, "keep", 1000, "keep at most this many bundles per namespace, removing the oldest (0: no bound)")
-	f.StringVar(&opts.MaxBytes, "max-bytes", "0", "keep each namespace's bundles and reports within this size, removing the oldest (e.g. 5Gi; 0: no bound)")
+	addSizeFlagOrZero(cmd, &opts.MaxBytes, "max-bytes", "keep each namespace's bundles and reports within this size, removing the oldest (e.g. 5Gi)")
 	f.DurationVar(&opts.MaxAge, "max-age", 0, "remove bundles older than this (0: never)")
-	f.StringVar(&opts.MaxDirBytes, "max-dir-bytes", "0", "keep all bundles and reports within this size, removing the oldest of the namespace that stores the most (e.g. 45Gi; 0: no bound)")
+	addSizeFlagOrZero(cmd, &opts.MaxDirBytes, "max-dir-bytes", "keep all bundles and reports within this size, removing the oldest of the namespace that stores the most (e.g. 45Gi)")
 	f.IntVar(&opts.MaxCollects, "max-collects", 4, "collects (with their analyses) running at once")
 	addCollectLimitFlags(cmd, &opts.CollectLimits)
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the analysis rules of the YAML files in `DIR` (repeatable)")
@@ -165,7 +165,7 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	wo := watch.Options{
 		Dir: opts.Dir, Namespaces: opts.Namespaces, PendingAfter: opts.PendingAfter, OnSuccess: opts.OnSuccess,
 		SkipOlderThan: opts.SkipOlderThan, HoldPods: opts.HoldPods, HoldTimeout: opts.HoldTimeout,
-		Keep: opts.Keep, MaxAge: opts.MaxAge, MaxCollects: opts.MaxCollects,
+		Keep: opts.Keep, MaxBytes: opts.MaxBytes, MaxDirBytes: opts.MaxDirBytes, MaxAge: opts.MaxAge, MaxCollects: opts.MaxCollects,
 		Limits: opts.Limits, Exec: opts.Exec, ExecTimeout: opts.ExecTimeout, MetricsAddr: opts.MetricsAddr,
 		ShutdownGrace: opts.ShutdownGrace, Version: version, Started: opts.Started,
 	}
@@ -189,16 +189,6 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	}
 	if opts.Keep < 0 {
 		return flagErrorf("--keep %d: want 0 or more", opts.Keep)
-	}
-	if opts.MaxBytes != "0" && opts.MaxBytes != "" {
-		if wo.MaxBytes, err = parseSize("max-bytes", opts.MaxBytes); err != nil {
-			return err
-		}
-	}
-	if opts.MaxDirBytes != "0" && opts.MaxDirBytes != "" {
-		if wo.MaxDirBytes, err = parseSize("max-dir-bytes", opts.MaxDirBytes); err != nil {
-			return err
-		}
 	}
 	if wo.Collect, err = opts.CollectLimits.options(); err != nil {
 		return err

@@ -22,8 +22,8 @@ func TestWatchFlags(t *testing.T) {
 	require.Equal(t, watch.OnSuccessFailedPods, got.OnSuccess)
 	require.Equal(t, "coroner.dev/watch=true", got.JobSelector)
 	require.Equal(t, 4, got.MaxCollects)
-	require.Equal(t, "4Gi", got.MaxBytes)
-	require.Equal(t, "40Gi", got.MaxDirBytes)
+	require.Equal(t, int64(4<<30), got.MaxBytes)
+	require.Equal(t, int64(40<<30), got.MaxDirBytes)
 	require.Equal(t, "prod", got.Overrides.CurrentContext)
 	require.Empty(t, got.Overrides.Context.Namespace, "-n names watched namespaces, not the kubeconfig's")
 	require.True(t, got.LeaderElect)
@@ -37,8 +37,8 @@ func TestWatchBadUsage(t *testing.T) {
 		{[]string{"--job-selector", "a=("}, `--job-selector "a=(":`},
 		{[]string{"--on-success", "sometimes"}, `--on-success "sometimes": want failed-pods, all or none`},
 		{[]string{"--max-collects", "0"}, "--max-collects and --concurrency want at least 1"},
-		{[]string{"--max-bytes", "lots"}, `--max-bytes "lots": want a positive size`},
-		{[]string{"--max-dir-bytes", "-1"}, `--max-dir-bytes "-1": want a positive size`},
+		{[]string{"--max-bytes", "lots"}, `invalid argument "lots" for "--max-bytes" flag: want a size such as`},
+		{[]string{"--max-dir-bytes", "-1"}, `invalid argument "-1" for "--max-dir-bytes" flag: want a size such as`},
 		{[]string{"--exec", "/nonexistent/upload"}, `--exec "/nonexistent/upload": want the path of an executable program`},
 		{[]string{"--log-format", "xml"}, `--log-format "xml": want text or json`},
 		{[]string{"extra"}, "unknown command"},

@@ -271,6 +271,9 @@ func loadRuleSet(dirs []string, tiers string) (*analyze.RuleSet, error) {
 	}
 	lists := [][]*analyze.Rule{builtin}
 	for _, d := range dirs {
+		if err := checkDir(d); err != nil {
+			return nil, fmt.Errorf("--rules %s: %w", d, err)
+		}
 		rules, err := analyze.LoadRules(os.DirFS(d), ".")
 		if err != nil {
 			return nil, fmt.Errorf("--rules %s: %w", d, err)

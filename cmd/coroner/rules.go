@@ -311,6 +311,9 @@ func runRulesLint(_ context.Context, opts *RulesLintOptions, io *IOStreams) erro
 		// The directory's entries as analyze --rules DIR sees them: its overrides and
 		// toggles applied to the built-in rules they change.
 		src = opts.Dir
+		if err := checkDir(opts.Dir); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
 		own, err := analyze.LoadRules(os.DirFS(opts.Dir), ".")
 		if err != nil {
 			return fmt.Errorf("%s: %w", src, err)

@@ -56,7 +56,7 @@ func (c *controller) syncPod(ctx context.Context, key string) error {
 	case !hold && has:
 		if timedOut {
 			c.m.holdTimeouts.Inc()
-			c.log.Warn("letting a held pod go: --hold-timeout passed", "pod", key, "job", jk)
+			c.log.Warn("letting a held pod go: its hold timeout passed", "pod", key, "job", jk)
 		}
 		return c.setFinalizer(ctx, p, false)
 	case hold && has && p.DeletionTimestamp != nil:

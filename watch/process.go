@@ -229,11 +229,11 @@ func (c *controller) hook(ctx context.Context, wk *watchedKind, u *unstructured.
 	if err != nil {
 		c.m.hooks.WithLabelValues("failed").Inc()
 		c.m.errors.WithLabelValues("exec").Inc()
-		c.log.Warn("the --exec hook failed", "bundle", p.bundle, "err", err, "output", out)
+		c.log.Warn("the exec hook failed", "bundle", p.bundle, "err", err, "output", out)
 		return
 	}
 	c.m.hooks.WithLabelValues("ok").Inc()
-	c.log.Info("the --exec hook ran", "bundle", p.bundle, "seconds", time.Since(start).Seconds(), "output", out)
+	c.log.Info("the exec hook ran", "bundle", p.bundle, "seconds", time.Since(start).Seconds(), "output", out)
 }
 
 // retain applies --keep, --max-bytes (per namespace), --max-age and --max-dir-bytes, sparing

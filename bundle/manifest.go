@@ -59,6 +59,9 @@ type Gap struct {
 	Step    string `json:"step"`
 	Object  string `json:"object"`
 	Message string `json:"message"`
+	// Limit is the limit that made the gap, when one did, so that the caller can say how to
+	// raise it. It is not written to the manifest: the message names the limit.
+	Limit LimitKind `json:"-"`
 }
 
 // RedactionInfo summarises redaction: rule ids and counts, never values.

@@ -44,10 +44,11 @@ func DefaultLimits() Limits {
 	}
 }
 
-// LimitKind names one of the Limits, so that a caller can say how to raise it.
+// LimitKind names one of the Limits, or a limit of collecting a bundle, so that a caller can
+// say how to raise it.
 type LimitKind int
 
-// The limits of Limits, one kind each.
+// The limits of Limits, one kind each, then those of a collect.
 const (
 	LimitFileBytes LimitKind = iota + 1
 	LimitTotalBytes
@@ -55,6 +56,8 @@ const (
 	LimitLineBytes
 	LimitResourceBytes
 	LimitExpansion
+	// LimitLogBudget is the bytes of all logs one collect keeps (collect.Options.MaxTotalLogBytes).
+	LimitLogBudget
 )
 
 var limitNames = map[LimitKind]string{
@@ -64,6 +67,7 @@ var limitNames = map[LimitKind]string{
 	LimitLineBytes:     "line length limit",
 	LimitResourceBytes: "resource size limit",
 	LimitExpansion:     "expansion ratio limit",
+	LimitLogBudget:     "total log budget",
 }
 
 func (k LimitKind) String() string {

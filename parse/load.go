@@ -136,7 +136,7 @@ func (m *Model) loadResource(f bundle.File) {
 		return
 	}
 	if f.Size > m.Bundle.Limits.MaxResourceBytes {
-		m.warnf("%s: %d bytes exceeds --max-resource-bytes %d; skipped", f.Path, f.Size, m.Bundle.Limits.MaxResourceBytes)
+		m.warnf("%s: %d bytes exceeds the %s of %d; skipped", f.Path, f.Size, bundle.LimitResourceBytes, m.Bundle.Limits.MaxResourceBytes)
 		return
 	}
 	data, err := fs.ReadFile(m.Bundle.FS, f.Path)
@@ -155,10 +155,10 @@ func (m *Model) loadResource(f bundle.File) {
 	var tm *yamlbound.TooManyError
 	switch {
 	case errors.As(err, &tl) && tl.Aliases:
-		m.warnf("%s: %v, over twice --max-resource-bytes %d; skipped", f.Path, err, lim)
+		m.warnf("%s: %v, over twice the %s of %d; skipped", f.Path, err, bundle.LimitResourceBytes, lim)
 		return
 	case errors.As(err, &tm):
-		m.warnf("%s: %v (one per 16 bytes of --max-resource-bytes %d); skipped", f.Path, err, lim)
+		m.warnf("%s: %v (one per 16 bytes of the %s of %d); skipped", f.Path, err, bundle.LimitResourceBytes, lim)
 		return
 	case err != nil:
 		m.warnf("%s: invalid YAML: %v; skipped", f.Path, firstLine(err.Error()))

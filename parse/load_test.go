@@ -101,16 +101,16 @@ func TestHostileResources(t *testing.T) {
 	require.Len(t, m.Pods, 1, "the rest of the bundle is read")
 	require.Len(t, m.Warnings, 4)
 	want := []string{
-		"resources/core/ConfigMap/ml/deep.json: holds more than 4096 YAML values (one per 16 bytes of --max-resource-bytes 65536); skipped",
-		"resources/core/ConfigMap/ml/deep.yaml: holds more than 4096 YAML values (one per 16 bytes of --max-resource-bytes 65536); skipped",
-		"resources/core/ConfigMap/ml/laughs.yaml: expands to more than 131072 bytes through YAML aliases, over twice --max-resource-bytes 65536; skipped",
+		"resources/core/ConfigMap/ml/deep.json: holds more than 4096 YAML values (one per 16 bytes of the resource size limit of 65536); skipped",
+		"resources/core/ConfigMap/ml/deep.yaml: holds more than 4096 YAML values (one per 16 bytes of the resource size limit of 65536); skipped",
+		"resources/core/ConfigMap/ml/laughs.yaml: expands to more than 131072 bytes through YAML aliases, over twice the resource size limit of 65536; skipped",
 		"resources/core/ConfigMap/ml/wide.yaml: expands to",
 	}
 	for i, w := range m.Warnings {
 		require.Contains(t, w, want[i])
 		require.NotContains(t, w, "\n")
 	}
-	require.Contains(t, m.Warnings[3], "--max-resource-bytes 65536")
+	require.Contains(t, m.Warnings[3], "the resource size limit of 65536")
 }
 
 // TestLenientObjects: one field of an unexpected type does not drop a whole Pod with its
@@ -171,7 +171,7 @@ func TestAliasBombBoundedWhileDecoding(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	m := load(t, fstest.MapFS{"resources/core/ConfigMap/ml/x.yaml": {Data: []byte(s.String())}})
 	runtime.ReadMemStats(&after)
-	require.Equal(t, []string{"resources/core/ConfigMap/ml/x.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped"}, m.Warnings)
+	require.Equal(t, []string{"resources/core/ConfigMap/ml/x.yaml: expands to more than 33554432 bytes through YAML aliases, over twice the resource size limit of 16777216; skipped"}, m.Warnings)
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("allocated %d MB", alloc>>20)
 	require.Less(t, alloc, uint64(64<<20), "bounded while decoding, not after")

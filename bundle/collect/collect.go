@@ -196,6 +196,13 @@ func (col *collector) gap(step, object, format string, args ...any) {
 	col.mu.Unlock()
 }
 
+// limitGap records a gap that a limit made, naming it so that the caller can say how to raise it.
+func (col *collector) limitGap(step, object string, limit bundle.LimitKind, format string, args ...any) {
+	col.mu.Lock()
+	col.gaps = append(col.gaps, bundle.Gap{Step: step, Object: object, Message: fmt.Sprintf(format, args...), Limit: limit})
+	col.mu.Unlock()
+}
+
 func (col *collector) progress() {
 	if col.opts.Progress == nil {
 		return

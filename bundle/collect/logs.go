@@ -142,7 +142,7 @@ func (e *writeError) Error() string { return e.err.Error() }
 // fetchLog streams one log through redaction and the head+tail limit, and writes it.
 func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	if col.budget.Load() <= 0 {
-		col.gap("logs", j.object(), "skipped: the total log budget (--max-total-log-bytes %d) is spent", col.opts.MaxTotalLogBytes)
+		col.limitGap("logs", j.object(), bundle.LimitLogBudget, "skipped: the %s of %d bytes is spent", bundle.LimitLogBudget, col.opts.MaxTotalLogBytes)
 		return nil
 	}
 	opts := &corev1.PodLogOptions{Container: j.container, Previous: j.previous, Timestamps: true}

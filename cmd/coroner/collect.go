@@ -145,7 +145,7 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 
 func printGaps(io *IOStreams, gaps []bundle.Gap) {
 	for _, g := range gaps {
-		fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(g.Step+" "+g.Object+": "+g.Message))
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", report.TerminalSafe(g.Step+" "+g.Object+": "+g.Message)+raiseHint(g.Limit))
 	}
 }
 

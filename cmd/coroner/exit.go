@@ -141,6 +141,7 @@ var limitFlags = map[bundle.LimitKind]string{
 	bundle.LimitLineBytes:     "max-line-bytes",
 	bundle.LimitResourceBytes: "max-resource-bytes",
 	bundle.LimitExpansion:     "max-expansion",
+	bundle.LimitLogBudget:     "max-total-log-bytes",
 }
 
 // describeError adds what a user can do to a library error: the flag that raises a limit.
@@ -148,9 +149,15 @@ func describeError(err error) string {
 	msg := err.Error()
 	var le *bundle.LimitError
 	if errors.As(err, &le) {
-		if f, ok := limitFlags[le.Kind]; ok {
-			msg += " (raise it with --" + f + ")"
-		}
+		msg += raiseHint(le.Kind)
 	}
 	return msg
+}
+
+// raiseHint names the flag that raises a limit: " (raise it with --max-file-bytes)", or "".
+func raiseHint(k bundle.LimitKind) string {
+	if f, ok := limitFlags[k]; ok {
+		return " (raise it with --" + f + ")"
+	}
+	return ""
 }

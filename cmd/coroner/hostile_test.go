@@ -343,7 +343,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 		}
 		deep := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":` + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "}"
 		r := analyzeHostile(t, tarFile(t, append(good(), reg("resources/core/ConfigMap/ml/lol.yaml", laughs.String()), reg("resources/core/ConfigMap/ml/deep.json", deep))...))
-		warningWith(t, r, "resources/core/ConfigMap/ml/lol.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped")
+		warningWith(t, r, "resources/core/ConfigMap/ml/lol.yaml: expands to more than 33554432 bytes through YAML aliases, over twice the resource size limit of 16777216; skipped")
 		warningWith(t, r, "resources/core/ConfigMap/ml/deep.json: invalid YAML: yaml: exceeded max depth of 10000; skipped")
 		requireOOM(t, r)
 		require.Equal(t, "Failed", r.Job.Status, "the pod was read")
@@ -352,7 +352,7 @@ func TestHostileBundlesWarn(t *testing.T) {
 	t.Run("resource over the limit", func(t *testing.T) {
 		big := hostilePod + "# " + strings.Repeat("x", 4096) + "\n"
 		r := analyzeHostile(t, tarFile(t, reg("manifest.json", hostileManifest), reg("resources/core/Pod/ml/p.yaml", big), reg("logs/ml/p/c.log", oomLine)), "--max-resource-bytes", "1024")
-		warningWith(t, r, fmt.Sprintf("resources/core/Pod/ml/p.yaml: %d bytes exceeds --max-resource-bytes 1024; skipped", len(big)))
+		warningWith(t, r, fmt.Sprintf("resources/core/Pod/ml/p.yaml: %d bytes exceeds the resource size limit of 1024; skipped", len(big)))
 		requireOOM(t, r)
 	})
 
@@ -393,8 +393,8 @@ func TestHostileYAMLIsBoundedWhileDecoding(t *testing.T) {
 	tiny := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tiny, namespace: ml}\ndata:\n  n: [" + strings.Repeat("1, ", 5<<20) + "1]\n"
 	p := tarFile(t, append(good(), reg("resources/core/ConfigMap/ml/bomb.yaml", bomb.String()), reg("resources/core/ConfigMap/ml/tiny.yaml", tiny))...)
 	r := analyzeHostile(t, p)
-	warningWith(t, r, "resources/core/ConfigMap/ml/bomb.yaml: expands to more than 33554432 bytes through YAML aliases, over twice --max-resource-bytes 16777216; skipped")
-	warningWith(t, r, "resources/core/ConfigMap/ml/tiny.yaml: holds more than 1048576 YAML values (one per 16 bytes of --max-resource-bytes 16777216); skipped")
+	warningWith(t, r, "resources/core/ConfigMap/ml/bomb.yaml: expands to more than 33554432 bytes through YAML aliases, over twice the resource size limit of 16777216; skipped")
+	warningWith(t, r, "resources/core/ConfigMap/ml/tiny.yaml: holds more than 1048576 YAML values (one per 16 bytes of the resource size limit of 16777216); skipped")
 	requireOOM(t, r)
 
 	out := filepath.Join(t.TempDir(), "r.tar.gz")

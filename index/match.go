@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -368,7 +367,7 @@ type regexMatch struct {
 func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, &QueryError{fmt.Errorf("--regex: %v", err)}
+		return nil, &QueryError{&RegexError{err}}
 	}
 	return &regexMatch{re: re, sets: literal.Required(expr)}, nil
 }

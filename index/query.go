@@ -262,7 +262,7 @@ func termNode(t string) (node, error) {
 		return &prefixNode{prefix: words[0]}, nil
 	}
 	if strings.ContainsAny(t, "*?") {
-		return nil, fmt.Errorf("%q: wildcards other than a trailing * are not supported (use --regex)", t)
+		return nil, &RegexWouldDoError{fmt.Errorf("%q: wildcards other than a trailing * are not supported", t)}
 	}
 	return wordsNode(t)
 }
@@ -271,7 +271,7 @@ func termNode(t string) (node, error) {
 func wordsNode(s string) (node, error) {
 	words := logscan.Words([]byte(s))
 	if len(words) == 0 {
-		return nil, fmt.Errorf("%q holds no word to search for (use --regex for punctuation)", s)
+		return nil, &RegexWouldDoError{fmt.Errorf("%q holds no word to search for", s)}
 	}
 	ws := make([]*wordNode, len(words))
 	for i, w := range words {

@@ -106,6 +106,20 @@ type QueryError struct{ Err error }
 func (e *QueryError) Error() string { return e.Err.Error() }
 func (e *QueryError) Unwrap() error { return e.Err }
 
+// RegexError is a regular expression that does not compile. The caller knows how the user
+// gave it.
+type RegexError struct{ Err error }
+
+func (e *RegexError) Error() string { return "regular expression: " + e.Err.Error() }
+func (e *RegexError) Unwrap() error { return e.Err }
+
+// RegexWouldDoError is a query that the query language cannot say and a regular expression
+// can (a wildcard inside a word, punctuation alone), so that the caller can say how to give one.
+type RegexWouldDoError struct{ Err error }
+
+func (e *RegexWouldDoError) Error() string { return e.Err.Error() }
+func (e *RegexWouldDoError) Unwrap() error { return e.Err }
+
 // Search finds the lines a query (or regex) matches. Every line a scan of the logs with the
 // same words would find is found, and nothing else: the index only decides which lines need
 // not be read, and every line it is unsure of is read back from the bundle and checked. When

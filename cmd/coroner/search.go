@@ -420,7 +420,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 		}
 		var qe *index.QueryError
 		if errors.As(err, &qe) {
-			return &FlagError{err}
+			return &FlagError{describeQueryError(err)}
 		}
 		if err != nil {
 			return err

@@ -15,7 +15,7 @@ func TestRulesDirErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "nonexistent")
 	file := filepath.Join(dir, "rules.yaml")
-	require.NoError(t, os.WriteFile(file, []byte("rules: []\n"), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte("apiVersion: coroner.dev/rules/v1\nrules: []\n"), 0o644))
 	sample := filepath.Join(samplesDir, "pytorchjob-nan-loss")
 	for _, tc := range []struct {
 		args []string

@@ -28,6 +28,7 @@ import (
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
+	"github.com/coroner-dev/coroner/search/syntax"
 )
 
 // SearchOptions hold everything a search needs; tests build them directly.
@@ -818,8 +819,8 @@ func (p hitPrinter) line(w io.Writer, l index.Line, sep byte, hit bool) {
 }
 
 // highlighter marks what a query or regex matched in a line, for a terminal: the query's
-// words (not those it excludes, nor field terms) as whole words in any case, a prefix's
-// words, or the regex's matches.
+// terms (syntax.TermsOf: not what it excludes, nor field clauses) as whole words in any case,
+// a prefix's words, or the regex's matches.
 func highlighter(query, regex string) func(string) string {
 	on := func(s string) string { return "\x1b[1;30;43m" + s + "\x1b[0m" }
 	if regex != "" {
@@ -829,8 +830,12 @@ func highlighter(query, regex string) func(string) string {
 		}
 		return func(s string) string { return re.ReplaceAllStringFunc(s, on) }
 	}
-	words, prefixes := queryTerms(query)
-	if len(words)+len(prefixes) == 0 {
+	n, err := syntax.Parse(query)
+	if err != nil {
+		return nil
+	}
+	terms := syntax.TermsOf(n)
+	if terms.Empty() {
 		return nil
 	}
 	return func(s string) string {
@@ -845,12 +850,7 @@ func highlighter(query, regex string) func(string) string {
 			for j < len(s) && logscan.IsWordByte(s[j]) {
 				j++
 			}
-			w := string(logscan.Fold(nil, []byte(s[i:j])))
-			match := words[w]
-			for _, p := range prefixes {
-				match = match || strings.HasPrefix(w, p)
-			}
-			if match {
+			if terms.Match(string(logscan.Fold(nil, []byte(s[i:j])))) {
 				b.WriteString(on(s[i:j]))
 			} else {
 				b.WriteString(s[i:j])
@@ -859,58 +859,6 @@ func highlighter(query, regex string) func(string) string {
 		}
 		return b.String()
 	}
-}
-
-// queryTerms lists the words a query looks for: not the words after - or NOT, not field
-// terms, not the operators.
-func queryTerms(q string) (map[string]bool, []string) {
-	words := map[string]bool{}
-	var prefixes []string
-	var toks []string
-	for i := 0; i < len(q); {
-		switch {
-		case q[i] == '"':
-			j := strings.IndexByte(q[i+1:], '"')
-			if j < 0 {
-				j = len(q) - i - 1
-			}
-			toks = append(toks, q[i:i+1+j])
-			i += j + 2
-		case q[i] == ' ' || q[i] == '(' || q[i] == ')':
-			i++
-		default:
-			j := i
-			for j < len(q) && q[j] != ' ' && q[j] != '(' && q[j] != ')' && q[j] != '"' {
-				j++
-			}
-			toks = append(toks, q[i:j])
-			i = j
-		}
-	}
-	not := false
-	for _, t := range toks {
-		switch {
-		case t == "AND" || t == "OR":
-			continue
-		case t == "NOT":
-			not = true
-			continue
-		case not || strings.HasPrefix(t, "-"):
-			not = false
-			continue
-		case strings.Contains(t, ":") && !strings.HasPrefix(t, "\""):
-			continue
-		case strings.HasSuffix(t, "*"):
-			for _, w := range logscan.Words([]byte(strings.TrimSuffix(t, "*"))) {
-				prefixes = append(prefixes, w)
-			}
-			continue
-		}
-		for _, w := range logscan.Words([]byte(strings.Trim(t, "\""))) {
-			words[w] = true
-		}
-	}
-	return words, prefixes
 }
 
 func where(l index.Line) string {

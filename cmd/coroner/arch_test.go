@@ -25,6 +25,7 @@ var arrows = map[string][]string{
 	"logscan":          {"parse", "internal/literal"},
 	"index":            {"logscan", "parse", "bundle", "internal/literal", "internal/scratch", "index/gzindex", "search/syntax"},
 	"search/syntax":    {"logscan"},
+	"search":           {"diagnose", "index", "parse", "bundle", "bundle/redact"},
 	"index/gzindex":    nil,
 	"rules":            nil,
 	"analyze":          {"index", "logscan", "parse", "rules", "internal/literal"},

@@ -18,7 +18,7 @@ import (
 
 // SearchOptions say what to look for and how to show it.
 type SearchOptions struct {
-	// Query is a query (see the package's query language); Regex a Go regular expression
+	// Query is a query of search/syntax's language; Regex a Go regular expression
 	// matched against each line's cleaned text. Exactly one is given.
 	Query string
 	Regex string

@@ -37,7 +37,7 @@ type Options struct {
 }
 
 // Source is an input opened for searching, with its indexes: the logs', and the events' and
-// objects'. Close it.
+// objects'. It may be searched many times, one search at a time. Close it.
 type Source struct {
 	inputs   []string
 	stdin    io.Reader
@@ -45,6 +45,7 @@ type Source struct {
 	b        *bundle.Bundle
 	reopened *bundle.Bundle // the tarball opened to rebuild its damaged cached index
 	ixs      []searched
+	broken   error // an index was damaged and could not be rebuilt
 }
 
 // searched is one index searched: the logs, or the events and objects.
@@ -101,6 +102,9 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 			full, err := diagnose.Open(ctx, inputs, stdin, opts.Limits)
 			if err != nil {
 				return nil, err
+			}
+			if s.reopened != nil {
+				s.reopened.Close() // a tarball rebuilt before: its index is built anew, from this one
 			}
 			s.reopened = full
 			logs, _ := parse.LogStreams(full)
@@ -217,6 +221,9 @@ func (e *TimeError) Unwrap() error { return e.Err }
 // unless told not to. A query that cannot be read is an *index.QueryError; a damaged cached
 // index is rebuilt (Options.Log says so) and searched again.
 func (s *Source) Search(ctx context.Context, q Query) (*Result, error) {
+	if s.broken != nil {
+		return nil, s.broken
+	}
 	if err := s.checkGlobs("pod", q.Pods, func(st *index.Stream) string { return st.Pod }); err != nil {
 		return nil, err
 	}
@@ -245,6 +252,7 @@ func (s *Source) Search(ctx context.Context, q Query) (*Result, error) {
 			}
 			x.ix.Close()
 			if x.ix, err = x.rebuild(ctx); err != nil {
+				s.broken = fmt.Errorf("an index could not be rebuilt: %w", err)
 				return nil, err
 			}
 			res, err = x.ix.Search(ctx, so)

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,4 +186,39 @@ func TestMerge(t *testing.T) {
 	require.True(t, got.Partial)
 	require.True(t, got.ContextCut)
 	require.Same(t, logs, Merge([]*index.Result{logs}, 1), "one result is returned as it is")
+}
+
+// TestSearchRebuildsADamagedIndex: a damaged cached index fails no search: it is rebuilt with
+// one word to Log, and the search gives the hits it gave before.
+func TestSearchRebuildsADamagedIndex(t *testing.T) {
+	cache := &index.Cache{Dir: t.TempDir()}
+	q := Query{Query: "NCCL", Containers: []string{"pytorch"}}
+	search := func() (*Result, []string) {
+		var logged []string
+		src, err := Open(t.Context(), []string{sample}, nil, Options{Cache: cache, Version: "test", Limits: bundle.DefaultLimits(),
+			Log: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }})
+		require.NoError(t, err)
+		defer src.Close()
+		res, err := src.Search(t.Context(), q)
+		require.NoError(t, err)
+		return res, logged
+	}
+	want, logged := search()
+	require.NotEmpty(t, want.Hits)
+	require.Empty(t, logged)
+	files, err := filepath.Glob(filepath.Join(cache.Dir, "*", "bodies.bin"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		data[len(data)/2] ^= 0x01
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+	}
+	got, logged := search()
+	require.Equal(t, want.Result, got.Result)
+	require.Len(t, logged, 1)
+	require.Contains(t, logged[0], "rebuilding it")
+	_, logged = search()
+	require.Empty(t, logged, "the rebuilt index is sound")
 }

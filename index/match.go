@@ -14,6 +14,7 @@ import (
 
 	"github.com/coroner-dev/coroner/internal/literal"
 	"github.com/coroner-dev/coroner/logscan"
+	"github.com/coroner-dev/coroner/search/syntax"
 )
 
 // matcher answers whether a template text, a template, a block of one, a chunk segment or a
@@ -32,37 +33,37 @@ type matcher interface {
 // templates and blocks by what they hold (slot summaries, level, rank), for chunks by their
 // filters, and for lines by their words.
 type queryMatch struct {
-	root   node
-	leaves []node
-	sets   map[node][]bool // the template texts a text leaf's bleve query finds
+	root   syntax.Node
+	leaves []syntax.Node
+	sets   map[syntax.Node][]bool // the template texts a text leaf's bleve query finds
 	// The leaf answers of the template whose blocks are being checked: a large template has
 	// hundreds of blocks, and its leaves answer the same for each.
 	leafOf   *template
-	leafTmpl map[node]tri
+	leafTmpl map[syntax.Node]tri
 	words    lineWords
 }
 
 func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error) {
-	root, err := parseQuery(q)
+	root, err := syntax.Parse(q)
 	if err != nil {
 		return nil, &QueryError{err}
 	}
-	m := &queryMatch{root: root, leaves: leaves(root, nil), sets: map[node][]bool{}, leafTmpl: map[node]tri{}}
+	m := &queryMatch{root: root, leaves: syntax.Leaves(root), sets: map[syntax.Node][]bool{}, leafTmpl: map[syntax.Node]tri{}}
 	for _, l := range m.leaves {
 		var bq query.Query
 		switch n := l.(type) {
-		case *wordNode:
-			tq := bleve.NewTermQuery(bleveTerm(n.shape))
+		case *syntax.Word:
+			tq := bleve.NewTermQuery(bleveTerm(n.Shape))
 			tq.SetField("text")
 			bq = tq
-		case *phraseNode:
-			terms := make([]string, len(n.words))
-			for i, w := range n.words {
-				terms[i] = bleveTerm(w.shape)
+		case *syntax.Phrase:
+			terms := make([]string, len(n.Words))
+			for i, w := range n.Words {
+				terms[i] = bleveTerm(w.Shape)
 			}
 			bq = bleve.NewPhraseQuery(terms, "text")
-		case *prefixNode:
-			pq := bleve.NewPrefixQuery(bleveTerm(n.prefix))
+		case *syntax.Prefix:
+			pq := bleve.NewPrefixQuery(bleveTerm(n.Prefix))
 			pq.SetField("text")
 			bq = pq
 		default:
@@ -76,8 +77,8 @@ func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error
 }
 
 func (m *queryMatch) doc(d *doc) tri {
-	return eval(m.root, func(l node) tri {
-		if _, ok := l.(*fieldNode); ok {
+	return eval(m.root, func(l syntax.Node) tri {
+		if _, ok := l.(*syntax.Field); ok {
 			return maybe
 		}
 		return m.leafText(l, d)
@@ -85,31 +86,31 @@ func (m *queryMatch) doc(d *doc) tri {
 }
 
 // leafText answers a word, phrase or prefix leaf for every line of a template text.
-func (m *queryMatch) leafText(l node, d *doc) tri {
+func (m *queryMatch) leafText(l syntax.Node, d *doc) tri {
 	in := m.sets[l][d.idx]
 	switch n := l.(type) {
-	case *wordNode:
+	case *syntax.Word:
 		switch {
 		case !in:
 			return no
-		case n.digit:
+		case n.Digit:
 			return maybe
 		}
 		return yes
-	case *phraseNode:
+	case *syntax.Phrase:
 		if !in {
 			return no
 		}
-		for _, w := range n.words {
-			if w.digit {
+		for _, w := range n.Words {
+			if w.Digit {
 				return maybe
 			}
 		}
 		return yes
-	case *prefixNode:
+	case *syntax.Prefix:
 		// Without digits, a shape starting with the prefix means every word there does (digits
 		// only replace digits); with digits, any variable word may.
-		digits := logscan.HasDigit(n.prefix)
+		digits := logscan.HasDigit(n.Prefix)
 		if in && !digits {
 			return yes
 		}
@@ -124,20 +125,20 @@ func (m *queryMatch) leafText(l node, d *doc) tri {
 }
 
 func (m *queryMatch) template(s *Stream, t *template, d *doc) tri {
-	return eval(m.root, func(l node) tri { return m.leafTemplate(l, s, t, d) })
+	return eval(m.root, func(l syntax.Node) tri { return m.leafTemplate(l, s, t, d) })
 }
 
-func (m *queryMatch) leafTemplate(l node, s *Stream, t *template, d *doc) tri {
-	f, ok := l.(*fieldNode)
+func (m *queryMatch) leafTemplate(l syntax.Node, s *Stream, t *template, d *doc) tri {
+	f, ok := l.(*syntax.Field)
 	if !ok {
 		return m.leafText(l, d)
 	}
-	switch f.field {
+	switch f.Field {
 	case "level":
 		if levelVaries(d) {
 			return maybe
 		}
-		if f.value == levels[t.level] {
+		if f.Value == levels[t.level] {
 			return yes
 		}
 		return no
@@ -174,33 +175,33 @@ func (m *queryMatch) block(s *Stream, t *template, d *doc, bl *block) tri {
 			m.leafTmpl[l] = m.leafTemplate(l, s, t, d)
 		}
 	}
-	return eval(m.root, func(l node) tri {
+	return eval(m.root, func(l syntax.Node) tri {
 		v := m.leafTmpl[l]
 		if v != maybe {
 			return v
 		}
 		switch n := l.(type) {
-		case *wordNode:
+		case *syntax.Word:
 			return slotMayHold(d, bl, n)
-		case *phraseNode:
-			for _, w := range n.words {
-				if w.digit && slotMayHold(d, bl, w) == no {
+		case *syntax.Phrase:
+			for _, w := range n.Words {
+				if w.Digit && slotMayHold(d, bl, w) == no {
 					return no
 				}
 			}
-		case *prefixNode:
-			if logscan.HasDigit(n.prefix) {
+		case *syntax.Prefix:
+			if logscan.HasDigit(n.Prefix) {
 				return maybe
 			}
 			for _, tok := range d.toks() {
-				if tok.kind == tokWhole && bl.ranges[tok.slot].mayStartWith(n.prefix) {
+				if tok.kind == tokWhole && bl.ranges[tok.slot].mayStartWith(n.Prefix) {
 					return maybe
 				}
 			}
 			return no
-		case *fieldNode:
-			if n.field == "rank" && d.rankSlot {
-				return rankInRange(&bl.ranges[0], n.rank)
+		case *syntax.Field:
+			if n.Field == "rank" && d.rankSlot {
+				return rankInRange(&bl.ranges[0], n.Rank)
 			}
 		}
 		return v
@@ -230,9 +231,9 @@ func rankInRange(r *slotRange, rank int) tri {
 }
 
 // slotMayHold: could a slot of the word's shape hold the word's value in this block?
-func slotMayHold(d *doc, bl *block, w *wordNode) tri {
+func slotMayHold(d *doc, bl *block, w *syntax.Word) tri {
 	for _, tok := range d.toks() {
-		if tok.kind != tokConst && tok.shape == w.shape && bl.ranges[tok.slot].mayHold(w.value) {
+		if tok.kind != tokConst && tok.shape == w.Shape && bl.ranges[tok.slot].mayHold(w.Value) {
 			return maybe
 		}
 	}
@@ -240,26 +241,26 @@ func slotMayHold(d *doc, bl *block, w *wordNode) tri {
 }
 
 func (m *queryMatch) chunks(ix *Index) (func(*chunkSeg, *Stream, int) tri, error) {
-	bits := map[node][]byte{}
+	bits := map[syntax.Node][]byte{}
 	for _, l := range m.leaves {
 		var items []uint64
 		switch n := l.(type) {
-		case *wordNode:
-			items = append(items, itemHash(0, []byte(n.word), nil))
-		case *phraseNode:
-			for _, w := range n.words {
-				items = append(items, itemHash(0, []byte(w.word), nil))
+		case *syntax.Word:
+			items = append(items, itemHash(0, []byte(n.Word), nil))
+		case *syntax.Phrase:
+			for _, w := range n.Words {
+				items = append(items, itemHash(0, []byte(w.Word), nil))
 			}
-		case *prefixNode:
-			if len(n.prefix) >= prefixLen {
-				items = append(items, itemHash(itemPrefix, []byte(n.prefix[:prefixLen]), nil))
+		case *syntax.Prefix:
+			if len(n.Prefix) >= prefixLen {
+				items = append(items, itemHash(itemPrefix, []byte(n.Prefix[:prefixLen]), nil))
 			}
-		case *fieldNode:
-			switch n.field {
+		case *syntax.Field:
+			switch n.Field {
 			case "level":
-				items = append(items, itemHash(itemLevel, []byte(n.value), nil))
+				items = append(items, itemHash(itemLevel, []byte(n.Value), nil))
 			case "rank":
-				items = append(items, itemHash(itemRank, []byte(strconv.Itoa(n.rank)), nil))
+				items = append(items, itemHash(itemRank, []byte(strconv.Itoa(n.Rank)), nil))
 			}
 		}
 		if len(items) > 0 {
@@ -271,8 +272,8 @@ func (m *queryMatch) chunks(ix *Index) (func(*chunkSeg, *Stream, int) tri, error
 		}
 	}
 	return func(seg *chunkSeg, s *Stream, c int) tri {
-		return eval(m.root, func(l node) tri {
-			if f, ok := l.(*fieldNode); ok && (f.field == "pod" || f.field == "container") {
+		return eval(m.root, func(l syntax.Node) tri {
+			if f, ok := l.(*syntax.Field); ok && (f.Field == "pod" || f.Field == "container") {
 				if streamField(f, s) {
 					return yes
 				}
@@ -316,31 +317,31 @@ func (m *queryMatch) line(s *Stream, text []byte) bool {
 	// A line without a word's longest digit run cannot hold the word, and digits have no case,
 	// so that is settled before the line is split into words; so is a line that does not hold
 	// an ASCII word's letters in any case (see mayHoldFolded).
-	quick := eval(m.root, func(l node) tri {
+	quick := eval(m.root, func(l syntax.Node) tri {
 		switch n := l.(type) {
-		case *wordNode:
-			if n.digit && !bytes.Contains(text, n.run) || !mayHoldFolded(text, n.word) {
+		case *syntax.Word:
+			if n.Digit && !bytes.Contains(text, n.Run) || !mayHoldFolded(text, n.Word) {
 				return no
 			}
-		case *phraseNode:
-			for _, w := range n.words {
-				if w.digit && !bytes.Contains(text, w.run) || !mayHoldFolded(text, w.word) {
+		case *syntax.Phrase:
+			for _, w := range n.Words {
+				if w.Digit && !bytes.Contains(text, w.Run) || !mayHoldFolded(text, w.Word) {
 					return no
 				}
 			}
-		case *prefixNode:
-			if !mayHoldFolded(text, n.prefix) {
+		case *syntax.Prefix:
+			if !mayHoldFolded(text, n.Prefix) {
 				return no
 			}
-		case *fieldNode:
-			switch n.field {
+		case *syntax.Field:
+			switch n.Field {
 			case "pod", "container":
 				if streamField(n, s) {
 					return yes
 				}
 				return no
 			case "rank":
-				if rankOf(text) == n.rank {
+				if rankOf(text) == n.Rank {
 					return yes
 				}
 				return no

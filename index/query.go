@@ -1,306 +1,15 @@
 package index
 
 import (
-	"errors"
-	"fmt"
 	"path"
-	"strconv"
-	"strings"
 
 	"github.com/coroner-dev/coroner/logscan"
+	"github.com/coroner-dev/coroner/search/syntax"
 )
 
-// The query language is bleve's query string syntax, read by coroner so that a query means
-// exactly what a scan of the lines would find:
-//
-//	word            a whole word, any case ("nccl" finds "NCCL" but not "NCCLx")
-//	"a phrase"      words in sequence, whatever punctuation or spaces lie between them
-//	word*           a word starting with "word"
-//	a b, a AND b    both (words side by side are all required, as in grep | grep)
-//	a OR b          either; AND binds tighter: "a b OR c" is "(a AND b) OR c"
-//	-a, NOT a       not a; +a is a
-//	( ... )         grouping
-//	pod:glob container:glob level:error rank:3
-//
-// A term with punctuation ("ProcessGroupNCCL.cpp") is the phrase of its words.
-
-type node interface{}
-
-type orNode struct{ kids []node }
-
-type andNode struct{ kids []node }
-
-type notNode struct{ kid node }
-
-type wordNode struct {
-	word  string // folded
-	shape string
-	value logscan.Value
-	digit bool
-	run   []byte // the longest run of digits of a word with digits
-}
-
-type phraseNode struct{ words []*wordNode }
-
-type prefixNode struct{ prefix string }
-
-type fieldNode struct {
-	field, value string
-	rank         int // the value of a rank clause
-}
-
-// Fields a query can name.
-var queryFields = []string{"pod", "container", "level", "rank"}
-
-type qtoken struct {
-	kind string // "(", ")", "term", "phrase", "AND", "OR", "NOT", "+", "-", "" at the end
-	text string
-}
-
-func lex(s string) ([]qtoken, error) {
-	var out []qtoken
-	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
-	for pos := 0; ; {
-		for pos < len(s) && space(s[pos]) {
-			pos++
-		}
-		if pos >= len(s) {
-			return append(out, qtoken{}), nil
-		}
-		c := s[pos]
-		switch {
-		case c == '(' || c == ')':
-			out = append(out, qtoken{kind: string(c)})
-			pos++
-			continue
-		case (c == '+' || c == '-') && pos+1 < len(s) && !space(s[pos+1]):
-			out = append(out, qtoken{kind: string(c)})
-			pos++
-			continue
-		case c == '"':
-			var sb strings.Builder
-			end := -1
-			for i := pos + 1; i < len(s) && end < 0; i++ {
-				switch s[i] {
-				case '\\':
-					if i+1 < len(s) {
-						i++
-						sb.WriteByte(s[i])
-					}
-				case '"':
-					end = i
-				default:
-					sb.WriteByte(s[i])
-				}
-			}
-			if end < 0 {
-				return nil, errors.New("a phrase is missing its closing quote")
-			}
-			out = append(out, qtoken{kind: "phrase", text: sb.String()})
-			pos = end + 1
-			continue
-		}
-		var sb strings.Builder
-		for pos < len(s) && !space(s[pos]) && s[pos] != '(' && s[pos] != ')' && s[pos] != '"' {
-			if s[pos] == '\\' && pos+1 < len(s) {
-				pos++
-			}
-			sb.WriteByte(s[pos])
-			pos++
-		}
-		switch t := sb.String(); t {
-		case "AND", "OR", "NOT":
-			out = append(out, qtoken{kind: t})
-		default:
-			out = append(out, qtoken{kind: "term", text: t})
-		}
-	}
-}
-
-type parser struct {
-	toks  []qtoken
-	pos   int
-	depth int
-}
-
-func (p *parser) peek() string { return p.toks[p.pos].kind }
-
-// parseQuery reads a query into a tree.
-func parseQuery(s string) (node, error) {
-	toks, err := lex(s)
-	if err != nil {
-		return nil, fmt.Errorf("query %q: %w", s, err)
-	}
-	if len(toks) == 1 {
-		return nil, fmt.Errorf("query %q: nothing to search for", s)
-	}
-	p := &parser{toks: toks}
-	n, err := p.or()
-	if err == nil && p.peek() != "" {
-		err = errors.New("a closing parenthesis has no opening one")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("query %q: %w", s, err)
-	}
-	return n, nil
-}
-
-func (p *parser) or() (node, error) {
-	var kids []node
-	for {
-		n, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		kids = append(kids, n)
-		if p.peek() != "OR" {
-			break
-		}
-		p.pos++
-	}
-	if len(kids) == 1 {
-		return kids[0], nil
-	}
-	return &orNode{kids: kids}, nil
-}
-
-func (p *parser) and() (node, error) {
-	var kids []node
-	for {
-		switch p.peek() {
-		case "", ")", "OR":
-			if len(kids) == 0 {
-				return nil, errors.New("an operator or parenthesis has nothing beside it")
-			}
-			if len(kids) == 1 {
-				return kids[0], nil
-			}
-			return &andNode{kids: kids}, nil
-		case "AND":
-			if len(kids) == 0 {
-				return nil, errors.New("AND needs something before it")
-			}
-			p.pos++
-			continue
-		}
-		n, err := p.unary()
-		if err != nil {
-			return nil, err
-		}
-		kids = append(kids, n)
-	}
-}
-
-func (p *parser) unary() (node, error) {
-	tok := p.toks[p.pos]
-	switch tok.kind {
-	case "NOT", "-":
-		p.pos++
-		n, err := p.unary()
-		if err != nil {
-			return nil, err
-		}
-		return &notNode{kid: n}, nil
-	case "+":
-		p.pos++
-		return p.unary()
-	case "(":
-		if p.depth++; p.depth > 20 {
-			return nil, errors.New("parentheses nested too deep")
-		}
-		p.pos++
-		n, err := p.or()
-		if err != nil {
-			return nil, err
-		}
-		if p.peek() != ")" {
-			return nil, errors.New("a parenthesis is not closed")
-		}
-		p.pos++
-		p.depth--
-		return n, nil
-	case "phrase":
-		p.pos++
-		return wordsNode(tok.text)
-	case "term":
-		p.pos++
-		return termNode(tok.text)
-	}
-	return nil, errors.New("the query ends with an operator")
-}
-
-func termNode(t string) (node, error) {
-	if f, v, ok := strings.Cut(t, ":"); ok {
-		for _, name := range queryFields {
-			if f == name {
-				if v == "" {
-					return nil, fmt.Errorf("%s: needs a value", f)
-				}
-				rank := 0
-				if f == "rank" {
-					n, err := strconv.Atoi(v)
-					if err != nil || n < 0 || n > 999999 {
-						return nil, fmt.Errorf("rank:%s: not a rank number", v)
-					}
-					rank = n
-				}
-				if strings.ContainsAny(v, "[]\\") {
-					return nil, fmt.Errorf("%s: only * and ? are wildcards", t)
-				}
-				if f == "level" {
-					v = strings.ToLower(v)
-				}
-				return &fieldNode{field: f, value: v, rank: rank}, nil
-			}
-		}
-	}
-	if stem, ok := strings.CutSuffix(t, "*"); ok {
-		words := logscan.Words([]byte(stem))
-		if len(words) != 1 || strings.ContainsAny(stem, "*?") || len(stem) != len(words[0]) {
-			return nil, fmt.Errorf("%q: a prefix must be one word followed by *", t)
-		}
-		return &prefixNode{prefix: words[0]}, nil
-	}
-	if strings.ContainsAny(t, "*?") {
-		return nil, &RegexWouldDoError{fmt.Errorf("%q: wildcards other than a trailing * are not supported", t)}
-	}
-	return wordsNode(t)
-}
-
-// wordsNode is a word, or the phrase of the words of s.
-func wordsNode(s string) (node, error) {
-	words := logscan.Words([]byte(s))
-	if len(words) == 0 {
-		return nil, &RegexWouldDoError{fmt.Errorf("%q holds no word to search for", s)}
-	}
-	ws := make([]*wordNode, len(words))
-	for i, w := range words {
-		ws[i] = newWordNode(w)
-	}
-	if len(ws) == 1 {
-		return ws[0], nil
-	}
-	return &phraseNode{words: ws}, nil
-}
-
-func newWordNode(w string) *wordNode {
-	n := &wordNode{word: w, shape: w}
-	if logscan.HasDigit(w) {
-		n.digit = true
-		n.shape, n.value = logscan.ShapeValue(w)
-		for i := 0; i < len(w); {
-			j := i
-			for j < len(w) && w[j] >= '0' && w[j] <= '9' {
-				j++
-			}
-			if j-i > len(n.run) {
-				n.run = []byte(w[i:j])
-			}
-			i = j + 1
-		}
-	}
-	return n
-}
+// The query language (search/syntax) is read into a tree; a search evaluates it with
+// three-valued logic over what the index knows (templates, blocks, chunks), then on the
+// lines it reads back.
 
 // Three-valued answers: a template or block surely matches, surely does not, or its lines
 // must be read to tell.
@@ -315,47 +24,28 @@ const (
 // eval combines leaf answers with Kleene's logic, which stays exact when every maybe is later
 // settled by reading the line. Leaves answer without side effects: an AND stops at the first
 // no, an OR at the first yes.
-func eval(n node, leaf func(node) tri) tri {
+func eval(n syntax.Node, leaf func(syntax.Node) tri) tri {
 	switch n := n.(type) {
-	case *orNode:
+	case *syntax.Or:
 		v := no
-		for _, k := range n.kids {
+		for _, k := range n.Kids {
 			if v = max(v, eval(k, leaf)); v == yes {
 				break // the rest cannot change it
 			}
 		}
 		return v
-	case *andNode:
+	case *syntax.And:
 		v := yes
-		for _, k := range n.kids {
+		for _, k := range n.Kids {
 			if v = min(v, eval(k, leaf)); v == no {
 				break
 			}
 		}
 		return v
-	case *notNode:
-		return yes - eval(n.kid, leaf)
+	case *syntax.Not:
+		return yes - eval(n.Kid, leaf)
 	}
 	return leaf(n)
-}
-
-// leaves lists the leaf nodes of a query.
-func leaves(n node, out []node) []node {
-	switch n := n.(type) {
-	case *orNode:
-		for _, k := range n.kids {
-			out = leaves(k, out)
-		}
-		return out
-	case *andNode:
-		for _, k := range n.kids {
-			out = leaves(k, out)
-		}
-		return out
-	case *notNode:
-		return leaves(n.kid, out)
-	}
-	return append(out, n)
 }
 
 // lineWords are the folded words of a line, in one buffer.
@@ -402,11 +92,11 @@ func (lw *lineWords) has(w string) bool {
 	return false
 }
 
-func (lw *lineWords) hasPhrase(p []*wordNode) bool {
+func (lw *lineWords) hasPhrase(p []*syntax.Word) bool {
 	for i := 0; i+len(p) <= lw.len(); i++ {
 		ok := true
 		for k, w := range p {
-			if string(lw.word(i+k)) != w.word {
+			if string(lw.word(i+k)) != w.Word {
 				ok = false
 				break
 			}
@@ -445,22 +135,22 @@ func (lw *lineWords) level() string {
 
 // matchLine evaluates a query on one line: its folded words, and its fields (the log's pod
 // and container, the line's level and rank).
-func matchLine(n node, words *lineWords, s *Stream, text []byte) bool {
-	return eval(n, func(n node) tri {
+func matchLine(n syntax.Node, words *lineWords, s *Stream, text []byte) bool {
+	return eval(n, func(n syntax.Node) tri {
 		ok := false
 		switch l := n.(type) {
-		case *wordNode:
-			ok = words.has(l.word)
-		case *phraseNode:
-			ok = words.hasPhrase(l.words)
-		case *prefixNode:
-			ok = words.hasPrefix(l.prefix)
-		case *fieldNode:
-			switch l.field {
+		case *syntax.Word:
+			ok = words.has(l.Word)
+		case *syntax.Phrase:
+			ok = words.hasPhrase(l.Words)
+		case *syntax.Prefix:
+			ok = words.hasPrefix(l.Prefix)
+		case *syntax.Field:
+			switch l.Field {
 			case "level":
-				ok = l.value == words.level()
+				ok = l.Value == words.level()
 			case "rank":
-				ok = rankOf(text) == l.rank
+				ok = rankOf(text) == l.Rank
 			default:
 				ok = streamField(l, s)
 			}
@@ -473,13 +163,13 @@ func matchLine(n node, words *lineWords, s *Stream, text []byte) bool {
 }
 
 // streamField answers a pod or container clause for a log.
-func streamField(f *fieldNode, s *Stream) bool {
-	switch f.field {
+func streamField(f *syntax.Field, s *Stream) bool {
+	switch f.Field {
 	case "pod":
-		ok, _ := path.Match(f.value, s.Pod)
+		ok, _ := path.Match(f.Value, s.Pod)
 		return ok
 	case "container":
-		ok, _ := path.Match(f.value, s.Container)
+		ok, _ := path.Match(f.Value, s.Container)
 		return ok
 	}
 	return false

@@ -18,7 +18,7 @@ import (
 
 // SearchOptions say what to look for and how to show it.
 type SearchOptions struct {
-	// Query is a query (see the package's query language); Regex a Go regular expression
+	// Query is a query of search/syntax's language; Regex a Go regular expression
 	// matched against each line's cleaned text. Exactly one is given.
 	Query string
 	Regex string
@@ -112,13 +112,6 @@ type RegexError struct{ Err error }
 
 func (e *RegexError) Error() string { return "regular expression: " + e.Err.Error() }
 func (e *RegexError) Unwrap() error { return e.Err }
-
-// RegexWouldDoError is a query that the query language cannot say and a regular expression
-// can (a wildcard inside a word, punctuation alone), so that the caller can say how to give one.
-type RegexWouldDoError struct{ Err error }
-
-func (e *RegexWouldDoError) Error() string { return e.Err.Error() }
-func (e *RegexWouldDoError) Unwrap() error { return e.Err }
 
 // Search finds the lines a query (or regex) matches. Every line a scan of the logs with the
 // same words would find is found, and nothing else: the index only decides which lines need

@@ -17,8 +17,9 @@ import (
 var flagMention = regexp.MustCompile(`(^|[^A-Za-z0-9_-])--[A-Za-z]`)
 
 // otherProgramArg is a literal that is one argument of another program, "--cert-dir=" (the
-// test cluster starts etcd and kube-apiserver): a flag of theirs, not a message of ours.
-var otherProgramArg = regexp.MustCompile(`^--[a-z][a-z0-9-]*=\S*$`)
+// test cluster starts etcd and kube-apiserver) or curl's "--user" (a redaction rule looks for
+// the password after it): a flag of theirs, data, not a message of ours.
+var otherProgramArg = regexp.MustCompile(`^--[a-z][a-z0-9-]*(?:=\S*)?$`)
 
 // TestLibrariesNameNoFlag: libraries say which limit or mistake an error is about and the CLI
 // says which flag changes it (docs/design.md), so that a library serves any front end. It

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/search/syntax"
 )
 
 // describeQueryError names the flag a search's query error is about: the index names no flag.
@@ -13,7 +14,7 @@ func describeQueryError(err error) error {
 	if errors.As(err, &re) {
 		return fmt.Errorf("--regex: %w", re.Err)
 	}
-	var rw *index.RegexWouldDoError
+	var rw *syntax.RegexWouldDoError
 	if errors.As(err, &rw) {
 		return fmt.Errorf("%w (use --regex)", err)
 	}

@@ -6,16 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"testing/fstest"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,8 +22,9 @@ import (
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/internal/outfile"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
+	"github.com/coroner-dev/coroner/search"
+	"github.com/coroner-dev/coroner/search/syntax"
 )
 
 // SearchOptions hold everything a search needs; tests build them directly.
@@ -247,13 +244,6 @@ func (c CacheOptions) cache() (*index.Cache, error) {
 	return &index.Cache{Dir: dir, MaxBytes: c.Max}, nil
 }
 
-// searched is one index searched: the logs, or the events and objects.
-type searched struct {
-	ix      *index.Index
-	objects bool
-	rebuild func() (*index.Index, error) // builds it anew when the cached one is damaged
-}
-
 func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	if slices.Contains(searchFormats, opts.Output) {
 		return flagErrorf("-o %s would write a file named %q: -o names the output file; the format is --format %s", opts.Output, opts.Output, opts.Output)
@@ -293,42 +283,6 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	if err != nil {
 		return err
 	}
-	var ixs []searched
-	defer func() {
-		for _, s := range ixs {
-			s.ix.Close()
-		}
-	}()
-	// A tarball indexed before (by analyze or search) is searched without extracting it: its
-	// logs through the index's access points into the gzip stream, its events and objects read
-	// as the tarball streams by.
-	var b *bundle.Bundle
-	if len(opts.Inputs) == 1 && opts.Inputs[0] != "-" {
-		ix, err := index.OpenTarball(cache, opts.Inputs[0], version, opts.Limits.MaxLineBytes)
-		if err != nil {
-			return err
-		}
-		if ix != nil {
-			ixs = append(ixs, searched{ix: ix})
-			if files, ok := ix.TarballResources(); ok {
-				b = resourceBundle(opts.Inputs[0], files, opts.Limits)
-			} else if b, err = streamResources(ctx, opts.Inputs[0], opts.Limits); err != nil {
-				return err
-			}
-		}
-	}
-	if b == nil {
-		if b, err = diagnose.Open(ctx, opts.Inputs, io.In, opts.Limits); err != nil {
-			return inputError(err)
-		}
-	}
-	defer b.Close()
-	var reopened *bundle.Bundle // the tarball opened to rebuild its damaged cached index
-	defer func() {
-		if reopened != nil {
-			reopened.Close()
-		}
-	}()
 	var progress func(int, int, int64)
 	if io.IsTerminal {
 		progress = func(done, total int, n int64) {
@@ -338,127 +292,39 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 			}
 		}
 	}
-	build := func(b *bundle.Bundle, logs []parse.LogStream, progress func(int, int, int64)) (*index.Index, error) {
-		ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: version, Workers: opts.Workers,
-			Progress: progress, Log: func(format string, args ...any) {
-				fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
-			}})
-		if err != nil {
-			return nil, fmt.Errorf("%s: indexing: %w", diagnose.InputName(opts.Inputs), err)
-		}
-		return ix, nil
+	src, err := search.Open(ctx, opts.Inputs, io.In, search.Options{Cache: cache, Version: version, Limits: opts.Limits,
+		Workers: opts.Workers, Progress: progress, Log: func(format string, args ...any) {
+			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
+		}})
+	if err != nil {
+		return inputError(err)
 	}
-	logs, _ := parse.LogStreams(b)
-	if len(ixs) == 0 && len(logs) > 0 {
-		ix, err := build(b, logs, progress)
-		if err != nil {
-			return err
-		}
-		ixs = append(ixs, searched{ix: ix, rebuild: func() (*index.Index, error) { return build(b, logs, progress) }})
-	} else if len(ixs) == 1 {
-		// The tarball's cached index: built anew the slow way, from the opened tarball.
-		ixs[0].rebuild = func() (*index.Index, error) {
-			full, err := diagnose.Open(ctx, opts.Inputs, io.In, opts.Limits)
-			if err != nil {
-				return nil, err
-			}
-			reopened = full
-			logs, _ := parse.LogStreams(full)
-			return build(full, logs, progress)
-		}
+	defer src.Close()
+	res, err := src.Search(ctx, search.Query{Query: opts.Query, Regex: opts.Regex, Pods: opts.Pods, Containers: opts.Containers,
+		Since: opts.Since, Until: opts.Until, Context: opts.Context, All: opts.All, Limit: opts.Limit, NoRedact: opts.NoRedact})
+	if err != nil {
+		return searchError(err)
 	}
-	if !b.Plain {
-		ob, streams, err := objectText(b)
-		if err != nil {
-			return err
-		}
-		if len(streams) > 0 {
-			ix, err := build(ob, streams, nil)
-			if err != nil {
-				return err
-			}
-			ixs = append(ixs, searched{ix: ix, objects: true, rebuild: func() (*index.Index, error) { return build(ob, streams, nil) }})
-		}
-	}
-	if len(ixs) == 0 {
-		return fmt.Errorf("%s: nothing to search: no logs, events or objects", diagnose.InputName(opts.Inputs))
-	}
-	if err := checkGlobs(ixs, opts); err != nil {
-		return err
-	}
-	so := index.SearchOptions{Query: opts.Query, Regex: opts.Regex, Pods: opts.Pods, Containers: opts.Containers,
-		All: opts.All, Limit: opts.Limit, Context: opts.Context}
-	var first time.Time
-	for _, s := range ixs {
-		if t := firstTime(s.ix); !t.IsZero() && (first.IsZero() || t.Before(first)) {
-			first = t
-		}
-	}
-	if so.Since, err = parseWhen(opts.Since, first); err != nil {
-		return flagErrorf("--since: %v", err)
-	}
-	from := first
-	if !so.Since.IsZero() {
-		from = so.Since
-	}
-	if so.Until, err = parseWhen(opts.Until, from); err != nil {
-		return flagErrorf("--until: %v", err)
-	}
-	var results []*index.Result
-	objectPaths := map[string]bool{}
-	for i := range ixs {
-		s := &ixs[i]
-		res, err := s.ix.Search(ctx, so)
-		if errors.Is(err, index.ErrDamaged) && s.rebuild != nil {
-			// Search removed the damaged index from the cache: this build replaces it.
-			fmt.Fprintf(io.ErrOut, "coroner: %s; rebuilding it\n", report.TerminalSafe(err.Error()))
-			s.ix.Close()
-			if s.ix, err = s.rebuild(); err != nil {
-				return err
-			}
-			res, err = s.ix.Search(ctx, so)
-		}
-		var qe *index.QueryError
-		if errors.As(err, &qe) {
-			return &FlagError{describeQueryError(err)}
-		}
-		if err != nil {
-			return err
-		}
-		if s.objects {
-			for _, st := range s.ix.Streams() {
-				objectPaths[st.Path] = true
-			}
-		}
-		results = append(results, res)
-	}
-	res := mergeResults(results, opts.Limit)
 	if res.ContextCut {
 		fmt.Fprintf(io.ErrOut, "coroner: the context lines reached %s: later hits show fewer or none (lower --context or --limit)\n", humanBytes(index.ContextBudget))
 	}
-	if !opts.NoRedact {
-		n, rules, err := redactHits(ctx, res, b, opts.Inputs)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			fmt.Fprintf(io.ErrOut, "coroner: %d secret(s) in these lines were masked (%s); --no-redact shows them\n", n, rules)
-		}
+	if res.Masked > 0 {
+		fmt.Fprintf(io.ErrOut, "coroner: %d secret(s) in these lines were masked (%s); --no-redact shows them\n", res.Masked, res.MaskedBy)
 	}
 	var out strings.Builder
 	if format == "json" {
 		enc := json.NewEncoder(&out)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res); err != nil {
+		if err := enc.Encode(res.Result); err != nil {
 			return err
 		}
 	} else {
-		p := hitPrinter{plain: b, objects: objectPaths, context: opts.Context > 0, all: opts.All}
+		p := hitPrinter{plain: src.Bundle(), objects: res.Objects, context: opts.Context > 0, all: opts.All}
 		if color {
 			p.highlight = highlighter(opts.Query, opts.Regex)
 		}
-		p.print(&out, res)
+		p.print(&out, res.Result)
 	}
 	if opts.Output != "" {
 		return outfile.WriteFile(opts.Output, []byte(out.String()))
@@ -467,248 +333,24 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	return err
 }
 
-// checkGlobs fails when a --pod or --container glob matches nothing searched: the user
-// almost certainly meant something else (a glob matches the whole name).
-func checkGlobs(ixs []searched, opts *SearchOptions) error {
-	check := func(flag string, globs []string, name func(*index.Stream) string) error {
-		var names []string
-		seen := map[string]bool{}
-		for _, s := range ixs {
-			for _, st := range s.ix.Streams() {
-				if n := name(st); n != "" && !seen[n] {
-					seen[n] = true
-					names = append(names, n)
-				}
-			}
-		}
-		sort.Strings(names)
-		for _, g := range globs {
-			if _, err := path.Match(g, ""); err != nil {
-				return flagErrorf("--%s %q: bad pattern", flag, g)
-			}
-			found := false
-			for _, n := range names {
-				if ok, _ := path.Match(g, n); ok {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return fmt.Errorf("--%s %q matches none of the %s: %s (a glob matches the whole name: try '*%s*')",
-					flag, g, nThings(len(names), flag, flag+"s"), report.NameList(names, 6), strings.Trim(g, "*"))
-			}
-		}
-		return nil
+// searchError says a search's errors in the command's words: a query, glob or time that
+// cannot be used is bad usage, naming its flag.
+func searchError(err error) error {
+	var qe *index.QueryError
+	var ge *search.GlobError
+	var te *search.TimeError
+	switch {
+	case errors.As(err, &qe):
+		return &FlagError{describeQueryError(err)}
+	case errors.As(err, &ge) && ge.Bad:
+		return flagErrorf("--%s %q: bad pattern", ge.Field, ge.Glob)
+	case errors.As(err, &ge):
+		return fmt.Errorf("--%s %q matches none of the %s: %s (a glob matches the whole name: try '*%s*')",
+			ge.Field, ge.Glob, nThings(len(ge.Names), ge.Field, ge.Field+"s"), report.NameList(ge.Names, 6), strings.Trim(ge.Glob, "*"))
+	case errors.As(err, &te):
+		return flagErrorf("--%s: %v", te.Bound, te.Err)
 	}
-	if err := check("pod", opts.Pods, func(s *index.Stream) string { return s.Pod }); err != nil {
-		return err
-	}
-	return check("container", opts.Containers, func(s *index.Stream) string { return s.Container })
-}
-
-// mergeResults merges the results of several indexes: by time, untimed hits last (each
-// index's in its order), at most limit hits; partial when one is.
-func mergeResults(rs []*index.Result, limit int) *index.Result {
-	if len(rs) == 1 {
-		return rs[0]
-	}
-	out := &index.Result{Hits: []index.Hit{}}
-	for _, r := range rs {
-		out.Lines += r.Lines
-		out.Omitted += r.Omitted
-		out.Partial = out.Partial || r.Partial
-		out.ContextCut = out.ContextCut || r.ContextCut
-		out.Hits = append(out.Hits, r.Hits...)
-	}
-	sort.SliceStable(out.Hits, func(i, j int) bool {
-		a, b := out.Hits[i].Time, out.Hits[j].Time
-		switch {
-		case a == nil || b == nil:
-			return a != nil && b == nil
-		}
-		return a.Before(*b)
-	})
-	if len(out.Hits) > limit {
-		out.Omitted += len(out.Hits) - limit
-		out.Hits = out.Hits[:limit]
-	}
-	return out
-}
-
-// resourceBundle is a bundle of a tarball's resource files (what objectText reads), as the
-// tarball's index kept them. A resource over the resource limit is left out, as parse leaves
-// it out of an opened bundle.
-func resourceBundle(p string, files fstest.MapFS, lim bundle.Limits) *bundle.Bundle {
-	var kept []bundle.File
-	for name, f := range files {
-		if int64(len(f.Data)) > lim.MaxResourceBytes {
-			delete(files, name)
-			continue
-		}
-		kept = append(kept, bundle.File{Path: name, Size: int64(len(f.Data))})
-	}
-	sort.Slice(kept, func(i, j int) bool { return kept[i].Path < kept[j].Path })
-	return &bundle.Bundle{Source: p, FS: files, Files: kept, Limits: lim}
-}
-
-// streamResources reads the resources of a bundle tarball as it decompresses, without
-// extracting it, into a bundle of those files alone (what objectText reads). A resource over
-// the resource limit is left out, as parse leaves it out of an opened bundle. The files carry
-// the tarball's modification time, which the objects index's cache entry compares.
-func streamResources(ctx context.Context, p string, lim bundle.Limits) (*bundle.Bundle, error) {
-	info, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	files := fstest.MapFS{}
-	_, err = bundle.Stream(ctx, p, lim, func(f bundle.File, r io.Reader) error {
-		if !strings.HasPrefix(f.Path, "resources/") || f.Size > lim.MaxResourceBytes {
-			return nil
-		}
-		data, err := io.ReadAll(io.LimitReader(r, lim.MaxResourceBytes+1))
-		if err != nil {
-			return err
-		}
-		files[f.Path] = &fstest.MapFile{Data: data, Mode: 0o444, ModTime: info.ModTime()}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return resourceBundle(p, files, lim), nil
-}
-
-// objectText makes a bundle's events and objects searchable like logs: the events of each
-// object as one timestamped line each ("events/Pod/ml/x"), and each resource's YAML as it is
-// (Event resources aside: their events are the lines). The resources are read from the
-// bundle; only the events' lines are made, in memory. Its index is cached like the logs',
-// keyed by content, and a warm search reads nothing but the event files.
-func objectText(b *bundle.Bundle) (*bundle.Bundle, []parse.LogStream, error) {
-	var eventFiles []bundle.File
-	var streams []parse.LogStream
-	for _, f := range b.Files {
-		parts := strings.Split(f.Path, "/")
-		if len(parts) != 5 || parts[0] != "resources" {
-			continue
-		}
-		if parts[2] == "Event" {
-			eventFiles = append(eventFiles, f)
-			continue
-		}
-		// No pod: --pod narrows to pods' logs and events (a file may hold a List of pods).
-		streams = append(streams, parse.LogStream{Path: f.Path, Namespace: parts[3], Size: f.Size})
-	}
-	// Only the events are parsed (parse reads them whatever their API version or form).
-	m, err := parse.Load(&bundle.Bundle{Source: b.Source, FS: b.FS, Files: eventFiles, Limits: b.Limits})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", b.Source, err)
-	}
-	var newest time.Time
-	for _, f := range eventFiles {
-		if st, err := fs.Stat(b.FS, f.Path); err == nil && st.ModTime().After(newest) {
-			newest = st.ModTime()
-		}
-	}
-	type eventLog struct {
-		lines []string
-		pod   string
-		ns    string
-	}
-	byObject := map[string]*eventLog{}
-	var order []string
-	for i := range m.Events {
-		e := &m.Events[i]
-		io := e.InvolvedObject
-		p := path.Join("events", io.Kind, nonEmpty(io.Namespace, "_cluster"), io.Name)
-		el, ok := byObject[p]
-		if !ok {
-			el = &eventLog{ns: io.Namespace}
-			if io.Kind == "Pod" {
-				el.pod = io.Name
-			}
-			byObject[p] = el
-			order = append(order, p)
-		}
-		line := e.Type + " " + e.Reason + ": " + strings.Join(strings.Fields(e.Message), " ")
-		if e.Count > 1 {
-			line += fmt.Sprintf(" (x%d, last %s)", e.Count, parse.EventTime(e).UTC().Format(time.RFC3339))
-		}
-		if t := parse.EventFirstTime(e); !t.IsZero() {
-			line = t.UTC().Format(time.RFC3339Nano) + " " + line
-		}
-		el.lines = append(el.lines, line)
-	}
-	events := fstest.MapFS{}
-	for _, p := range order {
-		el := byObject[p]
-		data := []byte(strings.Join(el.lines, "\n") + "\n")
-		// The modification time is what the cache's stat entry compares.
-		events[p] = &fstest.MapFile{Data: data, Mode: 0o444, ModTime: newest}
-		streams = append(streams, parse.LogStream{Path: p, Namespace: el.ns, Pod: el.pod, Container: "events", Size: int64(len(data))})
-	}
-	sort.Slice(streams, func(i, j int) bool { return streams[i].Path < streams[j].Path })
-	ob := &bundle.Bundle{Source: b.Source + "#objects", FS: overlayFS{base: b.FS, extra: events}, Limits: b.Limits}
-	return ob, streams, nil
-}
-
-// overlayFS is a bundle's files with the event lines made for search beside them.
-type overlayFS struct {
-	base  fs.FS
-	extra fstest.MapFS
-}
-
-func (o overlayFS) Open(name string) (fs.File, error) {
-	if _, ok := o.extra[name]; ok {
-		return o.extra.Open(name)
-	}
-	return o.base.Open(name)
-}
-
-func nonEmpty(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
-}
-
-// firstTime is the earliest timestamp of the bundle's logs: "10:02" means 10:02 of that day.
-func firstTime(ix *index.Index) time.Time {
-	var first int64
-	for _, s := range ix.Streams() {
-		if s.First != 0 && (first == 0 || s.First < first) {
-			first = s.First
-		}
-	}
-	if first == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, first).UTC()
-}
-
-// parseWhen reads a time: RFC 3339, a date and time, or a time of day, which means its first
-// occurrence at or after from (times are UTC, as kubelet timestamps are).
-func parseWhen(s string, from time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	for _, layout := range []string{"15:04:05", "15:04"} {
-		if c, err := time.Parse(layout, s); err == nil {
-			if from.IsZero() {
-				return time.Time{}, fmt.Errorf("%q is a time of day, but the logs have no timestamps to give it a date", s)
-			}
-			t := time.Date(from.Year(), from.Month(), from.Day(), c.Hour(), c.Minute(), c.Second(), 0, time.UTC)
-			if t.Before(from.Truncate(time.Minute)) {
-				t = t.AddDate(0, 0, 1)
-			}
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("cannot read %q as a time (use 2006-01-02T15:04:05Z, \"2006-01-02 15:04\" or 15:04)", s)
+	return err
 }
 
 // hitPrinter writes hits as NAME:LINE TIME TEXT: a log as POD/CONTAINER, a plain log by its
@@ -812,8 +454,8 @@ func (p hitPrinter) line(w io.Writer, l index.Line, sep byte, hit bool) {
 }
 
 // highlighter marks what a query or regex matched in a line, for a terminal: the query's
-// words (not those it excludes, nor field terms) as whole words in any case, a prefix's
-// words, or the regex's matches.
+// terms (syntax.TermsOf: not what it excludes, nor field clauses) as whole words in any case,
+// a prefix's words, or the regex's matches.
 func highlighter(query, regex string) func(string) string {
 	on := func(s string) string { return "\x1b[1;30;43m" + s + "\x1b[0m" }
 	if regex != "" {
@@ -823,8 +465,12 @@ func highlighter(query, regex string) func(string) string {
 		}
 		return func(s string) string { return re.ReplaceAllStringFunc(s, on) }
 	}
-	words, prefixes := queryTerms(query)
-	if len(words)+len(prefixes) == 0 {
+	n, err := syntax.Parse(query)
+	if err != nil {
+		return nil
+	}
+	terms := syntax.TermsOf(n)
+	if terms.Empty() {
 		return nil
 	}
 	return func(s string) string {
@@ -839,12 +485,7 @@ func highlighter(query, regex string) func(string) string {
 			for j < len(s) && logscan.IsWordByte(s[j]) {
 				j++
 			}
-			w := string(logscan.Fold(nil, []byte(s[i:j])))
-			match := words[w]
-			for _, p := range prefixes {
-				match = match || strings.HasPrefix(w, p)
-			}
-			if match {
+			if terms.Match(string(logscan.Fold(nil, []byte(s[i:j])))) {
 				b.WriteString(on(s[i:j]))
 			} else {
 				b.WriteString(s[i:j])
@@ -853,58 +494,6 @@ func highlighter(query, regex string) func(string) string {
 		}
 		return b.String()
 	}
-}
-
-// queryTerms lists the words a query looks for: not the words after - or NOT, not field
-// terms, not the operators.
-func queryTerms(q string) (map[string]bool, []string) {
-	words := map[string]bool{}
-	var prefixes []string
-	var toks []string
-	for i := 0; i < len(q); {
-		switch {
-		case q[i] == '"':
-			j := strings.IndexByte(q[i+1:], '"')
-			if j < 0 {
-				j = len(q) - i - 1
-			}
-			toks = append(toks, q[i:i+1+j])
-			i += j + 2
-		case q[i] == ' ' || q[i] == '(' || q[i] == ')':
-			i++
-		default:
-			j := i
-			for j < len(q) && q[j] != ' ' && q[j] != '(' && q[j] != ')' && q[j] != '"' {
-				j++
-			}
-			toks = append(toks, q[i:j])
-			i = j
-		}
-	}
-	not := false
-	for _, t := range toks {
-		switch {
-		case t == "AND" || t == "OR":
-			continue
-		case t == "NOT":
-			not = true
-			continue
-		case not || strings.HasPrefix(t, "-"):
-			not = false
-			continue
-		case strings.Contains(t, ":") && !strings.HasPrefix(t, "\""):
-			continue
-		case strings.HasSuffix(t, "*"):
-			for _, w := range logscan.Words([]byte(strings.TrimSuffix(t, "*"))) {
-				prefixes = append(prefixes, w)
-			}
-			continue
-		}
-		for _, w := range logscan.Words([]byte(strings.Trim(t, "\""))) {
-			words[w] = true
-		}
-	}
-	return words, prefixes
 }
 
 func where(l index.Line) string {

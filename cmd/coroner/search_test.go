@@ -12,6 +12,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/search"
 )
 
 func TestSearchPrintsHitsByTime(t *testing.T) {
@@ -214,7 +215,7 @@ func TestTarballSearchAfterAnalyze(t *testing.T) {
 		require.Equal(t, want[q], got, q)
 	}
 	// Past what the index keeps, the resources are read as the tarball streams by: the same files.
-	sb, err := streamResources(t.Context(), tgz, bundle.DefaultLimits())
+	sb, err := search.StreamResources(t.Context(), tgz, bundle.DefaultLimits())
 	require.NoError(t, err)
 	require.NotEmpty(t, sb.Files)
 	for _, f := range sb.Files {
@@ -231,7 +232,7 @@ func TestTarballSearchAfterAnalyze(t *testing.T) {
 func TestMergedResultsStayPartial(t *testing.T) {
 	logs := &index.Result{Hits: []index.Hit{}, Lines: 5, Omitted: 5, Partial: true}
 	objects := &index.Result{Hits: []index.Hit{}, Lines: 0}
-	res := mergeResults([]*index.Result{objects, logs}, 1)
+	res := search.Merge([]*index.Result{objects, logs}, 1)
 	require.True(t, res.Partial)
 	require.Equal(t, 5, res.Lines)
 	var out strings.Builder

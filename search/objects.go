@@ -1,0 +1,153 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"testing/fstest"
+	"time"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/parse"
+)
+
+// resourceBundle is a bundle of a tarball's resource files (what objectText reads), as the
+// tarball's index kept them. A resource over the resource limit is left out, as parse leaves
+// it out of an opened bundle.
+func resourceBundle(p string, files fstest.MapFS, lim bundle.Limits) *bundle.Bundle {
+	var kept []bundle.File
+	for name, f := range files {
+		if int64(len(f.Data)) > lim.MaxResourceBytes {
+			delete(files, name)
+			continue
+		}
+		kept = append(kept, bundle.File{Path: name, Size: int64(len(f.Data))})
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Path < kept[j].Path })
+	return &bundle.Bundle{Source: p, FS: files, Files: kept, Limits: lim}
+}
+
+// StreamResources reads the resources of a bundle tarball as it decompresses, without
+// extracting it, into a bundle of those files alone (what objectText reads). A resource over
+// the resource limit is left out, as parse leaves it out of an opened bundle. The files carry
+// the tarball's modification time, which the objects index's cache entry compares.
+func StreamResources(ctx context.Context, p string, lim bundle.Limits) (*bundle.Bundle, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	files := fstest.MapFS{}
+	_, err = bundle.Stream(ctx, p, lim, func(f bundle.File, r io.Reader) error {
+		if !strings.HasPrefix(f.Path, "resources/") || f.Size > lim.MaxResourceBytes {
+			return nil
+		}
+		data, err := io.ReadAll(io.LimitReader(r, lim.MaxResourceBytes+1))
+		if err != nil {
+			return err
+		}
+		files[f.Path] = &fstest.MapFile{Data: data, Mode: 0o444, ModTime: info.ModTime()}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resourceBundle(p, files, lim), nil
+}
+
+// objectText makes a bundle's events and objects searchable like logs: the events of each
+// object as one timestamped line each ("events/Pod/ml/x"), and each resource's YAML as it is
+// (Event resources aside: their events are the lines). The resources are read from the
+// bundle; only the events' lines are made, in memory. Its index is cached like the logs',
+// keyed by content, and a warm search reads nothing but the event files.
+func objectText(b *bundle.Bundle) (*bundle.Bundle, []parse.LogStream, error) {
+	var eventFiles []bundle.File
+	var streams []parse.LogStream
+	for _, f := range b.Files {
+		parts := strings.Split(f.Path, "/")
+		if len(parts) != 5 || parts[0] != "resources" {
+			continue
+		}
+		if parts[2] == "Event" {
+			eventFiles = append(eventFiles, f)
+			continue
+		}
+		// No pod: --pod narrows to pods' logs and events (a file may hold a List of pods).
+		streams = append(streams, parse.LogStream{Path: f.Path, Namespace: parts[3], Size: f.Size})
+	}
+	// Only the events are parsed (parse reads them whatever their API version or form).
+	m, err := parse.Load(&bundle.Bundle{Source: b.Source, FS: b.FS, Files: eventFiles, Limits: b.Limits})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", b.Source, err)
+	}
+	var newest time.Time
+	for _, f := range eventFiles {
+		if st, err := fs.Stat(b.FS, f.Path); err == nil && st.ModTime().After(newest) {
+			newest = st.ModTime()
+		}
+	}
+	type eventLog struct {
+		lines []string
+		pod   string
+		ns    string
+	}
+	byObject := map[string]*eventLog{}
+	var order []string
+	for i := range m.Events {
+		e := &m.Events[i]
+		io := e.InvolvedObject
+		p := path.Join("events", io.Kind, nonEmpty(io.Namespace, "_cluster"), io.Name)
+		el, ok := byObject[p]
+		if !ok {
+			el = &eventLog{ns: io.Namespace}
+			if io.Kind == "Pod" {
+				el.pod = io.Name
+			}
+			byObject[p] = el
+			order = append(order, p)
+		}
+		line := e.Type + " " + e.Reason + ": " + strings.Join(strings.Fields(e.Message), " ")
+		if e.Count > 1 {
+			line += fmt.Sprintf(" (x%d, last %s)", e.Count, parse.EventTime(e).UTC().Format(time.RFC3339))
+		}
+		if t := parse.EventFirstTime(e); !t.IsZero() {
+			line = t.UTC().Format(time.RFC3339Nano) + " " + line
+		}
+		el.lines = append(el.lines, line)
+	}
+	events := fstest.MapFS{}
+	for _, p := range order {
+		el := byObject[p]
+		data := []byte(strings.Join(el.lines, "\n") + "\n")
+		// The modification time is what the cache's stat entry compares.
+		events[p] = &fstest.MapFile{Data: data, Mode: 0o444, ModTime: newest}
+		streams = append(streams, parse.LogStream{Path: p, Namespace: el.ns, Pod: el.pod, Container: "events", Size: int64(len(data))})
+	}
+	sort.Slice(streams, func(i, j int) bool { return streams[i].Path < streams[j].Path })
+	ob := &bundle.Bundle{Source: b.Source + "#objects", FS: overlayFS{base: b.FS, extra: events}, Limits: b.Limits}
+	return ob, streams, nil
+}
+
+// overlayFS is a bundle's files with the event lines made for search beside them.
+type overlayFS struct {
+	base  fs.FS
+	extra fstest.MapFS
+}
+
+func (o overlayFS) Open(name string) (fs.File, error) {
+	if _, ok := o.extra[name]; ok {
+		return o.extra.Open(name)
+	}
+	return o.base.Open(name)
+}
+
+func nonEmpty(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}

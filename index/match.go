@@ -341,7 +341,7 @@ func (m *queryMatch) line(s *Stream, text []byte) bool {
 				}
 				return no
 			case "rank":
-				if rankOf(text) == n.rank {
+				if logscan.RankPrefix(text) == n.rank {
 					return yes
 				}
 				return no

@@ -460,7 +460,7 @@ func matchLine(n node, words *lineWords, s *Stream, text []byte) bool {
 			case "level":
 				ok = l.value == words.level()
 			case "rank":
-				ok = rankOf(text) == l.rank
+				ok = logscan.RankPrefix(text) == l.rank
 			default:
 				ok = streamField(l, s)
 			}

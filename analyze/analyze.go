@@ -6,8 +6,9 @@
 // Rules are data (package rules); LoadRules checks their words and NewRuleSet compiles them
 // behind a literal prefilter (internal/literal) and per-shape filters (logscan.Shape). The
 // logs are read once, by package logscan: Scan is the rules' visitor of that read, beside the
-// index's (package diagnose runs the scan with both), and Run analyses what it found. analyze works with typed values (Verdict, Category, Severity,
-// Layer, Fault, Retry) and no encoding: package report owns the JSON contract.
+// index's (package diagnose runs the scan with both), and Run analyses what it found. analyze
+// works with typed values (Verdict, Category, Severity, Layer, Fault, Retry) and no encoding:
+// package report owns the JSON contract.
 package analyze
 
 import (

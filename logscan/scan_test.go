@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -154,5 +155,65 @@ func TestScanAllStopsEveryWorker(t *testing.T) {
 func TestFoldIsToLower(t *testing.T) {
 	for _, w := range []string{"", "abc", "ABC_12", "Größe", "ÉCOLE", "x\xffY", "\xc3", "İstanbul", "ΣΑΣ", "▁The"} {
 		require.Equal(t, string(bytes.ToLower([]byte(w))), string(Fold([]byte("p:"), []byte(w))[2:]), "%q", w)
+	}
+}
+
+// recorder is a Visitor that records what it saw of each log.
+type recorder struct {
+	mu    sync.Mutex
+	lines map[int][]string
+	done  map[int]Stats
+	errs  map[int]error
+}
+
+func (r *recorder) Log(i int) func(*Scanned) {
+	return func(l *Scanned) {
+		r.mu.Lock()
+		r.lines[i] = append(r.lines[i], string(l.Text))
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) Done(i int, st Stats, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.errs[i] = err
+		return
+	}
+	r.done[i] = st
+}
+
+// TestScanAllVisitors: every visitor sees every line of every log in the one read, in order,
+// and hears once per log when it is done, with the stats ScanAll returns; a cancelled scan
+// tells them why instead.
+func TestScanAllVisitors(t *testing.T) {
+	fsys := fstest.MapFS{
+		"a.log": {Data: []byte("2026-03-14T10:00:00Z one\n2026-03-14T10:00:01Z \x1b[31mtwo\x1b[0m\n")},
+		"b.log": {Data: []byte("three\n")},
+	}
+	logs := []bundle.LogStream{{Path: "a.log"}, {Path: "b.log"}}
+	newRecorder := func() *recorder {
+		return &recorder{lines: map[int][]string{}, done: map[int]Stats{}, errs: map[int]error{}}
+	}
+	x, y := newRecorder(), newRecorder()
+	stats, err := ScanAll(t.Context(), fsys, logs, AllOptions{MaxLine: 1 << 20, Workers: 2, Visitors: []Visitor{x, y}})
+	require.NoError(t, err)
+	want := map[int][]string{0: {"one", "two"}, 1: {"three"}}
+	for _, r := range []*recorder{x, y} {
+		require.Equal(t, want, r.lines)
+		require.Equal(t, map[int]Stats{0: stats[0], 1: stats[1]}, r.done)
+		require.Empty(t, r.errs)
+	}
+	require.Equal(t, 2, stats[0].Lines)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	z := newRecorder()
+	_, err = ScanAll(ctx, fsys, logs[:1], AllOptions{MaxLine: 1 << 20, Workers: 1, Visitors: []Visitor{z}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, z.done)
+	for _, e := range z.errs {
+		require.ErrorIs(t, e, context.Canceled)
 	}
 }

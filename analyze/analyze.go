@@ -5,36 +5,28 @@
 //
 // Rules are data (package rules); LoadRules checks their words and NewRuleSet compiles them
 // behind a literal prefilter (internal/literal) and per-shape filters (logscan.Shape). The
-// logs are read once, by the index build (package index over package logscan), which hands
-// every line to the rules. analyze works with typed values (Verdict, Category, Severity,
-// Layer, Fault, Retry) and no encoding: package report owns the JSON contract.
+// logs are read once, by package logscan: Scan is the rules' visitor of that read, beside the
+// index's (package diagnose runs the scan with both), and Run analyses what it found. analyze
+// works with typed values (Verdict, Category, Severity, Layer, Fault, Retry) and no encoding:
+// package report owns the JSON contract.
 package analyze
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 )
 
 // Options tune an analysis.
 type Options struct {
-	Rules *RuleSet
-	// Workers is how many logs are scanned at once; 0 means one per CPU.
-	Workers int
-	// Progress, when set, is called after each log is scanned.
-	Progress func(done, total int, bytes int64)
-	// Cache keeps the index of the bundle's logs for later searches; nil builds a private one.
-	Cache *index.Cache
-	// Version is coroner's version, part of the index cache key.
-	Version string
-	// Log, when set, hears about the index cache (a damaged index rebuilt).
-	Log func(format string, args ...any)
+	// Lines reads the lines around evidence back from the logs, for its context; nil leaves
+	// evidence without context lines.
+	Lines Lines
 	// StuckAfter is how long a job that has not failed may wait for what it needs to start
 	// (an image, a node, a runtime, a container that keeps crashing) before that wait is its
 	// failure; 0 means DefaultStuckAfter and a negative value no wait at all.
@@ -42,6 +34,10 @@ type Options struct {
 	// Vocabulary is the second tier's model; nil uses the built-in one.
 	Vocabulary *Vocabulary
 }
+
+// Lines reads lines of a log back: those of the log at path numbered from line-before to
+// line+after, as the scan saw them (package index's Index.Window).
+type Lines func(path string, line, before, after int) ([]ContextLine, error)
 
 // Result is the outcome of an analysis.
 type Result struct {
@@ -58,10 +54,6 @@ type Result struct {
 	Logs []LogSummary
 	// Warnings are problems met while analysing (unreadable logs, cut lines).
 	Warnings []string
-	// Index is the index of the bundle's logs, built in the same pass as the rules ran (or
-	// reused from the cache). The caller closes it; it reads from the bundle, which must stay
-	// open meanwhile.
-	Index *index.Index
 }
 
 // LogSummary describes one scanned log.
@@ -75,15 +67,55 @@ type LogSummary struct {
 	// First and Last are the first and last times the log showed (nil: none).
 	First, Last *time.Time
 	Truncated   bool
+	// Rank is the first torchrun rank the log's lines show ("[rank3]:"), or -1.
+	Rank int
 	// Findings counts the findings of the log's lines.
 	Findings int
 }
 
-// Run analyses a loaded bundle. It fails only when the index of the logs cannot be built
-// (a full disk) or when ctx is done (its error, wrapped); problems with the bundle itself
-// become warnings.
-func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
-	a := &analyzer{m: m, rs: opts.Rules, res: &Result{}, stuckAfter: opts.stuckAfter(), vocab: opts.Vocabulary}
+// Scan is the rules' visitor of the scan of a bundle's logs (a logscan.Visitor): it matches
+// every line of every log against the rule set, in the read that builds the index too. Run
+// analyses what it found.
+type Scan struct {
+	logs     []bundle.LogStream
+	rs       *RuleSet
+	scanners []*logScanner
+	// A log's scratch space and shape memos serve its scan only: 200,000 logs do not keep
+	// 200,000 of them.
+	scratch sync.Pool
+}
+
+// NewScan returns the rules' visitor of a scan of logs (the model's Logs, in that order).
+func NewScan(logs []bundle.LogStream, rs *RuleSet) *Scan {
+	s := &Scan{logs: logs, rs: rs, scanners: make([]*logScanner, len(logs))}
+	s.scratch.New = func() any { return rs.NewScratch() }
+	return s
+}
+
+// Log returns what matches the lines of log i.
+func (s *Scan) Log(i int) func(*logscan.Scanned) {
+	s.scanners[i] = newLogScanner(s.logs[i], s.rs, s.scratch.Get().(*Scratch))
+	return s.scanners[i].visit
+}
+
+// Done finds log i's terminal failure and gives back what only its scan needed.
+func (s *Scan) Done(i int, _ logscan.Stats, _ error) {
+	if sc := s.scanners[i]; sc != nil {
+		sc.terminal = terminalOf(&sc.tail, sc.ls.Path, sc.ls.Pod, sc.ls.Container)
+		sc.tail = tailBuf{}
+		s.scratch.Put(sc.release())
+	}
+}
+
+// Run analyses a loaded bundle with what the scan of its logs found: sc saw every line of
+// m.Logs, stats are the scan's (logscan.ScanAll), in the same order. Problems with the bundle
+// itself become warnings; Run fails only when the built-in vocabulary does not load.
+func Run(m *parse.Model, sc *Scan, stats []logscan.Stats, opts Options) (*Result, error) {
+	if len(stats) != len(m.Logs) || len(sc.scanners) != len(m.Logs) {
+		return nil, fmt.Errorf("analyze: %d logs, but %d scanned and %d stats", len(m.Logs), len(sc.scanners), len(stats))
+	}
+	a := &analyzer{m: m, rs: sc.rs, res: &Result{}, lines: opts.Lines,
+		stuckAfter: opts.stuckAfter(), vocab: opts.Vocabulary}
 	if a.vocab == nil {
 		v, err := defaultVocabulary()
 		if err != nil {
@@ -91,9 +123,7 @@ func Run(ctx context.Context, m *parse.Model, opts Options) (*Result, error) {
 		}
 		a.vocab = v
 	}
-	if err := a.scanLogs(ctx, opts); err != nil {
-		return nil, err
-	}
+	a.logs(sc.scanners, stats)
 	a.control()
 	a.loggedFacts()
 	a.spec()
@@ -127,6 +157,8 @@ type analyzer struct {
 	// inJob and onNode hold the names of the job's pods and of the nodes they ran on (see
 	// eventOfJob).
 	inJob, onNode map[string]bool
+	// lines reads the context of evidence back (nil: none).
+	lines Lines
 	// stuckAfter is how long a job may wait to start before the wait is its failure.
 	stuckAfter time.Duration
 }
@@ -137,34 +169,11 @@ func (a *analyzer) warnf(format string, args ...any) {
 	a.res.Warnings = append(a.res.Warnings, fmt.Sprintf(format, args...))
 }
 
-// scanLogs scans every log once, in parallel (logs are independent streams), building the
-// index in the same pass. Results are merged in bundle order so the output does not depend on
-// scheduling; evidence context is read back through the index.
-func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
+// logs takes in what the scan of each log found. Results are merged in bundle order so the
+// output does not depend on scheduling; evidence context is read back through lines.
+func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 	logs := a.m.Logs
 	a.logsFor = map[string]bool{}
-	scanners := make([]*logScanner, len(logs))
-	// A log's scratch space and shape memos serve its scan only: 200,000 logs do not keep
-	// 200,000 of them.
-	scratch := sync.Pool{New: func() any { return a.rs.NewScratch() }}
-	ix, stats, err := index.Build(ctx, a.m.Bundle, logs, index.BuildOptions{
-		Cache: opts.Cache, Version: opts.Version, Workers: opts.Workers, Progress: opts.Progress, Log: opts.Log,
-		Visit: func(i int) func(*logscan.Scanned) {
-			scanners[i] = newLogScanner(logs[i], a.rs, scratch.Get().(*Scratch))
-			return scanners[i].visit
-		},
-		Scanned: func(i int) {
-			if s := scanners[i]; s != nil {
-				s.terminal = terminalOf(&s.tail, s.ls.Path, s.ls.Pod, s.ls.Container)
-				s.tail = tailBuf{}
-				scratch.Put(s.release())
-			}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("indexing the logs: %w", err)
-	}
-	a.res.Index = ix
 	for i, st := range stats {
 		ls := logs[i]
 		a.logsFor[ls.Pod+"/"+ls.Container] = true
@@ -185,16 +194,18 @@ func (a *analyzer) scanLogs(ctx context.Context, opts Options) error {
 		found := scanners[i].findings
 		a.res.Logs = append(a.res.Logs, LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
-			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated, Findings: len(found),
+			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated,
+			Rank: scanners[i].rank, Findings: len(found),
 		})
 		for _, f := range found {
-			if err := addContext(ix, f); err != nil {
-				a.warnf("%s: context lines: %v", ls.Path, err)
+			if a.lines != nil {
+				if err := addContext(a.lines, f); err != nil {
+					a.warnf("%s: context lines: %v", ls.Path, err)
+				}
 			}
 			a.add(f)
 		}
 	}
-	return nil
 }
 
 // sortFindings orders findings in time, so ids are stable and the first failure comes

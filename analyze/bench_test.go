@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -43,10 +44,10 @@ func BenchmarkRun(b *testing.B) {
 	b.SetBytes(bytes)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := Run(b.Context(), m, Options{Rules: rs})
+		_, ix, err := analyzeModel(b.Context(), m, rs, index.BuildOptions{}, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		res.Index.Close()
+		ix.Close()
 	}
 }

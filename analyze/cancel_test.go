@@ -30,17 +30,18 @@ func TestRunCancelled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	res, err := Run(ctx, m, Options{Rules: rs, Cache: cache, Version: "test"})
+	res, ix, err := analyzeModel(ctx, m, rs, index.BuildOptions{Cache: cache, Version: "test"}, Options{})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Nil(t, res)
+	require.Nil(t, ix)
 	entries, _ := os.ReadDir(cache.Dir)
 	for _, e := range entries {
 		require.False(t, strings.HasPrefix(e.Name(), "."), "a temporary is left in the cache: %s", e.Name())
 	}
 	require.Empty(t, entries, "nothing is cached")
 
-	res, err = Run(t.Context(), m, Options{Rules: rs, Cache: cache, Version: "test"})
+	res, ix, err = analyzeModel(t.Context(), m, rs, index.BuildOptions{Cache: cache, Version: "test"}, Options{})
 	require.NoError(t, err)
-	defer res.Index.Close()
+	defer ix.Close()
 	require.Equal(t, VerdictUnhealthy, res.Verdict)
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -193,7 +194,7 @@ func (a *analyzer) containerStatus(p *corev1.Pod, cs corev1.ContainerStatus, ev 
 // loggedFact is an object fact a log line rendered.
 type loggedFact struct {
 	textFact
-	ls parse.LogStream
+	ls bundle.LogStream
 }
 
 // loggedFacts observes the facts log lines rendered (an operator's "Pod: ns.worker-0 exited

@@ -10,9 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 const (
@@ -24,10 +23,10 @@ const (
 	maxEvidence = 3
 )
 
-// logScanner matches one log's lines against the rule set. The index package reads the
-// log (once, for the index too) and hands it every line.
+// logScanner matches one log's lines against the rule set. Package logscan reads the log
+// (once, for the index too) and hands it every line (see Scan).
 type logScanner struct {
-	ls       parse.LogStream
+	ls       bundle.LogStream
 	rs       *RuleSet
 	sc       *Scratch
 	byRule   map[*Rule]*Finding
@@ -49,6 +48,8 @@ type logScanner struct {
 	terminal *terminalFailure
 	// join follows the lines that look cut, to match them joined with their continuation.
 	join joiner
+	// rank is the first torchrun rank the log's lines show, or -1.
+	rank int
 }
 
 // textFact is an object fact read from a log line.
@@ -89,8 +90,8 @@ type shapeSeen struct {
 // lines.
 const filterAfter = 16
 
-func newLogScanner(ls parse.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
-	return &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}}
+func newLogScanner(ls bundle.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
+	return &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}, rank: -1}
 }
 
 // release drops what only the scan needed and returns the scratch space, for the next log.
@@ -116,6 +117,9 @@ func (s *logScanner) addFinding(f *Finding) { s.findings = append(s.findings, f)
 func (s *logScanner) visit(l *logscan.Scanned) {
 	if l.Time > s.latest {
 		s.latest = l.Time
+	}
+	if s.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
+		s.rank = logscan.RankPrefix(l.Text)
 	}
 	text, pre := splitPrefix(l.Text)
 	progress, step := s.progressOf(l, text)
@@ -398,24 +402,24 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 	return seen.memo.mayMatch(l.VarClasses)
 }
 
-// addContext reads the lines around each log evidence line back through the index.
-func addContext(ix *index.Index, f *Finding) error {
+// addContext reads the lines around each log evidence line back through lines.
+func addContext(read Lines, f *Finding) error {
 	for i := range f.Evidence {
 		ev := &f.Evidence[i]
 		if ev.Source != "log" || ev.Line == 0 {
 			continue
 		}
-		lines, err := ix.Window(ev.File, ev.Line, contextBefore, contextAfter)
+		lines, err := read(ev.File, ev.Line, contextBefore, contextAfter)
 		if err != nil {
 			return err
 		}
 		ev.Before, ev.After = nil, nil
 		for _, l := range lines {
 			switch {
-			case l.Number < ev.Line:
-				ev.Before = append(ev.Before, ContextLine{Line: l.Number, Text: excerpt([]byte(l.Text))})
-			case l.Number > ev.Line:
-				ev.After = append(ev.After, ContextLine{Line: l.Number, Text: excerpt([]byte(l.Text))})
+			case l.Line < ev.Line:
+				ev.Before = append(ev.Before, ContextLine{Line: l.Line, Text: excerpt([]byte(l.Text))})
+			case l.Line > ev.Line:
+				ev.After = append(ev.After, ContextLine{Line: l.Line, Text: excerpt([]byte(l.Text))})
 			}
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // scanned is what scanning one log produced.
@@ -30,13 +29,13 @@ func scan(t *testing.T, log string, maxLine int) scanned {
 	rs, err := NewRuleSet(rules)
 	require.NoError(t, err)
 	b := &bundle.Bundle{FS: fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log)}}, Limits: bundle.Limits{MaxLineBytes: maxLine}}
-	ls := parse.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}
+	ls := bundle.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}
 	sc := newLogScanner(ls, rs, rs.NewScratch())
-	ix, stats, err := index.Build(t.Context(), b, []parse.LogStream{ls}, index.BuildOptions{Visit: func(int) func(*logscan.Scanned) { return sc.visit }})
+	ix, stats, err := scanWith(t.Context(), b, []bundle.LogStream{ls}, index.BuildOptions{}, logscan.LogFunc(func(int) func(*logscan.Scanned) { return sc.visit }))
 	require.NoError(t, err)
 	defer ix.Close()
 	for _, f := range sc.findings {
-		require.NoError(t, addContext(ix, f))
+		require.NoError(t, addContext(windowLines(ix), f))
 	}
 	return scanned{findings: sc.findings, lines: stats[0].Lines, longLines: stats[0].LongLines, bytes: stats[0].Bytes, err: stats[0].Err}
 }

@@ -16,18 +16,17 @@ import (
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/internal/samplegen"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // checkShapeFilter scans every log of a bundle as Run does and checks that each line the
 // shape filters rule out is one the rules do not match. It returns how many lines were
 // ruled out, and of how many.
-func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []parse.LogStream, rs *RuleSet) (skipped, lines int) {
+func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []bundle.LogStream, rs *RuleSet) (skipped, lines int) {
 	t.Helper()
 	scanners := make([]*logScanner, len(logs))
 	counts := make([][2]int, len(logs))
 	errs := make([]string, len(logs))
-	ix, _, err := index.Build(t.Context(), b, logs, index.BuildOptions{Visit: func(i int) func(*logscan.Scanned) {
+	ix, _, err := scanWith(t.Context(), b, logs, index.BuildOptions{}, logscan.LogFunc(func(i int) func(*logscan.Scanned) {
 		scanners[i] = newLogScanner(logs[i], rs, rs.NewScratch())
 		sc := rs.NewScratch()
 		return func(l *logscan.Scanned) {
@@ -40,7 +39,7 @@ func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []parse.LogStream, rs
 				errs[i] = fmt.Sprintf("%s:%d %q: ruled out, but %s matches", logs[i].Path, l.Number, l.Text, hits[0].Rule.ID)
 			}
 		}
-	}})
+	}))
 	require.NoError(t, err)
 	ix.Close()
 	for i := range logs {
@@ -72,7 +71,7 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 		}
 		b, err := bundle.Open(t.Context(), filepath.Join("../samples", e.Name()), bundle.DefaultLimits())
 		require.NoError(t, err)
-		logs, _ := parse.LogStreams(b)
+		logs, _ := bundle.LogStreams(b)
 		checkShapeFilter(t, b, logs, rs)
 		b.Close()
 	}
@@ -82,7 +81,7 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 	b, err := bundle.Open(t.Context(), gen, bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
-	logs, _ := parse.LogStreams(b)
+	logs, _ := bundle.LogStreams(b)
 	skipped, lines := checkShapeFilter(t, b, logs, rs)
 	require.Greater(t, skipped, lines*9/10, "the step lines need no rule")
 
@@ -115,7 +114,7 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 		}
 	}
 	fsys := fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log.String())}}
-	logs = []parse.LogStream{{Path: "logs/ml/p/c.log", Namespace: "ml", Pod: "p", Container: "c"}}
+	logs = []bundle.LogStream{{Path: "logs/ml/p/c.log", Namespace: "ml", Pod: "p", Container: "c"}}
 	skipped, lines = checkShapeFilter(t, &bundle.Bundle{FS: fsys, Limits: bundle.DefaultLimits()}, logs, rs)
 	require.GreaterOrEqual(t, lines, 2*40*examples)
 	require.Greater(t, skipped, lines/3)

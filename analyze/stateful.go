@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/rules"
@@ -589,7 +590,7 @@ func (r *Rule) matchLog(ex rules.Example, site []*Rule) (bool, error) {
 			return false, fmt.Errorf("collectedAt: %v", err)
 		}
 	}
-	s := newLogScanner(parse.LogStream{Path: "example.log", Pod: "example"}, rs, rs.NewScratch())
+	s := newLogScanner(bundle.LogStream{Path: "example.log", Pod: "example"}, rs, rs.NewScratch())
 	var clock logscan.Clock
 	var st logscan.Stats
 	var clean []byte

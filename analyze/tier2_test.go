@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -107,9 +108,9 @@ func analyzeLogs(t *testing.T, rules []*Rule, logs ...string) *Result {
 	require.NoError(t, err)
 	rs, err := NewRuleSet(rules)
 	require.NoError(t, err)
-	res, err := Run(t.Context(), m, Options{Rules: rs})
+	res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { res.Index.Close() })
+	t.Cleanup(func() { ix.Close() })
 	return res
 }
 
@@ -223,8 +224,9 @@ func TestSecondTierNeverFailsAHealthyJob(t *testing.T) {
 			}
 			m, err := parse.Load(&bundle.Bundle{Source: "test", FS: fsys, Files: list, Limits: bundle.DefaultLimits()})
 			require.NoError(t, err)
-			res, err := Run(t.Context(), m, Options{Rules: rs})
+			res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, Options{})
 			require.NoError(t, err)
+			t.Cleanup(func() { ix.Close() })
 			if phase == "Failed" {
 				require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 				require.Equal(t, CategoryHostOOM, res.RootCause.Category)

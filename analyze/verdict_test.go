@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/parse"
 )
 
@@ -38,9 +39,9 @@ func analyzeBundle(t *testing.T, files map[string]string, collectedAt time.Time,
 	require.NoError(t, err)
 	rs, err := NewRuleSet(rules)
 	require.NoError(t, err)
-	opts.Rules = rs
-	res, err := Run(t.Context(), m, opts)
+	res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, opts)
 	require.NoError(t, err)
+	t.Cleanup(func() { ix.Close() })
 	return res
 }
 

@@ -1,6 +1,6 @@
 // Package diagnose is coroner's one pipeline from an input to a report: open the bundle or
-// logs, parse them into a model, scan and index the logs while matching the rules, analyse,
-// build the report and redact its text. `coroner analyze`, `coroner watch` and every command
+// logs, parse them into a model, read the logs once (package logscan) with two visitors, the
+// index builder and the rules, analyse, build the report and redact its text. `coroner analyze`, `coroner watch` and every command
 // that shows a diagnosis call Run; they keep their flags, streams and exit codes, and nothing
 // of how a diagnosis is made.
 package diagnose
@@ -63,8 +63,11 @@ type Diagnosis struct {
 	// Bundle is the opened input, Model what was parsed of it.
 	Bundle *bundle.Bundle
 	Model  *parse.Model
-	// Result is the analysis; its Index answers searches and context windows until Close.
+	// Result is the analysis.
 	Result *analyze.Result
+	// Index is the index of the logs, built in the scan that ran the rules (or taken from
+	// the cache): it answers searches and context windows until Close.
+	Index *index.Index
 	// Report is the report, its text redacted unless Options.KeepSecrets.
 	Report *report.Report
 	// Masked is how many secrets the report's redaction masked.
@@ -74,8 +77,8 @@ type Diagnosis struct {
 // Close releases the index and the input.
 func (d *Diagnosis) Close() error {
 	var errs []error
-	if d.Result != nil && d.Result.Index != nil {
-		errs = append(errs, d.Result.Index.Close())
+	if d.Index != nil {
+		errs = append(errs, d.Index.Close())
 	}
 	if d.Bundle != nil {
 		errs = append(errs, d.Bundle.Close())
@@ -122,8 +125,12 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 	if err != nil {
 		return nil, err
 	}
-	d.Result, err = analyze.Run(ctx, d.Model, analyze.Options{Rules: rs.rs, Workers: opts.Workers, Progress: opts.Progress,
-		Cache: opts.Cache, Version: opts.Version, Log: opts.Log, StuckAfter: opts.StuckAfter})
+	sc, ix, stats, err := scan(ctx, d.Model, rs.rs, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Source, err)
+	}
+	d.Index = ix
+	d.Result, err = analyze.Run(d.Model, sc, stats, analyze.Options{Lines: contextLines(ix), StuckAfter: opts.StuckAfter})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
@@ -132,7 +139,7 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 		return nil, fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", InputName(in.Paths))
 	}
 	if !opts.KeepSecrets {
-		if d.Masked, err = redactReport(ctx, d.Report, b, d.Result.Index, opts.RedactRules, opts.RedactHint); err != nil {
+		if d.Masked, err = redactReport(ctx, d.Report, b, d.Index, opts.RedactRules, opts.RedactHint); err != nil {
 			return nil, err
 		}
 	}

@@ -115,7 +115,7 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 	if level != "" {
 		c.add(itemHash(itemLevel, []byte(level), c.scr))
 	}
-	if r := rankOf(text); r >= 0 {
+	if r := logscan.RankPrefix(text); r >= 0 {
 		c.scr = fmt.Appendf(c.scr[:0], "%d", r)
 		c.add(itemHash(itemRank, c.scr, c.scr[len(c.scr):]))
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // maxLineLimit bounds the line limit: offsets within a line fit 32 bits.
@@ -32,7 +31,7 @@ const (
 	docBytes = 8 << 10
 )
 
-// BuildOptions tune Build.
+// BuildOptions tune Build and Prepare.
 type BuildOptions struct {
 	// Cache keeps and reuses indexes; nil builds a private index that Close removes.
 	Cache *Cache
@@ -40,133 +39,195 @@ type BuildOptions struct {
 	Version string
 	// Workers is how many logs are scanned at once; 0 means one per CPU.
 	Workers int
-	// Progress, when set, is called after each log is scanned.
+	// Progress, when set, is called after each log Build scans, and after each log Finish
+	// scans again when the cache could not be written.
 	Progress func(done, total int, bytes int64)
-	// Visit, when set, returns the visitor of log i: it sees every line of that log, from the
-	// goroutine scanning it, whether the index is built or comes from the cache.
-	Visit func(i int) func(*logscan.Scanned)
-	// Scanned, when set, is called from the same goroutine once log i has been scanned (or
-	// failed): what Visit made for it may give back what only the scan needed.
-	Scanned func(i int)
 	// Log, when set, is told what happened to the cache (a damaged index rebuilt, a cache
 	// that cannot be written and is done without...).
 	Log func(format string, args ...any)
 }
 
-// scannedDone and scannedFailed call Scanned, when set, as logscan's Done and Failed.
-func (o BuildOptions) scannedDone() func(int, logscan.Stats) {
-	if o.Scanned == nil {
-		return nil
-	}
-	return func(i int, _ logscan.Stats) { o.Scanned(i) }
-}
-
-func (o BuildOptions) scannedFailed() func(int, error) {
-	if o.Scanned == nil {
-		return nil
-	}
-	return func(i int, _ error) { o.Scanned(i) }
-}
-
 // Build returns the index of a bundle's logs: from the cache when it holds one for exactly
 // these log contents, coroner version and line limit; otherwise each log is read once, all
-// logs in parallel, and the index is built in the same pass (and stored in the cache). The
-// stats describe each log in the order of logs.
+// logs in parallel, and the index is built in that pass (and stored in the cache). The stats
+// describe each log in the order of logs. A caller with visitors of its own for the same
+// read uses Prepare, the scan and Finish instead.
 //
 // A cache that cannot be used (read-only, full, not a directory) is done without, with one
 // message to Log: the index is then private. When ctx is done Build stops reading, removes
 // what it had written and returns ctx's error, wrapped; the cache is left as it was.
-func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts BuildOptions) (*Index, []logscan.Stats, error) {
+func Build(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opts BuildOptions) (*Index, []logscan.Stats, error) {
+	bd, err := prepare(ctx, b, logs, opts, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bd.hit != nil {
+		return bd.Finish(ctx, nil, nil)
+	}
+	stats, err := logscan.ScanAll(ctx, b.FS, logs, bd.ScanOptions(logscan.AllOptions{Progress: opts.Progress}))
+	return bd.Finish(ctx, stats, err)
+}
+
+// Builder is the index's side of one scan of a bundle's logs. Prepare looks the cache up; on
+// a miss ScanOptions puts among the scan's visitors one that makes the index of the lines it
+// sees, in the same read as the caller's other visitors (the rules of package analyze), and
+// Finish writes the index and stores it in the cache. On a hit the scan is the caller's alone
+// and Finish returns the cached index.
+type Builder struct {
+	b     *bundle.Bundle
+	logs  []bundle.LogStream
+	opts  BuildOptions
+	want  meta
+	c     *Cache
+	warn  func(format string, args ...any)
+	sigs  []fileSig
+	pass  *tarPass
+	hit   *Index
+	dir   *scratch.Dir
+	build *building
+	// tarball says the logs are a tarball's: the index gets access points into it.
+	tarball bool
+}
+
+// Prepare starts an index of a bundle's logs that the caller's scan builds (see Builder):
+// ScanOptions makes the scan's options, Finish ends it. The logs are scanned whether or not
+// the cache holds their index (the caller has visitors of its own), so a cache lookup never
+// reads them only to key them. On error nothing is left behind.
+func Prepare(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opts BuildOptions) (*Builder, error) {
+	return prepare(ctx, b, logs, opts, false)
+}
+
+// prepare is Prepare; slowKey allows the cache lookup to read the logs to key them when
+// their sizes and times do not match (nothing else will read them).
+func prepare(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opts BuildOptions, slowKey bool) (*Builder, error) {
 	maxLine := b.Limits.MaxLineBytes
 	if maxLine <= 0 || maxLine > maxLineLimit {
-		return nil, nil, fmt.Errorf("the line limit must be between 1 and %d bytes (got %d)", maxLineLimit, maxLine)
+		return nil, fmt.Errorf("the line limit must be between 1 and %d bytes (got %d)", maxLineLimit, maxLine)
 	}
-	want := meta{Format: FormatVersion, Version: opts.Version, MaxLine: maxLine, Streams: len(logs)}
-	c := opts.Cache
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	bd := &Builder{b: b, logs: logs, opts: opts, c: opts.Cache,
+		want: meta{Format: FormatVersion, Version: opts.Version, MaxLine: maxLine, Streams: len(logs)}}
 	warned := false
-	warn := func(format string, args ...any) {
+	bd.warn = func(format string, args ...any) {
 		if !warned && opts.Log != nil {
 			opts.Log(format, args...)
 		}
 		warned = true
 	}
-	var sigs []fileSig
 	// A tarball's logs are named by the tarball file, and get access points into it (see
 	// OpenTarball), made beside the scan.
-	tarball := c != nil && isTarball(b.Source, b.Plain)
-	var pass *tarPass
-	if c != nil {
+	bd.tarball = bd.c != nil && isTarball(b.Source, b.Plain)
+	if c := bd.c; c != nil {
 		c.prepare()
-		sigs = statLogs(b.FS, logs) // before reading: a file changed meanwhile misses next time
-		if tarball {
-			sigs = tarballSig(b.Source)
-			pass = startTarPass(ctx, b.Source, logs)
+		bd.sigs = statLogs(b.FS, logs) // before reading: a file changed meanwhile misses next time
+		if bd.tarball {
+			bd.sigs = tarballSig(b.Source)
+			bd.pass = startTarPass(ctx, b.Source, logs)
 		}
-		ix, err := c.lookup(ctx, b, logs, sigs, want, opts.Visit == nil, opts.Log)
+		ix, err := c.lookup(ctx, b, logs, bd.sigs, bd.want, slowKey, opts.Log)
 		if err != nil {
-			pass.stop()
-			return nil, nil, err
+			bd.pass.stop()
+			return nil, err
 		}
 		if ix != nil {
-			stats := statsOf(ix)
-			if opts.Visit != nil {
-				stats, err = logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{MaxLine: maxLine, Workers: opts.Workers,
-					Visit: opts.Visit, Progress: opts.Progress, Done: opts.scannedDone(), Failed: opts.scannedFailed()})
-				if err != nil {
-					pass.stop()
-					ix.Close()
-					return nil, nil, err
-				}
-			}
-			if tarball {
-				if _, err := readTarball(ix.dir, sigs); err != nil {
-					if data, err := pass.wait(); err == nil {
-						_ = writeTarball(ix.dir, sigs, data)
-					}
-				}
-			}
-			pass.stop()
-			return ix, stats, nil
+			bd.hit = ix
+			return bd, nil
 		}
-	}
-	var dir *scratch.Dir
-	var err error
-	if c != nil {
 		if err = os.MkdirAll(c.Dir, 0o755); err == nil {
-			dir, err = scratch.MkdirTemp(c.Dir, buildPrefix+"*")
+			if bd.dir, err = scratch.MkdirTemp(c.Dir, buildPrefix+"*"); err == nil {
+				if bd.build, err = startBuilding(bd.dir.Path, logs, opts.Workers); err != nil {
+					bd.dir.Remove()
+				}
+			}
 		}
 		if err != nil {
-			warn("the index cache %s cannot be written (%v); going on without it", c.Dir, unwrapPath(err))
-			c = nil
+			bd.warn("the index cache %s cannot be written (%v); going on without it", c.Dir, unwrapPath(err))
+			bd.c = nil
 		}
 	}
-	if dir == nil {
-		if dir, err = scratch.MkdirTemp("", privatePrefix+"*"); err != nil {
-			return nil, nil, fmt.Errorf("index directory: %w", err)
+	if bd.build == nil {
+		if err := bd.private(); err != nil {
+			bd.pass.stop()
+			return nil, err
 		}
 	}
-	ix, stats, scanned, err := buildIn(ctx, dir, b, logs, want, opts, c != nil)
-	if err != nil && c != nil && ctx.Err() == nil {
-		// Writing into the cache failed (a full disk): the logs are indexed again privately,
-		// without the visitor when it has already seen every line.
+	return bd, nil
+}
+
+// private makes the builder build a private index, in a new scratch directory.
+func (bd *Builder) private() error {
+	dir, err := scratch.MkdirTemp("", privatePrefix+"*")
+	if err != nil {
+		return fmt.Errorf("index directory: %w", err)
+	}
+	bd.dir = dir
+	if bd.build, err = startBuilding(dir.Path, bd.logs, bd.opts.Workers); err != nil {
 		dir.Remove()
-		warn("the index cache %s cannot be written (%v); going on without it", c.Dir, unwrapPath(err))
-		c = nil
-		if scanned {
-			opts.Visit = nil
+		bd.dir = nil
+		return err
+	}
+	return nil
+}
+
+// ScanOptions returns the options of the scan that builds the index: opts with the line
+// limit, the workers, the shapes' budget, the logs' hashing for the cache key and the builder
+// first among the visitors. On a cache hit only the line limit and the workers are set.
+func (bd *Builder) ScanOptions(opts logscan.AllOptions) logscan.AllOptions {
+	opts.MaxLine, opts.Workers = bd.want.MaxLine, bd.opts.Workers
+	if bd.build != nil {
+		opts.Budget, opts.Hash = bd.build.budget, bd.c != nil
+		opts.Visitors = append([]logscan.Visitor{bd.build}, opts.Visitors...)
+	}
+	return opts
+}
+
+// Finish ends the index the scan built: stats and err are what the scan (logscan.ScanAll with
+// ScanOptions) returned. It writes the index and stores it in the cache, or returns the cached
+// one; with the stats of the logs (on a cache hit without a scan, those the index recorded).
+// A cache that cannot be written after the scan is done without: the logs are indexed again,
+// privately, by a scan of the index alone (the other visitors have seen every line). When
+// the scan failed, or ctx is done, what was written is removed and the error returned.
+func (bd *Builder) Finish(ctx context.Context, stats []logscan.Stats, err error) (*Index, []logscan.Stats, error) {
+	defer bd.pass.stop()
+	if ix := bd.hit; ix != nil {
+		if err != nil {
+			ix.Close()
+			return nil, nil, err
 		}
-		if dir, err = scratch.MkdirTemp("", privatePrefix+"*"); err != nil {
-			return nil, nil, fmt.Errorf("index directory: %w", err)
-		}
-		var again []logscan.Stats
-		ix, again, _, err = buildIn(ctx, dir, b, logs, want, opts, false)
 		if stats == nil {
-			stats = again
+			stats = statsOf(ix)
+		}
+		if bd.tarball {
+			if _, err := readTarball(ix.dir, bd.sigs); err != nil {
+				if data, err := bd.pass.wait(); err == nil {
+					_ = writeTarball(ix.dir, bd.sigs, data)
+				}
+			}
+		}
+		return ix, stats, nil
+	}
+	ix, err := bd.build.finish(ctx, bd.dir.Path, bd.b, bd.logs, bd.want, stats, err, bd.c != nil)
+	if err != nil && bd.c != nil && ctx.Err() == nil {
+		// Writing into the cache failed (a full disk): the logs are indexed again privately.
+		bd.dir.Remove()
+		bd.warn("the index cache %s cannot be written (%v); going on without it", bd.c.Dir, unwrapPath(err))
+		bd.c = nil
+		if err = bd.private(); err == nil {
+			again, serr := logscan.ScanAll(ctx, bd.b.FS, bd.logs, bd.ScanOptions(logscan.AllOptions{Progress: bd.opts.Progress}))
+			ix, err = bd.build.finish(ctx, bd.dir.Path, bd.b, bd.logs, bd.want, again, serr, false)
+			if stats == nil {
+				stats = again
+			}
+		} else {
+			bd.dir = nil
 		}
 	}
 	if err != nil {
-		pass.stop()
-		dir.Remove()
+		if bd.dir != nil {
+			bd.dir.Remove()
+		}
 		return nil, nil, err
 	}
 	complete := true
@@ -175,22 +236,19 @@ func Build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, opts B
 			complete = false // a log that could not be read whole is not cached
 		}
 	}
-	if c == nil || !complete {
-		pass.stop()
-		ix.scratch = dir
+	if bd.c == nil || !complete {
+		ix.scratch = bd.dir
 		return ix, stats, nil
 	}
-	ix, err = c.commit(ix, dir, b, sigs, warn)
+	ix, err = bd.c.commit(ix, bd.dir, bd.b, bd.sigs, bd.warn)
 	if err != nil {
-		pass.stop()
 		return nil, nil, err
 	}
-	if tarball && ix.scratch == nil {
-		if data, err := pass.wait(); err == nil {
-			_ = writeTarball(ix.dir, sigs, data)
+	if bd.tarball && ix.scratch == nil {
+		if data, err := bd.pass.wait(); err == nil {
+			_ = writeTarball(ix.dir, bd.sigs, data)
 		}
 	}
-	pass.stop()
 	return ix, stats, nil
 }
 
@@ -219,134 +277,133 @@ const (
 	bleveDir    = "bleve"
 )
 
-// buildIn scans every log into dir and opens the result. scanned says whether the scan went
-// through every log (its visitors saw every line) even when writing the index failed. keyed
-// asks for the logs' SHA-256, for the cache key.
-func buildIn(ctx context.Context, dir *scratch.Dir, b *bundle.Bundle, logs []parse.LogStream, want meta, opts BuildOptions, keyed bool) (*Index, []logscan.Stats, bool, error) {
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	cw, err := newChunkWriter(filepath.Join(dir.Path, filtersFile))
+// building is an index being made in a directory by one scan: it is the scan's visitor that
+// makes each log's templates and chunks.
+type building struct {
+	cw      *chunkWriter
+	bodiesF *os.File
+	bodies  *bufio.Writer
+	// free holds the chunk builders, one per worker: a worker takes one for each log it scans.
+	free     chan *chunkBuilder
+	budget   *logscan.Budget
+	heads    [][]byte
+	builders []*streamBuilder
+	mu       sync.Mutex
+	bodyOff  int64
+	werr     error
+}
+
+// startBuilding opens the files of an index being built in dir, for a scan of logs by
+// workers goroutines.
+func startBuilding(dir string, logs []bundle.LogStream, workers int) (*building, error) {
+	cw, err := newChunkWriter(filepath.Join(dir, filtersFile))
 	if err != nil {
-		return nil, nil, false, err
+		return nil, err
 	}
-	bodiesF, err := os.Create(filepath.Join(dir.Path, bodiesFile))
+	bodiesF, err := os.Create(filepath.Join(dir, bodiesFile))
 	if err != nil {
 		cw.finish()
-		return nil, nil, false, err
+		return nil, err
 	}
-	bodies := bufio.NewWriterSize(bodiesF, 256<<10) // many small logs: one write each otherwise
-	// The chunk builders, one per worker: a worker takes one for each log it scans.
-	free := make(chan *chunkBuilder, workers)
+	g := &building{cw: cw, bodiesF: bodiesF,
+		bodies: bufio.NewWriterSize(bodiesF, 256<<10), // many small logs: one write each otherwise
+		free:   make(chan *chunkBuilder, workers), heads: make([][]byte, len(logs)), builders: make([]*streamBuilder, len(logs))}
 	for i := 0; i < workers; i++ {
-		free <- &chunkBuilder{w: cw}
+		g.free <- &chunkBuilder{w: cw}
 	}
 	var size int64
 	for _, ls := range logs {
 		size += ls.Size
 	}
-	budget := &logscan.Budget{Max: int(min(max(size/docBytes, minDocs), MaxDocs))}
-	heads := make([][]byte, len(logs))
-	builders := make([]*streamBuilder, len(logs))
-	var mu sync.Mutex
-	var bodyOff int64
-	var werr error
-	fail := func(err error) {
-		mu.Lock()
-		if werr == nil {
+	g.budget = &logscan.Budget{Max: int(min(max(size/docBytes, minDocs), MaxDocs))}
+	return g, nil
+}
+
+func (g *building) fail(err error) {
+	g.mu.Lock()
+	if g.werr == nil {
+		g.werr = err
+	}
+	g.mu.Unlock()
+}
+
+// Log returns what adds log i's lines to the index.
+func (g *building) Log(i int) func(*logscan.Scanned) {
+	sb := newStreamBuilder(i, <-g.free)
+	g.builders[i] = sb
+	return sb.add
+}
+
+// Done encodes log i's part of the index. A log that failed gives its chunk builder back, or
+// the next logs' Log would wait for one forever once every builder had gone to a failed log
+// (a cancelled build).
+func (g *building) Done(i int, st logscan.Stats, err error) {
+	sb := g.builders[i]
+	g.builders[i] = nil
+	if err != nil {
+		if sb != nil {
+			g.free <- sb.chunk
+		}
+		return
+	}
+	if err := sb.finish(); err != nil {
+		g.fail(err)
+	}
+	g.free <- sb.chunk
+	body, cpLen := encodeBody(sb)
+	g.mu.Lock()
+	off := g.bodyOff
+	g.bodyOff += int64(len(body))
+	_, werr := g.bodies.Write(body)
+	g.mu.Unlock()
+	if werr != nil {
+		g.fail(werr)
+	}
+	g.heads[i] = appendHead(nil, st, sb, off, body, cpLen)
+}
+
+// finish closes the files of the index after the scan (stats and err are what it returned)
+// and, when it went through every log, writes the rest of the index in dir and opens it.
+// keyed says the logs were hashed, for the cache key.
+func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, logs []bundle.LogStream, want meta, stats []logscan.Stats, err error, keyed bool) (*Index, error) {
+	werr := g.werr
+	close(g.free)
+	for c := range g.free {
+		if err := c.close(); err != nil && werr == nil {
 			werr = err
 		}
-		mu.Unlock()
 	}
-	stats, err := logscan.ScanAll(ctx, b.FS, logs, logscan.AllOptions{
-		MaxLine: want.MaxLine, Workers: workers, Progress: opts.Progress, Budget: budget, Hash: keyed,
-		Visit: func(i int) func(*logscan.Scanned) {
-			sb := newStreamBuilder(i, <-free)
-			builders[i] = sb
-			var visit func(*logscan.Scanned)
-			if opts.Visit != nil {
-				visit = opts.Visit(i)
-			}
-			if visit == nil {
-				return sb.add
-			}
-			return func(l *logscan.Scanned) {
-				sb.add(l)
-				visit(l)
-			}
-		},
-		Done: func(i int, st logscan.Stats) {
-			if opts.Scanned != nil {
-				opts.Scanned(i)
-			}
-			sb := builders[i]
-			builders[i] = nil
-			if err := sb.finish(); err != nil {
-				fail(err)
-			}
-			free <- sb.chunk
-			body, cpLen := encodeBody(sb)
-			mu.Lock()
-			off := bodyOff
-			bodyOff += int64(len(body))
-			_, err := bodies.Write(body)
-			mu.Unlock()
-			if err != nil {
-				fail(err)
-			}
-			heads[i] = appendHead(nil, st, sb, off, body, cpLen)
-		},
-		// A log that failed gives its chunk builder back, or the next logs' Visit would wait
-		// for one forever once every builder had gone to a failed log (a cancelled build).
-		Failed: func(i int, _ error) {
-			if opts.Scanned != nil {
-				opts.Scanned(i)
-			}
-			if sb := builders[i]; sb != nil {
-				builders[i] = nil
-				free <- sb.chunk
-			}
-		},
-	})
-	close(free)
-	for c := range free {
-		if err := c.close(); err != nil {
-			fail(err)
-		}
-	}
-	if ferr := bodies.Flush(); werr == nil {
+	if ferr := g.bodies.Flush(); werr == nil {
 		werr = ferr
 	}
-	if cerr := bodiesF.Close(); werr == nil {
+	if cerr := g.bodiesF.Close(); werr == nil {
 		werr = cerr
 	}
-	if ferr := cw.finish(); werr == nil {
+	if ferr := g.cw.finish(); werr == nil {
 		werr = ferr
 	}
 	if err != nil {
-		return nil, nil, false, err
+		return nil, err
 	}
 	if werr != nil {
-		return nil, stats, true, werr
+		return nil, werr
 	}
 	if keyed {
 		want.Key = contentKey(want, logs, stats)
 	}
-	if err := writeIndex(ctx, dir.Path, logs, stats, heads, budget.Keys(), cw, want); err != nil {
-		return nil, stats, true, err
+	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.budget.Keys(), g.cw, want); err != nil {
+		return nil, err
 	}
-	ix, err := openDir(dir.Path, b.FS, false, &want)
-	return ix, stats, true, err
+	return openDir(dir, b.FS, false, &want)
 }
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the
 // documents (and their bleve index), the chunk table, and meta.json last.
-func writeIndex(ctx context.Context, dir string, logs []parse.LogStream, stats []logscan.Stats, heads [][]byte, docs []string, cw *chunkWriter, want meta) error {
+func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, docs []string, cw *chunkWriter, want meta) error {
 	var h []byte
 	h = append(h, headsMagic...)
 	h = binary.AppendUvarint(h, uint64(len(heads)))
-	var prev parse.LogStream
+	var prev bundle.LogStream
 	var prevFirst int64
 	for i, x := range heads {
 		first := unixNano(stats[i].First)
@@ -383,7 +440,7 @@ func statsOf(ix *Index) []logscan.Stats {
 // key was a CRC-32C once: a log forged to another's size and CRC took that log's cached index
 // (and search missed its lines). A cryptographic hash costs the scan about a fifth of its
 // speed, and only when a cache is used.
-func contentKey(m meta, logs []parse.LogStream, stats []logscan.Stats) string {
+func contentKey(m meta, logs []bundle.LogStream, stats []logscan.Stats) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "coroner-index %d\nversion %q\nmax-line %d\n", m.Format, m.Version, m.MaxLine)
 	for i, ls := range logs {

@@ -16,7 +16,6 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/scratch"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // DefaultCacheMax is the cache's size bound when Cache.MaxBytes is not set.
@@ -53,7 +52,7 @@ type statEntry struct {
 	Key     string `json:"key"`
 }
 
-func statLogs(fsys fs.FS, logs []parse.LogStream) []fileSig {
+func statLogs(fsys fs.FS, logs []bundle.LogStream) []fileSig {
 	sigs := make([]fileSig, len(logs))
 	for i, ls := range logs {
 		sigs[i].Path = ls.Path
@@ -137,7 +136,7 @@ func (c *Cache) prepare() {
 // lookup returns the cached index of these logs, or nil. It finds the key from the stat
 // entry, or, when slowKey allows, by reading every log to hash it (search does; analyze
 // reads the logs anyway and checks the cache after its scan). Its only error is ctx's.
-func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, sigs []fileSig, want meta, slowKey bool, logf func(string, ...any)) (*Index, error) {
+func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, sigs []fileSig, want meta, slowKey bool, logf func(string, ...any)) (*Index, error) {
 	source := sourceID(b)
 	key := ""
 	files := sigsHash(sigs)
@@ -182,7 +181,7 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []parse.LogSt
 }
 
 // keyByReading hashes every log, as the scan would.
-func keyByReading(ctx context.Context, fsys fs.FS, logs []parse.LogStream, want meta) (string, error) {
+func keyByReading(ctx context.Context, fsys fs.FS, logs []bundle.LogStream, want meta) (string, error) {
 	stats := make([]logscan.Stats, len(logs))
 	for i, ls := range logs {
 		n, sum, err := logscan.Checksum(ctx, fsys, ls.Path)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/scratch"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 func copyDir(t *testing.T, src string) string {
@@ -30,7 +29,7 @@ func cachedBuild(t *testing.T, dir string, c *Cache, version string) (*Index, []
 	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
-	logs, _ := parse.LogStreams(b)
+	logs, _ := bundle.LogStreams(b)
 	var msgs []string
 	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) }})
 	require.NoError(t, err)

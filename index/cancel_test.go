@@ -11,7 +11,6 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // requireNoTemporaries fails when the cache directory holds anything but finished indexes
@@ -32,7 +31,7 @@ func TestCancelledBuildLeavesNoTrace(t *testing.T) {
 	b, err := bundle.Open(t.Context(), "../samples/pytorchjob-cuda-oom-rank", bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()
-	logs, _ := parse.LogStreams(b)
+	logs, _ := bundle.LogStreams(b)
 	require.Greater(t, len(logs), 2)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -44,18 +43,19 @@ func TestCancelledBuildLeavesNoTrace(t *testing.T) {
 			for _, c := range []*Cache{cache, nil} {
 				ctx, cancel := context.WithCancel(t.Context())
 				opts := BuildOptions{Cache: c, Version: "test", Workers: 1}
+				var visitors []logscan.Visitor
 				if when == "before" {
 					cancel()
 				} else {
-					opts.Visit = func(i int) func(*logscan.Scanned) {
+					visitors = append(visitors, logscan.LogFunc(func(i int) func(*logscan.Scanned) {
 						return func(l *logscan.Scanned) {
 							if i == 1 && l.Number == 5 {
 								cancel()
 							}
 						}
-					}
+					}))
 				}
-				ix, stats, err := Build(ctx, b, logs, opts)
+				ix, stats, err := buildWith(ctx, b, logs, opts, visitors...)
 				cancel()
 				require.ErrorIs(t, err, context.Canceled)
 				require.Nil(t, ix)
@@ -88,4 +88,15 @@ func TestCancelledSearch(t *testing.T) {
 	again, _ := cachedBuild(t, dir, c, "v1")
 	require.Equal(t, ix.Dir(), again.Dir())
 	require.Equal(t, 7, hitCount(t, again, "NCCL AND timeout"))
+}
+
+// buildWith builds the index of logs as package diagnose does: one scan, the index's visitor
+// beside others.
+func buildWith(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opts BuildOptions, visitors ...logscan.Visitor) (*Index, []logscan.Stats, error) {
+	bd, err := Prepare(ctx, b, logs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	stats, err := logscan.ScanAll(ctx, b.FS, logs, bd.ScanOptions(logscan.AllOptions{Visitors: visitors}))
+	return bd.Finish(ctx, stats, err)
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
@@ -20,7 +20,7 @@ const headsMagic = "coroner-index-heads\n"
 
 // Stream is one indexed log.
 type Stream struct {
-	parse.LogStream
+	bundle.LogStream
 	// Lines and Bytes are what the scan read.
 	Lines     int
 	Bytes     int64
@@ -113,7 +113,7 @@ func encodeBody(sb *streamBuilder) (body []byte, cpLen int) {
 
 // appendIdentity encodes a log's names and its first time as differences from the log before
 // it in the heads file (logs come in path order: a pod's logs share all but their file name).
-func appendIdentity(b []byte, prev, ls parse.LogStream, prevFirst, first int64) []byte {
+func appendIdentity(b []byte, prev, ls bundle.LogStream, prevFirst, first int64) []byte {
 	common := 0
 	for common < len(prev.Path) && common < len(ls.Path) && prev.Path[common] == ls.Path[common] {
 		common++

@@ -60,7 +60,7 @@ type doc struct {
 	refs     []tref
 	tokOnce  sync.Once
 	tokens   []token
-	rankSlot bool // the text starts with torchrun's "[rankN]:" (see rankOf)
+	rankSlot bool // the text starts with torchrun's "[rankN]:" (see logscan.RankPrefix)
 	textOnce sync.Once
 	text     string
 }

@@ -341,7 +341,7 @@ func (m *queryMatch) line(s *Stream, text []byte) bool {
 				}
 				return no
 			case "rank":
-				if rankOf(text) == n.Rank {
+				if logscan.RankPrefix(text) == n.Rank {
 					return yes
 				}
 				return no

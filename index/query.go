@@ -150,7 +150,7 @@ func matchLine(n syntax.Node, words *lineWords, s *Stream, text []byte) bool {
 			case "level":
 				ok = l.Value == words.level()
 			case "rank":
-				ok = rankOf(text) == l.Rank
+				ok = logscan.RankPrefix(text) == l.Rank
 			default:
 				ok = streamField(l, s)
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
-	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // TestReadLinesTimes: a line read back alone has the time a scan of the whole log gives it,
@@ -41,7 +41,7 @@ func TestReadLinesTimes(t *testing.T) {
 	b, err := bundle.OpenLogs(t.Context(), []string{file}, nil, bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
-	logs, _ := parse.LogStreams(b)
+	logs, _ := bundle.LogStreams(b)
 	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
@@ -51,7 +51,7 @@ func TestReadLinesTimes(t *testing.T) {
 	want := []int64{0}
 	var last int64
 	for _, line := range strings.Split(strings.TrimSuffix(sb.String(), "\n"), "\n") {
-		if ts, _, ok := parse.SplitTimestamp([]byte(line)); ok {
+		if ts, _, ok := logscan.SplitTimestamp([]byte(line)); ok {
 			last = ts.UnixNano()
 		}
 		want = append(want, last)

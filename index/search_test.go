@@ -19,7 +19,6 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/samplegen"
 	"github.com/coroner-dev/coroner/logscan"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // The brute force: every line of every log, cleaned as coroner cleans it, split into words
@@ -40,7 +39,7 @@ type bfLine struct {
 
 func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
 	t.Helper()
-	logs, _ := parse.LogStreams(b)
+	logs, _ := bundle.LogStreams(b)
 	var out []bfLine
 	for _, ls := range logs {
 		data, err := os.ReadFile(filepath.Join(dirOf(t, b), filepath.FromSlash(ls.Path)))
@@ -52,10 +51,10 @@ func bruteLines(t *testing.T, b *bundle.Bundle) []bfLine {
 			line := sc.Bytes()
 			line = line[:min(len(line), b.Limits.MaxLineBytes)] // as coroner cuts long lines
 			line = bytes.TrimRight(line, "\r")
-			ts, text, ok := parse.SplitTimestamp(line)
+			ts, text, ok := logscan.SplitTimestamp(line)
 			if ok {
 				last = ts.UnixNano()
-			} else if lt, ok := parse.LeadingTime(line); ok {
+			} else if lt, ok := logscan.LeadingTime(line); ok {
 				last = lt.UnixNano()
 			}
 			clean := string(logscan.Clean(nil, text))
@@ -226,7 +225,7 @@ func buildIndex(t *testing.T, dir string) (*bundle.Bundle, *Index) {
 	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
-	logs, _ := parse.LogStreams(b)
+	logs, _ := bundle.LogStreams(b)
 	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })

@@ -20,7 +20,6 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/index/gzindex"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // A bundle tarball's index can be used without extracting the tarball: the index of a
@@ -72,7 +71,7 @@ func tarballSig(file string) []fileSig {
 
 // indexTarball decompresses a tarball once more and encodes its access points and where
 // each log is in it. It runs beside the scan of the extracted logs.
-func indexTarball(ctx context.Context, file string, logs []parse.LogStream) ([]byte, error) {
+func indexTarball(ctx context.Context, file string, logs []bundle.LogStream) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -361,7 +360,7 @@ type tarPass struct {
 	cancel context.CancelFunc
 }
 
-func startTarPass(ctx context.Context, file string, logs []parse.LogStream) *tarPass {
+func startTarPass(ctx context.Context, file string, logs []bundle.LogStream) *tarPass {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &tarPass{done: make(chan struct{}), cancel: cancel}
 	go func() {

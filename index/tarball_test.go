@@ -11,7 +11,6 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/samplegen"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // tarDir writes dir as a .tar.gz whose entries are named prefix + their path.
@@ -36,7 +35,7 @@ func TestTarballSearchWithoutExtracting(t *testing.T) {
 			// entries map to the bundle's paths either way.
 			b, err := bundle.Open(t.Context(), tgz, bundle.DefaultLimits())
 			require.NoError(t, err)
-			logs, _ := parse.LogStreams(b)
+			logs, _ := bundle.LogStreams(b)
 			b.Close()
 			if len(logs) == 0 {
 				t.Log("bundle.Open does not read a tarball under a top folder yet")
@@ -46,7 +45,7 @@ func TestTarballSearchWithoutExtracting(t *testing.T) {
 		require.Nil(t, mustOpenTarball(t, c, tgz), "nothing cached yet")
 		b, err := bundle.Open(t.Context(), tgz, bundle.DefaultLimits())
 		require.NoError(t, err)
-		logs, _ := parse.LogStreams(b)
+		logs, _ := bundle.LogStreams(b)
 		ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: "v1"})
 		require.NoError(t, err)
 		require.NoError(t, ix.Close())

@@ -246,7 +246,7 @@ func (b *streamBuilder) add(l *logscan.Scanned) {
 		b.unordered = true
 	}
 	if b.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
-		b.rank = rankOf(l.Text)
+		b.rank = logscan.RankPrefix(l.Text)
 	}
 	var t *tmplBuilder
 	switch sh := l.Shape; {
@@ -411,22 +411,6 @@ func levelCode(l string) byte {
 		}
 	}
 	return 0
-}
-
-// rankOf reads torchrun's "[rank5]:" line prefix, or returns -1.
-func rankOf(text []byte) int {
-	const p = "[rank"
-	if len(text) < len(p)+2 || string(text[:len(p)]) != p {
-		return -1
-	}
-	n, i := 0, len(p)
-	for ; i < len(text) && i < len(p)+6 && text[i] >= '0' && text[i] <= '9'; i++ {
-		n = n*10 + int(text[i]-'0')
-	}
-	if i == len(p) || i >= len(text) || text[i] != ']' {
-		return -1
-	}
-	return n
 }
 
 func allDigits(s string) bool {

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/coroner-dev/coroner/parse"
+	"github.com/coroner-dev/coroner/bundle"
 )
 
 // Scanned is one line as the scan hands it to a visitor. Text, Vars and VarClasses are valid
@@ -129,7 +129,7 @@ func (r *LineReader) Next() (line []byte, off int64, err error) {
 // Clock gives each line its time: the kubelet prefix, else a time the program printed at the
 // start of the line, else the last time seen.
 type Clock struct {
-	tp parse.TimeParser
+	tp TimeParser
 	// Last is the time of the last line, as Unix nanoseconds; 0 before any.
 	Last int64
 }
@@ -142,7 +142,7 @@ func (c *Clock) Split(line []byte) (text []byte, own bool) {
 		c.Last = ns
 		return text, true
 	}
-	if t, ok := parse.LeadingTime(line); ok {
+	if t, ok := LeadingTime(line); ok {
 		c.Last = t.UnixNano()
 		return line, true
 	}
@@ -260,12 +260,12 @@ const readBuffer = 64 << 10
 // Scan reads one log once: each line is timed, cleaned, given its shape and handed to visit
 // (which may be nil). A read error ends the scan without failing it: Stats.Err says where the
 // log stopped. When ctx is done the scan stops and returns its error, wrapped.
-func Scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, maxLine int, visit func(*Scanned)) (Stats, error) {
+func Scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, maxLine int, visit func(*Scanned)) (Stats, error) {
 	return scan(ctx, fsys, ls, AllOptions{MaxLine: maxLine}, visit, nil)
 }
 
 // scan scans one log; lr, when set, is a line reader to reuse (a worker scans many logs).
-func scan(ctx context.Context, fsys fs.FS, ls parse.LogStream, opts AllOptions, visit func(*Scanned), lr *LineReader) (Stats, error) {
+func scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, opts AllOptions, visit func(*Scanned), lr *LineReader) (Stats, error) {
 	var st Stats
 	f, err := fsys.Open(ls.Path)
 	if err != nil {
@@ -341,21 +341,59 @@ type AllOptions struct {
 	Budget *Budget
 	// Hash asks for each log's SHA-256 (Stats.Sum).
 	Hash bool
-	// Visit, when set, returns the visitor of log i (nil for none). It is called from the
-	// goroutine that scans log i, before it starts.
-	Visit func(i int) func(*Scanned)
-	// Done, when set, is called with each log's stats when it is scanned, from its goroutine.
-	Done func(i int, st Stats)
-	// Failed, when set, is called instead of Done when log i could not be scanned (ctx done,
-	// a read error), from its goroutine: what Visit took for the log is given back there.
-	Failed func(i int, err error)
+	// Visitors see every line of every log, in this order, in the one read of each log.
+	Visitors []Visitor
 	// Progress, when set, is called after each log is scanned, from one goroutine at a time.
 	Progress func(done, total int, bytes int64)
 }
 
+// Visitor is one consumer of a scan of many logs (ScanAll): the rules of package analyze and
+// the templates of package index are two visitors of the same read. Its methods are called
+// from the goroutine that scans log i, so a visitor keeps what it makes per log apart.
+type Visitor interface {
+	// Log returns what sees each line of log i (nil: nothing), before its scan starts.
+	Log(i int) func(*Scanned)
+	// Done is called once log i has been scanned, with its stats, or with the error that
+	// stopped it (ctx done): what Log made for the log may be given back then.
+	Done(i int, st Stats, err error)
+}
+
+// LogFunc is a Visitor that only sees lines: it returns the visitor of log i.
+type LogFunc func(i int) func(*Scanned)
+
+// Log returns f(i).
+func (f LogFunc) Log(i int) func(*Scanned) { return f(i) }
+
+// Done does nothing.
+func (LogFunc) Done(int, Stats, error) {}
+
+// visitorsOf returns what sees the lines of log i: each visitor's, called in turn.
+func visitorsOf(vs []Visitor, i int) func(*Scanned) {
+	var fs []func(*Scanned)
+	for _, v := range vs {
+		if f := v.Log(i); f != nil {
+			fs = append(fs, f)
+		}
+	}
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	case 2:
+		a, b := fs[0], fs[1]
+		return func(l *Scanned) { a(l); b(l) }
+	}
+	return func(l *Scanned) {
+		for _, f := range fs {
+			f(l)
+		}
+	}
+}
+
 // ScanAll scans logs in parallel (logs are independent streams) and returns their stats in
 // the order of logs. When ctx is done it stops every scan and returns ctx's error, wrapped.
-func ScanAll(ctx context.Context, fsys fs.FS, logs []parse.LogStream, opts AllOptions) ([]Stats, error) {
+func ScanAll(ctx context.Context, fsys fs.FS, logs []bundle.LogStream, opts AllOptions) ([]Stats, error) {
 	stats := make([]Stats, len(logs))
 	workers := opts.Workers
 	if workers <= 0 {
@@ -373,17 +411,14 @@ func ScanAll(ctx context.Context, fsys fs.FS, logs []parse.LogStream, opts AllOp
 			defer wg.Done()
 			var lr *LineReader
 			for i := range jobs {
-				var visit func(*Scanned)
-				if opts.Visit != nil {
-					visit = opts.Visit(i)
-				}
+				visit := visitorsOf(opts.Visitors, i)
 				if lr == nil {
 					lr = NewLineReader(nil, 0, opts.MaxLine, readBuffer)
 				}
 				st, err := scan(ctx, fsys, logs[i], opts, visit, lr)
 				if err != nil {
-					if opts.Failed != nil {
-						opts.Failed(i, err)
+					for _, v := range opts.Visitors {
+						v.Done(i, Stats{}, err)
 					}
 					mu.Lock()
 					if firstErr == nil {
@@ -393,8 +428,8 @@ func ScanAll(ctx context.Context, fsys fs.FS, logs []parse.LogStream, opts AllOp
 					continue
 				}
 				stats[i] = st
-				if opts.Done != nil {
-					opts.Done(i, st)
+				for _, v := range opts.Visitors {
+					v.Done(i, st, nil)
 				}
 				if opts.Progress != nil {
 					mu.Lock()

@@ -6,13 +6,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/stretchr/testify/require"
-
-	"github.com/coroner-dev/coroner/parse"
 )
 
 func TestClean(t *testing.T) {
@@ -42,7 +42,7 @@ func trainingLog(n int) []byte {
 func TestScanReadsEveryLine(t *testing.T) {
 	fsys := fstest.MapFS{"logs/ns/p/c.log": {Data: append(trainingLog(1000), "last line without a newline"...)}}
 	var n, shaped int
-	st, err := Scan(t.Context(), fsys, parse.LogStream{Path: "logs/ns/p/c.log"}, 1<<20, func(l *Scanned) {
+	st, err := Scan(t.Context(), fsys, bundle.LogStream{Path: "logs/ns/p/c.log"}, 1<<20, func(l *Scanned) {
 		n++
 		require.Equal(t, n, l.Number)
 		if l.Shape != nil {
@@ -60,7 +60,7 @@ func TestScanReadsEveryLine(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, st.Bytes, size)
 	require.Equal(t, sha256.Sum256(fsys["logs/ns/p/c.log"].Data), sum)
-	all, err := ScanAll(t.Context(), fsys, []parse.LogStream{{Path: "logs/ns/p/c.log"}}, AllOptions{MaxLine: 1 << 20, Hash: true})
+	all, err := ScanAll(t.Context(), fsys, []bundle.LogStream{{Path: "logs/ns/p/c.log"}}, AllOptions{MaxLine: 1 << 20, Hash: true})
 	require.NoError(t, err)
 	require.Equal(t, sum, all[0].Sum, "Checksum reads as a scan does")
 }
@@ -78,8 +78,8 @@ func TestScanMakesShapesThatRepeat(t *testing.T) {
 	budget := &Budget{Max: EagerShapes + 1}
 	shaped := map[string][]bool{}
 	docs := map[string]int{}
-	_, err := ScanAll(t.Context(), fsys, []parse.LogStream{{Path: "a.log"}, {Path: "b.log"}}, AllOptions{MaxLine: 1 << 20, Budget: budget, Workers: 1,
-		Visit: func(i int) func(*Scanned) {
+	_, err := ScanAll(t.Context(), fsys, []bundle.LogStream{{Path: "a.log"}, {Path: "b.log"}}, AllOptions{MaxLine: 1 << 20, Budget: budget, Workers: 1,
+		Visitors: []Visitor{LogFunc(func(i int) func(*Scanned) {
 			name := []string{"a", "b"}[i]
 			return func(l *Scanned) {
 				shaped[name] = append(shaped[name], l.Shape != nil)
@@ -88,7 +88,7 @@ func TestScanMakesShapesThatRepeat(t *testing.T) {
 					require.Equal(t, budget.Keys()[l.Shape.Doc], l.Shape.Key)
 				}
 			}
-		}})
+		})}})
 	require.NoError(t, err)
 	a := shaped["a"]
 	for i := 0; i < EagerShapes; i++ {
@@ -110,7 +110,7 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	seen := 0
-	_, err := Scan(ctx, fsys, parse.LogStream{Path: "a.log"}, 1<<20, func(l *Scanned) {
+	_, err := Scan(ctx, fsys, bundle.LogStream{Path: "a.log"}, 1<<20, func(l *Scanned) {
 		seen++
 		if l.Number == 1000 {
 			cancel()
@@ -121,8 +121,8 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 	require.Less(t, seen, 1000+2000, "lines after the cancel are at most one read buffer's")
 
 	seen = 0
-	_, err = ScanAll(ctx, fsys, []parse.LogStream{{Path: "a.log"}, {Path: "b.log"}}, AllOptions{MaxLine: 1 << 20,
-		Visit: func(int) func(*Scanned) { return func(*Scanned) { seen++ } }})
+	_, err = ScanAll(ctx, fsys, []bundle.LogStream{{Path: "a.log"}, {Path: "b.log"}}, AllOptions{MaxLine: 1 << 20,
+		Visitors: []Visitor{LogFunc(func(int) func(*Scanned) { return func(*Scanned) { seen++ } })}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Zero(t, seen)
 }
@@ -131,22 +131,22 @@ func TestScanStopsWhenCancelled(t *testing.T) {
 func TestScanAllStopsEveryWorker(t *testing.T) {
 	log := trainingLog(100_000)
 	fsys := fstest.MapFS{}
-	var logs []parse.LogStream
+	var logs []bundle.LogStream
 	for i := range 8 {
 		p := fmt.Sprintf("%d.log", i)
 		fsys[p] = &fstest.MapFile{Data: log}
-		logs = append(logs, parse.LogStream{Path: p})
+		logs = append(logs, bundle.LogStream{Path: p})
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var lines atomic.Int64
-	_, err := ScanAll(ctx, fsys, logs, AllOptions{MaxLine: 1 << 20, Workers: 4, Visit: func(int) func(*Scanned) {
+	_, err := ScanAll(ctx, fsys, logs, AllOptions{MaxLine: 1 << 20, Workers: 4, Visitors: []Visitor{LogFunc(func(int) func(*Scanned) {
 		return func(l *Scanned) {
 			if lines.Add(1) == 5000 {
 				cancel()
 			}
 		}
-	}})
+	})}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, lines.Load(), int64(len(logs)*100_000/2), "the scan stopped early")
 }
@@ -155,5 +155,65 @@ func TestScanAllStopsEveryWorker(t *testing.T) {
 func TestFoldIsToLower(t *testing.T) {
 	for _, w := range []string{"", "abc", "ABC_12", "Größe", "ÉCOLE", "x\xffY", "\xc3", "İstanbul", "ΣΑΣ", "▁The"} {
 		require.Equal(t, string(bytes.ToLower([]byte(w))), string(Fold([]byte("p:"), []byte(w))[2:]), "%q", w)
+	}
+}
+
+// recorder is a Visitor that records what it saw of each log.
+type recorder struct {
+	mu    sync.Mutex
+	lines map[int][]string
+	done  map[int]Stats
+	errs  map[int]error
+}
+
+func (r *recorder) Log(i int) func(*Scanned) {
+	return func(l *Scanned) {
+		r.mu.Lock()
+		r.lines[i] = append(r.lines[i], string(l.Text))
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) Done(i int, st Stats, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.errs[i] = err
+		return
+	}
+	r.done[i] = st
+}
+
+// TestScanAllVisitors: every visitor sees every line of every log in the one read, in order,
+// and hears once per log when it is done, with the stats ScanAll returns; a cancelled scan
+// tells them why instead.
+func TestScanAllVisitors(t *testing.T) {
+	fsys := fstest.MapFS{
+		"a.log": {Data: []byte("2026-03-14T10:00:00Z one\n2026-03-14T10:00:01Z \x1b[31mtwo\x1b[0m\n")},
+		"b.log": {Data: []byte("three\n")},
+	}
+	logs := []bundle.LogStream{{Path: "a.log"}, {Path: "b.log"}}
+	newRecorder := func() *recorder {
+		return &recorder{lines: map[int][]string{}, done: map[int]Stats{}, errs: map[int]error{}}
+	}
+	x, y := newRecorder(), newRecorder()
+	stats, err := ScanAll(t.Context(), fsys, logs, AllOptions{MaxLine: 1 << 20, Workers: 2, Visitors: []Visitor{x, y}})
+	require.NoError(t, err)
+	want := map[int][]string{0: {"one", "two"}, 1: {"three"}}
+	for _, r := range []*recorder{x, y} {
+		require.Equal(t, want, r.lines)
+		require.Equal(t, map[int]Stats{0: stats[0], 1: stats[1]}, r.done)
+		require.Empty(t, r.errs)
+	}
+	require.Equal(t, 2, stats[0].Lines)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	z := newRecorder()
+	_, err = ScanAll(ctx, fsys, logs[:1], AllOptions{MaxLine: 1 << 20, Workers: 1, Visitors: []Visitor{z}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, z.done)
+	for _, e := range z.errs {
+		require.ErrorIs(t, e, context.Canceled)
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/coroner-dev/coroner/internal/literal"
 	"github.com/coroner-dev/coroner/internal/samplegen"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // tricky lines for the template matcher: words that change kind with one character, cleaning,
@@ -60,7 +59,7 @@ func corpus(t *testing.T) [][]byte {
 			sc := bufio.NewScanner(bytes.NewReader(data))
 			sc.Buffer(nil, 1<<20)
 			for n := 0; sc.Scan() && n < 3000; n++ {
-				_, text, _ := parse.SplitTimestamp(sc.Bytes())
+				_, text, _ := SplitTimestamp(sc.Bytes())
 				out = append(out, append([]byte(nil), text...))
 			}
 		}

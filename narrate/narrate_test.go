@@ -17,8 +17,8 @@ import (
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/index"
-	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -67,19 +67,15 @@ func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 // analyzed analyzes a bundle as coroner analyze does.
 func analyzed(t *testing.T, dir string) (*report.Report, *index.Index) {
 	t.Helper()
-	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	m, err := parse.Load(b)
-	require.NoError(t, err)
 	rules, err := analyze.DefaultRules()
 	require.NoError(t, err)
 	rs, err := analyze.NewRuleSet(rules)
 	require.NoError(t, err)
-	res, err := analyze.Run(t.Context(), m, analyze.Options{Rules: rs, Workers: 2})
+	d, err := diagnose.Run(t.Context(), diagnose.Input{Paths: []string{dir}}, diagnose.Options{Rules: rs, Workers: 2,
+		Limits: bundle.DefaultLimits(), Version: "test", KeepSecrets: true})
 	require.NoError(t, err)
-	t.Cleanup(func() { res.Index.Close() })
-	return report.Build(m, res, "test"), res.Index
+	t.Cleanup(func() { d.Close() })
+	return d.Report, d.Index
 }
 
 // options are the LLM step's options as coroner analyze sets them, with the built-in

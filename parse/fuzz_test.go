@@ -43,25 +43,3 @@ func FuzzLoadResource(f *testing.F) {
 		}
 	})
 }
-
-// FuzzTimestamps: the timestamp parsers never panic, and what they split off is a prefix.
-func FuzzTimestamps(f *testing.F) {
-	for _, s := range []string{"2026-03-14T10:02:03.123456789Z hello", "2026-03-14 10:02:03,123 INFO x", "[2026-03-14 10:02:03] x",
-		"2026-03-14T12:02:03.5+02:00 x", "2026-03-14T10:02:03Z", "0000-00-00T00:00:00Z "} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		ts, rest, ok := SplitTimestamp(line)
-		if ok {
-			if !bytes.HasSuffix(line, rest) || len(rest) >= len(line) {
-				t.Fatalf("rest %q is not what follows the timestamp in %q", rest, line)
-			}
-			if ts.IsZero() {
-				t.Fatalf("ok with a zero time for %q", line)
-			}
-		} else if !bytes.Equal(rest, line) {
-			t.Fatalf("not ok, but the line changed: %q -> %q", line, rest)
-		}
-		LeadingTime(line)
-	})
-}

@@ -33,31 +33,18 @@ type Model struct {
 	Nodes  []corev1.Node
 	// Objects are all resources of the bundle, sorted by group, kind, namespace, name.
 	Objects []*unstructured.Unstructured
-	Logs    []LogStream
+	Logs    []bundle.LogStream
 	// paths maps "Kind/namespace/name" to the bundle file the object came from.
 	paths map[string]string
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
 
-// LogStream is one container log file of the bundle.
-type LogStream struct {
-	Path      string
-	Namespace string
-	Pod       string
-	Container string
-	Previous  bool
-	Size      int64
-	// Truncated and TruncatedBytes come from the manifest: the collector cut the middle.
-	Truncated      bool
-	TruncatedBytes int64
-}
-
 // Load reads a bundle's resources and lists its logs. Unreadable resource files become
 // warnings: the rest of the bundle is still analysed.
 func Load(b *bundle.Bundle) (*Model, error) {
 	m := &Model{Bundle: b, paths: map[string]string{}}
-	m.Logs, m.Warnings = LogStreams(b) // logs/ sorts before resources/: warnings keep file order
+	m.Logs, m.Warnings = bundle.LogStreams(b) // logs/ sorts before resources/: warnings keep file order
 	m.loadResources()
 	sort.SliceStable(m.Objects, func(i, j int) bool { return objectKey(m.Objects[i]) < objectKey(m.Objects[j]) })
 	sort.SliceStable(m.Pods, func(i, j int) bool {
@@ -272,33 +259,6 @@ func (m *Model) addEventsV1(where string, u *unstructured.Unstructured) {
 		e.Count = int32(n)
 	}
 	m.Events = append(m.Events, e)
-}
-
-// LogStreams lists the container logs of a bundle, in path order, without reading resources
-// (search needs only the logs). Files under logs/ at another path are skipped with a warning.
-func LogStreams(b *bundle.Bundle) ([]LogStream, []string) {
-	var logs []LogStream
-	var warnings []string
-	for _, f := range b.Files {
-		if !strings.HasPrefix(f.Path, "logs/") {
-			continue
-		}
-		parts := strings.Split(f.Path, "/")
-		if len(parts) != 4 || !strings.HasSuffix(parts[3], ".log") {
-			warnings = append(warnings, fmt.Sprintf("%s: not at logs/<namespace>/<pod>/<container>.log; skipped", f.Path))
-			continue
-		}
-		name := strings.TrimSuffix(parts[3], ".log")
-		ls := LogStream{Path: f.Path, Namespace: parts[1], Pod: parts[2], Container: name, Size: f.Size}
-		if c, ok := strings.CutSuffix(name, ".previous"); ok {
-			ls.Container, ls.Previous = c, true
-		}
-		if e := b.Manifest.File(f.Path); e != nil {
-			ls.Truncated, ls.TruncatedBytes = e.Truncated, e.TruncatedBytes
-		}
-		logs = append(logs, ls)
-	}
-	return logs, warnings
 }
 
 // PathOf returns the bundle file an object came from, or "".

@@ -227,12 +227,9 @@ func baseNames(ps []string) []string {
 // ranksOf maps each pod to the first torchrun rank its logs show.
 func ranksOf(res *analyze.Result) map[string]int {
 	out := map[string]int{}
-	if res.Index == nil {
-		return out
-	}
-	for _, s := range res.Index.Streams() {
-		if _, ok := out[s.Pod]; !ok && s.Rank >= 0 {
-			out[s.Pod] = s.Rank
+	for _, l := range res.Logs {
+		if _, ok := out[l.Pod]; !ok && l.Rank >= 0 {
+			out[l.Pod] = l.Rank
 		}
 	}
 	return out

@@ -64,9 +64,9 @@ func StreamResources(ctx context.Context, p string, lim bundle.Limits) (*bundle.
 // (Event resources aside: their events are the lines). The resources are read from the
 // bundle; only the events' lines are made, in memory. Its index is cached like the logs',
 // keyed by content, and a warm search reads nothing but the event files.
-func objectText(b *bundle.Bundle) (*bundle.Bundle, []parse.LogStream, error) {
+func objectText(b *bundle.Bundle) (*bundle.Bundle, []bundle.LogStream, error) {
 	var eventFiles []bundle.File
-	var streams []parse.LogStream
+	var streams []bundle.LogStream
 	for _, f := range b.Files {
 		parts := strings.Split(f.Path, "/")
 		if len(parts) != 5 || parts[0] != "resources" {
@@ -77,7 +77,7 @@ func objectText(b *bundle.Bundle) (*bundle.Bundle, []parse.LogStream, error) {
 			continue
 		}
 		// No pod: --pod narrows to pods' logs and events (a file may hold a List of pods).
-		streams = append(streams, parse.LogStream{Path: f.Path, Namespace: parts[3], Size: f.Size})
+		streams = append(streams, bundle.LogStream{Path: f.Path, Namespace: parts[3], Size: f.Size})
 	}
 	// Only the events are parsed (parse reads them whatever their API version or form).
 	m, err := parse.Load(&bundle.Bundle{Source: b.Source, FS: b.FS, Files: eventFiles, Limits: b.Limits})
@@ -125,7 +125,7 @@ func objectText(b *bundle.Bundle) (*bundle.Bundle, []parse.LogStream, error) {
 		data := []byte(strings.Join(el.lines, "\n") + "\n")
 		// The modification time is what the cache's stat entry compares.
 		events[p] = &fstest.MapFile{Data: data, Mode: 0o444, ModTime: newest}
-		streams = append(streams, parse.LogStream{Path: p, Namespace: el.ns, Pod: el.pod, Container: "events", Size: int64(len(data))})
+		streams = append(streams, bundle.LogStream{Path: p, Namespace: el.ns, Pod: el.pod, Container: "events", Size: int64(len(data))})
 	}
 	sort.Slice(streams, func(i, j int) bool { return streams[i].Path < streams[j].Path })
 	ob := &bundle.Bundle{Source: b.Source + "#objects", FS: overlayFS{base: b.FS, extra: events}, Limits: b.Limits}

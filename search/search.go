@@ -17,7 +17,6 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/index"
-	"github.com/coroner-dev/coroner/parse"
 )
 
 // Options say how a Source opens its input and indexes it.
@@ -87,7 +86,7 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 		}
 	}
 	b := s.b
-	logs, _ := parse.LogStreams(b)
+	logs, _ := bundle.LogStreams(b)
 	if len(s.ixs) == 0 && len(logs) > 0 {
 		ix, err := s.build(ctx, b, logs, opts.Progress)
 		if err != nil {
@@ -107,7 +106,7 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 				s.reopened.Close() // a tarball rebuilt before: its index is built anew, from this one
 			}
 			s.reopened = full
-			logs, _ := parse.LogStreams(full)
+			logs, _ := bundle.LogStreams(full)
 			return s.build(ctx, full, logs, opts.Progress)
 		}
 	}
@@ -132,7 +131,7 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 	return s, nil
 }
 
-func (s *Source) build(ctx context.Context, b *bundle.Bundle, logs []parse.LogStream, progress func(int, int, int64)) (*index.Index, error) {
+func (s *Source) build(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, progress func(int, int, int64)) (*index.Index, error) {
 	ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: s.opts.Cache, Version: s.opts.Version,
 		Workers: s.opts.Workers, Progress: progress, Log: s.opts.Log})
 	if err != nil {

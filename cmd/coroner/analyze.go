@@ -204,7 +204,7 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	defer d.Close()
 	rep := d.Report
 	if step != nil {
-		done, err := step.run(ctx, opts, io, d.Model, d.Result.Index, rep)
+		done, err := step.run(ctx, opts, io, d.Model, d.Index, rep)
 		if err != nil || done {
 			return err
 		}

@@ -1,0 +1,46 @@
+package bundle
+
+import (
+	"fmt"
+	"strings"
+)
+
+// LogStream is one container log file of a bundle.
+type LogStream struct {
+	Path      string
+	Namespace string
+	Pod       string
+	Container string
+	Previous  bool
+	Size      int64
+	// Truncated and TruncatedBytes come from the manifest: the collector cut the middle.
+	Truncated      bool
+	TruncatedBytes int64
+}
+
+// LogStreams lists the container logs of a bundle, in path order, without reading resources
+// (search needs only the logs). Files under logs/ at another path are skipped with a warning.
+func LogStreams(b *Bundle) ([]LogStream, []string) {
+	var logs []LogStream
+	var warnings []string
+	for _, f := range b.Files {
+		if !strings.HasPrefix(f.Path, "logs/") {
+			continue
+		}
+		parts := strings.Split(f.Path, "/")
+		if len(parts) != 4 || !strings.HasSuffix(parts[3], ".log") {
+			warnings = append(warnings, fmt.Sprintf("%s: not at logs/<namespace>/<pod>/<container>.log; skipped", f.Path))
+			continue
+		}
+		name := strings.TrimSuffix(parts[3], ".log")
+		ls := LogStream{Path: f.Path, Namespace: parts[1], Pod: parts[2], Container: name, Size: f.Size}
+		if c, ok := strings.CutSuffix(name, ".previous"); ok {
+			ls.Container, ls.Previous = c, true
+		}
+		if e := b.Manifest.File(f.Path); e != nil {
+			ls.Truncated, ls.TruncatedBytes = e.Truncated, e.TruncatedBytes
+		}
+		logs = append(logs, ls)
+	}
+	return logs, warnings
+}

@@ -22,11 +22,14 @@ install: build
 run: build
 	./$(BIN) analyze $(SAMPLE) -o report.html
 
+# Tests behind build tags: "browser" renders reports in headless Chromium (make test runs them;
+# .ci/run installs chromium), "e2e" needs a kube-apiserver and etcd or an Ollama server (make e2e,
+# make e2e-llm). Plain `go test -short ./...` is the inner loop and compiles neither.
 test:
-	$(GO) vet ./...
+	$(GO) vet -tags 'browser e2e' ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) test -timeout 30m ./...
+	$(GO) test -tags browser -timeout 30m ./...
 	$(GO) run ./cmd/coroner rules lint
 
 lint: test
@@ -46,14 +49,17 @@ E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)"
 	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
 
 e2e:
-	$(E2E_ENV) $(GO) test -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E' ./cmd/coroner/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh
 
-# Refresh golden files after reading the diff.
+# Refresh golden files, then read the diff: findings (analyze/testdata), reports
+# (report/testdata), prompts (narrate/testdata), and the swimlane screenshots (cmd/coroner, in
+# Chromium).
 golden:
-	$(GO) test ./... -run 'Golden|Sample' -update
+	$(GO) test ./analyze ./report ./narrate -run 'Golden|Sample' -update
+	$(GO) test -tags browser ./cmd/coroner -run 'TestSwimlanesInChromium' -update
 
 # Redaction throughput (MB/s) on a training log, collect of 64 pods from a real kube-apiserver,
 # then analyze and search on generated bundles of every kind of content (bench-index).
@@ -82,7 +88,7 @@ fuzz:
 
 # Collect of a 64-pod job from a real kube-apiserver (target < 10 s).
 bench-collect:
-	$(E2E_ENV) $(GO) test -count=1 -run 'TestCollectE2E64Pods' -v ./cmd/coroner/ | grep 'collect of 64 pods'
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E64Pods' -v ./cmd/coroner/ | grep 'collect of 64 pods'
 
 clean:
 	rm -rf bin report.html

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // End-to-end tests of `coroner collect` against a real kube-apiserver (internal/testcluster).
@@ -55,6 +57,24 @@ func readManifest(t *testing.T, path string) *bundle.Manifest {
 	defer b.Close()
 	require.NotNil(t, b.Manifest)
 	return b.Manifest
+}
+
+// expectation is a sample's expected.json: what a correct analysis must conclude.
+type expectation struct {
+	Description string          `json:"description"`
+	Verdict     analyze.Verdict `json:"verdict"`
+	RootCause   *struct {
+		Category  analyze.Category `json:"category"`
+		Pod       string           `json:"pod"`
+		Container string           `json:"container"`
+	} `json:"rootCause"`
+	AlsoFound []analyze.Category `json:"alsoFound"`
+	Evidence  string             `json:"evidence"`
+	// VerdictReason, RootRank and RootNode, when set, are what the verdict reason must say
+	// and the rank and node the root cause must name.
+	VerdictReason string `json:"verdictReason"`
+	RootRank      *int   `json:"rootRank"`
+	RootNode      string `json:"rootNode"`
 }
 
 func TestCollectE2E(t *testing.T) {

@@ -129,6 +129,9 @@ func TestFindingsNeverCompareARankWithItself(t *testing.T) {
 	}
 	for _, ranks := range []int{8, 64} {
 		t.Run("generated-"+strconv.Itoa(ranks), func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("generates a bundle; skipped with -short")
+			}
 			dir := filepath.Join(t.TempDir(), "bundle")
 			require.NoError(t, samplegen.Generate(dir, ranks, int64(ranks)*64<<10, 3))
 			r, _ := analyzeJSON(t, nil, dir, "--no-cache")

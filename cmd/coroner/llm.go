@@ -173,7 +173,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 		}
 		var b strings.Builder
 		for _, p := range prompts {
-			writePrompt(&b, p)
+			b.WriteString(p.Listing("--num-ctx"))
 			if info := p.Info(); info.Cut() {
 				s.warn(io, opts, cutWarning(p.Role, &info))
 			}
@@ -293,45 +293,4 @@ func cutWarning(role string, p *report.PromptInfo) string {
 	}
 	return fmt.Sprintf("%s was cut to fit --num-ctx %d with %d tokens kept for the answer (--llm-max-tokens): %s",
 		what, p.NumCtx, p.NumPredict, strings.Join(clauses, "; "))
-}
-
-// writePrompt prints one prompt as --dry-run-prompt shows it: a header of "#" lines (what, how
-// big, what it carries), then the messages.
-func writePrompt(b *strings.Builder, p *narrate.Prompt) {
-	what := "job"
-	if p.Role != "" {
-		what = "role " + p.Role
-	}
-	t := p.Template
-	version := t.Version
-	if version == "" {
-		version = "none"
-	}
-	fmt.Fprintf(b, "# prompt for the %s: template %s, version %s (%s)\n", what, t.Name, version, t.Source)
-	fmt.Fprintf(b, "# about %d tokens (estimated) of --num-ctx %d, %d kept for the answer; %d bytes; %s\n",
-		p.Tokens, p.NumCtx, p.NumPredict, p.Bytes, p.Hash)
-	var inc, short []string
-	for _, s := range report.SummarizeParts(p.Included) {
-		inc = append(inc, s.String())
-	}
-	for _, in := range p.Included {
-		if in.Shortened {
-			short = append(short, in.Kind.String()+" "+in.Ref)
-		}
-	}
-	if len(inc) == 0 {
-		inc = []string{"nothing from the bundle beyond the job summary"}
-	}
-	fmt.Fprintf(b, "# included: %s; %d left out to fit\n", strings.Join(inc, "; "), p.Omitted)
-	if len(short) > 0 {
-		fmt.Fprintf(b, "# shortened to fit: %s\n", strings.Join(short, ", "))
-	}
-	var left []string
-	for _, c := range p.Info().LeftOut {
-		left = append(left, c.Kind.Plural(c.Count))
-	}
-	if len(left) > 0 {
-		fmt.Fprintf(b, "# left out to fit: %s\n", strings.Join(left, ", "))
-	}
-	b.WriteString(p.Text())
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -236,59 +235,6 @@ func TestPromptsCommand(t *testing.T) {
 	code, _, stderr := run(t, "prompts", "show", "nope")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `no prompt template "nope"`)
-}
-
-// TestGoldenPrompts keeps the prompts of every sample at the context sizes of small local
-// models under review: what is chosen, in what order, what is shortened or left out, how it
-// reads. Refresh with -update and read the diff. Beyond the bytes, every job prompt holds the
-// root cause with its evidence line, and every prompt fits its context.
-func TestGoldenPrompts(t *testing.T) {
-	for _, name := range sampleNames(t) {
-		code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, name), "--format", "json")
-		require.Equal(t, 0, code, stderr)
-		var rep report.Report
-		require.NoError(t, json.Unmarshal([]byte(out), &rep))
-		for _, numCtx := range []int{2048, 4096, 8192} {
-			t.Run(fmt.Sprintf("%s/%d", name, numCtx), func(t *testing.T) {
-				code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, name), "--dry-run-prompt", "--num-ctx", strconv.Itoa(numCtx))
-				require.Equal(t, 0, code, stderr)
-				for _, m := range regexp.MustCompile(`# about (\d+) tokens`).FindAllStringSubmatch(out, -1) {
-					n, _ := strconv.Atoi(m[1])
-					require.LessOrEqual(t, n, numCtx-narrate.DefaultNumPredict, "the prompt fits the context")
-				}
-				prompts := strings.Split(out, "# prompt for the ")
-				job := prompts[len(prompts)-1]
-				require.True(t, strings.HasPrefix(job, "job:"), job)
-				requireRootCause(t, &rep, job)
-				// A cut prompt says so on stderr, as the report's warnings do.
-				cut := 0
-				for _, p := range prompts {
-					if strings.Contains(p, "\n# shortened to fit: ") || strings.Contains(p, "\n# left out to fit: ") {
-						cut++
-					}
-				}
-				require.Equal(t, cut, strings.Count(stderr, "was cut to fit --num-ctx"), stderr)
-				checkGolden(t, filepath.Join("testdata", "prompts", fmt.Sprintf("%s-%d.txt", name, numCtx)), []byte(out))
-			})
-		}
-	}
-}
-
-// requireRootCause checks that a prompt holds the report's root cause (title, and its first
-// evidence line's place and text), or, for a healthy job, the verdict and its reason.
-func requireRootCause(t *testing.T, rep *report.Report, prompt string) {
-	t.Helper()
-	rc := rep.RootCause
-	if rc == nil {
-		require.Contains(t, prompt, "verdict: "+string(rep.Verdict)+": "+rep.VerdictReason)
-		return
-	}
-	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(rc.ID)+`\b.* \[root cause\] \w+ `+regexp.QuoteMeta(string(rc.Category))+`: `+regexp.QuoteMeta(rc.Title)+`$`, prompt)
-	require.NotEmpty(t, rc.Evidence)
-	ev := rc.Evidence[0]
-	text := strings.Join(strings.Fields(ev.Text), " ")
-	require.Contains(t, prompt, "    evidence: "+ev.Location(), "the root cause's evidence line is in the prompt")
-	require.Contains(t, strings.Join(strings.Fields(prompt), " "), text[:min(len(text), 80)])
 }
 
 func TestDryRunPromptIsBoundedByNumCtx(t *testing.T) {

@@ -13,6 +13,9 @@ import (
 // TestSpoolPastMemory: a report larger than spoolMemory comes out whole, to a writer and to
 // a file, and its temporary file is gone after Close.
 func TestSpoolPastMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spools 32 MiB; skipped with -short")
+	}
 	t.Setenv("TMPDIR", t.TempDir())
 	var want bytes.Buffer
 	s := &spool{}

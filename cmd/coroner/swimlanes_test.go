@@ -1,6 +1,9 @@
+//go:build browser
+
 package main
 
 import (
+	"flag"
 	"image"
 	"image/png"
 	"net"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+var update = flag.Bool("update", false, "rewrite the screenshots of testdata/screens")
 
 // countingProxy is an HTTP proxy on 127.0.0.1 that answers nothing and remembers every host
 // asked for: Chromium sends all its traffic there, so a page that reaches for the network is

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // End-to-end tests of `coroner watch` against a real kube-apiserver (internal/testcluster),

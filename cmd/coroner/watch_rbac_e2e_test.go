@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // The rights of coroner watch's service account, as deploy/watch/ grants them, tried request by

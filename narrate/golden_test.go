@@ -33,7 +33,7 @@ func TestGoldenPrompts(t *testing.T) {
 			for _, numCtx := range []int{2048, 4096, 8192} {
 				t.Run(fmt.Sprint(numCtx), func(t *testing.T) {
 					prompts, err := Prompts(t.Context(), d.Report, Options{Model: DefaultModel, NumCtx: numCtx, NumPredict: DefaultNumPredict,
-						Timeout: DefaultTimeout, Windows: IndexWindows{Index: d.Result.Index}})
+						Timeout: DefaultTimeout, Windows: IndexWindows{Index: d.Index}})
 					require.NoError(t, err)
 					require.NotEmpty(t, prompts)
 					var b strings.Builder

@@ -208,7 +208,10 @@ func TestFIFOWithoutWriterStopsOnFirstSignal(t *testing.T) {
 func holdsSpool(pid int) bool {
 	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
 	for _, fd := range fds {
-		if target, err := os.Readlink(fd); err == nil && strings.Contains(filepath.Base(target), "coroner-entry-") {
+		// Open and already without a name: the kernel shows the target as "... (deleted)". (A
+		// kill between the create and the remove, microseconds apart, leaves the file for the
+		// next writer to sweep; the test waits past that window.)
+		if target, err := os.Readlink(fd); err == nil && strings.Contains(filepath.Base(target), "coroner-entry-") && strings.HasSuffix(target, " (deleted)") {
 			return true
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/analyze"
-	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/report"
 )
@@ -57,17 +56,9 @@ func sampleNames(t *testing.T) []string {
 // (built-in rules, redacted text).
 func diagnosed(t *testing.T, dir string) *report.Report {
 	t.Helper()
-	d, err := diagnose.Run(t.Context(), diagnose.Input{Paths: []string{dir}}, diagnose.Options{
-		LoadRules: func() (*analyze.RuleSet, error) {
-			rules, err := analyze.DefaultRules()
-			if err != nil {
-				return nil, err
-			}
-			return analyze.NewRuleSet(rules)
-		},
-		Limits:  bundle.DefaultLimits(),
-		Version: "0.1.0-dev", StuckAfter: analyze.DefaultStuckAfter, RedactHint: "--no-redact shows them",
-	})
+	opts := diagnose.DefaultOptions()
+	opts.Version, opts.RedactHint = "0.1.0-dev", "--no-redact shows them"
+	d, err := diagnose.Run(t.Context(), diagnose.Input{Paths: []string{dir}}, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d.Report

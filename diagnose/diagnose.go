@@ -58,6 +58,22 @@ type Options struct {
 	RedactHint string
 }
 
+// BuiltinRules compiles coroner's own rules.
+func BuiltinRules() (*analyze.RuleSet, error) {
+	rules, err := analyze.DefaultRules()
+	if err != nil {
+		return nil, err
+	}
+	return analyze.NewRuleSet(rules)
+}
+
+// DefaultOptions are the options of `coroner analyze` without flags: the built-in rules
+// (compiled while the input is read), the default limits and stuck threshold, the report
+// redacted. The caller sets Version and what else it has.
+func DefaultOptions() Options {
+	return Options{LoadRules: BuiltinRules, Limits: bundle.DefaultLimits(), StuckAfter: analyze.DefaultStuckAfter}
+}
+
 // Diagnosis is a finished diagnosis. Close releases the input and the index.
 type Diagnosis struct {
 	// Bundle is the opened input, Model what was parsed of it.
@@ -190,13 +206,8 @@ func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, ix 
 	if windows.Err() != nil {
 		return 0, windows.Err()
 	}
-	total := 0
-	var rules []string
-	for _, s := range red.Summary() {
-		total += s.Count
-		rules = append(rules, fmt.Sprintf("%s %d", s.ID, s.Count))
-	}
-	w := fmt.Sprintf("%d secret(s) in the report's text were masked (%s)", total, strings.Join(rules, ", "))
+	total, byRule := red.Masked()
+	w := fmt.Sprintf("%d secret(s) in the report's text were masked (%s)", total, byRule)
 	if hint != "" {
 		w += "; " + hint
 	}

@@ -15,9 +15,7 @@ import (
 
 func builtin(t *testing.T) *analyze.RuleSet {
 	t.Helper()
-	rules, err := analyze.DefaultRules()
-	require.NoError(t, err)
-	rs, err := analyze.NewRuleSet(rules)
+	rs, err := BuiltinRules()
 	require.NoError(t, err)
 	return rs
 }

@@ -70,13 +70,8 @@ func redactHits(ctx context.Context, res *index.Result, b *bundle.Bundle, inputs
 		return 0, "", err
 	}
 	each(red)
-	total := 0
-	var rules []string
-	for _, s := range red.Summary() {
-		total += s.Count
-		rules = append(rules, fmt.Sprintf("%s %d", s.ID, s.Count))
-	}
-	return total, strings.Join(rules, ", "), nil
+	total, byRule := red.Masked()
+	return total, byRule, nil
 }
 
 // searchKey is the key of the tokens, from the content searched so that the same input gives

@@ -33,15 +33,6 @@ func Analyze(ctx context.Context, path string, rules *analyze.RuleSet, lim bundl
 	return d.Report, nil
 }
 
-// builtinRules compiles coroner's own rules.
-func builtinRules() (*analyze.RuleSet, error) {
-	rs, err := analyze.DefaultRules()
-	if err != nil {
-		return nil, err
-	}
-	return analyze.NewRuleSet(rs)
-}
-
 // writeReports renders the report as HTML and JSON beside the bundle, each written to a
 // temporary file and renamed.
 func writeReports(rep *report.Report, p paths) error {

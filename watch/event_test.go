@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/report"
 )
 
 // The Event of the sample the issue quotes, from the same analysis as `coroner analyze`.
 func TestSummaryOfTheCudaOOMSample(t *testing.T) {
-	rules, err := builtinRules()
+	rules, err := diagnose.BuiltinRules()
 	require.NoError(t, err)
 	rep, err := Analyze(t.Context(), "../samples/pytorchjob-cuda-oom-rank", rules, bundle.DefaultLimits(), 0, "test")
 	require.NoError(t, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/diagnose"
 )
 
 // Annotations watch writes on a job it collected, and the finalizer it puts on pods.
@@ -150,7 +151,7 @@ func (o *Options) defaults() error {
 	}
 	if o.Rules == nil {
 		var err error
-		if o.Rules, err = builtinRules(); err != nil {
+		if o.Rules, err = diagnose.BuiltinRules(); err != nil {
 			return err
 		}
 	}

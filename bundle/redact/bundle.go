@@ -164,10 +164,7 @@ func (r *Redactor) document(name string, data []byte, maxBytes int64) ([]byte, b
 
 // total is how many secrets were masked so far.
 func (r *Redactor) total() int {
-	n := 0
-	for _, s := range r.Summary() {
-		n += s.Count
-	}
+	n, _ := r.Masked()
 	return n
 }
 

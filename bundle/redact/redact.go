@@ -446,6 +446,16 @@ func (r *Redactor) Summary() []bundle.RedactionRule {
 	return out
 }
 
+// Masked says how many secrets were masked in all, and by which rules ("hf-token 1, ...").
+func (r *Redactor) Masked() (total int, byRule string) {
+	var rules []string
+	for _, s := range r.Summary() {
+		total += s.Count
+		rules = append(rules, fmt.Sprintf("%s %d", s.ID, s.Count))
+	}
+	return total, strings.Join(rules, ", ")
+}
+
 // Locations returns where secrets were masked by Copy and ObjectAt, sorted, and how many
 // more there were beyond the ones remembered.
 func (r *Redactor) Locations() ([]Location, int) {

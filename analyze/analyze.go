@@ -44,6 +44,8 @@ type Result struct {
 	Verdict Verdict
 	// VerdictReason says in one sentence why the verdict is what it is.
 	VerdictReason string
+	// VerdictAt is the place the reason names (the root cause's), nil when it names none.
+	VerdictAt *Place
 	RootCause     *Finding
 	// Confidence says how sure the root cause is ("" without one): see Confidence.
 	Confidence Confidence

@@ -22,7 +22,7 @@ func (a *analyzer) jobPods() []*corev1.Pod {
 	return a.m.Pods
 }
 
-func podRef(p *corev1.Pod) string { return "Pod " + p.Namespace + "/" + p.Name }
+func podRef(p *corev1.Pod) *ObjectRef { return &ObjectRef{"Pod", p.Namespace, p.Name} }
 
 // control reads the Kubernetes side: pods, containers, events, job conditions, nodes. It
 // observes facts (see factKinds); the object rules say which are failures.
@@ -96,7 +96,7 @@ func boolString(b bool) string { return strconv.FormatBool(b) }
 func (a *analyzer) pod(p *corev1.Pod) {
 	file := a.m.PathOf("Pod", p.Namespace, p.Name)
 	ev := func(text string) Evidence {
-		return Evidence{Source: "pod", File: file, Object: podRef(p), Text: truncateText(text)}
+		return Evidence{Source: SourcePod, File: file, Object: podRef(p), Text: truncateText(text)}
 	}
 	for _, c := range p.Status.Conditions {
 		text := fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
@@ -241,7 +241,7 @@ func (a *analyzer) loggedFacts() {
 				}
 			}
 		}
-		ev := Evidence{Source: "log", File: f.ls.Path, Line: f.line, Time: nsPtr(f.time), Text: f.text}
+		ev := Evidence{Source: SourceLog, File: f.ls.Path, Line: f.line, Time: nsPtr(f.time), Text: f.text}
 		a.observe(fact{f.rule.factKind, fields}, seen{pod: k.pod, container: k.container, t: timeOrZero(f.time), ev: ev, log: f.ls.Path, line: f.line})
 	}
 }
@@ -337,11 +337,8 @@ func (a *analyzer) events() {
 		if e.Count > 1 {
 			text += fmt.Sprintf(" (x%d)", e.Count)
 		}
-		ev := Evidence{Source: "event", File: a.m.PathOf("Event", e.Namespace, e.Name), Object: io.Kind + " " + io.Namespace + "/" + io.Name,
+		ev := Evidence{Source: SourceEvent, File: a.m.PathOf("Event", e.Namespace, e.Name), Object: &ObjectRef{io.Kind, io.Namespace, io.Name},
 			Time: timePtr(t), Text: truncateText(text)}
-		if io.Namespace == "" {
-			ev.Object = io.Kind + " " + io.Name
-		}
 		pod, node := "", ""
 		switch io.Kind {
 		case "Pod":
@@ -368,7 +365,7 @@ func (a *analyzer) job() {
 	}
 	file := a.m.PathOf(j.Kind, j.Namespace, j.Name)
 	ev := func(text string, t time.Time) Evidence {
-		return Evidence{Source: "job", File: file, Object: j.Kind + " " + j.Namespace + "/" + j.Name, Text: truncateText(text), Time: timePtr(t)}
+		return Evidence{Source: SourceJob, File: file, Object: &ObjectRef{j.Kind, j.Namespace, j.Name}, Text: truncateText(text), Time: timePtr(t)}
 	}
 	for _, c := range j.Conditions {
 		text := fmt.Sprintf("condition %s=%s reason %s: %s", c.Type, c.Status, c.Reason, c.Message)
@@ -414,8 +411,8 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 				e := &a.m.Events[i]
 				if e.InvolvedObject.Name == j.Name && strings.Contains(e.Message, rt.Name) && len(f.Evidence) < maxEvidence {
 					t := parse.EventFirstTime(e)
-					f.Evidence = append(f.Evidence, Evidence{Source: "event", File: a.m.PathOf("Event", e.Namespace, e.Name),
-						Object: e.InvolvedObject.Kind + " " + e.Namespace + "/" + e.InvolvedObject.Name, Time: timePtr(t),
+					f.Evidence = append(f.Evidence, Evidence{Source: SourceEvent, File: a.m.PathOf("Event", e.Namespace, e.Name),
+						Object: &ObjectRef{e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name}, Time: timePtr(t),
 						Text: truncateText(fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Message))})
 					break
 				}
@@ -426,8 +423,8 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 	if rt.DeprecatedBy != "" {
 		fields["state"] = "deprecated"
 	}
-	a.observe(fact{"runtime", fields}, seen{ev: Evidence{Source: "spec", File: a.m.PathOf(rt.Kind, rt.Object.GetNamespace(), rt.Name),
-		Object: rt.Kind + " " + rt.Name, Text: rt.DeprecatedBy}})
+	a.observe(fact{"runtime", fields}, seen{ev: Evidence{Source: SourceSpec, File: a.m.PathOf(rt.Kind, rt.Object.GetNamespace(), rt.Name),
+		Object: &ObjectRef{rt.Kind, rt.Object.GetNamespace(), rt.Name}, Text: rt.DeprecatedBy}})
 }
 
 // gapFor returns the manifest's reason for not collecting an object named name when that
@@ -463,7 +460,7 @@ func (a *analyzer) missingRoles() {
 			why = "deleted by spec.runPolicy.cleanUpWorkers"
 		}
 		a.observe(fact{"role-logs", map[string]string{"role": r.Role, "expected": strconv.Itoa(r.Expected), "why": why}},
-			seen{ev: Evidence{Source: "job", File: a.m.PathOf(j.Kind, j.Namespace, j.Name), Object: j.Kind + " " + j.Namespace + "/" + j.Name,
+			seen{ev: Evidence{Source: SourceJob, File: a.m.PathOf(j.Kind, j.Namespace, j.Name), Object: &ObjectRef{j.Kind, j.Namespace, j.Name},
 				Text: fmt.Sprintf("%s: %d pods expected, none in the bundle; runPolicy.cleanUpWorkers: %v", r.Role, r.Expected, j.CleanUpWorkers)}})
 	}
 }
@@ -489,7 +486,7 @@ func (a *analyzer) launcherMasksFailure() {
 		}
 	}
 	fields := map[string]string{"role": l.Role, "phase": string(p.Status.Phase), "trainingFailed": boolString(failed != nil)}
-	w := seen{pod: p.Name, ev: Evidence{Source: "pod", File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p),
+	w := seen{pod: p.Name, ev: Evidence{Source: SourcePod, File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p),
 		Text: fmt.Sprintf("launcher pod phase %s; job phase %s", p.Status.Phase, j.Phase)}}
 	if failed != nil {
 		w.t = timeOr(failed.Time)
@@ -522,7 +519,7 @@ func (a *analyzer) nodes() {
 		}
 		sort.Strings(pods)
 		ev := func(text string, t time.Time) Evidence {
-			return Evidence{Source: "node", File: a.m.PathOf("Node", "", n.Name), Object: "Node " + n.Name, Time: timePtr(t),
+			return Evidence{Source: SourceNode, File: a.m.PathOf("Node", "", n.Name), Object: &ObjectRef{"Node", "", n.Name}, Time: timePtr(t),
 				Text: truncateText(text + "; pods on the node: " + podNames(pods))}
 		}
 		for _, c := range n.Status.Conditions {

@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -457,14 +456,18 @@ func (a *analyzer) brokenOutput(f *Finding) bool {
 func (a *analyzer) verdict() {
 	r := a.res
 	j := a.m.Job
-	if r.RootCause != nil && a.stuckVerdict(a.where(r.RootCause)) {
-		return
+	if r.RootCause != nil {
+		pl := a.place(r.RootCause)
+		r.VerdictAt = &pl
+		if a.stuckVerdict(pl.String()) {
+			return
+		}
 	}
 	switch {
 	case r.RootCause != nil:
 		r.Verdict = VerdictUnhealthy
 		f := r.RootCause
-		where := a.where(f)
+		where := r.VerdictAt.String()
 		r.VerdictReason = strings.TrimSpace(fmt.Sprintf("%s: %s in %s", f.Category, f.Title, where))
 		if a.succeeded() {
 			// The controller says it succeeded; the training output says otherwise.
@@ -522,22 +525,22 @@ func (a *analyzer) verdict() {
 	}
 }
 
-// where names the place of a finding in the verdict's sentence: pod/container, rank, node.
-func (a *analyzer) where(f *Finding) string {
-	where := f.Pod
-	if f.Container != "" {
-		where += "/" + f.Container
+// place is where finding f happened: its pod and container (the file's own name for a
+// plain log), else the job; its rank and node.
+func (a *analyzer) place(f *Finding) Place {
+	pl := Place{Pod: f.Pod, Container: f.Container, Rank: f.Rank, Node: f.Node}
+	if a.m.Bundle != nil && a.m.Bundle.Plain && f.Pod != "" {
+		for _, l := range a.m.Logs {
+			if l.Pod == f.Pod && (f.Container == "" || l.Container == f.Container) {
+				pl.File = a.m.Bundle.PlainName(l.Path)
+				break
+			}
+		}
 	}
-	if where == "" && a.m.Job != nil {
-		where = a.m.Job.Ref()
+	if f.Pod == "" && a.m.Job != nil {
+		pl.Job = a.m.Job.Ref()
 	}
-	if f.Rank >= 0 {
-		where += ", rank " + strconv.Itoa(f.Rank)
-	}
-	if f.Node != "" {
-		where += ", node " + f.Node
-	}
-	return where
+	return pl
 }
 
 // lastProgress is the process whose progress was seen last, or nil when no log showed any.

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -74,16 +75,73 @@ type Finding struct {
 	step int64
 }
 
+// Source says what a piece of evidence was read from.
+type Source string
+
+const (
+	SourceLog   Source = "log"   // a container's log line
+	SourceEvent Source = "event" // a Kubernetes Event
+	SourcePod   Source = "pod"   // a pod's status
+	SourceJob   Source = "job"   // the job's status
+	SourceNode  Source = "node"  // a node's conditions
+	SourceSpec  Source = "spec"  // a spec field (a pod's, a runtime's)
+)
+
+// ObjectRef names a Kubernetes object; Namespace is empty for cluster-scoped kinds.
+type ObjectRef struct {
+	Kind, Namespace, Name string
+}
+
+// String is "Kind namespace/name", or "Kind name" when cluster-scoped.
+func (r ObjectRef) String() string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// Place is where a finding happened, as a verdict names it.
+type Place struct {
+	// Pod and Container, or File alone: the name a plain log came with.
+	Pod, Container, File string
+	// Job is the job's reference when the finding has no pod.
+	Job string
+	// Rank is -1 when unknown; Node is "" when unknown.
+	Rank int
+	Node string
+}
+
+// String is the place as a verdict names it: "pod/container, rank 3, node n1" (the file
+// for a plain log, the job without a pod).
+func (p Place) String() string {
+	where := p.Pod
+	if p.Container != "" {
+		where += "/" + p.Container
+	}
+	if p.File != "" {
+		where = p.File
+	}
+	if where == "" {
+		where = p.Job
+	}
+	if p.Rank >= 0 {
+		where += ", rank " + strconv.Itoa(p.Rank)
+	}
+	if p.Node != "" {
+		where += ", node " + p.Node
+	}
+	return where
+}
+
 // Evidence points into the bundle.
 type Evidence struct {
-	// Source is log, event, pod, job, node or spec.
-	Source string
+	Source Source
 	// File is the bundle path (for log evidence, the log; otherwise the resource file).
 	File string
 	Line int
 	Time *time.Time
-	// Object names the Kubernetes object for non-log evidence ("Pod ml/train-job-worker-0").
-	Object string
+	// Object is the Kubernetes object of non-log evidence (nil for a log line).
+	Object *ObjectRef
 	Text   string
 	// Before and After are the log lines around Line.
 	Before, After []ContextLine

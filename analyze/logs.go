@@ -217,7 +217,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw []byte, s
 		}
 		f.Time, f.at = timePtr(ts), timePtr(at)
 		f.order, f.log, f.stream, f.step = num, s.ls.Path, stream, proc.step
-		f.Evidence = []Evidence{{Source: "log", File: s.ls.Path, Line: num, Time: timePtr(ts), Text: excerpt(raw)}}
+		f.Evidence = []Evidence{{Source: SourceLog, File: s.ls.Path, Line: num, Time: timePtr(ts), Text: excerpt(raw)}}
 		f.addStream(stream)
 		s.byRule[h.Rule] = f
 		s.findings = append(s.findings, f)
@@ -406,7 +406,7 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 func addContext(read Lines, f *Finding) error {
 	for i := range f.Evidence {
 		ev := &f.Evidence[i]
-		if ev.Source != "log" || ev.Line == 0 {
+		if ev.Source != SourceLog || ev.Line == 0 {
 			continue
 		}
 		lines, err := read(ev.File, ev.Line, contextBefore, contextAfter)

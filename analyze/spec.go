@@ -39,7 +39,7 @@ func (a *analyzer) spec() {
 		}
 		at := p.CreationTimestamp.Time
 		ev := func(text string) Evidence {
-			return Evidence{Source: "spec", File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p), Text: text}
+			return Evidence{Source: SourceSpec, File: a.m.PathOf("Pod", p.Namespace, p.Name), Object: podRef(p), Text: text}
 		}
 		gpus := podGPUs(p)
 		if len(a.m.Nodes) > 0 && gpus > 0 && once("gpu/"+p.Name) {

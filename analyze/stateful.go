@@ -215,7 +215,7 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 	f.Rank, f.derived = culprit, true
 	f.Time, f.at = nsPtr(first.line.time), nsPtr(first.line.time)
 	reporter := procOfReport(procs, first)
-	f.Evidence = []Evidence{{Source: "log", File: reporter.log, Line: first.line.line, Time: f.Time, Text: first.line.text}}
+	f.Evidence = []Evidence{{Source: SourceLog, File: reporter.log, Line: first.line.line, Time: f.Time, Text: first.line.text}}
 	// The finding is about the culprit's process, placed in its log where it stopped
 	// progressing; its evidence is the report and that line.
 	p := procOf[culprit]
@@ -230,7 +230,7 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 		if p.progress > 0 {
 			// Where the culprit stopped comes first: the finding is about it.
 			m := p.lastProgress()
-			f.Evidence = append([]Evidence{{Source: "log", File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)}}, f.Evidence...)
+			f.Evidence = append([]Evidence{{Source: SourceLog, File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)}}, f.Evidence...)
 		}
 	}
 	if p.rank == culprit && p.progress > 0 && p.lastProgress().time != 0 && p.lastProgress().time < first.line.time && stalled(p, findings) {
@@ -241,7 +241,7 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 		if f.log != "" {
 			f.order = m.line
 			if f.Evidence[0].Line != m.line {
-				f.Evidence = append([]Evidence{{Source: "log", File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)}}, f.Evidence...)
+				f.Evidence = append([]Evidence{{Source: SourceLog, File: p.log, Line: m.line, Time: nsPtr(m.time), Text: excerpt(p.lastText)}}, f.Evidence...)
 			}
 		}
 	}
@@ -551,10 +551,10 @@ func evalSilence(r *Rule, procs []*procState, findings []*Finding, js jobState) 
 	f.Pod, f.Container, f.Rank = stopped.pod, stopped.container, stopped.rank
 	f.log, f.stream, f.streams, f.order, f.step = stopped.log, stopped.stream, []string{stopped.stream}, last.line, last.step
 	f.Time = nsPtr(last.time)
-	f.Evidence = []Evidence{{Source: "log", File: stopped.log, Line: last.line, Time: f.Time, Text: excerpt(stopped.lastText)}}
+	f.Evidence = []Evidence{{Source: SourceLog, File: stopped.log, Line: last.line, Time: f.Time, Text: excerpt(stopped.lastText)}}
 	if witness != nil {
 		w := witness.lastProgress()
-		f.Evidence = append(f.Evidence, Evidence{Source: "log", File: witness.log, Line: w.line, Time: nsPtr(w.time), Text: excerpt(witness.lastText)})
+		f.Evidence = append(f.Evidence, Evidence{Source: SourceLog, File: witness.log, Line: w.line, Time: nsPtr(w.time), Text: excerpt(witness.lastText)})
 	}
 	return []*Finding{f}
 }

@@ -220,7 +220,7 @@ func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
 			}
 		}
 	}
-	f.Evidence = []Evidence{{Source: "log", File: tf.log, Line: ev.line, Time: f.Time, Text: excerpt(ev.text)}}
+	f.Evidence = []Evidence{{Source: SourceLog, File: tf.log, Line: ev.line, Time: f.Time, Text: excerpt(ev.text)}}
 	if a.lines != nil {
 		if err := addContext(a.lines, f); err != nil {
 			a.warnf("%s: context lines: %v", tf.log, err)

@@ -333,7 +333,7 @@ func (p *procState) streakFinding(r *Rule, s *streak) *Finding {
 	f.Count = s.n
 	f.log, f.stream, f.streams, f.order, f.step = p.log, p.stream, []string{p.stream}, s.first.line, s.firstStep
 	f.Time = nsPtr(s.first.time)
-	f.Evidence = []Evidence{{Source: "log", File: p.log, Line: s.first.line, Time: f.Time, Text: s.first.text}}
+	f.Evidence = []Evidence{{Source: SourceLog, File: p.log, Line: s.first.line, Time: f.Time, Text: s.first.text}}
 	extendTo(f, s.last)
 	return f
 }
@@ -360,7 +360,7 @@ func extendTo(f *Finding, last evidenceLine) {
 	if last.line == f.Evidence[0].Line {
 		return
 	}
-	ev := Evidence{Source: "log", File: f.Evidence[0].File, Line: last.line, Time: nsPtr(last.time), Text: last.text}
+	ev := Evidence{Source: SourceLog, File: f.Evidence[0].File, Line: last.line, Time: nsPtr(last.time), Text: last.text}
 	if len(f.Evidence) == 1 {
 		f.Evidence = append(f.Evidence, ev)
 	} else {

@@ -71,3 +71,48 @@ func TestRunErrors(t *testing.T) {
 		LoadRules: func() (*analyze.RuleSet, error) { return nil, broken }})
 	require.ErrorIs(t, err, broken, "a rule file's error comes before the input's")
 }
+
+// TestReferencesAreTyped: the report says where its verdict points and which object each
+// piece of evidence and each event is about as data, so a consumer (diff, watch's Event, an
+// agent) never parses a sentence back. A plain log is named by its file, in the sentence and
+// in the place.
+func TestReferencesAreTyped(t *testing.T) {
+	ctx := t.Context()
+	d, err := Run(ctx, Input{Paths: []string{"../samples/pytorchjob-cuda-oom-rank"}}, DefaultOptions())
+	require.NoError(t, err)
+	defer d.Close()
+	at := d.Report.VerdictAt
+	require.NotNil(t, at)
+	require.Equal(t, "train-job-worker-4", at.Pod)
+	require.Equal(t, "pytorch", at.Container)
+	require.NotNil(t, at.Rank)
+	require.Equal(t, 5, *at.Rank)
+	require.Contains(t, d.Report.VerdictReason, " in "+at.Pod+"/"+at.Container+", rank 5")
+	objects := 0
+	for _, f := range d.Report.Findings {
+		for _, e := range f.Evidence {
+			if e.Source == analyze.SourceLog {
+				require.Nil(t, e.ObjectRef, "%s: a log line has no object", f.ID)
+				continue
+			}
+			require.NotNil(t, e.ObjectRef, "%s: %s evidence names its object", f.ID, e.Source)
+			require.Equal(t, e.ObjectRef.String(), e.Object)
+			objects++
+		}
+	}
+	require.Positive(t, objects)
+	require.NotEmpty(t, d.Report.Events)
+	for _, e := range d.Report.Events {
+		require.NotEmpty(t, e.ObjectRef.Kind)
+		require.Equal(t, e.ObjectRef.String(), e.Object)
+	}
+
+	log := filepath.Join(t.TempDir(), "rank3.log")
+	require.NoError(t, os.WriteFile(log, []byte("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"), 0o644))
+	p, err := Run(ctx, Input{Paths: []string{log}}, DefaultOptions())
+	require.NoError(t, err)
+	defer p.Close()
+	require.Equal(t, "rank3.log", p.Report.VerdictAt.File)
+	require.Contains(t, p.Report.VerdictReason, " in rank3.log")
+	require.NotContains(t, p.Report.VerdictReason, p.Report.VerdictAt.Pod+"/")
+}

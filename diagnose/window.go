@@ -23,7 +23,7 @@ func (w *WindowMasker) Mask(red *redact.Redactor, e *report.Evidence, lines []st
 		first = e.Before[0].Line
 	}
 	var lead []string
-	if w.Index != nil && e.Source == "log" && e.File != "" && first > 1 {
+	if w.Index != nil && e.Source == analyze.SourceLog && e.File != "" && first > 1 {
 		ls, err := w.Index.Window(e.File, first-1, redact.WindowLead-1, 0)
 		if err != nil && w.err == nil {
 			w.err = err

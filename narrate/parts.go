@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -198,7 +199,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 		}
 		logEvidence := false
 		for _, ev := range f.Evidence {
-			if ev.Source == "log" && ev.Line > 0 {
+			if ev.Source == analyze.SourceLog && ev.Line > 0 {
 				logEvidence = true
 				add(window(ev.File, ev.Line, rootBefore, rootAfter, "root cause "+f.ID))
 			}
@@ -252,7 +253,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 		for _, g := range gs {
 			f := rep.Findings[g.first]
 			for _, ev := range f.Evidence {
-				if ev.Source == "log" && ev.Line > 0 {
+				if ev.Source == analyze.SourceLog && ev.Line > 0 {
 					add(window(ev.File, ev.Line, before, after, f.ID))
 					break
 				}
@@ -317,11 +318,8 @@ func idList(ids []string, sep string) string {
 }
 
 func eventPod(e report.Event) string {
-	if rest, ok := strings.CutPrefix(e.Object, "Pod "); ok {
-		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
-			return rest[i+1:]
-		}
-		return rest
+	if e.ObjectRef.Kind == "Pod" {
+		return e.ObjectRef.Name
 	}
 	return ""
 }

@@ -42,7 +42,7 @@ type Finding struct {
 // Evidence points into the bundle.
 type Evidence struct {
 	// Source is log, event, pod, job, node or spec.
-	Source string `json:"source"`
+	Source analyze.Source `json:"source"`
 	// File is the bundle path (for log evidence, the log; otherwise the resource file).
 	File string `json:"file,omitempty"`
 	// FileName is the log's own name ("train.log") when it came as a plain file.
@@ -50,10 +50,12 @@ type Evidence struct {
 	Line     int        `json:"line,omitempty"`
 	Time     *time.Time `json:"time,omitempty"`
 	// Object names the Kubernetes object for non-log evidence ("Pod ml/train-job-worker-0").
-	Object string        `json:"object,omitempty"`
-	Text   string        `json:"text"`
-	Before []ContextLine `json:"before,omitempty"`
-	After  []ContextLine `json:"after,omitempty"`
+	Object string `json:"object,omitempty"`
+	// ObjectRef is Object's parts.
+	ObjectRef *ObjectRef    `json:"objectRef,omitempty"`
+	Text      string        `json:"text"`
+	Before    []ContextLine `json:"before,omitempty"`
+	After     []ContextLine `json:"after,omitempty"`
 	// LastLine and LastTime say where a repeated match was last seen.
 	LastLine int        `json:"lastLine,omitempty"`
 	LastTime *time.Time `json:"lastTime,omitempty"`
@@ -190,8 +192,12 @@ func evidenceOf(evs []analyze.Evidence) []Evidence {
 	}
 	out := make([]Evidence, len(evs))
 	for i, e := range evs {
-		out[i] = Evidence{Source: e.Source, File: e.File, Line: e.Line, Time: e.Time, Object: e.Object, Text: e.Text,
+		out[i] = Evidence{Source: e.Source, File: e.File, Line: e.Line, Time: e.Time, Text: e.Text,
 			Before: contextOf(e.Before), After: contextOf(e.After), LastLine: e.LastLine, LastTime: e.LastTime}
+		if e.Object != nil {
+			ref := refOf(*e.Object)
+			out[i].Object, out[i].ObjectRef = ref.String(), &ref
+		}
 	}
 	return out
 }

@@ -188,8 +188,8 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 		}
 	}
 	for _, e := range r.Events {
-		pod, ok := strings.CutPrefix(e.Object, "Pod "+r.Job.Namespace+"/")
-		if l := byPod[pod]; ok && l != nil && e.Reason == "Started" && e.Time != nil && (l.Started.IsZero() || e.Time.Before(l.Started)) {
+		ref := e.ObjectRef
+		if l := byPod[ref.Name]; ref.Kind == "Pod" && ref.Namespace == r.Job.Namespace && l != nil && e.Reason == "Started" && e.Time != nil && (l.Started.IsZero() || e.Time.Before(l.Started)) {
 			l.Started = *e.Time
 		}
 	}

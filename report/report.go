@@ -32,6 +32,8 @@ type Report struct {
 	Job            Job             `json:"job"`
 	Verdict        analyze.Verdict `json:"verdict"`
 	VerdictReason  string          `json:"verdictReason"`
+	// VerdictAt is the place the reason names (the root cause's), null when it names none.
+	VerdictAt *Place `json:"verdictAt"`
 	// RootCause is null when the job is healthy or nothing explains its failure.
 	RootCause *RootCause      `json:"rootCause"`
 	Findings  []*Finding      `json:"findings"`
@@ -123,15 +125,42 @@ type Event struct {
 	Type     string     `json:"type"`
 	Reason   string     `json:"reason"`
 	Object   string     `json:"object"`
-	Message  string     `json:"message"`
-	Count    int        `json:"count"`
+	// ObjectRef is Object's parts.
+	ObjectRef ObjectRef `json:"objectRef"`
+	Message   string    `json:"message"`
+	Count     int       `json:"count"`
+}
+
+// ObjectRef names a Kubernetes object; Namespace is empty for cluster-scoped kinds.
+type ObjectRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+func refOf(r analyze.ObjectRef) ObjectRef { return ObjectRef{r.Kind, r.Namespace, r.Name} }
+
+// String is "Kind namespace/name", or "Kind name" when cluster-scoped.
+func (r ObjectRef) String() string {
+	return analyze.ObjectRef{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}.String()
+}
+
+// Place is where the verdict points: File is the plain log's own name (then Pod and
+// Container are the names coroner gave it), Job the job when no pod is named.
+type Place struct {
+	Pod       string `json:"pod,omitempty"`
+	Container string `json:"container,omitempty"`
+	File      string `json:"fileName,omitempty"`
+	Job       string `json:"job,omitempty"`
+	Rank      *int   `json:"rank,omitempty"`
+	Node      string `json:"node,omitempty"`
 }
 
 // Build assembles the report from a loaded bundle and its analysis.
 func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r := &Report{
 		FormatVersion: FormatVersion, CoronerVersion: version,
-		Verdict: res.Verdict, VerdictReason: res.VerdictReason,
+		Verdict: res.Verdict, VerdictReason: res.VerdictReason, VerdictAt: placeOf(res.VerdictAt),
 		Findings: []*Finding{}, Timeline: timelineOf(res.Timeline), Logs: logsOf(res.Logs),
 	}
 	for _, f := range res.Findings {
@@ -176,14 +205,13 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	return r
 }
 
-// namePlainLogs gives plain logs their own names in the logs table, in evidence and in the
-// verdict's reason, and says which were empty.
+// namePlainLogs gives plain logs their own names in the logs table and in evidence (the
+// verdict's reason has them from analyze), and says which were empty.
 func (r *Report) namePlainLogs(b *bundle.Bundle) {
 	for i := range r.Logs {
 		l := &r.Logs[i]
 		l.FileName = b.PlainName(l.Path)
 		if l.FileName != "" {
-			r.VerdictReason = strings.ReplaceAll(r.VerdictReason, " in "+l.Pod+"/"+l.Container, " in "+l.FileName)
 			if l.Lines == 0 {
 				r.Warnings = append(r.Warnings, l.FileName+": 0 lines read")
 			}
@@ -191,7 +219,7 @@ func (r *Report) namePlainLogs(b *bundle.Bundle) {
 	}
 	name := func(evs []Evidence) {
 		for i := range evs {
-			if evs[i].Source == "log" {
+			if evs[i].Source == analyze.SourceLog {
 				evs[i].FileName = b.PlainName(evs[i].File)
 			}
 		}
@@ -202,6 +230,18 @@ func (r *Report) namePlainLogs(b *bundle.Bundle) {
 	if r.RootCause != nil {
 		name(r.RootCause.Evidence)
 	}
+}
+
+func placeOf(p *analyze.Place) *Place {
+	if p == nil {
+		return nil
+	}
+	out := &Place{Pod: p.Pod, Container: p.Container, File: p.File, Job: p.Job, Node: p.Node}
+	if p.Rank >= 0 {
+		rank := p.Rank
+		out.Rank = &rank
+	}
+	return out
 }
 
 // where names a place: "pod/container", the pod, "—"; for plain logs, the file.
@@ -358,10 +398,8 @@ func buildEvents(m *parse.Model) []Event {
 		if io.Kind == "Pod" && len(inJob) > 0 && !inJob[io.Name] {
 			continue
 		}
-		ev := Event{Type: e.Type, Reason: e.Reason, Object: io.Kind + " " + io.Namespace + "/" + io.Name, Message: e.Message, Count: int(e.Count)}
-		if io.Namespace == "" {
-			ev.Object = io.Kind + " " + io.Name
-		}
+		ref := ObjectRef{io.Kind, io.Namespace, io.Name}
+		ev := Event{Type: e.Type, Reason: e.Reason, Object: ref.String(), ObjectRef: ref, Message: e.Message, Count: int(e.Count)}
 		if ev.Count == 0 {
 			ev.Count = 1
 		}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -92,7 +93,7 @@ func rankOf(rep *report.Report) int {
 		return -1
 	}
 	for _, ev := range rep.RootCause.Evidence {
-		if ev.Source != "log" {
+		if ev.Source != analyze.SourceLog {
 			continue
 		}
 		text := strings.TrimLeft(ev.Text, " ")

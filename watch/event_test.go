@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/report"
@@ -55,7 +56,9 @@ func TestSummaryIsBounded(t *testing.T) {
 }
 
 func TestRankOf(t *testing.T) {
-	ev := func(source, text string) report.Evidence { return report.Evidence{Source: source, Text: text} }
+	ev := func(source analyze.Source, text string) report.Evidence {
+		return report.Evidence{Source: source, Text: text}
+	}
 	for _, tc := range []struct {
 		evidence []report.Evidence
 		want     int

@@ -46,7 +46,7 @@ type Result struct {
 	VerdictReason string
 	// VerdictAt is the place the reason names (the root cause's), nil when it names none.
 	VerdictAt *Place
-	RootCause     *Finding
+	RootCause *Finding
 	// Confidence says how sure the root cause is ("" without one): see Confidence.
 	Confidence Confidence
 	// Findings are sorted by time (findings without a time last), ids f1, f2... in that order.

@@ -551,7 +551,10 @@ func interruptible(ctx context.Context, f *os.File) func() {
 	return func() { stop() }
 }
 
-// ctxReader ends a read loop once ctx is done: every Read checks it first.
+// ContextReader ends a read loop once ctx is done: every Read checks ctx first. It is the one
+// such reader of the module (bundle, logscan and search read through it).
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader

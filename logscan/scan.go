@@ -219,24 +219,15 @@ func NeedsClean(text []byte) bool {
 	return false
 }
 
-// ctxReader hashes what it reads when asked (the index cache key comes from the same single
-// read), and stops reading once ctx is done: checked every buffer fill (64 KiB), a cancel
-// stops a scan within microseconds, even inside a line of a gigabyte.
-type ctxReader struct {
-	ctx  context.Context
-	r    io.Reader
-	hash hash.Hash // nil: no hash
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
+// reader reads a log for a scan: it stops once ctx is done (checked every buffer fill, 64
+// KiB, so a cancel stops a scan within microseconds, even inside a line of a gigabyte) and,
+// given a hash, hashes what it reads (the index cache key comes from the same single read).
+func reader(ctx context.Context, f io.Reader, h hash.Hash) io.Reader {
+	r := bundle.ContextReader(ctx, f)
+	if h != nil {
+		r = io.TeeReader(r, h)
 	}
-	n, err := c.r.Read(p)
-	if c.hash != nil {
-		c.hash.Write(p[:n])
-	}
-	return n, err
+	return r
 }
 
 // Checksum reads a log whole as Scan does, without looking at its lines: its size and
@@ -248,9 +239,9 @@ func Checksum(ctx context.Context, fsys fs.FS, path string) (int64, [sha256.Size
 		return 0, sum, err
 	}
 	defer f.Close()
-	cr := &ctxReader{ctx: ctx, r: f, hash: sha256.New()}
-	n, err := io.Copy(io.Discard, cr)
-	cr.hash.Sum(sum[:0])
+	h := sha256.New()
+	n, err := io.Copy(io.Discard, reader(ctx, f, h))
+	h.Sum(sum[:0])
 	return n, sum, err
 }
 
@@ -273,10 +264,11 @@ func scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, opts AllOptions,
 		return st, nil
 	}
 	defer f.Close()
-	cr := &ctxReader{ctx: ctx, r: f}
+	var h hash.Hash
 	if opts.Hash {
-		cr.hash = sha256.New()
+		h = sha256.New()
 	}
+	cr := reader(ctx, f, h)
 	if lr == nil || lr.max != opts.MaxLine {
 		lr = NewLineReader(cr, 0, opts.MaxLine, readBuffer)
 	} else {
@@ -321,8 +313,8 @@ func scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, opts AllOptions,
 	}
 	st.Bytes = lr.off
 	st.LongLines = lr.longLines
-	if cr.hash != nil {
-		cr.hash.Sum(st.Sum[:0])
+	if h != nil {
+		h.Sum(st.Sum[:0])
 	}
 	if first != 0 {
 		st.First = time.Unix(0, first).UTC()

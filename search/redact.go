@@ -96,23 +96,8 @@ func searchKey(ctx context.Context, b *bundle.Bundle, inputs []string) ([]byte, 
 		return key, nil
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, ctxReaderOf(ctx, f)); err != nil {
+	if _, err := io.Copy(h, bundle.ContextReader(ctx, f)); err != nil {
 		return nil, fmt.Errorf("%s: %w", inputs[0], err)
 	}
 	return h.Sum(nil), nil
-}
-
-// ctxReaderOf stops a read loop once ctx is done.
-func ctxReaderOf(ctx context.Context, r io.Reader) io.Reader { return ctxRead{ctx, r} }
-
-type ctxRead struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxRead) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

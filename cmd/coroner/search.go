@@ -446,7 +446,7 @@ func (p hitPrinter) line(w io.Writer, l index.Line, sep byte, hit bool) {
 	if l.Time != nil {
 		ts = l.Time.Format("2006-01-02T15:04:05.000Z")
 	}
-	text := terminalSafe(l.Text)
+	text := report.TerminalSafe(l.Text)
 	if hit && p.highlight != nil {
 		text = p.highlight(text)
 	}
@@ -509,17 +509,6 @@ func span(a, b *time.Time) string {
 		return ""
 	}
 	return ", between " + a.Format("15:04:05") + " and " + b.Format("15:04:05")
-}
-
-// terminalSafe replaces control characters (a log may hold any) so that printing a line
-// cannot move the cursor or change the terminal.
-func terminalSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
 }
 
 func commas(n int) string {

@@ -91,10 +91,6 @@ func TestSearchExitCodes(t *testing.T) {
 	}
 }
 
-func TestTerminalSafe(t *testing.T) {
-	require.Equal(t, "a\uFFFD[31mred\uFFFDb\tc", terminalSafe("a\x1b[31mred\x07b\tc"))
-}
-
 // TestSearchTakesWhatAnalyzeTakes: plain log files and standard input are searched like a
 // bundle's logs, named by their files.
 func TestSearchTakesWhatAnalyzeTakes(t *testing.T) {
@@ -238,4 +234,17 @@ func TestMergedResultsStayPartial(t *testing.T) {
 	var out strings.Builder
 	hitPrinter{}.print(&out, res)
 	require.Contains(t, out.String(), "at least 5 matching lines, 0 hits shown")
+}
+
+// TestSearchShowsControlsAsAnalyzeDoes: a hit's line cannot drive the terminal (an escape
+// sequence, a bell, a right-to-left override): search writes each as its Go escape, the same
+// way every other command shows bundle text.
+func TestSearchShowsControlsAsAnalyzeDoes(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "train.log")
+	require.NoError(t, os.WriteFile(log, []byte("NCCL error \x1b]0;pwned\x07 on rank 3 \u202eevil\n"), 0o644))
+	code, stdout, stderr := run(t, "search", log, "NCCL", "--no-cache")
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stdout, "\x1b")
+	require.NotContains(t, stdout, "\u202e")
+	require.Contains(t, stdout, `pwned\a on rank 3 \u202eevil`)
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/coroner-dev/coroner/bundle"
 )
 
 // Bounds on stored answers read back.
@@ -150,7 +152,7 @@ func readJSON(ctx context.Context, path string, limit int64, v any) error {
 		return err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, limit+1))
+	data, err := io.ReadAll(io.LimitReader(bundle.ContextReader(ctx, f), limit+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -164,19 +166,6 @@ func readJSON(ctx context.Context, path string, limit int64, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-// ctxReader stops reading when its context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // notALink refuses a path that is a symbolic link: the file written there would replace the

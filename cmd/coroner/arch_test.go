@@ -33,7 +33,7 @@ var arrows = map[string][]string{
 	"analyze":          {"logscan", "parse", "bundle", "rules", "internal/literal"},
 	"templates":        nil,
 	"report":           {"analyze", "parse", "bundle", "templates"},
-	"narrate":          {"report", "analyze", "index", "bundle/redact"},
+	"narrate":          {"report", "analyze", "index", "bundle", "bundle/redact"},
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
 	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile"},

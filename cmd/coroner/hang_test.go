@@ -123,6 +123,9 @@ func TestFindingsNeverCompareARankWithItself(t *testing.T) {
 	}
 	for _, name := range sampleNames(t) {
 		t.Run(name, func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("analyzes every sample again; skipped with -short (analyze's TestSamples holds their findings as goldens)")
+			}
 			r, _ := analyzeJSON(t, nil, filepath.Join(samplesDir, name), "--no-cache")
 			check(t, r)
 		})

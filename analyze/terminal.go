@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+
+	"github.com/coroner-dev/coroner/internal/literal"
 )
 
 // A log's terminal failure is how its process said it ended: the last exception of its last
@@ -98,11 +100,18 @@ var (
 	objectLine = regexp.MustCompile(`^\s*Warning\s+[A-Z][A-Za-z]+\s|^\s*Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b`)
 )
 
+// kindOf is what a line says about how its process ended.
 func kindOf(text []byte) lineKind {
 	t := bytes.TrimSpace(text)
-	switch {
-	case len(t) == 0:
+	if len(t) == 0 || !mayEnd(t) {
 		return kindNone
+	}
+	return classify(t)
+}
+
+// classify is kindOf's expressions, in order, on a trimmed line.
+func classify(t []byte) lineKind {
+	switch {
 	case exceptionLine.Match(t):
 		return kindException
 	case bytes.Contains(t, []byte("what():")):
@@ -117,6 +126,45 @@ func kindOf(text []byte) lineKind {
 		return kindError
 	}
 	return kindNone
+}
+
+// endWords holds, ASCII case folded, a literal of every match of the expressions kindOf runs
+// but two: a glog line's head ("E0314 ", "F0314 ") and a status ("Unavailable: "), which
+// mayEnd checks by hand. It is a superset (TestMayEndIsASuperset): a line without one of them
+// is no kind, and the expressions, which cost microseconds a line, never run on the hundreds
+// of tail lines of each of thousands of logs that only report progress.
+var endWords = literal.NewMatcher([]string{
+	"error", "exception", "interrupt", "failure", "fault", "exit", "what():", "fatal",
+	"sig", "segmentation", "bus error", "core dumped", "killed", "abort",
+	"primary job", "mpirun", "return code", "returncode", "status code", "error_file", "traceback",
+	"non-zero", "termination", "cancelled", "warning", "reason:",
+	"failed", "refused", "denied", "timed out", "unable to", "cannot", "could not", "out of memory",
+	"oom", "xid", "evicted", "preempted", "unschedulable", "backoff", "insufficient", "exceeded",
+})
+
+// mayEnd says whether kindOf's expressions could match trimmed line t.
+func mayEnd(t []byte) bool {
+	if len(t) > 5 && (t[0] == 'E' || t[0] == 'F') && isDigits(t[1:5]) {
+		return true
+	}
+	for i, c := range t {
+		if c == ':' && i > 0 && i+1 < len(t) && t[i+1] == ' ' {
+			return true // "Unavailable: ...", "INTERNAL: ..." (and the like, checked below)
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
+			break
+		}
+	}
+	return literal.Any(endWords, t)
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // terminalFailure is how one log's process said it ended.

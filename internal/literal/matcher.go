@@ -160,6 +160,28 @@ func Append[T string | []byte](m *Matcher, text T, hits []Hit) []Hit {
 	return hits
 }
 
+// Any says whether text holds any of the literals; it stops at the first.
+func Any[T string | []byte](m *Matcher, text T) bool {
+	s := uint32(0)
+	delta, classes, starts := m.delta, &m.classes, &m.starts
+	for i := 0; i < len(text); i++ {
+		if s == 0 {
+			for i < len(text) && !starts[text[i]] {
+				i++
+			}
+			if i == len(text) {
+				return false
+			}
+		}
+		v := delta[s+uint32(classes[text[i]])]
+		s = v >> 1
+		if v&1 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func fold(c byte) byte {
 	if c >= 'A' && c <= 'Z' {
 		return c + 'a' - 'A'

@@ -75,30 +75,168 @@ const (
 // strong says whether a kind shows on its own that the process failed.
 func (k lineKind) strong() bool { return k >= kindExit }
 
+// The expressions that say what a line is. Each runs only on a line that holds one of its
+// literals (gated.words, ASCII case folded; a superset, checked on every sample and corpus line
+// by TestGatesAreSupersets), or passes its own check of how the line starts: Go's regexp costs
+// tens of microseconds on a 300-byte line it does not match, and a 16,384-rank job has tens of
+// thousands of tail lines.
 var (
 	// exceptionLine is a Python exception as a traceback ends: "pkg.mod.SomeError: message".
-	exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)(?::|$)`)
+	// Anchored: it never searches the line.
+	exceptionLine = gated{re: regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
-	exitLine = regexp.MustCompile(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`)
+	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
+		nil, "exit", "return code", "returncode")
 	// signalLine names a signal or how a process died of one. A shell reports a SIGKILLed
 	// foreground process with a bare "Killed", which lands right after whatever the process
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
-	signalLine = regexp.MustCompile(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`)
-	fatalLine  = regexp.MustCompile(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`)
-	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, or a status as
-	// TensorFlow, XLA, absl and gRPC print one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
-	errorLine = regexp.MustCompile(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |` +
-		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|` +
-		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `)
-	// errorWords are the words a line that reports a failure uses, in any log format:
-	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
-	errorWords = regexp.MustCompile(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`)
+	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
+		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted")
+	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`, glogHead('F'), "fatal")
 	// launcherLine is a launcher's summary of a failed process.
-	launcherLine = regexp.MustCompile(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`)
+	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`,
+		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
+		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT")
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
-	objectLine = regexp.MustCompile(`^\s*Warning\s+[A-Z][A-Za-z]+\s|^\s*Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b`)
+	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
+	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, or a status as
+	// TensorFlow, XLA, absl and gRPC print one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
+	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |`+
+		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|`+
+		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `,
+		func(t []byte) bool { return glogHead('E')(t) || statusHead(t) }, "error").by(isErrorLine)
+	// errorWords are the words a line that reports a failure uses, in any log format:
+	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
+	errorWords = gate(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`,
+		nil, errorWordList...).by(hasErrorWord)
+	// errorWordList is errorWords' words: the first two end a word, the others are whole words.
+	errorWordList = []string{"error", "exception", "failed", "failure", "fatal", "killed", "abort", "aborted", "refused", "denied",
+		"timed out", "unable to", "cannot", "could not", "out of memory", "oom", "xid", "evicted", "preempted", "unschedulable",
+		"backoff", "insufficient", "exceeded"}
+	errorWordMatcher = literal.NewMatcher(errorWordList)
 )
+
+// gated is an expression that runs only on lines that hold one of its words or pass head;
+// with neither, it always runs (it is anchored, and cheap). With code, code runs in its place:
+// the expression written out by hand where the regexp costs too much on the lines that pass
+// the gate (TestGatesAreSupersets checks that both say the same on every line it has).
+type gated struct {
+	re    *regexp.Regexp
+	words *literal.Matcher
+	head  func([]byte) bool
+	code  func([]byte) bool
+}
+
+func (g gated) by(code func([]byte) bool) gated { g.code = code; return g }
+
+func gate(expr string, head func([]byte) bool, words ...string) gated {
+	return gated{re: regexp.MustCompile(expr), words: literal.NewMatcher(words), head: head}
+}
+
+func (g gated) Match(t []byte) bool {
+	if g.words != nil && !literal.Any(g.words, t) && (g.head == nil || !g.head(t)) {
+		return false
+	}
+	if g.code != nil {
+		return g.code(t)
+	}
+	return g.re.Match(t)
+}
+
+// isErrorLine is errorLine's expression written out.
+func isErrorLine(t []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(t[i:], []byte("ERROR"))
+		if j < 0 {
+			break
+		}
+		if at := i + j; wordEdge(t, at) && wordEdge(t, at+len("ERROR")) {
+			return true
+		}
+		i += j + 1
+	}
+	rest := t
+	if n := leading(t, isPathByte); n > 0 && bytes.HasPrefix(t[n:], []byte(": ")) {
+		rest = t[n+2:]
+	}
+	if bytes.HasPrefix(t, []byte("error: ")) || bytes.HasPrefix(rest, []byte("error: ")) {
+		return true
+	}
+	if glogHead('E')(t) && t[5] == ' ' {
+		return true
+	}
+	n := leading(t, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' })
+	return n > 0 && bytes.HasPrefix(t[n:], []byte(": ")) && statusWords[string(t[:n])]
+}
+
+// statusWords are the status codes of gRPC, absl and TensorFlow, in both spellings.
+var statusWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("Cancelled Unknown InvalidArgument DeadlineExceeded NotFound AlreadyExists PermissionDenied " +
+		"ResourceExhausted FailedPrecondition OutOfRange Unimplemented Internal Unavailable DataLoss Unauthenticated " +
+		"CANCELLED UNKNOWN INVALID_ARGUMENT DEADLINE_EXCEEDED NOT_FOUND ALREADY_EXISTS PERMISSION_DENIED RESOURCE_EXHAUSTED " +
+		"FAILED_PRECONDITION ABORTED OUT_OF_RANGE UNIMPLEMENTED INTERNAL UNAVAILABLE DATA_LOSS UNAUTHENTICATED") {
+		statusWords[w] = true
+	}
+}
+
+// hasErrorWord is errorWords' expression written out (ASCII case folded): "error" or
+// "exception", with an "s" or not, at the end of a word; the other words as whole words.
+func hasErrorWord(t []byte) bool {
+	var buf [8]literal.Hit
+	for _, h := range literal.Append(errorWordMatcher, t, buf[:0]) {
+		end := h.End
+		switch h.ID {
+		case 0, 1: // error, exception: "NetworkError", "errors"
+			if wordEdge(t, end) || end < len(t) && t[end]|0x20 == 's' && wordEdge(t, end+1) {
+				return true
+			}
+		default:
+			if n := len(errorWordList[h.ID]); wordEdge(t, end-n) && wordEdge(t, end) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wordEdge says whether i is a word boundary of t (\b: a word byte on one side only).
+func wordEdge(t []byte, i int) bool {
+	before := i > 0 && isWordByte(t[i-1])
+	after := i < len(t) && isWordByte(t[i])
+	return before != after
+}
+
+func isPathByte(c byte) bool { return isWordByte(c) || c == '.' || c == '/' || c == '-' }
+
+// leading counts the bytes at the start of t that ok accepts.
+func leading(t []byte, ok func(byte) bool) int {
+	n := 0
+	for n < len(t) && ok(t[n]) {
+		n++
+	}
+	return n
+}
+
+// glogHead says whether t starts as a glog line of severity c: "E0314 ".
+func glogHead(c byte) func([]byte) bool {
+	return func(t []byte) bool { return len(t) > 5 && t[0] == c && isDigits(t[1:5]) }
+}
+
+// statusHead says whether t starts with a word and ": " ("Unavailable: ", "DATA_LOSS: ").
+func statusHead(t []byte) bool {
+	for i, c := range t {
+		if c == ':' {
+			return i > 0 && i+1 < len(t) && t[i+1] == ' '
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
+			return false
+		}
+	}
+	return false
+}
 
 // kindOf is what a line says about how its process ended.
 func kindOf(text []byte) lineKind {
@@ -142,20 +280,10 @@ var endWords = literal.NewMatcher([]string{
 	"oom", "xid", "evicted", "preempted", "unschedulable", "backoff", "insufficient", "exceeded",
 })
 
-// mayEnd says whether kindOf's expressions could match trimmed line t.
+// mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line
+// that none of them could match (a progress line, most of a log).
 func mayEnd(t []byte) bool {
-	if len(t) > 5 && (t[0] == 'E' || t[0] == 'F') && isDigits(t[1:5]) {
-		return true
-	}
-	for i, c := range t {
-		if c == ':' && i > 0 && i+1 < len(t) && t[i+1] == ' ' {
-			return true // "Unavailable: ...", "INTERNAL: ..." (and the like, checked below)
-		}
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
-			break
-		}
-	}
-	return literal.Any(endWords, t)
+	return glogHead('E')(t) || glogHead('F')(t) || statusHead(t) || literal.Any(endWords, t)
 }
 
 func isDigits(b []byte) bool {

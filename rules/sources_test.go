@@ -74,25 +74,32 @@ func TestExamplesAreNotFromTheCorpus(t *testing.T) {
 	if len(corpus) == 0 {
 		t.Fatalf("%s lists no sources", corpusIndex)
 	}
-	err = fs.WalkDir(FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
-			return err
-		}
-		data, err := fs.ReadFile(FS, path)
-		if err != nil {
-			return err
-		}
-		for i, line := range strings.Split(string(data), "\n") {
-			for _, u := range urlRE.FindAllString(line, -1) {
-				if id, ok := corpus[sourceKey(u)]; ok {
-					t.Errorf("%s:%d cites %s, the source of corpus excerpt %s: take the example from another thread", path, i+1, u, id)
+	files := 0
+	for _, fsys := range []fs.FS{FS, VocabularyFS} {
+		err = fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+				return err
+			}
+			files++
+			data, err := fs.ReadFile(fsys, path)
+			if err != nil {
+				return err
+			}
+			for i, line := range strings.Split(string(data), "\n") {
+				for _, u := range urlRE.FindAllString(line, -1) {
+					if id, ok := corpus[sourceKey(u)]; ok {
+						t.Errorf("%s:%d cites %s, the source of corpus excerpt %s: take the example from another thread", path, i+1, u, id)
+					}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	}
+	if files < 2 {
+		t.Fatalf("read %d rule files: the walk missed the rules", files)
 	}
 }
 

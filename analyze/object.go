@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -65,6 +66,9 @@ type alt struct {
 	op     string // "=", "range", ">=", "<=", ">", "<"
 	s      string
 	lo, hi float64
+	// ref names another field of the same fact or line: a comparison with a
+	// factor times its value (">=0.5*step": lo is the factor, 0.5).
+	ref string
 }
 
 func compileCond(c rules.Cond) (cond, error) {
@@ -81,11 +85,16 @@ func compileCond(c rules.Cond) (cond, error) {
 		a := alt{op: "=", s: part}
 		for _, op := range []string{">=", "<=", ">", "<"} {
 			if rest, ok := strings.CutPrefix(part, op); ok {
-				v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-				if err != nil {
-					return out, fmt.Errorf("%q: %s needs a number", part, op)
+				rest = strings.TrimSpace(rest)
+				if v, err := strconv.ParseFloat(rest, 64); err == nil {
+					a = alt{op: op, lo: v}
+					break
 				}
-				a = alt{op: op, lo: v}
+				factor, ref, ok := parseRef(rest)
+				if !ok {
+					return out, fmt.Errorf("%q: %s needs a number, a field or a number times a field (0.5*step)", part, op)
+				}
+				a = alt{op: op, lo: factor, ref: ref}
 				break
 			}
 		}
@@ -117,10 +126,42 @@ func compileCond(c rules.Cond) (cond, error) {
 	return out, nil
 }
 
-func (c cond) holds(v string) bool {
+// parseRef reads the right side of a comparison with another field: "step" or "0.5*step".
+func parseRef(s string) (factor float64, ref string, ok bool) {
+	factor = 1
+	if f, name, found := strings.Cut(s, "*"); found {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, "", false
+		}
+		factor, s = v, strings.TrimSpace(name)
+	}
+	if !fieldName.MatchString(s) {
+		return 0, "", false
+	}
+	return factor, s, true
+}
+
+// fieldName is what a condition may name: a fact's field or a pattern's group.
+var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// refs are the fields the condition compares with.
+func (c cond) refs() []string {
+	var out []string
+	for _, a := range c.alts {
+		if a.ref != "" {
+			out = append(out, a.ref)
+		}
+	}
+	return out
+}
+
+// holds says whether v meets the condition; fields are the other values of the same fact or
+// line, which a comparison with a field reads (nil: such a comparison does not hold).
+func (c cond) holds(v string, fields map[string]string) bool {
 	any := false
 	for _, a := range c.alts {
-		if a.holds(v) {
+		if a.holds(v, fields) {
 			any = true
 			break
 		}
@@ -128,7 +169,7 @@ func (c cond) holds(v string) bool {
 	return any != c.neg
 }
 
-func (a alt) holds(v string) bool {
+func (a alt) holds(v string, fields map[string]string) bool {
 	if a.op == "=" {
 		if v == a.s {
 			return true
@@ -141,17 +182,30 @@ func (a alt) holds(v string) bool {
 	if err != nil {
 		return false
 	}
-	switch a.op {
-	case "range":
+	if a.ref != "" {
+		y, err := strconv.ParseFloat(fields[a.ref], 64)
+		if err != nil {
+			return false
+		}
+		return compare(a.op, x, a.lo*y)
+	}
+	if a.op == "range" {
 		return x >= a.lo && x <= a.hi
+	}
+	return compare(a.op, x, a.lo)
+}
+
+// compare applies a comparison operator.
+func compare(op string, x, y float64) bool {
+	switch op {
 	case ">=":
-		return x >= a.lo
+		return x >= y
 	case "<=":
-		return x <= a.lo
+		return x <= y
 	case ">":
-		return x > a.lo
+		return x > y
 	case "<":
-		return x < a.lo
+		return x < y
 	}
 	return false
 }
@@ -185,6 +239,11 @@ func compileWhere(kind string, w rules.Where) (where, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", f, err)
 		}
+		for _, ref := range cc.refs() {
+			if !slices.Contains(fields, ref) {
+				return nil, fmt.Errorf("%s: object kind %s has no field %q to compare with", f, kind, ref)
+			}
+		}
 		out = append(out, fieldCond{f, cc})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].field < out[j].field })
@@ -193,7 +252,7 @@ func compileWhere(kind string, w rules.Where) (where, error) {
 
 func (w where) holds(fields map[string]string) bool {
 	for _, fc := range w {
-		if !fc.cond.holds(fields[fc.field]) {
+		if !fc.cond.holds(fields[fc.field], fields) {
 			return false
 		}
 	}

@@ -323,19 +323,34 @@ func (r *Rule) compileMatch() []string {
 		if len(s.Patterns) == 0 {
 			problems = append(problems, "streak has no patterns")
 		}
-		if s.Min < 2 && (s.Min < 1 || len(s.Recover) == 0) {
-			problems = append(problems, "streak min must be at least 2 (one line is not a streak), or 1 with recover patterns (a condition that lasts until they match)")
+		if s.Min < 2 && (s.Min < 1 || len(s.Recover) == 0 && len(s.Last) == 0) {
+			problems = append(problems, "streak min must be at least 2 (one line is not a streak), or 1 with recover patterns (a condition that lasts until they match) or last conditions (a line that counts for itself)")
 		}
 		problems = append(problems, r.compile(s.Patterns, kindStreak)...)
 		problems = append(problems, r.compile(s.Recover, kindRecover)...)
+		groups := map[string]bool{}
+		for _, cp := range r.res {
+			if cp.kind == kindStreak {
+				for _, name := range cp.re.SubexpNames() {
+					groups[name] = name != ""
+				}
+			}
+		}
 		for g, c := range s.Last {
 			cc, err := compileCond(c)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("streak last %s: %v", g, err))
 				continue
 			}
+			// A group no pattern has would never hold: a typo, not a condition.
+			for _, name := range append([]string{g}, cc.refs()...) {
+				if !groups[name] {
+					problems = append(problems, fmt.Sprintf("streak last %s: no streak pattern has a group (?P<%s>...)", g, name))
+				}
+			}
 			r.last = append(r.last, fieldCond{g, cc})
 		}
+		slices.SortFunc(r.last, func(a, b fieldCond) int { return strings.Compare(a.field, b.field) })
 	case m.Sequence != nil:
 		if len(m.Sequence.Patterns) == 0 {
 			problems = append(problems, "sequence has no patterns")

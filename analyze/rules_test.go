@@ -63,7 +63,7 @@ func TestEveryCategoryHasARule(t *testing.T) {
 func TestInvalidRuleFiles(t *testing.T) {
 	want := map[string]string{
 		"bad-category.yaml":              "bad-category.yaml: rule \"site/oom\": category \"oom\" is not one of cuda-oom, host-oom, nan-loss, module-not-found, collective-timeout, collective-error, rendezvous-failure, shm-bus-error, cuda-error, gpu-hardware, scheduling, image-pull, disk-full, file-not-found, permission-denied, hub-offline, config-error, crash-signal, preempted-evicted, user-code-error, hang, storage-error, data-error, unknown",
-		"bad-condition.yaml":             "bad-condition.yaml: rule \"cuda-oom/site\": exitCode: \">=x\": >= needs a number",
+		"bad-condition.yaml":             "bad-condition.yaml: rule \"cuda-oom/site\": exitCode: object kind container-terminated has no field \"x\" to compare with",
 		"bad-regexp.yaml":                "bad-regexp.yaml: rule \"cuda-oom/site\": pattern \"(?<=x)abc\": error parsing regexp: invalid named capture: `(?<=x)abc`",
 		"bad-role.yaml":                  "bad-role.yaml: rule \"cuda-oom/site\": role \"symptom\" is not one of primary, secondary, generic, fallback, secondary-fallback, generic-fallback",
 		"bad-severity.yaml":              "bad-severity.yaml: rule \"cuda-oom/site\": severity \"fatal\" is not one of info, warning, error, critical",
@@ -93,7 +93,7 @@ func TestInvalidRuleFiles(t *testing.T) {
 		"root-only-if-field.yaml":        "root-only-if-field.yaml: rule \"scheduling/site\": rootOnlyIf: object kind pod has no field \"ran\" (fields: phase, reason, message, scheduled, imagesPulled, started)",
 		"sequence-groups.yaml":           "sequence-groups.yaml: rule \"hang/site\": sequence pattern \"abcd\" has no (?P<seq>...) group",
 		"silence-scope.yaml":             "silence-scope.yaml: rule \"hang/site\": silence scope \"pod\" is not rank or job",
-		"streak-of-one.yaml":             "streak-of-one.yaml: rule \"nan-loss/site\": streak min must be at least 2 (one line is not a streak), or 1 with recover patterns (a condition that lasts until they match)",
+		"streak-of-one.yaml":             "streak-of-one.yaml: rule \"nan-loss/site\": streak min must be at least 2 (one line is not a streak), or 1 with recover patterns (a condition that lasts until they match) or last conditions (a line that counts for itself)",
 		"toggle-no-such-rule.yaml":       "toggle-no-such-rule.yaml: rule \"cuda-oom/torch-aloc\": no rule of that id is read before this file to change (the built-in rules, then each earlier directory)",
 		"two-kinds.yaml":                 "two-kinds.yaml: rule \"cuda-oom/site\": match has more than one kind (patterns/eventReasons, object, streak, sequence, silence): write one rule for each",
 		"unknown-field.yaml":             "unknown-field.yaml: rule \"cuda-oom/site\": unknown field \"categry\"",

@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,31 +30,54 @@ import (
 
 // configMapDir is a directory laid out as the kubelet mounts a ConfigMap: each key a symbolic
 // link to ..data/<key>, and ..data a link to a directory of the current files, replaced in one
-// rename when the ConfigMap changes (the kubelet's AtomicWriter).
+// rename when the ConfigMap changes (the kubelet's AtomicWriter). The test cluster has no
+// kubelet to mount volumes: sync plays its part.
 type configMapDir struct {
 	dir string
 	gen int
 }
 
-func (m *configMapDir) write(t *testing.T, files map[string]string) {
+// sync writes the ConfigMap coroner-prompts of deploy/watch/ as the kubelet updates its volume.
+func (m *configMapDir) sync(t *testing.T, c *testcluster.Cluster) {
 	t.Helper()
+	cm, err := c.Kube.CoreV1().ConfigMaps("coroner").Get(t.Context(), "coroner-prompts", metav1.GetOptions{})
+	require.NoError(t, err)
 	m.gen++
 	ts := fmt.Sprintf("..2026_11_26_13_00_00.%d", m.gen)
 	require.NoError(t, os.Mkdir(filepath.Join(m.dir, ts), 0o755))
-	for k, v := range files {
+	for k, v := range cm.Data {
 		require.NoError(t, os.WriteFile(filepath.Join(m.dir, ts, k), []byte(v), 0o644))
 	}
 	old, _ := os.Readlink(filepath.Join(m.dir, "..data"))
 	require.NoError(t, os.Symlink(ts, filepath.Join(m.dir, "..data_tmp")))
 	require.NoError(t, os.Rename(filepath.Join(m.dir, "..data_tmp"), filepath.Join(m.dir, "..data")))
-	for k := range files {
+	for k := range cm.Data {
 		if _, err := os.Lstat(filepath.Join(m.dir, k)); err != nil {
 			require.NoError(t, os.Symlink(filepath.Join("..data", k), filepath.Join(m.dir, k)))
+		}
+	}
+	entries, err := os.ReadDir(m.dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if _, ok := cm.Data[e.Name()]; !ok && !strings.HasPrefix(e.Name(), "..") {
+			require.NoError(t, os.Remove(filepath.Join(m.dir, e.Name())))
 		}
 	}
 	if old != "" {
 		require.NoError(t, os.RemoveAll(filepath.Join(m.dir, old)))
 	}
+}
+
+// setPrompts edits the ConfigMap as a site would (kubectl apply of its manifest), and the
+// kubelet's sync follows.
+func (m *configMapDir) setPrompts(t *testing.T, c *testcluster.Cluster, data map[string]string) {
+	t.Helper()
+	cm, err := c.Kube.CoreV1().ConfigMaps("coroner").Get(t.Context(), "coroner-prompts", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data = data
+	_, err = c.Kube.CoreV1().ConfigMaps("coroner").Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	m.sync(t, c)
 }
 
 // A short site prompt keeps the tiny model's byte-level tokens few (the built-in templates are
@@ -90,7 +114,8 @@ func TestWatchLLME2E(t *testing.T) {
 	// answers parse (their words are the alphabet).
 	srv.createWith(t, "tiny", tinygguf.WriteQuoting, "")
 	prompts := &configMapDir{dir: t.TempDir()}
-	prompts.write(t, map[string]string{"pytorchjob.tmpl": sitePromptV1})
+	prompts.sync(t, c) // as deploy/watch/ applies it: empty, the built-in templates serve
+	prompts.setPrompts(t, c, map[string]string{"pytorchjob.tmpl": sitePromptV1})
 	dir := t.TempDir()
 	args := []string{"-n", "w-llm-1,w-llm-2", "--llm", "--ollama-host", srv.host, "--model", "tiny",
 		"--prompt-dir", prompts.dir, "--num-ctx", "2048", "--llm-max-tokens", "400", "--llm-timeout", "60s"}
@@ -149,11 +174,16 @@ func TestWatchLLME2E(t *testing.T) {
 		require.Equal(t, 0.0, w.metric(`coroner_watch_errors_total{step="llm"}`))
 		require.Equal(t, 1, srv.chatCalls(1))
 		first = rep
+		if kubectl, err := exec.LookPath("kubectl"); err == nil {
+			out, err := exec.Command(kubectl, "--kubeconfig", env.admin, "describe", "pytorchjob", "train-job", "-n", "w-llm-1").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			t.Logf("kubectl describe pytorchjob train-job -n w-llm-1 (its Events):\n%s", string(out)[strings.LastIndex(string(out), "Events:"):])
+		}
 	})
 
 	t.Run("an edited ConfigMap changes the next prompt, without a restart", func(t *testing.T) {
 		require.NotNil(t, first)
-		prompts.write(t, map[string]string{"pytorchjob.tmpl": sitePromptV2})
+		prompts.setPrompts(t, c, map[string]string{"pytorchjob.tmpl": sitePromptV2})
 		live := testcluster.Job{Namespace: "w-llm-2", Name: "live", Workers: 2, Running: true}
 		c.CreateJob(t, k, live)
 		c.FailJob(t, live)
@@ -185,7 +215,7 @@ func TestWatchLLME2E(t *testing.T) {
 
 	t.Run("a restart asks nothing twice", func(t *testing.T) {
 		require.NoError(t, w.Stop())
-		prompts.write(t, map[string]string{"pytorchjob.tmpl": sitePromptV1})
+		prompts.setPrompts(t, c, map[string]string{"pytorchjob.tmpl": sitePromptV1})
 		// The job as a restart before its annotations finds it: its bundle is written, and
 		// the next watcher diagnoses it again.
 		_, err := c.Dyn.Resource(testcluster.PyTorchJobs).Namespace("w-llm-1").Patch(t.Context(), "train-job", types.MergePatchType,

@@ -213,6 +213,12 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 		// finish within the grace period; those still waiting go without a narrative.
 		if left := c.llm.shut(); len(left) > 0 {
 			c.log.Warn("stopping: diagnoses left without a narrative", "diagnoses", len(left))
+			for _, n := range left {
+				n.rep.Warnings = append(n.rep.Warnings, "no LLM narrative: coroner watch stopped before the model was asked")
+				if err := writeReports(n.rep, n.p); err != nil {
+					c.log.Error("could not write the reports", "bundle", n.p.bundle, "err", err)
+				}
+			}
 		}
 		narrating.Wait()
 		close(done)

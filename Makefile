@@ -94,9 +94,10 @@ clean:
 	rm -rf bin report.html
 
 # End-to-end test of the LLM step against a real Ollama server, built from the same module
-# version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model.
+# version as the client and cached (scripts/ollama-server.sh), serving a tiny generated model;
+# TestWatchLLME2E runs coroner watch --llm against it and the kube-apiserver of make e2e.
 e2e-llm:
-	CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" CORONER_TOKENIZERS="$$(./scripts/tokenizers.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E|TestLLMTokenEstimateE2E' -v ./cmd/coroner
+	$(E2E_ENV) CORONER_OLLAMA_BIN="$$(./scripts/ollama-server.sh)" CORONER_TOKENIZERS="$$(./scripts/tokenizers.sh)" $(GO) test -tags e2e -count=1 -run 'TestLLME2E|TestLLMTokenEstimateE2E|TestWatchLLME2E' -v ./cmd/coroner
 
 # Score the second tier alone: the specific rules off (analyze --tiers fallback), so only the
 # vocabulary names causes. score.py takes a binary and no flags, so a wrapper passes the flag.

@@ -7,6 +7,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -103,14 +104,7 @@ func LoadTemplates(ctx context.Context, dir string) (*Templates, error) {
 			return nil, err
 		}
 		file := filepath.Join(dir, e.Name())
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		if info.Size() > maxTemplateBytes {
-			return nil, fmt.Errorf("prompt template %s: %d bytes, more than the %d allowed", file, info.Size(), maxTemplateBytes)
-		}
-		data, err := os.ReadFile(file)
+		data, err := readBounded(file, maxTemplateBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +118,25 @@ func LoadTemplates(ctx context.Context, dir string) (*Templates, error) {
 		return nil, fmt.Errorf("no %s.tmpl prompt template", DefaultTemplate)
 	}
 	return ts, nil
+}
+
+// readBounded reads a template file of at most limit bytes. The bound is on what is read, not
+// on what the directory entry says: a ConfigMap mounted as a directory holds its files as
+// symbolic links (pytorchjob.tmpl -> ..data/pytorchjob.tmpl), whose own size is a few bytes.
+func readBounded(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("prompt template %s: %w", file, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("prompt template %s: more than the %d bytes allowed", file, limit)
+	}
+	return data, nil
 }
 
 // NewTemplate parses a template. Errors name the source and the line.

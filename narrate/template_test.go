@@ -148,3 +148,26 @@ func TestEstimateCoversRealTokenizers(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, estimate, most)
 }
+
+// A ConfigMap mounted as a directory holds each key as a symbolic link through ..data to a
+// directory the kubelet replaces on each update: the templates are read through the links,
+// the kubelet's own entries are not templates, and the size bound is on the file read, not on
+// the few bytes of its link.
+func TestTemplatesOfAMountedConfigMap(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "..2026_11_26_13_00_00.1")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "pytorchjob.tmpl"), []byte("{{/* site, version: 3 */}}Job {{ .Verdict }}\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Base(data), filepath.Join(dir, "..data")))
+	require.NoError(t, os.Symlink("..data/pytorchjob.tmpl", filepath.Join(dir, "pytorchjob.tmpl")))
+	ts, err := LoadTemplates(t.Context(), dir)
+	require.NoError(t, err)
+	pt := ts.For("PyTorchJob")
+	require.Equal(t, "3", pt.Version)
+	require.Equal(t, filepath.Join(dir, "pytorchjob.tmpl"), pt.Source)
+	require.Len(t, ts.List(), 5, "nothing else is taken for a template")
+
+	require.NoError(t, os.WriteFile(filepath.Join(data, "pytorchjob.tmpl"), []byte(strings.Repeat("x", maxTemplateBytes+1)), 0o644))
+	_, err = LoadTemplates(t.Context(), dir)
+	require.EqualError(t, err, "prompt template "+filepath.Join(dir, "pytorchjob.tmpl")+": more than the 262144 bytes allowed")
+}

@@ -70,6 +70,9 @@ type controller struct {
 	// show the annotation yet, and a deleted job carries none.
 	collected map[types.UID]done
 	busy      map[string]bool // bundle paths (without extension) being written or read
+	narrating map[string]bool // bundle paths waiting for, or being given, a narrative
+
+	llm *narrations // the diagnoses waiting for the model (Options.Narrate)
 }
 
 // done is a collect this leader made.
@@ -94,7 +97,8 @@ func newController(opts Options, c *collect.Clients, m *metrics) (*controller, e
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods"}),
 		kinds: map[string]*watchedKind{}, scopes: scopes, pods: map[string]cache.SharedIndexInformer{},
 		tombs: map[string]*tomb{}, seen: map[string]time.Time{}, gaveUp: map[types.UID]bool{}, busy: map[string]bool{},
-		collected: map[types.UID]done{},
+		collected: map[types.UID]done{}, narrating: map[string]bool{},
+		llm: newNarrations(opts.NarrateQueue),
 	}, nil
 }
 
@@ -177,6 +181,16 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 			c.work(workCtx, c.podQueue, c.syncPod, nil)
 		}()
 	}
+	// The model's work runs beside the collects, one diagnosis at a time (a model server
+	// answers one question at a time), so that it never holds up a bundle or an Event.
+	var narrating sync.WaitGroup
+	if c.opts.Narrate != nil {
+		narrating.Add(1)
+		go func() {
+			defer narrating.Done()
+			c.narrateAll(workCtx)
+		}()
+	}
 	go c.every(infCtx, rediscoverEvery, func() {
 		if err := c.discover(infCtx); err != nil {
 			c.log.Warn("discovery failed", "err", err)
@@ -193,7 +207,22 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 	c.queue.ShutDown()
 	c.podQueue.ShutDown()
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() {
+		wg.Wait()
+		// The collects are done: no narration is queued after this. The one running may
+		// finish within the grace period; those still waiting go without a narrative.
+		if left := c.llm.shut(); len(left) > 0 {
+			c.log.Warn("stopping: diagnoses left without a narrative", "diagnoses", len(left))
+			for _, n := range left {
+				n.rep.Warnings = append(n.rep.Warnings, "no LLM narrative: coroner watch stopped before the model was asked")
+				if err := writeReports(n.rep, n.p); err != nil {
+					c.log.Error("could not write the reports", "bundle", n.p.bundle, "err", err)
+				}
+			}
+		}
+		narrating.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(c.opts.ShutdownGrace):

@@ -25,6 +25,8 @@ type metrics struct {
 	errors       *prometheus.CounterVec // step
 	collectTime  prometheus.Histogram   // seconds per collect
 	analyzeTime  prometheus.Histogram   // seconds per analysis
+	llmTime      prometheus.Histogram   // seconds per narrative (Options.Narrate)
+	llmQueued    prometheus.GaugeFunc   // diagnoses waiting for the model
 	latency      prometheus.Histogram   // seconds from the trigger to the Event
 	inFlight     prometheus.Gauge       // collects running
 	queued       prometheus.GaugeFunc   // jobs waiting for a collect slot or a recheck
@@ -39,7 +41,7 @@ type metrics struct {
 	info         *prometheus.GaugeVec   // version
 }
 
-func newMetrics(version string, queueLen func() int) *metrics {
+func newMetrics(version string, queueLen, llmQueueLen func() int) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coroner_watch_" + name, Help: help}, labels)
@@ -49,10 +51,12 @@ func newMetrics(version string, queueLen func() int) *metrics {
 	m.bundles = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundles_written_total", Help: "Bundles written."})
 	m.bundleBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundle_bytes_total", Help: "Bytes of the bundles written."})
 	m.rootCauses = f("root_causes_total", "Analysed jobs by the root cause's category (healthy and unknown when there is none).", "category")
-	m.errors = f("errors_total", "Failures by step: collect, analyze, annotate, event, hold, release, exec, prune.", "step")
+	m.errors = f("errors_total", "Failures by step: collect, analyze, annotate, event, hold, release, exec, prune, llm.", "step")
 	buckets := []float64{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}
 	m.collectTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_collect_duration_seconds", Help: "How long a collect took.", Buckets: buckets})
 	m.analyzeTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_analyze_duration_seconds", Help: "How long an analysis took.", Buckets: buckets})
+	m.llmTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_llm_duration_seconds", Help: "How long the model's narrative of a diagnosis took, answered from the cache or not.", Buckets: buckets})
+	m.llmQueued = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coroner_watch_llm_queue_depth", Help: "Diagnoses waiting for the model's narrative."}, func() float64 { return float64(llmQueueLen()) })
 	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_trigger_to_event_seconds", Help: "From the moment the watcher saw a job needing a collect to its Event.", Buckets: buckets})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "coroner_watch_collects_in_flight", Help: "Collects (and their analyses) running now."})
 	m.queued = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "coroner_watch_queue_depth", Help: "Jobs waiting to be looked at."}, func() float64 { return float64(queueLen()) })
@@ -67,11 +71,11 @@ func newMetrics(version string, queueLen func() int) *metrics {
 	m.info = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "coroner_watch_info", Help: "coroner's version."}, []string{"version"})
 	m.info.WithLabelValues(version).Set(1)
 	m.reg.MustRegister(m.jobsSeen, m.triggers, m.bundles, m.bundleBytes, m.rootCauses, m.errors, m.collectTime,
-		m.analyzeTime, m.latency, m.inFlight, m.queued, m.podsHeld, m.holdTimeouts, m.leader, m.stored, m.pruned,
+		m.analyzeTime, m.llmTime, m.llmQueued, m.latency, m.inFlight, m.queued, m.podsHeld, m.holdTimeouts, m.leader, m.stored, m.pruned,
 		m.hooks, m.skipped, m.lastBundle, m.info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with a label start at zero for every known value, so that rate() sees the first one.
-	for _, s := range []string{"collect", "analyze", "annotate", "event", "hold", "release", "exec", "prune"} {
+	for _, s := range []string{"collect", "analyze", "annotate", "event", "hold", "release", "exec", "prune", "llm"} {
 		m.errors.WithLabelValues(s)
 	}
 	for _, s := range []string{TriggerFailed, TriggerSucceeded, TriggerPodFailed, TriggerPending} {

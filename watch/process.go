@@ -192,6 +192,9 @@ func (c *controller) collectJob(ctx context.Context, wk *watchedKind, u *unstruc
 	if c.opts.Exec != "" {
 		c.hook(ctx, wk, u, t, p, rep)
 	}
+	// The model comes last: the bundle, the reports, the rule-based Event and the hook are
+	// never held up by it.
+	c.queueNarration(key, u, p, rep)
 	c.retain()
 	return nil
 }
@@ -243,7 +246,7 @@ func (c *controller) retain() {
 	n, left, err := prune(c.opts.Dir, r, c.now(), func(base string) bool {
 		c.st.Lock()
 		defer c.st.Unlock()
-		return c.busy[base]
+		return c.busy[base] || c.narrating[base]
 	})
 	if err != nil {
 		c.m.errors.WithLabelValues("prune").Inc()

@@ -27,6 +27,7 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
 	"github.com/coroner-dev/coroner/diagnose"
+	"github.com/coroner-dev/coroner/report"
 )
 
 // Annotations watch writes on a job it collected, and the finalizer it puts on pods.
@@ -86,6 +87,18 @@ type Options struct {
 	Exec        string
 	ExecTimeout time.Duration
 
+	// Narrate, when set, adds a model's narrative to each diagnosis (coroner watch --llm). It
+	// runs after the bundle, the reports and the rule-based Event, one diagnosis at a time, and
+	// never holds up a collect. d is the bundle diagnosed again, whose index gives the prompt's
+	// log windows (nil when it could not be read again); rep is the report written beside the
+	// bundle. It sets rep.LLM (with a Failure when there is no narrative: the model is down,
+	// slow, not pulled) and adds its warnings to rep.Warnings; its error is for an interrupted
+	// run only.
+	Narrate func(ctx context.Context, d *diagnose.Diagnosis, rep *report.Report) error
+	// NarrateQueue bounds the diagnoses waiting for the model (default 256); past it a
+	// diagnosis goes without a narrative, with a warning and a counted error.
+	NarrateQueue int
+
 	// MetricsAddr is where /metrics, /healthz and /readyz are served ("" serves nothing).
 	MetricsAddr string
 
@@ -122,6 +135,9 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxCollects <= 0 {
 		o.MaxCollects = 4
+	}
+	if o.NarrateQueue <= 0 {
+		o.NarrateQueue = defaultNarrateQueue
 	}
 	if o.HoldTimeout <= 0 {
 		o.HoldTimeout = 10 * time.Minute
@@ -192,7 +208,7 @@ func Run(ctx context.Context, c *collect.Clients, opts Options) error {
 		return err
 	}
 	w := &watcher{opts: opts, clients: c}
-	w.m = newMetrics(opts.Version, w.queueLen)
+	w.m = newMetrics(opts.Version, w.queueLen, w.llmQueueLen)
 	if opts.MetricsAddr != "" {
 		srv, err := startServer(opts.MetricsAddr, w.m)
 		if err != nil {
@@ -304,12 +320,21 @@ type watcher struct {
 }
 
 func (w *watcher) queueLen() int {
+	return w.ofController(func(c *controller) int { return c.queue.Len() })
+}
+
+func (w *watcher) llmQueueLen() int {
+	return w.ofController(func(c *controller) int { return c.llm.len() })
+}
+
+// ofController reads a gauge of the controller while one runs (0 otherwise).
+func (w *watcher) ofController(f func(*controller) int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ctrl == nil {
 		return 0
 	}
-	return w.ctrl.queue.Len()
+	return f(w.ctrl)
 }
 
 // lead runs the controller until leadCtx ends (abandon at once) or drain closes (finish).

@@ -46,13 +46,24 @@ type LLMOptions struct {
 }
 
 func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
-	model := os.Getenv("CORONER_LLM_MODEL")
-	if model == "" {
-		model = narrate.DefaultModel
-	}
 	cacheDir := ""
 	if d, err := os.UserCacheDir(); err == nil {
 		cacheDir = filepath.Join(d, "coroner", "llm")
+	}
+	addModelFlags(cmd, o, cacheDir, "answer cache `DIR`")
+	f := cmd.Flags()
+	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts and in the report's text (the format of 'coroner redact --rules')")
+	f.BoolVar(&o.DryRun, "dry-run-prompt", false, "print the prompt that --llm would send, and its token estimate; send nothing")
+	f.StringVar(&o.Replay, "llm-replay", "", "answer from the recorded answers in `FILE` instead of calling a model (implies --llm)")
+	f.StringVar(&o.Record, "llm-record", "", "record the answers in `FILE`, for --llm-replay (implies --llm)")
+}
+
+// addModelFlags adds the flags of the LLM step that analyze and watch share: the server, the
+// model, its budgets, the prompts and the answer cache (in cacheDir unless set).
+func addModelFlags(cmd *cobra.Command, o *LLMOptions, cacheDir, cacheUsage string) {
+	model := os.Getenv("CORONER_LLM_MODEL")
+	if model == "" {
+		model = narrate.DefaultModel
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Enabled, "llm", false, "add a narrative from a local Ollama model (the report is complete without it)")
@@ -64,11 +75,7 @@ func addLLMFlags(cmd *cobra.Command, o *LLMOptions) {
 	f.Var(perRoleFlag{&o.PerRole}, "llm-per-role", "ask the model for each role's diagnosis first, then for the job: true, false, or auto (when the job's findings and log windows do not fit --num-ctx)")
 	f.Lookup("llm-per-role").NoOptDefVal = "true"
 	f.StringVar(&o.PromptDir, "prompt-dir", "", "override the prompt templates with the *.tmpl files in `DIR` (see 'coroner prompts')")
-	f.StringVar(&o.RedactRules, "redact-rules", "", "also mask what the rules of `FILE` find in prompts and in the report's text (the format of 'coroner redact --rules')")
-	f.BoolVar(&o.DryRun, "dry-run-prompt", false, "print the prompt that --llm would send, and its token estimate; send nothing")
-	f.StringVar(&o.Replay, "llm-replay", "", "answer from the recorded answers in `FILE` instead of calling a model (implies --llm)")
-	f.StringVar(&o.Record, "llm-record", "", "record the answers in `FILE`, for --llm-replay (implies --llm)")
-	f.StringVar(&o.CacheDir, "llm-cache-dir", cacheDir, "answer cache `DIR`")
+	f.StringVar(&o.CacheDir, "llm-cache-dir", cacheDir, cacheUsage)
 	f.BoolVar(&o.NoCache, "llm-no-cache", false, "neither read nor write the answer cache")
 }
 
@@ -107,6 +114,10 @@ type llmStep struct {
 	templates *narrate.Templates
 	replay    *narrate.Answers
 	record    *narrate.Answers
+	// reload reads the templates of --prompt-dir again for each narrative (coroner watch,
+	// where a mounted ConfigMap changes under a running process); a template that does not
+	// load or render is then the narrative's failure, not an error.
+	reload bool
 	// redactRules are the user's extra rules (--redact-rules), loaded before any work.
 	redactRules []redact.Rule
 }
@@ -154,20 +165,27 @@ func newLLMStep(ctx context.Context, o *LLMOptions) (*llmStep, error) {
 	return s, nil
 }
 
-// run adds the narrative and its warnings to the report, or with --dry-run-prompt prints the
-// prompts and reports done. Only a prompt template that does not render, an interrupted run,
-// or answers that cannot be recorded, are errors: every other problem goes in the narrative's
-// failure.
-func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
+// options are narrate's options for one run, log windows read from ix (nil: none).
+func (s *llmStep) options(ix *index.Index) narrate.Options {
 	o := s.o
 	nopts := narrate.Options{
 		Model: o.Model, NumCtx: o.NumCtx, NumPredict: o.MaxTokens, Timeout: o.Timeout, PerRole: o.PerRole,
 		Templates:   s.templates,
 		RedactRules: s.redactRules,
-		Windows:     narrate.IndexWindows{Index: ix},
 	}
-	if o.DryRun {
-		prompts, err := narrate.Prompts(ctx, rep, nopts)
+	if ix != nil {
+		nopts.Windows = narrate.IndexWindows{Index: ix}
+	}
+	return nopts
+}
+
+// run adds the narrative and its warnings to the report, or with --dry-run-prompt prints the
+// prompts and reports done. Only a prompt template that does not render, an interrupted run,
+// or answers that cannot be recorded, are errors: every other problem goes in the narrative's
+// failure.
+func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, m *parse.Model, ix *index.Index, rep *report.Report) (done bool, err error) {
+	if s.o.DryRun {
+		prompts, err := narrate.Prompts(ctx, rep, s.options(ix))
 		if err != nil {
 			return false, s.describe(err)
 		}
@@ -181,6 +199,42 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 		_, err = fmt.Fprint(io.Out, b.String())
 		return true, err
 	}
+	warnings, err := s.narrate(ctx, rep, ix)
+	if err != nil {
+		return false, err
+	}
+	for _, w := range warnings {
+		s.warn(io, opts, w)
+	}
+	if f := rep.LLM.Failure; f != "" && !opts.Quiet {
+		fmt.Fprintf(io.ErrOut, "coroner: no LLM narrative: %s\n", f)
+	}
+	return false, nil
+}
+
+// narrate asks the model about rep, reading log windows from ix (nil: none), and puts the
+// narrative in rep.LLM and the warnings it survived in rep.Warnings; it returns those
+// warnings for the caller to say. Only a prompt template that does not render (unless
+// s.reload), an interrupted run, or answers that cannot be recorded, are errors: every other
+// problem goes in the narrative's failure. With s.reload the templates are read again first,
+// so that a changed --prompt-dir (a mounted ConfigMap) is used without a restart.
+func (s *llmStep) narrate(ctx context.Context, rep *report.Report, ix *index.Index) ([]string, error) {
+	o := s.o
+	nopts := s.options(ix)
+	var err error
+	// failed keeps the report standing with a narrative that says why it is missing.
+	failed := func(err error) ([]string, error) {
+		rep.LLM = &report.Narrative{Model: o.Model, Roles: []report.RoleDiagnosis{}, Solution: []string{}, Failure: err.Error()}
+		return nil, nil
+	}
+	if s.reload && o.PromptDir != "" {
+		if nopts.Templates, err = narrate.LoadTemplates(ctx, o.PromptDir); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return failed(fmt.Errorf("--prompt-dir: %w", err))
+		}
+	}
 	switch {
 	case s.replay != nil:
 		nopts.Replay = s.replay
@@ -190,7 +244,7 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 			newLLM = func(host string) (narrate.LLM, error) { return ollama.New(host, nil) }
 		}
 		if nopts.LLM, err = newLLM(o.Host); err != nil {
-			return false, flagErrorf("--ollama-host: %v", err)
+			return nil, flagErrorf("--ollama-host: %v", err)
 		}
 	}
 	if !o.NoCache && o.CacheDir != "" && s.replay == nil {
@@ -199,7 +253,11 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 	nopts.Record = s.record
 	res, err := narrate.Narrate(ctx, rep, nopts)
 	if err != nil {
-		return false, s.describe(err)
+		var te *narrate.TemplateError
+		if s.reload && errors.As(err, &te) && ctx.Err() == nil {
+			return failed(s.describe(err))
+		}
+		return nil, s.describe(err)
 	}
 	narrative := res.Narrative
 	if res.Failure != nil {
@@ -221,19 +279,13 @@ func (s *llmStep) run(ctx context.Context, opts *AnalyzeOptions, io *IOStreams, 
 	for _, w := range res.Warnings {
 		warnings = append(warnings, string(w))
 	}
-	for _, w := range warnings {
-		rep.Warnings = append(rep.Warnings, w)
-		s.warn(io, opts, w)
-	}
+	rep.Warnings = append(rep.Warnings, warnings...)
 	if s.record != nil {
 		if err := s.record.Save(ctx); err != nil {
-			return false, fmt.Errorf("--llm-record: %w", err)
+			return nil, fmt.Errorf("--llm-record: %w", err)
 		}
 	}
-	if narrative.Failure != "" && !opts.Quiet {
-		fmt.Fprintf(io.ErrOut, "coroner: no LLM narrative: %s\n", narrative.Failure)
-	}
-	return false, nil
+	return warnings, nil
 }
 
 func (s *llmStep) warn(io *IOStreams, opts *AnalyzeOptions, w string) {

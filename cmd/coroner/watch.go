@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/diagnose"
+	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/narrate/ollama"
+	"github.com/coroner-dev/coroner/report"
 	"github.com/coroner-dev/coroner/watch"
 )
 
@@ -49,6 +54,9 @@ type WatchOptions struct {
 
 	Exec        string
 	ExecTimeout time.Duration
+
+	// The LLM step (--llm), with analyze's flags and defaults but the collect's --redact-rules.
+	LLM LLMOptions
 
 	MetricsAddr    string
 	LeaderElect    bool
@@ -95,12 +103,23 @@ Retention runs after each bundle: --keep and --max-bytes bound each namespace on
 that one namespace's failures never evict another's bundles; --max-dir-bytes bounds the
 directory, removing first from the namespace that stores the most; --max-age bounds all.
 
+With --llm, a local model (Ollama, as 'coroner analyze --llm' asks it) narrates each diagnosis
+after its bundle, reports and Event exist, one diagnosis at a time: the reports are written again
+with the narrative, and a second Event ("Narrative") carries the model's one line, marked as the
+model's, saying so when it disagrees with coroner's verdict. The verdict, the RootCause Event,
+the annotations, the metrics of root causes and the hook's variables stay the rules'. A model
+that is down or slow is a warning in the report and coroner_watch_errors_total{step="llm"}.
+--prompt-dir is read again for each narrative, so a mounted ConfigMap's change is used without a
+restart; answers are cached in --llm-cache-dir (default DIR/.llm-cache), so a restart asks nothing
+twice.
+
 Replicas elect a leader through a Lease; only the leader collects. /metrics (Prometheus),
 /healthz and /readyz are served on --metrics-address. deploy/watch/ has the manifests.
 `,
 		Example: `  coroner watch --dir /var/lib/coroner --hold-pods
   coroner watch -n ml -n team-a --pending-after 30m --keep 500 --max-bytes 5Gi --max-dir-bytes 40Gi
-  coroner watch --namespace-selector coroner.dev/watch=true --exec /usr/local/bin/upload-bundle`,
+  coroner watch --namespace-selector coroner.dev/watch=true --exec /usr/local/bin/upload-bundle
+  coroner watch --llm --ollama-host http://ollama.ollama:11434 --prompt-dir /etc/coroner/prompts`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -130,6 +149,7 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	addLimitFlags(cmd, &opts.Limits)
 	f.StringVar(&opts.Exec, "exec", "", "run `PROGRAM` with the bundle's path as its argument after each bundle (not through a shell)")
 	f.DurationVar(&opts.ExecTimeout, "exec-timeout", 10*time.Minute, "kill the --exec program after this long")
+	addModelFlags(cmd, &opts.LLM, "", "answer cache `DIR` (default DIR/.llm-cache of --dir, kept across restarts)")
 	f.StringVar(&opts.MetricsAddr, "metrics-address", ":8080", "serve /metrics, /healthz and /readyz on this `ADDRESS` (empty: none)")
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	f.StringVar(&opts.LeaseNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's, or the kubeconfig's)")
@@ -205,6 +225,9 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	if wo.Rules, err = loadRuleSet(opts.RuleDirs, "all"); err != nil {
 		return err
 	}
+	if wo.Narrate, err = watchNarrator(ctx, opts); err != nil {
+		return err
+	}
 
 	var handler slog.Handler
 	switch opts.LogFormat {
@@ -259,4 +282,50 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 			LeaseDuration: opts.LeaseDuration, RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod}
 	}
 	return watch.Run(ctx, clients, wo)
+}
+
+// watchNarrator is the LLM step of `coroner watch --llm`: analyze's (the same flags, prompts,
+// redaction, fences and cache), with the templates of --prompt-dir read again for each
+// narrative and the collect's --redact-rules for the prompts. nil without --llm.
+func watchNarrator(ctx context.Context, opts *WatchOptions) (func(context.Context, *diagnose.Diagnosis, *report.Report) error, error) {
+	o := &opts.LLM
+	if !o.Enabled {
+		return nil, nil
+	}
+	o.RedactRules = opts.RedactRules
+	if opts.NoRedact {
+		o.RedactRules = "" // the prompts are redacted all the same, with the built-in rules
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = filepath.Join(opts.Dir, ".llm-cache")
+	}
+	// The templates of --prompt-dir are read for each narrative, not here: a ConfigMap
+	// edited into a template that does not parse costs the narratives their text (each says
+	// why), never the watcher's start and with it the rule-based diagnoses.
+	dir := o.PromptDir
+	if dir != "" {
+		if err := checkDir(dir); err != nil {
+			return nil, flagErrorf("--prompt-dir %s: %v", dir, err)
+		}
+	}
+	o.PromptDir = ""
+	step, err := newLLMStep(ctx, o)
+	o.PromptDir = dir
+	if err != nil {
+		return nil, err
+	}
+	step.reload = true
+	if o.NewLLM == nil {
+		if _, err := ollama.New(o.Host, nil); err != nil {
+			return nil, flagErrorf("--ollama-host: %v", err)
+		}
+	}
+	return func(ctx context.Context, d *diagnose.Diagnosis, rep *report.Report) error {
+		var ix *index.Index
+		if d != nil {
+			ix = d.Index
+		}
+		_, err := step.narrate(ctx, rep, ix)
+		return err
+	}, nil
 }

@@ -74,7 +74,7 @@ func applyWatchManifests(t *testing.T, env *e2eEnv) {
 	out, err := exec.Command(kubectl, "--kubeconfig", env.admin, "apply", "-f", dir).CombinedOutput()
 	require.NoError(t, err, "kubectl apply -f deploy/watch/:\n%s", out)
 	applied := regexp.MustCompile(`(?m)^(\S+) (created|configured|unchanged)$`).FindAllStringSubmatch(string(out), -1)
-	require.Len(t, applied, 17, "%s", out)
+	require.Len(t, applied, 18, "%s", out)
 	rendered, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
 	require.NoError(t, err, "kubectl kustomize deploy/watch/:\n%s", rendered)
 	require.Equal(t, len(applied), strings.Count(string(rendered), "\nkind: ")+boolInt(strings.HasPrefix(string(rendered), "kind: ")),

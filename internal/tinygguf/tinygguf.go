@@ -98,6 +98,9 @@ type Vocab struct {
 	Merges   []string
 	BOS, EOS uint32
 	AddBOS   bool
+	// Quote puts the double quote in the cycle, after the space ("... z \" a ..."): an answer
+	// held to a JSON schema then closes each string it opens, and parses.
+	Quote bool
 }
 
 // Token types of a BPE vocabulary.
@@ -111,6 +114,13 @@ const (
 func Write(w io.Writer) error {
 	tokens, types, scores := Vocabulary()
 	return WriteVocab(w, &Vocab{Model: "llama", Tokens: tokens, Types: types, Scores: scores, BOS: 1, EOS: 2, AddBOS: true})
+}
+
+// WriteQuoting writes the model of Write with the double quote in its cycle (Vocab.Quote):
+// held to the answer's JSON schema, it writes an answer that parses.
+func WriteQuoting(w io.Writer) error {
+	tokens, types, scores := Vocabulary()
+	return WriteVocab(w, &Vocab{Model: "llama", Tokens: tokens, Types: types, Scores: scores, BOS: 1, EOS: 2, AddBOS: true, Quote: true})
 }
 
 // WriteVocab writes the model with another tokenizer. Its weights are noise but for the cycle
@@ -170,7 +180,7 @@ func WriteVocab(w io.Writer, v *Vocab) error {
 		return out
 	}
 	h, f := uint64(Hidden), uint64(FFN)
-	embd, output := cycleWeights(rng, tokens)
+	embd, output := cycleWeights(rng, tokens, v.Quote)
 	ts := []tensor{{"token_embd.weight", []uint64{h, vocab}, embd}}
 	for l := 0; l < Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -230,7 +240,7 @@ func WriteVocab(w io.Writer, v *Vocab) error {
 // token is the direction of the token before it in the cycle, so the current token's
 // direction scores its successor highest; other rows are zero, below every cycle token's
 // score in practice, the end-of-sequence token's included.
-func cycleWeights(rng *rand.Rand, tokens []string) (embd, output []float32) {
+func cycleWeights(rng *rand.Rand, tokens []string, quote bool) (embd, output []float32) {
 	dirs := make([][]float32, len(tokens))
 	for i := range tokens {
 		v := make([]float32, Hidden)
@@ -247,7 +257,7 @@ func cycleWeights(rng *rand.Rand, tokens []string) (embd, output []float32) {
 	}
 	var cycle []int
 	for i, t := range tokens {
-		if len(t) == 1 && t[0] >= 'a' && t[0] <= 'z' || t == "▁" {
+		if len(t) == 1 && t[0] >= 'a' && t[0] <= 'z' || t == "▁" || quote && t == `"` {
 			cycle = append(cycle, i)
 		}
 	}

@@ -24,3 +24,15 @@ func TestWrite(t *testing.T) {
 	require.Len(t, types, len(tokens))
 	require.Len(t, scores, len(tokens))
 }
+
+// WriteQuoting is Write's model with one more token in the cycle: the same size and the same
+// bytes every time, different weights.
+func TestWriteQuoting(t *testing.T) {
+	var a, b, plain bytes.Buffer
+	require.NoError(t, WriteQuoting(&a))
+	require.NoError(t, WriteQuoting(&b))
+	require.NoError(t, Write(&plain))
+	require.Equal(t, a.Bytes(), b.Bytes())
+	require.Equal(t, plain.Len(), a.Len())
+	require.NotEqual(t, plain.Bytes(), a.Bytes())
+}

@@ -281,7 +281,7 @@ func (s *Server) ids() []string {
 // points outside it is refused. Only directories and regular files are opened.
 func (s *Server) allowed(p string) (shown, real string, err error) {
 	if len(s.roots) == 0 {
-		return "", "", errors.New("this server was started without --root: it opens no bundle but those it was given")
+		return "", "", errors.New("this server has no allowed roots: it opens no bundle but those it was started with")
 	}
 	if p == "" || p == "-" {
 		return "", "", errors.New("give the path of a bundle (a directory or .tar.gz) under an allowed root")

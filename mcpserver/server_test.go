@@ -385,7 +385,7 @@ func TestOpenOnlyUnderRoots(t *testing.T) {
 
 	// Without roots nothing is opened but what the server was given.
 	c2 := connect(t, []string{sample}, testOptions(t))
-	require.Contains(t, c2.fail("open_bundle", map[string]any{"path": filepath.Join(rootDir, "jobs", "oom")}), "without --root")
+	require.Contains(t, c2.fail("open_bundle", map[string]any{"path": filepath.Join(rootDir, "jobs", "oom")}), "no allowed roots")
 }
 
 // TestSecretsNeverLeave: a token planted in a log next to the root cause's evidence, and in a

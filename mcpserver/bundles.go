@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/coroner-dev/coroner/report"
 )
@@ -39,14 +40,15 @@ type ListOut struct {
 
 func (s *Server) list(ctx context.Context, in ListIn) (ListOut, error) {
 	s.mu.Lock()
+	open := slices.Clone(s.bundles)
+	s.mu.Unlock()
 	var all []BundleInfo
 	opened := map[string]bool{}
-	for _, b := range s.bundles {
+	for _, b := range open { // a bundle busy with a long search is waited for, not the server
 		all = append(all, info(b))
 		opened[b.real] = true
 		opened[b.path] = true
 	}
-	s.mu.Unlock()
 	fs, cut := s.findBundles(ctx)
 	for _, f := range fs {
 		if opened[f.path] {

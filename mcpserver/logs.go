@@ -106,7 +106,7 @@ type SearchIn struct {
 
 // LogLine is a log line (or an event's or object's line) read back from the bundle.
 type LogLine struct {
-	Path      string `json:"path" jsonschema:"the log's path in the bundle (or the event's or object's)"`
+	Path      string `json:"path,omitempty" jsonschema:"the log's path in the bundle (or the event's or object's); left out in a log window, which says it once"`
 	Pod       string `json:"pod,omitempty"`
 	Container string `json:"container,omitempty"`
 	Previous  bool   `json:"previous,omitempty" jsonschema:"the log of the container before its last restart"`

@@ -130,6 +130,9 @@ func runMCP(ctx context.Context, opts *MCPOptions, io *IOStreams) error {
 	}
 	defer srv.Close()
 	if opts.HTTP == "" {
+		if f, ok := io.In.(*os.File); ok && isTerminal(f) {
+			fmt.Fprintf(io.ErrOut, "coroner: serving MCP on standard input and output: an MCP client starts coroner mcp (docs/mcp.md); Ctrl-D ends\n")
+		}
 		err := srv.MCP().Run(ctx, &mcp.IOTransport{Reader: readCloser{io.In}, Writer: writeCloser{io.Out}})
 		if ctx.Err() != nil {
 			return nil // stopped by a signal, as a server is

@@ -82,6 +82,22 @@ func TestMCPOverStdio(t *testing.T) {
 	callJSON(t, cs, "search", map[string]any{"bundle": "pytorchjob-cuda-oom-rank", "query": `"CUDA out of memory"`}, &hits)
 	require.NotEmpty(t, hits.Hits)
 	require.Equal(t, "train-job-worker-4", hits.Hits[0].Pod)
+	code, out, errOut = run(t, "search", sample, "NCCL", "--format", "json", "--limit", "20", "--no-cache")
+	require.Equal(t, 0, code, errOut)
+	var cli struct {
+		Hits []struct {
+			Path, Text string
+			Line       int
+		}
+		Lines int
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &cli))
+	callJSON(t, cs, "search", map[string]any{"bundle": "pytorchjob-cuda-oom-rank", "query": "NCCL", "limit": 20}, &hits)
+	require.Equal(t, cli.Lines, hits.Lines)
+	require.Len(t, hits.Hits, len(cli.Hits))
+	for i, h := range cli.Hits {
+		require.Equal(t, []any{h.Path, h.Line, h.Text}, []any{hits.Hits[i].Path, hits.Hits[i].Line, hits.Hits[i].Text}, "hit %d as coroner search says it", i)
+	}
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_bundle", Arguments: map[string]any{"path": filepath.Join(samplesDir, "job-disk-full")}})
 	require.NoError(t, err)

@@ -223,8 +223,8 @@ type WindowIn struct {
 	Pod       string `json:"pod" jsonschema:"the pod (for a plain log file: its name as hits show it)"`
 	Container string `json:"container,omitempty" jsonschema:"the container; may be left out when the pod has one log"`
 	Line      int    `json:"line" jsonschema:"the line number (from 1)"`
-	Before    int    `json:"before,omitempty" jsonschema:"lines before it (default 10, at most 200)"`
-	After     int    `json:"after,omitempty" jsonschema:"lines after it (default 10, at most 200)"`
+	Before    *int   `json:"before,omitempty" jsonschema:"lines before it (default 10, at most 200)"`
+	After     *int   `json:"after,omitempty" jsonschema:"lines after it (default 10, at most 200)"`
 	Previous  bool   `json:"previous,omitempty" jsonschema:"the log of the container before its last restart"`
 }
 
@@ -241,6 +241,14 @@ type WindowOut struct {
 }
 
 const maxWindow = 200
+
+// span is how many lines a window takes on one side: 10 when not said, 0 to maxWindow.
+func span(n *int) int {
+	if n == nil {
+		return 10
+	}
+	return max(0, min(*n, maxWindow))
+}
 
 func (s *Server) window(ctx context.Context, b *openBundle, in WindowIn) (WindowOut, error) {
 	var st *index.Stream
@@ -260,13 +268,7 @@ func (s *Server) window(ctx context.Context, b *openBundle, in WindowIn) (Window
 	if in.Line < 1 || in.Line > st.Lines {
 		return WindowOut{}, fmt.Errorf("line %d is not in %s, which has %d lines", in.Line, st.Path, st.Lines)
 	}
-	before, after := clamp(in.Before, 10, 0, maxWindow), clamp(in.After, 10, 0, maxWindow)
-	if in.Before < 0 {
-		before = 0
-	}
-	if in.After < 0 {
-		after = 0
-	}
+	before, after := span(in.Before), span(in.After)
 	ls, err := b.d.Index.Window(st.Path, in.Line, before, after)
 	if err != nil {
 		return WindowOut{}, err

@@ -292,6 +292,10 @@ func TestSearchPagesAndWindows(t *testing.T) {
 	require.Equal(t, h.Line, w.Lines[3].Line)
 	require.Equal(t, h.Text, w.Lines[3].Text)
 	require.Equal(t, h.Before[1].Text, w.Lines[2].Text)
+	c.call("log_window", map[string]any{"pod": h.Pod, "line": h.Line, "before": 0, "after": 0}, &w)
+	require.Len(t, w.Lines, 1, "0 lines before and after: the line alone")
+	c.call("log_window", map[string]any{"pod": h.Pod, "line": 1}, &w)
+	require.Len(t, w.Lines, 11, "10 after by default, none before the first line")
 	require.Contains(t, c.fail("log_window", map[string]any{"pod": h.Pod, "line": 100000}), "has")
 	require.Contains(t, c.fail("log_window", map[string]any{"pod": "nope", "line": 1}), "train-job-worker-4/pytorch")
 }

@@ -57,9 +57,9 @@ See [mcp.md](mcp.md) for the tools and the clients' configuration.
 	d := step("The diagnosis: the verdict, the root cause with its evidence and what to do.", "diagnosis", map[string]any{}, 60)
 	id := d["rootCause"].(map[string]any)["findingId"]
 	step("The root cause's evidence windows:", "finding", map[string]any{"id": id}, 50)
-	step("Did other ranks say anything before the OOM? A search, a page of 3:", "search", map[string]any{"query": "level:error", "limit": 3}, 60)
+	step("What errors do the logs show? A search, a page of 3:", "search", map[string]any{"query": "level:error", "limit": 3}, 60)
 	step("Around the evidence line:", "log_window", map[string]any{"pod": "train-job-worker-4", "line": 56, "before": 3, "after": 2}, 50)
-	step("What Kubernetes saw:", "events", map[string]any{"type": "Warning", "limit": 3}, 40)
+	step("How the failing pod ended, from 10:02 on:", "timeline", map[string]any{"pod": "*worker-4", "from": "10:02", "limit": 6}, 60)
 	got := b.String()
 	if *update {
 		require.NoError(t, os.WriteFile(transcriptFile, []byte(got), 0o644))

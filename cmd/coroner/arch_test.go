@@ -37,6 +37,7 @@ var arrows = map[string][]string{
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
 	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile"},
+	"mcpserver":        {"diagnose", "search", "report", "analyze", "index", "bundle", "bundle/redact"},
 	"cmd/coroner":      {"*"},
 	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,
 	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil,
@@ -98,10 +99,10 @@ func TestOfflinePackagesNeverReachACluster(t *testing.T) {
 	}
 }
 
-// TestLibrariesStayInTheirPlace: bleve is the index's, the Ollama client narrate/ollama's,
+// TestLibrariesStayInTheirPlace: bleve is the index's, the Ollama client narrate/ollama's, the MCP SDK mcpserver's,
 // and bundle uses only the standard library (and the module's leaves).
 func TestLibrariesStayInTheirPlace(t *testing.T) {
-	owners := map[string]string{"github.com/blevesearch/": "index", "github.com/ollama/": "narrate/ollama"}
+	owners := map[string]string{"github.com/blevesearch/": "index", "github.com/ollama/": "narrate/ollama", "github.com/modelcontextprotocol/": "mcpserver"}
 	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}") {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], module)

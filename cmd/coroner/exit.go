@@ -41,6 +41,7 @@ var exitStatuses = []exitStatus{
 	{exitOK, []string{"rules list", "rules show", "prompts list", "prompts show"}, "done"},
 	{exitOK, []string{"rules lint"}, "every rule is valid and every example holds"},
 	{exitOK, []string{"watch"}, "stopped by a signal (SIGTERM, Ctrl-C), after letting go of held pods and the Lease"},
+	{exitOK, []string{"mcp"}, "the client ended the session (closed coroner's standard input), or a signal stopped the server once it served"},
 	{exitError, []string{"analyze"}, "error: an unreadable or hostile bundle, input that is neither a bundle nor log lines (an empty directory or file, a directory of bundles, a bundle's logs/ folder: \"0 lines read\"), a bad rule file, a --rules directory that does not exist; one line on stderr"},
 	{exitError, []string{"search"}, "error: an unreadable or hostile bundle, input that is neither a bundle nor log lines, a --pod or --container glob that matches nothing (the pods are listed); one line on stderr"},
 	{exitError, []string{"collect"}, "error: no access to the cluster, an unknown kind or job, --strict with gaps; nothing is written"},
@@ -49,10 +50,11 @@ var exitStatuses = []exitStatus{
 	{exitError, []string{"rules show"}, "error: no rule of that id, an unreadable rule file or --rules directory"},
 	{exitError, []string{"rules lint"}, "a rule is invalid or an example does not hold (each problem is printed), or DIR cannot be read"},
 	{exitError, []string{"watch"}, "error, or the Lease was lost (the pod restarts and stands again)"},
+	{exitError, []string{"mcp"}, "error: a BUNDLE that cannot be diagnosed, a --root that is not a directory, an address that cannot be listened on; one line on stderr (a bundle an agent opens gives a tool error, never this)"},
 	{exitUsage, nil, "bad usage: an unknown flag or command, a missing argument, a malformed value"},
 	{exitFailOn, []string{"analyze"}, "--fail-on: a finding at or above that severity exists (the report is still written)"},
-	{exitInterrupt, []string{"analyze", "search", "collect", "redact"}, "interrupted (Ctrl-C): stopped at once, nothing written under the output name, no temporary file left"},
-	{exitTerminated, []string{"analyze", "search", "collect", "redact"}, "terminated (SIGTERM): as for Ctrl-C"},
+	{exitInterrupt, []string{"analyze", "search", "collect", "redact", "mcp"}, "interrupted (Ctrl-C): stopped at once, nothing written under the output name, no temporary file left"},
+	{exitTerminated, []string{"analyze", "search", "collect", "redact", "mcp"}, "terminated (SIGTERM): as for Ctrl-C"},
 }
 
 // exitHelp is the EXIT STATUS section of a command's help.

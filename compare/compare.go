@@ -121,7 +121,8 @@ func Compare(ctx context.Context, good, bad *diagnose.Diagnosis, version string,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	gl, bl := logsOf(good), logsOf(bad)
+	gl, bl := logsOf(ctx, good), logsOf(ctx, bad)
+	r.Warnings = append(append(r.Warnings, gl.warnings...), bl.warnings...)
 	logChanges, div := templateChanges(gl, bl, opts.Alpha)
 	r.Changes = append(r.Changes, logChanges...)
 	r.Divergence = div

@@ -69,7 +69,7 @@ func TestPairRanksThePlantedChangesFirst(t *testing.T) {
 	assert.Equal(t, []string{"alpaca-sft-0314-master-0"}, logs[0].Template.Pods)
 	require.NotNil(t, r.Divergence)
 	assert.Contains(t, r.Divergence.Text, "'loss': nan")
-	assert.Equal(t, 11, r.Divergence.Step, "the nan is the loss line of step 60: 11 loss lines (every 5 steps) came before it")
+	assert.Equal(t, 12, r.Divergence.Step, "the first nan is the loss line of step 65: 12 loss lines (every 5 steps) came before it")
 	assert.Equal(t, 305, r.Divergence.Line, "its first line, though the index made its template at its second")
 }
 
@@ -195,4 +195,27 @@ func TestGTest(t *testing.T) {
 	assert.InDelta(t, 0.003, cs[0].adjusted, 1e-12)
 	assert.True(t, cs[2].reportable, "0.004 × 2 < 0.01")
 	assert.False(t, cs[1].reportable)
+}
+
+// TestRealDDPRuns: logs of a real PyTorch DDP job (Debian's python3-torch 1.13, CPU, gloo,
+// three ranks as processes: testdata/ddp/train.py and launch.sh). Two healthy runs give an
+// empty diff; a run with rank 2 made slow has its step time first; a run whose data file was
+// corrupted has the error it printed first among the logs.
+func TestRealDDPRuns(t *testing.T) {
+	healthy := "testdata/ddp/healthy1.log"
+	same := diff(t, healthy, "testdata/ddp/healthy2.log")
+	assert.True(t, same.Empty(), "%v", titles(same.Changes))
+
+	slow := diff(t, healthy, "testdata/ddp/slowrank.log")
+	require.NotNil(t, slow.Top())
+	assert.Equal(t, "step-time", slow.Top().Kind)
+	assert.Greater(t, slow.Top().Progress.Ratio, 2.0, "rank 2 sleeps 0.15 s more a step, the others wait for it")
+	assert.Empty(t, titles(slow.Section(SectionLogs)))
+
+	corrupt := diff(t, healthy, "testdata/ddp/corrupt.log")
+	assert.Equal(t, "unhealthy", string(corrupt.Bad.Verdict))
+	require.NotNil(t, corrupt.Top())
+	assert.Equal(t, "template-new", corrupt.Top().Kind)
+	assert.Equal(t, "OSError: [Errno <*>] Invalid argument", corrupt.Top().Template.Text)
+	assert.Equal(t, "error", corrupt.Top().Template.Level)
 }

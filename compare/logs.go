@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,8 +71,9 @@ type Occurrence struct {
 type runLogs struct {
 	roles map[string]*roleLogs
 	// start is the earliest time of any log (Unix ns, 0: none).
-	start int64
-	ix    *index.Index
+	start    int64
+	ix       *index.Index
+	warnings []string
 }
 
 type roleLogs struct {
@@ -99,7 +102,7 @@ type pace struct {
 }
 
 // logsOf reads the templates of a run's index by role.
-func logsOf(d *diagnose.Diagnosis) *runLogs {
+func logsOf(ctx context.Context, d *diagnose.Diagnosis) *runLogs {
 	rl := &runLogs{roles: map[string]*roleLogs{}, ix: d.Index}
 	if d.Index == nil {
 		return rl
@@ -110,6 +113,7 @@ func logsOf(d *diagnose.Diagnosis) *runLogs {
 	} else {
 		norm = func(s string) string { return s }
 	}
+	byPath := map[string]streamRole{}
 	for _, s := range d.Index.Streams() {
 		role := ""
 		if d.Model != nil && d.Model.Job != nil {
@@ -134,8 +138,11 @@ func logsOf(d *diagnose.Diagnosis) *runLogs {
 		pc := paceOf(ts)
 		pc.pod, pc.path, pc.rank = who, s.Path, s.Rank
 		r.streams = append(r.streams, pc)
+		sr := streamRole{r: r, pace: pc, who: who, texts: map[string]bool{}}
+		byPath[s.Path] = sr
 		for _, t := range ts {
 			key := norm(t.Text)
+			sr.texts[key] = true
 			a := r.templates[key]
 			if a == nil {
 				a = &tmplAgg{text: key, level: t.Level, pods: map[string]bool{}}
@@ -151,51 +158,157 @@ func logsOf(d *diagnose.Diagnosis) *runLogs {
 			}
 		}
 	}
+	if err := loudLines(ctx, d.Index, func(h index.Hit, level string) {
+		if sr, ok := byPath[h.Path]; ok {
+			var t int64
+			if h.Time != nil {
+				t = h.Time.UnixNano()
+			}
+			if key := norm(digits.ReplaceAllString(h.Text, "<*>")); !sr.texts[key] {
+				sr.r.addSingle(key, level, sr.who, h.Pod, h.Path, h.Number, t, sr.pace)
+			}
+		}
+	}); err != nil {
+		rl.warnings = append(rl.warnings, err.Error())
+	}
 	return rl
+}
+
+// streamRole is where a log's lines are counted.
+type streamRole struct {
+	r    *roleLogs
+	pace *pace
+	who  string
+	// texts are the log's templates: a line of one is counted already
+	texts map[string]bool
+}
+
+// addSingle counts a line that has no template in the index (its shape did not repeat) under
+// the shape it is given here.
+func (r *roleLogs) addSingle(text, level, who, pod, path string, n int, t int64, pc *pace) {
+	a := r.templates[text]
+	if a == nil {
+		a = &tmplAgg{text: text, level: level, pods: map[string]bool{}}
+		r.templates[text] = a
+	}
+	a.count++
+	a.maxPerLog = max(a.maxPerLog, 1)
+	a.pods[who] = true
+	if a.firstAt.Path == "" || (t != 0 && (a.first == 0 || t < a.first)) {
+		a.first = t
+		a.firstAt = Occurrence{Pod: pod, Path: path, Line: n, Step: pc.stepAt(t)}
+		a.firstPace = pc
+	}
+}
+
+// maxLoud bounds the warning and error lines of a run read back from its logs (the index's
+// collapsed hits: a line repeated in a log is one hit). A line printed once has no template, and
+// is what a diff most needs to show.
+const maxLoud = 1 << 14
+
+var (
+	levelWords = regexp.MustCompile(`(?i)\b(fatal|critical|panic|error|errors|failed|failure|exception|traceback|warning|warn)\b|[a-z](error|exception|warning)\b`)
+	digits     = regexp.MustCompile(`[0-9]+`)
+)
+
+// loudLines hands on the lines of a run's logs whose level is a warning or worse, as the index
+// reads levels, each with the level its words say, but for repeated lines (their templates
+// count them).
+func loudLines(ctx context.Context, ix *index.Index, fn func(h index.Hit, level string)) error {
+	res, err := ix.Search(ctx, index.SearchOptions{Query: "level:critical OR level:error OR level:warning", Limit: maxLoud})
+	if err != nil {
+		return fmt.Errorf("reading the warnings and errors of the logs: %w", err)
+	}
+	for _, h := range res.Hits {
+		if h.Count > 1 || h.Template != "" {
+			continue
+		}
+		level := "warning"
+		if m := levelWords.FindStringSubmatch(h.Text[:min(len(h.Text), 240)]); m != nil {
+			switch w := strings.ToLower(m[1] + m[2]); {
+			case w == "fatal" || w == "critical" || w == "panic":
+				level = "critical"
+			case !strings.HasPrefix(w, "warn"):
+				level = "error"
+			}
+		}
+		if len(h.Text) > 1024 {
+			h.Text = h.Text[:1024]
+		}
+		fn(h, level)
+	}
+	if res.Omitted > 0 {
+		return fmt.Errorf("the logs have more than %d warning and error lines: the comparison read the first %d", maxLoud, maxLoud)
+	}
+	return nil
 }
 
 // progressWords are the words of training progress lines.
 var progressWords = []string{"loss", "step", "iter", "it/s", "s/it", "epoch", "samples/s", "tokens/s"}
 
-// paceOf finds a log's progress lines: the templates that repeat and say the same progress
-// word, taken together (a loss line whose values turn to nan is another template of the same
-// steps), for the word whose templates have the most lines.
+// paceOf finds a log's progress lines: its most frequent template that says a progress word,
+// taken with its siblings (a loss line whose values turn to nan is another template of the
+// same steps: the same words but for a variable one).
 func paceOf(ts []index.TemplateStat) *pace {
-	type agg struct {
-		n           int
-		first, last int64
-		text        string
-		top         int
+	best := -1
+	for i, t := range ts {
+		if t.Count >= 2 && progressText(t.Text) && (best < 0 || t.Count > ts[best].Count) {
+			best = i
+		}
 	}
-	by := make([]agg, len(progressWords))
+	if best < 0 {
+		return &pace{}
+	}
+	p := &pace{}
+	words := strings.Fields(ts[best].Text)
+	common := append([]string(nil), words...)
 	for _, t := range ts {
-		if t.Count < 2 {
+		tw := strings.Fields(t.Text)
+		if t.Count < 2 || !siblings(words, tw) {
 			continue
 		}
-		l := strings.ToLower(t.Text)
-		for i, w := range progressWords {
-			if !strings.Contains(l, w) {
-				continue
+		for i := range tw {
+			if tw[i] != common[i] {
+				common[i] = "<*>" // the words all siblings share are the progress line's
 			}
-			a := &by[i]
-			a.n += t.Count
-			if t.First != 0 && (a.first == 0 || t.First < a.first) {
-				a.first = t.First
-			}
-			a.last = max(a.last, t.Last)
-			if t.Count > a.top {
-				a.top, a.text = t.Count, t.Text
-			}
-			break
+		}
+		p.steps += t.Count
+		if t.First != 0 && (p.first == 0 || t.First < p.first) {
+			p.first = t.First
+		}
+		p.last = max(p.last, t.Last)
+	}
+	p.progress = strings.Join(common, " ")
+	return p
+}
+
+// progressText reports whether a template says a progress word.
+func progressText(t string) bool {
+	l := strings.ToLower(t)
+	for _, w := range progressWords {
+		if strings.Contains(l, w) {
+			return true
 		}
 	}
-	best := agg{}
-	for _, a := range by {
-		if a.n > best.n {
-			best = a
+	return false
+}
+
+// siblings reports whether two templates are the same line but for at most two words that are
+// variable in one of them.
+func siblings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	diff := 0
+	for i := range a {
+		if a[i] != b[i] {
+			if !strings.Contains(a[i], "<*>") && !strings.Contains(b[i], "<*>") {
+				return false
+			}
+			diff++
 		}
 	}
-	return &pace{steps: best.n, first: best.first, last: best.last, progress: best.text}
+	return diff <= 2
 }
 
 // stepAt estimates how many progress lines of the log came before a time (the lines are
@@ -372,7 +485,7 @@ func (c *candidate) change(good, bad *runLogs, checks *int) *Change {
 		own.firstLine(a)
 	}
 	tc := &TemplateChange{Text: a.text, Level: a.level, GoodCount: c.gc, BadCount: c.bc, GoodRate: round3(gr), BadRate: round3(br),
-		PerStep: c.perStep, G: round3(c.stat), P: c.adjusted, PodCount: len(a.pods)}
+		PerStep: c.perStep, G: round3(c.stat), P: roundSig(c.adjusted), PodCount: len(a.pods)}
 	tc.Pods = sortedKeys(a.pods)
 	if len(tc.Pods) > maxPods {
 		tc.Pods = tc.Pods[:maxPods]
@@ -435,24 +548,49 @@ func (r *runLogs) firstLine(a *tmplAgg) {
 		return
 	}
 	h := res.Hits[0]
-	if h.Path != a.firstAt.Path || h.Number >= a.firstAt.Line {
-		return
+	if h.Path == a.firstAt.Path && h.Number < a.firstAt.Line {
+		a.firstAt.Line = h.Number
+		if h.Time != nil {
+			a.first = h.Time.UnixNano()
+		}
 	}
-	a.firstAt.Line = h.Number
-	if h.Time != nil {
-		a.first = h.Time.UnixNano()
-		a.firstAt.Step = a.firstPace.stepAt(a.first)
+	if n, ok := r.stepsBefore(a.firstPace, a.firstAt.Pod, a.first); ok {
+		a.firstAt.Step = n
 	}
 }
 
-// phraseQuery is a query for the literal words of a template: each run of words between
-// variable words as a phrase ("" when it has none).
+// stepsBefore counts the progress lines of a pod's log before a time with the index (lines
+// with the words of the progress template; the estimate from their first and last times is
+// off when the pace changes).
+func (r *runLogs) stepsBefore(p *pace, pod string, t int64) (int, bool) {
+	q := phraseQuery(p.progress)
+	if p.progress == "" || q == "" || t == 0 {
+		return 0, false
+	}
+	res, err := r.ix.Search(context.Background(), index.SearchOptions{Query: q, Pods: []string{pod}, Until: time.Unix(0, t-1), Limit: 1})
+	if err != nil || res.Partial {
+		return 0, false
+	}
+	return res.Lines, true
+}
+
+// phraseQuery is a query for the literal words of a template: each run of whole words between
+// variable words as a phrase ("" when it has none). A word glued to a variable word ("<*>GiB")
+// is only part of a word of the line, and left out.
 func phraseQuery(text string) string {
+	isWord := func(r rune) bool {
+		return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80
+	}
+	frags := strings.Split(text, "<*>")
 	var parts []string
-	for _, frag := range strings.Split(text, "<*>") {
-		words := strings.FieldsFunc(frag, func(r rune) bool {
-			return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80)
-		})
+	for i, frag := range frags {
+		words := strings.FieldsFunc(frag, func(r rune) bool { return !isWord(r) })
+		if len(words) > 0 && i > 0 && isWord([]rune(frag)[0]) {
+			words = words[1:] // glued to the variable word before it
+		}
+		if r := []rune(frag); len(words) > 0 && i < len(frags)-1 && isWord(r[len(r)-1]) {
+			words = words[:len(words)-1] // glued to the variable word after it
+		}
 		if len(words) > 0 {
 			parts = append(parts, `"`+strings.Join(words, " ")+`"`)
 		}
@@ -509,6 +647,15 @@ func holm(cs []*candidate, alpha float64) {
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// roundSig keeps 3 significant digits of a p-value.
+func roundSig(x float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
+	return f
+}
 
 func fmtRate(x float64) string {
 	switch {

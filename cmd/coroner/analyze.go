@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goio "io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,32 +212,15 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	}
 
 	summary := report.Options{Color: color, Width: io.Width}
-	buf := &spool{}
-	defer buf.Close()
 	ropts := report.Options{Full: opts.Full}
 	if opts.Output == "" && format == "text" {
 		ropts = summary
 	}
-	if err := report.RenderWith(buf, rep, format, ropts); err != nil {
+	err = emitReport(ctx, io, opts.Output, format, opts.Quiet,
+		func(w goio.Writer) error { return report.RenderWith(w, rep, format, ropts) },
+		func(w goio.Writer) error { return report.RenderTextWith(w, rep, summary) })
+	if err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err // interrupted: nothing is written
-	}
-	if opts.Output != "" {
-		if err := buf.writeFile(opts.Output); err != nil {
-			return err
-		}
-		if !opts.Quiet {
-			if err := report.RenderTextWith(io.Out, rep, summary); err != nil {
-				return err
-			}
-			fmt.Fprintf(io.Out, "Report:      %s (%s)\n", opts.Output, format)
-		}
-	} else if !opts.Quiet || format != "text" {
-		if _, err := buf.WriteTo(io.Out); err != nil {
-			return err
-		}
 	}
 	if failOn != 0 && rep.Severity() >= failOn {
 		return errFailOn

@@ -36,6 +36,7 @@ var arrows = map[string][]string{
 	"narrate":          {"report", "analyze", "index", "bundle", "bundle/redact"},
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
+	"compare":          {"diagnose", "analyze", "report", "index", "parse", "bundle/redact"},
 	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile"},
 	"mcpserver":        {"diagnose", "search", "report", "analyze", "index", "bundle", "bundle/redact"},
 	"cmd/coroner":      {"*"},

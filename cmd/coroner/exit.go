@@ -51,10 +51,13 @@ var exitStatuses = []exitStatus{
 	{exitError, []string{"rules lint"}, "a rule is invalid or an example does not hold (each problem is printed), or DIR cannot be read"},
 	{exitError, []string{"watch"}, "error, or the Lease was lost (the pod restarts and stands again)"},
 	{exitError, []string{"mcp"}, "error: a BUNDLE that cannot be diagnosed, a --root that is not a directory, an address that cannot be listened on; one line on stderr (a bundle an agent opens gives a tool error, never this)"},
+	{exitOK, []string{"diff"}, "diff done, whatever it found"},
+	{exitError, []string{"diff"}, "error: an unreadable or hostile input (as analyze), a bad rule or redaction rules file; one line on stderr"},
+	{exitFailOn, []string{"diff"}, "--fail-on: BAD has a finding at or above that severity in a category GOOD has none of, or (--fail-on any) the runs differ"},
 	{exitUsage, nil, "bad usage: an unknown flag or command, a missing argument, a malformed value"},
 	{exitFailOn, []string{"analyze"}, "--fail-on: a finding at or above that severity exists (the report is still written)"},
-	{exitInterrupt, []string{"analyze", "search", "collect", "redact", "mcp"}, "interrupted (Ctrl-C): stopped at once, nothing written under the output name, no temporary file left"},
-	{exitTerminated, []string{"analyze", "search", "collect", "redact", "mcp"}, "terminated (SIGTERM): as for Ctrl-C"},
+	{exitInterrupt, []string{"analyze", "search", "collect", "redact", "mcp", "diff"}, "interrupted (Ctrl-C): stopped at once, nothing written under the output name, no temporary file left"},
+	{exitTerminated, []string{"analyze", "search", "collect", "redact", "mcp", "diff"}, "terminated (SIGTERM): as for Ctrl-C"},
 }
 
 // exitHelp is the EXIT STATUS section of a command's help.

@@ -28,6 +28,7 @@ func TestExitStatusHelp(t *testing.T) {
 		"prompts show": {0, 1, 2},
 		"watch":        {0, 1, 2},
 		"mcp":          {0, 1, 2, 130, 143},
+		"diff":         {0, 1, 3, 2, 130, 143},
 	}
 	root := NewCmdRoot(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	seen := map[string]bool{}

@@ -138,8 +138,11 @@ func TestHostileBundlesFail(t *testing.T) {
 			if testing.Short() && slow[tt.name] {
 				t.Skip("tens of megabytes; skipped with -short")
 			}
-			for _, cmd := range []string{"analyze", "redact"} {
+			for _, cmd := range []string{"analyze", "redact", "diff"} {
 				args := append([]string{cmd, tt.input(t)}, tt.flags...)
+				if cmd == "diff" { // the hostile input as BAD, a sound run as GOOD
+					args = append([]string{cmd, "--no-cache", filepath.Join(samplesDir, "pytorchjob-succeeded"), tt.input(t)}, tt.flags...)
+				}
 				out := filepath.Join(t.TempDir(), "out.tar.gz")
 				if cmd == "redact" {
 					args = append(args, "-o", out)

@@ -133,6 +133,7 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 	root.AddCommand(NewCmdAnalyze(io, nil), NewCmdCollect(io, nil), NewCmdSearch(io, nil), NewCmdRedact(io, nil), NewCmdRules(io), NewCmdPrompts(io))
 	root.AddCommand(NewCmdWatch(io, nil))
 	root.AddCommand(NewCmdMCP(io, nil))
+	root.AddCommand(NewCmdDiff(io, nil))
 	addExitHelp(root)
 	return root
 }

@@ -38,6 +38,8 @@ var arrows = map[string][]string{
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
 	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile"},
 	"cmd/coroner":      {"*"},
+	"frtrace":          {"internal/pickle"},
+	"internal/pickle":  nil,
 	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,
 	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil,
 	"internal/tinygguf/cmd/tinygguf": {"internal/tinygguf"},

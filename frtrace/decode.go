@@ -110,27 +110,6 @@ func DefaultLimits() Limits {
 	return Limits{Pickle: pickle.DefaultLimits(), MaxEntries: 200_000, MaxFrames: 256, MaxGroups: 100_000, MaxRanks: 1 << 20}
 }
 
-// Sniff reports whether the head of a file is a flight recorder dump: a protocol 2 pickle, or
-// a JSON object with a dump's keys (nlohmann writes them sorted: comm_lib_version, entries...).
-func Sniff(head []byte) bool {
-	if pickle.IsPickle(head) {
-		return true
-	}
-	h := bytes.TrimLeft(head, " \t\r\n")
-	if len(h) == 0 || h[0] != '{' {
-		return false
-	}
-	if len(h) > 4096 {
-		h = h[:4096]
-	}
-	for _, k := range []string{`"comm_lib_version"`, `"nccl_version"`, `"pg_config"`, `"pg_status"`, `"profiling_name"`} {
-		if bytes.Contains(h, []byte(k)) {
-			return true
-		}
-	}
-	return false
-}
-
 // RankFromName reads the global rank a dump file is named with: the digits that end its name
 // (torch writes <prefix><rank>), after a ".json", ".pkl" or ".pickle" a user added. A host
 // name earlier in the name does not matter.

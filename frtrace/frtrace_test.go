@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +29,7 @@ func load(t *testing.T, scenario, ext string) []RankDump {
 		}
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
-		require.True(t, Sniff(data), "%s is not sniffed as a dump", f)
+		require.True(t, bundle.IsFlightRecord(data), "%s is not sniffed as a dump", f)
 		d, err := Decode(data, DefaultLimits())
 		require.NoError(t, err, f)
 		rank, ok := RankFromName(f)
@@ -228,6 +229,6 @@ func TestDecodeRefusesWhatIsNotADump(t *testing.T) {
 		_, err := Decode([]byte(data), DefaultLimits())
 		assert.Error(t, err, name)
 	}
-	assert.False(t, Sniff([]byte("2024-01-01 step 1 loss 2.3\n")))
-	assert.False(t, Sniff([]byte(`{"level":"info","msg":"step"}`)))
+	assert.False(t, bundle.IsFlightRecord([]byte("2024-01-01 step 1 loss 2.3\n")))
+	assert.False(t, bundle.IsFlightRecord([]byte(`{"level":"info","msg":"step"}`)))
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/pickle"
 )
 
@@ -13,7 +14,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*/*")
 	for _, s := range seeds {
-		if data, err := os.ReadFile(s); err == nil && len(data) < 64<<10 && Sniff(data) {
+		if data, err := os.ReadFile(s); err == nil && len(data) < 64<<10 && bundle.IsFlightRecord(data) {
 			f.Add(data)
 		}
 	}

@@ -16,6 +16,9 @@ type FlightRecorder struct {
 	*frtrace.Analysis
 	// Places are where each rank ran, by rank, for the ranks the dumps or the job know.
 	Places map[int]Place
+	// Findings are the findings each problem gave, by the problem's index (nil: no rule
+	// reported it).
+	Findings []*Finding
 }
 
 // Place is where a rank ran: its pod and node, and the dump it wrote ("" without one).
@@ -73,8 +76,9 @@ func (a *analyzer) flightRecorder() {
 	an := frtrace.Match(dumps)
 	a.res.FlightRecorder = &FlightRecorder{Analysis: an, Places: places}
 	a.res.Warnings = append(a.res.Warnings, an.Warnings...)
-	for _, p := range an.Problems {
-		a.observeProblem(p, places)
+	a.res.FlightRecorder.Findings = make([]*Finding, len(an.Problems))
+	for i, p := range an.Problems {
+		a.res.FlightRecorder.Findings[i] = a.observeProblem(p, places)
 	}
 }
 
@@ -89,9 +93,9 @@ func groupName(name, desc string) string {
 	return "group " + name
 }
 
-// userFrame is the first frame of a stack outside torch: where the program called the
+// CallSite is the first frame of a stack outside torch: where the program called the
 // collective ("evaluate (train.py:160)"); the innermost frame when all are torch's.
-func userFrame(fs []frtrace.Frame) string {
+func CallSite(fs []frtrace.Frame) string {
 	for _, f := range fs {
 		if !strings.Contains(f.File, "torch/") && !strings.Contains(f.File, "site-packages/") {
 			return f.String()
@@ -149,7 +153,9 @@ func nodesOf(ranks []int, places map[int]Place) []string {
 	return nodes
 }
 
-func (a *analyzer) observeProblem(p frtrace.Problem, places map[int]Place) {
+// observeProblem observes a problem of the dumps as a fact and returns the first finding it
+// gave (nil when no rule matched).
+func (a *analyzer) observeProblem(p frtrace.Problem, places map[int]Place) *Finding {
 	culprit := -1
 	if len(p.Ranks) > 0 {
 		culprit = p.Ranks[0]
@@ -167,10 +173,10 @@ func (a *analyzer) observeProblem(p frtrace.Problem, places map[int]Place) {
 		fields["others"] = frtrace.RankList(p.Others)
 	}
 	if p.Last != nil {
-		fields["where"] = userFrame(p.Last.Frames)
+		fields["where"] = CallSite(p.Last.Frames)
 	}
 	if fields["where"] == "" && p.Waiting != nil {
-		fields["where"] = userFrame(p.Waiting.Frames)
+		fields["where"] = CallSite(p.Waiting.Frames)
 	}
 	for _, k := range []string{"where", "nodes", "others", "detail"} {
 		if fields[k] == "" {
@@ -196,6 +202,10 @@ func (a *analyzer) observeProblem(p frtrace.Problem, places map[int]Place) {
 			f.Rank = culprit
 		}
 	}
+	if len(a.findings) > before {
+		return a.findings[before]
+	}
+	return nil
 }
 
 // nsTime is a dump's Unix nanoseconds as a time (zero when unknown).

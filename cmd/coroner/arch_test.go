@@ -32,7 +32,7 @@ var arrows = map[string][]string{
 	"rules":            nil,
 	"analyze":          {"logscan", "parse", "bundle", "rules", "frtrace", "internal/literal"},
 	"templates":        nil,
-	"report":           {"analyze", "parse", "bundle", "templates"},
+	"report":           {"analyze", "parse", "bundle", "frtrace", "templates"},
 	"narrate":          {"report", "analyze", "index", "bundle/redact"},
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},

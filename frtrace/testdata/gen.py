@@ -293,5 +293,36 @@ def main():
     }, [])
 
 
+def sample(root):
+    """The dumps of samples/pytorchjob-hang-flight-recorder: four ranks, one per pod
+    (llama-ft-master-0, llama-ft-worker-0..2), TORCH_NCCL_TRACE_BUFFER_SIZE=200, written by
+    torch 2.10's pickler when the watchdog timed out at 10:47:32. Each training step runs six
+    collectives; every rank enqueued all_reduce #2890 at about 10:17:32 (step 482); the kernel
+    started on ranks 0, 1 and 3 and never on rank 2, whose GPU was still busy."""
+    pods = ["llama-ft-master-0", "llama-ft-worker-0", "llama-ft-worker-1", "llama-ft-worker-2"]
+    base = 1773483452_100_000_000  # 2026-03-14T10:17:32.1Z, when #2890 was enqueued
+    groups = [("0", "default_pg", [0, 1, 2, 3])]
+    step = frames("step", "wrap", "train", "main")
+    for rank, pod in enumerate(pods):
+        es = []
+        for i, seq in enumerate(range(2691, 2891)):
+            created = base - (2890 - seq) * 333_333_333 + rank * 60_000
+            state = "completed"
+            if seq == 2890:
+                state = "scheduled" if rank == 2 else "started"
+            e = entry("2.10", 2690 + i, seq, state=state, size=(262144,), fr=step)
+            e["time_created_ns"] = created
+            e["time_discovered_started_ns"] = created + 2_000_000 if state != "scheduled" else None
+            e["time_discovered_completed_ns"] = created + 40_000_000 if state == "completed" else None
+            es.append(e)
+        d = dump("2.10", es, groups, {"0": (2890, 2889 if rank == 2 else 2890, 2889)})
+        data = TorchPickler().dumps(d, share=list(FRAMES.values()))
+        write(os.path.join(root, "flightrecorder", "ml", pod), f"comm_lib_trace_rank_{rank}", data)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    if len(sys.argv) > 2 and sys.argv[1] == "sample":
+        sample(sys.argv[2])
+    else:
+        main()

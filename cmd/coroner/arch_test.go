@@ -22,7 +22,7 @@ const module = "github.com/coroner-dev/coroner/"
 var arrows = map[string][]string{
 	"bundle":           {"internal/outfile", "internal/scratch"},
 	"bundle/redact":    {"bundle", "internal/literal", "internal/yamlbound"},
-	"bundle/collect":   {"bundle"},
+	"bundle/collect":   {"bundle", "frtrace"},
 	"parse":            {"bundle", "frtrace", "internal/yamlbound"},
 	"logscan":          {"bundle", "internal/literal"},
 	"index":            {"logscan", "bundle", "internal/literal", "internal/scratch", "index/gzindex", "search/syntax"},

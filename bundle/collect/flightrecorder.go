@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,13 +115,21 @@ func (col *collector) flightRecords(ctx context.Context, pods []*podInfo) {
 	}
 }
 
+// execTimeout bounds one exec: a listing or one dump.
+const execTimeout = 2 * time.Minute
+
 func (col *collector) readDumps(ctx context.Context, p *corev1.Pod, container, prefix, object string) error {
+	exec := func(argv []string, w io.Writer) error {
+		ctx, cancel := context.WithTimeout(ctx, execTimeout)
+		defer cancel()
+		return col.opts.Exec(ctx, p.Namespace, p.Name, container, argv, w)
+	}
 	dir, base := path.Dir(prefix), path.Base(prefix)
 	if strings.HasSuffix(prefix, "/") {
 		dir, base = path.Clean(prefix), ""
 	}
 	var listing bytes.Buffer
-	if err := col.opts.Exec(ctx, p.Namespace, p.Name, container, []string{"ls", "-1", "--", dir}, &limited{w: &listing, n: maxListing}); err != nil {
+	if err := exec([]string{"ls", "-1", "--", dir}, &limited{w: &listing, n: maxListing}); err != nil {
 		return err
 	}
 	var names []string
@@ -140,7 +149,7 @@ func (col *collector) readDumps(ctx context.Context, p *corev1.Pod, container, p
 	for _, name := range names {
 		var buf bytes.Buffer
 		lw := &limited{w: &buf, n: max}
-		err := col.opts.Exec(ctx, p.Namespace, p.Name, container, []string{"cat", "--", path.Join(dir, name)}, lw)
+		err := exec([]string{"cat", "--", path.Join(dir, name)}, lw)
 		switch {
 		case lw.over:
 			col.limitGap("exec", object, bundle.LimitFileBytes, "flight recorder dump %s is over %d bytes: not kept", name, max)

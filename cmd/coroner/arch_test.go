@@ -21,7 +21,7 @@ const module = "github.com/coroner-dev/coroner/"
 // it is given its row.
 var arrows = map[string][]string{
 	"bundle":           {"internal/outfile", "internal/scratch"},
-	"bundle/redact":    {"bundle", "internal/literal", "internal/yamlbound"},
+	"bundle/redact":    {"bundle", "frtrace", "internal/literal", "internal/yamlbound"},
 	"bundle/collect":   {"bundle", "frtrace"},
 	"parse":            {"bundle", "frtrace", "internal/yamlbound"},
 	"logscan":          {"bundle", "internal/literal"},

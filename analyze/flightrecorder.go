@@ -97,7 +97,7 @@ func groupName(name, desc string) string {
 // collective ("evaluate (train.py:160)"); the innermost frame when all are torch's.
 func CallSite(fs []frtrace.Frame) string {
 	for _, f := range fs {
-		if !strings.Contains(f.File, "torch/") && !strings.Contains(f.File, "site-packages/") {
+		if !isTorchFrame(f) {
 			return f.String()
 		}
 	}
@@ -107,28 +107,40 @@ func CallSite(fs []frtrace.Frame) string {
 	return ""
 }
 
-// stackText writes a stack on one line, innermost first, bounded.
+// stackText writes the program's innermost two frames of a stack on one line: the frames
+// inside torch are the same for every collective and are left out (the report's flight
+// recorder section keeps the whole stack).
 func stackText(fs []frtrace.Frame) string {
-	parts := make([]string, 0, len(fs))
-	for i, f := range fs {
-		if i == 12 {
-			parts = append(parts, fmt.Sprintf("... %d more", len(fs)-i))
+	var parts []string
+	for _, f := range fs {
+		if isTorchFrame(f) {
+			continue
+		}
+		if len(parts) == 2 {
 			break
 		}
 		parts = append(parts, f.String())
 	}
+	if len(parts) == 0 && len(fs) > 0 {
+		parts = append(parts, fs[0].String())
+	}
 	return strings.Join(parts, " < ")
 }
 
-// who names the culprit ranks with their pods and nodes: "rank 2 (pod llama-ft-worker-1 on
-// node gpu-12)"; "ranks 0-3 (nodes gpu-1, gpu-2)".
+func isTorchFrame(f frtrace.Frame) bool {
+	return strings.Contains(f.File, "torch/") || strings.Contains(f.File, "site-packages/")
+}
+
+// who names the culprit ranks with their node, or pod when the node is not known: "rank 2 on
+// node gpu-12"; "ranks 0-3 (node gpu-1, gpu-2)".
 func who(ranks []int, places map[int]Place) string {
 	s := frtrace.RankList(ranks)
 	if len(ranks) == 1 {
 		pl := places[ranks[0]]
 		switch {
-		case pl.Pod != "" && pl.Node != "":
-			return fmt.Sprintf("%s (pod %s on node %s)", s, pl.Pod, pl.Node)
+		case pl.Node != "":
+			// The finding's pod says which pod; the title names the node.
+			return fmt.Sprintf("%s on node %s", s, pl.Node)
 		case pl.Pod != "":
 			return fmt.Sprintf("%s (pod %s)", s, pl.Pod)
 		}
@@ -228,7 +240,7 @@ func capitalize(s string) string {
 func problemText(p frtrace.Problem) string {
 	var b strings.Builder
 	if p.Last != nil {
-		fmt.Fprintf(&b, "rank %d's last entry of the group: %s #%d %s", p.LastRank, frtrace.ShortOp(p.Last.Op), seqOf(p.Last), p.Last.State)
+		fmt.Fprintf(&b, "rank %d: %s #%d %s", p.LastRank, frtrace.ShortOp(p.Last.Op), seqOf(p.Last), p.Last.State)
 		if s := stackText(p.Last.Frames); s != "" {
 			fmt.Fprintf(&b, ", from %s", s)
 		}
@@ -239,7 +251,7 @@ func problemText(p frtrace.Problem) string {
 	} else if p.Waiting != nil {
 		fmt.Fprintf(&b, "%s #%d %s", frtrace.ShortOp(p.Waiting.Op), seqOf(p.Waiting), p.Waiting.State)
 	}
-	if p.Detail != "" {
+	if p.Detail != "" && p.Kind != frtrace.Stalled {
 		if b.Len() > 0 {
 			b.WriteString("; ")
 		}

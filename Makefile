@@ -49,7 +49,7 @@ E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)"
 	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
 
 e2e:
-	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E' ./cmd/coroner/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh
@@ -80,6 +80,7 @@ FUZZTIME ?= 5m
 FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
 	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact bundle/redact:FuzzText
 FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode index/gzindex:FuzzBuild bundle:FuzzTarHeader narrate:FuzzPrompt
+FUZZ_TARGETS += internal/pickle:FuzzDecode frtrace:FuzzDecode
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== ./$$pkg $$name for $(FUZZTIME)"; \

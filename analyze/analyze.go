@@ -56,6 +56,8 @@ type Result struct {
 	Logs []LogSummary
 	// Warnings are problems met while analysing (unreadable logs, cut lines).
 	Warnings []string
+	// FlightRecorder is what the NCCL Flight Recorder dumps show; nil without dumps.
+	FlightRecorder *FlightRecorder
 }
 
 // LogSummary describes one scanned log.
@@ -130,6 +132,7 @@ func Run(m *parse.Model, sc *Scan, stats []logscan.Stats, opts Options) (*Result
 	a.loggedFacts()
 	a.spec()
 	a.podRanks()
+	a.flightRecorder()
 	a.stateful()
 	a.correlate()
 	a.timeline()

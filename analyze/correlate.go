@@ -228,7 +228,7 @@ func explains(g, f *Finding) bool {
 		return false
 	}
 	if f.derived {
-		return !g.symptom && !g.generic && !g.derived
+		return !g.symptom && !g.generic && (!g.derived || g.fromDumps && !f.fromDumps)
 	}
 	if f.symptom {
 		if g.symptom || g.generic {

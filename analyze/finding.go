@@ -48,6 +48,9 @@ type Finding struct {
 	// derived: the finding names a process from what others reported (the rank a collective
 	// waited for): a failure that process shows itself explains it.
 	derived bool
+	// fromDumps: the finding comes from the flight recorder dumps, which see every rank's
+	// collectives: it explains a finding derived from the logs about the same process.
+	fromDumps bool
 	// noProgressAfter: in a job that succeeded, its process showed training progress before
 	// it and none after (it was not recovered from).
 	noProgressAfter bool

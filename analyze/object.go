@@ -46,6 +46,9 @@ var factKinds = map[string][]string{
 	"gpu-request":   {"requested", "largest", "fits"},
 	"node-selector": {"what", "matches"},
 	"dev-shm":       {"gpus", "memoryBacked"},
+	// What the NCCL Flight Recorder dumps show, matched across ranks (analyze/flightrecorder.go).
+	"flight-recorder": {"problem", "state", "op", "seq", "group", "groupName", "ranks", "count", "who", "others",
+		"nodes", "where", "detail"},
 }
 
 // fact is one observation: a kind and its fields.

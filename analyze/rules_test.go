@@ -76,7 +76,7 @@ func TestInvalidRuleFiles(t *testing.T) {
 		"no-id.yaml":                     "no-id.yaml: rule 1: id is missing",
 		"no-match.yaml":                  "no-match.yaml: rule \"cuda-oom/site\": match has no patterns, eventReasons, object, streak, sequence or silence",
 		"object-field.yaml":              "object-field.yaml: rule \"cuda-oom/site\": object kind container-terminated has no field \"exitcode\" (fields: container, reason, exitCode, signal, signalName, last, waiting, restarts, message)",
-		"object-kind.yaml":               "object-kind.yaml: rule \"cuda-oom/site\": object kind \"podd\" is not one of container-restarts, container-terminated, container-waiting, dev-shm, gpu-request, job-condition, log-decides, node-condition, node-gpus, node-selector, pod, pod-condition, replicas, role-logs, runtime",
+		"object-kind.yaml":               "object-kind.yaml: rule \"cuda-oom/site\": object kind \"podd\" is not one of container-restarts, container-terminated, container-waiting, dev-shm, flight-recorder, gpu-request, job-condition, log-decides, node-condition, node-gpus, node-selector, pod, pod-condition, replicas, role-logs, runtime",
 		"old-boolean.yaml":               "old-boolean.yaml: rule \"cuda-oom/site\": unknown field \"secondary\"",
 		"other-api-version.yaml":         "other-api-version.yaml: apiVersion \"coroner.dev/rules/v2\" is not coroner.dev/rules/v1",
 		"override-append-object.yaml":    "override-append-object.yaml: rule \"host-oom/oomkilled\": override: match can be appended to only with patterns and eventReasons, on a rule that matches patterns",

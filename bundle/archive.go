@@ -236,7 +236,7 @@ func humanBytes(n int64) string {
 func (a *archive) unwrap(name string) (string, error) {
 	if !a.decided {
 		a.decided = true
-		if top, _, ok := strings.Cut(name, "/"); ok && top != "logs" && top != "resources" {
+		if top, _, ok := strings.Cut(name, "/"); ok && top != "logs" && top != "resources" && top+"/" != FlightRecorderDir {
 			a.prefix = top + "/"
 		}
 	}

@@ -76,7 +76,8 @@ type RedactionInfo struct {
 // RedactionFile says what redaction did with a file it could not read as text.
 type RedactionFile struct {
 	Path string `json:"path"`
-	// Action is "withheld" (left out of the bundle) or "kept unredacted".
+	// Action is "withheld" (left out of the bundle), "kept unredacted", or "rewritten as
+	// JSON" (a flight recorder pickle, redacted in its JSON form).
 	Action string `json:"action"`
 	// Reason says what the file is: "a zip archive", "binary data"...
 	Reason string `json:"reason"`

@@ -80,6 +80,19 @@ func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) 
 			b.Close()
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
+		if isFlightRecordFile(real) {
+			// A flight recorder dump beside the logs, known by its content, whatever its name.
+			name := filepath.Base(p)
+			for i := 2; used["\x00"+name]; i++ {
+				name = fmt.Sprintf("%s-%d", filepath.Base(p), i)
+			}
+			used["\x00"+name] = true
+			vp := path.Join(FlightRecorderDir, PlainNamespace, PlainNamespace, name)
+			vfs.files[vp] = real
+			vfs.names[vp] = plainName(p, names)
+			b.Files = append(b.Files, File{Path: vp, Size: st.Size()})
+			continue
+		}
 		pod := plainPodName(p)
 		for i := 2; used[pod]; i++ {
 			pod = fmt.Sprintf("%s-%d", plainPodName(p), i)
@@ -102,6 +115,18 @@ func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) 
 	}
 	b.FS = vfs
 	return b, nil
+}
+
+// isFlightRecordFile sniffs a plain input's head for a flight recorder dump.
+func isFlightRecordFile(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	return IsFlightRecord(head[:n])
 }
 
 // plainName is how reports name a plain log: its base name ("train.log"), "stdin", and a

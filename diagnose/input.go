@@ -66,7 +66,8 @@ func checkBundle(b *bundle.Bundle, name string) error {
 	var nested, logsShaped, other []string
 	for _, f := range b.Files {
 		switch {
-		case f.Path == "manifest.json", strings.HasPrefix(f.Path, "resources/"), strings.HasPrefix(f.Path, "logs/"):
+		case f.Path == "manifest.json", strings.HasPrefix(f.Path, "resources/"), strings.HasPrefix(f.Path, "logs/"),
+			strings.HasPrefix(f.Path, bundle.FlightRecorderDir):
 			return nil
 		case isNestedBundleFile(f.Path):
 			if dir, _, _ := strings.Cut(f.Path, "/"); !slices.Contains(nested, dir) {

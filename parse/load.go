@@ -34,6 +34,8 @@ type Model struct {
 	// Objects are all resources of the bundle, sorted by group, kind, namespace, name.
 	Objects []*unstructured.Unstructured
 	Logs    []bundle.LogStream
+	// FlightRecords are the bundle's flight recorder dumps, decoded, in path order.
+	FlightRecords []FlightRecord
 	// paths maps "Kind/namespace/name" to the bundle file the object came from.
 	paths map[string]string
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
@@ -46,6 +48,7 @@ func Load(b *bundle.Bundle) (*Model, error) {
 	m := &Model{Bundle: b, paths: map[string]string{}}
 	m.Logs, m.Warnings = bundle.LogStreams(b) // logs/ sorts before resources/: warnings keep file order
 	m.loadResources()
+	m.loadFlightRecords()
 	sort.SliceStable(m.Objects, func(i, j int) bool { return objectKey(m.Objects[i]) < objectKey(m.Objects[j]) })
 	sort.SliceStable(m.Pods, func(i, j int) bool {
 		a, b := m.Pods[i], m.Pods[j]

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/frtrace"
 	"github.com/coroner-dev/coroner/templates"
 )
 
@@ -79,17 +80,23 @@ func RenderJSON(w io.Writer, r *Report) error {
 	v := reflect.ValueOf(r).Elem()
 	t := v.Type()
 	bw.WriteString("{")
+	first := true
 	for i := range t.NumField() {
 		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name == "" || name == "-" || opts != "" || !t.Field(i).IsExported() {
-			// Every field of Report is written under its name (TestRenderJSONStreams).
+		if name == "" || name == "-" || opts != "" && opts != "omitempty" || !t.Field(i).IsExported() {
+			// Every field of Report is written under its name (TestRenderJSONStreams); a
+			// section that only some inputs have (flightRecorder) is left out when empty.
 			return fmt.Errorf("report: field %s has no plain JSON name", t.Field(i).Name)
 		}
-		if i > 0 {
+		f := v.Field(i)
+		if opts == "omitempty" && f.IsZero() {
+			continue
+		}
+		if !first {
 			bw.WriteString(",")
 		}
+		first = false
 		fmt.Fprintf(bw, "\n  %q: ", name)
-		f := v.Field(i)
 		if f.Kind() != reflect.Slice || f.Len() == 0 {
 			if err := encode(f.Interface(), "  "); err != nil {
 				return err
@@ -252,6 +259,7 @@ var funcs = map[string]any{
 	"yesNo": yesNo, "short": shortDigest, "lines": func(s string) []string { return strings.Split(s, "\n") }, "sent": sentParts,
 	"groupWhen": GroupWhen, "commas": Commas, "plural": plural, "duration": Duration,
 	"add": func(a, b int) int { return a + b }, "answer": answerText,
+	"frseq": FRSeq, "ranks": frtrace.RankList,
 }
 
 // sentParts lists what a prompt carried for Markdown, with the bytes each line added.

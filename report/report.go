@@ -41,6 +41,8 @@ type Report struct {
 	Events    []Event         `json:"events"`
 	Logs      []LogSummary    `json:"logs"`
 	Warnings  []string        `json:"warnings"`
+	// FlightRecorder is what the NCCL Flight Recorder dumps show; absent without dumps.
+	FlightRecorder *FlightRecorder `json:"flightRecorder,omitempty"`
 	// LLM is the optional narrative; null when no LLM step ran.
 	LLM *Narrative `json:"llm"`
 }
@@ -184,6 +186,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		r.Bundle.Redaction = &red
 	}
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
+	r.FlightRecorder = flightRecorderOf(res.FlightRecorder)
 	r.Job = buildJob(m.Job, ranksOf(res))
 	if f := res.RootCause; f != nil {
 		rc := &RootCause{Finding: *findingOf(f), Confidence: res.Confidence}

@@ -80,6 +80,13 @@ type Options struct {
 	// so, and what it owned is collected by its uid.
 	Last *unstructured.Unstructured
 
+	// Exec, when set, reads the NCCL Flight Recorder dumps of the running containers that
+	// name a dump prefix (FlightRecorderEnv) through pods/exec: an explicit opt-in, with its
+	// own RBAC. nil: no exec, no dumps.
+	Exec Execer
+	// MaxFlightRecordBytes bounds one dump; 0 means DefaultMaxFlightRecordBytes.
+	MaxFlightRecordBytes int64
+
 	Redactor Redactor // nil: no redaction (--no-redact)
 	Version  string   // coroner's version, for the manifest
 	Now      func() time.Time
@@ -154,6 +161,9 @@ func Collect(ctx context.Context, c *Clients, opts Options, out string) (*Result
 }
 
 func (o *Options) defaults() {
+	if o.MaxFlightRecordBytes <= 0 {
+		o.MaxFlightRecordBytes = DefaultMaxFlightRecordBytes
+	}
 	if o.MaxLogBytes <= 0 {
 		o.MaxLogBytes = DefaultMaxLogBytes
 	}
@@ -286,6 +296,10 @@ func (col *collector) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	if err := col.logs(ctx, pods, nodes); err != nil {
+		return nil, err
+	}
+	col.flightRecords(ctx, pods)
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 

@@ -29,6 +29,8 @@ import (
 const (
 	ActionWithheld = "withheld"
 	ActionKept     = "kept unredacted"
+	// ActionRewritten: a flight recorder pickle, rewritten as its JSON form and redacted.
+	ActionRewritten = "rewritten as JSON"
 )
 
 // headSize is how much of a file is looked at to tell what it is.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/frtrace"
 	"github.com/coroner-dev/coroner/internal/yamlbound"
 )
 
@@ -53,6 +54,9 @@ func (r *Redactor) Bundle(ctx context.Context, src string, lim bundle.Limits, ds
 func (r *Redactor) file(ctx context.Context, w *bundle.Writer, f bundle.File, raw io.Reader, lim bundle.Limits) error {
 	br := bufio.NewReaderSize(raw, headSize)
 	head, _ := br.Peek(headSize)
+	if strings.HasPrefix(f.Path, bundle.FlightRecorderDir) && len(head) >= 2 && head[0] == 0x80 && head[1] == 2 {
+		return r.flightRecord(ctx, w, f, br, lim)
+	}
 	switch kind := kindOf(head); kind {
 	case "gzip":
 		return r.gzipFile(ctx, w, f, br, lim)
@@ -78,6 +82,38 @@ func (r *Redactor) file(ctx context.Context, w *bundle.Writer, f bundle.File, ra
 		return err
 	}
 	if _, err := r.Copy(ctx, out, in, f.Path); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// flightRecord redacts an NCCL Flight Recorder dump written as a pickle: it is decoded (the
+// bounded reader of package frtrace), rewritten as its JSON form, which analyze reads as it
+// read the pickle, and redacted as text. A pickle that does not decode is binary data.
+func (r *Redactor) flightRecord(ctx context.Context, w *bundle.Writer, f bundle.File, in io.Reader, lim bundle.Limits) error {
+	data, err := io.ReadAll(io.LimitReader(in, lim.MaxFileBytes))
+	if err != nil {
+		return err
+	}
+	flim := frtrace.DefaultLimits()
+	if lim.MaxFileBytes > 0 && lim.MaxFileBytes < int64(flim.Pickle.MaxBytes) {
+		flim.Pickle.MaxBytes = int(lim.MaxFileBytes)
+	}
+	d, err := frtrace.Decode(data, flim)
+	if err != nil {
+		return r.binary(w, f.Path, bytes.NewReader(data), "binary data (not a readable flight recorder dump: "+err.Error()+")")
+	}
+	js, err := frtrace.EncodeJSON(d)
+	if err != nil {
+		return err
+	}
+	r.note(bundle.RedactionFile{Path: f.Path, Action: ActionRewritten, Reason: "flight recorder dump (pickle)"})
+	out, err := w.Create(f.Path)
+	if err != nil {
+		return err
+	}
+	if _, err := r.Copy(ctx, out, bytes.NewReader(js), f.Path); err != nil {
 		out.Close()
 		return err
 	}

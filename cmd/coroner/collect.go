@@ -103,6 +103,9 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 	if err != nil {
 		return err
 	}
+	if opts.FlightRecorderExec {
+		co.Exec = collect.NewExecer(cfg, clients.Kube)
+	}
 
 	var red collect.Redactor
 	if newRedactor != nil {

@@ -19,6 +19,9 @@ type CollectLimits struct {
 	Concurrency      int
 	NoRedact         bool
 	RedactRules      string
+	// FlightRecorderExec reads the NCCL Flight Recorder dumps through pods/exec (opt-in).
+	FlightRecorderExec   bool
+	MaxFlightRecordBytes int64
 }
 
 func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
@@ -31,6 +34,9 @@ func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
 	f.IntVar(&c.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight for one collect")
 	f.BoolVar(&c.NoRedact, "no-redact", false, "keep secrets (redaction is on by default)")
 	f.StringVar(&c.RedactRules, "redact-rules", "", "add the redaction rules of `FILE`")
+	f.BoolVar(&c.FlightRecorderExec, "flight-recorder-exec", false, "read the NCCL Flight Recorder dumps of running containers that set TORCH_FR_DUMP_TEMP_FILE (or TORCH_NCCL_DEBUG_INFO_TEMP_FILE) through pods/exec: needs RBAC on pods/exec (docs/flight-recorder.md)")
+	c.MaxFlightRecordBytes = collect.DefaultMaxFlightRecordBytes
+	addSizeFlag(cmd, &c.MaxFlightRecordBytes, "max-flight-record-bytes", "largest flight recorder dump kept; a larger one is a gap")
 }
 
 // options checks the flags and fills the collect options they set.
@@ -39,7 +45,7 @@ func (c *CollectLimits) options() (collect.Options, error) {
 		return collect.Options{}, flagErrorf("--concurrency %d: want at least 1", c.Concurrency)
 	}
 	return collect.Options{Since: c.Since, MaxLogBytes: c.MaxLogBytes, MaxTotalLogBytes: c.MaxTotalLogBytes,
-		LogIdleTimeout: c.LogIdleTimeout, Concurrency: c.Concurrency}, nil
+		LogIdleTimeout: c.LogIdleTimeout, Concurrency: c.Concurrency, MaxFlightRecordBytes: c.MaxFlightRecordBytes}, nil
 }
 
 // redactors returns what makes a redactor for each collect (its summary counts one bundle's

@@ -135,6 +135,11 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 		case redact.ActionWithheld:
 			fmt.Fprintf(io.ErrOut, "withheld: %s: %s cannot be redacted; left out of %s (--keep-unredacted-binaries keeps it as it is)\n",
 				report.TerminalSafe(f.Path), f.Reason, opts.Output)
+		case redact.ActionRewritten:
+			// Redacted like any text; said only when not --quiet, as the counts are.
+			if !opts.Quiet {
+				fmt.Fprintf(io.ErrOut, "rewritten: %s: %s rewritten as JSON to be redacted\n", report.TerminalSafe(f.Path), f.Reason)
+			}
 		default:
 			fmt.Fprintf(io.ErrOut, "warning: %s: %s copied unredacted (--keep-unredacted-binaries): it may hold secrets\n",
 				report.TerminalSafe(f.Path), f.Reason)

@@ -256,6 +256,9 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	if err != nil {
 		return err
 	}
+	if opts.FlightRecorderExec {
+		wo.Collect.Exec = collect.NewExecer(cfg, clients.Kube)
+	}
 
 	identity := opts.Identity
 	if identity == "" {

@@ -26,6 +26,16 @@ type Job struct {
 	// Running creates the job running (its pods running, its containers started): FailJob
 	// makes it fail later, as a watcher would see it happen.
 	Running bool
+	// FlightRecorder, when set, is the TORCH_FR_DUMP_TEMP_FILE the containers set.
+	FlightRecorder string
+}
+
+// frEnv is the container's flight recorder variable, as a YAML flow item after another.
+func (j Job) frEnv() string {
+	if j.FlightRecorder == "" {
+		return ""
+	}
+	return fmt.Sprintf(", {name: TORCH_FR_DUMP_TEMP_FILE, value: %q}", j.FlightRecorder)
 }
 
 // PodName is the name of pod i (0 = master, or launcher).
@@ -136,9 +146,9 @@ metadata:
 spec:
   nodeName: %[7]s
   restartPolicy: OnFailure
-  containers: [{name: %[11]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}]}]
+  containers: [{name: %[11]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}%[12]s]}]
 status: %[8]s
-`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running), apiVersion, kind, j.Container())))
+`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running), apiVersion, kind, j.Container(), j.frEnv())))
 	}
 	s := c.Apply(t, k, objs...)
 	for i := 0; i <= j.Workers; i++ {

@@ -1,5 +1,5 @@
 // Command mkmanifest rewrites the "files" list of sample bundles' manifest.json: one entry per
-// file under resources/ and logs/, sorted by path, with its size and sha256. Every other field of
+// file under resources/, logs/ and flightrecorder/, sorted by path, with its size and sha256. Every other field of
 // the manifest is kept as it is.
 //
 // Usage: go run ./samples/internal/mkmanifest samples/<name> [...]
@@ -67,7 +67,7 @@ func rewrite(dir string) error {
 	}
 
 	var files []fileEntry
-	for _, sub := range []string{"resources", "logs"} {
+	for _, sub := range []string{"resources", "logs", "flightrecorder"} {
 		root := filepath.Join(dir, sub)
 		if _, err := os.Stat(root); os.IsNotExist(err) {
 			continue

@@ -15,14 +15,14 @@ import (
 type FlightRecorder struct {
 	*frtrace.Analysis
 	// Places are where each rank ran, by rank, for the ranks the dumps or the job know.
-	Places map[int]Place
+	Places map[int]RankPlace
 	// Findings are the findings each problem gave, by the problem's index (nil: no rule
 	// reported it).
 	Findings []*Finding
 }
 
-// Place is where a rank ran: its pod and node, and the dump it wrote ("" without one).
-type Place struct {
+// RankPlace is where a rank ran: its pod and node, and the dump it wrote ("" without one).
+type RankPlace struct {
 	Pod, Node, Dump string
 }
 
@@ -33,18 +33,18 @@ func (a *analyzer) flightRecorder() {
 	if len(a.m.FlightRecords) == 0 {
 		return
 	}
-	places := map[int]Place{}
+	places := map[int]RankPlace{}
 	nodeOf := map[string]string{}
 	for _, p := range a.jobPods() {
 		nodeOf[p.Name] = p.Spec.NodeName
 		if r, ok := podRank(p); ok {
-			places[r] = Place{Pod: p.Name, Node: p.Spec.NodeName}
+			places[r] = RankPlace{Pod: p.Name, Node: p.Spec.NodeName}
 		}
 	}
 	// Ranks the logs place (torchrun's "[rank3]:" prefixes, a log of one process).
 	for _, p := range a.procs {
 		if _, ok := places[p.rank]; !ok && p.rank >= 0 && p.pod != "" && !a.m.Bundle.Plain {
-			places[p.rank] = Place{Pod: p.pod, Node: nodeOf[p.pod]}
+			places[p.rank] = RankPlace{Pod: p.pod, Node: nodeOf[p.pod]}
 		}
 	}
 	var dumps []frtrace.RankDump
@@ -133,7 +133,7 @@ func isTorchFrame(f frtrace.Frame) bool {
 
 // who names the culprit ranks with their node, or pod when the node is not known: "rank 2 on
 // node gpu-12"; "ranks 0-3 (node gpu-1, gpu-2)".
-func who(ranks []int, places map[int]Place) string {
+func who(ranks []int, places map[int]RankPlace) string {
 	s := frtrace.RankList(ranks)
 	if len(ranks) == 1 {
 		pl := places[ranks[0]]
@@ -152,7 +152,7 @@ func who(ranks []int, places map[int]Place) string {
 	return s
 }
 
-func nodesOf(ranks []int, places map[int]Place) []string {
+func nodesOf(ranks []int, places map[int]RankPlace) []string {
 	seen := map[string]bool{}
 	var nodes []string
 	for _, r := range ranks {
@@ -167,7 +167,7 @@ func nodesOf(ranks []int, places map[int]Place) []string {
 
 // observeProblem observes a problem of the dumps as a fact and returns the first finding it
 // gave (nil when no rule matched).
-func (a *analyzer) observeProblem(p frtrace.Problem, places map[int]Place) *Finding {
+func (a *analyzer) observeProblem(p frtrace.Problem, places map[int]RankPlace) *Finding {
 	culprit := -1
 	if len(p.Ranks) > 0 {
 		culprit = p.Ranks[0]

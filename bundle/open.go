@@ -129,6 +129,17 @@ func (b *Bundle) Close() error {
 	return err
 }
 
+// onClose adds fn to what Close does, after what it did already.
+func (b *Bundle) onClose(fn func() error) {
+	prev := b.cleanup
+	b.cleanup = func() error {
+		if prev != nil {
+			prev()
+		}
+		return fn()
+	}
+}
+
 // Open opens a bundle directory or a .tar.gz/.tgz file. A cancelled ctx stops it (and removes
 // what it extracted) with ctx's error.
 func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
@@ -375,13 +386,7 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 				f.Close()
 				return nil, err
 			}
-			prev := b.cleanup
-			b.cleanup = func() error {
-				if prev != nil {
-					prev()
-				}
-				return tmp.Remove()
-			}
+			b.onClose(tmp.Remove)
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			f.Close()

@@ -34,7 +34,7 @@ const (
 func (f dumpForm) String() string {
 	switch f {
 	case dumpKubectl:
-		return "kubectl logs --prefix"
+		return "kubectl logs"
 	case dumpStern, dumpSternNS:
 		return "stern"
 	}

@@ -24,7 +24,8 @@ const PlainContainer = "main"
 // OpenLogs makes a bundle of plain log files: each file becomes the log of one container of
 // an unnamed job, in logs/_/<file name>/main.log; files of the same base name are told apart
 // by their directories (logs/_/<directory>/<file name>.log: the pod a log was saved under). A
-// dump of many pods' logs (kubectl logs --prefix, stern) is split into its pods' containers.
+// dump of many pods' logs (kubectl logs --prefix, stern) is split into its pods' containers. A
+// file that holds Kubernetes objects (kubectl get -o yaml) is read as resources.
 // The name "-" reads stdin (into a private temporary file, bounded by the limits); a
 // cancelled ctx stops that read.
 func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) (*Bundle, error) {
@@ -51,6 +52,9 @@ func (b *Bundle) addPlainLogs(ctx context.Context, paths []string, stdin io.Read
 	var total int64
 	var logs []*plainLog
 	var dumpDir string
+	var objects []File
+	usedObjects := map[string]bool{}
+	vfs := b.FS.(*pathFS)
 	for _, p := range paths {
 		real, size, err := b.spoolPlain(ctx, p, stdin, &total)
 		if err != nil {
@@ -59,6 +63,13 @@ func (b *Bundle) addPlainLogs(ctx context.Context, paths []string, stdin io.Read
 		head, err := readDumpHead(real)
 		if err != nil {
 			return err
+		}
+		if isKubeObject(head) {
+			vp := objectPath(p, head, usedObjects)
+			objects = append(objects, File{Path: vp, Size: size})
+			vfs.files[vp] = real
+			vfs.names[vp] = filepath.Base(p)
+			continue
 		}
 		form := sniffDump(head)
 		if form == dumpNone {
@@ -92,7 +103,7 @@ func (b *Bundle) addPlainLogs(ctx context.Context, paths []string, stdin io.Read
 		}
 	}
 	namePlainLogs(logs)
-	vfs := b.FS.(*pathFS)
+	b.Files = append(b.Files, objects...)
 	for _, l := range logs {
 		vp := path.Join("logs", PlainNamespace, l.pod, l.container+".log")
 		vfs.files[vp] = l.real
@@ -149,10 +160,17 @@ func (b *Bundle) spoolPlain(ctx context.Context, p string, stdin io.Reader, tota
 	if !st.Mode().IsRegular() {
 		return "", 0, fmt.Errorf("%s: not a regular file", p)
 	}
-	if err := checkSize(p, st.Size(), total, b.Limits); err != nil {
+	size := st.Size()
+	// A rotated log (train.log.gz) is read as the log it holds.
+	if c, _ := sniffCompressed(real); c != "" {
+		if real, size, err = b.decompressLog(ctx, p, real, c); err != nil {
+			return "", 0, err
+		}
+	}
+	if err := checkSize(p, size, total, b.Limits); err != nil {
 		return "", 0, fmt.Errorf("%s: %w", p, err)
 	}
-	return real, st.Size(), nil
+	return real, size, nil
 }
 
 // namePlainLogs gives each plain log not named yet its pod, container and name. A file is
@@ -227,7 +245,7 @@ func plainPodName(p string) string {
 		return "stdin"
 	}
 	base := filepath.Base(p)
-	for _, ext := range []string{".gz", ".txt", ".log", ".out", ".err"} {
+	for _, ext := range []string{".gz", ".xz", ".zst", ".bz2", ".txt", ".log", ".out", ".err"} {
 		base = strings.TrimSuffix(base, ext)
 	}
 	var sb strings.Builder

@@ -148,14 +148,7 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 		printLocations(io.Out, r)
 	}
 	if !opts.Quiet {
-		total := 0
-		for _, s := range r.Summary() {
-			total += s.Count
-		}
-		fmt.Fprintf(io.Out, "Redacted %d secret(s) in %d file(s) into %s\n", total, len(m.Files), opts.Output)
-		for _, s := range r.Summary() {
-			fmt.Fprintf(io.Out, "  %-28s %d\n", s.ID, s.Count)
-		}
+		printSummary(io.Out, r, fmt.Sprintf("%d file(s)", len(m.Files)), opts.Output)
 	}
 	return nil
 }
@@ -215,18 +208,11 @@ func redactLog(ctx context.Context, opts *RedactOptions, r *redact.Redactor, ios
 		printLocations(ios.ErrOut, r)
 	}
 	if !opts.Quiet {
-		total := 0
-		for _, s := range r.Summary() {
-			total += s.Count
-		}
 		where := "standard output"
 		if out != nil {
 			where = opts.Output
 		}
-		fmt.Fprintf(summary, "Redacted %d secret(s) in %s into %s\n", total, name, where)
-		for _, s := range r.Summary() {
-			fmt.Fprintf(summary, "  %-28s %d\n", s.ID, s.Count)
-		}
+		printSummary(summary, r, name, where)
 	}
 	return nil
 }
@@ -244,5 +230,17 @@ func printLocations(w goio.Writer, r *redact.Redactor) {
 	}
 	if more > 0 {
 		fmt.Fprintf(w, "... and %d more\n", more)
+	}
+}
+
+// printSummary says how many secrets were masked in what, into where, and by which rules.
+func printSummary(w goio.Writer, r *redact.Redactor, what, where string) {
+	total := 0
+	for _, s := range r.Summary() {
+		total += s.Count
+	}
+	fmt.Fprintf(w, "Redacted %d secret(s) in %s into %s\n", total, what, where)
+	for _, s := range r.Summary() {
+		fmt.Fprintf(w, "  %-28s %d\n", s.ID, s.Count)
 	}
 }

@@ -149,7 +149,9 @@ func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
 		return nil, err
 	}
 	var b *Bundle
-	if st.IsDir() {
+	if root, layout := findGather(p); st.IsDir() && root != "" {
+		b, err = openGather(ctx, p, root, layout, lim)
+	} else if st.IsDir() {
 		b, err = openDir(ctx, p, lim)
 	} else {
 		b, err = openTarball(ctx, p, lim)

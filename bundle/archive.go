@@ -48,12 +48,24 @@ type tarResult struct {
 func readTarball(ctx context.Context, r io.Reader, lim Limits, visit func(*tarFile) error) (*tarResult, error) {
 	a := &archive{lim: lim, in: &countReader{r: ctxReader{ctx, r}}}
 	a.br = bufio.NewReaderSize(a.in, 64<<10)
-	zr, err := gzip.NewReader(a.br)
-	if err != nil {
-		return nil, fmt.Errorf("not a gzip file: %w", err)
+	magic, _ := a.br.Peek(8)
+	switch a.kind = compressionOf(magic); a.kind {
+	case Gzip, "":
+		a.kind = Gzip
+		zr, err := gzip.NewReader(a.br)
+		if err != nil {
+			return nil, fmt.Errorf("not a gzip file: %w", err)
+		}
+		zr.Multistream(false) // members are followed by Read, so trailing bytes are told apart
+		a.zr = zr
+	default:
+		zr, done, err := decompress(a.kind, a.br)
+		if err != nil {
+			return nil, fmt.Errorf("not %s data: %w", a.kind, err)
+		}
+		defer done()
+		a.other = zr
 	}
-	zr.Multistream(false) // members are followed by Read, so trailing bytes are told apart
-	a.zr = zr
 	res := &tarResult{sums: map[string]string{}}
 	tr := tar.NewReader(a)
 	seen := map[string]bool{}
@@ -150,7 +162,9 @@ type archive struct {
 	in       *countReader // compressed bytes read
 	br       *bufio.Reader
 	zr       *gzip.Reader
-	out      int64 // decompressed bytes
+	kind     Compression
+	other    io.Reader // the decompressor of an archive that is not gzip'd
+	out      int64     // decompressed bytes
 	done     bool
 	trailing bool
 	// prefix is "P/" when the archive's files sit under one top folder P, as `tar czf x.tgz
@@ -163,6 +177,17 @@ func (a *archive) Read(p []byte) (int, error) {
 	for {
 		if a.done {
 			return 0, io.EOF
+		}
+		if a.other != nil {
+			n, err := a.other.Read(p)
+			a.out += int64(n)
+			if lerr := a.checkExpansion(); lerr != nil {
+				return n, lerr
+			}
+			if err == io.EOF {
+				a.done = true
+			}
+			return n, err
 		}
 		n, err := a.zr.Read(p)
 		a.out += int64(n)
@@ -213,7 +238,7 @@ func (a *archive) checkExpansion() error {
 		return nil
 	}
 	return &LimitError{
-		What:  fmt.Sprintf("the archive's expansion (%s of gzip gave %s so far: a gzip bomb?)", humanBytes(a.in.n), humanBytes(a.out)),
+		What:  fmt.Sprintf("the archive's expansion (%s of %s gave %s so far: a %s bomb?)", humanBytes(a.in.n), a.kind, humanBytes(a.out), a.kind),
 		Limit: int64(a.lim.MaxExpansion), Kind: LimitExpansion,
 	}
 }

@@ -129,7 +129,19 @@ func (b *Bundle) Close() error {
 	return err
 }
 
-// Open opens a bundle directory or a .tar.gz/.tgz file. A cancelled ctx stops it (and removes
+// onClose adds fn to what Close does, after what it did already.
+func (b *Bundle) onClose(fn func() error) {
+	prev := b.cleanup
+	b.cleanup = func() error {
+		if prev != nil {
+			prev()
+		}
+		return fn()
+	}
+}
+
+// Open opens a bundle directory or a compressed tarball (.tar.gz, .tar.xz, .tar.zst,
+// .tar.bz2). A cancelled ctx stops it (and removes
 // what it extracted) with ctx's error.
 func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
 	st, err := os.Stat(p)
@@ -137,7 +149,9 @@ func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
 		return nil, err
 	}
 	var b *Bundle
-	if st.IsDir() {
+	if root, layout := findGather(p); st.IsDir() && root != "" {
+		b, err = openGather(ctx, p, root, layout, lim)
+	} else if st.IsDir() {
 		b, err = openDir(ctx, p, lim)
 	} else {
 		b, err = openTarball(ctx, p, lim)
@@ -152,8 +166,9 @@ func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
 	return b, nil
 }
 
-// IsBundlePath reports whether p looks like a bundle (a directory or a gzip file)
-// rather than a plain log file.
+// IsBundlePath reports whether p looks like a bundle (a directory, a file named as a
+// compressed tarball, or a compressed file that holds a tar) rather than a plain log file (a
+// compressed log, train.log.gz, is one).
 func IsBundlePath(p string) bool {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -162,20 +177,14 @@ func IsBundlePath(p string) bool {
 	if st.IsDir() {
 		return true
 	}
-	if strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz") {
+	if hasTarSuffix(p) {
 		return true
 	}
 	if !st.Mode().IsRegular() {
 		return false // a FIFO or a device: read as a plain log, never opened twice
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var magic [2]byte
-	_, err = io.ReadFull(f, magic[:])
-	return err == nil && magic[0] == 0x1f && magic[1] == 0x8b
+	_, tarball := sniffCompressed(p)
+	return tarball
 }
 
 func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
@@ -375,13 +384,7 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 				f.Close()
 				return nil, err
 			}
-			prev := b.cleanup
-			b.cleanup = func() error {
-				if prev != nil {
-					prev()
-				}
-				return tmp.Remove()
-			}
+			b.onClose(tmp.Remove)
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			f.Close()

@@ -22,127 +22,226 @@ const PlainNamespace = "_"
 const PlainContainer = "main"
 
 // OpenLogs makes a bundle of plain log files: each file becomes the log of one container of
-// an unnamed job, in logs/_/<file name>/main.log. The name "-" reads stdin (into a private
-// temporary file, bounded by the limits); a cancelled ctx stops that read.
+// an unnamed job, in logs/_/<file name>/main.log; files of the same base name are told apart
+// by their directories (logs/_/<directory>/<file name>.log: the pod a log was saved under). A
+// dump of many pods' logs (kubectl logs --prefix, stern) is split into its pods' containers. A
+// file that holds Kubernetes objects (kubectl get -o yaml) is read as resources.
+// The name "-" reads stdin (into a private temporary file, bounded by the limits); a
+// cancelled ctx stops that read.
 func OpenLogs(ctx context.Context, paths []string, stdin io.Reader, lim Limits) (*Bundle, error) {
 	b := &Bundle{Source: strings.Join(paths, " "), Plain: true, Limits: lim}
-	vfs := &pathFS{files: map[string]string{}, names: map[string]string{}}
+	b.FS = &pathFS{files: map[string]string{}, names: map[string]string{}}
+	if err := b.addPlainLogs(ctx, paths, stdin); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// plainLog is one log of plain inputs: where its bytes are, and what it is named.
+type plainLog struct {
+	input     string // the path the user gave, "-" for stdin
+	real      string
+	size      int64
+	pod       string // "" until named
+	container string
+	name      string
+}
+
+func (b *Bundle) addPlainLogs(ctx context.Context, paths []string, stdin io.Reader) error {
 	var total int64
-	used := map[string]bool{}
-	names := map[string]bool{}
+	var logs []*plainLog
+	var dumpDir string
+	var objects []File
+	usedObjects := map[string]bool{}
+	vfs := b.FS.(*pathFS)
 	for _, p := range paths {
-		real := p
-		st, err := os.Stat(p)
-		if p != "-" && err != nil {
-			b.Close()
-			return nil, err
-		}
-		if p == "-" || (st.Mode()&(fs.ModeNamedPipe|fs.ModeCharDevice|fs.ModeSocket) != 0) {
-			// Standard input, a FIFO, a pipe from <(kubectl logs ...): read once, into a
-			// private copy.
-			var tmp *scratch.File
-			what := "standard input"
-			if p == "-" {
-				tmp, err = spoolStdin(ctx, stdin, lim)
-			} else {
-				what = p
-				var f *os.File
-				if f, err = openFile(ctx, p); err == nil {
-					stop := interruptible(ctx, f)
-					tmp, err = spoolStdin(ctx, f, lim)
-					stop()
-					f.Close()
-				}
-			}
-			if err != nil {
-				b.Close()
-				return nil, fmt.Errorf("reading %s: %w", what, err)
-			}
-			prev := b.cleanup
-			b.cleanup = func() error {
-				if prev != nil {
-					prev()
-				}
-				return tmp.Remove()
-			}
-			real = tmp.Name()
-		}
-		st, err = os.Stat(real)
+		real, size, err := b.spoolPlain(ctx, p, stdin, &total)
 		if err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
-		if !st.Mode().IsRegular() {
-			b.Close()
-			return nil, fmt.Errorf("%s: not a regular file", p)
+		head, err := readDumpHead(real)
+		if err != nil {
+			return err
 		}
-		if err := checkSize(p, st.Size(), &total, lim); err != nil {
-			b.Close()
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if isFlightRecordFile(real) {
+		if IsFlightRecord(head) {
 			// A flight recorder dump beside the logs, known by its content, whatever its name.
 			name := filepath.Base(p)
-			for i := 2; used["\x00"+name]; i++ {
+			for i := 2; usedObjects["\x00"+name]; i++ {
 				name = fmt.Sprintf("%s-%d", filepath.Base(p), i)
 			}
-			used["\x00"+name] = true
+			usedObjects["\x00"+name] = true
 			vp := path.Join(FlightRecorderDir, PlainNamespace, PlainNamespace, name)
 			vfs.files[vp] = real
-			vfs.names[vp] = plainName(p, names)
-			b.Files = append(b.Files, File{Path: vp, Size: st.Size()})
+			vfs.names[vp] = filepath.Base(p)
+			objects = append(objects, File{Path: vp, Size: size})
 			continue
 		}
-		pod := plainPodName(p)
-		for i := 2; used[pod]; i++ {
-			pod = fmt.Sprintf("%s-%d", plainPodName(p), i)
+		if isKubeObject(head) {
+			vp := objectPath(p, head, usedObjects)
+			objects = append(objects, File{Path: vp, Size: size})
+			vfs.files[vp] = real
+			vfs.names[vp] = filepath.Base(p)
+			continue
 		}
-		used[pod] = true
-		vp := path.Join("logs", PlainNamespace, pod, PlainContainer+".log")
-		vfs.files[vp] = real
-		vfs.names[vp] = plainName(p, names)
-		b.Files = append(b.Files, File{Path: vp, Size: st.Size()})
+		form := sniffDump(head)
+		if form == dumpNone {
+			logs = append(logs, &plainLog{input: p, real: real, size: size})
+			continue
+		}
+		if dumpDir == "" {
+			if dumpDir, err = b.openDumpDir(); err != nil {
+				return err
+			}
+		}
+		sub, err := os.MkdirTemp(dumpDir, "d")
+		if err != nil {
+			return err
+		}
+		streams, err := splitDump(ctx, real, form, sub)
+		if err != nil {
+			return fmt.Errorf("%s: reading as a %s dump: %w", p, form, err)
+		}
+		file := filepath.Base(p)
+		if p == "-" {
+			file = "stdin"
+		}
+		for _, s := range streams {
+			l := &plainLog{input: p, real: s.Real, size: s.Size, pod: plainPodName(s.Pod), container: plainPodName(s.Container)}
+			l.name = s.Pod + "/" + s.Container + " (" + file + ")"
+			if s.Pod == "" { // lines before the first prefix
+				l.pod, l.container, l.name = plainPodName(p), PlainContainer, file
+			}
+			logs = append(logs, l)
+		}
+	}
+	namePlainLogs(logs)
+	b.Files = append(b.Files, objects...)
+	for _, l := range logs {
+		vp := path.Join("logs", PlainNamespace, l.pod, l.container+".log")
+		vfs.files[vp] = l.real
+		vfs.names[vp] = l.name
+		b.Files = append(b.Files, File{Path: vp, Size: l.size})
 	}
 	sortFiles(b.Files)
 	// A log saved by PowerShell (UTF-16) or an old Mac tool ("\r" line ends) is read decoded.
 	over, err := b.decodeLogs(ctx, vfs.files)
 	if err != nil {
-		b.Close()
-		return nil, err
+		return err
 	}
 	for p, real := range over {
 		vfs.files[p] = real
 	}
-	b.FS = vfs
-	return b, nil
+	return nil
 }
 
-// isFlightRecordFile sniffs a plain input's head for a flight recorder dump.
-func isFlightRecordFile(p string) bool {
-	f, err := os.Open(p)
+// spoolPlain returns the regular file that holds input p's bytes, and its size: p itself, or
+// a private copy of standard input, a FIFO or a pipe, removed when the bundle is closed.
+func (b *Bundle) spoolPlain(ctx context.Context, p string, stdin io.Reader, total *int64) (string, int64, error) {
+	real := p
+	st, err := os.Stat(p)
+	if p != "-" && err != nil {
+		return "", 0, err
+	}
+	if p == "-" || (st.Mode()&(fs.ModeNamedPipe|fs.ModeCharDevice|fs.ModeSocket) != 0) {
+		// Standard input, a FIFO, a pipe from <(kubectl logs ...): read once, into a
+		// private copy.
+		var tmp *scratch.File
+		what := "standard input"
+		if p == "-" {
+			tmp, err = spoolStdin(ctx, stdin, b.Limits)
+		} else {
+			what = p
+			var f *os.File
+			if f, err = openFile(ctx, p); err == nil {
+				stop := interruptible(ctx, f)
+				tmp, err = spoolStdin(ctx, f, b.Limits)
+				stop()
+				f.Close()
+			}
+		}
+		if err != nil {
+			return "", 0, fmt.Errorf("reading %s: %w", what, err)
+		}
+		b.onClose(tmp.Remove)
+		real = tmp.Name()
+	}
+	st, err = os.Stat(real)
 	if err != nil {
-		return false
+		return "", 0, err
 	}
-	defer f.Close()
-	head := make([]byte, 4096)
-	n, _ := io.ReadFull(f, head)
-	return IsFlightRecord(head[:n])
+	if !st.Mode().IsRegular() {
+		return "", 0, fmt.Errorf("%s: not a regular file", p)
+	}
+	size := st.Size()
+	// A rotated log (train.log.gz) is read as the log it holds.
+	if c, _ := sniffCompressed(real); c != "" {
+		if real, size, err = b.decompressLog(ctx, p, real, c); err != nil {
+			return "", 0, err
+		}
+	}
+	if err := checkSize(p, size, total, b.Limits); err != nil {
+		return "", 0, fmt.Errorf("%s: %w", p, err)
+	}
+	return real, size, nil
 }
 
-// plainName is how reports name a plain log: its base name ("train.log"), "stdin", and a
-// number after a name already taken ("train.log (2)"). The base name, not the path, so that
-// the same logs give the same report wherever they are.
-func plainName(p string, used map[string]bool) string {
-	name := filepath.Base(p)
-	if p == "-" {
-		name = "stdin"
+// namePlainLogs gives each plain log not named yet its pod, container and name. A file is
+// its own pod ("train.log": pod train, container main), unless other files have its base
+// name: then it is the log of the directory it was saved in (".../worker-1/pytorch.log": pod
+// worker-1, container pytorch, named "worker-1/pytorch.log"), the layout of logs saved per
+// pod. The name is the base name, not the path, so that the same logs give the same report
+// wherever they are; names still taken get a number ("train.log (2)").
+func namePlainLogs(logs []*plainLog) {
+	bases := map[string]int{}
+	for _, l := range logs {
+		if l.pod == "" && l.input != "-" {
+			bases[filepath.Base(l.input)]++
+		}
 	}
-	n := name
-	for i := 2; used[n]; i++ {
-		n = fmt.Sprintf("%s (%d)", name, i)
+	usedPod := map[string]bool{}
+	usedName := map[string]bool{}
+	for _, l := range logs {
+		if l.pod != "" {
+			usedPod[l.pod+"/"+l.container] = true
+			usedName[l.name] = true
+		}
 	}
-	used[n] = true
-	return n
+	for _, l := range logs {
+		if l.pod != "" {
+			continue
+		}
+		base := filepath.Base(l.input)
+		dir := filepath.Base(filepath.Dir(absOr(l.input)))
+		if l.input != "-" && bases[base] > 1 && dir != "." && dir != string(filepath.Separator) {
+			l.pod, l.container = plainPodName(dir), plainPodName(base)
+			l.name = dir + "/" + base
+		} else {
+			l.pod, l.container = plainPodName(l.input), PlainContainer
+			l.name = base
+			if l.input == "-" {
+				l.name = "stdin"
+			}
+		}
+		pod := l.pod
+		for i := 2; usedPod[l.pod+"/"+l.container]; i++ {
+			l.pod = fmt.Sprintf("%s-%d", pod, i)
+		}
+		usedPod[l.pod+"/"+l.container] = true
+		name := l.name
+		for i := 2; usedName[l.name]; i++ {
+			l.name = fmt.Sprintf("%s (%d)", name, i)
+		}
+		usedName[l.name] = true
+	}
+}
+
+// absOr is p made absolute, or p.
+func absOr(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // PlainName is the name the user gave a plain log, by its path in the bundle ("" for a
@@ -159,7 +258,7 @@ func plainPodName(p string) string {
 		return "stdin"
 	}
 	base := filepath.Base(p)
-	for _, ext := range []string{".gz", ".txt", ".log", ".out", ".err"} {
+	for _, ext := range []string{".gz", ".xz", ".zst", ".bz2", ".txt", ".log", ".out", ".err"} {
 		base = strings.TrimSuffix(base, ext)
 	}
 	var sb strings.Builder

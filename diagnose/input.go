@@ -169,5 +169,46 @@ func checkPlainFile(p string) error {
 	case len(head) >= 262 && string(head[257:262]) == "ustar":
 		return fmt.Errorf("%s: an uncompressed tar: gzip it (gzip %s) or extract it, then give the .tar.gz or the directory", p, p)
 	}
+	if what := binaryKind(head); what != "" {
+		return fmt.Errorf("%s: %s, not a log: expected log lines, or %s", p, what, expectedInput)
+	}
 	return nil
+}
+
+// binaryMagic names file formats by their first bytes: what is handed over by mistake (a
+// screenshot of an error, a PDF export, a checkpoint, a binary) instead of a log.
+var binaryMagic = []struct{ magic, what string }{
+	{"\x89PNG\r\n\x1a\n", "a PNG image"},
+	{"\xff\xd8\xff", "a JPEG image"},
+	{"GIF87a", "a GIF image"},
+	{"GIF89a", "a GIF image"},
+	{"%PDF-", "a PDF document"},
+	{"\x7fELF", "an ELF executable"},
+	{"\xcf\xfa\xed\xfe", "a Mach-O executable"},
+	{"MZ", "a Windows executable"},
+	{"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"},
+	{"Rar!\x1a\x07", "a RAR archive"},
+	{"SQLite format 3\x00", "an SQLite database"},
+	{"PAR1", "a Parquet file"},
+	{"\x93NUMPY", "a NumPy array"},
+	{"\x89HDF\r\n\x1a\n", "an HDF5 file"},
+	{"\x80\x02", "a Python pickle"},
+	{"\x80\x04\x95", "a Python pickle"},
+}
+
+// binaryKind names the binary format head starts with, "" for none it knows. "RIFF" files
+// (WebP, WAV) are told by their form type.
+func binaryKind(head []byte) string {
+	for _, m := range binaryMagic {
+		if bytes.HasPrefix(head, []byte(m.magic)) {
+			if m.magic == "MZ" && bytes.IndexByte(head[:min(len(head), 64)], 0) < 0 {
+				continue // "MZ" followed by text is a log line
+			}
+			return m.what
+		}
+	}
+	if len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP" {
+		return "a WebP image"
+	}
+	return ""
 }

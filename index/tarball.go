@@ -53,7 +53,18 @@ func isTarball(source string, plain bool) bool {
 		return false
 	}
 	info, err := os.Stat(source)
-	return err == nil && info.Mode().IsRegular()
+	if err != nil || !info.Mode().IsRegular() {
+		return false
+	}
+	// Only a gzip'd tarball has access points; one compressed otherwise is read extracted.
+	f, err := os.Open(source)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [2]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && magic[0] == 0x1f && magic[1] == 0x8b
 }
 
 // tarballSig is the signature of the tarball file a bundle was read from, which names its

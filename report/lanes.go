@@ -180,6 +180,9 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 		byPod[lg.Pod] = l
 		logLanes.Lanes = append(logLanes.Lanes, l)
 	}
+	if s.prefix == "" && logLanes != nil {
+		s.prefix = commonPodPrefix(logLanes.Lanes)
+	}
 	// A pod that restarted shows only its last starts in its status: a log line or a Started
 	// event proves an earlier one.
 	for _, lg := range r.Logs {
@@ -493,6 +496,28 @@ func (s *swimlanes) label(l *lane) string {
 		return Commas(len(l.Pods)) + " pods"
 	}
 	return s.short(l.Pods[0])
+}
+
+// commonPodPrefix is what the pods of lanes made from logs alone share up to a dash
+// ("llama-ft-" of llama-ft-master-0 and llama-ft-worker-1): the job's name, which plain logs
+// do not say. "" for one lane.
+func commonPodPrefix(ls []*lane) string {
+	if len(ls) < 2 {
+		return ""
+	}
+	prefix := ls[0].Pods[0]
+	for _, l := range ls[1:] {
+		p := l.Pods[0]
+		n := 0
+		for n < len(prefix) && n < len(p) && prefix[n] == p[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	if i := strings.LastIndexByte(prefix, '-'); i > 0 {
+		return prefix[:i+1]
+	}
+	return ""
 }
 
 func (s *swimlanes) short(pod string) string {

@@ -102,7 +102,11 @@ func RenderTextWith(w io.Writer, r *Report, opt Options) error {
 		if !cut {
 			cw = 100
 		}
-		chart := textChart(lanes, chartOptions{Width: cw, Cut: cut, Indent: "  ", LabelMax: 11, Paint: paint})
+		labelMax := 11 // a pipe or a file gets whole pod names
+		if !cut {
+			labelMax = 0
+		}
+		chart := textChart(lanes, chartOptions{Width: cw, Cut: cut, Indent: "  ", LabelMax: labelMax, Paint: paint})
 		// The heading is the first line, as "Timeline:    ...".
 		for _, l := range chart {
 			b.WriteString(l + "\n")

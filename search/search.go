@@ -168,8 +168,8 @@ type Query struct {
 	// matches; each must match one searched (else a *GlobError).
 	Pods, Containers []string
 	// Since and Until keep lines within them, as ParseWhen reads them: a time of day is
-	// taken on the logs' first day (Until's after Since). A bound that cannot be read is a
-	// *TimeError.
+	// taken on the logs' first day (Until's after Since); Since may be a duration, the last
+	// of the logs ("10m"). A bound that cannot be read is a *TimeError.
 	Since, Until string
 	// Context lines before and after each hit (at most index.MaxContext); All lists every
 	// matching line instead of counting repeated ones; Limit bounds the hits (0: index.DefaultLimit).
@@ -336,15 +336,25 @@ func Merge(rs []*index.Result, limit int) *index.Result {
 }
 
 // window reads the bounds of a search: a time of day means that time on the day of the logs'
-// first line (Until's: on or after Since).
+// first line (Until's: on or after Since); a duration as Since ("10m", as kubectl's and
+// stern's --since) the last of the logs: what they hold newer than that before their end (a
+// post-mortem's "now").
 func (s *Source) window(since, until string) (from, to time.Time, err error) {
-	var first time.Time
+	var first, last time.Time
 	for _, x := range s.ixs {
 		if t := firstTime(x.ix); !t.IsZero() && (first.IsZero() || t.Before(first)) {
 			first = t
 		}
+		if t := lastTime(x.ix); t.After(last) {
+			last = t
+		}
 	}
-	if from, err = ParseWhen(since, first); err != nil {
+	if d, derr := time.ParseDuration(since); derr == nil && d > 0 {
+		if last.IsZero() {
+			return from, to, &TimeError{Bound: "since", Err: fmt.Errorf("%q is a duration before the logs' end, but the logs have no timestamps", since)}
+		}
+		from = last.Add(-d)
+	} else if from, err = ParseWhen(since, first); err != nil {
 		return from, to, &TimeError{Bound: "since", Err: err}
 	}
 	start := first
@@ -369,6 +379,18 @@ func firstTime(ix *index.Index) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, first).UTC()
+}
+
+// lastTime is the latest timestamp of an index's logs.
+func lastTime(ix *index.Index) time.Time {
+	var last int64
+	for _, s := range ix.Streams() {
+		last = max(last, s.Last)
+	}
+	if last == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, last).UTC()
 }
 
 // ParseWhen reads a time: RFC 3339, a date and time, or a time of day, which means its first

@@ -63,12 +63,13 @@ func TestExitStatusHelp(t *testing.T) {
 
 // TestNotABundleIsAnError: every command says the same, with the same exit code.
 func TestNotABundleIsAnError(t *testing.T) {
-	// redact takes bundles only; search, like analyze, reads a text file as a plain log.
+	// redact writes a plain log as text, never into a bundle's name; search, like analyze,
+	// reads a text file as a plain log.
 	f := filepath.Join(t.TempDir(), "notes.txt")
 	require.NoError(t, os.WriteFile(f, []byte("just text\n"), 0o644))
 	code, _, stderr := run(t, "redact", f, "-o", filepath.Join(t.TempDir(), "out.tar.gz"))
 	require.Equal(t, exitError, code, stderr)
-	require.Equal(t, "coroner: "+f+": not a bundle (a directory or a .tar.gz)\n", stderr)
+	require.Equal(t, "coroner: "+f+" is not a bundle but a plain log, redacted as text: write it to a log file (-o out.log), or to standard output without -o\n", stderr)
 	out := requireExit(t, exitOK, "", "search", f, "text", "--no-cache")
 	require.Equal(t, "notes.txt:1 - just text\n1 matching line, 1 hit shown\n", out)
 }

@@ -90,7 +90,8 @@ func TestPlainLogsKeepTheirNames(t *testing.T) {
 	require.Contains(t, md, "*train-plain.log:170*")
 	require.NotContains(t, md, "logs/\\_/")
 
-	// Two files of one name stay apart; an empty one among others is a warning.
+	// Two files of one name stay apart, named by the directories they were saved in (the
+	// pods of logs saved per pod); an empty one among others is a warning.
 	dir := t.TempDir()
 	data, err := os.ReadFile(log)
 	require.NoError(t, err)
@@ -106,7 +107,7 @@ func TestPlainLogsKeepTheirNames(t *testing.T) {
 	for _, l := range r.Logs {
 		names = append(names, l.FileName)
 	}
-	require.ElementsMatch(t, []string{"train.log", "train.log (2)", "empty.log"}, names)
+	require.ElementsMatch(t, []string{"a/train.log", "b/train.log", "empty.log"}, names)
 	require.Contains(t, r.Warnings, "empty.log: 0 lines read")
 }
 

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	goio "io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
+	"github.com/coroner-dev/coroner/internal/outfile"
 	"github.com/coroner-dev/coroner/report"
 )
 
@@ -31,8 +34,8 @@ type RedactOptions struct {
 func NewCmdRedact(io *IOStreams, runF func(*RedactOptions) error) *cobra.Command {
 	opts := &RedactOptions{Limits: bundle.DefaultLimits()}
 	cmd := &cobra.Command{
-		Use:   "redact BUNDLE -o OUT.tar.gz",
-		Short: "Mask the secrets of a bundle before it is handed over",
+		Use:   "redact (BUNDLE -o OUT.tar.gz | LOG | -) [-o OUT]",
+		Short: "Mask the secrets of a bundle or a log before it is handed over",
 		Long: `Redact a bundle (a directory or a .tar.gz/.tgz) into a new bundle tarball: every secret in logs,
 resources and annotations becomes a token such as [REDACTED:hf-token:1a2b3c4d]. The same
 secret gives the same token within one run, so a reader can still tell two values apart;
@@ -59,11 +62,15 @@ them) cannot be looked into: it is left out of the new bundle, with one line on 
 entry in the manifest's redaction.files. --keep-unredacted-binaries copies such files as they
 are, secrets and all.
 
+A plain log, or - for standard input, is redacted as text to -o, or to standard output (the
+summary then goes to standard error): kubectl logs POD | coroner redact - > POD.log.
+
 The manifest of the new bundle records each rule id and how often it fired, never a value;
 --report also prints where (file:line, or file and field), never a value.
 `,
 		Example: `  coroner redact bundle.tar.gz -o bundle-redacted.tar.gz
-  coroner redact samples/pytorchjob-cuda-oom-rank -o oom.tar.gz --rules my-secrets.yaml --report`,
+  coroner redact samples/pytorchjob-cuda-oom-rank -o oom.tar.gz --rules my-secrets.yaml --report
+  kubectl logs train-worker-0 | coroner redact - > train-worker-0.log`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Input = args[0]
@@ -84,7 +91,7 @@ The manifest of the new bundle records each rule id and how often it fired, neve
 }
 
 func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
-	if opts.Output == "" {
+	if opts.Output == "" && opts.Input != "-" && bundle.IsBundlePath(opts.Input) {
 		return flagErrorf("-o is required: name the redacted bundle to write")
 	}
 	var extra []redact.Rule
@@ -99,11 +106,8 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 	if err != nil {
 		return err
 	}
-	if !bundle.IsBundlePath(opts.Input) {
-		if _, err := os.Stat(opts.Input); err != nil {
-			return err
-		}
-		return fmt.Errorf("%s: not a bundle (a directory or a .tar.gz)", opts.Input)
+	if opts.Input == "-" || !bundle.IsBundlePath(opts.Input) {
+		return redactLog(ctx, opts, r, io)
 	}
 	if err := checkOutput("-o", opts.Output, opts.Input); err != nil {
 		return err
@@ -146,27 +150,102 @@ func runRedact(ctx context.Context, opts *RedactOptions, io *IOStreams) error {
 		}
 	}
 	if opts.Report {
-		locs, more := r.Locations()
-		for _, l := range locs {
-			if l.Line > 0 {
-				fmt.Fprintf(io.Out, "%s:%d\t%s\n", l.File, l.Line, l.Rule)
-			} else {
-				fmt.Fprintf(io.Out, "%s\t%s\t%s\n", l.File, l.Field, l.Rule)
-			}
-		}
-		if more > 0 {
-			fmt.Fprintf(io.Out, "... and %d more\n", more)
-		}
+		printLocations(io.Out, r)
 	}
 	if !opts.Quiet {
-		total := 0
-		for _, s := range r.Summary() {
-			total += s.Count
-		}
-		fmt.Fprintf(io.Out, "Redacted %d secret(s) in %d file(s) into %s\n", total, len(m.Files), opts.Output)
-		for _, s := range r.Summary() {
-			fmt.Fprintf(io.Out, "  %-28s %d\n", s.ID, s.Count)
-		}
+		printSummary(io.Out, r, fmt.Sprintf("%d file(s)", len(m.Files)), opts.Output)
 	}
 	return nil
+}
+
+// redactLog redacts one plain log, or standard input, as text into -o (standard output
+// without it, or with -o -): a log pasted into a ticket is masked as a bundle's logs are. The
+// summary goes to standard error when the log goes to standard output.
+func redactLog(ctx context.Context, opts *RedactOptions, r *redact.Redactor, ios *IOStreams) error {
+	name := opts.Input
+	var src goio.Reader = ios.In
+	if opts.Input == "-" {
+		name = "stdin"
+	} else {
+		f, err := os.Open(opts.Input)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return fmt.Errorf("%s: a directory that holds no bundle", opts.Input)
+		}
+		src = f
+	}
+	if ios.In == nil && opts.Input == "-" {
+		src = strings.NewReader("")
+	}
+	if err := checkOutput("-o", opts.Output, opts.Input); err != nil {
+		return err
+	}
+	if strings.HasSuffix(opts.Output, ".tar.gz") || strings.HasSuffix(opts.Output, ".tgz") {
+		return fmt.Errorf("%s is not a bundle but a plain log, redacted as text: write it to a log file (-o %s), or to standard output without -o",
+			name, strings.TrimSuffix(strings.TrimSuffix(filepath.Base(opts.Output), ".tgz"), ".tar.gz")+".log")
+	}
+	var dst goio.Writer = ios.Out
+	summary := ios.Out
+	var out *outfile.File
+	if opts.Output != "" && opts.Output != "-" {
+		var err error
+		if out, err = outfile.Create(opts.Output); err != nil {
+			return err
+		}
+		defer out.Abort()
+		dst = out
+	} else {
+		summary = ios.ErrOut
+	}
+	// Capped as a log of a bundle is: the file size limit.
+	if _, err := r.Copy(ctx, dst, goio.LimitReader(src, opts.Limits.MaxFileBytes), name); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if out != nil {
+		if err := out.Commit(); err != nil {
+			return err
+		}
+	}
+	if opts.Report {
+		printLocations(ios.ErrOut, r)
+	}
+	if !opts.Quiet {
+		where := "standard output"
+		if out != nil {
+			where = opts.Output
+		}
+		printSummary(summary, r, name, where)
+	}
+	return nil
+}
+
+// printLocations lists where each secret was masked (file:line or file and field, and the
+// rule), never a value.
+func printLocations(w goio.Writer, r *redact.Redactor) {
+	locs, more := r.Locations()
+	for _, l := range locs {
+		if l.Line > 0 {
+			fmt.Fprintf(w, "%s:%d\t%s\n", l.File, l.Line, l.Rule)
+		} else {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", l.File, l.Field, l.Rule)
+		}
+	}
+	if more > 0 {
+		fmt.Fprintf(w, "... and %d more\n", more)
+	}
+}
+
+// printSummary says how many secrets were masked in what, into where, and by which rules.
+func printSummary(w goio.Writer, r *redact.Redactor, what, where string) {
+	total := 0
+	for _, s := range r.Summary() {
+		total += s.Count
+	}
+	fmt.Fprintf(w, "Redacted %d secret(s) in %s into %s\n", total, what, where)
+	for _, s := range r.Summary() {
+		fmt.Fprintf(w, "  %-28s %d\n", s.ID, s.Count)
+	}
 }

@@ -352,7 +352,7 @@ func TestRedactErrors(t *testing.T) {
 		{"no input", []string{"redact", "-o", filepath.Join(dir, "x.tgz")}, 2, "accepts 1 arg"},
 		{"bad rules", []string{"redact", sample, "-o", filepath.Join(dir, "x.tgz"), "--rules", badRules}, 1, "--rules " + badRules + ": rule 1"},
 		{"missing input", []string{"redact", filepath.Join(dir, "nope.tgz"), "-o", filepath.Join(dir, "x.tgz")}, 1, "nope.tgz"},
-		{"plain file", []string{"redact", badRules, "-o", filepath.Join(dir, "x.tgz")}, 1, "not a bundle"},
+		{"plain file to a tarball", []string{"redact", badRules, "-o", filepath.Join(dir, "x.tgz")}, 1, badRules + " is not a bundle but a plain log, redacted as text: write it to a log file (-o x.log)"},
 		{"unwritable output", []string{"redact", sample, "-o", filepath.Join(dir, "no/such/dir/x.tgz")}, 1, "x.tgz"},
 	}
 	for _, tt := range tests {

@@ -36,6 +36,7 @@ type SearchOptions struct {
 	Pods       []string
 	Containers []string
 	Since      string
+	SinceTime  string
 	Until      string
 	Context    int
 	All        bool
@@ -82,7 +83,8 @@ query. A query finds whole words, in any case; words side by side are all requir
   "out of memory"           the words in sequence
   nccl OR gloo, -info, NOT info, ( ... ), word*
   pod:*worker-3 container:pytorch level:error rank:5
-A word starting with - is a word of the query (NOT that word), not a flag. A number finds
+A word starting with - is a word of the query (NOT that word), not a flag; a single letter
+after - (-n, -l) is taken for a flag search lacks: put it after -- to search for it. A number finds
 exactly that number ("step 48120"). level:error finds lines with an error level word,
 glog's E0314, tracebacks and exception lines (torch.OutOfMemoryError: ...). --regex matches
 a Go regular expression against each line instead.
@@ -120,6 +122,15 @@ the same token for the same secret of the same bundle); --no-redact shows them.
 			if len(rest) == 0 {
 				return flagErrorf("give a bundle, log files or - (standard input), then a QUERY or --regex")
 			}
+			if opts.SinceTime != "" {
+				if opts.Since != "" {
+					return flagErrorf("give --since or --since-time, not both")
+				}
+				if _, err := time.ParseDuration(opts.SinceTime); err == nil {
+					return flagErrorf("--since-time %s is a duration: use --since %s", opts.SinceTime, opts.SinceTime)
+				}
+				opts.Since = opts.SinceTime
+			}
 			var words []string
 			opts.Inputs, words = splitInputs(rest, opts.Regex != "")
 			opts.Query = strings.Join(words, " ")
@@ -135,8 +146,9 @@ the same token for the same secret of the same bundle); --no-redact shows them.
 	f := cmd.Flags()
 	f.StringVar(&opts.Regex, "regex", "", "match this Go regular `EXPR` against each line instead of a query")
 	f.StringArrayVar(&opts.Pods, "pod", nil, "only pods matching this `GLOB` (repeatable; it must match a pod)")
-	f.StringArrayVar(&opts.Containers, "container", nil, "only containers matching this `GLOB` (repeatable; it must match a container)")
-	f.StringVar(&opts.Since, "since", "", "only lines at or after `TIME` (RFC 3339, \"2006-01-02 15:04[:05]\" or \"15:04[:05]\" on the logs' first day, UTC)")
+	f.StringArrayVarP(&opts.Containers, "container", "c", nil, "only containers matching this `GLOB` (repeatable; it must match a container)")
+	f.StringVar(&opts.Since, "since", "", "only lines of the last `DURATION` of the logs (10m, 2h), or at or after a TIME as --since-time reads it")
+	f.StringVar(&opts.SinceTime, "since-time", "", "only lines at or after `TIME` (RFC 3339, \"2006-01-02 15:04[:05]\" or \"15:04[:05]\" on the logs' first day, UTC)")
 	f.StringVar(&opts.Until, "until", "", "only lines at or before `TIME` (as --since)")
 	f.IntVarP(&opts.Context, "context", "C", 0, "show `N` lines before and after each hit")
 	f.BoolVar(&opts.All, "all", false, "list every matching line instead of counting repeated ones")
@@ -150,6 +162,8 @@ the same token for the same secret of the same bundle); --no-redact shows them.
 	addLimitFlags(cmd, &opts.Limits)
 	return cmd
 }
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // splitSearchArgs separates flags (and their values) from the other arguments. A word that
 // starts with "-" and is not one of the command's flags belongs to the query ("-x" is a flag
@@ -190,6 +204,9 @@ func splitSearchArgs(f *pflag.FlagSet, args []string) (flags, rest []string, err
 				}
 			case fl != nil && fl.Value.Type() == "int":
 				flags = append(flags, a) // -C3; but -oom is a word, not -o om
+			case len(a) == 2 && isLetter(a[1]):
+				// "-l app=x", "-n ml", "-f": a kubectl or stern habit, not "NOT l".
+				return nil, nil, fmt.Errorf("unknown shorthand flag: %q (search has no -%c; a query word that starts with - goes after --: -- %s)", a, a[1], a)
 			default:
 				rest = append(rest, a) // a query word: -info
 			}

@@ -169,6 +169,9 @@ func checkPlainFile(p string) error {
 	case len(head) >= 262 && string(head[257:262]) == "ustar":
 		return fmt.Errorf("%s: an uncompressed tar: gzip it (gzip %s) or extract it, then give the .tar.gz or the directory", p, p)
 	}
+	if bundle.IsFlightRecord(head) {
+		return nil // a flight recorder dump beside the logs: bundle.OpenLogs reads it as one
+	}
 	if what := binaryKind(head); what != "" {
 		return fmt.Errorf("%s: %s, not a log: expected log lines, or %s", p, what, expectedInput)
 	}

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build install run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
+.PHONY: build install run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -33,6 +33,12 @@ test:
 	$(GO) run ./cmd/coroner rules lint
 
 lint: test
+
+# The fleet store's tests against a throwaway PostgreSQL server (internal/testpg; Debian's
+# postgresql, which .ci/run installs; CORONER_PG_BIN names another). make test runs them too.
+test-store:
+	$(GO) test -count=1 ./store/
+	$(GO) test -count=1 -run 'TestStore|TestFleet' ./cmd/coroner/
 
 # Score the build on the real-log corpus (../shared/corpus/real, labelled excerpts of public issue
 # threads): per-label accuracy, every miss with what coroner said, and the total on the last line.

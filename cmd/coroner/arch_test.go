@@ -37,9 +37,10 @@ var arrows = map[string][]string{
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
 	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile"},
+	"store":            {"diagnose", "analyze", "report", "internal/outfile"},
 	"cmd/coroner":      {"*"},
 	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,
-	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil,
+	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil, "internal/testpg": nil,
 	"internal/tinygguf/cmd/tinygguf": {"internal/tinygguf"},
 	"samples/internal/genbundle":     {"internal/samplegen"},
 	"samples/internal/mkmanifest":    nil,
@@ -101,7 +102,7 @@ func TestOfflinePackagesNeverReachACluster(t *testing.T) {
 // TestLibrariesStayInTheirPlace: bleve is the index's, the Ollama client narrate/ollama's,
 // and bundle uses only the standard library (and the module's leaves).
 func TestLibrariesStayInTheirPlace(t *testing.T) {
-	owners := map[string]string{"github.com/blevesearch/": "index", "github.com/ollama/": "narrate/ollama"}
+	owners := map[string]string{"github.com/blevesearch/": "index", "github.com/ollama/": "narrate/ollama", "github.com/jackc/": "store"}
 	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}") {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], module)

@@ -115,7 +115,7 @@ of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines r
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
 	addLLMFlags(cmd, &opts.LLM)
-	addStoreFlags(cmd, &opts.Store, "")
+	addStoreFlags(cmd, &opts.Store, false)
 	return cmd
 }
 

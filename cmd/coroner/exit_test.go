@@ -28,6 +28,7 @@ func TestExitStatusHelp(t *testing.T) {
 		"prompts show":  {0, 1, 2},
 		"watch":         {0, 1, 2},
 		"store migrate": {0, 1, 2},
+		"fleet query":   {0, 1, 2},
 	}
 	root := NewCmdRoot(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	seen := map[string]bool{}

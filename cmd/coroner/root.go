@@ -132,7 +132,7 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{err} })
 	root.AddCommand(NewCmdAnalyze(io, nil), NewCmdCollect(io, nil), NewCmdSearch(io, nil), NewCmdRedact(io, nil), NewCmdRules(io), NewCmdPrompts(io))
 	root.AddCommand(NewCmdWatch(io, nil))
-	root.AddCommand(NewCmdStore(io))
+	root.AddCommand(NewCmdStore(io), NewCmdFleet(io))
 	addExitHelp(root)
 	return root
 }

@@ -31,16 +31,29 @@ type StoreOptions struct {
 	Now func() time.Time
 }
 
-// addStoreFlags adds --store and --cluster; env names the variable --store defaults to ("": none).
-func addStoreFlags(cmd *cobra.Command, o *StoreOptions, env string) {
-	f := cmd.Flags()
+// addStoreFlags adds --store and --cluster; withEnv makes --store default to $CORONER_STORE.
+func addStoreFlags(cmd *cobra.Command, o *StoreOptions, withEnv bool) {
 	usage := "write each diagnosis to the fleet store at `URL` (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)"
-	if env != "" {
-		usage += " (default $" + env + ")"
-		o.URL = os.Getenv(env)
+	if withEnv {
+		addStoreURLFlag(cmd, &o.URL, usage)
+	} else {
+		cmd.Flags().StringVar(&o.URL, "store", "", usage)
 	}
-	f.StringVar(&o.URL, "store", o.URL, usage)
-	f.StringVar(&o.Cluster, "cluster", "", "the cluster's name in the fleet store")
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "the cluster's name in the fleet store")
+}
+
+// addStoreURLFlag adds --store, by default $CORONER_STORE.
+func addStoreURLFlag(cmd *cobra.Command, url *string, usage string) {
+	*url = os.Getenv(storeEnv)
+	cmd.Flags().StringVar(url, "store", *url, usage+" (default $"+storeEnv+")")
+}
+
+// openStore opens the store url names; "" is a usage error.
+func openStore(ctx context.Context, url string) (*store.Store, error) {
+	if url == "" {
+		return nil, flagErrorf("no store: give --store URL or set $%s", storeEnv)
+	}
+	return store.Open(ctx, url)
 }
 
 // storeError words the store's errors for a user: which command fixes a schema.
@@ -100,10 +113,7 @@ A store whose schema is newer than this coroner knows is refused.`,
 		Example: `  PGPASSWORD=... coroner store migrate --store postgres://coroner@db.example:5432/fleet`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if url == "" {
-				return flagErrorf("no store: give --store URL or set $%s", storeEnv)
-			}
-			s, err := store.Open(cmd.Context(), url)
+			s, err := openStore(cmd.Context(), url)
 			if err != nil {
 				return err
 			}
@@ -123,8 +133,7 @@ A store whose schema is newer than this coroner knows is refused.`,
 			return nil
 		},
 	}
-	url = os.Getenv(storeEnv)
-	migrate.Flags().StringVar(&url, "store", url, "the fleet store's `URL` (postgres://user@host/db; default $"+storeEnv+")")
+	addStoreURLFlag(migrate, &url, "the fleet store's `URL` (postgres://user@host/db)")
 	migrate.Flags().IntVar(&to, "to", 0, "migrate up to this `VERSION` only (0: the latest)")
 	_ = migrate.Flags().MarkHidden("to")
 	cmd.AddCommand(migrate)

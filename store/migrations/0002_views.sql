@@ -1,9 +1,10 @@
 -- The views the fleet report reads, documented in docs/fleet.md; `coroner fleet query VIEW`
 -- prints them and Grafana can chart them. Every view counts current analyses only.
 
--- fleet_analyses: each job attempt's current analysis with its job.
+-- fleet_analyses: each job attempt's current analysis with its job; "at" is when the job failed
+-- (else when it was collected, else analyzed): the time the report's periods filter on.
 CREATE VIEW fleet_analyses AS
-SELECT a.id AS analysis_id, j.cluster, j.namespace, j.name, j.kind, j.uid, j.owner_kind, j.owner_name,
+SELECT coalesce(a.failed_at, a.collected_at, a.analyzed_at) AS at, a.id AS analysis_id, j.cluster, j.namespace, j.name, j.kind, j.uid, j.owner_kind, j.owner_name,
        j.created_at AS job_created_at, j.world_size, j.gpus, j.images, a.attempt,
        a.bundle_uri, a.bundle_digest, a.coroner_version, a.rules_version,
        a.collected_at, a.analyzed_at, a.failed_at, a.status, a.verdict, a.verdict_reason,
@@ -18,7 +19,7 @@ JOIN jobs j ON j.id = c.job_id;
 -- week (Monday, UTC) of the failure and the cause's category and fault ("unknown" when none).
 CREATE VIEW fleet_interruptions AS
 SELECT f.*, coalesce(f.category, 'unknown') AS cause, coalesce(f.fault, 'unknown') AS cause_fault,
-       date_trunc('week', coalesce(f.failed_at, f.collected_at, f.analyzed_at) AT TIME ZONE 'UTC') AS week
+       date_trunc('week', f.at AT TIME ZONE 'UTC') AS week
 FROM fleet_analyses f
 WHERE f.verdict = 'unhealthy';
 
@@ -37,23 +38,26 @@ SELECT cause AS category, count(*) AS interruptions,
 FROM fleet_interruptions
 GROUP BY cause;
 
--- fleet_node_failures: per node and interruption, the hardware and collective findings that
--- name the node (or the root cause on it), with the Xid codes their titles show.
+-- fleet_node_failures: per interruption and node, the hardware and collective findings that
+-- name the node (a root cause without a node of its own takes its pod's), with the Xid code a
+-- finding's title shows.
 CREATE VIEW fleet_node_failures AS
-SELECT i.analysis_id, i.cluster, fi.node, i.failed_at, i.cause, fi.category, fi.root,
+SELECT i.at, i.analysis_id, i.cluster, coalesce(nullif(fi.node, ''), CASE WHEN fi.root THEN i.node END) AS node,
+       i.cause, fi.category, fi.root,
        CASE WHEN fi.category = 'gpu-hardware' THEN 'hardware'
             WHEN fi.category IN ('collective-timeout', 'collective-error') THEN 'collective'
-            ELSE 'other' END AS kind,
+            ELSE 'cuda' END AS kind,
        (regexp_match(fi.title, '\mXid\M[^0-9]{0,12}([0-9]{1,3})'))[1] AS xid
 FROM fleet_interruptions i
 JOIN findings fi ON fi.analysis_id = i.analysis_id
-WHERE fi.node <> '' AND fi.category IN ('gpu-hardware', 'collective-timeout', 'collective-error', 'cuda-error');
+WHERE fi.category IN ('gpu-hardware', 'collective-timeout', 'collective-error', 'cuda-error')
+  AND coalesce(nullif(fi.node, ''), CASE WHEN fi.root THEN i.node END) IS NOT NULL;
 
 -- fleet_lineage: each job attempt in its retry lineage (the same owner, else the same name, in a
 -- namespace), in order, with the next run's outcome: a transient cause whose next run failed
 -- again is a retry that did not help.
 CREATE VIEW fleet_lineage AS
-SELECT f.cluster, f.namespace, coalesce(nullif(f.owner_kind || '/' || f.owner_name, '/'), f.kind || '/' || f.name) AS lineage,
+SELECT f.at, f.cluster, f.namespace, coalesce(nullif(f.owner_kind || '/' || f.owner_name, '/'), f.kind || '/' || f.name) AS lineage,
        f.name, f.uid, f.attempt, f.job_created_at, f.failed_at, f.verdict, f.category, f.retry,
        row_number() OVER w AS run,
        lead(f.verdict) OVER w AS next_verdict,

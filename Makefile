@@ -55,7 +55,7 @@ E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)"
 	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
 
 e2e:
-	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestWatchStoreE2E' ./cmd/coroner/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh

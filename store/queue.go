@@ -56,10 +56,17 @@ func (q *Queue) Pending() ([]string, error) {
 	return out, nil
 }
 
+// Putter writes an analysis: a *Store.
+type Putter interface {
+	Put(ctx context.Context, a *Analysis) error
+}
+
+var _ Putter = (*Store)(nil)
+
 // Flush writes the queued analyses to s, oldest first, removing each once written, and
 // returns how many it wrote. It stops at the first failure of the store (they are kept for
 // the next Flush); a file that does not decode is set aside as .bad, never retried forever.
-func (q *Queue) Flush(ctx context.Context, s *Store) (int, error) {
+func (q *Queue) Flush(ctx context.Context, s Putter) (int, error) {
 	files, err := q.Pending()
 	if err != nil {
 		return 0, err

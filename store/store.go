@@ -27,21 +27,31 @@ type Store struct {
 }
 
 // Open connects to the PostgreSQL database dsn names (a postgres:// URL or a key=value
-// string; the password may come from PGPASSWORD or ~/.pgpass instead). Errors name the
-// store by RedactDSN(dsn): a password never reaches a log.
+// string; the password may come from PGPASSWORD or ~/.pgpass instead) and checks that it
+// answers. Errors name the store by RedactDSN(dsn): a password never reaches a log.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	s, err := New(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store %s: %w", s.where, scrub(err, dsn))
+	}
+	return s, nil
+}
+
+// New is Open without the check: it connects when first used, so that a watcher starts while
+// its store is down (its writes wait in a Queue).
+func New(dsn string) (*Store, error) {
 	where := RedactDSN(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: the address does not parse", where)
 	}
 	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", where, scrub(err, dsn))
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
 		return nil, fmt.Errorf("store %s: %w", where, scrub(err, dsn))
 	}
 	return &Store{pool: pool, where: where}, nil

@@ -27,6 +27,7 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
 	"github.com/coroner-dev/coroner/diagnose"
+	"github.com/coroner-dev/coroner/store"
 )
 
 // Annotations watch writes on a job it collected, and the finalizer it puts on pods.
@@ -86,6 +87,13 @@ type Options struct {
 	Exec        string
 	ExecTimeout time.Duration
 
+	// Store, when set, receives each diagnosis as rows of the fleet store: queued first on the
+	// volume (Dir/.store-queue), so that a store that is down loses nothing, and retried every
+	// StoreRetry (default 30s). Cluster names the cluster in those rows.
+	Store      store.Putter
+	Cluster    string
+	StoreRetry time.Duration
+
 	// MetricsAddr is where /metrics, /healthz and /readyz are served ("" serves nothing).
 	MetricsAddr string
 
@@ -131,6 +139,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Resync <= 0 {
 		o.Resync = 5 * time.Minute
+	}
+	if o.StoreRetry <= 0 {
+		o.StoreRetry = 30 * time.Second
 	}
 	if o.ExecTimeout <= 0 {
 		o.ExecTimeout = 10 * time.Minute

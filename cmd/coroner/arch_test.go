@@ -36,7 +36,7 @@ var arrows = map[string][]string{
 	"narrate":          {"report", "analyze", "index", "bundle/redact"},
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
-	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile"},
+	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile", "store"},
 	"store":            {"diagnose", "analyze", "report", "internal/outfile"},
 	"cmd/coroner":      {"*"},
 	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,

@@ -31,7 +31,7 @@ type StoreOptions struct {
 	Now func() time.Time
 }
 
-// addStoreFlags adds --store and --cluster; withEnv makes --store default to $CORONER_STORE.
+// addStoreFlags adds --store and --cluster-name; withEnv makes --store default to $CORONER_STORE.
 func addStoreFlags(cmd *cobra.Command, o *StoreOptions, withEnv bool) {
 	usage := "write each diagnosis to the fleet store at `URL` (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)"
 	if withEnv {
@@ -39,7 +39,7 @@ func addStoreFlags(cmd *cobra.Command, o *StoreOptions, withEnv bool) {
 	} else {
 		cmd.Flags().StringVar(&o.URL, "store", "", usage)
 	}
-	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "the cluster's name in the fleet store")
+	cmd.Flags().StringVar(&o.Cluster, "cluster-name", "", "the cluster's `NAME` in the fleet store")
 }
 
 // addStoreURLFlag adds --store, by default $CORONER_STORE.

@@ -32,7 +32,7 @@ func TestStoreAnalyzeAndFleetQuery(t *testing.T) {
 	assert.NotContains(t, out, "applied", "a second migrate applies nothing")
 
 	for _, b := range []string{oom, xid, oom} {
-		code, _, stderr = run(t, "analyze", b, "--store", dsn, "--cluster", "prod-a", "-q")
+		code, _, stderr = run(t, "analyze", b, "--store", dsn, "--cluster-name", "prod-a", "-q")
 		require.Equal(t, 0, code, stderr)
 	}
 	code, out, stderr = run(t, "fleet", "query", "fleet_causes", "--store", dsn, "--format", "json")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/store"
 	"github.com/coroner-dev/coroner/watch"
 )
 
@@ -49,6 +50,10 @@ type WatchOptions struct {
 
 	Exec        string
 	ExecTimeout time.Duration
+	// Store keeps every diagnosis in the fleet store (store.go); what it refuses is written
+	// again every StoreRetry.
+	Store      StoreOptions
+	StoreRetry time.Duration
 
 	MetricsAddr    string
 	LeaderElect    bool
@@ -95,6 +100,11 @@ Retention runs after each bundle: --keep and --max-bytes bound each namespace on
 that one namespace's failures never evict another's bundles; --max-dir-bytes bounds the
 directory, removing first from the namespace that stores the most; --max-age bounds all.
 
+With --store (default $CORONER_STORE, which the Deployment takes from a Secret) every diagnosis
+is also written to the fleet store (docs/fleet.md), after the bundle: queued first in
+DIR/.store-queue, so that a store that is down loses nothing; it is written again every
+--store-retry. --cluster-name names the cluster in its rows.
+
 Replicas elect a leader through a Lease; only the leader collects. /metrics (Prometheus),
 /healthz and /readyz are served on --metrics-address. deploy/watch/ has the manifests.
 `,
@@ -128,6 +138,8 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	addCollectLimitFlags(cmd, &opts.CollectLimits)
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the analysis rules of the YAML files in `DIR` (repeatable)")
 	addLimitFlags(cmd, &opts.Limits)
+	addStoreFlags(cmd, &opts.Store, true)
+	f.DurationVar(&opts.StoreRetry, "store-retry", 30*time.Second, "how often diagnoses the fleet store refused are written again (they wait on --dir's volume)")
 	f.StringVar(&opts.Exec, "exec", "", "run `PROGRAM` with the bundle's path as its argument after each bundle (not through a shell)")
 	f.DurationVar(&opts.ExecTimeout, "exec-timeout", 10*time.Minute, "kill the --exec program after this long")
 	f.StringVar(&opts.MetricsAddr, "metrics-address", ":8080", "serve /metrics, /healthz and /readyz on this `ADDRESS` (empty: none)")
@@ -204,6 +216,15 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	}
 	if wo.Rules, err = loadRuleSet(opts.RuleDirs, "all"); err != nil {
 		return err
+	}
+	if opts.Store.URL != "" {
+		// Connected when first written: a store that is down at the start only delays the rows.
+		st, err := store.New(opts.Store.URL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		wo.Store, wo.Cluster, wo.StoreRetry = st, opts.Store.Cluster, opts.StoreRetry
 	}
 
 	var handler slog.Handler

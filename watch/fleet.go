@@ -10,6 +10,39 @@ import (
 	"github.com/coroner-dev/coroner/store"
 )
 
+// upload copies a bundle to the bundle store (Options.Bucket) under
+// cluster/namespace/job/time.tar.gz, applies the bucket's retention, and returns the bundle's
+// URI: the object's, or the local file's when there is no bucket or the upload failed (the
+// bundle stays on the volume either way).
+func (c *controller) upload(ctx context.Context, namespace, job, bundlePath string, log *slog.Logger) string {
+	local := "file://" + filepath.ToSlash(bundlePath)
+	b := c.opts.Bucket
+	if b == nil {
+		return local
+	}
+	start := time.Now()
+	uri, err := b.Put(ctx, b.Key(c.opts.Cluster, namespace, job, filepath.Base(bundlePath)), bundlePath)
+	if err != nil {
+		c.m.errors.WithLabelValues("upload").Inc()
+		log.Error("could not upload the bundle; it stays on the volume", "err", err)
+		return local
+	}
+	c.m.uploads.Inc()
+	log.Info("bundle uploaded", "uri", uri, "seconds", time.Since(start).Seconds())
+	if c.opts.BucketKeep > 0 || c.opts.BucketMaxAge > 0 {
+		removed, err := b.Retain(ctx, c.opts.BucketKeep, c.opts.BucketMaxAge, c.now())
+		if err != nil {
+			c.m.errors.WithLabelValues("prune").Inc()
+			log.Warn("retention of the bundle store failed", "err", err)
+		}
+		if len(removed) > 0 {
+			c.m.pruned.Add(float64(len(removed)))
+			log.Info("bundles removed from the bundle store by retention", "count", len(removed))
+		}
+	}
+	return uri
+}
+
 // storeQueue is the directory, under Options.Dir, where diagnoses wait for the fleet store.
 const storeQueue = ".store-queue"
 
@@ -19,12 +52,12 @@ const storeTimeout = 30 * time.Second
 // record queues a diagnosis's rows for the fleet store, on the volume beside the bundle, and
 // tries to write the queue at once; what the store does not take now is written by the
 // retry loop (runStore) or after a restart. Nothing here fails the collect.
-func (c *controller) record(ctx context.Context, d *diagnose.Diagnosis, bundlePath string, log *slog.Logger) {
+func (c *controller) record(ctx context.Context, d *diagnose.Diagnosis, bundleURI string, log *slog.Logger) {
 	if c.opts.Store == nil {
 		return
 	}
 	a, err := store.FromDiagnosis(ctx, d, store.Meta{
-		Cluster: c.opts.Cluster, BundleURI: "file://" + filepath.ToSlash(bundlePath),
+		Cluster: c.opts.Cluster, BundleURI: bundleURI,
 		RulesVersion: c.rulesVersion, AnalyzedAt: c.now(),
 	})
 	if err == nil {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bucket"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
 	"github.com/coroner-dev/coroner/diagnose"
@@ -93,6 +94,12 @@ type Options struct {
 	Store      store.Putter
 	Cluster    string
 	StoreRetry time.Duration
+	// Bucket, when set, receives a copy of each bundle (cluster/namespace/job/time.tar.gz under
+	// its prefix; the store's rows then point at it), and keeps at most BucketKeep per
+	// namespace and none older than BucketMaxAge (0: no bound).
+	Bucket       *bucket.Bucket
+	BucketKeep   int
+	BucketMaxAge time.Duration
 
 	// MetricsAddr is where /metrics, /healthz and /readyz are served ("" serves nothing).
 	MetricsAddr string

@@ -195,8 +195,13 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	if stuckAfter <= 0 {
 		stuckAfter = -1 // analyze reads 0 as its default; here 0 means no wait at all
 	}
+	inputs, fetched, err := fetchInputs(ctx, opts.Inputs, opts.Limits) // s3:// bundles
+	if err != nil {
+		return err
+	}
+	defer fetched()
 	var rules *analyze.RuleSet // the rule set, for the store's rules version
-	d, err := diagnose.Run(ctx, diagnose.Input{Paths: opts.Inputs, Stdin: io.In}, diagnose.Options{
+	d, err := diagnose.Run(ctx, diagnose.Input{Paths: inputs, Stdin: io.In}, diagnose.Options{
 		LoadRules: func() (rs *analyze.RuleSet, err error) {
 			rules, err = loadRuleSet(opts.RuleDirs, opts.Tiers)
 			return rules, err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bucket"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/store"
 )
@@ -72,7 +73,9 @@ func (o *StoreOptions) record(ctx context.Context, d *diagnose.Diagnosis, rules 
 		return err
 	}
 	uri := o.BundleURI
-	if uri == "" && input != "" && input != "-" {
+	if uri == "" && bucket.IsURI(input) {
+		uri = input
+	} else if uri == "" && input != "" && input != "-" {
 		if abs, err := filepath.Abs(input); err == nil {
 			uri = "file://" + filepath.ToSlash(abs)
 		}

@@ -70,7 +70,7 @@ func newMetrics(version string, queueLen func() int) *metrics {
 	m.info = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "coroner_watch_info", Help: "coroner's version."}, []string{"version"})
 	m.info.WithLabelValues(version).Set(1)
 	m.storeWrites = f("store_writes_total", "Diagnoses written to the fleet store (ok), and flushes of the queue it refused (failed).", "result")
-	m.uploads = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundles_uploaded_total", Help: "Bundles copied to the bundle store (--bundle-store)."})
+	m.uploads = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundles_uploaded_total", Help: "Bundles copied to the bundle store (object storage)."})
 	m.storeQueued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "coroner_watch_store_queued", Help: "Diagnoses waiting on the volume for the fleet store."})
 	m.reg.MustRegister(m.jobsSeen, m.triggers, m.bundles, m.bundleBytes, m.rootCauses, m.errors, m.collectTime,
 		m.analyzeTime, m.latency, m.inFlight, m.queued, m.podsHeld, m.holdTimeouts, m.leader, m.stored, m.pruned,

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build install run test e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
+.PHONY: build install run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -34,6 +34,12 @@ test:
 
 lint: test
 
+# The fleet store's tests against a throwaway PostgreSQL server (internal/testpg; Debian's
+# postgresql, which .ci/run installs; CORONER_PG_BIN names another). make test runs them too.
+test-store:
+	$(GO) test -count=1 ./store/
+	$(GO) test -count=1 -run 'TestStore|TestFleet' ./cmd/coroner/
+
 # Score the build on the real-log corpus (../shared/corpus/real, labelled excerpts of public issue
 # threads): per-label accuracy, every miss with what coroner said, and the total on the last line.
 CORPUS_SCORE ?= ../shared/corpus/score.py
@@ -42,17 +48,21 @@ corpus: build
 
 # End-to-end tests against a real kube-apiserver and etcd on 127.0.0.1 (see internal/testcluster).
 # kube-apiserver (and kubectl, which renders deploy/'s Kustomizations) is built once from the
-# k8s.io/kubernetes module and cached; etcd comes from
+# k8s.io/kubernetes module and cached, versitygw (the S3 server of the bundle store's tests) from
+# its module; etcd comes from
 # Debian's etcd-server (.ci/run installs it).
 E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)" \
 	CORONER_KUBECTL="$$(TOOL=kubectl ./scripts/kube-apiserver.sh)" \
-	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')"
+	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')" \
+	CORONER_VERSITYGW="$$(./scripts/versitygw.sh)"
 
 e2e:
-	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E|TestWatchStoreE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -count=1 -run 'TestBucketAgainstVersitygw' ./bucket/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh
+	./scripts/versitygw.sh
 
 # Refresh golden files, then read the diff: findings (analyze/testdata), reports
 # (report/testdata), prompts (narrate/testdata), and the swimlane screenshots (cmd/coroner, in

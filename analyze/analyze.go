@@ -75,6 +75,9 @@ type LogSummary struct {
 	Rank int
 	// Findings counts the findings of the log's lines.
 	Findings int
+	// LastProgress is the time of the log's last training progress line (nil: none, or none
+	// with a time).
+	LastProgress *time.Time
 }
 
 // Scan is the rules' visitor of the scan of a bundle's logs (a logscan.Visitor): it matches
@@ -189,7 +192,8 @@ func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 		if st.LongLines > 0 {
 			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
-		a.procs = append(a.procs, scanners[i].finish(st)...)
+		procs := scanners[i].finish(st)
+		a.procs = append(a.procs, procs...)
 		if tf := scanners[i].terminal; tf != nil {
 			a.terminals = append(a.terminals, tf)
 		}
@@ -200,7 +204,7 @@ func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 		a.res.Logs = append(a.res.Logs, LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
 			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated,
-			Rank: scanners[i].rank, Findings: len(found),
+			Rank: scanners[i].rank, Findings: len(found), LastProgress: lastProgress(procs),
 		})
 		for _, f := range found {
 			if a.lines != nil {
@@ -211,6 +215,21 @@ func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 			a.add(f)
 		}
 	}
+}
+
+// lastProgress is the time of the last timed progress line of any of a log's processes (nil:
+// none): where the work a failure throws away starts (the fleet store's GPU-hours lost).
+func lastProgress(procs []*procState) *time.Time {
+	var last int64
+	for _, p := range procs {
+		if p.progress > 0 {
+			last = max(last, p.lastProgress().time)
+		}
+	}
+	if last == 0 {
+		return nil
+	}
+	return timePtr(time.Unix(0, last))
 }
 
 // sortFindings orders findings in time, so ids are stable and the first failure comes

@@ -20,17 +20,22 @@ import (
 // wait it already judged too long, so that a job it collected for pending is diagnosed by the
 // same measure.
 func Analyze(ctx context.Context, path string, rules *analyze.RuleSet, lim bundle.Limits, stuckAfter time.Duration, version string) (*report.Report, error) {
-	if rules == nil {
-		return nil, fmt.Errorf("analyzing %s: no rule set", path)
-	}
-	d, err := diagnose.Run(ctx, diagnose.Input{Paths: []string{path}}, diagnose.Options{
-		Rules: rules, Limits: lim, Workers: 1, Version: version, StuckAfter: stuckAfter,
-	})
+	d, err := diagnoseBundle(ctx, path, rules, lim, stuckAfter, version)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
 	return d.Report, nil
+}
+
+// diagnoseBundle is Analyze with the whole diagnosis (for the fleet store); Close it.
+func diagnoseBundle(ctx context.Context, path string, rules *analyze.RuleSet, lim bundle.Limits, stuckAfter time.Duration, version string) (*diagnose.Diagnosis, error) {
+	if rules == nil {
+		return nil, fmt.Errorf("analyzing %s: no rule set", path)
+	}
+	return diagnose.Run(ctx, diagnose.Input{Paths: []string{path}}, diagnose.Options{
+		Rules: rules, Limits: lim, Workers: 1, Version: version, StuckAfter: stuckAfter,
+	})
 }
 
 // writeReports renders the report as HTML and JSON beside the bundle, each written to a

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/store"
 )
 
 const (
@@ -73,6 +74,11 @@ type controller struct {
 	narrating map[string]bool // bundle paths waiting for, or being given, a narrative
 
 	llm *narrations // the diagnoses waiting for the model (Options.Narrate)
+
+	// storeMu makes one flush of the fleet store's queue at a time; rulesVersion keys the
+	// analyses (store.RulesVersion of opts.Rules).
+	storeMu      sync.Mutex
+	rulesVersion string
 }
 
 // done is a collect this leader made.
@@ -88,7 +94,14 @@ func newController(opts Options, c *collect.Clients, m *metrics) (*controller, e
 		scopes = []string{metav1.NamespaceAll}
 	}
 	sort.Strings(scopes)
-	return &controller{
+	var rv string
+	if opts.Store != nil {
+		var err error
+		if rv, err = store.RulesVersion(opts.Rules); err != nil {
+			return nil, err
+		}
+	}
+	return &controller{rulesVersion: rv,
 		opts: opts, clients: c, kube: c.Kube, m: m, log: opts.Log,
 		pol:   policy{PendingAfter: opts.PendingAfter, HoldPods: opts.HoldPods, OnSuccess: opts.OnSuccess, SkipOlderThan: opts.SkipOlderThan},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobs"}),
@@ -197,6 +210,7 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 		}
 	})
 	go c.every(infCtx, 5*time.Second, c.countHeld)
+	go c.retryStore(infCtx)
 
 	select {
 	case <-drain:

@@ -39,6 +39,9 @@ type metrics struct {
 	skipped      *prometheus.CounterVec // reason: too-old, gave-up
 	lastBundle   prometheus.Gauge       // unix time of the last bundle written
 	info         *prometheus.GaugeVec   // version
+	storeWrites  *prometheus.CounterVec // result: ok (analyses written), failed (flushes)
+	storeQueued  prometheus.Gauge       // analyses waiting on the volume for the store
+	uploads      prometheus.Counter     // bundles copied to the bundle store
 }
 
 func newMetrics(version string, queueLen, llmQueueLen func() int) *metrics {
@@ -51,7 +54,7 @@ func newMetrics(version string, queueLen, llmQueueLen func() int) *metrics {
 	m.bundles = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundles_written_total", Help: "Bundles written."})
 	m.bundleBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundle_bytes_total", Help: "Bytes of the bundles written."})
 	m.rootCauses = f("root_causes_total", "Analysed jobs by the root cause's category (healthy and unknown when there is none).", "category")
-	m.errors = f("errors_total", "Failures by step: collect, analyze, annotate, event, hold, release, exec, prune, llm.", "step")
+	m.errors = f("errors_total", "Failures by step: collect, analyze, annotate, event, hold, release, exec, prune, llm, store, upload.", "step")
 	buckets := []float64{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}
 	m.collectTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_collect_duration_seconds", Help: "How long a collect took.", Buckets: buckets})
 	m.analyzeTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_analyze_duration_seconds", Help: "How long an analysis took.", Buckets: buckets})
@@ -70,12 +73,15 @@ func newMetrics(version string, queueLen, llmQueueLen func() int) *metrics {
 	m.lastBundle = prometheus.NewGauge(prometheus.GaugeOpts{Name: "coroner_watch_last_bundle_timestamp_seconds", Help: "Unix time of the last bundle written."})
 	m.info = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "coroner_watch_info", Help: "coroner's version."}, []string{"version"})
 	m.info.WithLabelValues(version).Set(1)
+	m.storeWrites = f("store_writes_total", "Diagnoses written to the fleet store (ok), and flushes of the queue it refused (failed).", "result")
+	m.uploads = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundles_uploaded_total", Help: "Bundles copied to the bundle store (object storage)."})
+	m.storeQueued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "coroner_watch_store_queued", Help: "Diagnoses waiting on the volume for the fleet store."})
 	m.reg.MustRegister(m.jobsSeen, m.triggers, m.bundles, m.bundleBytes, m.rootCauses, m.errors, m.collectTime,
 		m.analyzeTime, m.llmTime, m.llmQueued, m.latency, m.inFlight, m.queued, m.podsHeld, m.holdTimeouts, m.leader, m.stored, m.pruned,
-		m.hooks, m.skipped, m.lastBundle, m.info,
+		m.hooks, m.skipped, m.lastBundle, m.info, m.storeWrites, m.storeQueued, m.uploads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with a label start at zero for every known value, so that rate() sees the first one.
-	for _, s := range []string{"collect", "analyze", "annotate", "event", "hold", "release", "exec", "prune", "llm"} {
+	for _, s := range []string{"collect", "analyze", "annotate", "event", "hold", "release", "exec", "prune", "llm", "store", "upload"} {
 		m.errors.WithLabelValues(s)
 	}
 	for _, s := range []string{TriggerFailed, TriggerSucceeded, TriggerPodFailed, TriggerPending} {

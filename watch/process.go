@@ -137,7 +137,14 @@ func (c *controller) collectJob(ctx context.Context, wk *watchedKind, u *unstruc
 
 	// The analysis, as `coroner analyze` does it.
 	start := time.Now()
-	rep, err := Analyze(ctx, p.bundle, c.opts.Rules, c.opts.Limits, c.opts.PendingAfter, c.opts.Version)
+	uri := c.upload(ctx, u.GetNamespace(), u.GetName(), p.bundle, log)
+	var rep *report.Report
+	d, err := diagnoseBundle(ctx, p.bundle, c.opts.Rules, c.opts.Limits, c.opts.PendingAfter, c.opts.Version)
+	if err == nil {
+		rep = d.Report
+		c.record(ctx, d, uri, log) // the bundle exists: the rows follow it
+		d.Close()
+	}
 	c.m.analyzeTime.Observe(time.Since(start).Seconds())
 	var typ, reason, msg string
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// store writes a bundle (size bytes) with its reports, modified at mod.
-func store(t *testing.T, dir, rel string, size int, mod time.Time) string {
+// putBundle writes a bundle (size bytes) with its reports, modified at mod.
+func putBundle(t *testing.T, dir, rel string, size int, mod time.Time) string {
 	t.Helper()
 	base := filepath.Join(dir, rel)
 	require.NoError(t, os.MkdirAll(filepath.Dir(base), 0o755))
@@ -36,7 +36,7 @@ func TestPrune(t *testing.T) {
 		var bases []string
 		for i, rel := range []string{"ml/a/20260313T100000Z", "ml/b/20260314T100000Z",
 			"team/c/20260315T100000Z", "team/c/20260316T100000Z", "team/d/20260317T100000Z", "team/d/20260318T100000Z"} {
-			bases = append(bases, store(t, dir, rel, 100, now.Add(time.Duration(i-7)*day)))
+			bases = append(bases, putBundle(t, dir, rel, 100, now.Add(time.Duration(i-7)*day)))
 		}
 		// What retention must not count or touch: a bundle being written, a stranger's file.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "team", "c", ".20260319T000000Z.tar.gz.tmp-1"), make([]byte, 1000), 0o644))

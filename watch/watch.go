@@ -24,10 +24,12 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/coroner-dev/coroner/analyze"
+	"github.com/coroner-dev/coroner/bucket"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/report"
+	"github.com/coroner-dev/coroner/store"
 )
 
 // Annotations watch writes on a job it collected, and the finalizer it puts on pods.
@@ -98,6 +100,18 @@ type Options struct {
 	// NarrateQueue bounds the diagnoses waiting for the model (default 256); past it a
 	// diagnosis goes without a narrative, with a warning and a counted error.
 	NarrateQueue int
+	// Store, when set, receives each diagnosis as rows of the fleet store: queued first on the
+	// volume (Dir/.store-queue), so that a store that is down loses nothing, and retried every
+	// StoreRetry (default 30s). Cluster names the cluster in those rows.
+	Store      store.Putter
+	Cluster    string
+	StoreRetry time.Duration
+	// Bucket, when set, receives a copy of each bundle (cluster/namespace/job/time.tar.gz under
+	// its prefix; the store's rows then point at it), and keeps at most BucketKeep per
+	// namespace and none older than BucketMaxAge (0: no bound).
+	Bucket       *bucket.Bucket
+	BucketKeep   int
+	BucketMaxAge time.Duration
 
 	// MetricsAddr is where /metrics, /healthz and /readyz are served ("" serves nothing).
 	MetricsAddr string
@@ -147,6 +161,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Resync <= 0 {
 		o.Resync = 5 * time.Minute
+	}
+	if o.StoreRetry <= 0 {
+		o.StoreRetry = 30 * time.Second
 	}
 	if o.ExecTimeout <= 0 {
 		o.ExecTimeout = 10 * time.Minute

@@ -46,6 +46,8 @@ type AnalyzeOptions struct {
 
 	// The LLM step (see llm.go).
 	LLM LLMOptions
+	// Store keeps the diagnosis in the fleet store (store.go).
+	Store StoreOptions
 }
 
 // NewCmdAnalyze builds `coroner analyze`. runF replaces the run function in tests.
@@ -114,6 +116,7 @@ of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines r
 	addCacheFlags(cmd, &opts.Cache)
 	addLimitFlags(cmd, &opts.Limits)
 	addLLMFlags(cmd, &opts.LLM)
+	addStoreFlags(cmd, &opts.Store, false)
 	return cmd
 }
 
@@ -193,9 +196,18 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	if stuckAfter <= 0 {
 		stuckAfter = -1 // analyze reads 0 as its default; here 0 means no wait at all
 	}
-	d, err := diagnose.Run(ctx, diagnose.Input{Paths: opts.Inputs, Stdin: io.In}, diagnose.Options{
-		LoadRules: func() (*analyze.RuleSet, error) { return loadRuleSet(opts.RuleDirs, opts.Tiers) },
-		Limits:    opts.Limits, Workers: opts.Workers, Cache: cache, Version: version, StuckAfter: stuckAfter,
+	inputs, fetched, err := fetchInputs(ctx, opts.Inputs, opts.Limits) // s3:// bundles
+	if err != nil {
+		return err
+	}
+	defer fetched()
+	var rules *analyze.RuleSet // the rule set, for the store's rules version
+	d, err := diagnose.Run(ctx, diagnose.Input{Paths: inputs, Stdin: io.In}, diagnose.Options{
+		LoadRules: func() (rs *analyze.RuleSet, err error) {
+			rules, err = loadRuleSet(opts.RuleDirs, opts.Tiers)
+			return rules, err
+		},
+		Limits: opts.Limits, Workers: opts.Workers, Cache: cache, Version: version, StuckAfter: stuckAfter,
 		Progress: progress, Log: logTo(io, opts.Quiet),
 		KeepSecrets: opts.NoRedact, RedactRules: redactRules, RedactHint: "--no-redact shows them",
 	})
@@ -221,6 +233,15 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		func(w goio.Writer) error { return report.RenderTextWith(w, rep, summary) })
 	if err != nil {
 		return err
+	}
+	if opts.Store.URL != "" {
+		input := "" // a bundle's own place; plain logs from several files have none
+		if len(opts.Inputs) == 1 {
+			input = opts.Inputs[0]
+		}
+		if err := opts.Store.record(ctx, d, rules, input); err != nil {
+			return err
+		}
 	}
 	if failOn != 0 && rep.Severity() >= failOn {
 		return errFailOn

@@ -37,13 +37,15 @@ var arrows = map[string][]string{
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
 	"compare":          {"diagnose", "analyze", "report", "index", "parse", "bundle/redact"},
-	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile"},
+	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile", "store", "bucket"},
 	"mcpserver":        {"diagnose", "search", "report", "analyze", "index", "bundle", "bundle/redact"},
+	"store":            {"diagnose", "analyze", "report", "internal/outfile"},
+	"bucket":           nil,
 	"cmd/coroner":      {"*"},
 	"frtrace":          {"internal/pickle"},
 	"internal/pickle":  nil,
 	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,
-	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil,
+	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil, "internal/testpg": nil, "internal/tests3": nil,
 	"internal/tinygguf/cmd/tinygguf": {"internal/tinygguf"},
 	"samples/internal/genbundle":     {"internal/samplegen"},
 	"samples/internal/mkmanifest":    nil,
@@ -105,7 +107,8 @@ func TestOfflinePackagesNeverReachACluster(t *testing.T) {
 // TestLibrariesStayInTheirPlace: bleve is the index's, the Ollama client narrate/ollama's, the MCP SDK mcpserver's,
 // and bundle uses only the standard library, the module's leaves and the xz and zstd readers.
 func TestLibrariesStayInTheirPlace(t *testing.T) {
-	owners := map[string]string{"github.com/blevesearch/": "index", "github.com/ollama/": "narrate/ollama", "github.com/modelcontextprotocol/": "mcpserver"}
+	owners := map[string]string{"github.com/blevesearch/": "index", "github.com/ollama/": "narrate/ollama", "github.com/modelcontextprotocol/": "mcpserver",
+		"github.com/jackc/": "store", "github.com/minio/": "bucket"}
 	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}") {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], module)

@@ -134,6 +134,7 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 	root.AddCommand(NewCmdWatch(io, nil))
 	root.AddCommand(NewCmdMCP(io, nil))
 	root.AddCommand(NewCmdDiff(io, nil))
+	root.AddCommand(NewCmdStore(io), NewCmdFleet(io))
 	addExitHelp(root)
 	return root
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/coroner-dev/coroner/bucket"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/index"
@@ -226,7 +227,7 @@ func splitInputs(args []string, regex bool) (inputs, query []string) {
 	}
 	inputs = args[:1]
 	i := 1
-	if args[0] == "-" || !bundle.IsBundlePath(args[0]) {
+	if args[0] == "-" || !bundle.IsBundlePath(args[0]) && !bucket.IsURI(args[0]) {
 		for ; i < len(args); i++ {
 			if st, err := os.Stat(args[i]); args[i] != "-" && (err != nil || st.IsDir()) {
 				break
@@ -309,7 +310,12 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 			}
 		}
 	}
-	src, err := search.Open(ctx, opts.Inputs, io.In, search.Options{Cache: cache, Version: version, Limits: opts.Limits,
+	inputs, fetched, err := fetchInputs(ctx, opts.Inputs, opts.Limits) // s3:// bundles
+	if err != nil {
+		return err
+	}
+	defer fetched()
+	src, err := search.Open(ctx, inputs, io.In, search.Options{Cache: cache, Version: version, Limits: opts.Limits,
 		Workers: opts.Workers, Progress: progress, Log: func(format string, args ...any) {
 			fmt.Fprintf(io.ErrOut, "coroner: %s\n", report.TerminalSafe(fmt.Sprintf(format, args...)))
 		}})

@@ -17,12 +17,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/coroner-dev/coroner/bucket"
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/narrate/ollama"
 	"github.com/coroner-dev/coroner/report"
+	"github.com/coroner-dev/coroner/store"
 	"github.com/coroner-dev/coroner/watch"
 )
 
@@ -54,6 +56,14 @@ type WatchOptions struct {
 
 	Exec        string
 	ExecTimeout time.Duration
+	// Store keeps every diagnosis in the fleet store (store.go); what it refuses is written
+	// again every StoreRetry.
+	Store      StoreOptions
+	StoreRetry time.Duration
+	// BundleStore (s3://bucket/prefix) receives a copy of each bundle, with its own retention.
+	BundleStore       string
+	BundleStoreKeep   int
+	BundleStoreMaxAge time.Duration
 
 	// The LLM step (--llm), with analyze's flags and defaults but the collect's --redact-rules.
 	LLM LLMOptions
@@ -113,6 +123,14 @@ that is down or slow is a warning in the report and coroner_watch_errors_total{s
 restart; answers are cached in --llm-cache-dir (default DIR/.llm-cache), so a restart asks nothing
 twice.
 
+With --store (default $CORONER_STORE, which the Deployment takes from a Secret) every diagnosis
+is also written to the fleet store (docs/fleet.md), after the bundle: queued first in
+DIR/.store-queue, so that a store that is down loses nothing; it is written again every
+--store-retry. --cluster-name names the cluster in its rows. With --bundle-store each bundle is
+also copied to object storage (s3://bucket/prefix/cluster/namespace/job/time.tar.gz), which
+keeps its own retention (--bundle-store-keep, --bundle-store-max-age) and which analyze and
+search read from.
+
 Replicas elect a leader through a Lease; only the leader collects. /metrics (Prometheus),
 /healthz and /readyz are served on --metrics-address. deploy/watch/ has the manifests.
 `,
@@ -147,6 +165,11 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	addCollectLimitFlags(cmd, &opts.CollectLimits)
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the analysis rules of the YAML files in `DIR` (repeatable)")
 	addLimitFlags(cmd, &opts.Limits)
+	addStoreFlags(cmd, &opts.Store, true)
+	f.StringVar(&opts.BundleStore, "bundle-store", "", "copy each bundle to object storage at `s3://BUCKET/PREFIX` (endpoint and keys from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	f.IntVar(&opts.BundleStoreKeep, "bundle-store-keep", 0, "keep at most `N` bundles per namespace in --bundle-store (0: no bound)")
+	f.DurationVar(&opts.BundleStoreMaxAge, "bundle-store-max-age", 0, "remove bundles older than `AGE` from --bundle-store (0: never)")
+	f.DurationVar(&opts.StoreRetry, "store-retry", 30*time.Second, "how often diagnoses the fleet store refused are written again (they wait on --dir's volume)")
 	f.StringVar(&opts.Exec, "exec", "", "run `PROGRAM` with the bundle's path as its argument after each bundle (not through a shell)")
 	f.DurationVar(&opts.ExecTimeout, "exec-timeout", 10*time.Minute, "kill the --exec program after this long")
 	addModelFlags(cmd, &opts.LLM, "", "answer cache `DIR` (default DIR/.llm-cache of --dir, kept across restarts)")
@@ -227,6 +250,21 @@ func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error
 	}
 	if wo.Narrate, err = watchNarrator(ctx, opts); err != nil {
 		return err
+	}
+	if opts.Store.URL != "" {
+		// Connected when first written: a store that is down at the start only delays the rows.
+		st, err := store.New(opts.Store.URL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		wo.Store, wo.Cluster, wo.StoreRetry = st, opts.Store.Cluster, opts.StoreRetry
+	}
+	if opts.BundleStore != "" {
+		if wo.Bucket, err = bucket.Open(opts.BundleStore, bucketConfig()); err != nil {
+			return flagErrorf("--bundle-store: %v", err)
+		}
+		wo.Cluster, wo.BucketKeep, wo.BucketMaxAge = opts.Store.Cluster, opts.BundleStoreKeep, opts.BundleStoreMaxAge
 	}
 
 	var handler slog.Handler

@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 // newDB is an empty database on the shared server.
 func newDB(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server; skipped with -short (make test and CI run it)")
+	}
 	pgOnce.Do(func() { pgShared, pgErr = testpg.New() })
 	if pgErr != nil {
 		if errors.Is(pgErr, testpg.ErrNoBinaries) && testing.Short() {

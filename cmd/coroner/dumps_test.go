@@ -93,6 +93,9 @@ func rootOf(r *report.Report) string {
 // files as saved from the bundle (same base names, told apart by their directories), one
 // `kubectl logs --prefix --timestamps` dump, one stern dump; from standard input too.
 func TestDumpsAnswerAsTheBundle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("analyzes samples in every layout; skipped with -short (make test and CI run it)")
+	}
 	checked := 0
 	for _, s := range sampleNames(t) {
 		bundleReport, _ := analyzeJSON(t, nil, filepath.Join(samplesDir, s), "--no-cache")

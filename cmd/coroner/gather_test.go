@@ -74,6 +74,9 @@ func writeGather(t *testing.T, sample, layout string) string {
 // TestGathersAnswerAsTheBundle: a must-gather or crust-gather of a scenario gives the root
 // cause, pod, container and rank of coroner's own bundle of it, and says which layout it read.
 func TestGathersAnswerAsTheBundle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("analyzes samples in every layout; skipped with -short (make test and CI run it)")
+	}
 	for _, s := range []string{"pytorchjob-cuda-oom-rank", "pytorchjob-hang-seqnum", "pytorchjob-evicted", "pytorchjob-image-pull"} {
 		want, _ := analyzeJSON(t, nil, filepath.Join(samplesDir, s), "--no-cache")
 		for _, layout := range []string{"must-gather", "crust-gather"} {

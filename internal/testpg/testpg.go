@@ -55,6 +55,9 @@ func BinDir() string {
 // Start makes and starts a server for t, stopped and removed when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server; skipped with -short (make test and CI run it)")
+	}
 	s, err := New()
 	if err != nil {
 		if err == ErrNoBinaries && testing.Short() {

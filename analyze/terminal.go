@@ -92,7 +92,7 @@ var (
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
 		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted")
-	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`, glogHead('F'), "fatal")
+	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`, func(t []byte) bool { return glogHead(t, 'F') }, "fatal")
 	// launcherLine is a launcher's summary of a failed process.
 	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`,
 		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
@@ -105,7 +105,7 @@ var (
 	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |`+
 		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|`+
 		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `,
-		func(t []byte) bool { return glogHead('E')(t) || statusHead(t) }, "error").by(isErrorLine)
+		func(t []byte) bool { return glogHead(t, 'E') || statusHead(t) }, "error").by(isErrorLine)
 	// errorWords are the words a line that reports a failure uses, in any log format:
 	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
 	errorWords = gate(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`,
@@ -163,7 +163,7 @@ func isErrorLine(t []byte) bool {
 	if bytes.HasPrefix(t, []byte("error: ")) || bytes.HasPrefix(rest, []byte("error: ")) {
 		return true
 	}
-	if glogHead('E')(t) && t[5] == ' ' {
+	if glogHead(t, 'E') && t[5] == ' ' {
 		return true
 	}
 	n := leading(t, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' })
@@ -221,9 +221,7 @@ func leading(t []byte, ok func(byte) bool) int {
 }
 
 // glogHead says whether t starts as a glog line of severity c: "E0314 ".
-func glogHead(c byte) func([]byte) bool {
-	return func(t []byte) bool { return len(t) > 5 && t[0] == c && isDigits(t[1:5]) }
-}
+func glogHead(t []byte, c byte) bool { return len(t) > 5 && t[0] == c && isDigits(t[1:5]) }
 
 // statusHead says whether t starts with a word and ": " ("Unavailable: ", "DATA_LOSS: ").
 func statusHead(t []byte) bool {
@@ -283,7 +281,7 @@ var endWords = literal.NewMatcher([]string{
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line
 // that none of them could match (a progress line, most of a log).
 func mayEnd(t []byte) bool {
-	return glogHead('E')(t) || glogHead('F')(t) || statusHead(t) || literal.Any(endWords, t)
+	return glogHead(t, 'E') || glogHead(t, 'F') || statusHead(t) || literal.Any(endWords, t)
 }
 
 func isDigits(b []byte) bool {

@@ -10,7 +10,7 @@ import (
 	"github.com/coroner-dev/coroner/report"
 )
 
-// Data is what a prompt template sees. README.md documents every field.
+// Data is what a prompt template sees. docs/llm.md documents every field.
 type Data struct {
 	// Metadata holds the seed document's variables: JobName, JobStatus, LauncherStatus,
 	// MasterExpected, MasterCreatedCount, WorkerExpected, WorkerCreatedCount,

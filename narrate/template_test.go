@@ -116,7 +116,7 @@ func TestEstimateTokens(t *testing.T) {
 
 // TestEstimateCoversRealTokenizers: lines of the kinds prompts carry, with the counts the
 // tokenizers of Qwen 2.5/3, Llama 3, Mistral 7B and Gemma 3 make of them (measured with their
-// published tokenizer.json files; README.md "What is sent"). Together the lines estimate at
+// published tokenizer.json files; docs/llm.md "What is sent"). Together the lines estimate at
 // least what the hungriest tokenizer counts; a single line of rare identifiers and hex may
 // count up to a tenth more than its estimate (Mistral on NCCL's init lines), which the lines
 // around it make up for.

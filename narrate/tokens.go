@@ -15,7 +15,7 @@ const messageOverhead = 8
 // token; a space joins the word after it, and a run of spaces costs a token per 8 beyond the
 // first. A margin of an eighth goes on top.
 //
-// Measured against those tokenizers (README.md, "What is sent"): on log text in windows of
+// Measured against those tokenizers (docs/llm.md, "What is sent"): on log text in windows of
 // ten lines the models count at most 0.998 tokens per estimated token, on whole prompts at
 // most 0.89; Llama 3 about 0.6-0.75. Timestamps, hex addresses, paths and NCCL lines are what
 // the margin is for: a bytes/4 rule undercounts them by half.

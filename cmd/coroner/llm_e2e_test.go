@@ -220,7 +220,7 @@ func TestLLME2E(t *testing.T) {
 	t.Run("a prompt near the limit: the model's count beside the estimate", func(t *testing.T) {
 		// The built-in template and the whole sample, the estimate filling --num-ctx less the
 		// answer's budget. The tiny model spends a token per byte where the BPE tokenizers of
-		// real models spend one per 2.4-3.1 bytes (README.md): its count exceeds what the
+		// real models spend one per 2.4-3.1 bytes (docs/llm.md): its count exceeds what the
 		// estimate allowed, which the report records and warns about; the answer then stops
 		// when the context is full (no shift of the prompt out of view).
 		args := []string{"analyze", sampleDir, "--llm", "--ollama-host", srv.host, "--model", "tiny",

@@ -21,7 +21,7 @@ print it, edit it, and point 'coroner analyze --llm --prompt-dir DIR' at the dir
 
   mkdir prompts && coroner prompts show pytorchjob > prompts/pytorchjob.tmpl
 
-README.md lists every variable a template can use.
+docs/llm.md lists every variable a template can use.
 `,
 	}
 	cmd.AddCommand(NewCmdPromptsList(io, nil), NewCmdPromptsShow(io, nil))

@@ -112,3 +112,109 @@ func declaredTests(t *testing.T, root string) map[string][]string {
 	require.NoError(t, err)
 	return declared
 }
+
+// TestReadmeCommandsAreValid keeps every command the README shows runnable: each `coroner ...`
+// (or `kubectl coroner ...`) line of its shell blocks names an existing command whose flags parse
+// and whose arguments are accepted, each `make TARGET` is a target of the Makefile, and each
+// repository path a command names exists. The sample's own output is TestReadmeSampleOutput's.
+func TestReadmeCommandsAreValid(t *testing.T) {
+	root := filepath.Join("..", "..")
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+
+	checked := 0
+	for _, line := range shellBlockLines(string(data)) {
+		for _, words := range shellCommands(line) {
+			if len(words) > 1 && words[0] == "kubectl" && words[1] == "coroner" {
+				words = words[1:]
+			}
+			switch {
+			case len(words) == 0:
+			case words[0] == "coroner":
+				checked++
+				cmd, rest, err := NewCmdRoot(&IOStreams{}).Find(words[1:])
+				require.NoError(t, err, line)
+				require.NotEqual(t, "coroner", cmd.Name(), "%q names no command", line)
+				require.NoError(t, cmd.ParseFlags(rest), line)
+				require.NoError(t, cmd.ValidateArgs(cmd.Flags().Args()), line)
+			case words[0] == "make":
+				checked++
+				for _, target := range words[1:] {
+					require.Regexp(t, regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(target)+`:`), string(makefile), "%q: no make target %s", line, target)
+				}
+			case words[0] == "kubectl":
+				for _, w := range words {
+					if strings.HasPrefix(w, "deploy/") {
+						checked++
+						_, err := os.Stat(filepath.Join(root, w))
+						require.NoError(t, err, line)
+					}
+				}
+			}
+		}
+	}
+	require.GreaterOrEqual(t, checked, 12, "the README shows its commands in ```sh blocks")
+}
+
+// shellBlockLines returns the lines of a Markdown document's ```sh blocks, comments removed.
+func shellBlockLines(doc string) []string {
+	var lines []string
+	in := false
+	for _, l := range strings.Split(doc, "\n") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			in = l == "```sh"
+		case in:
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// shellCommands splits a shell line into its commands (at |, &&, ; and a comment's #) and each
+// command into words, honouring single and double quotes.
+func shellCommands(line string) [][]string {
+	var cmds [][]string
+	var words []string
+	var word strings.Builder
+	inWord := false
+	var quote rune
+	flushWord := func() {
+		if inWord {
+			words = append(words, word.String())
+		}
+		word.Reset()
+		inWord = false
+	}
+	flushCmd := func() {
+		flushWord()
+		cmds = append(cmds, words)
+		words = nil
+	}
+	for _, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				word.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == '#' && !inWord:
+			flushCmd()
+			return cmds
+		case r == '|' || r == ';' || r == '&':
+			flushCmd()
+		case r == ' ' || r == '\t':
+			flushWord()
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	flushCmd()
+	return cmds
+}

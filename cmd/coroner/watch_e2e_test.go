@@ -756,7 +756,7 @@ subjects: [{kind: ServiceAccount, name: coroner-watch-noevents, namespace: coron
 }
 
 // TestWatchE2E200Jobs fails 200 jobs at once under --max-collects 4 and reports how long the
-// watcher took, how many collects ran at once and the memory it used (README: Watching a cluster).
+// watcher took, how many collects ran at once and the memory it used (docs/watch.md).
 func TestWatchE2E200Jobs(t *testing.T) {
 	env := startWatchE2E(t)
 	c, k := env.c, env.kubelet

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build install run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
+.PHONY: build install dist run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -17,6 +17,13 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/coroner
 	ln -sf coroner $(DESTDIR)$(PREFIX)/bin/kubectl-coroner
+	install -m 0755 scripts/kubectl_complete-coroner $(DESTDIR)$(PREFIX)/bin/kubectl_complete-coroner
+
+# What a release publishes, into dist/ (scripts/dist.sh; docs/install.md): static binaries for
+# linux and darwin on amd64 and arm64 in archives, SHA256SUMS, the krew manifest, and the CLI and
+# watch images assembled from scratch (internal/ociimage; no base image is pulled).
+dist:
+	GO=$(GO) VERSION=$(VERSION) ./scripts/dist.sh
 
 # Analyze a bundled sample: prints the verdict and writes report.html.
 run: build
@@ -57,7 +64,8 @@ E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)"
 	CORONER_VERSITYGW="$$(./scripts/versitygw.sh)"
 
 e2e:
-	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E|TestWatchStoreE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E|TestWatchStoreE2E|TestCollectCompletionE2E' ./cmd/coroner/
+	$(GO) test -tags e2e -count=1 -run 'TestImageRunsInPodman' -v ./internal/ociimage/
 	$(E2E_ENV) $(GO) test -count=1 -run 'TestBucketAgainstVersitygw' ./bucket/
 
 e2e-tools:

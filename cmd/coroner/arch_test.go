@@ -47,6 +47,8 @@ var arrows = map[string][]string{
 	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,
 	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil, "internal/testpg": nil, "internal/tests3": nil,
 	"internal/tinygguf/cmd/tinygguf": {"internal/tinygguf"},
+	"internal/ociimage":              nil,
+	"internal/ociimage/cmd/mkimage":  {"internal/ociimage"},
 	"samples/internal/genbundle":     {"internal/samplegen"},
 	"samples/internal/mkmanifest":    nil,
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ import (
 
 // CollectOptions hold everything a collect needs; tests build them directly.
 type CollectOptions struct {
-	Target string // KIND/NAME
+	Target string // KIND/NAME (KIND NAME on the command line is joined to it)
 	Output string
 
 	CollectLimits
@@ -34,7 +35,7 @@ type CollectOptions struct {
 func NewCmdCollect(io *IOStreams, runF func(*CollectOptions) error) *cobra.Command {
 	opts := &CollectOptions{}
 	cmd := &cobra.Command{
-		Use:   "collect KIND/NAME",
+		Use:   "collect KIND/NAME | KIND NAME",
 		Short: "Snapshot a training job from a live cluster into a bundle",
 		Long: `Collect a job and everything it stands on into one bundle (.tar.gz): the job object, the
 objects it owns down to its pods (JobSets, Jobs, PodGroups; a TrainJob's runtime), every pod,
@@ -42,7 +43,8 @@ their events, the nodes they ran on, the namespace's ResourceQuotas and LimitRan
 of every container (the previous one too after a restart), with timestamps.
 
 KIND is a kind, its plural or short name, optionally with its group: pytorchjob,
-pytorchjobs.kubeflow.org, trainjob, colossalaijob, job...
+pytorchjobs.kubeflow.org, trainjob, colossalaijob, job... As with kubectl, the job is KIND/NAME
+or KIND NAME (pytorchjob/train-job or pytorchjob train-job).
 
 Secrets are redacted before anything is written (--no-redact to keep them). What could not be
 collected (forbidden by RBAC, gone, truncated) is listed in the bundle's manifest and after the
@@ -52,10 +54,15 @@ and renamed when complete, so an interrupted collect leaves nothing under the fi
 		Example: `  coroner collect pytorchjob/train-job -n ml
   coroner collect trainjob/llama-ft -n team-a -o ticket-4711.tar.gz --since 6h --max-log-bytes 20Mi
   coroner collect colossalaijob/cai-demo --context prod-gpu --kubeconfig ~/.kube/air-gapped
-  kubectl coroner collect job/preprocess -n ml --no-redact`,
-		Args: cobra.ExactArgs(1),
+  kubectl coroner collect job/preprocess -n ml --no-redact
+  kubectl coroner collect pytorchjobs.kubeflow.org train-job -n ml`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Target = args[0]
+			target, err := collectTarget(args)
+			if err != nil {
+				return err
+			}
+			opts.Target = target
 			if runF != nil {
 				return runF(opts)
 			}
@@ -72,10 +79,30 @@ and renamed when complete, so an interrupted collect leaves nothing under the fi
 	return cmd
 }
 
+// collectTarget reads the job as kubectl users write it: KIND/NAME, or KIND NAME.
+func collectTarget(args []string) (string, error) {
+	if len(args) == 2 {
+		if strings.Contains(args[0], "/") {
+			return "", flagErrorf("%q %q: name the job once, as KIND/NAME or KIND NAME (one job a collect)", args[0], args[1])
+		}
+		if strings.Contains(args[1], "/") {
+			return "", flagErrorf("%q: a job's name has no \"/\"; want KIND NAME, e.g. pytorchjob train-job", args[1])
+		}
+		return args[0] + "/" + args[1], nil
+	}
+	return args[0], nil
+}
+
+// kubectlOutputs are the values kubectl users give -o; collect's -o is the bundle's file.
+var kubectlOutputs = []string{"json", "yaml", "wide", "name", "text", "md", "html"}
+
 func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error {
 	kind, name, ok := strings.Cut(opts.Target, "/")
 	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
-		return flagErrorf("%q: want KIND/NAME, e.g. pytorchjob/train-job", opts.Target)
+		return flagErrorf("%q: want KIND/NAME or KIND NAME, e.g. pytorchjob/train-job", opts.Target)
+	}
+	if o := opts.Output; slices.Contains(kubectlOutputs, o) || strings.HasPrefix(o, "jsonpath") || strings.HasPrefix(o, "go-template") || strings.HasPrefix(o, "custom-columns") {
+		return flagErrorf("-o %s: collect's -o names the bundle's file (-o ticket.tar.gz); the job's YAML goes into the bundle (coroner analyze reads it)", o)
 	}
 	co, err := opts.CollectLimits.options()
 	if err != nil {

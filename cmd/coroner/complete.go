@@ -110,22 +110,15 @@ func completeRuleIDs(c *cobra.Command, args []string, toComplete string) ([]cobr
 }
 
 // completeSearch completes search, which parses its own flags (a query word may start with
-// "-"), so cobra leaves its flags to it too: the values of --pod and --container (the pods and
-// containers of the bundle searched), --format and --color; flag names; else file names, for
-// the inputs.
+// "-"), so cobra leaves its flags' values to it: --pod and --container (the pods and
+// containers of the bundle searched), --format and --color; else file names, for the inputs.
 func completeSearch(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	none := cobra.ShellCompDirectiveNoFileComp
 	flag, prefix, before := "", "", args
 	if name, value, ok := strings.Cut(toComplete, "="); ok && strings.HasPrefix(name, "--") {
 		flag, prefix, toComplete = name, name+"=", value
 	} else if strings.HasPrefix(toComplete, "-") {
-		var out []cobra.Completion
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			if n := "--" + f.Name; !f.Hidden && strings.HasPrefix(n, toComplete) {
-				out = append(out, cobra.CompletionWithDesc(n, f.Usage))
-			}
-		})
-		return out, none
+		return nil, none // cobra offers the flag names
 	} else if len(args) > 0 {
 		flag, before = args[len(args)-1], args[:len(args)-1]
 	}

@@ -89,7 +89,7 @@ func TestCompleteBundlePods(t *testing.T) {
 	words, _ = complete(t, "search", sample, "NCCL", "--pod=train-job-m")
 	require.Equal(t, []string{"--pod=train-job-master-0"}, words)
 	words, _ = complete(t, "search", sample, "NCCL", "--po")
-	require.Equal(t, []string{"--pod"}, words, "search parses its own flags, so it completes their names too")
+	require.Equal(t, []string{"--pod"}, words, "flag names are still completed")
 
 	words, _ = complete(t, "search", filepath.Join(samplesDir, "logs", "train-plain.log"), "x", "--pod", "")
 	require.Empty(t, words)

@@ -149,8 +149,9 @@ func baseLayer(s Spec) (v1.Layer, error) {
 func layer(files []entry, mtime time.Time) (v1.Layer, error) {
 	all := map[string]entry{}
 	for _, f := range files {
+		f.name = strings.TrimPrefix(path.Clean(f.name), "/") // tar names are relative to the root
 		all[f.name] = f
-		for d := path.Dir(f.name); d != "."; d = path.Dir(d) {
+		for d := path.Dir(f.name); d != "." && d != "/"; d = path.Dir(d) {
 			if _, ok := all[d]; !ok {
 				all[d] = entry{name: d, mode: 0o755, dir: true}
 			}

@@ -58,13 +58,9 @@ type Options struct {
 	RedactHint string
 }
 
-// BuiltinRules compiles coroner's own rules.
+// BuiltinRules is coroner's own rules, compiled once a process.
 func BuiltinRules() (*analyze.RuleSet, error) {
-	rules, err := analyze.DefaultRules()
-	if err != nil {
-		return nil, err
-	}
-	return analyze.NewRuleSet(rules)
+	return analyze.BuiltinRuleSet()
 }
 
 // DefaultOptions are the options of `coroner analyze` without flags: the built-in rules

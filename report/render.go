@@ -301,6 +301,8 @@ func renderTemplate(w io.Writer, r *view, name string, html bool) error {
 		if err != nil {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
+		_, err = io.WriteString(w, HTMLSafe(buf.String()))
+		return err
 	} else {
 		t, err := texttemplate.New(name).Funcs(texttemplate.FuncMap(fm)).Parse(string(src))
 		if err != nil {
@@ -376,6 +378,26 @@ func TerminalSafe(s string) string {
 		}
 		q := strconv.QuoteRuneToASCII(r)
 		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+// HTMLSafe is a rendered HTML page with the control characters that came into it from a
+// bundle (an escape sequence in a pod name, a bidi override in a log line) written as their Go
+// escapes, as TerminalSafe writes them: html/template escapes markup but passes them through,
+// and a page is also read with cat, less and grep. Line breaks stay; the templates hold no
+// other control character.
+func HTMLSafe(page string) string {
+	if !strings.ContainsFunc(page, func(r rune) bool { return r != '\n' && unsafeRune(r) }) {
+		return page
+	}
+	var b strings.Builder
+	for line := range strings.Lines(page) {
+		body, nl := strings.CutSuffix(line, "\n")
+		b.WriteString(TerminalSafe(body))
+		if nl {
+			b.WriteByte('\n')
+		}
 	}
 	return b.String()
 }

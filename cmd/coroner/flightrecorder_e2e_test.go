@@ -3,14 +3,18 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/bundle/collect"
+	"github.com/coroner-dev/coroner/frtrace"
 	"github.com/coroner-dev/coroner/internal/testcluster"
 )
 
@@ -25,14 +29,25 @@ func execGaps(m *bundle.Manifest) []string {
 	return out
 }
 
-// TestCollectFlightRecorderE2E: `collect --flight-recorder-exec` against a real kube-apiserver.
-// Without the opt-in RBAC (deploy/flight-recorder-exec.yaml) the API server refuses pods/exec
-// and each running container that names a dump prefix is a gap saying so; with it the API
-// server authorizes the exec and proxies it to the node's kubelet. The harness's fake kubelet
-// serves logs only, not the exec streaming protocol, so that exec fails at the kubelet and is
-// a gap too: the copy of the files through a real exec stream is tested by bundle/collect's
-// TestCollectFlightRecords with a fake container at the Execer. A container that is not
-// running is a gap without any exec. Without the flag, coroner never execs.
+// sampleDump is rank r's dump of samples/pytorchjob-hang-flight-recorder: a pickle as torch
+// writes it. Pod i of a testcluster.Job with three workers holds rank i there too.
+func sampleDump(t *testing.T, rank int) []byte {
+	t.Helper()
+	pods := []string{"llama-ft-master-0", "llama-ft-worker-0", "llama-ft-worker-1", "llama-ft-worker-2"}
+	b, err := os.ReadFile(filepath.Join("../../samples/pytorchjob-hang-flight-recorder/flightrecorder/ml", pods[rank], "comm_lib_trace_rank_"+string(rune('0'+rank))))
+	require.NoError(t, err)
+	return b
+}
+
+// TestCollectFlightRecorderE2E: `collect --flight-recorder-exec` against a real kube-apiserver,
+// whose pods/exec the fake kubelet serves with the streaming protocol, into the in-memory
+// filesystems of running containers. Without the opt-in RBAC (deploy/flight-recorder-exec.yaml)
+// the API server refuses pods/exec and each running container that names a dump prefix is a
+// gap saying so; with it the dumps are copied from the container for real (the pickles come
+// back byte for byte and are kept as their JSON form), a dump over --max-flight-record-bytes is
+// a gap, a prefix with no dump is a gap. A container that is not running is a gap without any
+// exec, and an exec into it fails as a kubelet makes it fail. Without the flag, coroner never
+// execs.
 func TestCollectFlightRecorderE2E(t *testing.T) {
 	env := startE2E(t)
 	c, k := env.c, env.kubelet
@@ -41,38 +56,78 @@ func TestCollectFlightRecorderE2E(t *testing.T) {
 	const ns = "frns"
 	c.ApplyYAML(t, k, strings.ReplaceAll(string(rbac), "namespace: ml", "namespace: "+ns))
 	kc := c.Kubeconfig(t, testcluster.CollectorToken, "collector", ns)
-	c.CreateJob(t, k, testcluster.Job{Namespace: ns, Name: "hang", Workers: 1, Running: true, FlightRecorder: "/fr/comm_lib_trace_rank_"})
-	c.CreateJob(t, k, testcluster.Job{Namespace: ns, Name: "done", Workers: 1, FlightRecorder: "/fr/comm_lib_trace_rank_"})
+	hang := testcluster.Job{Namespace: ns, Name: "hang", Workers: 3, Running: true, FlightRecorder: "/fr/comm_lib_trace_rank_"}
+	c.CreateJob(t, k, hang)
+	done := testcluster.Job{Namespace: ns, Name: "done", Workers: 1, FlightRecorder: "/fr/comm_lib_trace_rank_"}
+	c.CreateJob(t, k, done)
+	// Ranks 0 to 2 wrote their dump to the volume; rank 3's dump is huge (over the bound);
+	// worker 2 also holds a file that is not a dump. No container of the failed job runs.
+	for i := 0; i <= 2; i++ {
+		k.Container(ns, hang.PodName(i), "pytorch").WriteFile("/fr/comm_lib_trace_rank_"+string(rune('0'+i)), sampleDump(t, i))
+	}
+	big := k.Container(ns, hang.PodName(3), "pytorch")
+	big.WriteFile("/fr/comm_lib_trace_rank_3", bytes.Repeat([]byte{0x80}, 2<<20))
+	big.WriteFile("/fr/notes.txt", []byte("not a dump"))
+	k.Container(ns, done.PodName(0), "pytorch").WriteFile("/fr/comm_lib_trace_rank_0", sampleDump(t, 0))
 
-	collectGaps := func(target string, args ...string) []string {
+	collectTo := func(target string, args ...string) string {
 		out := filepath.Join(t.TempDir(), "b.tar.gz")
 		code, _, stderr := eventually(t, func() (int, string, string) {
 			return collectCLI(t, append([]string{target, "--kubeconfig", kc, "-o", out}, args...)...)
 		})
 		require.Equal(t, 0, code, "stderr: %s", stderr)
-		return execGaps(readManifest(t, out))
+		return out
+	}
+	collectGaps := func(target string, args ...string) []string {
+		return execGaps(readManifest(t, collectTo(target, args...)))
 	}
 
 	require.Empty(t, collectGaps("pytorchjob/hang"), "no exec without --flight-recorder-exec")
+	require.Empty(t, k.Container(ns, hang.PodName(0), "pytorch").Execs())
 
 	gaps := collectGaps("pytorchjob/hang", "--flight-recorder-exec")
-	require.Len(t, gaps, 2, "%q", gaps)
+	require.Len(t, gaps, 4, "%q", gaps)
 	for _, g := range gaps {
 		require.Contains(t, g, "flight recorder dumps /fr/comm_lib_trace_rank_*: forbidden")
 	}
+	require.Empty(t, k.Container(ns, hang.PodName(0), "pytorch").Execs(), "RBAC refused the exec before the kubelet")
 
 	gaps = collectGaps("pytorchjob/done", "--flight-recorder-exec")
 	require.Len(t, gaps, 2, "%q", gaps)
 	require.Contains(t, gaps[0], "pod/done-master-0 container pytorch: not running")
+	require.Empty(t, k.Container(ns, done.PodName(0), "pytorch").Execs(), "no exec into a container that is not running")
 
 	grant, err := os.ReadFile("../../deploy/flight-recorder-exec.yaml")
 	require.NoError(t, err)
 	c.ApplyYAML(t, k, strings.ReplaceAll(string(grant), "namespace: ml", "namespace: "+ns))
-	gaps = collectGaps("pytorchjob/hang", "--flight-recorder-exec")
-	require.Len(t, gaps, 2, "%q", gaps)
-	for _, g := range gaps {
-		require.Contains(t, g, "flight recorder dumps /fr/comm_lib_trace_rank_*:")
-		require.NotContains(t, g, "forbidden", "authorized: the exec reached the kubelet")
-		t.Log(g)
+	var path string
+	waitFor(t, 15*time.Second, "the exec grant to reach the authorizer", func() bool {
+		path = collectTo("pytorchjob/hang", "--flight-recorder-exec", "--max-flight-record-bytes", "1MiB")
+		gaps = execGaps(readManifest(t, path))
+		return len(gaps) == 0 || !strings.Contains(gaps[0], "forbidden")
+	})
+	require.Equal(t, []string{"pod/hang-worker-2 container pytorch: flight recorder dump comm_lib_trace_rank_3 is over 1048576 bytes: not kept"}, gaps)
+	require.Equal(t, [][]string{{"ls", "-1", "--", "/fr"}, {"cat", "--", "/fr/comm_lib_trace_rank_0"}}, k.Container(ns, hang.PodName(0), "pytorch").Execs()[0:2])
+	for i := 0; i <= 2; i++ {
+		name := "flightrecorder/" + ns + "/" + hang.PodName(i) + "/comm_lib_trace_rank_" + string(rune('0'+i))
+		got, err := frtrace.Decode([]byte(fileInTar(t, path, name)), frtrace.DefaultLimits())
+		require.NoError(t, err, name)
+		want, err := frtrace.Decode(sampleDump(t, i), frtrace.DefaultLimits())
+		require.NoError(t, err)
+		require.Equal(t, len(want.Entries), len(got.Entries), name)
+		require.Equal(t, want.Entries[len(want.Entries)-1].State, got.Entries[len(got.Entries)-1].State, name)
 	}
+
+	// An exec into a terminated container fails at the kubelet, as a real one makes it fail.
+	cfg := c.Config(testcluster.CollectorToken)
+	clients, err := collect.NewClients(cfg)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = collect.NewExecer(cfg, clients.Kube)(t.Context(), ns, done.PodName(0), "pytorch", []string{"cat", "--", "/fr/comm_lib_trace_rank_0"}, &out)
+	require.ErrorContains(t, err, `container not found ("pytorch")`)
+	require.Zero(t, out.Len())
+	// And into a running one, a command that fails is its exit code, not a copy.
+	err = collect.NewExecer(cfg, clients.Kube)(t.Context(), ns, hang.PodName(0), "pytorch", []string{"cat", "--", "/fr/none"}, &out)
+	require.ErrorContains(t, err, "exit code 1")
+	require.ErrorContains(t, err, "No such file or directory")
 }

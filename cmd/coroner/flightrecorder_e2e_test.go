@@ -6,16 +6,19 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
 	"github.com/coroner-dev/coroner/frtrace"
 	"github.com/coroner-dev/coroner/internal/testcluster"
+	"github.com/coroner-dev/coroner/watch"
 )
 
 // execGaps are a manifest's gaps of step exec, as "object: message".
@@ -34,7 +37,7 @@ func execGaps(m *bundle.Manifest) []string {
 func sampleDump(t *testing.T, rank int) []byte {
 	t.Helper()
 	pods := []string{"llama-ft-master-0", "llama-ft-worker-0", "llama-ft-worker-1", "llama-ft-worker-2"}
-	b, err := os.ReadFile(filepath.Join("../../samples/pytorchjob-hang-flight-recorder/flightrecorder/ml", pods[rank], "comm_lib_trace_rank_"+string(rune('0'+rank))))
+	b, err := os.ReadFile(filepath.Join("../../samples/pytorchjob-hang-flight-recorder/flightrecorder/ml", pods[rank], "comm_lib_trace_rank_"+strconv.Itoa(rank)))
 	require.NoError(t, err)
 	return b
 }
@@ -63,7 +66,7 @@ func TestCollectFlightRecorderE2E(t *testing.T) {
 	// Ranks 0 to 2 wrote their dump to the volume; rank 3's dump is huge (over the bound);
 	// worker 2 also holds a file that is not a dump. No container of the failed job runs.
 	for i := 0; i <= 2; i++ {
-		k.Container(ns, hang.PodName(i), "pytorch").WriteFile("/fr/comm_lib_trace_rank_"+string(rune('0'+i)), sampleDump(t, i))
+		k.Container(ns, hang.PodName(i), "pytorch").WriteFile("/fr/comm_lib_trace_rank_"+strconv.Itoa(i), sampleDump(t, i))
 	}
 	big := k.Container(ns, hang.PodName(3), "pytorch")
 	big.WriteFile("/fr/comm_lib_trace_rank_3", bytes.Repeat([]byte{0x80}, 2<<20))
@@ -109,7 +112,7 @@ func TestCollectFlightRecorderE2E(t *testing.T) {
 	require.Equal(t, []string{"pod/hang-worker-2 container pytorch: flight recorder dump comm_lib_trace_rank_3 is over 1048576 bytes: not kept"}, gaps)
 	require.Equal(t, [][]string{{"ls", "-1", "--", "/fr"}, {"cat", "--", "/fr/comm_lib_trace_rank_0"}}, k.Container(ns, hang.PodName(0), "pytorch").Execs()[0:2])
 	for i := 0; i <= 2; i++ {
-		name := "flightrecorder/" + ns + "/" + hang.PodName(i) + "/comm_lib_trace_rank_" + string(rune('0'+i))
+		name := "flightrecorder/" + ns + "/" + hang.PodName(i) + "/comm_lib_trace_rank_" + strconv.Itoa(i)
 		got, err := frtrace.Decode([]byte(fileInTar(t, path, name)), frtrace.DefaultLimits())
 		require.NoError(t, err, name)
 		want, err := frtrace.Decode(sampleDump(t, i), frtrace.DefaultLimits())
@@ -130,4 +133,70 @@ func TestCollectFlightRecorderE2E(t *testing.T) {
 	err = collect.NewExecer(cfg, clients.Kube)(t.Context(), ns, hang.PodName(0), "pytorch", []string{"cat", "--", "/fr/none"}, &out)
 	require.ErrorContains(t, err, "exit code 1")
 	require.ErrorContains(t, err, "No such file or directory")
+}
+
+// TestWatchFlightRecorderHangE2E: `coroner watch --fr-trigger-after` against a real
+// kube-apiserver. A running job whose containers set TORCH_NCCL_DEBUG_INFO_PIPE_FILE has
+// printed nothing for longer than the threshold: the watcher writes each rank's debug pipe
+// through pods/exec (the fake kubelet's containers "dump" when their pipe is written, as torch
+// does), waits for the dumps, collects them, diagnoses the job and posts the Event, all while
+// the job still runs. The logs alone say nothing (every rank printed steps, then nothing); the
+// dumps name rank 2, whose kernel never started. A running job that set no pipe is never
+// exec'd into, and the job is not triggered twice.
+func TestWatchFlightRecorderHangE2E(t *testing.T) {
+	env := startWatchE2E(t)
+	c, k := env.c, env.kubelet
+	const ns = "frhang"
+	grant, err := os.ReadFile("../../deploy/flight-recorder-exec.yaml")
+	require.NoError(t, err)
+	c.ApplyYAML(t, k, strings.ReplaceAll(string(grant), "namespace: ml", "namespace: "+ns))
+	job := testcluster.Job{Namespace: ns, Name: "llama", Workers: 3, Running: true, FlightRecorder: "/fr/comm_lib_trace_rank_", DebugPipe: "/fr/fr_dump_pipe_"}
+	c.CreateJob(t, k, job)
+	quiet := testcluster.Job{Namespace: ns, Name: "nopipe", Workers: 1, Running: true, FlightRecorder: "/fr/comm_lib_trace_rank_"}
+	c.CreateJob(t, k, quiet)
+	start := time.Date(2026, 3, 14, 10, 5, 0, 0, time.UTC)
+	for i := 0; i <= job.Workers; i++ {
+		var log strings.Builder
+		for s := 0; s <= 481; s++ {
+			at := start.Add(time.Duration(s) * 2 * time.Second).Add(time.Duration(i) * time.Millisecond)
+			log.WriteString(at.Format(time.RFC3339Nano) + " " + "[rank" + strconv.Itoa(i) + "]:step " + strconv.Itoa(s) + " loss 1.8 lr 2e-5\n")
+		}
+		k.SetLog(ns, job.PodName(i), "pytorch", false, []byte(log.String()))
+		rank := i
+		k.Container(ns, job.PodName(i), "pytorch").MakePipe("/fr/fr_dump_pipe_"+strconv.Itoa(rank)+".pipe", func(ct *testcluster.Container, _ []byte) {
+			ct.WriteFile("/fr/comm_lib_trace_rank_"+strconv.Itoa(rank), sampleDump(t, rank))
+		})
+	}
+
+	dir := t.TempDir()
+	startWatcher(t, env.kubeconfig, dir, "-n", ns, "--leader-elect=false", "--flight-recorder-exec",
+		"--fr-trigger-after", "2s", "--fr-trigger-wait", "30s", "--pending-after", "0")
+	ev := waitEvent(t, c, ns, "llama", 2*time.Minute)
+	t.Log(ev.Message)
+	require.Equal(t, corev1.EventTypeWarning, ev.Type)
+	require.Equal(t, watch.TriggerHang, pytorchJob(t, c, ns, "llama").GetAnnotations()[watch.AnnotationTrigger])
+
+	for i := 0; i <= job.Workers; i++ {
+		execs := k.Container(ns, job.PodName(i), "pytorch").Execs()
+		require.Contains(t, execs, []string{"dd", "if=/dev/zero", "of=/fr/fr_dump_pipe_" + strconv.Itoa(i) + ".pipe", "bs=1", "count=1", "conv=nocreat,notrunc", "oflag=nonblock"}, "pod %d", i)
+	}
+	got := bundles(t, dir)
+	require.Len(t, got, 1, "%q", got)
+	path := filepath.Join(dir, got[0])
+	for i := 0; i <= job.Workers; i++ {
+		name := "flightrecorder/" + ns + "/" + job.PodName(i) + "/comm_lib_trace_rank_" + strconv.Itoa(i)
+		_, err := frtrace.Decode([]byte(fileInTar(t, path, name)), frtrace.DefaultLimits())
+		require.NoError(t, err, name)
+	}
+	rep := readReportJSON(t, strings.TrimSuffix(path, ".tar.gz")+".json")
+	require.NotNil(t, rep.RootCause)
+	require.Equal(t, "llama-worker-1", rep.RootCause.Pod)
+	require.NotNil(t, rep.RootCause.Rank)
+	require.Equal(t, 2, *rep.RootCause.Rank)
+	require.Contains(t, ev.Message, "llama-worker-1")
+
+	require.Empty(t, k.Container(ns, quiet.PodName(0), "pytorch").Execs(), "a job without a debug pipe is never exec'd into")
+	require.Empty(t, coronerEvents(t, c, ns, "nopipe"))
+	time.Sleep(3 * time.Second)
+	require.Len(t, coronerEvents(t, c, ns, "llama"), 1, "a hung job is triggered once")
 }

@@ -28,14 +28,20 @@ type Job struct {
 	Running bool
 	// FlightRecorder, when set, is the TORCH_FR_DUMP_TEMP_FILE the containers set.
 	FlightRecorder string
+	// DebugPipe, when set, is the TORCH_NCCL_DEBUG_INFO_PIPE_FILE the containers set.
+	DebugPipe string
 }
 
-// frEnv is the container's flight recorder variable, as a YAML flow item after another.
+// frEnv is the container's flight recorder variables, as YAML flow items after another.
 func (j Job) frEnv() string {
-	if j.FlightRecorder == "" {
-		return ""
+	s := ""
+	if j.FlightRecorder != "" {
+		s += fmt.Sprintf(", {name: TORCH_FR_DUMP_TEMP_FILE, value: %q}", j.FlightRecorder)
 	}
-	return fmt.Sprintf(", {name: TORCH_FR_DUMP_TEMP_FILE, value: %q}", j.FlightRecorder)
+	if j.DebugPipe != "" {
+		s += fmt.Sprintf(", {name: TORCH_NCCL_DEBUG_INFO_PIPE_FILE, value: %q}", j.DebugPipe)
+	}
+	return s
 }
 
 // PodName is the name of pod i (0 = master, or launcher).

@@ -153,7 +153,7 @@ func (c *controller) triggerDumps(ctx context.Context, pods []*corev1.Pod, log *
 	}
 	for _, t := range collect.TriggerDumps(ctx, full, c.opts.Collect.Exec, c.opts.DumpTrigger) {
 		if t.Err != nil {
-			c.m.errors.WithLabelValues("exec").Inc()
+			c.m.errors.WithLabelValues("fr-trigger").Inc()
 			log.Warn("hang: flight recorder dump", "pod", t.Pod, "container", t.Container, "ranks", t.Ranks, "dumped", t.Dumped, "err", t.Err)
 			continue
 		}

@@ -4,15 +4,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/collect"
@@ -42,6 +46,32 @@ func sampleDump(t *testing.T, rank int) []byte {
 	return b
 }
 
+// requireSampleDumps checks that the bundle at path holds, for pods 0 to last of the job,
+// rank i's sample dump (sampleDump) as pod i's, read back whole: the same entries, the last
+// one in the same state.
+func requireSampleDumps(t *testing.T, path string, job testcluster.Job, last int) {
+	t.Helper()
+	for i := 0; i <= last; i++ {
+		name := "flightrecorder/" + job.Namespace + "/" + job.PodName(i) + "/comm_lib_trace_rank_" + strconv.Itoa(i)
+		got, err := frtrace.Decode([]byte(fileInTar(t, path, name)), frtrace.DefaultLimits())
+		require.NoError(t, err, name)
+		want, err := frtrace.Decode(sampleDump(t, i), frtrace.DefaultLimits())
+		require.NoError(t, err)
+		require.Equal(t, len(want.Entries), len(got.Entries), name)
+		require.Equal(t, want.Entries[len(want.Entries)-1].State, got.Entries[len(got.Entries)-1].State, name)
+	}
+}
+
+// startCollectorE2E starts the harness with deploy/rbac.yaml applied in namespace ns (and no
+// opt-in), and returns the kubeconfig of its collector user.
+func startCollectorE2E(t *testing.T, ns string) (*testcluster.Cluster, *testcluster.Kubelet, string) {
+	env := startE2E(t)
+	rbac, err := os.ReadFile("../../deploy/rbac.yaml")
+	require.NoError(t, err)
+	env.c.ApplyYAML(t, env.kubelet, strings.ReplaceAll(string(rbac), "namespace: ml", "namespace: "+ns))
+	return env.c, env.kubelet, env.c.Kubeconfig(t, testcluster.CollectorToken, "collector", ns)
+}
+
 // TestCollectFlightRecorderE2E: `collect --flight-recorder-exec` against a real kube-apiserver,
 // whose pods/exec the fake kubelet serves with the streaming protocol, into the in-memory
 // filesystems of running containers. Without the opt-in RBAC (deploy/flight-recorder-exec.yaml)
@@ -52,13 +82,8 @@ func sampleDump(t *testing.T, rank int) []byte {
 // exec, and an exec into it fails as a kubelet makes it fail. Without the flag, coroner never
 // execs.
 func TestCollectFlightRecorderE2E(t *testing.T) {
-	env := startE2E(t)
-	c, k := env.c, env.kubelet
-	rbac, err := os.ReadFile("../../deploy/rbac.yaml")
-	require.NoError(t, err)
 	const ns = "frns"
-	c.ApplyYAML(t, k, strings.ReplaceAll(string(rbac), "namespace: ml", "namespace: "+ns))
-	kc := c.Kubeconfig(t, testcluster.CollectorToken, "collector", ns)
+	c, k, kc := startCollectorE2E(t, ns)
 	hang := testcluster.Job{Namespace: ns, Name: "hang", Workers: 3, Running: true, FlightRecorder: "/fr/comm_lib_trace_rank_"}
 	c.CreateJob(t, k, hang)
 	done := testcluster.Job{Namespace: ns, Name: "done", Workers: 1, FlightRecorder: "/fr/comm_lib_trace_rank_"}
@@ -111,15 +136,7 @@ func TestCollectFlightRecorderE2E(t *testing.T) {
 	})
 	require.Equal(t, []string{"pod/hang-worker-2 container pytorch: flight recorder dump comm_lib_trace_rank_3 is over 1048576 bytes: not kept"}, gaps)
 	require.Equal(t, [][]string{{"ls", "-1", "--", "/fr"}, {"cat", "--", "/fr/comm_lib_trace_rank_0"}}, k.Container(ns, hang.PodName(0), "pytorch").Execs()[0:2])
-	for i := 0; i <= 2; i++ {
-		name := "flightrecorder/" + ns + "/" + hang.PodName(i) + "/comm_lib_trace_rank_" + strconv.Itoa(i)
-		got, err := frtrace.Decode([]byte(fileInTar(t, path, name)), frtrace.DefaultLimits())
-		require.NoError(t, err, name)
-		want, err := frtrace.Decode(sampleDump(t, i), frtrace.DefaultLimits())
-		require.NoError(t, err)
-		require.Equal(t, len(want.Entries), len(got.Entries), name)
-		require.Equal(t, want.Entries[len(want.Entries)-1].State, got.Entries[len(got.Entries)-1].State, name)
-	}
+	requireSampleDumps(t, path, hang, 2)
 
 	// An exec into a terminated container fails at the kubelet, as a real one makes it fail.
 	cfg := c.Config(testcluster.CollectorToken)
@@ -183,11 +200,7 @@ func TestWatchFlightRecorderHangE2E(t *testing.T) {
 	got := bundles(t, dir)
 	require.Len(t, got, 1, "%q", got)
 	path := filepath.Join(dir, got[0])
-	for i := 0; i <= job.Workers; i++ {
-		name := "flightrecorder/" + ns + "/" + job.PodName(i) + "/comm_lib_trace_rank_" + strconv.Itoa(i)
-		_, err := frtrace.Decode([]byte(fileInTar(t, path, name)), frtrace.DefaultLimits())
-		require.NoError(t, err, name)
-	}
+	requireSampleDumps(t, path, job, job.Workers)
 	rep := readReportJSON(t, strings.TrimSuffix(path, ".tar.gz")+".json")
 	require.NotNil(t, rep.RootCause)
 	require.Equal(t, "llama-worker-1", rep.RootCause.Pod)
@@ -199,4 +212,64 @@ func TestWatchFlightRecorderHangE2E(t *testing.T) {
 	require.Empty(t, coronerEvents(t, c, ns, "nopipe"))
 	time.Sleep(3 * time.Second)
 	require.Len(t, coronerEvents(t, c, ns, "llama"), 1, "a hung job is triggered once")
+}
+
+// TestCollectFlightRecorderReaderE2E: the containers of a failed job are gone, and its dumps
+// sit on the PersistentVolumeClaim each pod mounted at its dump prefix. `collect
+// --flight-recorder-reader-image` reads them with a short-lived reader pod per claim, which the
+// harness's kubelet runs (its claim mounted, its fixed argv run by the real coroner), and
+// deletes it afterwards. Without the opt-in RBAC (deploy/flight-recorder-reader.yaml) creating
+// the pod is refused and each container is a gap saying so.
+func TestCollectFlightRecorderReaderE2E(t *testing.T) {
+	const ns = "frreader"
+	c, k, kc := startCollectorE2E(t, ns)
+	job := testcluster.Job{Namespace: ns, Name: "gone", Workers: 1, FlightRecorder: "/fr/comm_lib_trace_rank_", DumpClaims: "fr-dumps"}
+	c.CreateJob(t, k, job)
+	for i := 0; i <= job.Workers; i++ {
+		k.Claim(ns, "fr-dumps-"+strconv.Itoa(i)).WriteFile("/comm_lib_trace_rank_"+strconv.Itoa(i), sampleDump(t, i))
+	}
+	var mu sync.Mutex
+	var ran [][]string
+	k.RunPods(t, collect.ReaderLabel, func(ctx context.Context, args []string, root string, out io.Writer) int {
+		mu.Lock()
+		ran = append(ran, append([]string(nil), args...))
+		mu.Unlock()
+		// The container's filesystem is under root: its paths are root+path.
+		args = append([]string(nil), args...)
+		args[len(args)-1] = root + args[len(args)-1]
+		return Main(ctx, args, &IOStreams{Out: out, ErrOut: io.Discard})
+	})
+
+	collectTo := func() string {
+		out := filepath.Join(t.TempDir(), "b.tar.gz")
+		code, _, stderr := eventually(t, func() (int, string, string) {
+			return collectCLI(t, "pytorchjob/gone", "--kubeconfig", kc, "-o", out, "--flight-recorder-reader-image", "registry.local/coroner:test")
+		})
+		require.Equal(t, 0, code, "stderr: %s", stderr)
+		return out
+	}
+	gaps := execGaps(readManifest(t, collectTo()))
+	require.Len(t, gaps, 2, "%q", gaps)
+	for _, g := range gaps {
+		require.Contains(t, g, "flight recorder dumps /fr/comm_lib_trace_rank_*: forbidden by RBAC: reader pod for claim fr-dumps-")
+	}
+
+	grant, err := os.ReadFile("../../deploy/flight-recorder-reader.yaml")
+	require.NoError(t, err)
+	c.ApplyYAML(t, k, strings.ReplaceAll(string(grant), "namespace: ml", "namespace: "+ns))
+	var path string
+	waitFor(t, 60*time.Second, "the reader grant to reach the authorizer", func() bool {
+		path = collectTo()
+		gaps = execGaps(readManifest(t, path))
+		return len(gaps) == 0 || !strings.Contains(gaps[0], "forbidden")
+	})
+	require.Empty(t, gaps)
+	requireSampleDumps(t, path, job, job.Workers)
+	mu.Lock()
+	require.Len(t, ran, 2)
+	require.Equal(t, collect.ReaderArgs("/fr/comm_lib_trace_rank_", collect.DefaultMaxFlightRecordBytes), ran[0])
+	mu.Unlock()
+	left, err := c.Kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + collect.ReaderLabel})
+	require.NoError(t, err)
+	require.Empty(t, left.Items, "the reader pods are deleted")
 }

@@ -59,7 +59,7 @@ func (c *controller) checkHangs(ctx context.Context) {
 		if marked {
 			continue
 		}
-		last, ok := c.lastProgress(ctx, c.podsOf(keys[i], u))
+		last, ok := c.lastProgress(ctx, c.podsOf(keys[i], u), now.Add(-c.opts.HangAfter))
 		if !ok || now.Sub(last) < c.opts.HangAfter {
 			continue
 		}
@@ -72,8 +72,9 @@ func (c *controller) checkHangs(ctx context.Context) {
 }
 
 // lastProgress is the time of the newest log line of the pods' running containers that set a
-// debug pipe; false when none does.
-func (c *controller) lastProgress(ctx context.Context, pods []*corev1.Pod) (time.Time, bool) {
+// debug pipe; false when none does. It stops reading at the first line after recent: the job
+// progresses, and a large job costs one log read per check while it does.
+func (c *controller) lastProgress(ctx context.Context, pods []*corev1.Pod, recent time.Time) (time.Time, bool) {
 	var last time.Time
 	found := false
 	for _, p := range pods {
@@ -94,6 +95,9 @@ func (c *controller) lastProgress(ctx context.Context, pods []*corev1.Pod) (time
 			}
 			if at.After(last) {
 				last = at
+			}
+			if last.After(recent) {
+				return last, true
 			}
 		}
 	}

@@ -42,6 +42,8 @@ var exitStatuses = []exitStatus{
 	{exitOK, []string{"rules lint"}, "every rule is valid and every example holds"},
 	{exitOK, []string{"store migrate"}, "the schema is at the latest version"},
 	{exitOK, []string{"fleet query"}, "the view (or the list of views) was printed"},
+	{exitOK, []string{"flight-recorder-read"}, "the dumps were printed (one that cannot be read is a line saying why)"},
+	{exitError, []string{"flight-recorder-read"}, "error: the directory of PREFIX cannot be read"},
 	{exitOK, []string{"watch"}, "stopped by a signal (SIGTERM, Ctrl-C), after letting go of held pods and the Lease"},
 	{exitOK, []string{"mcp"}, "the client ended the session (closed coroner's standard input), or a signal stopped the server once it served"},
 	{exitError, []string{"analyze"}, "error: an unreadable or hostile bundle, input that is neither a bundle nor log lines (an empty directory or file, a directory of bundles, a bundle's logs/ folder: \"0 lines read\"), a bad rule file, a --rules directory that does not exist, a --store that cannot be reached or written (the report is still written); one line on stderr"},

@@ -239,6 +239,26 @@ func duration(sec float64) string {
 	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
+// xids writes a node's Xid codes with their interruptions, the four most frequent.
+func xids(xs []store.XidCount) string {
+	var parts []string
+	for i, x := range xs {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("%d more", len(xs)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d)", x.Xid, x.Interruptions))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// partial says whether the period holds only part of a week (the first or the last).
+func (v *view) partial(week time.Time) bool {
+	return (v.Since != nil && week.Before(*v.Since)) || week.AddDate(0, 0, 7).After(v.Until)
+}
+
+func count(n int) string { return thousands(int64(n)) }
+
 func percent(rate float64) string { return strconv.FormatFloat(100*rate, 'f', 1, 64) + "%" }
 
 // dimensionTitles name the failure rates' dimensions.

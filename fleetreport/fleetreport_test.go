@@ -35,7 +35,7 @@ func sample() *store.FleetReport {
 			{Category: "unknown", Fault: "unknown", Interruptions: 3, SharePercent: 33.3, GPUHoursLost: 200},
 			{Category: "cuda-oom", Fault: "user", Interruptions: 2, SharePercent: 22.2, GPUHoursLost: 11},
 		},
-		Nodes: []store.NodeFailures{{Cluster: "prod", Node: hostile, Hardware: 4, Interruptions: 4, Xids: []string{"48", "79"}, Last: monday}},
+		Nodes: []store.NodeFailures{{Cluster: "prod", Node: hostile, Hardware: 4, Interruptions: 4, Xids: []store.XidCount{{Xid: "79", Interruptions: 3}, {Xid: "48", Interruptions: 1}}, Last: monday}},
 		FailureRates: []store.FailureRate{
 			{Dimension: "namespace", Value: hostile, Runs: 10, Failures: 5, Rate: 0.5},
 			{Dimension: "image", Value: "img:1", Runs: 4, Failures: 1, Rate: 0.25},
@@ -89,9 +89,17 @@ func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(out, "<svg "))
 	assert.Contains(t, out, "<title>week of 2026-03-02: gpu-hardware 3</title>")
 	assert.Contains(t, out, "<title>week of 2026-03-16: unknown 3</title>")
+	assert.Contains(t, out, `class="partial"><title>week of 2026-02-23 (part of the week): gpu-hardware 1</title>`, "the period starts on a Saturday")
+	assert.Equal(t, 2, strings.Count(out, `class="partial"`), "one segment in each chart; the last week is whole")
 	assert.Equal(t, 2*4, strings.Count(out, "<rect "), "4 segments in each chart")
-	for _, want := range []string{"12,346", "321", "2.6%", "1m 35s", "2h 1m", "48, 79", "50.0%", "transient (a retry can help)"} {
+	for _, want := range []string{"12,346", "321", "2.6%", "1m 35s", "2h 1m", "79 (3), 48 (1)", "50.0%", "transient (a retry can help)"} {
 		assert.Contains(t, out, want)
+	}
+}
+
+func TestGridSteps(t *testing.T) {
+	for most, want := range map[int]float64{0: 1, 3: 1, 5: 1, 6: 2, 10: 2, 11: 5, 25: 5, 26: 10, 404: 100, 501: 200, 2600: 1000} {
+		assert.Equal(t, want, niceStep(most), "tallest bar %d", most)
 	}
 }
 

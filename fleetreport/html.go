@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 )
 
 //go:embed fleet.html.tmpl
@@ -19,7 +18,8 @@ var htmlTmpl = template.Must(template.New("fleet").Funcs(template.FuncMap{
 	"percent":   percent,
 	"dimension": dimensionTitle,
 	"retry":     retryTitle,
-	"join":      strings.Join,
+	"xids":      xids,
+	"count":     count,
 	"date":      func(t interface{ Format(string) string }) string { return t.Format("2006-01-02") },
 	"width": func(share float64) string {
 		return strconv.FormatFloat(math.Max(0, math.Min(100, share)), 'f', 1, 64) + "%"
@@ -54,6 +54,8 @@ type svgChart struct {
 
 type svgRect struct {
 	X, Y, W, H, Fill, Title string
+	// Partial marks a week the period holds only part of.
+	Partial bool
 }
 
 type svgLine struct {
@@ -81,11 +83,8 @@ func newChart(v *view, c chart, caption string) *svgChart {
 	for _, vals := range c.Values {
 		most = max(most, total(vals))
 	}
-	step := niceStep(float64(most) / 4)
-	top := step * math.Ceil(float64(most)/step)
-	if top == 0 {
-		top = step
-	}
+	step := niceStep(most)
+	top := step * math.Max(1, math.Ceil(float64(most)/step))
 	y := func(n float64) float64 { return plotBot - (plotBot-plotTop)*n/top }
 	for t := 0.0; t <= top+step/2; t += step {
 		s.Grid = append(s.Grid, svgLine{X1: f1(plotLeft), Y1: f1(y(t)), X2: f1(chartW - 4), Y2: f1(y(t))})
@@ -96,13 +95,17 @@ func newChart(v *view, c chart, caption string) *svgChart {
 	everyWeek := len(v.Weeks) <= 16
 	for i, w := range v.Weeks {
 		x := plotLeft + slot*float64(i) + (slot-bw)/2
+		part, note := v.partial(w), ""
+		if part {
+			note = " (part of the week)"
+		}
 		base := 0
 		for j, n := range c.Values[i] {
 			if n == 0 {
 				continue
 			}
 			s.Bars = append(s.Bars, svgRect{X: f1(x), Y: f1(y(float64(base + n))), W: f1(bw), H: f1(y(float64(base)) - y(float64(base+n))),
-				Fill: c.Series[j].Color, Title: fmt.Sprintf("week of %s: %s %d", w.Format("2006-01-02"), c.Series[j].Name, n)})
+				Fill: c.Series[j].Color, Partial: part, Title: fmt.Sprintf("week of %s%s: %s %d", w.Format("2006-01-02"), note, c.Series[j].Name, n)})
 			base += n
 		}
 		label := ""
@@ -126,17 +129,14 @@ func newChart(v *view, c chart, caption string) *svgChart {
 	return s
 }
 
-// niceStep is the gridline step for about x per step: 1, 2 or 5 times a power of ten, at
-// least 1 (counts are whole).
-func niceStep(x float64) float64 {
-	if x <= 1 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(x)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= x {
-			return m * p
+// niceStep is the gridline step for a chart whose tallest bar is most: the smallest of 1,
+// 2 and 5 times a power of ten that needs at most five steps (counts are whole).
+func niceStep(most int) float64 {
+	for p := 1.0; ; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if float64(most) <= 5*m*p {
+				return m * p
+			}
 		}
 	}
-	return 10 * p
 }

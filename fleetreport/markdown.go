@@ -49,7 +49,7 @@ func renderMarkdown(w io.Writer, v *view) error {
 		fmt.Fprint(b, "| cluster | node | hardware | collective | CUDA | interruptions | Xid | last |\n|---|---|--:|--:|--:|--:|---|---|\n")
 		for _, n := range v.Nodes {
 			fmt.Fprintf(b, "| %s | %s | %d | %d | %d | %d | %s | %s |\n", md(n.Cluster), md(n.Node), n.Hardware, n.Collective, n.CUDA,
-				n.Interruptions, md(strings.Join(n.Xids, ", ")), n.Last.Format("2006-01-02"))
+				n.Interruptions, md(xids(n.Xids)), n.Last.Format("2006-01-02"))
 		}
 	}
 	fmt.Fprint(b, "\n## Failure rates\n")

@@ -69,12 +69,20 @@ type NodeFailures struct {
 	Cluster string `json:"cluster"`
 	Node    string `json:"node"`
 	// Hardware, Collective and CUDA count the interruptions with such a finding on the node.
-	Hardware      int       `json:"hardware"`
-	Collective    int       `json:"collective"`
-	CUDA          int       `json:"cuda"`
-	Interruptions int       `json:"interruptions"`
-	Xids          []string  `json:"xids"`
-	Last          time.Time `json:"last"`
+	Hardware      int `json:"hardware"`
+	Collective    int `json:"collective"`
+	CUDA          int `json:"cuda"`
+	Interruptions int `json:"interruptions"`
+	// Xids are the Xid codes the node's findings show, with their interruptions, most
+	// first.
+	Xids []XidCount `json:"xids"`
+	Last time.Time  `json:"last"`
+}
+
+// XidCount is one Xid code of a node and the interruptions that show it.
+type XidCount struct {
+	Xid           string `json:"xid"`
+	Interruptions int    `json:"interruptions"`
 }
 
 // FailureRate is the runs and failures of one cluster, namespace, kind or image.
@@ -170,15 +178,30 @@ func (s *Store) Report(ctx context.Context, o ReportOptions) (*FleetReport, erro
 			count(DISTINCT analysis_id) FILTER (WHERE kind = 'hardware'),
 			count(DISTINCT analysis_id) FILTER (WHERE kind = 'collective'),
 			count(DISTINCT analysis_id) FILTER (WHERE kind = 'cuda'),
-			count(DISTINCT analysis_id),
-			coalesce(array_agg(DISTINCT xid ORDER BY xid) FILTER (WHERE xid IS NOT NULL), '{}'), max(at)
+			count(DISTINCT analysis_id), max(at)
 		  FROM fleet_node_failures WHERE` + in + `GROUP BY cluster, node ORDER BY 3 DESC, 4 DESC, 5 DESC, 1, 2 LIMIT $3`,
 			func(rows pgx.Rows) error {
-				var n NodeFailures
-				err := rows.Scan(&n.Cluster, &n.Node, &n.Hardware, &n.Collective, &n.CUDA, &n.Interruptions, &n.Xids, &n.Last)
+				n := NodeFailures{Xids: []XidCount{}}
+				err := rows.Scan(&n.Cluster, &n.Node, &n.Hardware, &n.Collective, &n.CUDA, &n.Interruptions, &n.Last)
 				n.Last = n.Last.UTC()
 				r.Nodes = append(r.Nodes, n)
 				return err
+			}},
+		// The ranked nodes' Xid codes.
+		{`SELECT cluster, node, xid, count(DISTINCT analysis_id) FROM fleet_node_failures
+		  WHERE` + in + `AND xid IS NOT NULL GROUP BY cluster, node, xid ORDER BY 1, 2, 4 DESC, 3`,
+			func(rows pgx.Rows) error {
+				var cluster, node string
+				var x XidCount
+				if err := rows.Scan(&cluster, &node, &x.Xid, &x.Interruptions); err != nil {
+					return err
+				}
+				for i := range r.Nodes {
+					if n := &r.Nodes[i]; n.Cluster == cluster && n.Node == node {
+						n.Xids = append(n.Xids, x)
+					}
+				}
+				return nil
 			}},
 		{`SELECT dimension, value, runs, failures, failures::double precision / runs, lost FROM (
 			SELECT dimension, value, count(*) AS runs, count(*) FILTER (WHERE failed) AS failures, sum(gpu_hours_lost) AS lost,

@@ -111,8 +111,8 @@ func TestReportCountsByHand(t *testing.T) {
 		{Week: week2, Category: "cuda-oom", Fault: "user", Interruptions: 1, GPUHoursLost: 2},
 	}, rep.Weekly)
 	assert.Equal(t, []NodeFailures{
-		{Cluster: "c1", Node: "n1", Hardware: 2, Interruptions: 2, Xids: []string{"48", "79"}, Last: t0.Add(24 * h)},
-		{Cluster: "c1", Node: "n2", Collective: 1, Interruptions: 1, Xids: []string{}, Last: t0.Add(8 * 24 * h)},
+		{Cluster: "c1", Node: "n1", Hardware: 2, Interruptions: 2, Xids: []XidCount{{"48", 1}, {"79", 1}}, Last: t0.Add(24 * h)},
+		{Cluster: "c1", Node: "n2", Collective: 1, Interruptions: 1, Xids: []XidCount{}, Last: t0.Add(8 * 24 * h)},
 	}, rep.Nodes)
 	rates := map[string]FailureRate{}
 	for _, f := range rep.FailureRates {

@@ -18,21 +18,38 @@ CROSS JOIN LATERAL (
     UNION ALL SELECT DISTINCT 'image', i FROM unnest(f.images) AS i
 ) d;
 
--- fleet_retries: each failed attempt with what its retry lineage (fleet_lineage) did next:
--- succeeded, failed again of the same cause, failed otherwise, or not retried (yet). A
--- transient cause that fails again of the same cause is a retry that did not help; a permanent
--- cause retried is a retry that could not.
+-- A job's retry lineage (as fleet_lineage's): its controlling owner, else its kind and name.
+CREATE INDEX jobs_by_lineage ON jobs (cluster, namespace,
+    (coalesce(nullif(owner_kind || '/' || owner_name, '/'), kind || '/' || name)), created_at, uid);
+
+-- fleet_retries: each failed attempt with what the next run of its retry lineage (as
+-- fleet_lineage orders them) did: succeeded, failed again of the same cause, failed
+-- otherwise, or not retried (yet). A transient cause that fails again of the same cause is a
+-- retry that did not help; a permanent cause retried is a retry that could not. The next run
+-- is looked up for each failure (jobs_by_lineage), so a period reads its own rows only.
 CREATE VIEW fleet_retries AS
-SELECT l.at, l.cluster, l.namespace, l.lineage, l.name, l.uid, l.attempt, l.run,
-       coalesce(l.category, 'unknown') AS category, coalesce(l.retry, 'unknown') AS retry,
-       l.next_verdict, l.next_category,
-       CASE WHEN l.next_verdict IS NULL THEN 'not retried'
-            WHEN l.next_verdict = 'healthy' THEN 'succeeded'
-            WHEN l.next_verdict = 'unhealthy' AND l.next_category IS NOT DISTINCT FROM l.category THEN 'failed again'
-            WHEN l.next_verdict = 'unhealthy' THEN 'failed otherwise'
+SELECT f.at, f.cluster, f.namespace, l.lineage, f.name, f.uid, f.attempt,
+       coalesce(f.category, 'unknown') AS category, coalesce(f.retry, 'unknown') AS retry,
+       n.verdict AS next_verdict, n.category AS next_category,
+       CASE WHEN n.verdict IS NULL THEN 'not retried'
+            WHEN n.verdict = 'healthy' THEN 'succeeded'
+            WHEN n.verdict = 'unhealthy' AND n.category IS NOT DISTINCT FROM f.category THEN 'failed again'
+            WHEN n.verdict = 'unhealthy' THEN 'failed otherwise'
             ELSE 'unknown' END AS outcome
-FROM fleet_lineage l
-WHERE l.verdict = 'unhealthy';
+FROM fleet_analyses f
+CROSS JOIN LATERAL (SELECT coalesce(nullif(f.owner_kind || '/' || f.owner_name, '/'), f.kind || '/' || f.name) AS lineage) l
+LEFT JOIN LATERAL (
+    SELECT a.verdict, a.category
+    FROM jobs j
+    JOIN current_analyses c ON c.job_id = j.id
+    JOIN analyses a ON a.id = c.analysis_id
+    WHERE j.cluster = f.cluster AND j.namespace = f.namespace
+      AND coalesce(nullif(j.owner_kind || '/' || j.owner_name, '/'), j.kind || '/' || j.name) = l.lineage
+      AND (j.created_at, j.uid, c.attempt) > (f.job_created_at, f.uid, f.attempt)
+    ORDER BY j.created_at, j.uid, c.attempt
+    LIMIT 1
+) n ON true
+WHERE f.verdict = 'unhealthy';
 
 -- fleet_diagnosis_delays: for each interruption, the time from the failure to its first
 -- diagnosis, in seconds (never below zero: clocks of a cluster and a watcher disagree).

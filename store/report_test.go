@@ -146,3 +146,58 @@ func TestReportCountsByHand(t *testing.T) {
 	assert.Len(t, top.Nodes, 1)
 	assert.Len(t, top.FailureRates, 4, "one cluster, namespace, kind and image")
 }
+
+func TestTrialBesideCurrentThenPromoted(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	t0 := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	runs := []run{
+		{uid: "a", ns: "n", kind: "Job", created: t0, verdict: "unhealthy", cause: "cuda-error", fault: "user", retry: "permanent", failed: t0},
+		{uid: "b", ns: "n", kind: "Job", created: t0, verdict: "unhealthy", cause: "cuda-oom", fault: "user", retry: "permanent", failed: t0},
+		{uid: "c", ns: "n", kind: "Job", created: t0, verdict: "unhealthy", failed: t0},
+	}
+	for _, r := range runs {
+		require.NoError(t, s.Put(ctx, r.analysis()))
+	}
+	// New rules read a's CUDA error as the GPU's, and name c's cause; b is unchanged. The
+	// trial's analyses are made later than the current ones, and still do not replace them.
+	trial := []run{runs[0], runs[1], runs[2]}
+	trial[0].cause, trial[0].fault, trial[0].xid = "gpu-hardware", "hardware", "79"
+	trial[2].cause, trial[2].fault = "hang", "platform"
+	for i := range trial {
+		trial[i].rules, trial[i].delay = "rules-2", 24*time.Hour
+		require.NoError(t, s.PutTrial(ctx, "xid-79", trial[i].analysis()))
+	}
+	before, err := s.Report(ctx, ReportOptions{Until: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, 3, before.Totals.Interruptions)
+	assert.Equal(t, "cuda-error", before.Causes[0].Category, "the views count the current analyses only")
+
+	c, err := s.CompareTrial(ctx, "xid-79")
+	require.NoError(t, err)
+	assert.Equal(t, &TrialComparison{Trial: "xid-79", Attempts: 3, Changed: 2,
+		Causes: []TrialCause{{"cuda-oom", 1, 1}, {"cuda-error", 1, 0}, {"gpu-hardware", 0, 1}, {"hang", 0, 1}, {"unknown", 1, 0}},
+		Changes: []TrialChange{{"cuda-error", "gpu-hardware", 1}, {"unknown", "hang", 1}},
+	}, c)
+	_, err = s.CompareTrial(ctx, "nope")
+	assert.ErrorAs(t, err, new(*NoTrialError))
+
+	n, err := s.Promote(ctx, "xid-79")
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	after, err := s.Report(ctx, ReportOptions{Until: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, 3, after.Totals.Interruptions, "promoted, still one analysis per attempt")
+	got := map[string]int{}
+	for _, c := range after.Causes {
+		got[c.Category] = c.Interruptions
+	}
+	assert.Equal(t, map[string]int{"gpu-hardware": 1, "cuda-oom": 1, "hang": 1}, got)
+	_, err = s.Promote(ctx, "xid-79")
+	assert.ErrorAs(t, err, new(*NoTrialError), "a trial is promoted once")
+	// The watcher's queue replaying an old analysis does not undo the promotion.
+	require.NoError(t, s.Put(ctx, runs[0].analysis()))
+	again, err := s.Report(ctx, ReportOptions{Until: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, after.Causes, again.Causes)
+}

@@ -20,6 +20,7 @@ var htmlTmpl = template.Must(template.New("fleet").Funcs(template.FuncMap{
 	"retry":     retryTitle,
 	"xids":      xids,
 	"count":     count,
+	"delta":     func(from, to int) string { return fmt.Sprintf("%+d", to-from) },
 	"date":      func(t interface{ Format(string) string }) string { return t.Format("2006-01-02") },
 	"width": func(share float64) string {
 		return strconv.FormatFloat(math.Max(0, math.Min(100, share)), 'f', 1, 64) + "%"

@@ -32,6 +32,8 @@ type FleetReport struct {
 	Retries []RetryOutcome `json:"retries"`
 	// Diagnosis is the time from failures to their first diagnosis.
 	Diagnosis DiagnosisDelay `json:"diagnosis"`
+	// Trial, when asked for, compares a trial with the current analyses (CompareTrial).
+	Trial *TrialComparison `json:"trial,omitempty"`
 }
 
 // Totals are the period's counts.

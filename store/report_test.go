@@ -176,7 +176,7 @@ func TestTrialBesideCurrentThenPromoted(t *testing.T) {
 	c, err := s.CompareTrial(ctx, "xid-79")
 	require.NoError(t, err)
 	assert.Equal(t, &TrialComparison{Trial: "xid-79", Attempts: 3, Changed: 2,
-		Causes: []TrialCause{{"cuda-oom", 1, 1}, {"cuda-error", 1, 0}, {"gpu-hardware", 0, 1}, {"hang", 0, 1}, {"unknown", 1, 0}},
+		Causes:  []TrialCause{{"cuda-oom", 1, 1}, {"cuda-error", 1, 0}, {"gpu-hardware", 0, 1}, {"hang", 0, 1}, {"unknown", 1, 0}},
 		Changes: []TrialChange{{"cuda-error", "gpu-hardware", 1}, {"unknown", "hang", 1}},
 	}, c)
 	_, err = s.CompareTrial(ctx, "nope")

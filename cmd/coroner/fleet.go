@@ -25,7 +25,7 @@ func NewCmdFleet(io *IOStreams) *cobra.Command {
 		Long: `Read the fleet store that 'coroner analyze --store' and 'coroner watch --store' fill
 (docs/fleet.md): the weekly report of what failed, and its documented views.`,
 	}
-	cmd.AddCommand(newCmdFleetQuery(io), newCmdFleetReport(io), newCmdFleetSeed(io))
+	cmd.AddCommand(newCmdFleetQuery(io), newCmdFleetReport(io), newCmdFleetReanalyze(io), newCmdFleetPromote(io), newCmdFleetSeed(io))
 	return cmd
 }
 

@@ -23,6 +23,7 @@ type FleetReportOptions struct {
 	Since  string
 	Until  string
 	Top    int
+	Trial  string
 	Format string
 	Output string
 	Quiet  bool
@@ -52,6 +53,7 @@ its diagnosis. HTML draws its charts as inline SVG: one self-contained file, no 
 	f.StringVar(&opts.Since, "since", "30d", "count failures from this long ago on (`AGE`: 30d, 12h, 2w; all: everything)")
 	f.StringVar(&opts.Until, "until", "", "count failures before this `TIME` (2026-07-01 or RFC 3339; default: now)")
 	f.IntVar(&opts.Top, "top", 20, "list at most `N` nodes, and N of each failure rate's clusters, namespaces, kinds and images")
+	f.StringVar(&opts.Trial, "trial", "", "also compare the trial `NAME` (fleet reanalyze) with the current analyses")
 	f.StringVar(&opts.Format, "format", "", "html, md or json (default: from -o's extension, else md)")
 	f.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` (complete or not at all)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "with -o, print nothing")
@@ -96,6 +98,11 @@ func runFleetReport(ctx context.Context, opts *FleetReportOptions, io *IOStreams
 	r, err := s.Report(ctx, store.ReportOptions{Since: since, Until: until, Top: opts.Top})
 	if err != nil {
 		return storeError(err)
+	}
+	if opts.Trial != "" {
+		if r.Trial, err = s.CompareTrial(ctx, opts.Trial); err != nil {
+			return err
+		}
 	}
 	return emitReport(ctx, io, opts.Output, format, opts.Quiet,
 		func(w goio.Writer) error { return fleetreport.Render(w, r, format) },

@@ -54,7 +54,7 @@ func TestWatchStoreE2E(t *testing.T) {
 	require.Equal(t, "file://"+filepath.Join(dir, "ws-oom", "train-job", "20260314T100215Z.tar.gz"), row["bundle_uri"])
 }
 
-// TestWatchFleetE2E: with both --store and --bundle-store, a failed job ends as a bundle in
+// TestWatchFleetE2E: with both --store and --bundle-store ($CORONER_BUNDLE_STORE), a failed job ends as a bundle in
 // the bucket (versitygw) and as rows in the store that point at it; the fleet report counts
 // it, and the bundle is analyzed again from the bucket to the same cause.
 func TestWatchFleetE2E(t *testing.T) {
@@ -66,8 +66,9 @@ func TestWatchFleetE2E(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 
 	env.c.LoadSample(t, filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank"), "wf-oom", env.kubelet)
-	w := startWatcher(t, env.kubeconfig, t.TempDir(), "-n", "wf-oom", "--store", dsn, "--cluster-name", "e2e",
-		"--bundle-store", "s3://bundles/fleet")
+	// The bucket as the Deployment gives it, from the Secret coroner-bundle-store.
+	t.Setenv(bundleStoreEnv, "s3://bundles/fleet")
+	w := startWatcher(t, env.kubeconfig, t.TempDir(), "-n", "wf-oom", "--store", dsn, "--cluster-name", "e2e")
 	waitEvent(t, env.c, "wf-oom", "train-job", 60*time.Second)
 	waitFor(t, 20*time.Second, "the store's write", func() bool { return w.metric(`coroner_watch_store_writes_total{result="ok"}`) == 1 })
 

@@ -135,3 +135,18 @@ func TestEmptyPeriod(t *testing.T) {
 	}
 	assert.Error(t, Render(&bytes.Buffer{}, r, "pdf"))
 }
+
+func TestTrialComparison(t *testing.T) {
+	r := sample()
+	r.Trial = &store.TrialComparison{Trial: "xid-79", Attempts: 5, Changed: 2,
+		Causes:  []store.TrialCause{{Outcome: "cuda-error", Current: 3, Trial: 1}, {Outcome: "gpu-hardware", Current: 0, Trial: 2}},
+		Changes: []store.TrialChange{{From: "cuda-error", To: "gpu-hardware", Count: 2}}}
+	html := render(t, r, "html")
+	assert.Contains(t, html, "<h2>Trial xid-79 against the current analyses</h2>")
+	assert.Contains(t, html, `<tr><td>cuda-error</td><td class="n">3</td><td class="n">1</td><td class="n">-2</td></tr>`)
+	assert.Contains(t, html, `<tr><td>cuda-error</td><td>gpu-hardware</td><td class="n">2</td></tr>`)
+	md := render(t, r, "md")
+	assert.Contains(t, md, "5 job attempts re-analyzed, 2 with another outcome.")
+	assert.Contains(t, md, "| gpu-hardware | 0 | 2 | +2 |")
+	assert.NotContains(t, render(t, sample(), "md"), "Trial", "no trial asked, no section")
+}

@@ -19,7 +19,23 @@ func renderMarkdown(w io.Writer, v *view) error {
 	if v.Diagnosis.Count > 0 {
 		fmt.Fprintf(b, " · diagnosed in %s (median; 90%%: %s)", duration(v.Diagnosis.MedianSeconds), duration(v.Diagnosis.P90Seconds))
 	}
-	fmt.Fprint(b, "\n\n## Interruptions by root cause\n\n")
+	if tr := v.Trial; tr != nil {
+		fmt.Fprintf(b, "\n\n## Trial %s against the current analyses\n\n%d job attempts re-analyzed, %d with another outcome.\n\n",
+			md(tr.Trial), tr.Attempts, tr.Changed)
+		fmt.Fprint(b, "| outcome | current | trial | change |\n|---|--:|--:|--:|\n")
+		for _, c := range tr.Causes {
+			fmt.Fprintf(b, "| %s | %d | %d | %+d |\n", md(c.Outcome), c.Current, c.Trial, c.Trial-c.Current)
+		}
+		if len(tr.Changes) > 0 {
+			fmt.Fprint(b, "\n| current | trial | attempts |\n|---|---|--:|\n")
+			for _, c := range tr.Changes {
+				fmt.Fprintf(b, "| %s | %s | %d |\n", md(c.From), md(c.To), c.Count)
+			}
+		}
+		fmt.Fprint(b, "\n## Interruptions by root cause\n\n")
+	} else {
+		fmt.Fprint(b, "\n\n## Interruptions by root cause\n\n")
+	}
 	if len(v.Causes) == 0 {
 		fmt.Fprint(b, "No interruption in the period.\n")
 	} else {

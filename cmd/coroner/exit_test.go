@@ -17,20 +17,24 @@ import (
 // return, from the one table, and no other command's.
 func TestExitStatusHelp(t *testing.T) {
 	want := map[string][]int{
-		"analyze":       {0, 1, 2, 3, 130, 143},
-		"search":        {0, 1, 2, 130, 143},
-		"collect":       {0, 1, 2, 130, 143},
-		"redact":        {0, 1, 2, 130, 143},
-		"rules list":    {0, 1, 2},
-		"rules show":    {0, 1, 2},
-		"rules lint":    {0, 1, 2},
-		"prompts list":  {0, 1, 2},
-		"prompts show":  {0, 1, 2},
-		"watch":         {0, 1, 2},
-		"mcp":           {0, 1, 2, 130, 143},
-		"diff":          {0, 1, 3, 2, 130, 143},
-		"store migrate": {0, 1, 2},
-		"fleet query":   {0, 1, 2},
+		"analyze":         {0, 1, 2, 3, 130, 143},
+		"search":          {0, 1, 2, 130, 143},
+		"collect":         {0, 1, 2, 130, 143},
+		"redact":          {0, 1, 2, 130, 143},
+		"rules list":      {0, 1, 2},
+		"rules show":      {0, 1, 2},
+		"rules lint":      {0, 1, 2},
+		"prompts list":    {0, 1, 2},
+		"prompts show":    {0, 1, 2},
+		"watch":           {0, 1, 2},
+		"mcp":             {0, 1, 2, 130, 143},
+		"diff":            {0, 1, 3, 2, 130, 143},
+		"store migrate":   {0, 1, 2},
+		"fleet query":     {0, 1, 2},
+		"fleet report":    {0, 1, 2},
+		"fleet reanalyze": {0, 1, 2},
+		"fleet promote":   {0, 1, 2},
+		"fleet seed":      {0, 1, 2},
 	}
 	root := NewCmdRoot(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	seen := map[string]bool{}

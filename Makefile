@@ -57,8 +57,9 @@ E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)"
 	CORONER_VERSITYGW="$$(./scripts/versitygw.sh)"
 
 e2e:
-	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E|TestCollectFlightRecorderReaderE2E|TestWatchFlightRecorderHangE2E|TestWatchStoreE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E|TestCollectFlightRecorderReaderE2E|TestWatchFlightRecorderHangE2E|TestWatchStoreE2E|TestWatchFleetE2E|TestReanalyzeApplyE2E' ./cmd/coroner/
 	$(E2E_ENV) $(GO) test -count=1 -run 'TestBucketAgainstVersitygw' ./bucket/
+	$(E2E_ENV) $(GO) test -count=1 -run 'TestReanalyzeShardsIntoATrial' ./cmd/coroner/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh

@@ -32,6 +32,10 @@ func TestExitStatusHelp(t *testing.T) {
 		"store migrate":        {0, 1, 2},
 		"fleet query":          {0, 1, 2},
 		"flight-recorder-read": {0, 1, 2},
+		"fleet report":         {0, 1, 2},
+		"fleet reanalyze":      {0, 1, 2},
+		"fleet promote":        {0, 1, 2},
+		"fleet seed":           {0, 1, 2},
 	}
 	root := NewCmdRoot(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	seen := map[string]bool{}

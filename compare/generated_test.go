@@ -72,14 +72,17 @@ func TestGeneratedPairs(t *testing.T) {
 		section string
 		check   func(t *testing.T, c *Change)
 		others  []string // the sections that must stay empty
+		// progress checks the first progress change, when the plant makes one besides its
+		// section's.
+		progress func(t *testing.T, c *Change)
 	}{
-		{"noise only", func(*testing.T, string) {}, "", nil, []string{SectionSpec, SectionLogs, SectionProgress, SectionDiagnosis}},
+		{"noise only", func(*testing.T, string) {}, "", nil, []string{SectionSpec, SectionLogs, SectionProgress, SectionDiagnosis}, nil},
 		{"new image tag", func(t *testing.T, bad string) {
 			editAll(t, bad, "resources", func(s string) string { return strings.ReplaceAll(s, "llm:2.4.1", "llm:2.5.0") })
 		}, SectionSpec, func(t *testing.T, c *Change) {
 			assert.Equal(t, "image", c.Kind)
 			assert.Equal(t, "registry.local/ml/llm:2.5.0", c.Bad)
-		}, []string{SectionLogs, SectionProgress}},
+		}, []string{SectionLogs, SectionProgress}, nil},
 		{"a new warning on one rank", func(t *testing.T, bad string) {
 			edit(t, bad, worker, func(s string) string {
 				return lines(s, func(i int, l string) string {
@@ -97,7 +100,7 @@ func TestGeneratedPairs(t *testing.T) {
 			assert.Equal(t, []string{"big-train-worker-6"}, c.Template.Pods)
 			assert.Equal(t, "logs/ml/big-train-worker-6/pytorch.log", c.Template.First.Path)
 			assert.Equal(t, 102, c.Template.First.Line)
-		}, []string{SectionSpec}},
+		}, []string{SectionSpec}, nil},
 		{"nan from step 150 on the master", func(t *testing.T, bad string) {
 			edit(t, bad, "logs/ml/big-train-master-0/pytorch.log", func(s string) string {
 				return lines(s, func(_ int, l string) string {
@@ -118,7 +121,33 @@ func TestGeneratedPairs(t *testing.T) {
 			assert.Contains(t, c.Template.Text, "loss nan")
 			assert.Equal(t, []string{"big-train-master-0"}, c.Template.Pods)
 			assert.InDelta(t, 149, c.Template.First.Step, 2, "after about 149 step lines")
-		}, []string{SectionSpec}},
+		}, []string{SectionSpec}, func(t *testing.T, c *Change) {
+			assert.Equal(t, "nonfinite", c.Kind)
+			assert.Equal(t, "loss", c.Progress.Metric)
+			assert.Equal(t, int64(150), c.Progress.Step, "the step the line names")
+			assert.Equal(t, "big-train-master-0", c.Path)
+		}},
+		{"loss four times higher from step 100 on the master", func(t *testing.T, bad string) {
+			edit(t, bad, "logs/ml/big-train-master-0/pytorch.log", func(s string) string {
+				return lines(s, func(_ int, l string) string {
+					var step int
+					var loss float64
+					if i := strings.Index(l, "]: step "); i > 0 {
+						fmt.Sscanf(l[i+len("]: step "):], "%d", &step)
+					}
+					if i, j := strings.Index(l, "| loss "), strings.Index(l, " | lr"); step >= 100 && i > 0 && j > i {
+						if _, err := fmt.Sscanf(l[i+len("| loss "):j], "%g", &loss); err == nil {
+							l = l[:i] + fmt.Sprintf("| loss %.4f", 4*loss) + l[j:]
+						}
+					}
+					return l
+				})
+			})
+		}, SectionProgress, func(t *testing.T, c *Change) {
+			assert.Equal(t, "curve", c.Kind)
+			assert.Equal(t, "loss", c.Progress.Metric)
+			assert.InDelta(t, 4, c.Progress.Ratio, 0.5)
+		}, []string{SectionSpec, SectionLogs}, nil},
 		{"a slower rank", func(t *testing.T, bad string) {
 			// worker-6's clock runs at half speed from its first line: each step takes twice as long.
 			edit(t, bad, worker, func(s string) string {
@@ -139,7 +168,7 @@ func TestGeneratedPairs(t *testing.T) {
 			assert.Equal(t, "straggler", c.Kind)
 			assert.Equal(t, "big-train-worker-6", c.Path)
 			assert.InDelta(t, 2, c.Progress.Ratio, 0.1)
-		}, []string{SectionSpec}},
+		}, []string{SectionSpec}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bad := generate(t, ranks, 64<<10, 2)
@@ -155,6 +184,11 @@ func TestGeneratedPairs(t *testing.T) {
 			got := r.Section(tt.section)
 			require.NotEmpty(t, got, "the plant is found")
 			tt.check(t, got[0])
+			if tt.progress != nil {
+				got := r.Section(SectionProgress)
+				require.NotEmpty(t, got, "the plant changes the curves")
+				tt.progress(t, got[0])
+			}
 		})
 	}
 

@@ -36,7 +36,7 @@ var arrows = map[string][]string{
 	"narrate":          {"report", "analyze", "index", "bundle", "bundle/redact"},
 	"narrate/ollama":   {"narrate"},
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
-	"compare":          {"diagnose", "analyze", "report", "index", "parse", "bundle/redact"},
+	"compare":          {"diagnose", "analyze", "report", "index", "parse", "bundle/redact", "logscan"},
 	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile", "store", "bucket"},
 	"mcpserver":        {"diagnose", "search", "report", "analyze", "index", "bundle", "bundle/redact"},
 	"store":            {"diagnose", "analyze", "report", "internal/outfile"},

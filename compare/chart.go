@@ -29,10 +29,10 @@ func curveChart(p *CurvePair) htmltemplate.HTML {
 		if s == nil {
 			continue
 		}
-		for _, pt := range s.Points {
-			xmin, xmax = min(xmin, pt.X), max(xmax, pt.X)
-			if finite(pt.Y) {
-				ymin, ymax = math.Min(ymin, pt.Y), math.Max(ymax, pt.Y)
+		for i, x := range s.X {
+			xmin, xmax = min(xmin, x), max(xmax, x)
+			if y := s.Y[i]; y != nil {
+				ymin, ymax = math.Min(ymin, *y), math.Max(ymax, *y)
 			}
 		}
 	}
@@ -89,13 +89,14 @@ func curveChart(p *CurvePair) htmltemplate.HTML {
 			}
 			seg = seg[:0]
 		}
-		for _, pt := range run.s.Points {
-			if !finite(pt.Y) {
+		for i, x := range run.s.X {
+			y := run.s.Y[i]
+			if y == nil {
 				flush()
-				fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" style="fill:%s">×</text>`, sx(pt.X), top-6, run.color)
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" style="fill:%s">×</text>`, sx(x), top-6, run.color)
 				continue
 			}
-			seg = append(seg, fmt.Sprintf("%.1f,%.1f", sx(pt.X), sy(pt.Y)))
+			seg = append(seg, fmt.Sprintf("%.1f,%.1f", sx(x), sy(*y)))
 		}
 		flush()
 		label := fmt.Sprintf("%s %s", run.name, run.s.Pod)
@@ -113,7 +114,7 @@ func points(s *Series) int {
 	if s == nil {
 		return 0
 	}
-	return len(s.Points)
+	return len(s.X)
 }
 
 func xName(byStep bool) string {

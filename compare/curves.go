@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -64,39 +63,9 @@ type Series struct {
 	Min  float64 `json:"min"`
 	Max  float64 `json:"max"`
 	Last float64 `json:"last"`
-	// Points are at most 128 evenly spaced [x, value] pairs; a non-finite value is null.
-	Points []XY `json:"points"`
-}
-
-// XY is a point of a curve, written [x, y] (y null when not finite).
-type XY struct {
-	X int64
-	Y float64
-}
-
-// MarshalJSON writes [x, y].
-func (p XY) MarshalJSON() ([]byte, error) {
-	y := "null"
-	if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
-		y = strconv.FormatFloat(p.Y, 'g', 6, 64)
-	}
-	return []byte("[" + strconv.FormatInt(p.X, 10) + "," + y + "]"), nil
-}
-
-// UnmarshalJSON reads [x, y] (null: NaN).
-func (p *XY) UnmarshalJSON(b []byte) error {
-	var v [2]*float64
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	if v[0] == nil {
-		return fmt.Errorf("a point without x")
-	}
-	p.X, p.Y = int64(*v[0]), math.NaN()
-	if v[1] != nil {
-		p.Y = *v[1]
-	}
-	return nil
+	// X and Y are at most 128 evenly spaced points; a non-finite value is null.
+	X []int64    `json:"x,omitempty"`
+	Y []*float64 `json:"y,omitempty"`
 }
 
 // procRef is a process's curves with where they come from.
@@ -174,7 +143,7 @@ func seriesOf(p procRef, c *curve, byStep bool) *Series {
 		return nil
 	}
 	s := &Series{Pod: p.pod, Path: p.path, Rank: p.rank, Lines: c.count, NonFinite: c.nonFinite,
-		Min: round3(c.min), Max: round3(c.max), Last: round3(c.last), Points: []XY{}}
+		Min: round3(c.min), Max: round3(c.max), Last: round3(c.last), X: []int64{}, Y: []*float64{}}
 	if c.firstBad != nil {
 		x := xOf(*c.firstBad, byStep)
 		s.FirstNonFinite = &x
@@ -183,7 +152,13 @@ func seriesOf(p procRef, c *curve, byStep bool) *Series {
 		if byStep && pt.Step < 0 {
 			continue
 		}
-		s.Points = append(s.Points, XY{X: xOf(pt, byStep), Y: pt.Value})
+		s.X = append(s.X, xOf(pt, byStep))
+		var y *float64
+		if finite(pt.Value) {
+			v := pt.Value
+			y = &v
+		}
+		s.Y = append(s.Y, y)
 	}
 	return s
 }
@@ -310,12 +285,12 @@ func curveChange(label, role string, pair *CurvePair) *Change {
 	if pair.Good == nil || pair.Bad == nil {
 		return nil
 	}
-	g, b := pair.Good.Points, pair.Bad.Points
-	if len(g) < minSteps || len(b) < minSteps {
+	g, b := pair.Good, pair.Bad
+	if len(g.X) < minSteps || len(b.X) < minSteps {
 		return nil
 	}
-	end := min(g[len(g)-1].X, b[len(b)-1].X)
-	start := max(g[0].X, b[0].X)
+	end := min(g.X[len(g.X)-1], b.X[len(b.X)-1])
+	start := max(g.X[0], b.X[0])
 	if end <= start {
 		return nil
 	}
@@ -344,11 +319,11 @@ func curveChange(label, role string, pair *CurvePair) *Change {
 }
 
 // tailMedian is the median of the finite values with x in [from, to].
-func tailMedian(ps []XY, from, to int64) float64 {
+func tailMedian(s *Series, from, to int64) float64 {
 	var vs []float64
-	for _, p := range ps {
-		if p.X >= from && p.X <= to && !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
-			vs = append(vs, p.Y)
+	for i, x := range s.X {
+		if x >= from && x <= to && s.Y[i] != nil {
+			vs = append(vs, *s.Y[i])
 		}
 	}
 	if len(vs) == 0 {

@@ -38,7 +38,7 @@ var arrows = map[string][]string{
 	"diagnose":         {"analyze", "report", "index", "logscan", "parse", "bundle", "bundle/redact"},
 	"compare":          {"diagnose", "analyze", "report", "index", "parse", "bundle/redact", "logscan"},
 	"watch":            {"diagnose", "analyze", "report", "bundle", "bundle/collect", "internal/outfile", "store", "bucket"},
-	"mcpserver":        {"diagnose", "search", "report", "analyze", "index", "bundle", "bundle/redact"},
+	"mcpserver":        {"diagnose", "search", "report", "analyze", "index", "bundle", "bundle/redact", "compare"},
 	"store":            {"diagnose", "analyze", "report", "internal/outfile"},
 	"bucket":           nil,
 	"cmd/coroner":      {"*"},

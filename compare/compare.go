@@ -71,8 +71,8 @@ type Side struct {
 type Change struct {
 	Section string `json:"section"`
 	// Kind says what differs: finding-new, finding-gone, image, command, env, resources,
-	// replicas, policy, scheduling, node, spec; template-new, template-gone, template-shift;
-	// step-time, straggler.
+	// replicas, policy, scheduling, node, version, spec; template-new, template-gone,
+	// template-shift; step-time, straggler, nonfinite, curve, throughput.
 	Kind string `json:"kind"`
 	// Score orders changes within a section: how often such a difference explains a failure.
 	Score int    `json:"score"`
@@ -120,7 +120,7 @@ func Compare(ctx context.Context, goodRun, badRun *Run, version string, opts Opt
 	if err != nil {
 		return nil, err
 	}
-	r.Changes = append(r.Changes, specChanges(good, bad, red)...)
+	r.Changes = append(r.Changes, specChanges(goodRun, badRun, red)...)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

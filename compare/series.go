@@ -116,10 +116,19 @@ type procCurves struct {
 // logCurves are what one log's progress lines gave.
 type logCurves struct {
 	procs []*procCurves
-	// shapes memo, by shape id, whether a line of the shape names a metric (1) or not (-1).
-	shapes []int8
+	// versions are the versions the log printed, by component (see versionPatterns).
+	versions map[string]map[string]bool
+	// shapes memo, by shape id, what lines of the shape may hold (shapeMetric,
+	// shapeVersion), once shapeSeen is set.
+	shapes []uint8
 	lower  []byte
 }
+
+const (
+	shapeSeen uint8 = 1 << iota
+	shapeMetric
+	shapeVersion
+)
 
 func (l *logCurves) proc(rank int) *procCurves {
 	for _, p := range l.procs {
@@ -172,24 +181,39 @@ func (cv *Curves) log(i int) *logCurves {
 }
 
 func (l *logCurves) visit(s *logscan.Scanned) {
+	what := shapeMetric | shapeVersion
 	if sh := s.Shape; sh != nil {
 		for sh.ID >= len(l.shapes) {
 			l.shapes = append(l.shapes, 0)
 		}
-		switch l.shapes[sh.ID] {
-		case -1:
-			return
-		case 0:
-			l.shapes[sh.ID] = -1
-			if namesMetric(l.lowered(s.Text)) {
-				l.shapes[sh.ID] = 1
+		m := &l.shapes[sh.ID]
+		if *m&shapeSeen == 0 {
+			// Lines of a shape differ only in their variable words: what the first holds, the
+			// others hold.
+			*m = shapeSeen
+			text := l.lowered(s.Text)
+			if namesMetric(text) {
+				*m |= shapeMetric
 			}
-			if l.shapes[sh.ID] < 0 {
-				return
+			if mayHaveVersion(text) {
+				*m |= shapeVersion
 			}
 		}
+		what = *m
+	}
+	if what&(shapeMetric|shapeVersion) == 0 {
+		return
 	}
 	text := l.lowered(s.Text)
+	if what&shapeVersion != 0 && mayHaveVersion(text) {
+		if l.versions == nil {
+			l.versions = map[string]map[string]bool{}
+		}
+		readVersions(s.Text, l.versions)
+	}
+	if what&shapeMetric == 0 {
+		return
+	}
 	var vals [3]float64
 	var found [3]bool
 	any := false

@@ -13,8 +13,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/internal/samplegen"
 )
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
 
 // generate writes a samplegen bundle (a master and ranks-1 workers, one rank out of GPU memory,
 // the others timing out in NCCL) of about perRank bytes of log a rank; seeds give other values.
@@ -205,7 +214,8 @@ func TestGeneratedPairs(t *testing.T) {
 }
 
 // TestThousandRanks: two runs of 1,024 ranks that differ by noise and one error line on one
-// rank give that line alone; the time and heap a diff takes are reported.
+// rank give that line alone, within analyze's memory budget for two runs; the time and heap a
+// diff takes are reported.
 func TestThousandRanks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates two bundles of 1,024 pods")
@@ -220,16 +230,28 @@ func TestThousandRanks(t *testing.T) {
 			return l + "\n" + ts + " [rank601]: ERROR: checkpoint shard 3 failed its checksum, re-reading it"
 		})
 	})
+	// What analyze holds of one run (its diagnosis and open index) is the budget: a diff holds
+	// two runs, their curves and the report, and no more than twice that and a few MiB.
+	base := liveHeap()
+	opts := diagnose.DefaultOptions()
+	opts.Version = "test"
+	one, err := diagnose.Run(context.Background(), diagnose.Input{Paths: []string{bad}}, opts)
+	require.NoError(t, err)
+	analyzed := liveHeap() - base
+	require.NoError(t, one.Close())
+
+	base = liveHeap()
 	start := time.Now()
 	g, b := run(t, good), run(t, bad)
 	diagnosed := time.Since(start)
 	start = time.Now()
 	r, err := Compare(context.Background(), g, b, "test", Options{})
 	require.NoError(t, err)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	t.Logf("1,024 ranks: diagnosed in %s, compared in %s, heap in use %d MiB, %d changes", diagnosed.Round(time.Millisecond),
-		time.Since(start).Round(time.Millisecond), ms.HeapInuse>>20, len(r.Changes))
+	compared := time.Since(start)
+	held := liveHeap() - base
+	t.Logf("1,024 ranks: diagnosed in %s, compared in %s; live heap: analyze %d MiB, diff %d MiB; %d changes", diagnosed.Round(time.Millisecond),
+		compared.Round(time.Millisecond), analyzed>>20, held>>20, len(r.Changes))
+	assert.LessOrEqual(t, held, 2*analyzed+16<<20, "a diff holds two runs as analyze holds one, and its report")
 	logs := r.Section(SectionLogs)
 	require.Len(t, logs, 1, "%v", titles(r.Changes))
 	assert.Equal(t, "template-new", logs[0].Kind)

@@ -273,7 +273,11 @@ func nonFiniteChange(label, role, metric string, good, bad []procRef, byStep boo
 	case math.IsInf(pt.Value, -1):
 		val = "-inf"
 	}
-	return &Change{Section: SectionProgress, Kind: "nonfinite", Score: 400, Role: role, Path: at.pod,
+	score := 390
+	if metric == MetricLoss {
+		score = 400 // the loss is what a reader watches; its grad norm says why
+	}
+	return &Change{Section: SectionProgress, Kind: "nonfinite", Score: score, Role: role, Path: at.pod,
 		Title: fmt.Sprintf("%s: %s is %s from %s in BAD (%s; GOOD's is finite throughout)", label, metric, val, where, at.pod),
 		Good:  "finite", Bad: val + " from " + where,
 		Progress: &ProgressChange{Pod: at.pod, Metric: metric, Step: xOf(pt, byStep)}}

@@ -169,7 +169,7 @@ func (s *Server) diff(ctx context.Context, in DiffIn) (DiffOut, error) {
 		if len(head) > budget/2 && in.Points {
 			out.Progress = withoutPoints(rep.Progress)
 			head, _ = json.Marshal(out)
-			out.Warnings = append(slices.Clone(out.Warnings), "the curves' points do not fit in one answer: they are left out (coroner diff --format json has them)")
+			out.Warnings = append(slices.Clone(out.Warnings), "the curves' points do not fit in one answer with the changes: they are left out (the diff's JSON report has them)")
 		}
 		budget -= len(head)
 	}

@@ -19,11 +19,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // run diagnoses an input as `coroner diff` does.
-func run(t *testing.T, path string) *diagnose.Diagnosis {
+func run(t *testing.T, path string) *Run {
 	t.Helper()
 	opts := diagnose.DefaultOptions()
 	opts.Version = "test"
-	d, err := diagnose.Run(context.Background(), diagnose.Input{Paths: []string{path}}, opts)
+	d, err := Diagnose(context.Background(), diagnose.Input{Paths: []string{path}}, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d

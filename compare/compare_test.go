@@ -172,11 +172,13 @@ func TestGolden(t *testing.T) {
 // TestHTMLEscapesBundleText: text from a bundle cannot become markup in the HTML.
 func TestHTMLEscapesBundleText(t *testing.T) {
 	r := &Report{Good: Side{Name: "<script>alert(1)</script>"}, Bad: Side{Name: "b"}, Changes: []*Change{
-		{Section: SectionSpec, Kind: "env", Path: "x env A", Title: "<img src=x onerror=alert(1)>", Good: "<b>", Bad: "</td>"},
+		{Section: SectionSpec, Kind: "env", Path: "x env A", Title: "<img src=x onerror=alert(1)>", Good: "<b>", Bad: "</td>\x1b]2;pwned\a\u202e"},
 	}}
 	var out bytes.Buffer
 	require.NoError(t, Render(&out, r, "html"))
 	assert.NotContains(t, out.String(), "<script>alert")
+	assert.False(t, strings.ContainsAny(out.String(), "\x1b\a\u202e"), "cat diff.html must not drive the terminal")
+	assert.Contains(t, out.String(), `\x1b]2;pwned\a\u202e`)
 	assert.NotContains(t, out.String(), "<img src=x")
 	assert.Contains(t, out.String(), "default-src 'none'")
 }

@@ -276,15 +276,16 @@ func renderHTML(w io.Writer, r *Report) error {
 			secs = append(secs, htmlSection{Name: s, Changes: cs, Omitted: r.Omitted[s]})
 		}
 	}
-	bw := bufio.NewWriter(w)
-	if err := htmlTmpl.Execute(bw, struct {
+	var page strings.Builder
+	if err := htmlTmpl.Execute(&page, struct {
 		R        *Report
 		Sections []htmlSection
 		Top      *Change
 	}{r, secs, r.Top()}); err != nil {
 		return err
 	}
-	return bw.Flush()
+	_, err := io.WriteString(w, report.HTMLSafe(page.String()))
+	return err
 }
 
 // paceChart draws the step time of every rank of both runs on one chart: a bar a rank, GOOD's

@@ -15,7 +15,7 @@ import (
 )
 
 // hostile is text a bundle could put in a namespace, node or image name.
-const hostile = `<script>alert(1)</script>|x](http://evil.example)"'`
+const hostile = "<script>alert(1)</script>|x](http://evil.example)\"'\x1b[2J"
 
 func sample() *store.FleetReport {
 	monday := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
@@ -83,6 +83,8 @@ func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	out := render(t, sample(), "html")
 	assert.NotContains(t, out, "<script>", "bundle text is escaped")
 	assert.Contains(t, out, "&lt;script&gt;alert(1)&lt;/script&gt;")
+	assert.False(t, strings.ContainsAny(out, "\x1b\a"), "cat fleet.html must not drive the terminal")
+	assert.Contains(t, out, `\x1b[2J`, "the escape is shown as text")
 	assert.NotRegexp(t, regexp.MustCompile(`(?i)<script|<link|<img|src=|href=|@import|url\(`), out,
 		"no script, no stylesheet, nothing fetched: one file that works offline")
 	// The charts: one bar segment per non-empty (week, series), with its count in its tooltip.
@@ -107,6 +109,7 @@ func TestMarkdownEscapesAndCounts(t *testing.T) {
 	out := render(t, sample(), "md")
 	assert.NotContains(t, out, "<script>")
 	assert.NotContains(t, out, "](http", "no link from bundle text")
+	assert.NotContains(t, out, "\x1b", "no terminal escape from bundle text")
 	assert.Contains(t, out, "| gpu-hardware | hardware | 4 | 44.4% | 110 |")
 	assert.Contains(t, out, "| 2026-03-09 | 0 | 0 | 0 | 0 | 0 |", "the empty week is a row")
 	assert.Contains(t, out, "| 2026-03-02 | 3 | 0 | 2 | 0 | 5 |")

@@ -7,6 +7,9 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
+
+	"github.com/coroner-dev/coroner/report"
 )
 
 //go:embed fleet.html.tmpl
@@ -39,7 +42,12 @@ func renderHTML(w io.Writer, v *view) error {
 		data.CauseChart = newChart(v, v.ByCause, "Interruptions per week, by root cause")
 		data.FaultChart = newChart(v, v.ByFault, "Interruptions per week, by fault")
 	}
-	return htmlTmpl.Execute(w, data)
+	var page strings.Builder
+	if err := htmlTmpl.Execute(&page, data); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, report.HTMLSafe(page.String()))
+	return err
 }
 
 // svgChart is a stacked bar chart as SVG primitives; the template draws them, and

@@ -46,6 +46,8 @@ const (
 	maxAnalyzerMessage = 1000
 	// maxListedPods bounds the pods a gap names one by one.
 	maxListedPods = 5
+	// maxPodList bounds a PodList read for the names of the pods without logs.
+	maxPodList = 64 << 20
 )
 
 // tsKinds are the folders (and files) of cluster-resources/ read as resources: what an
@@ -366,8 +368,12 @@ func (b *Bundle) gapsOfTroubleshoot(t *tree, srcOf map[string]string, linked map
 		if len(missing) > len(listed) {
 			more = fmt.Sprintf(" and %d more", len(missing)-len(listed))
 		}
+		why := "troubleshoot's default spec keeps the logs only of pods it judges unhealthy, so running ranks have none (a logs collector on the job's pods keeps them all)"
+		if len(linked) > 0 {
+			why = "no logs collector of the spec kept them, nor did cluster-resources (a pod that never started has none)"
+		}
 		b.Gaps = append(b.Gaps, Gap{Step: "logs", Object: fmt.Sprintf("%d pod(s)", len(missing)),
-			Message: "no logs: troubleshoot's default spec keeps the logs only of pods it judges unhealthy, so running ranks have none (a logs collector on the job's pods keeps them all): " + strings.Join(listed, ", ") + more})
+			Message: "no logs: " + why + ": " + strings.Join(listed, ", ") + more})
 	}
 	if cut > 0 {
 		b.Gaps = append(b.Gaps, Gap{Step: "logs", Object: fmt.Sprintf("%d log(s)", cut),
@@ -383,7 +389,10 @@ func (t *tree) pods() []string {
 		if !ok || strings.Contains(rest, "/") || !strings.HasSuffix(rest, ".json") {
 			continue
 		}
-		data, err := t.head(p, 16<<20)
+		if t.sizes[p] > maxPodList {
+			continue // parse says it is over the resource limit
+		}
+		data, err := t.head(p, maxPodList)
 		if err != nil {
 			continue
 		}

@@ -94,7 +94,7 @@ func TestTroubleshootBundle(t *testing.T) {
 			require.Equal(t, []Gap{
 				{Step: "open", Object: "cluster-resources/pods/logs/ml/train-job-worker-0/pytorch.log", Message: "a link to outside the bundle: not followed"},
 				{Step: "logs", Object: "ml/train-job-worker-1/pytorch", Message: `troubleshoot could not collect them: failed to get log stream: container "pytorch" in pod "train-job-worker-1" is waiting to start: ContainerCreating`},
-				{Step: "logs", Object: "2 pod(s)", Message: "no logs: troubleshoot's default spec keeps the logs only of pods it judges unhealthy, so running ranks have none (a logs collector on the job's pods keeps them all): ml/train-job-worker-0, ml/train-job-worker-1"},
+				{Step: "logs", Object: "2 pod(s)", Message: "no logs: no logs collector of the spec kept them, nor did cluster-resources (a pod that never started has none): ml/train-job-worker-0, ml/train-job-worker-1"},
 				{Step: "logs", Object: "1 log(s)", Message: "kept by troubleshoot's default spec: only the last 500 lines or 5 MB of each (early lines lost) and no timestamps"},
 			}, b.Gaps)
 			require.Len(t, b.Analysis, 2)
@@ -157,4 +157,24 @@ func TestTroubleshootTarballLinks(t *testing.T) {
 	data, err := fs.ReadFile(b.FS, "logs/ml/train-job-worker-3/pytorch.log")
 	require.NoError(t, err, "a link inside the bundle is read as its target")
 	require.Contains(t, string(data), "RuntimeError: boom")
+}
+
+// TestTroubleshootDefaultSpecGaps: without a logs collector, the gaps say that troubleshoot's
+// default spec kept no logs of the running pods and cut those it kept.
+func TestTroubleshootDefaultSpecGaps(t *testing.T) {
+	dir := t.TempDir()
+	pods := filepath.Join(dir, "pods.json")
+	require.NoError(t, os.WriteFile(pods, []byte(`{"kind":"PodList","items":[
+		{"metadata":{"namespace":"ml","name":"w-0"}},{"metadata":{"namespace":"ml","name":"w-1"}},
+		{"metadata":{"namespace":"ml","name":"w-2"}}]}`), 0o644))
+	tr := &tree{
+		files: map[string]string{"cluster-resources/pods/ml.json": pods, "cluster-resources/pods/logs/ml/w-1/c.log": "/nonexistent"},
+		sizes: map[string]int64{"cluster-resources/pods/ml.json": 200},
+	}
+	b := &Bundle{Files: []File{{Path: "logs/ml/w-1/c.log"}}}
+	b.gapsOfTroubleshoot(tr, map[string]string{"logs/ml/w-1/c.log": "cluster-resources/pods/logs/ml/w-1/c.log"}, nil)
+	require.Equal(t, []Gap{
+		{Step: "logs", Object: "2 pod(s)", Message: "no logs: troubleshoot's default spec keeps the logs only of pods it judges unhealthy, so running ranks have none (a logs collector on the job's pods keeps them all): ml/w-0, ml/w-2"},
+		{Step: "logs", Object: "1 log(s)", Message: "kept by troubleshoot's default spec: only the last 500 lines or 5 MB of each (early lines lost) and no timestamps"},
+	}, b.Gaps)
 }

@@ -79,13 +79,17 @@ spec:
 	return s
 }
 
-// evidenceOf is the root cause's first evidence line: its source, file, line and text.
+// evidenceOf is the root cause's first evidence line: its source, log file, line, object and text.
 func evidenceOf(r *report.Report) string {
 	if r.RootCause == nil || len(r.RootCause.Evidence) == 0 {
 		return ""
 	}
 	e := r.RootCause.Evidence[0]
-	return strings.Join([]string{string(e.Source), e.File, strconv.Itoa(e.Line), e.Object, e.Text}, " | ")
+	file := e.File
+	if e.Source != "log" {
+		file = "" // a resource's file is where each layout keeps it (a pod's YAML, a PodList)
+	}
+	return strings.Join([]string{string(e.Source), file, strconv.Itoa(e.Line), e.Object, e.Text}, " | ")
 }
 
 func TestTroubleshootE2E(t *testing.T) {

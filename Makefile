@@ -48,22 +48,24 @@ corpus: build
 
 # End-to-end tests against a real kube-apiserver and etcd on 127.0.0.1 (see internal/testcluster).
 # kube-apiserver (and kubectl, which renders deploy/'s Kustomizations) is built once from the
-# k8s.io/kubernetes module and cached, versitygw (the S3 server of the bundle store's tests) from
-# its module; etcd comes from
+# k8s.io/kubernetes module and cached, versitygw (the S3 server of the bundle store's tests) and
+# troubleshoot's support-bundle CLI (the troubleshoot parity test) from their modules; etcd comes from
 # Debian's etcd-server (.ci/run installs it).
 E2E_ENV = CORONER_E2E=1 CORONER_KUBE_APISERVER="$$(./scripts/kube-apiserver.sh)" \
 	CORONER_KUBECTL="$$(TOOL=kubectl ./scripts/kube-apiserver.sh)" \
 	CORONER_ETCD="$$(command -v etcd || echo 'etcd-not-installed:apt-get-install-etcd-server')" \
-	CORONER_VERSITYGW="$$(./scripts/versitygw.sh)"
+	CORONER_VERSITYGW="$$(./scripts/versitygw.sh)" \
+	CORONER_SUPPORT_BUNDLE="$$(./scripts/support-bundle.sh)"
 
 e2e:
-	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E|TestCollectFlightRecorderReaderE2E|TestWatchFlightRecorderHangE2E|TestWatchStoreE2E|TestWatchFleetE2E|TestReanalyzeApplyE2E' ./cmd/coroner/
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -run 'TestCollectE2E|TestWatchE2E|TestWatchRBACE2E|TestWatchNamespacedE2E|TestCollectFlightRecorderE2E|TestCollectFlightRecorderReaderE2E|TestWatchFlightRecorderHangE2E|TestWatchStoreE2E|TestWatchFleetE2E|TestReanalyzeApplyE2E|TestTroubleshootE2E' ./cmd/coroner/
 	$(E2E_ENV) $(GO) test -count=1 -run 'TestBucketAgainstVersitygw' ./bucket/
 	$(E2E_ENV) $(GO) test -count=1 -run 'TestReanalyzeShardsIntoATrial' ./cmd/coroner/
 
 e2e-tools:
 	./scripts/kube-apiserver.sh
 	./scripts/versitygw.sh
+	./scripts/support-bundle.sh
 
 # Refresh golden files, then read the diff: findings (analyze/testdata), reports
 # (report/testdata), prompts (narrate/testdata), and the swimlane screenshots (cmd/coroner, in

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -262,5 +263,24 @@ func (s *Store) Report(ctx context.Context, o ReportOptions) (*FleetReport, erro
 	if err != nil {
 		return nil, fmt.Errorf("store %s: the report: %w", s.where, err)
 	}
+	r.roundHours()
 	return r, nil
+}
+
+// roundHours rounds the GPU-hour sums to a thousandth of an hour (3.6 s): PostgreSQL adds
+// floats in whatever order its plan reads the rows, so the last digits of a sum differ from
+// one query to the next, and the same store must give the same report bytes.
+func (r *FleetReport) roundHours() {
+	round := func(h *float64) { *h = math.Round(*h*1000) / 1000 }
+	round(&r.Totals.GPUHoursUsed)
+	round(&r.Totals.GPUHoursLost)
+	for i := range r.Weekly {
+		round(&r.Weekly[i].GPUHoursLost)
+	}
+	for i := range r.Causes {
+		round(&r.Causes[i].GPUHoursLost)
+	}
+	for i := range r.FailureRates {
+		round(&r.FailureRates[i].GPUHoursLost)
+	}
 }

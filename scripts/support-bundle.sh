@@ -12,21 +12,8 @@ CACHE=${CORONER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/coroner-tools}
 DIR=$CACHE/support-bundle-$TROUBLESHOOT_VERSION
 BIN=$DIR/support-bundle
 
-if [[ -x $BIN ]]; then
-	echo "$BIN"
-	exit 0
-fi
-mkdir -p "$DIR"
-# Two runs at once build it once: the second waits for the first's lock, then finds the binary.
-exec 9>"$DIR/lock"
-if ! flock -n 9; then
-	echo "waiting for another build of support-bundle $TROUBLESHOOT_VERSION to finish" >&2
-	flock 9
-fi
-if [[ -x $BIN ]]; then
-	echo "$BIN"
-	exit 0
-fi
+source "$(dirname "$0")/toolcache.sh"
+tool_cached "$BIN" "support-bundle $TROUBLESHOOT_VERSION"
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 src=$(go mod download -json "github.com/replicatedhq/troubleshoot@$TROUBLESHOOT_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
@@ -39,6 +26,4 @@ CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
 	-tags "netgo containers_image_ostree_stub exclude_graphdriver_devicemapper exclude_graphdriver_btrfs containers_image_openpgp" \
 	-ldflags "-s -w -X github.com/replicatedhq/troubleshoot/pkg/version.version=$TROUBLESHOOT_VERSION" \
 	-o "$work/support-bundle" ./cmd/troubleshoot
-mv "$work/support-bundle" "$BIN.tmp.$$"
-mv "$BIN.tmp.$$" "$BIN" # a rename: nobody ever runs a half-written binary
-echo "$BIN"
+tool_install "$work/support-bundle" "$BIN"

@@ -276,16 +276,11 @@ func renderHTML(w io.Writer, r *Report) error {
 			secs = append(secs, htmlSection{Name: s, Changes: cs, Omitted: r.Omitted[s]})
 		}
 	}
-	var page strings.Builder
-	if err := htmlTmpl.Execute(&page, struct {
+	return report.WriteHTML(w, htmlTmpl, struct {
 		R        *Report
 		Sections []htmlSection
 		Top      *Change
-	}{r, secs, r.Top()}); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, report.HTMLSafe(page.String()))
-	return err
+	}{r, secs, r.Top()})
 }
 
 // paceChart draws the step time of every rank of both runs on one chart: a bar a rank, GOOD's

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/coroner-dev/coroner/report"
 )
@@ -42,12 +41,7 @@ func renderHTML(w io.Writer, v *view) error {
 		data.CauseChart = newChart(v, v.ByCause, "Interruptions per week, by root cause")
 		data.FaultChart = newChart(v, v.ByFault, "Interruptions per week, by fault")
 	}
-	var page strings.Builder
-	if err := htmlTmpl.Execute(&page, data); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, report.HTMLSafe(page.String()))
-	return err
+	return report.WriteHTML(w, htmlTmpl, data)
 }
 
 // svgChart is a stacked bar chart as SVG primitives; the template draws them, and

@@ -297,12 +297,10 @@ func renderTemplate(w io.Writer, r *view, name string, html bool) error {
 		if err != nil {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
-		err = t.Execute(&buf, r)
-		if err != nil {
+		if err := WriteHTML(w, t, r); err != nil {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
-		_, err = io.WriteString(w, HTMLSafe(buf.String()))
-		return err
+		return nil
 	} else {
 		t, err := texttemplate.New(name).Funcs(texttemplate.FuncMap(fm)).Parse(string(src))
 		if err != nil {
@@ -400,6 +398,17 @@ func HTMLSafe(page string) string {
 		}
 	}
 	return b.String()
+}
+
+// WriteHTML executes an HTML page's template and writes the page through HTMLSafe: every HTML
+// page coroner writes (analyze's, diff's, the fleet report's) goes this way.
+func WriteHTML(w io.Writer, t *htmltemplate.Template, data any) error {
+	var page strings.Builder
+	if err := t.Execute(&page, data); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, HTMLSafe(page.String()))
+	return err
 }
 
 func unsafeRune(r rune) bool {

@@ -17,10 +17,7 @@ import (
 // TestRunCancelled: an analysis of a cancelled context fails with context.Canceled (wrapped)
 // and caches nothing, not even a temporary; the same analysis then runs whole.
 func TestRunCancelled(t *testing.T) {
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
-	require.NoError(t, err)
+	rs := defaultRuleSet(t)
 	b, err := bundle.Open(t.Context(), "../samples/pytorchjob-cuda-oom-rank", bundle.DefaultLimits())
 	require.NoError(t, err)
 	defer b.Close()

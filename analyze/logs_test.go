@@ -24,10 +24,7 @@ type scanned struct {
 // scan runs one log through the index's scanner and the rules, as Run does.
 func scan(t *testing.T, log string, maxLine int) scanned {
 	t.Helper()
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
-	require.NoError(t, err)
+	rs := defaultRuleSet(t)
 	b := &bundle.Bundle{FS: fstest.MapFS{"logs/ml/p/c.log": {Data: []byte(log)}}, Limits: bundle.Limits{MaxLineBytes: maxLine}}
 	ls := bundle.LogStream{Path: "logs/ml/p/c.log", Pod: "p", Container: "c"}
 	sc := newLogScanner(ls, rs, rs.NewScratch())

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coroner-dev/coroner/rules"
@@ -610,7 +611,23 @@ func (r *Rule) TitleFor(g map[string]string) string {
 	return strings.TrimSpace(out.String())
 }
 
-// DefaultRules loads the embedded rule set.
+// DefaultRules is the embedded rule set. It is decoded and checked once a process (a Rule is
+// not changed after it is made: overrides and toggles make new ones), so a process that
+// analyzes many bundles, a watcher or an MCP server, pays for it once; the slice is the
+// caller's own.
 func DefaultRules() ([]*Rule, error) {
-	return LoadRules(rules.FS, ".")
+	list, err := embedded()
+	return slices.Clone(list), err
 }
+
+var embedded = sync.OnceValues(func() ([]*Rule, error) { return LoadRules(rules.FS, ".") })
+
+// BuiltinRuleSet is the embedded rules compiled, once a process. A RuleSet is safe for
+// concurrent use by any number of analyses.
+var BuiltinRuleSet = sync.OnceValues(func() (*RuleSet, error) {
+	list, err := embedded()
+	if err != nil {
+		return nil, err
+	}
+	return NewRuleSet(list)
+})

@@ -14,10 +14,7 @@ import (
 // TestBuiltinRuleExamples is the table test of every rule: its must-match lines match it
 // through the compiled rule set (prefilter included), its must-not-match lines do not.
 func TestBuiltinRuleExamples(t *testing.T) {
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
-	require.NoError(t, err)
+	rs := defaultRuleSet(t)
 	sc := rs.NewScratch()
 	for _, r := range rs.Rules() {
 		t.Run(r.ID, func(t *testing.T) {
@@ -160,10 +157,7 @@ rules:
 }
 
 func TestFallbackYieldsToSpecificRules(t *testing.T) {
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
-	require.NoError(t, err)
+	rs := defaultRuleSet(t)
 	ids := func(line string) string {
 		var out []string
 		for _, h := range rs.MatchString(line) {
@@ -200,10 +194,7 @@ func TestNoRuleIDInCode(t *testing.T) {
 // on every progress example, its counter-examples and their upper-cased forms, matchProgress
 // says what running every progress regexp in order says.
 func TestMatchProgressPrefilter(t *testing.T) {
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
-	require.NoError(t, err)
+	rs := defaultRuleSet(t)
 	sc := rs.NewScratch()
 	var lines []string
 	for _, r := range rs.progress {

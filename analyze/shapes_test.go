@@ -51,9 +51,7 @@ func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []bundle.LogStream, r
 }
 
 func defaultRuleSet(t *testing.T) *RuleSet {
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
+	rs, err := BuiltinRuleSet()
 	require.NoError(t, err)
 	return rs
 }

@@ -92,7 +92,8 @@ var (
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
 		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted")
-	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)`, func(t []byte) bool { return glogHead(t, 'F') }, "fatal")
+	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{4} \S+ )\S+:\d+\]`,
+		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal")
 	// launcherLine is a launcher's summary of a failed process.
 	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`,
 		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
@@ -100,12 +101,13 @@ var (
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
 	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
-	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, or a status as
-	// TensorFlow, XLA, absl and gRPC print one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
-	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |`+
+	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, PyTorch's c10 E line
+	// ("[E ProcessGroupNCCL.cpp:737] ..."), or a status as TensorFlow, XLA, absl and gRPC print
+	// one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
+	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |^\[E(?: |\d{4} \S+ )\S+:\d+\]|`+
 		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|`+
 		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `,
-		func(t []byte) bool { return glogHead(t, 'E') || statusHead(t) }, "error").by(isErrorLine)
+		func(t []byte) bool { return glogHead(t, 'E') || c10Head(t, 'E') || statusHead(t) }, "error").by(isErrorLine)
 	// errorWords are the words a line that reports a failure uses, in any log format:
 	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
 	errorWords = gate(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`,
@@ -163,7 +165,7 @@ func isErrorLine(t []byte) bool {
 	if bytes.HasPrefix(t, []byte("error: ")) || bytes.HasPrefix(rest, []byte("error: ")) {
 		return true
 	}
-	if glogHead(t, 'E') && t[5] == ' ' {
+	if glogHead(t, 'E') && t[5] == ' ' || c10Head(t, 'E') {
 		return true
 	}
 	n := leading(t, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' })
@@ -223,6 +225,48 @@ func leading(t []byte, ok func(byte) bool) int {
 // glogHead says whether t starts as a glog line of severity c: "E0314 ".
 func glogHead(t []byte, c byte) bool { return len(t) > 5 && t[0] == c && isDigits(t[1:5]) }
 
+// c10Head says whether t starts as a line of PyTorch's C++ logging (c10) of severity c: the
+// letter, the time since PyTorch 2.4, and the source file and line in brackets, as in
+// "[E ProcessGroupNCCL.cpp:737] ..." and "[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:607] ...";
+// the launcher's "[rank0]:" is taken off before. It is the expression
+// `^\[c(?: |\d{4} \S+ )\S+:\d+\]` written out.
+func c10Head(t []byte, c byte) bool {
+	if len(t) < 3 || t[0] != '[' || t[1] != c {
+		return false
+	}
+	rest := t[2:]
+	switch {
+	case rest[0] == ' ':
+		rest = rest[1:]
+	case len(rest) > 5 && isDigits(rest[:4]) && rest[4] == ' ':
+		rest = rest[5:]
+		n := leading(rest, isNonSpace)
+		if n == 0 || n == len(rest) || rest[n] != ' ' {
+			return false
+		}
+		rest = rest[n+1:]
+	default:
+		return false
+	}
+	tok := rest[:leading(rest, isNonSpace)]
+	for p := 1; p < len(tok); p++ {
+		if tok[p] != ':' {
+			continue
+		}
+		q := p + 1
+		for q < len(tok) && isDigit(tok[q]) {
+			q++
+		}
+		if q > p+1 && q < len(tok) && tok[q] == ']' {
+			return true
+		}
+	}
+	return false
+}
+
+// isNonSpace is RE2's \S on a byte.
+func isNonSpace(c byte) bool { return c != ' ' && c != '\t' && c != '\n' && c != '\f' && c != '\r' }
+
 // statusHead says whether t starts with a word and ": " ("Unavailable: ", "DATA_LOSS: ").
 func statusHead(t []byte) bool {
 	for i, c := range t {
@@ -265,8 +309,8 @@ func classify(t []byte) lineKind {
 }
 
 // endWords holds, ASCII case folded, a literal of every match of the expressions kindOf runs
-// but two: a glog line's head ("E0314 ", "F0314 ") and a status ("Unavailable: "), which
-// mayEnd checks by hand. It is a superset (TestMayEndIsASuperset): a line without one of them
+// but three: a glog line's head ("E0314 ", "F0314 "), a c10 line's ("[E socket.cpp:435]") and
+// a status ("Unavailable: "), which mayEnd checks by hand. It is a superset (TestMayEndIsASuperset): a line without one of them
 // is no kind, and the expressions, which cost microseconds a line, never run on the hundreds
 // of tail lines of each of thousands of logs that only report progress.
 var endWords = literal.NewMatcher([]string{
@@ -281,8 +325,10 @@ var endWords = literal.NewMatcher([]string{
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line
 // that none of them could match (a progress line, most of a log).
 func mayEnd(t []byte) bool {
-	return glogHead(t, 'E') || glogHead(t, 'F') || statusHead(t) || literal.Any(endWords, t)
+	return glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || literal.Any(endWords, t)
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isDigits(b []byte) bool {
 	for _, c := range b {

@@ -31,6 +31,10 @@ func TestGatesAreSupersets(t *testing.T) {
 		"E0314x", "E0314 ", "E031 x", "Unavailable:x", "Unavailable: x", "Unavailablex: x", "NOT_FOUND: x", "Not_Found: x",
 		"Errors", "errorsx", "error_", "NetworkError", "EXCEPTIONS.", "exceptionally", "abort", "aborted", "aborts", "xabort",
 		"timed  out", "timed out", "OOM!", "boom", "oom_killer", "Xid", "xid79", "cannot", "cannotx", "fail-ed", "failed.",
+		// c10 heads: with and without the time, and what is not one
+		"[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught", "[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:607] [Rank 0] x",
+		"[F socket.cpp:1] x", "[E x.cpp:]", "[E :12]", "[E a:12", "[E1206 x.cpp:1]", "[E1206 t a.cpp:1]x", "[E1206  a.cpp:1]",
+		"[W socket.cpp:401] [c10d] x", "[E\ta.cpp:1]", "[E a.cpp:1x]", "[E a:1:2]", "[E a:1] [b:2]",
 	}
 	var files []string
 	for _, glob := range []string{"../samples/*/logs/*/*/*.log", "../../shared/corpus/real/*.log"} {

@@ -150,6 +150,14 @@ func TestSecondTier(t *testing.T) {
 			"2019-03-02 10:11:12.000001: E tensorflow/core/platform/s3/aws_logging.cc:60] Curl returned error code 28\n" +
 			"tensorflow.python.framework.errors_impl.InternalError: : Unable to connect to endpoint\n",
 			VerdictUnhealthy, CategoryStorageError, ConfidenceMedium, "likely storage-error: 'Unable to connect to endpoint'"},
+		// PyTorch's C++ log lines say their severity in brackets and nothing else of failure:
+		// the watchdog's (pytorch/pytorch#97066) and the store's (pytorch/pytorch#85604).
+		{"a c10 E line: the watchdog's timeout", false, progress +
+			"[E ProcessGroupNCCL.cpp:459] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=10000) ran for 10599 milliseconds before timing out.\n",
+			VerdictUnhealthy, CategoryCollectiveTimeout, ConfidenceMedium, "likely collective-timeout"},
+		{"a c10 W line is a warning, not the end", false, progress +
+			"[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).\n" + progress,
+			VerdictUnknown, "", "", ""},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

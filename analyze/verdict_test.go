@@ -35,10 +35,7 @@ func analyzeBundle(t *testing.T, files map[string]string, collectedAt time.Time,
 	}
 	m, err := parse.Load(b)
 	require.NoError(t, err)
-	rules, err := DefaultRules()
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
-	require.NoError(t, err)
+	rs := defaultRuleSet(t)
 	res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })

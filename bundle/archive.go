@@ -13,6 +13,7 @@ import (
 	"hash"
 	"io"
 	"path"
+	"sort"
 	"strings"
 )
 
@@ -37,6 +38,23 @@ type tarResult struct {
 	sums     map[string]string // path -> hex sha256, computed while reading
 	manifest []byte            // manifest.json when it was small enough to keep, else nil
 	warnings []string
+	// links are the symbolic links, by path, to the path they point at (cleaned, from the
+	// archive's top: "../x" or absolute when outside it). Only a troubleshoot support bundle
+	// may hold them (refuseLinks).
+	links map[string]string
+}
+
+// refuseLinks is the error of a tarball that holds links when its layout allows none.
+func (res *tarResult) refuseLinks() error {
+	if len(res.links) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(res.links))
+	for n := range res.links {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("%s: tar entry is a link; bundles hold regular files only", names[0])
 }
 
 // readTarball reads a gzip'd tar once, from start to end, and calls visit with each regular
@@ -98,7 +116,25 @@ func readTarball(ctx context.Context, r io.Reader, lim Limits, visit func(*tarFi
 		case tar.TypeDir, tar.TypeXGlobalHeader:
 			continue // directories are made from the files' paths
 		case tar.TypeReg: // the reader already turns the legacy TypeRegA into TypeReg or TypeDir
-		case tar.TypeSymlink, tar.TypeLink:
+		case tar.TypeSymlink:
+			// Recorded, never extracted: whether it is followed is decided once the layout is known.
+			if name, err = a.unwrap(name); err != nil {
+				return nil, err
+			}
+			if seen[name] {
+				return nil, fmt.Errorf("%s: duplicate path in tar", name)
+			}
+			seen[name] = true
+			target := hdr.Linkname
+			if !path.IsAbs(target) {
+				target = path.Join(path.Dir(name), target)
+			}
+			if res.links == nil {
+				res.links = map[string]string{}
+			}
+			res.links[name] = path.Clean(target)
+			continue
+		case tar.TypeLink:
 			return nil, fmt.Errorf("%s: tar entry is a link; bundles hold regular files only", name)
 		default:
 			return nil, fmt.Errorf("%s: tar entry of type %q is not a regular file", name, hdr.Typeflag)

@@ -142,6 +142,12 @@ func openGather(ctx context.Context, source, root, layout string, lim Limits) (*
 	}
 	sortFiles(b.Files)
 	b.Warnings = append(b.Warnings, fmt.Sprintf("read as a %s: no manifest (collection time, options and gaps unknown); %d file(s) of no use to an analysis skipped", layout, skipped))
+	return b.decodeInPlace(ctx, vfs)
+}
+
+// decodeInPlace gives the logs of a bundle read in place through vfs their decoded copies
+// (decodeLogs), read in their place.
+func (b *Bundle) decodeInPlace(ctx context.Context, vfs *pathFS) (*Bundle, error) {
 	over, err := b.decodeLogs(ctx, vfs.files)
 	if err != nil {
 		b.Close()

@@ -110,6 +110,12 @@ type Bundle struct {
 	// Plain is true when the bundle was made from plain log files.
 	Plain  bool
 	Limits Limits
+	// Layout names the layout of another tool that was read (Troubleshoot), "" for a coroner
+	// bundle. Such a bundle has no manifest: Gaps says what it lacks, Analysis holds what that
+	// tool's own analyzers concluded.
+	Layout   string
+	Gaps     []Gap
+	Analysis []AnalyzerResult
 
 	// sums holds the sha256 of files as the bundle holds them, computed while reading them.
 	sums map[string]string
@@ -151,6 +157,8 @@ func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
 	var b *Bundle
 	if root, layout := findGather(p); st.IsDir() && root != "" {
 		b, err = openGather(ctx, p, root, layout, lim)
+	} else if root := findTroubleshoot(p); st.IsDir() && root != "" {
+		b, err = openTroubleshootDir(ctx, p, root, lim)
 	} else if st.IsDir() {
 		b, err = openDir(ctx, p, lim)
 	} else {
@@ -158,6 +166,9 @@ func Open(ctx context.Context, p string, lim Limits) (*Bundle, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if b.Layout != "" {
+		return b, nil // its note says it has no manifest
 	}
 	if err := b.readManifest(); err != nil {
 		b.Close()
@@ -324,6 +335,21 @@ func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err e
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	if isTroubleshootTree(res.files) {
+		t := &tree{files: map[string]string{}, sizes: map[string]int64{}, links: res.links}
+		for _, f := range res.files {
+			t.files[f.Path], t.sizes[f.Path] = filepath.Join(root, filepath.FromSlash(f.Path)), f.Size
+		}
+		if b, err = openTroubleshoot(ctx, file, t, 0, lim); err != nil {
+			return nil, err
+		}
+		b.Warnings = append(append(res.warnings, warnings...), b.Warnings...)
+		b.onClose(dir.Remove)
+		return b, nil
+	}
+	if err := res.refuseLinks(); err != nil {
 		return nil, err
 	}
 	b = &Bundle{Source: file, FS: os.DirFS(root), Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim,
@@ -513,6 +539,9 @@ func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) 
 		return fn(File{Path: tf.Name, Size: tf.Size}, r)
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := res.refuseLinks(); err != nil {
 		return nil, err
 	}
 	b := &Bundle{Source: p, Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim, sums: res.sums}

@@ -45,6 +45,8 @@ type Report struct {
 	Changes []*Change `json:"changes"`
 	// Divergence is where BAD's logs first show what GOOD's never do; null when they do not.
 	Divergence *Occurrence `json:"divergence"`
+	// Progress is each role's pace and curves in both runs, changed or not.
+	Progress []*RoleProgress `json:"progress"`
 	// Omitted counts the changes left out of Changes per section (past MaxPerSection).
 	Omitted  map[string]int `json:"omitted,omitempty"`
 	Warnings []string       `json:"warnings"`
@@ -69,8 +71,8 @@ type Side struct {
 type Change struct {
 	Section string `json:"section"`
 	// Kind says what differs: finding-new, finding-gone, image, command, env, resources,
-	// replicas, policy, scheduling, node, spec; template-new, template-gone, template-shift;
-	// step-time, straggler.
+	// replicas, policy, scheduling, node, version, spec; template-new, template-gone,
+	// template-shift; step-time, straggler, nonfinite, curve, throughput.
 	Kind string `json:"kind"`
 	// Score orders changes within a section: how often such a difference explains a failure.
 	Score int    `json:"score"`
@@ -102,8 +104,9 @@ const (
 	DefaultMaxPerSection = 200
 )
 
-// Compare compares two diagnoses. Both must be open (their indexes are read).
-func Compare(ctx context.Context, good, bad *diagnose.Diagnosis, version string, opts Options) (*Report, error) {
+// Compare compares two runs made by Diagnose. Both must be open (their indexes are read).
+func Compare(ctx context.Context, goodRun, badRun *Run, version string, opts Options) (*Report, error) {
+	good, bad := goodRun.Diagnosis, badRun.Diagnosis
 	if opts.Alpha <= 0 {
 		opts.Alpha = DefaultAlpha
 	}
@@ -117,7 +120,7 @@ func Compare(ctx context.Context, good, bad *diagnose.Diagnosis, version string,
 	if err != nil {
 		return nil, err
 	}
-	r.Changes = append(r.Changes, specChanges(good, bad, red)...)
+	r.Changes = append(r.Changes, specChanges(goodRun, badRun, red)...)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -127,6 +130,9 @@ func Compare(ctx context.Context, good, bad *diagnose.Diagnosis, version string,
 	r.Changes = append(r.Changes, logChanges...)
 	r.Divergence = div
 	r.Changes = append(r.Changes, progressChanges(gl, bl)...)
+	progress, curveChanges := progressSummary(goodRun, badRun, gl, bl)
+	r.Progress = progress
+	r.Changes = append(r.Changes, curveChanges...)
 	if red != nil {
 		for _, c := range r.Changes {
 			if c.Section == SectionLogs && c.Template != nil {
@@ -136,6 +142,12 @@ func Compare(ctx context.Context, good, bad *diagnose.Diagnosis, version string,
 		}
 	}
 	r.Changes, r.Omitted = order(r.Changes, opts.MaxPerSection)
+	if r.Changes == nil {
+		r.Changes = []*Change{}
+	}
+	if r.Progress == nil {
+		r.Progress = []*RoleProgress{}
+	}
 	for _, s := range []*diagnose.Diagnosis{good, bad} {
 		if s.Index == nil {
 			continue

@@ -19,11 +19,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // run diagnoses an input as `coroner diff` does.
-func run(t *testing.T, path string) *diagnose.Diagnosis {
+func run(t *testing.T, path string) *Run {
 	t.Helper()
 	opts := diagnose.DefaultOptions()
 	opts.Version = "test"
-	d, err := diagnose.Run(context.Background(), diagnose.Input{Paths: []string{path}}, opts)
+	d, err := Diagnose(context.Background(), diagnose.Input{Paths: []string{path}}, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d
@@ -172,11 +172,13 @@ func TestGolden(t *testing.T) {
 // TestHTMLEscapesBundleText: text from a bundle cannot become markup in the HTML.
 func TestHTMLEscapesBundleText(t *testing.T) {
 	r := &Report{Good: Side{Name: "<script>alert(1)</script>"}, Bad: Side{Name: "b"}, Changes: []*Change{
-		{Section: SectionSpec, Kind: "env", Path: "x env A", Title: "<img src=x onerror=alert(1)>", Good: "<b>", Bad: "</td>"},
+		{Section: SectionSpec, Kind: "env", Path: "x env A", Title: "<img src=x onerror=alert(1)>", Good: "<b>", Bad: "</td>\x1b]2;pwned\a\u202e"},
 	}}
 	var out bytes.Buffer
 	require.NoError(t, Render(&out, r, "html"))
 	assert.NotContains(t, out.String(), "<script>alert")
+	assert.False(t, strings.ContainsAny(out.String(), "\x1b\a\u202e"), "cat diff.html must not drive the terminal")
+	assert.Contains(t, out.String(), `\x1b]2;pwned\a\u202e`)
 	assert.NotContains(t, out.String(), "<img src=x")
 	assert.Contains(t, out.String(), "default-src 'none'")
 }

@@ -13,8 +13,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/internal/samplegen"
 )
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
 
 // generate writes a samplegen bundle (a master and ranks-1 workers, one rank out of GPU memory,
 // the others timing out in NCCL) of about perRank bytes of log a rank; seeds give other values.
@@ -72,14 +81,17 @@ func TestGeneratedPairs(t *testing.T) {
 		section string
 		check   func(t *testing.T, c *Change)
 		others  []string // the sections that must stay empty
+		// progress checks the first progress change, when the plant makes one besides its
+		// section's.
+		progress func(t *testing.T, c *Change)
 	}{
-		{"noise only", func(*testing.T, string) {}, "", nil, []string{SectionSpec, SectionLogs, SectionProgress, SectionDiagnosis}},
+		{"noise only", func(*testing.T, string) {}, "", nil, []string{SectionSpec, SectionLogs, SectionProgress, SectionDiagnosis}, nil},
 		{"new image tag", func(t *testing.T, bad string) {
 			editAll(t, bad, "resources", func(s string) string { return strings.ReplaceAll(s, "llm:2.4.1", "llm:2.5.0") })
 		}, SectionSpec, func(t *testing.T, c *Change) {
 			assert.Equal(t, "image", c.Kind)
 			assert.Equal(t, "registry.local/ml/llm:2.5.0", c.Bad)
-		}, []string{SectionLogs, SectionProgress}},
+		}, []string{SectionLogs, SectionProgress}, nil},
 		{"a new warning on one rank", func(t *testing.T, bad string) {
 			edit(t, bad, worker, func(s string) string {
 				return lines(s, func(i int, l string) string {
@@ -97,7 +109,7 @@ func TestGeneratedPairs(t *testing.T) {
 			assert.Equal(t, []string{"big-train-worker-6"}, c.Template.Pods)
 			assert.Equal(t, "logs/ml/big-train-worker-6/pytorch.log", c.Template.First.Path)
 			assert.Equal(t, 102, c.Template.First.Line)
-		}, []string{SectionSpec}},
+		}, []string{SectionSpec}, nil},
 		{"nan from step 150 on the master", func(t *testing.T, bad string) {
 			edit(t, bad, "logs/ml/big-train-master-0/pytorch.log", func(s string) string {
 				return lines(s, func(_ int, l string) string {
@@ -118,7 +130,33 @@ func TestGeneratedPairs(t *testing.T) {
 			assert.Contains(t, c.Template.Text, "loss nan")
 			assert.Equal(t, []string{"big-train-master-0"}, c.Template.Pods)
 			assert.InDelta(t, 149, c.Template.First.Step, 2, "after about 149 step lines")
-		}, []string{SectionSpec}},
+		}, []string{SectionSpec}, func(t *testing.T, c *Change) {
+			assert.Equal(t, "nonfinite", c.Kind)
+			assert.Equal(t, "loss", c.Progress.Metric)
+			assert.Equal(t, int64(150), c.Progress.Step, "the step the line names")
+			assert.Equal(t, "big-train-master-0", c.Path)
+		}},
+		{"loss four times higher from step 100 on the master", func(t *testing.T, bad string) {
+			edit(t, bad, "logs/ml/big-train-master-0/pytorch.log", func(s string) string {
+				return lines(s, func(_ int, l string) string {
+					var step int
+					var loss float64
+					if i := strings.Index(l, "]: step "); i > 0 {
+						fmt.Sscanf(l[i+len("]: step "):], "%d", &step)
+					}
+					if i, j := strings.Index(l, "| loss "), strings.Index(l, " | lr"); step >= 100 && i > 0 && j > i {
+						if _, err := fmt.Sscanf(l[i+len("| loss "):j], "%g", &loss); err == nil {
+							l = l[:i] + fmt.Sprintf("| loss %.4f", 4*loss) + l[j:]
+						}
+					}
+					return l
+				})
+			})
+		}, SectionProgress, func(t *testing.T, c *Change) {
+			assert.Equal(t, "curve", c.Kind)
+			assert.Equal(t, "loss", c.Progress.Metric)
+			assert.InDelta(t, 4, c.Progress.Ratio, 0.5)
+		}, []string{SectionSpec, SectionLogs}, nil},
 		{"a slower rank", func(t *testing.T, bad string) {
 			// worker-6's clock runs at half speed from its first line: each step takes twice as long.
 			edit(t, bad, worker, func(s string) string {
@@ -139,7 +177,7 @@ func TestGeneratedPairs(t *testing.T) {
 			assert.Equal(t, "straggler", c.Kind)
 			assert.Equal(t, "big-train-worker-6", c.Path)
 			assert.InDelta(t, 2, c.Progress.Ratio, 0.1)
-		}, []string{SectionSpec}},
+		}, []string{SectionSpec}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bad := generate(t, ranks, 64<<10, 2)
@@ -155,6 +193,11 @@ func TestGeneratedPairs(t *testing.T) {
 			got := r.Section(tt.section)
 			require.NotEmpty(t, got, "the plant is found")
 			tt.check(t, got[0])
+			if tt.progress != nil {
+				got := r.Section(SectionProgress)
+				require.NotEmpty(t, got, "the plant changes the curves")
+				tt.progress(t, got[0])
+			}
 		})
 	}
 
@@ -171,7 +214,8 @@ func TestGeneratedPairs(t *testing.T) {
 }
 
 // TestThousandRanks: two runs of 1,024 ranks that differ by noise and one error line on one
-// rank give that line alone; the time and heap a diff takes are reported.
+// rank give that line alone, within analyze's memory budget for two runs; the time and heap a
+// diff takes are reported.
 func TestThousandRanks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates two bundles of 1,024 pods")
@@ -186,16 +230,28 @@ func TestThousandRanks(t *testing.T) {
 			return l + "\n" + ts + " [rank601]: ERROR: checkpoint shard 3 failed its checksum, re-reading it"
 		})
 	})
+	// What analyze holds of one run (its diagnosis and open index) is the budget: a diff holds
+	// two runs, their curves and the report, and no more than twice that and a few MiB.
+	base := liveHeap()
+	opts := diagnose.DefaultOptions()
+	opts.Version = "test"
+	one, err := diagnose.Run(context.Background(), diagnose.Input{Paths: []string{bad}}, opts)
+	require.NoError(t, err)
+	analyzed := liveHeap() - base
+	require.NoError(t, one.Close())
+
+	base = liveHeap()
 	start := time.Now()
 	g, b := run(t, good), run(t, bad)
 	diagnosed := time.Since(start)
 	start = time.Now()
 	r, err := Compare(context.Background(), g, b, "test", Options{})
 	require.NoError(t, err)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	t.Logf("1,024 ranks: diagnosed in %s, compared in %s, heap in use %d MiB, %d changes", diagnosed.Round(time.Millisecond),
-		time.Since(start).Round(time.Millisecond), ms.HeapInuse>>20, len(r.Changes))
+	compared := time.Since(start)
+	held := liveHeap() - base
+	t.Logf("1,024 ranks: diagnosed in %s, compared in %s; live heap: analyze %d MiB, diff %d MiB; %d changes", diagnosed.Round(time.Millisecond),
+		compared.Round(time.Millisecond), analyzed>>20, held>>20, len(r.Changes))
+	assert.LessOrEqual(t, held, 2*analyzed+16<<20, "a diff holds two runs as analyze holds one, and its report")
 	logs := r.Section(SectionLogs)
 	require.Len(t, logs, 1, "%v", titles(r.Changes))
 	assert.Equal(t, "template-new", logs[0].Kind)

@@ -35,6 +35,10 @@ type ProgressChange struct {
 	Progress string `json:"progress"`
 	// Ranks are the step times of each log, slowest first (at most 64 per run).
 	Ranks []RankPace `json:"ranks"`
+	// Metric is the curve of a nonfinite, curve or throughput change (loss, grad_norm,
+	// throughput); Step the x where BAD's turned nan or inf.
+	Metric string `json:"metric,omitempty"`
+	Step   int64  `json:"step,omitempty"`
 }
 
 // RankPace is the pace of one log.

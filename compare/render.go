@@ -186,6 +186,22 @@ func renderMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintf(bw, "\n… and %d more.\n", n)
 		}
 	}
+	if len(r.Progress) > 0 {
+		fmt.Fprintln(bw, "\n## Pace and curves")
+		for _, rp := range r.Progress {
+			fmt.Fprintf(bw, "\n### %s\n\n| run | logs | seconds per progress line | per second | spread | slowest |\n|---|---|---|---|---|---|\n", mdText(roleName(rp.Role)))
+			for _, run := range paceRuns(rp) {
+				if p := run.Pace; p != nil {
+					fmt.Fprintf(bw, "| %s | %d | %g | %g | %g | %s |\n", run.Name, p.Logs, p.MedianStep, p.StepsPerSecond, p.Spread, mdCode(p.Slowest))
+				} else {
+					fmt.Fprintf(bw, "| %s | 0 | | | | |\n", run.Name)
+				}
+			}
+			for _, c := range rp.Curves {
+				fmt.Fprintf(bw, "\n- **%s** by %s: GOOD %s; BAD %s\n", c.Metric, xName(c.ByStep), mdText(seriesText(c.Good)), mdText(seriesText(c.Bad)))
+			}
+		}
+	}
 	if len(r.Warnings) > 0 {
 		fmt.Fprintln(bw, "\n## Warnings")
 		for _, wn := range r.Warnings {
@@ -203,7 +219,49 @@ var htmlTmpl = htmltemplate.Must(htmltemplate.New("diff").Funcs(htmltemplate.Fun
 	"title":       func(s string) string { return sectionTitles[s] },
 	"occurrence":  occurrenceText,
 	"chart":       paceChart,
+	"curve":       curveChart,
+	"seriesText":  seriesText,
+	"roleName":    roleName,
+	"runs":        paceRuns,
 }).Parse(htmlTemplate))
+
+// roleName names a role in headings ("" is a job's logs without roles).
+func roleName(role string) string {
+	if role == "" {
+		return "logs"
+	}
+	return role
+}
+
+type paceRun struct {
+	Name, Class string
+	Pace        *Pace
+}
+
+// paceRuns are the rows of a role's pace table.
+func paceRuns(rp *RoleProgress) []paceRun {
+	return []paceRun{{"GOOD", "good", rp.Good}, {"BAD", "bad", rp.Bad}}
+}
+
+// seriesText says what a curve did in a few words: its last finite value, its range, and
+// where it turned nan or inf.
+func seriesText(s *Series) string {
+	if s == nil {
+		return "none"
+	}
+	who := s.Path
+	if s.Rank >= 0 {
+		who += fmt.Sprintf(", rank %d", s.Rank)
+	}
+	t := fmt.Sprintf("%s (%s): %d values, last %s, range %s–%s", s.Pod, who, s.Lines, num(s.Last), num(s.Min), num(s.Max))
+	if s.Lines == s.NonFinite {
+		t = fmt.Sprintf("%s (%s): %d values, none finite", s.Pod, who, s.Lines)
+	}
+	if s.FirstNonFinite != nil {
+		t += fmt.Sprintf("; %d nan/inf from %d", s.NonFinite, *s.FirstNonFinite)
+	}
+	return t
+}
 
 type htmlSection struct {
 	Name    string
@@ -218,15 +276,11 @@ func renderHTML(w io.Writer, r *Report) error {
 			secs = append(secs, htmlSection{Name: s, Changes: cs, Omitted: r.Omitted[s]})
 		}
 	}
-	bw := bufio.NewWriter(w)
-	if err := htmlTmpl.Execute(bw, struct {
+	return report.WriteHTML(w, htmlTmpl, struct {
 		R        *Report
 		Sections []htmlSection
 		Top      *Change
-	}{r, secs, r.Top()}); err != nil {
-		return err
-	}
-	return bw.Flush()
+	}{r, secs, r.Top()})
 }
 
 // paceChart draws the step time of every rank of both runs on one chart: a bar a rank, GOOD's

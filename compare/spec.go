@@ -22,6 +22,9 @@ const maxValues = 8
 type field struct {
 	kind, role string
 	values     map[string]bool
+	// score, when set, ranks the field's change instead of its kind's (a version's
+	// component).
+	score int
 }
 
 // specOf flattens what a run asked for and where it ran into fields by a key that names no pod,
@@ -312,8 +315,10 @@ var specScore = map[string]int{
 }
 
 // specChanges compares the two runs' fields.
-func specChanges(good, bad *diagnose.Diagnosis, red *redact.Redactor) []*Change {
-	gs, bs := specOf(good, red), specOf(bad, red)
+func specChanges(good, bad *Run, red *redact.Redactor) []*Change {
+	gs, bs := specOf(good.Diagnosis, red), specOf(bad.Diagnosis, red)
+	versionFields(good, gs)
+	versionFields(bad, bs)
 	keys := map[string]bool{}
 	for k := range gs {
 		keys[k] = true
@@ -332,7 +337,11 @@ func specChanges(good, bad *diagnose.Diagnosis, red *redact.Redactor) []*Change 
 		if f == nil {
 			f = g
 		}
-		c := &Change{Section: SectionSpec, Kind: f.kind, Score: specScore[f.kind], Role: f.role, Path: k, Good: gv, Bad: bv}
+		score := specScore[f.kind]
+		if f.score != 0 {
+			score = f.score
+		}
+		c := &Change{Section: SectionSpec, Kind: f.kind, Score: score, Role: f.role, Path: k, Good: gv, Bad: bv}
 		switch {
 		case g == nil:
 			c.Title = k + " only in BAD: " + bv

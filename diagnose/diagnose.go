@@ -17,6 +17,7 @@ import (
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
 	"github.com/coroner-dev/coroner/report"
 )
@@ -56,15 +57,15 @@ type Options struct {
 	// RedactHint ends the report's warning about masked secrets (how to see them, in the
 	// caller's words); empty says nothing more.
 	RedactHint string
+	// Visitors see every log line in the same one scan as the rules and the index (package
+	// compare's progress curves): a front end that needs more of the logs than the report
+	// says adds a visitor instead of reading them again.
+	Visitors []logscan.Visitor
 }
 
-// BuiltinRules compiles coroner's own rules.
+// BuiltinRules is coroner's own rules, compiled once a process.
 func BuiltinRules() (*analyze.RuleSet, error) {
-	rules, err := analyze.DefaultRules()
-	if err != nil {
-		return nil, err
-	}
-	return analyze.NewRuleSet(rules)
+	return analyze.BuiltinRuleSet()
 }
 
 // DefaultOptions are the options of `coroner analyze` without flags: the built-in rules

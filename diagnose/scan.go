@@ -23,7 +23,7 @@ func scan(ctx context.Context, m *parse.Model, rs *analyze.RuleSet, opts Options
 	}
 	rules := analyze.NewScan(m.Logs, rs)
 	stats, err := logscan.ScanAll(ctx, b.FS, m.Logs, bd.ScanOptions(logscan.AllOptions{
-		Progress: opts.Progress, Visitors: []logscan.Visitor{rules}}))
+		Progress: opts.Progress, Visitors: append([]logscan.Visitor{rules}, opts.Visitors...)}))
 	ix, stats, err := bd.Finish(ctx, stats, err)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("indexing the logs: %w", err)

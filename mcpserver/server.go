@@ -55,6 +55,10 @@ type Server struct {
 	mu      sync.Mutex
 	bundles []*openBundle
 	opening map[string]bool
+
+	// diffs are the latest diff reports, kept for their next pages.
+	diffMu sync.Mutex
+	diffs  []diffRun
 }
 
 // root is an allowed directory: as given, and resolved (links followed) for containment.

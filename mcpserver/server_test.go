@@ -113,7 +113,7 @@ func (c *client) try(name string, args any) (*mcp.CallToolResult, string) {
 	return res, text.String()
 }
 
-var toolNames = []string{"diagnosis", "events", "finding", "findings", "list_bundles", "log_window", "open_bundle", "resources", "rules", "search", "timeline"}
+var toolNames = []string{"diagnosis", "diff", "events", "finding", "findings", "list_bundles", "log_window", "open_bundle", "resources", "rules", "search", "timeline"}
 
 // TestToolsAreReadOnlyWithValidSchemas: every tool says it only reads a closed world, and its
 // input and output schemas are valid JSON Schemas of objects, with a description for every

@@ -383,4 +383,7 @@ func (s *Server) addTools() {
 	addTool(s, "rules", "Rules",
 		"The rules coroner diagnoses with: without an id, the list (id, category, severity, title), filtered by category; with an id (a finding's ruleId), the rule whole: what it matches, why it happens, what to do, and its examples.",
 		func(ctx context.Context, in RulesIn) (RulesOut, error) { return s.rules(in) })
+	addTool(s, "diff", "Diff two runs",
+		"What changed between a run that worked (good) and one that failed (bad), as coroner diff says it: both verdicts, then the differences ranked by how likely they explain the failure, by section: diagnosis (root causes, finding categories one run has), spec (images, command, env, resources, replicas, policy, scheduling, node labels, versions the logs print), logs (line templates new in BAD, gone, or shifted beyond chance, and where BAD first diverges) and progress (step time, stragglers, loss or grad norm turned nan, curves that end apart). Each run is an open bundle's id or a path under an allowed root. The first page has each role's pace and curves.",
+		s.diff)
 }

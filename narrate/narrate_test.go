@@ -67,9 +67,7 @@ func sample(t *testing.T, name string) (*report.Report, *index.Index) {
 // analyzed analyzes a bundle as coroner analyze does.
 func analyzed(t *testing.T, dir string) (*report.Report, *index.Index) {
 	t.Helper()
-	rules, err := analyze.DefaultRules()
-	require.NoError(t, err)
-	rs, err := analyze.NewRuleSet(rules)
+	rs, err := analyze.BuiltinRuleSet()
 	require.NoError(t, err)
 	d, err := diagnose.Run(t.Context(), diagnose.Input{Paths: []string{dir}}, diagnose.Options{Rules: rs, Workers: 2,
 		Limits: bundle.DefaultLimits(), Version: "test", KeepSecrets: true})

@@ -159,14 +159,20 @@ func (m *Model) loadResource(f bundle.File) {
 		if doc == nil {
 			continue // an empty document of a stream
 		}
+		where := f.Path
+		if len(docs) > 1 {
+			where = fmt.Sprintf("%s[doc %d]", f.Path, i)
+		}
+		if items, ok := doc.([]any); ok {
+			// A bare array of objects: troubleshoot's custom resources.
+			m.addItems(where, items, "", "")
+			n++
+			continue
+		}
 		obj, ok := doc.(map[string]any)
 		if !ok {
 			m.warnf("%s: not a Kubernetes object; skipped", f.Path)
 			return
-		}
-		where := f.Path
-		if len(docs) > 1 {
-			where = fmt.Sprintf("%s[doc %d]", f.Path, i)
 		}
 		m.addObjectOrList(where, obj)
 		n++
@@ -179,16 +185,31 @@ func (m *Model) loadResource(f bundle.File) {
 // addObjectOrList adds one decoded object, or each item of a List.
 func (m *Model) addObjectOrList(where string, obj map[string]any) {
 	u := &unstructured.Unstructured{Object: obj}
-	if strings.HasSuffix(u.GetKind(), "List") {
+	if kind, ok := strings.CutSuffix(u.GetKind(), "List"); ok {
 		items, _, _ := unstructured.NestedSlice(obj, "items")
-		for i, it := range items {
-			if o, ok := it.(map[string]any); ok {
-				m.addObject(fmt.Sprintf("%s[%d]", where, i), &unstructured.Unstructured{Object: o})
-			}
-		}
+		m.addItems(where, items, u.GetAPIVersion(), kind)
 		return
 	}
 	m.addObject(where, u)
+}
+
+// addItems adds the objects of a list. Items the API server listed carry no kind: they get
+// the list's (a PodList's items are Pods).
+func (m *Model) addItems(where string, items []any, apiVersion, kind string) {
+	for i, it := range items {
+		o, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		item := &unstructured.Unstructured{Object: o}
+		if item.GetKind() == "" && kind != "" {
+			item.SetKind(kind)
+			if item.GetAPIVersion() == "" {
+				item.SetAPIVersion(apiVersion)
+			}
+		}
+		m.addObject(fmt.Sprintf("%s[%d]", where, i), item)
+	}
 }
 
 func (m *Model) addObject(where string, u *unstructured.Unstructured) {

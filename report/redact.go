@@ -65,6 +65,10 @@ func (r *Report) RedactWindows(text func(lines []string) []string, mask func(e *
 	for i := range r.Bundle.Gaps {
 		one(&r.Bundle.Gaps[i].Message)
 	}
+	for i := range r.Bundle.Analyzers {
+		one(&r.Bundle.Analyzers[i].Title)
+		one(&r.Bundle.Analyzers[i].Message)
+	}
 	for i := range r.Warnings {
 		one(&r.Warnings[i])
 	}

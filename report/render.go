@@ -297,10 +297,10 @@ func renderTemplate(w io.Writer, r *view, name string, html bool) error {
 		if err != nil {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
-		err = t.Execute(&buf, r)
-		if err != nil {
+		if err := WriteHTML(w, t, r); err != nil {
 			return fmt.Errorf("template %s: %w", name, err)
 		}
+		return nil
 	} else {
 		t, err := texttemplate.New(name).Funcs(texttemplate.FuncMap(fm)).Parse(string(src))
 		if err != nil {
@@ -378,6 +378,37 @@ func TerminalSafe(s string) string {
 		b.WriteString(q[1 : len(q)-1])
 	}
 	return b.String()
+}
+
+// HTMLSafe is a rendered HTML page with the control characters that came into it from a
+// bundle (an escape sequence in a pod name, a bidi override in a log line) written as their Go
+// escapes, as TerminalSafe writes them: html/template escapes markup but passes them through,
+// and a page is also read with cat, less and grep. Line breaks stay; the templates hold no
+// other control character.
+func HTMLSafe(page string) string {
+	if !strings.ContainsFunc(page, func(r rune) bool { return r != '\n' && unsafeRune(r) }) {
+		return page
+	}
+	var b strings.Builder
+	for line := range strings.Lines(page) {
+		body, nl := strings.CutSuffix(line, "\n")
+		b.WriteString(TerminalSafe(body))
+		if nl {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// WriteHTML executes an HTML page's template and writes the page through HTMLSafe: every HTML
+// page coroner writes (analyze's, diff's, the fleet report's) goes this way.
+func WriteHTML(w io.Writer, t *htmltemplate.Template, data any) error {
+	var page strings.Builder
+	if err := t.Execute(&page, data); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, HTMLSafe(page.String()))
+	return err
 }
 
 func unsafeRune(r rune) bool {

@@ -51,15 +51,19 @@ type Report struct {
 type BundleInfo struct {
 	// Name is the base name of the bundle path (the full path would make reports of the same
 	// bundle differ by where it was stored).
-	Name          string                `json:"name"`
-	Plain         bool                  `json:"plain,omitempty"`
-	CollectedAt   *time.Time            `json:"collectedAt,omitempty"`
-	ServerVersion string                `json:"serverVersion,omitempty"`
-	CollectedBy   string                `json:"collectedBy,omitempty"`
-	Gaps          []bundle.Gap          `json:"gaps"`
-	Redaction     *bundle.RedactionInfo `json:"redaction,omitempty"`
-	Files         int                   `json:"files"`
-	LogBytes      int64                 `json:"logBytes"`
+	Name          string       `json:"name"`
+	Plain         bool         `json:"plain,omitempty"`
+	CollectedAt   *time.Time   `json:"collectedAt,omitempty"`
+	ServerVersion string       `json:"serverVersion,omitempty"`
+	CollectedBy   string       `json:"collectedBy,omitempty"`
+	Gaps          []bundle.Gap `json:"gaps"`
+	// Layout names the layout of another tool that was read ("troubleshoot support bundle").
+	Layout string `json:"layout,omitempty"`
+	// Analyzers are the results of that tool's own analyzers, shown beside coroner's.
+	Analyzers []bundle.AnalyzerResult `json:"analyzers,omitempty"`
+	Redaction *bundle.RedactionInfo   `json:"redaction,omitempty"`
+	Files     int                     `json:"files"`
+	LogBytes  int64                   `json:"logBytes"`
 	// LogLines counts the log lines read.
 	LogLines int `json:"logLines"`
 }
@@ -184,7 +188,11 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		}
 		red := mf.Redaction
 		r.Bundle.Redaction = &red
+	} else if b.Gaps != nil {
+		r.Bundle.Gaps = append([]bundle.Gap{}, b.Gaps...) // redaction edits the report's copy
 	}
+	r.Bundle.Layout = b.Layout
+	r.Bundle.Analyzers = append([]bundle.AnalyzerResult(nil), b.Analysis...)
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
 	r.FlightRecorder = flightRecorderOf(res.FlightRecorder)
 	r.Job = buildJob(m.Job, ranksOf(res))

@@ -156,6 +156,7 @@ func RenderTextWith(w io.Writer, r *Report, opt Options) error {
 		writeLLMText(&b, l)
 		writeDisagreement(&b, r)
 	}
+	writeLayoutText(&b, r, paint)
 	for _, wr := range r.Warnings {
 		fmt.Fprintf(&b, "%s %s\n", paint(toneWarn, "warning:"), oneLine(wr, 1<<20))
 	}

@@ -17,23 +17,8 @@ TOOL=${TOOL:-kube-apiserver}
 case $TOOL in kube-apiserver | kubectl) ;; *) echo "TOOL must be kube-apiserver or kubectl" >&2; exit 2 ;; esac
 BIN=$CACHE/$TOOL-$KUBE_VERSION
 
-if [[ -x $BIN ]]; then
-	echo "$BIN"
-	exit 0
-fi
-
-mkdir -p "$CACHE"
-# Two runs at once (two checkouts, make e2e beside make bench) build it once: the second waits
-# for the first's lock and then finds the binary.
-exec 9>"$BIN.lock"
-if ! flock -n 9; then
-	echo "waiting for another build of $TOOL $KUBE_VERSION to finish" >&2
-	flock 9
-fi
-if [[ -x $BIN ]]; then
-	echo "$BIN"
-	exit 0
-fi
+source "$(dirname "$0")/toolcache.sh"
+tool_cached "$BIN" "$TOOL $KUBE_VERSION"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -63,6 +48,4 @@ GOFLAGS=-mod=mod go get "k8s.io/kubernetes/cmd/$TOOL@$KUBE_VERSION" >&2
 CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
 	-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR" \
 	-o "$work/$TOOL" "k8s.io/kubernetes/cmd/$TOOL"
-mv "$work/$TOOL" "$BIN.tmp.$$"
-mv "$BIN.tmp.$$" "$BIN" # a rename: nobody ever runs a half-written binary
-echo "$BIN"
+tool_install "$work/$TOOL" "$BIN"

@@ -14,7 +14,19 @@ import (
 // (replaced when the key exists: a second Put of the same analysis changes nothing), and makes
 // it its job attempt's current analysis unless that one was analyzed later. So collecting the
 // same failure twice, re-analyzing it, or replaying a queue never counts a failure twice.
-func (s *Store) Put(ctx context.Context, a *Analysis) error {
+func (s *Store) Put(ctx context.Context, a *Analysis) error { return s.put(ctx, a, "") }
+
+// PutTrial writes an analysis as Put does, but as its job attempt's analysis in the named
+// trial (the last written), beside the current one and never in its place: the views do not
+// count it until Promote.
+func (s *Store) PutTrial(ctx context.Context, trial string, a *Analysis) error {
+	if trial == "" {
+		return errors.New("store: a trial needs a name")
+	}
+	return s.put(ctx, a, trial)
+}
+
+func (s *Store) put(ctx context.Context, a *Analysis, trial string) error {
 	if a == nil || a.BundleDigest == "" || a.Job.UID == "" {
 		return errors.New("store: an analysis without a bundle digest or a job")
 	}
@@ -94,6 +106,15 @@ RETURNING id`,
 		}
 		if err := copyRows(ctx, tx, "nodes", []string{"analysis_id", "node", "gpu_product", "gpu_count", "driver_version", "labels"}, rows); err != nil {
 			return err
+		}
+		if trial != "" {
+			_, err = tx.Exec(ctx, `
+INSERT INTO trial_analyses (trial, job_id, attempt, analysis_id) VALUES ($1, $2, $3, $4)
+ON CONFLICT (trial, job_id, attempt) DO UPDATE SET analysis_id = EXCLUDED.analysis_id`, trial, jobID, a.Attempt, id)
+			if err != nil {
+				return fmt.Errorf("writing the trial's analysis: %w", err)
+			}
+			return nil
 		}
 		// An analysis that moved to another attempt (a re-Put with a corrected attempt) is
 		// current there no more.

@@ -70,8 +70,9 @@ type controller struct {
 	// collected remembers the jobs this leader collected, for tombTTL: the informer may not
 	// show the annotation yet, and a deleted job carries none.
 	collected map[types.UID]done
-	busy      map[string]bool // bundle paths (without extension) being written or read
-	narrating map[string]bool // bundle paths waiting for, or being given, a narrative
+	busy      map[string]bool       // bundle paths (without extension) being written or read
+	narrating map[string]bool       // bundle paths waiting for, or being given, a narrative
+	hung      map[types.UID]trigger // running jobs checkHangs found without progress
 
 	llm *narrations // the diagnoses waiting for the model (Options.Narrate)
 
@@ -110,7 +111,7 @@ func newController(opts Options, c *collect.Clients, m *metrics) (*controller, e
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods"}),
 		kinds: map[string]*watchedKind{}, scopes: scopes, pods: map[string]cache.SharedIndexInformer{},
 		tombs: map[string]*tomb{}, seen: map[string]time.Time{}, gaveUp: map[types.UID]bool{}, busy: map[string]bool{},
-		collected: map[types.UID]done{}, narrating: map[string]bool{},
+		collected: map[types.UID]done{}, narrating: map[string]bool{}, hung: map[types.UID]trigger{},
 		llm: newNarrations(opts.NarrateQueue),
 	}, nil
 }
@@ -210,6 +211,9 @@ func (c *controller) run(leadCtx context.Context, drain <-chan struct{}, ready f
 		}
 	})
 	go c.every(infCtx, 5*time.Second, c.countHeld)
+	if c.opts.HangAfter > 0 {
+		go c.every(infCtx, hangCheckEvery(c.opts.HangAfter), func() { c.checkHangs(infCtx) })
+	}
 	go c.retryStore(infCtx)
 
 	select {
@@ -379,7 +383,11 @@ func (c *controller) syncJob(ctx context.Context, key string) error {
 	gaveUp := c.gaveUp[u.GetUID()]
 	c.st.Unlock()
 	pods := c.podsOf(key, u)
-	d := decide(u, pods, c.prior(u), c.now(), c.pol)
+	prior := c.prior(u)
+	d := decide(u, pods, prior, c.now(), c.pol)
+	if d.trigger == nil && !d.done && d.recheck == 0 && c.opts.HangAfter > 0 {
+		d.trigger = c.hangTrigger(u, prior)
+	}
 	switch {
 	case d.done || gaveUp:
 		if d.tooOld {
@@ -406,6 +414,7 @@ func (c *controller) syncJob(ctx context.Context, key string) error {
 	}
 	c.st.Lock()
 	c.collected[u.GetUID()] = done{trigger: d.trigger.Reason, until: c.now().Add(tombTTL)}
+	delete(c.hung, u.GetUID())
 	c.st.Unlock()
 	c.forget(key, gone)
 	c.enqueuePods(pods)

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -174,8 +175,8 @@ func stripObject(obj any) (any, error) {
 }
 
 // stripPod keeps of a pod what watch decides on: identity, owners, labels, finalizers,
-// deletion, phase and how its containers ended. A busy cluster's pods stay a few hundred
-// bytes each.
+// deletion, phase, how its containers ended, and their flight recorder variables (the hang
+// trigger's). A busy cluster's pods stay a few hundred bytes each.
 func stripPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -196,6 +197,15 @@ func stripPod(obj any) (any, error) {
 			o = append(o, corev1.ContainerStatus{Name: s.Name, State: s.State, LastTerminationState: s.LastTerminationState, RestartCount: s.RestartCount})
 		}
 		return o
+	}
+	for _, ct := range p.Spec.Containers {
+		var env []corev1.EnvVar
+		for _, e := range ct.Env {
+			if slices.Contains(collect.DumpPipeEnv, e.Name) || slices.Contains(collect.FlightRecorderEnv, e.Name) {
+				env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+			}
+		}
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: ct.Name, Env: env})
 	}
 	out.Status.InitContainerStatuses = strip(p.Status.InitContainerStatuses)
 	out.Status.ContainerStatuses = strip(p.Status.ContainerStatuses)

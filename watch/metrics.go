@@ -54,7 +54,7 @@ func newMetrics(version string, queueLen, llmQueueLen func() int) *metrics {
 	m.bundles = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundles_written_total", Help: "Bundles written."})
 	m.bundleBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "coroner_watch_bundle_bytes_total", Help: "Bytes of the bundles written."})
 	m.rootCauses = f("root_causes_total", "Analysed jobs by the root cause's category (healthy and unknown when there is none).", "category")
-	m.errors = f("errors_total", "Failures by step: collect, analyze, annotate, event, hold, release, exec, prune, llm, store, upload.", "step")
+	m.errors = f("errors_total", "Failures by step: collect, analyze, annotate, event, hold, release, exec, fr-trigger, prune, llm, store, upload.", "step")
 	buckets := []float64{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}
 	m.collectTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_collect_duration_seconds", Help: "How long a collect took.", Buckets: buckets})
 	m.analyzeTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "coroner_watch_analyze_duration_seconds", Help: "How long an analysis took.", Buckets: buckets})
@@ -81,7 +81,7 @@ func newMetrics(version string, queueLen, llmQueueLen func() int) *metrics {
 		m.hooks, m.skipped, m.lastBundle, m.info, m.storeWrites, m.storeQueued, m.uploads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with a label start at zero for every known value, so that rate() sees the first one.
-	for _, s := range []string{"collect", "analyze", "annotate", "event", "hold", "release", "exec", "prune", "llm", "store", "upload"} {
+	for _, s := range []string{"collect", "analyze", "annotate", "event", "hold", "release", "exec", "fr-trigger", "prune", "llm", "store", "upload"} {
 		m.errors.WithLabelValues(s)
 	}
 	for _, s := range []string{TriggerFailed, TriggerSucceeded, TriggerPodFailed, TriggerPending} {

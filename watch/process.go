@@ -105,6 +105,9 @@ func (c *controller) collectJob(ctx context.Context, wk *watchedKind, u *unstruc
 
 	log := c.log.With("job", key, "bundle", p.bundle)
 	if !reuse {
+		if t.Reason == TriggerHang {
+			c.triggerDumps(ctx, c.podsOf(key, u), log)
+		}
 		o := c.opts.Collect
 		o.Kind, o.Name, o.Namespace = wk.res.String(), u.GetName(), u.GetNamespace()
 		o.Last, o.Version, o.Now, o.Progress, o.Strict = u, c.opts.Version, c.opts.Now, nil, false

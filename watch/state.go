@@ -237,8 +237,10 @@ const (
 )
 
 // final reports whether a collect for this trigger is the job's last: only a job collected
-// while pending is collected again when it ends.
-func final(trigger string) bool { return trigger != "" && trigger != TriggerPending }
+// while pending (or hung) is collected again when it ends.
+func final(trigger string) bool {
+	return trigger != "" && trigger != TriggerPending && trigger != TriggerHang
+}
 
 // On success: which succeeded jobs are collected.
 const (

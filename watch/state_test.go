@@ -175,6 +175,8 @@ metadata: {name: a, creationTimestamp: "2026-03-14T10:00:00Z"}`
 		{"failed", failed, nil, "", p, now, decision{trigger: &trigger{Reason: TriggerFailed, At: t1}}},
 		{"failed, already collected", failed, nil, TriggerFailed, p, now, decision{done: true}},
 		{"failed after a pending collect", failed, nil, TriggerPending, p, now, decision{trigger: &trigger{Reason: TriggerFailed, At: t1}}},
+		{"failed after a hang collect", failed, nil, TriggerHang, p, now, decision{trigger: &trigger{Reason: TriggerFailed, At: t1}}},
+		{"running after a hang collect", running, []*corev1.Pod{pod("m", corev1.PodRunning, 0, late)}, TriggerHang, p, now, decision{}},
 		{"failed after a pod-failed collect", failed, nil, TriggerPodFailed, p, now, decision{done: true}},
 		{"failed too long ago", failed, nil, "", policy{SkipOlderThan: time.Hour}, now, decision{tooOld: true, done: true}},
 		{"failed within --skip-older-than", failed, nil, "", policy{SkipOlderThan: 3 * time.Hour}, now, decision{trigger: &trigger{Reason: TriggerFailed, At: t1}}},

@@ -56,6 +56,12 @@ type Options struct {
 
 	// PendingAfter collects a job nothing of which ran for this long (0: never).
 	PendingAfter time.Duration
+	// HangAfter, when positive, collects a running job whose containers that set a debug pipe
+	// (TORCH_NCCL_DEBUG_INFO_PIPE_FILE) printed no log line for this long, after asking its
+	// ranks for their flight recorder dumps through that pipe (collect.TriggerDumps, with
+	// Collect.Exec, which it needs). DumpTrigger bounds the wait for the dumps.
+	HangAfter   time.Duration
+	DumpTrigger collect.TriggerOptions
 	// OnSuccess says which succeeded jobs are collected: OnSuccessFailedPods (default),
 	// OnSuccessAll or OnSuccessNone.
 	OnSuccess string
@@ -167,6 +173,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ExecTimeout <= 0 {
 		o.ExecTimeout = 10 * time.Minute
+	}
+	if o.HangAfter > 0 && o.Collect.Exec == nil {
+		return errors.New("the hang trigger writes the debug pipes through pods/exec: it needs Collect.Exec")
 	}
 	if o.OnSuccess == "" {
 		o.OnSuccess = OnSuccessFailedPods

@@ -86,6 +86,12 @@ type Options struct {
 	Exec Execer
 	// MaxFlightRecordBytes bounds one dump; 0 means DefaultMaxFlightRecordBytes.
 	MaxFlightRecordBytes int64
+	// ReaderImage, when set, reads the dumps of a container that is not running from the
+	// PersistentVolumeClaim it mounts at its dump prefix, with a short-lived reader pod of
+	// this image (coroner's own: it runs ReaderArgs), deleted afterwards. ReaderTimeout bounds
+	// each (0 means DefaultReaderTimeout).
+	ReaderImage   string
+	ReaderTimeout time.Duration
 
 	Redactor Redactor // nil: no redaction (--no-redact)
 	Version  string   // coroner's version, for the manifest
@@ -161,6 +167,9 @@ func Collect(ctx context.Context, c *Clients, opts Options, out string) (*Result
 }
 
 func (o *Options) defaults() {
+	if o.ReaderTimeout <= 0 {
+		o.ReaderTimeout = DefaultReaderTimeout
+	}
 	if o.MaxFlightRecordBytes <= 0 {
 		o.MaxFlightRecordBytes = DefaultMaxFlightRecordBytes
 	}

@@ -86,9 +86,10 @@ func dumpPrefix(c corev1.Container) string {
 // like every other file. What cannot be read is a gap, never an error of the collect.
 func (col *collector) flightRecords(ctx context.Context, pods []*podInfo) {
 	o := col.opts
-	if o.Exec == nil {
+	if o.Exec == nil && o.ReaderImage == "" {
 		return
 	}
+	read := map[string]bool{} // claim, mount and prefix a reader pod read
 	for _, pi := range pods {
 		p := pi.pod
 		running := map[string]bool{}
@@ -101,8 +102,24 @@ func (col *collector) flightRecords(ctx context.Context, pods []*podInfo) {
 				continue
 			}
 			object := "pod/" + p.Name + " container " + c.Name
+			if !running[c.Name] && o.ReaderImage != "" {
+				claim, m, _ := dumpClaim(p, c, prefix)
+				if key := claim + "\x00" + m.SubPath + "\x00" + prefix; claim == "" || !read[key] {
+					read[key] = true
+					if err := col.readByPod(ctx, p, c, prefix, object); err != nil {
+						if ctx.Err() != nil {
+							return
+						}
+						col.gap("exec", object, "flight recorder dumps %s*: %s", prefix, describe(err))
+					}
+				}
+				continue
+			}
 			if !running[c.Name] {
 				col.gap("exec", object, "not running: its flight recorder dumps (%s*) can only be read from the volume that holds them", prefix)
+				continue
+			}
+			if o.Exec == nil {
 				continue
 			}
 			if err := col.readDumps(ctx, p, c.Name, prefix, object); err != nil {

@@ -270,6 +270,9 @@ func inputError(err error) error {
 // loadRuleSet compiles the built-in rules with the rules of dirs; with tiers "fallback" only
 // the rules that name no specific cause are kept (the second tier alone).
 func loadRuleSet(dirs []string, tiers string) (*analyze.RuleSet, error) {
+	if len(dirs) == 0 && tiers != "fallback" {
+		return diagnose.BuiltinRules()
+	}
 	builtin, err := analyze.DefaultRules()
 	if err != nil {
 		return nil, fmt.Errorf("built-in rules: %w", err)

@@ -77,18 +77,22 @@ type expectation struct {
 	RootNode      string `json:"rootNode"`
 }
 
+// collectScenarios are samples recreated in the test cluster, one of each seed job kind, and
+// the target that collects each.
+var collectScenarios = []struct{ sample, target string }{
+	{"pytorchjob-cuda-oom-rank", "pytorchjob/train-job"},
+	{"trainjob-dataset-init-failed", "trainjobs.trainer.kubeflow.org/llama-sft"},
+	{"colossalai-launcher-succeeded", "caij/cai-demo"},
+	{"job-disk-full", "job/ckpt-export"},
+	{"pytorchjob-master-oomkilled", "pytorchjob/train-job"},
+}
+
 func TestCollectE2E(t *testing.T) {
 	env := startE2E(t)
 
 	// Each seed job kind, recreated from its sample, collected and analyzed to the sample's verdict.
 	t.Run("kinds", func(t *testing.T) {
-		for _, tc := range []struct{ sample, target string }{
-			{"pytorchjob-cuda-oom-rank", "pytorchjob/train-job"},
-			{"trainjob-dataset-init-failed", "trainjobs.trainer.kubeflow.org/llama-sft"},
-			{"colossalai-launcher-succeeded", "caij/cai-demo"},
-			{"job-disk-full", "job/ckpt-export"},
-			{"pytorchjob-master-oomkilled", "pytorchjob/train-job"},
-		} {
+		for _, tc := range collectScenarios {
 			t.Run(tc.sample, func(t *testing.T) {
 				ns := strings.ReplaceAll(tc.sample, "_", "-")
 				env.c.LoadSample(t, filepath.Join(samplesDir, tc.sample), ns, env.kubelet)

@@ -22,6 +22,8 @@ type CollectLimits struct {
 	// FlightRecorderExec reads the NCCL Flight Recorder dumps through pods/exec (opt-in).
 	FlightRecorderExec   bool
 	MaxFlightRecordBytes int64
+	// FlightRecorderReader is the image of the reader pods of dumps on a claim (opt-in).
+	FlightRecorderReader string
 }
 
 func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
@@ -37,6 +39,7 @@ func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
 	f.BoolVar(&c.FlightRecorderExec, "flight-recorder-exec", false, "read the NCCL Flight Recorder dumps of running containers that set TORCH_FR_DUMP_TEMP_FILE (or TORCH_NCCL_DEBUG_INFO_TEMP_FILE) through pods/exec: needs RBAC on pods/exec (docs/flight-recorder.md)")
 	c.MaxFlightRecordBytes = collect.DefaultMaxFlightRecordBytes
 	addSizeFlag(cmd, &c.MaxFlightRecordBytes, "max-flight-record-bytes", "largest flight recorder dump kept; a larger one is a gap")
+	f.StringVar(&c.FlightRecorderReader, "flight-recorder-reader-image", "", "read the flight recorder dumps of containers that are not running from the PersistentVolumeClaim at their dump prefix, with a short-lived reader pod of this `IMAGE` (coroner's own); needs RBAC to create and delete pods (docs/flight-recorder.md)")
 }
 
 // options checks the flags and fills the collect options they set.
@@ -45,7 +48,8 @@ func (c *CollectLimits) options() (collect.Options, error) {
 		return collect.Options{}, flagErrorf("--concurrency %d: want at least 1", c.Concurrency)
 	}
 	return collect.Options{Since: c.Since, MaxLogBytes: c.MaxLogBytes, MaxTotalLogBytes: c.MaxTotalLogBytes,
-		LogIdleTimeout: c.LogIdleTimeout, Concurrency: c.Concurrency, MaxFlightRecordBytes: c.MaxFlightRecordBytes}, nil
+		LogIdleTimeout: c.LogIdleTimeout, Concurrency: c.Concurrency, MaxFlightRecordBytes: c.MaxFlightRecordBytes,
+		ReaderImage: c.FlightRecorderReader}, nil
 }
 
 // redactors returns what makes a redactor for each collect (its summary counts one bundle's

@@ -136,7 +136,7 @@ func runDiff(ctx context.Context, opts *DiffOptions, io *IOStreams) error {
 	if err != nil {
 		return err
 	}
-	var ds [2]*diagnose.Diagnosis
+	var ds [2]*compare.Run
 	defer func() {
 		for _, d := range ds {
 			if d != nil {
@@ -145,7 +145,7 @@ func runDiff(ctx context.Context, opts *DiffOptions, io *IOStreams) error {
 		}
 	}()
 	for i, in := range []string{opts.Good, opts.Bad} {
-		d, err := diagnose.Run(ctx, diagnose.Input{Paths: []string{in}}, diagnose.Options{
+		d, err := compare.Diagnose(ctx, diagnose.Input{Paths: []string{in}}, diagnose.Options{
 			Rules: rules, Limits: opts.Limits, Workers: opts.Workers, Cache: cache, Version: version, StuckAfter: stuckAfter,
 			Log: logTo(io, opts.Quiet), KeepSecrets: opts.NoRedact, RedactRules: redactRules, RedactHint: "--no-redact shows them",
 		})

@@ -23,9 +23,9 @@ func NewCmdFleet(io *IOStreams) *cobra.Command {
 		Use:   "fleet",
 		Short: "Read the fleet store: what keeps killing the cluster's jobs",
 		Long: `Read the fleet store that 'coroner analyze --store' and 'coroner watch --store' fill
-(docs/fleet.md): run its documented views.`,
+(docs/fleet.md): the weekly report of what failed, and its documented views.`,
 	}
-	cmd.AddCommand(newCmdFleetQuery(io))
+	cmd.AddCommand(newCmdFleetQuery(io), newCmdFleetReport(io), newCmdFleetReanalyze(io), newCmdFleetPromote(io), newCmdFleetSeed(io))
 	return cmd
 }
 

@@ -42,6 +42,9 @@ func TestMCPOverStdio(t *testing.T) {
 	sample := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
 	root := filepath.Join(tmp, "incidents")
 	require.NoError(t, os.CopyFS(filepath.Join(root, "job-disk-full"), os.DirFS(filepath.Join(samplesDir, "job-disk-full"))))
+	for name, src := range map[string]string{"good": diffGood, "bad": diffBad} {
+		require.NoError(t, os.CopyFS(filepath.Join(root, "runs", name), os.DirFS(src)))
+	}
 	cmd := exec.Command(bin, "mcp", sample, "--root", root)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+filepath.Join(tmp, "cache"))
 	var stderr bytes.Buffer
@@ -58,7 +61,7 @@ func TestMCPOverStdio(t *testing.T) {
 		require.True(t, tool.Annotations.ReadOnlyHint, tool.Name)
 	}
 	sort.Strings(names)
-	require.Equal(t, []string{"diagnosis", "events", "finding", "findings", "list_bundles", "log_window", "open_bundle", "resources", "rules", "search", "timeline"}, names)
+	require.Equal(t, []string{"diagnosis", "diff", "events", "finding", "findings", "list_bundles", "log_window", "open_bundle", "resources", "rules", "search", "timeline"}, names)
 
 	code, out, errOut := run(t, "analyze", sample, "--format", "json", "--no-cache")
 	require.Equal(t, 0, code, errOut)
@@ -99,6 +102,17 @@ func TestMCPOverStdio(t *testing.T) {
 		require.Equal(t, []any{h.Path, h.Line, h.Text}, []any{hits.Hits[i].Path, hits.Hits[i].Line, hits.Hits[i].Text}, "hit %d as coroner search says it", i)
 	}
 
+	// diff answers what coroner diff --format json says of the same runs.
+	code, out, errOut = run(t, "diff", diffGood, diffBad, "--format", "json", "--no-cache")
+	require.Equal(t, 0, code, errOut)
+	var cliDiff, mcpDiff map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &cliDiff))
+	callJSON(t, cs, "diff", map[string]any{"good": "runs/good", "bad": "runs/bad", "points": true}, &mcpDiff)
+	for _, k := range []string{"formatVersion", "coronerVersion", "good", "bad", "changes", "divergence", "progress", "warnings"} {
+		require.Equal(t, cliDiff[k], mcpDiff[k], "diff's %s as coroner diff --format json says it", k)
+	}
+	require.Contains(t, errOf(t, cs, "diff", map[string]any{"good": "runs/good", "bad": diffBad}), "outside the allowed roots")
+
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open_bundle", Arguments: map[string]any{"path": filepath.Join(samplesDir, "job-disk-full")}})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
@@ -110,6 +124,15 @@ func TestMCPOverStdio(t *testing.T) {
 	require.NoError(t, cs.Close())
 	require.NotNil(t, cmd.ProcessState, "closing the session ends coroner")
 	require.Equal(t, 0, cmd.ProcessState.ExitCode(), stderr.String())
+}
+
+// errOf calls a tool that must fail with a tool error and returns its message.
+func errOf(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, name)
+	require.True(t, res.IsError, "%s should fail: %v", name, res.Content)
+	return res.Content[0].(*mcp.TextContent).Text
 }
 
 // serveMCP runs `coroner mcp --http` in the test's process until the test ends, and returns

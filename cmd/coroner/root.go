@@ -135,6 +135,7 @@ func NewCmdRoot(io *IOStreams) *cobra.Command {
 	root.AddCommand(NewCmdMCP(io, nil))
 	root.AddCommand(NewCmdDiff(io, nil))
 	root.AddCommand(NewCmdStore(io), NewCmdFleet(io))
+	root.AddCommand(newCmdFlightRecorderRead(io))
 	addCompletions(root)
 	addExitHelp(root)
 	return root

@@ -20,6 +20,10 @@ import (
 // takes it from a Secret, so the password is in no command line.
 const storeEnv = "CORONER_STORE"
 
+// bundleStoreEnv holds watch's --bundle-store when it is not given: the Deployment takes it,
+// with the object store's keys, from a Secret.
+const bundleStoreEnv = "CORONER_BUNDLE_STORE"
+
 // StoreOptions say where diagnoses are kept (the fleet store, docs/fleet.md).
 type StoreOptions struct {
 	// URL is the PostgreSQL address (postgres://... or key=value); "" keeps nothing.

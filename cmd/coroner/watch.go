@@ -38,6 +38,8 @@ type WatchOptions struct {
 	Selector          string
 	JobSelector       string
 	PendingAfter      time.Duration
+	FRTriggerAfter    time.Duration
+	FRTriggerWait     time.Duration
 	OnSuccess         string
 	SkipOlderThan     time.Duration
 	HoldPods          bool
@@ -153,6 +155,8 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	f.StringVarP(&opts.Selector, "selector", "l", "", "watch only training jobs whose labels match this `SELECTOR`")
 	f.StringVar(&opts.JobSelector, "job-selector", "coroner.dev/watch=true", "batch Jobs are watched only when their labels match this `SELECTOR` (empty: none)")
 	f.DurationVar(&opts.PendingAfter, "pending-after", time.Hour, "collect a job nothing of which has run for this long (0: never)")
+	f.DurationVar(&opts.FRTriggerAfter, "fr-trigger-after", 0, "a running job whose containers set TORCH_NCCL_DEBUG_INFO_PIPE_FILE and printed no log line for this long is hung: write its ranks' debug pipes through pods/exec, wait for their flight recorder dumps, collect and diagnose it (needs --flight-recorder-exec; keep it below the NCCL timeout; 0: never)")
+	f.DurationVar(&opts.FRTriggerWait, "fr-trigger-wait", 2*time.Minute, "how long --fr-trigger-after waits for the dumps after writing the pipes")
 	f.StringVar(&opts.OnSuccess, "on-success", watch.OnSuccessFailedPods, "succeeded jobs to collect: failed-pods (one of its containers exited non-zero), all, none")
 	f.DurationVar(&opts.SkipOlderThan, "skip-older-than", 24*time.Hour, "leave alone jobs that failed longer ago than this when first seen (0: collect all)")
 	f.BoolVar(&opts.HoldPods, "hold-pods", false, "hold the pods of watched jobs with a finalizer until they are collected")
@@ -166,7 +170,8 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the analysis rules of the YAML files in `DIR` (repeatable)")
 	addLimitFlags(cmd, &opts.Limits)
 	addStoreFlags(cmd, &opts.Store, true)
-	f.StringVar(&opts.BundleStore, "bundle-store", "", "copy each bundle to object storage at `s3://BUCKET/PREFIX` (endpoint and keys from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	opts.BundleStore = os.Getenv(bundleStoreEnv)
+	f.StringVar(&opts.BundleStore, "bundle-store", opts.BundleStore, "copy each bundle to object storage at `s3://BUCKET/PREFIX` (endpoint and keys from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; default $"+bundleStoreEnv+")")
 	f.IntVar(&opts.BundleStoreKeep, "bundle-store-keep", 0, "keep at most `N` bundles per namespace in --bundle-store (0: no bound)")
 	f.DurationVar(&opts.BundleStoreMaxAge, "bundle-store-max-age", 0, "remove bundles older than `AGE` from --bundle-store (0: never)")
 	f.DurationVar(&opts.StoreRetry, "store-retry", 30*time.Second, "how often diagnoses the fleet store refused are written again (they wait on --dir's volume)")
@@ -205,7 +210,11 @@ func parseSelector(flag, s string) (labels.Selector, error) {
 }
 
 func runWatch(ctx context.Context, opts *WatchOptions, streams *IOStreams) error {
+	if opts.FRTriggerAfter > 0 && !opts.FlightRecorderExec {
+		return flagErrorf("--fr-trigger-after writes the debug pipes through pods/exec: it needs --flight-recorder-exec")
+	}
 	wo := watch.Options{
+		HangAfter: opts.FRTriggerAfter, DumpTrigger: collect.TriggerOptions{Wait: opts.FRTriggerWait},
 		Dir: opts.Dir, Namespaces: opts.Namespaces, PendingAfter: opts.PendingAfter, OnSuccess: opts.OnSuccess,
 		SkipOlderThan: opts.SkipOlderThan, HoldPods: opts.HoldPods, HoldTimeout: opts.HoldTimeout,
 		Keep: opts.Keep, MaxBytes: opts.MaxBytes, MaxDirBytes: opts.MaxDirBytes, MaxAge: opts.MaxAge, MaxCollects: opts.MaxCollects,

@@ -9,7 +9,8 @@ import (
 )
 
 // TarDir writes the files of dir as a .tar.gz at out, each entry named prefix + its path in
-// dir ("" for a bundle tarball as collect makes it, "bundle-x/" for one under a top folder).
+// dir ("" for a bundle tarball as collect makes it, "bundle-x/" for one under a top folder);
+// links are archived as links.
 func TarDir(dir, out, prefix string) error {
 	f, err := os.Create(out)
 	if err != nil {
@@ -22,6 +23,14 @@ func TarDir(dir, out, prefix string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			// Kept as a link, as troubleshoot's support-bundle CLI archives its links.
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return tw.WriteHeader(&tar.Header{Name: prefix + filepath.ToSlash(rel), Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: filepath.ToSlash(target)})
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err

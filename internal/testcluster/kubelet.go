@@ -11,11 +11,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Kubelet is a fake kubelet: an HTTPS server answering the kube-apiserver's
 // /containerLogs/{namespace}/{pod}/{container} requests like a real kubelet does (previous,
-// timestamps, sinceTime, limitBytes, tailLines).
+// timestamps, sinceTime, limitBytes, tailLines), and its /exec/{namespace}/{pod}/{container}
+// requests with the streaming protocol, into the in-memory filesystems of running containers.
 type Kubelet struct {
 	Port int
 	srv  *httptest.Server
@@ -28,6 +31,9 @@ type Kubelet struct {
 	hang      map[string]bool
 	calls     []string
 	onRequest func(ns, pod, container string)
+
+	containers map[string]*Container // key: ns/pod/container
+	kube       kubernetes.Interface  // the pods' status: which containers run
 }
 
 // OnRequest sets a function run before each log is served (e.g. to delete a pod mid-collect).
@@ -105,6 +111,10 @@ func (k *Kubelet) Calls() []string {
 }
 
 func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/exec/") {
+		k.serveExec(w, r)
+		return
+	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
 	if !strings.HasPrefix(r.URL.Path, "/containerLogs/") || len(parts) != 3 {
 		http.NotFound(w, r)

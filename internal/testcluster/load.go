@@ -170,6 +170,9 @@ func (c *Cluster) ensureNamespace(t testing.TB, ns string) {
 func (c *Cluster) Apply(t testing.TB, k *Kubelet, objs ...*unstructured.Unstructured) *Sample {
 	t.Helper()
 	s := &Sample{Objects: map[string]*unstructured.Unstructured{}, UIDs: map[string]types.UID{}}
+	if k != nil {
+		k.setCluster(c.Kube)
+	}
 	// Owners before owned; events last.
 	rank := func(u *unstructured.Unstructured) int {
 		switch {

@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -28,14 +29,33 @@ type Job struct {
 	Running bool
 	// FlightRecorder, when set, is the TORCH_FR_DUMP_TEMP_FILE the containers set.
 	FlightRecorder string
+	// DebugPipe, when set, is the TORCH_NCCL_DEBUG_INFO_PIPE_FILE the containers set.
+	DebugPipe string
+	// DumpClaims mounts at the directory of FlightRecorder, in pod i, the
+	// PersistentVolumeClaim <DumpClaims>-<i>.
+	DumpClaims string
 }
 
-// frEnv is the container's flight recorder variable, as a YAML flow item after another.
+// frEnv is the container's flight recorder variables, as YAML flow items after another.
 func (j Job) frEnv() string {
-	if j.FlightRecorder == "" {
-		return ""
+	s := ""
+	if j.FlightRecorder != "" {
+		s += fmt.Sprintf(", {name: TORCH_FR_DUMP_TEMP_FILE, value: %q}", j.FlightRecorder)
 	}
-	return fmt.Sprintf(", {name: TORCH_FR_DUMP_TEMP_FILE, value: %q}", j.FlightRecorder)
+	if j.DebugPipe != "" {
+		s += fmt.Sprintf(", {name: TORCH_NCCL_DEBUG_INFO_PIPE_FILE, value: %q}", j.DebugPipe)
+	}
+	return s
+}
+
+// claim is pod i's dump volume (DumpClaims): the container's volumeMounts (a flow item) and
+// the pod's volumes (a spec line).
+func (j Job) claim(i int) (mounts, volumes string) {
+	if j.DumpClaims == "" {
+		return "", ""
+	}
+	return fmt.Sprintf(", volumeMounts: [{name: fr, mountPath: %q}]", path.Dir(j.FlightRecorder)),
+		fmt.Sprintf("\n  volumes: [{name: fr, persistentVolumeClaim: {claimName: %s-%d}}]", j.DumpClaims, i)
 }
 
 // PodName is the name of pod i (0 = master, or launcher).
@@ -131,6 +151,7 @@ status:
   conditions: [{type: Ready, status: "True", reason: KubeletReady, lastHeartbeatTime: %s, lastTransitionTime: %s}]
 `, node, ts(0), ts(0))))
 		}
+		mounts, volumes := j.claim(i)
 		role, index := first, 0
 		if i > 0 {
 			role, index = "worker", i-1
@@ -146,9 +167,9 @@ metadata:
 spec:
   nodeName: %[7]s
   restartPolicy: OnFailure
-  containers: [{name: %[11]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}%[12]s]}]
+  containers: [{name: %[11]s, image: train:1, env: [{name: WANDB_API_KEY, value: 0123456789abcdef0123456789abcdef01234567}%[12]s]%[13]s}]%[14]s
 status: %[8]s
-`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running), apiVersion, kind, j.Container(), j.frEnv())))
+`, j.PodName(i), j.Namespace, j.Name, role, index, uid, j.NodeName(i), j.podStatus(i, !j.Running), apiVersion, kind, j.Container(), j.frEnv(), mounts, volumes)))
 	}
 	s := c.Apply(t, k, objs...)
 	for i := 0; i <= j.Workers; i++ {

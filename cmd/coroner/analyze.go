@@ -22,15 +22,9 @@ import (
 
 // AnalyzeOptions hold everything an analysis needs; tests build them directly.
 type AnalyzeOptions struct {
-	Inputs   []string
-	Output   string
-	Format   string
-	FailOn   string
-	RuleDirs []string
-	Limits   bundle.Limits
-	Quiet    bool
-	Workers  int
-	Cache    CacheOptions
+	Inputs []string
+	FailOn string
+	ReportOptions
 	// NoRedact shows the report's text as the bundle has it, secrets included (local use).
 	NoRedact bool
 	// Full lists everything in a Markdown or HTML report (by default long lists are cut).
@@ -52,7 +46,7 @@ type AnalyzeOptions struct {
 
 // NewCmdAnalyze builds `coroner analyze`. runF replaces the run function in tests.
 func NewCmdAnalyze(io *IOStreams, runF func(*AnalyzeOptions) error) *cobra.Command {
-	opts := &AnalyzeOptions{Limits: bundle.DefaultLimits(), StuckAfter: analyze.DefaultStuckAfter}
+	opts := &AnalyzeOptions{ReportOptions: ReportOptions{Limits: bundle.DefaultLimits()}, StuckAfter: analyze.DefaultStuckAfter}
 	cmd := &cobra.Command{
 		Use:   "analyze (BUNDLE | LOG... | -)",
 		Short: "Explain a job's failure from a bundle or from plain logs",
@@ -100,24 +94,42 @@ of bundles, a bundle's logs/ folder, an empty file or standard input ("0 lines r
 			return runAnalyze(cmd.Context(), opts, io)
 		},
 	}
+	addReportFlags(cmd, &opts.ReportOptions)
 	f := cmd.Flags()
-	f.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` (format from its extension or --format)")
-	f.StringVar(&opts.Format, "format", "", "report format: text, json, md or html (default: from -o, else text)")
 	f.StringVar(&opts.FailOn, "fail-on", "", "exit 3 when a finding of this `SEVERITY` or higher exists: info, warning, error, critical")
-	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the rules of the YAML files in `DIR` (repeatable; same id replaces a built-in rule)")
-	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
-	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
 	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the report's text (for local use; prompts are redacted all the same)")
 	f.DurationVar(&opts.StuckAfter, "stuck-after", opts.StuckAfter, "a job not yet failed whose pods have waited `DURATION` to start (image pull, scheduling, crash loop, missing runtime) is unhealthy; before, unknown (0: at once)")
 	f.BoolVar(&opts.Full, "full", false, "list everything in a Markdown or HTML report: every finding's evidence, row, event, pod and log")
 	f.StringVar(&opts.Tiers, "tiers", "all", "which tiers name causes: all, or fallback (the specific rules off: measures the second tier alone)")
 	_ = f.MarkHidden("tiers")
 	addColorFlag(cmd, &opts.Color)
-	addCacheFlags(cmd, &opts.Cache)
-	addLimitFlags(cmd, &opts.Limits)
 	addLLMFlags(cmd, &opts.LLM)
 	addStoreFlags(cmd, &opts.Store, false)
 	return cmd
+}
+
+// ReportOptions are what analyze and diff share: where the report goes and in which format,
+// the user's rules, and how the inputs are read (workers, cache, limits).
+type ReportOptions struct {
+	Output   string
+	Format   string
+	RuleDirs []string
+	Quiet    bool
+	Workers  int
+	Cache    CacheOptions
+	Limits   bundle.Limits
+}
+
+// addReportFlags adds the flags of ReportOptions, the same in every command that writes a report.
+func addReportFlags(cmd *cobra.Command, o *ReportOptions) {
+	f := cmd.Flags()
+	f.StringVarP(&o.Output, "output", "o", "", "write the report to `FILE` (format from its extension or --format)")
+	f.StringVar(&o.Format, "format", "", "report format: text, json, md or html (default: from -o, else text)")
+	f.StringArrayVar(&o.RuleDirs, "rules", nil, "add the rules of the YAML files in `DIR` (repeatable; same id replaces a built-in rule)")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
+	f.IntVar(&o.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
+	addCacheFlags(cmd, &o.Cache)
+	addLimitFlags(cmd, &o.Limits)
 }
 
 // addLimitFlags adds the bundle's limits.

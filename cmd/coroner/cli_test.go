@@ -155,7 +155,7 @@ func TestAnalyzeFlagsFillOptions(t *testing.T) {
 func TestRunAnalyzeFromOptions(t *testing.T) {
 	var out bytes.Buffer
 	opts := &AnalyzeOptions{Inputs: []string{filepath.Join(samplesDir, "pytorchjob-succeeded")},
-		Format: "json", FailOn: "error", Limits: bundle.DefaultLimits()}
+		FailOn: "error", ReportOptions: ReportOptions{Format: "json", Limits: bundle.DefaultLimits()}}
 	require.NoError(t, runAnalyze(t.Context(), opts, &IOStreams{Out: &out, ErrOut: &out}), "a healthy job does not meet --fail-on error")
 	require.Contains(t, out.String(), `"verdict": "healthy"`)
 	require.Contains(t, out.String(), `"rootCause": null`)

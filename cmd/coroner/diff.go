@@ -20,15 +20,9 @@ import (
 
 // DiffOptions hold everything a diff needs; tests build them directly.
 type DiffOptions struct {
-	Good, Bad  string
-	Output     string
-	Format     string
-	FailOn     string
-	RuleDirs   []string
-	Limits     bundle.Limits
-	Quiet      bool
-	Workers    int
-	Cache      CacheOptions
+	Good, Bad string
+	FailOn    string
+	ReportOptions
 	NoRedact   bool
 	StuckAfter time.Duration
 	// RedactRules is a file of the user's redaction rules.
@@ -37,7 +31,7 @@ type DiffOptions struct {
 
 // NewCmdDiff builds `coroner diff`. runF replaces the run function in tests.
 func NewCmdDiff(io *IOStreams, runF func(*DiffOptions) error) *cobra.Command {
-	opts := &DiffOptions{Limits: bundle.DefaultLimits(), StuckAfter: analyze.DefaultStuckAfter}
+	opts := &DiffOptions{ReportOptions: ReportOptions{Limits: bundle.DefaultLimits()}, StuckAfter: analyze.DefaultStuckAfter}
 	cmd := &cobra.Command{
 		Use:   "diff GOOD BAD",
 		Short: "Show what changed between a run that worked and a run that failed",
@@ -72,18 +66,12 @@ extension names (.html, .md, .json, .txt) or --format. The JSON contract is docs
 			return runDiff(cmd.Context(), opts, io)
 		},
 	}
+	addReportFlags(cmd, &opts.ReportOptions)
 	f := cmd.Flags()
-	f.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` (format from its extension or --format)")
-	f.StringVar(&opts.Format, "format", "", "report format: text, json, md or html (default: from -o, else text)")
 	f.StringVar(&opts.FailOn, "fail-on", "", "exit 3 when BAD has a finding of this `SEVERITY` or higher in a category GOOD has none of (info, warning, error, critical), or on any difference (any)")
-	f.StringArrayVar(&opts.RuleDirs, "rules", nil, "add the rules of the YAML files in `DIR` (repeatable; same id replaces a built-in rule)")
-	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (the report still goes to -o or stdout)")
-	f.IntVar(&opts.Workers, "workers", 0, "logs scanned at once (default: one per CPU)")
 	f.BoolVar(&opts.NoRedact, "no-redact", false, "show secrets in the report (for local use)")
 	f.StringVar(&opts.RedactRules, "redact-rules", "", "add the redaction rules of `FILE`")
 	f.DurationVar(&opts.StuckAfter, "stuck-after", opts.StuckAfter, "a job not yet failed whose pods have waited `DURATION` to start is unhealthy (as analyze)")
-	addCacheFlags(cmd, &opts.Cache)
-	addLimitFlags(cmd, &opts.Limits)
 	return cmd
 }
 

@@ -297,11 +297,16 @@ func humanBytes(n int64) string {
 func (a *archive) unwrap(name string) (string, error) {
 	if !a.decided {
 		a.decided = true
-		if top, _, ok := strings.Cut(name, "/"); ok && top != "logs" && top != "resources" && top+"/" != FlightRecorderDir {
+		// The top folders of a bundle, and of a support bundle written without its own top
+		// folder (by `coroner redact`), are not a folder around the bundle.
+		if top, _, ok := strings.Cut(name, "/"); ok && top != "logs" && top != "resources" && top+"/" != FlightRecorderDir &&
+			top+"/" != tsResources && top != "cluster-info" {
 			a.prefix = top + "/"
 		}
 	}
-	if a.prefix == "" {
+	if a.prefix == "" || name == ManifestName {
+		// A manifest at the top of an archive whose files are under one folder is theirs:
+		// `coroner redact` writes one so beside the files of a folder it was given.
 		return name, nil
 	}
 	rest, ok := strings.CutPrefix(name, a.prefix)

@@ -59,6 +59,9 @@ func findGather(dir string) (string, string) {
 		}
 		return try(filepath.Join(d, dirs[0]), depth+1)
 	}
+	if root, layout := try(dir, 2); root != "" {
+		return root, layout // `coroner redact` leaves a manifest.json beside its marker
+	}
 	if _, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil {
 		return "", "" // a coroner bundle
 	}

@@ -116,6 +116,10 @@ type Bundle struct {
 	Layout   string
 	Gaps     []Gap
 	Analysis []AnalyzerResult
+	// Links are the symbolic links Stream found in a layout that holds them (a troubleshoot
+	// support bundle links a logs collector's files into cluster-resources/), each to a regular
+	// file of the bundle, sorted by path. Links to anything else are left out, with a warning.
+	Links []Link
 
 	// sums holds the sha256 of files as the bundle holds them, computed while reading them.
 	sums map[string]string
@@ -349,6 +353,14 @@ func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err e
 		b.onClose(dir.Remove)
 		return b, nil
 	}
+	if groot, layout := findGather(root); groot != "" {
+		if b, err = openGather(ctx, file, groot, layout, lim); err != nil {
+			return nil, err
+		}
+		b.Warnings = append(append(res.warnings, warnings...), b.Warnings...)
+		b.onClose(dir.Remove)
+		return b, nil
+	}
 	if err := res.refuseLinks(); err != nil {
 		return nil, err
 	}
@@ -478,6 +490,12 @@ func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) 
 	if err != nil {
 		return nil, err
 	}
+	if root := findTroubleshoot(p); st.IsDir() && root != "" {
+		return streamTree(ctx, root, Troubleshoot, lim, fn)
+	}
+	if root, _ := findGather(p); st.IsDir() && root != "" {
+		return streamTree(ctx, root, "", lim, fn) // read as itself: no layout note to keep
+	}
 	if st.IsDir() {
 		b, err := openDir(ctx, p, lim)
 		if err != nil {
@@ -496,23 +514,18 @@ func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) 
 			if err != nil {
 				return nil, err
 			}
-			h := sha256.New()
 			var keep *bytes.Buffer
-			r := io.TeeReader(io.LimitReader(ctxReader{ctx, in}, f.Size), h)
+			var tee io.Writer // nil unless keep is set: not a nil *bytes.Buffer
 			if f.Path == ManifestName && f.Size <= lim.MaxResourceBytes {
 				keep = &bytes.Buffer{}
-				r = io.TeeReader(r, keep)
+				tee = keep
 			}
-			err = fn(f, r)
-			if err == nil {
-				_, err = io.Copy(io.Discard, r)
-			}
-			in.Close()
+			sum, err := streamFile(ctx, f, in, tee, fn)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f.Path, err)
+				return nil, err
 			}
 			if _, ok := b.sums[f.Path]; !ok { // a decoded log's is that of its bytes in the bundle
-				b.sums[f.Path] = hex.EncodeToString(h.Sum(nil))
+				b.sums[f.Path] = sum
 			}
 			if keep != nil {
 				manifest = keep.Bytes()
@@ -541,11 +554,39 @@ func stream(ctx context.Context, p string, lim Limits, fn func(File, io.Reader) 
 	if err != nil {
 		return nil, err
 	}
+	b := &Bundle{Source: p, Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim, sums: res.sums}
+	if isTroubleshootTree(res.files) {
+		t := &tree{files: map[string]string{}, links: res.links}
+		for _, f := range res.files {
+			t.files[f.Path] = f.Path
+		}
+		b.Layout = Troubleshoot
+		b.keepLinks(t)
+		return b, nil
+	}
 	if err := res.refuseLinks(); err != nil {
 		return nil, err
 	}
-	b := &Bundle{Source: p, Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim, sums: res.sums}
 	return b, b.useManifest(res.manifest)
+}
+
+// streamFile calls fn with the f.Size bytes of in (and copies them to keep, unless nil), reads
+// what fn left, closes in and returns the bytes' sha256.
+func streamFile(ctx context.Context, f File, in io.ReadCloser, keep io.Writer, fn func(File, io.Reader) error) (string, error) {
+	defer in.Close()
+	h := sha256.New()
+	r := io.TeeReader(io.LimitReader(ctxReader{ctx, in}, f.Size), h)
+	if keep != nil {
+		r = io.TeeReader(r, keep)
+	}
+	err := fn(f, r)
+	if err == nil {
+		_, err = io.Copy(io.Discard, r)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // openFile opens a file for reading. Opening a FIFO waits for its writer, which may never

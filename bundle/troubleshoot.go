@@ -71,12 +71,12 @@ type AnalyzerResult struct {
 // findTroubleshoot returns the folder of a troubleshoot support bundle at dir or its only
 // folder (support-bundle-<time>/), "" when there is none.
 func findTroubleshoot(dir string) string {
-	if _, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil {
-		return "" // a coroner bundle
-	}
 	for depth := 0; ; depth++ {
 		if isTroubleshootDir(dir) {
-			return dir
+			return dir // `coroner redact` leaves a manifest.json beside version.yaml
+		}
+		if _, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil {
+			return "" // a coroner bundle
 		}
 		if depth == 1 {
 			return ""
@@ -482,4 +482,74 @@ func openTroubleshootDir(ctx context.Context, source, root string, lim Limits) (
 		return nil, err
 	}
 	return openTroubleshoot(ctx, source, t, skipped, lim)
+}
+
+// Link is a symbolic link of a bundle: Path points at Target, a regular file of the same bundle
+// (both bundle paths).
+type Link struct {
+	Path, Target string
+}
+
+// keepLinks sets b.Links to the links of t that lead to a regular file of t; the others are
+// warned about and left out.
+func (b *Bundle) keepLinks(t *tree) {
+	names := make([]string, 0, len(t.links))
+	for n := range t.links {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		target, err := t.resolve(n)
+		if err != nil {
+			b.Warnings = append(b.Warnings, fmt.Sprintf("%s: %v", n, err))
+			continue
+		}
+		b.Links = append(b.Links, Link{Path: n, Target: target})
+	}
+}
+
+// streamTree is Stream of the folder of another tool's layout (a support bundle, a gather
+// tree): its regular files, those at its top first (so that a tarball written in this order is
+// recognised by its first entry as having no top folder), then by path; its links are followed
+// only to regular files of the tree and returned in Links, not read twice.
+func streamTree(ctx context.Context, root, layout string, lim Limits, fn func(File, io.Reader) error) (*Bundle, error) {
+	t, skipped, err := walkTree(ctx, root, lim)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Source: root, Limits: lim, Layout: layout, sums: map[string]string{}}
+	for p, size := range t.sizes {
+		b.Files = append(b.Files, File{Path: p, Size: size})
+	}
+	sort.Slice(b.Files, func(i, j int) bool {
+		ti, tj := !strings.Contains(b.Files[i].Path, "/"), !strings.Contains(b.Files[j].Path, "/")
+		if ti != tj {
+			return ti
+		}
+		return b.Files[i].Path < b.Files[j].Path
+	})
+	var total int64
+	for _, f := range b.Files {
+		if err := checkSize(f.Path, f.Size, &total, lim); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range b.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		in, err := os.Open(t.files[f.Path])
+		if err != nil {
+			return nil, err
+		}
+		if b.sums[f.Path], err = streamFile(ctx, f, in, nil, fn); err != nil {
+			return nil, err
+		}
+	}
+	sortFiles(b.Files)
+	b.keepLinks(t)
+	if skipped > 0 {
+		b.Warnings = append(b.Warnings, fmt.Sprintf("%d file(s) that are not regular files (devices, pipes) left out", skipped))
+	}
+	return b, nil
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -130,6 +131,45 @@ func (w *Writer) entry(name string, size int64, sum string, body func(io.Writer)
 	}
 	w.files = append(w.files, FileEntry{Path: name, Bytes: size, SHA256: sum})
 	return nil
+}
+
+// Symlink adds a symbolic link at name to target, a file already written (a support bundle
+// links a logs collector's files into cluster-resources/: see Link). The link is relative, so
+// that it resolves inside the bundle wherever it is extracted.
+func (w *Writer) Symlink(name, target string) error {
+	if err := checkName(target); err != nil {
+		return err
+	}
+	if err := w.reserve(name); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.err != nil:
+		return w.err
+	case !w.written(target):
+		return fmt.Errorf("%s: a link to %s, which the bundle does not hold", name, target)
+	}
+	rel, err := filepath.Rel(path.Dir(name), target)
+	if err != nil {
+		return err
+	}
+	hdr := &tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: filepath.ToSlash(rel), Mode: 0o777, ModTime: epoch, Format: tar.FormatPAX}
+	if w.err = w.tw.WriteHeader(hdr); w.err != nil {
+		w.err = fmt.Errorf("writing %s: %w", name, w.err)
+	}
+	return w.err
+}
+
+// written reports whether a regular file was written at name; w.mu is held.
+func (w *Writer) written(name string) bool {
+	for _, f := range w.files {
+		if f.Path == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Create adds a file written in a stream. Its bytes are spooled to a private temporary file

@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -140,4 +142,38 @@ func TestWriterConcurrentCreate(t *testing.T) {
 	defer b.Close()
 	require.Len(t, b.Manifest.Files, 16)
 	require.Empty(t, b.Warnings)
+}
+
+// TestWriterSymlink: a link is written only to a file the bundle holds, relative to its own
+// folder, and never with a name that leaves the bundle.
+func TestWriterSymlink(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "b.tar.gz")
+	w, err := NewWriter(out)
+	require.NoError(t, err)
+	defer w.Abort()
+	require.ErrorContains(t, w.Symlink("a/link.log", "logs/x.log"), "a link to logs/x.log, which the bundle does not hold")
+	require.NoError(t, w.WriteFile("logs/x.log", []byte("line\n")))
+	require.Error(t, w.Symlink("../out.log", "logs/x.log"))
+	require.Error(t, w.Symlink("a/b.log", "../etc/passwd"))
+	require.NoError(t, w.Symlink("a/b/link.log", "logs/x.log"))
+	require.NoError(t, w.Close(&Manifest{}))
+
+	links := map[string]string{}
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if hdr.Typeflag == tar.TypeSymlink {
+			links[hdr.Name] = hdr.Linkname
+		}
+	}
+	require.Equal(t, map[string]string{"a/b/link.log": "../../logs/x.log"}, links)
 }

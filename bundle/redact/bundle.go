@@ -42,6 +42,11 @@ func (r *Redactor) Bundle(ctx context.Context, src string, lim bundle.Limits, ds
 			b.Manifest.Errors[i].Message = r.LineAt(bundle.ManifestName, fmt.Sprintf("errors[%d].message", i), b.Manifest.Errors[i].Message)
 		}
 	}
+	for _, l := range b.Links { // after the files: each leads to one of them
+		if err := dst.Symlink(l.Path, l.Target); err != nil {
+			return nil, nil, err
+		}
+	}
 	m := redactedManifest(b.Manifest, r.Summary(), r.Files())
 	if err := dst.Close(m); err != nil {
 		return nil, nil, err

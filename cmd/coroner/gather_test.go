@@ -85,6 +85,15 @@ func TestGathersAnswerAsTheBundle(t *testing.T) {
 				require.Equal(t, rootOf(want), rootOf(got))
 				require.Equal(t, want.Job.Kind+" "+want.Job.Name, got.Job.Kind+" "+got.Job.Name)
 				warningWith(t, got, "read as a "+layout+": no manifest")
+				if s != "pytorchjob-cuda-oom-rank" {
+					return
+				}
+				// Redacted, the tree is a tarball of the same layout that reads as itself.
+				out := filepath.Join(t.TempDir(), "redacted.tar.gz")
+				code, _, stderr := run(t, "redact", writeGather(t, s, layout), "-o", out)
+				require.Equal(t, 0, code, "stderr: %s", stderr)
+				red, _ := analyzeJSON(t, nil, out, "--no-cache")
+				require.Equal(t, rootOf(want), rootOf(red), "the redacted "+layout)
 			})
 		}
 	}

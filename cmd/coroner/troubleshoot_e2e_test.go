@@ -112,6 +112,14 @@ func TestTroubleshootE2E(t *testing.T) {
 			require.Equal(t, bundle.Troubleshoot, got.Bundle.Layout)
 			warningWith(t, got, "read as a troubleshoot support bundle (troubleshoot v")
 
+			// Redacted, the CLI's tarball still reads as itself.
+			redacted := filepath.Join(t.TempDir(), "redacted.tar.gz")
+			code, _, stderr = run(t, "redact", pinned, "-o", redacted)
+			require.Equal(t, 0, code, "stderr: %s", stderr)
+			red, _ := analyzeJSON(t, nil, redacted)
+			require.Equal(t, rootOf(want), rootOf(red), "the redacted support bundle")
+			require.Equal(t, bundle.Troubleshoot, red.Bundle.Layout)
+
 			def := supportBundle(t, bin, env.admin, spec(ns, false))
 			got, _ = analyzeJSON(t, nil, def)
 			warningWith(t, got, "read as a troubleshoot support bundle")

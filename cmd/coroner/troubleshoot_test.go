@@ -1,7 +1,10 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -129,5 +132,58 @@ func TestTroubleshootAnswersAsTheBundle(t *testing.T) {
 				warningWith(t, got, "read as a troubleshoot support bundle (troubleshoot v0.133.0): no manifest")
 			}
 		})
+	}
+}
+
+// TestRedactTroubleshootKeepsItsLayout: `coroner redact` of a support bundle (a folder, or the
+// CLI's tarball) masks its secrets and writes a support bundle that reads as the original:
+// the same root cause, its links kept as links inside it.
+func TestRedactTroubleshootKeepsItsLayout(t *testing.T) {
+	const secret = "hf_Q7vLmN2pXr8sTz4wYk6bJc1dFg3hEa5u"
+	dir := writeTroubleshoot(t, "pytorchjob-cuda-oom-rank", true)
+	logs, err := filepath.Glob(filepath.Join(dir, "cluster-resources/pods/logs/ml/*/pytorch.log"))
+	require.NoError(t, err)
+	require.NotEmpty(t, logs)
+	f, err := os.OpenFile(logs[0], os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("export HF_TOKEN=" + secret + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	tarball := filepath.Join(t.TempDir(), filepath.Base(dir)+".tar.gz")
+	require.NoError(t, samplegen.TarDir(dir, tarball, filepath.Base(dir)+"/"))
+	want, _ := analyzeJSON(t, nil, dir, "--no-cache")
+
+	for _, in := range []string{dir, tarball} {
+		out := filepath.Join(t.TempDir(), "redacted.tar.gz")
+		code, _, stderr := run(t, "redact", in, "-o", out)
+		require.Equal(t, 0, code, "stderr: %s", stderr)
+		got, _ := analyzeJSON(t, nil, out, "--no-cache")
+		require.Equal(t, rootOf(want), rootOf(got), in)
+		require.Equal(t, want.Verdict, got.Verdict)
+		require.Equal(t, bundle.Troubleshoot, got.Bundle.Layout)
+
+		links := map[string]string{}
+		fh, err := os.Open(out)
+		require.NoError(t, err)
+		zr, err := gzip.NewReader(fh)
+		require.NoError(t, err)
+		tr := tar.NewReader(zr)
+		for {
+			hdr, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			if hdr.Typeflag == tar.TypeSymlink {
+				links[hdr.Name] = hdr.Linkname
+				continue
+			}
+			body, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			require.NotContains(t, string(body), secret, "%s of the redacted bundle", hdr.Name)
+		}
+		fh.Close()
+		require.Equal(t, "ml.json", links["cluster-resources/custom-resources/pytorchjobs.kubeflow.org/ml.yaml"], in)
+		require.Equal(t, "../../cluster-resources/pods/logs/ml/train-job-worker-4/pytorch.log", links["job-logs/train-job-worker-4/pytorch.log"], in)
 	}
 }

@@ -391,7 +391,8 @@ func TestWatchE2E(t *testing.T) {
 		require.Equal(t, 3.0, w.metric(`coroner_watch_root_causes_total{category="cuda-oom"}`))
 		require.Equal(t, 1.0, w.metric(`coroner_watch_root_causes_total{category="hub-offline"}`))
 		require.Equal(t, 1.0, w.metric("coroner_watch_leader"))
-		require.Equal(t, 4.0, w.metric(`coroner_watch_stored{what="bundles"}`))
+		// Retention runs (and sets what is stored) after the Event and the hook of each job.
+		waitFor(t, 5*time.Second, "the stored bundles", func() bool { return w.metric(`coroner_watch_stored{what="bundles"}`) == 4 })
 		require.Equal(t, 4.0, w.metric("coroner_watch_collect_duration_seconds_count"))
 		require.Equal(t, 0.0, w.metric(`coroner_watch_errors_total{step="event"}`))
 		require.Greater(t, w.metric("coroner_watch_bundle_bytes_total"), 10000.0)

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/parse"
@@ -58,6 +60,9 @@ type Result struct {
 	Warnings []string
 	// FlightRecorder is what the NCCL Flight Recorder dumps show; nil without dumps.
 	FlightRecorder *FlightRecorder
+	// NodeEvidence is what the bundle shows of the health of the job's GPU nodes; nil without
+	// them (plain logs, a CPU job, a bundle without nodes).
+	NodeEvidence *NodeEvidence
 }
 
 // LogSummary describes one scanned log.
@@ -78,6 +83,9 @@ type LogSummary struct {
 	// LastProgress is the time of the log's last training progress line (nil: none, or none
 	// with a time).
 	LastProgress *time.Time
+	// NodeAgent names the GPU agent whose log it is (bundle.NodeAgents), on node Node; "" for
+	// the job's logs.
+	NodeAgent, Node string
 }
 
 // Scan is the rules' visitor of the scan of a bundle's logs (a logscan.Visitor): it matches
@@ -165,6 +173,11 @@ type analyzer struct {
 	// inJob and onNode hold the names of the job's pods and of the nodes they ran on (see
 	// eventOfJob).
 	inJob, onNode map[string]bool
+	// agents maps "namespace/name" to the GPU node agents' pods (agentPods).
+	agents map[string]*corev1.Pod
+	// nodeFailure is the pod's failure a node's GPU fault explains, when hardwareBehind found
+	// one.
+	nodeFailure *Finding
 	// lines reads the context of evidence back (nil: none).
 	lines Lines
 	// stuckAfter is how long a job may wait to start before the wait is its failure.
@@ -193,19 +206,30 @@ func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
 		procs := scanners[i].finish(st)
-		a.procs = append(a.procs, procs...)
-		if tf := scanners[i].terminal; tf != nil {
-			a.terminals = append(a.terminals, tf)
-		}
-		for _, tf := range scanners[i].facts {
-			a.textFacts = append(a.textFacts, loggedFact{textFact: tf, ls: ls})
-		}
 		found := scanners[i].findings
-		a.res.Logs = append(a.res.Logs, LogSummary{
+		agent := a.agentPods()[ls.Namespace+"/"+ls.Pod]
+		if agent != nil {
+			// A GPU agent's log is its node's evidence: no process of the job, no terminal
+			// failure for the second tier, no facts of the job's pods.
+			procs, found = nil, a.agentFindings(agent, found)
+		} else {
+			a.procs = append(a.procs, procs...)
+			if tf := scanners[i].terminal; tf != nil {
+				a.terminals = append(a.terminals, tf)
+			}
+			for _, tf := range scanners[i].facts {
+				a.textFacts = append(a.textFacts, loggedFact{textFact: tf, ls: ls})
+			}
+		}
+		sum := LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
 			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated,
 			Rank: scanners[i].rank, Findings: len(found), LastProgress: lastProgress(procs),
-		})
+		}
+		if agent != nil {
+			sum.NodeAgent, sum.Node, sum.Rank = bundle.AgentOf(agent.Labels), agent.Spec.NodeName, -1
+		}
+		a.res.Logs = append(a.res.Logs, sum)
 		for _, f := range found {
 			if a.lines != nil {
 				if err := addContext(a.lines, f); err != nil {

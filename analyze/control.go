@@ -63,6 +63,7 @@ func (a *analyzer) observe(f fact, w seen) int {
 		}
 		g := newFinding(r, f.fields)
 		g.Pod, g.Container, g.Node, g.Time = w.pod, w.container, w.node, timePtr(w.t)
+		g.nodeEvidence = w.node != ""
 		g.Evidence = []Evidence{w.ev}
 		g.Evidence[0].Time = g.Time
 		g.log, g.order = w.log, w.line
@@ -349,6 +350,7 @@ func (a *analyzer) events() {
 		for _, h := range hits {
 			f := newFinding(h.Rule, h.Groups)
 			f.Pod, f.Node, f.Time, f.Evidence = pod, node, timePtr(t), []Evidence{ev}
+			f.nodeEvidence = node != ""
 			if e.Count > 1 {
 				f.Count = int(e.Count)
 			}

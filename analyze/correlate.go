@@ -34,6 +34,7 @@ func (a *analyzer) correlate() {
 		f.ID = fmt.Sprintf("f%d", i+1)
 	}
 	a.linkWeak()
+	a.nodeContext()
 	root := a.secondTier(a.hardwareBehind(a.rootCause()))
 	if root != nil {
 		// The same failure on other pods (the same rule): what follows on such a pod follows
@@ -75,6 +76,11 @@ func (a *analyzer) correlate() {
 	}
 	a.res.RootCause = root
 	a.res.Findings = a.findings
+	if ne := a.nodeCoverage(); ne != nil {
+		ne.Attribution = a.attribution(root, a.nodeFailure)
+		ne.RootCouldBeHardware = root != nil && a.couldBeHardware(root.Category)
+		a.res.NodeEvidence = ne
+	}
 	a.verdict()
 }
 
@@ -324,7 +330,7 @@ func (a *analyzer) hardwareBehind(root *Finding) *Finding {
 	for _, p := range a.jobPods() {
 		nodeOf[p.Name] = p.Spec.NodeName
 	}
-	if root.Pod == "" && root.Node != "" {
+	if root.Node != "" && (root.Pod == "" || root.gpuNodeEvidence()) {
 		// A node's own failure is the root: name the pod that failed on it first.
 		a.nameFailingPod(root, nodeOf)
 		return root
@@ -341,8 +347,8 @@ func (a *analyzer) hardwareBehind(root *Finding) *Finding {
 		if h.Node != node && (h.Pod == "" || nodeOf[h.Pod] != node) {
 			continue
 		}
-		if h.at != nil && root.at != nil && h.at.After(root.at.Add(nodeWindow)) {
-			continue
+		if h.context || h.at != nil && root.at != nil && (h.at.After(root.at.Add(nodeWindow)) || h.gpuNodeEvidence() && !linedUp(*h.at, *root.at)) {
+			continue // a node's fault long before the failure is context (nodeContext)
 		}
 		if best == nil || h.Severity > best.Severity {
 			best = h // findings are sorted: among the most severe, the earliest
@@ -362,6 +368,7 @@ func (a *analyzer) hardwareBehind(root *Finding) *Finding {
 		best.Pod, best.Container, best.Rank = root.Pod, root.Container, root.Rank
 	}
 	root.SecondaryOf = best.ID
+	a.nodeFailure = root
 	return best
 }
 
@@ -372,14 +379,15 @@ func (a *analyzer) nameFailingPod(root *Finding, nodeOf map[string]string) {
 		if f == root || f.Pod == "" || nodeOf[f.Pod] != root.Node || f.Severity < SeverityError || f.symptom || f.generic || f.derived {
 			continue
 		}
-		if f.at != nil && root.at != nil && f.at.Before(root.at.Add(-nodeWindow)) {
-			continue // it failed long before the node did
+		if f.at != nil && root.at != nil && (f.at.Before(root.at.Add(-nodeWindow)) || root.gpuNodeEvidence() && !linedUp(*root.at, *f.at)) {
+			continue // it failed long before the node did, or long after
 		}
 		if root.rule != nil && !slices.Contains(root.rule.ExplainsOnNode, f.Category) {
 			continue
 		}
 		root.Pod, root.Container, root.Rank = f.Pod, f.Container, f.Rank
 		f.SecondaryOf = root.ID
+		a.nodeFailure = f
 		return
 	}
 }

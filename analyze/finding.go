@@ -61,6 +61,10 @@ type Finding struct {
 	recovered *mark
 	// restarted: the progress that recovered from the finding came after a restart.
 	restarted bool
+	// nodeEvidence: the finding is a node's own (a node condition or event, a line of a GPU
+	// agent's log on the node), not a pod's; context: such a finding of a GPU fault that does
+	// not line up in time with the failures on its node (nodeContext).
+	nodeEvidence, context bool
 	// rule is the rule that made the finding.
 	rule *Rule
 	// order keeps findings of one stream in line order when times are equal or missing.

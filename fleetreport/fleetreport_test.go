@@ -35,7 +35,7 @@ func sample() *store.FleetReport {
 			{Category: "unknown", Fault: "unknown", Interruptions: 3, SharePercent: 33.3, GPUHoursLost: 200},
 			{Category: "cuda-oom", Fault: "user", Interruptions: 2, SharePercent: 22.2, GPUHoursLost: 11},
 		},
-		Nodes: []store.NodeFailures{{Cluster: "prod", Node: hostile, Hardware: 4, Interruptions: 4, Xids: []store.XidCount{{Xid: "79", Interruptions: 3}, {Xid: "48", Interruptions: 1}}, Last: monday}},
+		Nodes: []store.NodeFailures{{Cluster: "prod", Node: hostile, Hardware: 4, Interruptions: 4, WithEvidence: 3, Xids: []store.XidCount{{Xid: "79", Interruptions: 3}, {Xid: "48", Interruptions: 1}}, Last: monday}},
 		FailureRates: []store.FailureRate{
 			{Dimension: "namespace", Value: hostile, Runs: 10, Failures: 5, Rate: 0.5},
 			{Dimension: "image", Value: "img:1", Runs: 4, Failures: 1, Rate: 0.25},
@@ -116,7 +116,8 @@ func TestMarkdownEscapesAndCounts(t *testing.T) {
 	assert.Contains(t, out, "**9 interruptions** of 40 job runs (1 unknown)")
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "| prod |") {
-			assert.Equal(t, 9, strings.Count(line, "|")-strings.Count(line, `\|`), "a node name's pipe does not make a column: %s", line)
+			assert.Contains(t, line, "| 4 | 0 | 0 | 4 | 3 |", "3 of its 4 with node evidence")
+			assert.Equal(t, 10, strings.Count(line, "|")-strings.Count(line, `\|`), "a node name's pipe does not make a column: %s", line)
 		}
 	}
 }

@@ -62,10 +62,11 @@ func renderMarkdown(w io.Writer, v *view) error {
 	if len(v.Nodes) == 0 {
 		fmt.Fprint(b, "No node is named by a GPU, CUDA or collective finding in the period.\n")
 	} else {
-		fmt.Fprint(b, "| cluster | node | hardware | collective | CUDA | interruptions | Xid | last |\n|---|---|--:|--:|--:|--:|---|---|\n")
+		fmt.Fprint(b, "With node evidence: failures put down to the node's GPU by its own evidence (a GPU health agent's condition, event or log line) at the time of the failure; the others are named by their pods' errors alone.\n\n")
+		fmt.Fprint(b, "| cluster | node | hardware | collective | CUDA | interruptions | with node evidence | Xid | last |\n|---|---|--:|--:|--:|--:|--:|---|---|\n")
 		for _, n := range v.Nodes {
-			fmt.Fprintf(b, "| %s | %s | %d | %d | %d | %d | %s | %s |\n", md(n.Cluster), md(n.Node), n.Hardware, n.Collective, n.CUDA,
-				n.Interruptions, md(xids(n.Xids)), n.Last.Format("2006-01-02"))
+			fmt.Fprintf(b, "| %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", md(n.Cluster), md(n.Node), n.Hardware, n.Collective, n.CUDA,
+				n.Interruptions, n.WithEvidence, md(xids(n.Xids)), n.Last.Format("2006-01-02"))
 		}
 	}
 	fmt.Fprint(b, "\n## Failure rates\n")

@@ -101,8 +101,8 @@ func guessTarget(m *Model) *unstructured.Unstructured {
 	}
 	if best == nil && len(m.Pods) == 1 {
 		for _, o := range m.Objects {
-			if o.GetKind() == "Pod" {
-				return o
+			if o.GetKind() == "Pod" && o.GetNamespace() == m.Pods[0].Namespace && o.GetName() == m.Pods[0].Name {
+				return o // not a GPU agent's pod beside it (Model.NodeAgents)
 			}
 		}
 	}

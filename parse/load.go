@@ -31,6 +31,9 @@ type Model struct {
 	Pods   []*corev1.Pod
 	Events []corev1.Event
 	Nodes  []corev1.Node
+	// NodeAgents are the pods of GPU agents (bundle.NodeAgents: the device plugin, the DCGM
+	// exporter) on the job's nodes: evidence of those nodes, never pods of the job.
+	NodeAgents []*corev1.Pod
 	// Objects are all resources of the bundle, sorted by group, kind, namespace, name.
 	Objects []*unstructured.Unstructured
 	Logs    []bundle.LogStream
@@ -59,8 +62,19 @@ func Load(b *bundle.Bundle) (*Model, error) {
 	})
 	sort.SliceStable(m.Events, func(i, j int) bool { return eventLess(&m.Events[i], &m.Events[j]) })
 	sort.SliceStable(m.Nodes, func(i, j int) bool { return m.Nodes[i].Name < m.Nodes[j].Name })
+	sort.SliceStable(m.NodeAgents, func(i, j int) bool {
+		a, b := m.NodeAgents[i], m.NodeAgents[j]
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
 	m.Job = findJob(m)
 	return m, nil
+}
+
+// isTarget says whether the object is the bundle's target (a bare Pod collected as the job is
+// the job's, whatever its labels).
+func (m *Model) isTarget(kind, ns, name string) bool {
+	mf := m.Bundle.Manifest
+	return mf != nil && mf.Target.Kind == kind && mf.Target.Namespace == ns && mf.Target.Name == name
 }
 
 func objectKey(o *unstructured.Unstructured) string {
@@ -110,6 +124,7 @@ func (m *Model) loadResources() {
 	wg.Wait()
 	for _, part := range parts {
 		m.Pods = append(m.Pods, part.Pods...)
+		m.NodeAgents = append(m.NodeAgents, part.NodeAgents...)
 		m.Events = append(m.Events, part.Events...)
 		m.Nodes = append(m.Nodes, part.Nodes...)
 		m.Objects = append(m.Objects, part.Objects...)
@@ -235,7 +250,11 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 		switch u.GetKind() {
 		case "Pod":
 			var p corev1.Pod
-			if typed(&p) {
+			switch {
+			case !typed(&p):
+			case bundle.AgentOf(p.Labels) != "" && !m.isTarget("Pod", p.Namespace, p.Name):
+				m.NodeAgents = append(m.NodeAgents, &p)
+			default:
 				m.Pods = append(m.Pods, &p)
 			}
 		case "Event":

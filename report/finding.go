@@ -170,6 +170,10 @@ type LogSummary struct {
 	Last      *time.Time `json:"last,omitempty"`
 	Truncated bool       `json:"truncated,omitempty"`
 	Findings  int        `json:"findings"`
+	// NodeAgent names the GPU agent (device-plugin, dcgm-exporter) whose log it is, on node
+	// Node: evidence of that node, not a log of the job.
+	NodeAgent string `json:"nodeAgent,omitempty"`
+	Node      string `json:"node,omitempty"`
 }
 
 // findingOf is the contract's form of an analysis finding.
@@ -236,7 +240,7 @@ func logsOf(ls []analyze.LogSummary) []LogSummary {
 	out := make([]LogSummary, len(ls))
 	for i, l := range ls {
 		out[i] = LogSummary{Path: l.Path, Pod: l.Pod, Container: l.Container, Previous: l.Previous, Bytes: l.Bytes,
-			Lines: l.Lines, First: l.First, Last: l.Last, Truncated: l.Truncated, Findings: l.Findings}
+			Lines: l.Lines, First: l.First, Last: l.Last, Truncated: l.Truncated, Findings: l.Findings, NodeAgent: l.NodeAgent, Node: l.Node}
 	}
 	return out
 }

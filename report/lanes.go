@@ -166,7 +166,7 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 	}
 	var logLanes *roleLanes
 	for _, lg := range r.Logs {
-		if byPod[lg.Pod] != nil || lg.First == nil {
+		if byPod[lg.Pod] != nil || lg.First == nil || lg.NodeAgent != "" {
 			continue
 		}
 		if logLanes == nil {

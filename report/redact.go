@@ -72,4 +72,7 @@ func (r *Report) RedactWindows(text func(lines []string) []string, mask func(e *
 	for i := range r.Warnings {
 		one(&r.Warnings[i])
 	}
+	if ne := r.NodeEvidence; ne != nil && ne.Attribution != nil {
+		one(&ne.Attribution.Reason) // it quotes a finding's title
+	}
 }

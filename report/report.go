@@ -43,6 +43,8 @@ type Report struct {
 	Warnings  []string        `json:"warnings"`
 	// FlightRecorder is what the NCCL Flight Recorder dumps show; absent without dumps.
 	FlightRecorder *FlightRecorder `json:"flightRecorder,omitempty"`
+	// NodeEvidence is what the bundle shows of the job's GPU nodes' health; absent without them.
+	NodeEvidence *NodeEvidence `json:"nodeEvidence,omitempty"`
 	// LLM is the optional narrative; null when no LLM step ran.
 	LLM *Narrative `json:"llm"`
 }
@@ -195,6 +197,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r.Bundle.Analyzers = append([]bundle.AnalyzerResult(nil), b.Analysis...)
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
 	r.FlightRecorder = flightRecorderOf(res.FlightRecorder)
+	r.NodeEvidence = nodeEvidenceOf(res.NodeEvidence)
 	r.Job = buildJob(m.Job, ranksOf(res))
 	if f := res.RootCause; f != nil {
 		rc := &RootCause{Finding: *findingOf(f), Confidence: res.Confidence}

@@ -97,6 +97,15 @@ func RenderTextWith(w io.Writer, r *Report, opt Options) error {
 			fmt.Fprintf(&b, "%s%s\n%s%s\n", label("Evidence:"), fit(e.Location(), width-13), label(""), oneLine(e.Text, min(width-13, 160)))
 		}
 	}
+	if text := r.NodeEvidence.Summary(); text != "" {
+		for i, l := range wrap(text, width-13) {
+			lb := ""
+			if i == 0 {
+				lb = "GPU nodes:"
+			}
+			fmt.Fprintf(&b, "%s%s\n", label(lb), l)
+		}
+	}
 	if lanes := buildLanes(r, groups, foldPolicy{minPods: 1, maxLanes: 6}); lanes != nil && lanes.Shown > 0 {
 		cw := width
 		if !cut {

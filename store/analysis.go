@@ -131,6 +131,10 @@ type Node struct {
 	GPUCount      int               `json:"gpuCount,omitempty"`
 	DriverVersion string            `json:"driverVersion,omitempty"`
 	Labels        map[string]string `json:"labels,omitempty"`
+	// Agents are the GPU health agents seen on the node (analyze.NodeCoverage); Attributed
+	// says the job's failure was put down to the node's GPU with evidence that lines up.
+	Agents     []string `json:"agents,omitempty"`
+	Attributed bool     `json:"attributed,omitempty"`
 }
 
 // Meta is what the diagnosis does not know about itself.
@@ -294,6 +298,14 @@ func FromDiagnosis(ctx context.Context, d *diagnose.Diagnosis, meta Meta) (*Anal
 			n.GPUProduct = firstLabel(spec.Labels, "nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "amd.com/gpu.product-name")
 			n.DriverVersion = driverVersion(spec.Labels)
 			n.GPUCount = gpuCapacity(spec)
+		}
+		if ne := d.Result.NodeEvidence; ne != nil {
+			for _, c := range ne.Nodes {
+				if c.Node == name {
+					n.Agents = c.Agents
+				}
+			}
+			n.Attributed = ne.Attribution != nil && ne.Attribution.Attributed && ne.Attribution.Node == name
 		}
 		a.Nodes = append(a.Nodes, n)
 	}

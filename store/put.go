@@ -102,9 +102,9 @@ RETURNING id`,
 			if err != nil {
 				return err
 			}
-			rows = append(rows, []any{id, n.Name, n.GPUProduct, n.GPUCount, n.DriverVersion, string(labels)})
+			rows = append(rows, []any{id, n.Name, n.GPUProduct, n.GPUCount, n.DriverVersion, string(labels), nonNilSlice(n.Agents), n.Attributed})
 		}
-		if err := copyRows(ctx, tx, "nodes", []string{"analysis_id", "node", "gpu_product", "gpu_count", "driver_version", "labels"}, rows); err != nil {
+		if err := copyRows(ctx, tx, "nodes", []string{"analysis_id", "node", "gpu_product", "gpu_count", "driver_version", "labels", "agents", "attributed"}, rows); err != nil {
 			return err
 		}
 		if trial != "" {
@@ -161,4 +161,11 @@ func nonNilMap(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+func nonNilSlice(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

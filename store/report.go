@@ -76,6 +76,10 @@ type NodeFailures struct {
 	Collective    int `json:"collective"`
 	CUDA          int `json:"cuda"`
 	Interruptions int `json:"interruptions"`
+	// WithEvidence counts the interruptions attributed to the node's GPU with node evidence
+	// whose time lines up (docs/node-evidence.md): the nodes to drain. The others are named by
+	// their pods' errors alone.
+	WithEvidence int `json:"withEvidence"`
 	// Xids are the Xid codes the node's findings show, with their interruptions, most
 	// first.
 	Xids []XidCount `json:"xids"`
@@ -181,11 +185,13 @@ func (s *Store) Report(ctx context.Context, o ReportOptions) (*FleetReport, erro
 			count(DISTINCT analysis_id) FILTER (WHERE kind = 'hardware'),
 			count(DISTINCT analysis_id) FILTER (WHERE kind = 'collective'),
 			count(DISTINCT analysis_id) FILTER (WHERE kind = 'cuda'),
-			count(DISTINCT analysis_id), max(at)
-		  FROM fleet_node_failures WHERE` + in + `GROUP BY cluster, node ORDER BY 3 DESC, 4 DESC, 5 DESC, 1, 2 LIMIT $3`,
+			count(DISTINCT analysis_id), max(at), count(DISTINCT analysis_id) FILTER (WHERE attributed)
+		  FROM (SELECT f.*, coalesce(n.attributed, false) AS attributed
+		        FROM fleet_node_failures f LEFT JOIN nodes n USING (analysis_id, node)) fn
+		  WHERE` + in + `GROUP BY cluster, node ORDER BY 3 DESC, 4 DESC, 5 DESC, 1, 2 LIMIT $3`,
 			func(rows pgx.Rows) error {
 				n := NodeFailures{Xids: []XidCount{}}
-				err := rows.Scan(&n.Cluster, &n.Node, &n.Hardware, &n.Collective, &n.CUDA, &n.Interruptions, &n.Last)
+				err := rows.Scan(&n.Cluster, &n.Node, &n.Hardware, &n.Collective, &n.CUDA, &n.Interruptions, &n.Last, &n.WithEvidence)
 				n.Last = n.Last.UTC()
 				r.Nodes = append(r.Nodes, n)
 				return err

@@ -21,6 +21,8 @@ type run struct {
 	delay                      time.Duration // from the failure to the analysis
 	used, lost                 float64
 	rules                      string
+	// attributed: the diagnosis put the failure down to its node's GPU with node evidence.
+	attributed bool
 }
 
 func (r run) analysis() *Analysis {
@@ -54,6 +56,12 @@ func (r run) analysis() *Analysis {
 		a.Findings = []Finding{{ID: "f1", RuleID: r.cause, Category: r.cause, Severity: "critical", Layer: "execution", Fault: r.fault,
 			Retry: r.retry, Root: true, Title: title, Node: r.node, First: &r.failed, Last: &r.failed, Count: 1}}
 	}
+	if r.node != "" {
+		a.Nodes = []Node{{Name: r.node, Attributed: r.attributed}}
+		if r.attributed {
+			a.Nodes[0].Agents = []string{"device-plugin"}
+		}
+	}
 	return a
 }
 
@@ -74,7 +82,7 @@ func TestReportCountsByHand(t *testing.T) {
 			failed: t0.Add(h), delay: 48 * h, used: 100, lost: 10, rules: "rules-2"},
 		{uid: "a2", ns: "team-a", kind: "PyTorchJob", owner: "llama", created: t0.Add(2 * h), images: []string{"img-1"},
 			verdict: "unhealthy", cause: "gpu-hardware", fault: "hardware", retry: "transient", node: "n1", xid: "48",
-			failed: t0.Add(24 * h), delay: 10 * time.Minute, used: 50, lost: 20},
+			failed: t0.Add(24 * h), delay: 10 * time.Minute, used: 50, lost: 20, attributed: true},
 		// B: a collective timeout on n2 in the second week; the job resubmitted under the same
 		// name succeeded.
 		{uid: "b1", name: "bert", ns: "team-b", kind: "JobSet", created: t0.Add(7 * 24 * h), images: []string{"img-1", "img-2"},
@@ -111,7 +119,7 @@ func TestReportCountsByHand(t *testing.T) {
 		{Week: week2, Category: "cuda-oom", Fault: "user", Interruptions: 1, GPUHoursLost: 2},
 	}, rep.Weekly)
 	assert.Equal(t, []NodeFailures{
-		{Cluster: "c1", Node: "n1", Hardware: 2, Interruptions: 2, Xids: []XidCount{{"48", 1}, {"79", 1}}, Last: t0.Add(24 * h)},
+		{Cluster: "c1", Node: "n1", Hardware: 2, Interruptions: 2, WithEvidence: 1, Xids: []XidCount{{"48", 1}, {"79", 1}}, Last: t0.Add(24 * h)},
 		{Cluster: "c1", Node: "n2", Collective: 1, Interruptions: 1, Xids: []XidCount{}, Last: t0.Add(8 * 24 * h)},
 	}, rep.Nodes)
 	rates := map[string]FailureRate{}

@@ -70,7 +70,7 @@ type Options struct {
 	MaxTotalLogBytes int64         // all logs together
 	LogIdleTimeout   time.Duration // a log stream that sends nothing for this long is given up
 	Concurrency      int           // requests in flight
-	Strict           bool          // any gap (but truncation) is an error
+	Strict           bool          // any gap (but truncation and bundle.GapNodeAgents) is an error
 
 	// Catalog, when set, is what the cluster serves, discovered earlier: a long-running
 	// process (coroner watch) discovers once instead of at every collect.
@@ -117,16 +117,18 @@ type Progress struct {
 
 // Result describes the written bundle.
 type Result struct {
-	Path      string
-	Bytes     int64
-	Objects   int
-	Pods      int
-	Events    int
-	Nodes     int
-	Logs      int
-	Truncated int
-	Gaps      []bundle.Gap
-	Manifest  *bundle.Manifest
+	Path    string
+	Bytes   int64
+	Objects int
+	Pods    int
+	Events  int
+	Nodes   int
+	// NodeAgents counts the GPU agents' pods (device plugin, DCGM exporter) found on the nodes.
+	NodeAgents int
+	Logs       int
+	Truncated  int
+	Gaps       []bundle.Gap
+	Manifest   *bundle.Manifest
 }
 
 // StrictError is returned with Options.Strict when the collect met gaps; no bundle is written.
@@ -293,18 +295,19 @@ func (col *collector) run(ctx context.Context) (*Result, error) {
 	objs = append(objs, col.runtimeOf(ctx, target)...)
 	pods := tree.pods
 	nodes := col.nodes(ctx, pods)
+	agents := col.nodeAgents(ctx, nodes)
 	events := col.events(ctx, ns, objs, pods, nodes)
 	objs = append(objs, col.namespaced(ctx, ns, "", "ResourceQuota")...)
 	objs = append(objs, col.namespaced(ctx, ns, "", "LimitRange")...)
 
-	for _, group := range [][]*unstructured.Unstructured{objs, podObjects(pods), nodes.objects, events} {
+	for _, group := range [][]*unstructured.Unstructured{objs, podObjects(pods), nodes.objects, podObjects(agents), events} {
 		for _, u := range group {
 			if err := col.writeObject(u); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := col.logs(ctx, pods, nodes); err != nil {
+	if err := col.logs(ctx, pods, agents, nodes); err != nil {
 		return nil, err
 	}
 	col.flightRecords(ctx, pods)
@@ -327,7 +330,7 @@ func (col *collector) run(ctx context.Context) (*Result, error) {
 	if o.Strict {
 		var hard []bundle.Gap
 		for _, g := range col.gaps {
-			if g.Step != "truncate" {
+			if g.Step != "truncate" && g.Step != bundle.GapNodeAgents {
 				hard = append(hard, g)
 			}
 		}
@@ -336,7 +339,7 @@ func (col *collector) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	return &Result{
-		Objects: len(objs), Pods: len(pods), Events: len(events), Nodes: len(nodes.objects),
+		Objects: len(objs), Pods: len(pods), Events: len(events), Nodes: len(nodes.objects), NodeAgents: len(agents),
 		Logs: col.logsKept, Truncated: col.truncated, Gaps: col.gaps, Manifest: m,
 	}, nil
 }

@@ -24,6 +24,9 @@ type logJob struct {
 	pod       *corev1.Pod
 	container string
 	previous  bool
+	// tail and limit, when set, keep only the log's last tail lines and at most limit bytes
+	// (a node agent's log).
+	tail, limit int64
 }
 
 func (j logJob) path() string {
@@ -93,8 +96,8 @@ func (col *collector) logJobs(pods []*podInfo, nodes *nodeSet) []logJob {
 }
 
 // logs fetches every log in parallel. One log's failure is a gap, never the end of the collect.
-func (col *collector) logs(ctx context.Context, pods []*podInfo, nodes *nodeSet) error {
-	jobs := col.logJobs(pods, nodes)
+func (col *collector) logs(ctx context.Context, pods, agents []*podInfo, nodes *nodeSet) error {
+	jobs := append(col.logJobs(pods, nodes), agentLogJobs(agents)...)
 	col.mu.Lock()
 	col.logsTotal = len(jobs)
 	col.mu.Unlock()
@@ -146,6 +149,9 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 		return nil
 	}
 	opts := &corev1.PodLogOptions{Container: j.container, Previous: j.previous, Timestamps: true}
+	if j.tail > 0 {
+		opts.TailLines = &j.tail
+	}
 	if col.opts.Since > 0 {
 		t := metav1.NewTime(col.opts.Now().Add(-col.opts.Since))
 		opts.SinceTime = &t
@@ -177,6 +183,9 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	}
 	defer rc.Close()
 	limit := min(col.opts.MaxLogBytes, col.budget.Load())
+	if j.limit > 0 {
+		limit = min(limit, j.limit)
+	}
 	t := newTruncator(limit)
 	src := &watchdog{r: rc, t: idle, d: col.opts.LogIdleTimeout}
 	sink := &lineSink{add: t.add}

@@ -166,8 +166,12 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 		return err
 	}
 	if !opts.Quiet {
-		fmt.Fprintf(io.Out, "%s: %s; %d objects (%d pods, %d events, %d nodes), %d logs (%d truncated), %d gaps\n",
-			res.Path, humanBytes(res.Bytes), res.Objects+res.Pods+res.Events+res.Nodes, res.Pods, res.Events, res.Nodes, res.Logs, res.Truncated, len(res.Gaps))
+		agents := ""
+		if res.NodeAgents > 0 {
+			agents = fmt.Sprintf(", %d GPU agent pods", res.NodeAgents)
+		}
+		fmt.Fprintf(io.Out, "%s: %s; %d objects (%d pods, %d events, %d nodes%s), %d logs (%d truncated), %d gaps\n",
+			res.Path, humanBytes(res.Bytes), res.Objects+res.Pods+res.Events+res.Nodes+res.NodeAgents, res.Pods, res.Events, res.Nodes, agents, res.Logs, res.Truncated, len(res.Gaps))
 		printGaps(io, res.Gaps)
 	}
 	return nil

@@ -497,6 +497,11 @@ func TestCollectE2ELeastPrivilege(t *testing.T) {
 	require.NoError(t, err)
 	const ns = "least"
 	c.ApplyYAML(t, k, strings.ReplaceAll(string(rbac), "namespace: ml", "namespace: "+ns))
+	// The opt-in read of the GPU agents, where the GPU Operator runs them: without it, one
+	// node-agents gap (TestCollectE2ENodeAgents).
+	agents, err := os.ReadFile("../../deploy/node-agents-rbac.yaml")
+	require.NoError(t, err)
+	c.ApplyYAML(t, k, "apiVersion: v1\nkind: Namespace\nmetadata: {name: gpu-operator}\n---\n"+string(agents))
 	kc := c.Kubeconfig(t, testcluster.CollectorToken, "collector", ns)
 
 	pj := testcluster.Job{Namespace: ns, Name: "pj", Workers: 2}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/testcluster"
 	"github.com/coroner-dev/coroner/watch"
 )
@@ -403,7 +404,10 @@ func TestWatchNamespacedE2E(t *testing.T) {
 	ev := waitEvent(t, c, "ml", "mine", 30*time.Second)
 	require.Contains(t, ev.Message, "coroner: cuda-oom at mine-worker-1: CUDA out of memory")
 	m := readManifest(t, pytorchJob(t, c, "ml", "mine").GetAnnotations()[watch.AnnotationBundle])
-	require.Empty(t, m.Errors, "the namespaced rights are enough for a collect")
+	// The namespaced rights are enough for a collect of the job; the GPU agents' namespace is
+	// another (deploy/node-agents-rbac.yaml), so it says it could not look there.
+	require.Len(t, m.Errors, 1, "%+v", m.Errors)
+	require.Equal(t, bundle.GapNodeAgents, m.Errors[0].Step)
 	got := bundles(t, dir)
 	require.Len(t, got, 1)
 	require.True(t, strings.HasPrefix(got[0], filepath.Join("ml", "mine")+"/"), got[0])

@@ -18,10 +18,13 @@ const (
 	contextBefore = 4
 	contextAfter  = 3
 	// maxExcerpt bounds one evidence line in the report.
-	maxExcerpt = 600
+	maxExcerpt = MaxExcerpt
 	// maxEvidence bounds how many evidence entries one finding keeps.
 	maxEvidence = 3
 )
+
+// MaxExcerpt is the longest line Excerpt leaves as it is.
+const MaxExcerpt = 600
 
 // logScanner matches one log's lines against the rule set. Package logscan reads the log
 // (once, for the index too) and hands it every line (see Scan).

@@ -142,7 +142,19 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 	if err != nil {
 		return nil, err
 	}
-	sc, ix, stats, err := scan(ctx, d.Model, rs.rs, opts)
+	// The report's redaction: its rules, with a throwaway key (see redactReport), and a
+	// visitor of the scan that finds the lines a secret of several lines may begin at.
+	var probe *redact.Redactor
+	var carry *Carry
+	visitors := opts.Visitors
+	if !opts.KeepSecrets {
+		if probe, err = redact.New(redact.Options{Extra: opts.RedactRules}); err != nil {
+			return nil, err
+		}
+		carry = NewCarry(probe, d.Model.Logs)
+		visitors = append([]logscan.Visitor{carry}, visitors...)
+	}
+	sc, ix, stats, err := scan(ctx, d.Model, rs.rs, visitors, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
@@ -156,7 +168,7 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 		return nil, fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", InputName(in.Paths))
 	}
 	if !opts.KeepSecrets {
-		if d.Masked, err = redactReport(ctx, d.Report, b, d.Index, opts.RedactRules, opts.RedactHint); err != nil {
+		if d.Masked, err = redactReport(ctx, d.Report, b, &WindowMasker{Index: d.Index, Carry: carry}, probe, opts.RedactRules, opts.RedactHint); err != nil {
 			return nil, err
 		}
 	}
@@ -168,13 +180,8 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 // bundle gives the same report, and a reader of the report cannot test guesses of a masked
 // value. Most reports hold no secret: a first pass with a throwaway key finds out before the
 // bundle is hashed. A warning says how many were masked.
-func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, ix *index.Index, extra []redact.Rule, hint string) (int, error) {
-	probe, err := redact.New(redact.Options{Extra: extra})
-	if err != nil {
-		return 0, err
-	}
+func redactReport(ctx context.Context, rep *report.Report, b *bundle.Bundle, windows *WindowMasker, probe *redact.Redactor, extra []redact.Rule, hint string) (int, error) {
 	found := false
-	windows := &WindowMasker{Index: ix}
 	rep.RedactWindows(func(lines []string) []string {
 		for _, l := range lines {
 			found = found || probe.Text(l) != l

@@ -209,7 +209,7 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Source: source, FS: os.DirFS(dir), Limits: lim}
+	b := &Bundle{Source: source, FS: newDirFS(dir), Limits: lim}
 	var total int64
 	entries := 0
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -364,7 +364,7 @@ func openTarball(ctx context.Context, file string, lim Limits) (b *Bundle, err e
 	if err := res.refuseLinks(); err != nil {
 		return nil, err
 	}
-	b = &Bundle{Source: file, FS: os.DirFS(root), Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim,
+	b = &Bundle{Source: file, FS: newDirFS(root), Files: res.files, Warnings: append(res.warnings, warnings...), Limits: lim,
 		sums: res.sums, cleanup: dir.Remove}
 	b.useDecodedSizes(decoded)
 	return b, nil
@@ -402,9 +402,9 @@ func (b *Bundle) decodeLogs(ctx context.Context, files map[string]string) (map[s
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, err := os.Open(real)
+		f, err := openPlain(real)
 		if err != nil {
-			return nil, err
+			return nil, &fs.PathError{Op: "open", Path: real, Err: err}
 		}
 		n, _ := io.ReadFull(f, head)
 		form, bad := sniff(head[:n])

@@ -145,6 +145,15 @@ func (o overlayFS) Open(name string) (fs.File, error) {
 	return o.base.Open(name)
 }
 
+// Stat is the base's Stat where it has one: a warm search stats every resource (the cache's
+// stat entry), and fs.Stat without it opens and closes each.
+func (o overlayFS) Stat(name string) (fs.FileInfo, error) {
+	if _, ok := o.extra[name]; ok {
+		return o.extra.Stat(name)
+	}
+	return fs.Stat(o.base, name)
+}
+
 func nonEmpty(s, or string) string {
 	if s == "" {
 		return or

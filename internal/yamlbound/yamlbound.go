@@ -87,6 +87,14 @@ func DecodeAll(data []byte, opts Options) ([]any, error) {
 	if err := checkValues(data, opts); err != nil {
 		return nil, err
 	}
+	if v, ok := fastDecode(data, opts); ok {
+		return []any{v}, nil
+	}
+	return decodeAll(data, opts)
+}
+
+// decodeAll is DecodeAll through yaml.v3's node tree.
+func decodeAll(data []byte, opts Options) ([]any, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	c := &converter{opts: opts, size: map[*yaml.Node]int64{}}
 	var out []any
@@ -111,6 +119,9 @@ func DecodeAll(data []byte, opts Options) ([]any, error) {
 func Decode(data []byte, opts Options) (any, error) {
 	if err := checkValues(data, opts); err != nil {
 		return nil, err
+	}
+	if v, ok := fastDecode(data, opts); ok {
+		return v, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node

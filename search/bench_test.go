@@ -1,0 +1,46 @@
+package search
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
+)
+
+// BenchmarkSearch is a warm `coroner search` of the bundle named by $CORONER_BENCH_BUNDLE
+// (make bench generates them under .cache/bench), with a query of $CORONER_BENCH_QUERY
+// (default "NCCL AND timeout"): the index is built into a cache once, before the timer, and
+// each iteration opens the bundle against that cache, searches and closes it, as the command
+// does.
+//
+//	CORONER_BENCH_BUNDLE=$PWD/.cache/bench/... go test ./search -run '^$' -bench Search -benchtime 3x -cpuprofile cpu.prof
+func BenchmarkSearch(b *testing.B) {
+	dir := os.Getenv("CORONER_BENCH_BUNDLE")
+	if dir == "" {
+		b.Skip("CORONER_BENCH_BUNDLE names no bundle")
+	}
+	query := os.Getenv("CORONER_BENCH_QUERY")
+	if query == "" {
+		query = "NCCL AND timeout"
+	}
+	opts := Options{Cache: &index.Cache{Dir: b.TempDir()}, Version: "bench", Limits: bundle.DefaultLimits()}
+	opts.Limits.MaxEntries = 1_000_000
+	search := func() {
+		src, err := Open(b.Context(), []string{dir}, strings.NewReader(""), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := src.Search(b.Context(), Query{Query: query}); err != nil {
+			b.Fatal(err)
+		}
+		if err := src.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	search() // builds the index
+	for b.Loop() {
+		search()
+	}
+}

@@ -1,8 +1,6 @@
 package bundle
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coroner-dev/coroner/internal/tartest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -158,22 +157,6 @@ func TestWriterSymlink(t *testing.T) {
 	require.NoError(t, w.Symlink("a/b/link.log", "logs/x.log"))
 	require.NoError(t, w.Close(&Manifest{}))
 
-	links := map[string]string{}
-	f, err := os.Open(out)
-	require.NoError(t, err)
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		if hdr.Typeflag == tar.TypeSymlink {
-			links[hdr.Name] = hdr.Linkname
-		}
-	}
+	links := tartest.Links(t, out)
 	require.Equal(t, map[string]string{"a/b/link.log": "../../logs/x.log"}, links)
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/samplegen"
+	"github.com/coroner-dev/coroner/internal/tartest"
 )
 
 // writeTroubleshoot writes a sample in the layout of troubleshoot v0.133.0's support-bundle
@@ -163,26 +162,12 @@ func TestRedactTroubleshootKeepsItsLayout(t *testing.T) {
 		require.Equal(t, bundle.Troubleshoot, got.Bundle.Layout)
 
 		links := map[string]string{}
-		fh, err := os.Open(out)
-		require.NoError(t, err)
-		zr, err := gzip.NewReader(fh)
-		require.NoError(t, err)
-		tr := tar.NewReader(zr)
-		for {
-			hdr, err := tr.Next()
-			if err == io.EOF {
-				break
+		for _, e := range tartest.Entries(t, out) {
+			if e.Header.Typeflag == tar.TypeSymlink {
+				links[e.Header.Name] = e.Header.Linkname
 			}
-			require.NoError(t, err)
-			if hdr.Typeflag == tar.TypeSymlink {
-				links[hdr.Name] = hdr.Linkname
-				continue
-			}
-			body, err := io.ReadAll(tr)
-			require.NoError(t, err)
-			require.NotContains(t, string(body), secret, "%s of the redacted bundle", hdr.Name)
+			require.NotContains(t, string(e.Body), secret, "%s of the redacted bundle", e.Header.Name)
 		}
-		fh.Close()
 		require.Equal(t, "ml.json", links["cluster-resources/custom-resources/pytorchjobs.kubeflow.org/ml.yaml"], in)
 		require.Equal(t, "../../cluster-resources/pods/logs/ml/train-job-worker-4/pytorch.log", links["job-logs/train-job-worker-4/pytorch.log"], in)
 	}

@@ -52,7 +52,7 @@ var arrows = map[string][]string{
 	"frtrace":          {"internal/pickle"},
 	"internal/pickle":  nil,
 	"internal/literal": nil, "internal/outfile": {"internal/scratch"}, "internal/scratch": nil, "internal/yamlbound": nil,
-	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil, "internal/testpg": nil, "internal/tests3": nil,
+	"internal/samplegen": nil, "internal/testcluster": nil, "internal/tinygguf": nil, "internal/testpg": nil, "internal/tests3": nil, "internal/tartest": nil,
 	"internal/fleetseed":             {"store"},
 	"internal/tinygguf/cmd/tinygguf": {"internal/tinygguf"},
 	"internal/ociimage":              nil,

@@ -44,6 +44,13 @@ type Clients struct {
 	Kube      kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
+	// Logs streams the containers' logs. It has no rate limit of its own: a collect bounds its
+	// log streams by the number in flight (Options.Concurrency), which is what protects the
+	// API server and the kubelets it proxies them to (the API server counts log streams as
+	// long-running requests, outside its own in-flight limits). Counted against cfg's QPS,
+	// 1,024 short logs took a minute at 32 requests a second; the objects keep that limit.
+	// Nil means Kube.
+	Logs kubernetes.Interface
 }
 
 // NewClients builds the clients from a rest config.
@@ -56,7 +63,21 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Kube: kube, Dynamic: dyn, Discovery: kube.Discovery()}, nil
+	lc := rest.CopyConfig(cfg)
+	lc.QPS, lc.Burst, lc.RateLimiter = -1, 0, nil // client-go: a negative QPS has no limiter
+	logs, err := kubernetes.NewForConfig(lc)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{Kube: kube, Dynamic: dyn, Discovery: kube.Discovery(), Logs: logs}, nil
+}
+
+// logs is the client that streams logs.
+func (c *Clients) logs() kubernetes.Interface {
+	if c.Logs != nil {
+		return c.Logs
+	}
+	return c.Kube
 }
 
 // Options say what to collect and how.

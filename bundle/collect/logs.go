@@ -166,7 +166,7 @@ func (col *collector) fetchLog(ctx context.Context, j logJob) error {
 	var rc io.ReadCloser
 	err := withRetry(ctx, func() (err error) {
 		idle.Reset(col.opts.LogIdleTimeout)
-		rc, err = col.c.Kube.CoreV1().Pods(j.pod.Namespace).GetLogs(j.pod.Name, opts).Stream(ctx)
+		rc, err = col.c.logs().CoreV1().Pods(j.pod.Namespace).GetLogs(j.pod.Name, opts).Stream(ctx)
 		return err
 	})
 	if err == nil && rc == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,57 +19,39 @@ const (
 	agentLogBytes  = 1 << 20
 )
 
-// agentQuery is one list of agent pods: a namespace ("" for all) and a label key whose values
-// name agents.
-type agentQuery struct {
-	ns, key string
-	values  []string
-}
-
-func (q agentQuery) selector() string { return q.key + " in (" + strings.Join(q.values, ",") + ")" }
-
-// agentQueries groups bundle.NodeAgents by label key, across all namespaces (ns "") or by
-// namespace, so that one request per node finds every agent a key names.
-func agentQueries(byNamespace bool) []agentQuery {
-	byKey := map[[2]string][]string{}
+// agentNamespaces are where to list the pods of a node: across namespaces ("") when byNamespace
+// is unset, else every namespace the agents are installed in.
+func agentNamespaces(byNamespace bool) []string {
+	if !byNamespace {
+		return []string{""}
+	}
+	var out []string
 	for _, a := range bundle.NodeAgents {
 		for _, ns := range a.Namespaces {
-			if !byNamespace {
-				ns = ""
-			}
-			k := [2]string{ns, a.LabelKey}
-			if !slices.Contains(byKey[k], a.LabelValue) {
-				byKey[k] = append(byKey[k], a.LabelValue)
+			if !slices.Contains(out, ns) {
+				out = append(out, ns)
 			}
 		}
 	}
-	out := make([]agentQuery, 0, len(byKey))
-	for k, v := range byKey {
-		sort.Strings(v)
-		out = append(out, agentQuery{ns: k[0], key: k[1], values: v})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].ns != out[j].ns {
-			return out[i].ns < out[j].ns
-		}
-		return out[i].key < out[j].key
-	})
+	sort.Strings(out)
 	return out
 }
 
 // nodeAgents finds the GPU agents' pods (device plugin, DCGM exporter: bundle.NodeAgents) that
-// run on the nodes the job's pods ran on: per node, a list by label and spec.nodeName, never a
-// list of every pod. It lists across namespaces when allowed (coroner watch's ClusterRole);
-// otherwise in each namespace the agents are installed in, skipping those it may not read
-// (deploy/node-agents-rbac.yaml grants one). When it can read none, that is one gap.
+// run on the nodes the job's pods ran on: per node, one list of the node's pods (spec.nodeName),
+// never a list of every pod, and the agents picked by their labels (bundle.AgentOf). One
+// request per node, not one per agent label: a 128-node job costs 128 lists, not 512. It lists
+// across namespaces when allowed (coroner watch's ClusterRole); otherwise in each namespace the
+// agents are installed in, skipping those it may not read (deploy/node-agents-rbac.yaml
+// grants one). When it can read none, that is one gap.
 func (col *collector) nodeAgents(ctx context.Context, nodes *nodeSet) []*podInfo {
 	r, ok := col.cat.Find("", "Pod")
 	if !ok || len(nodes.objects) == 0 {
 		return nil
 	}
 	first := nodes.objects[0].GetName()
-	list := func(ctx context.Context, q agentQuery, node string) ([]*podInfo, error) {
-		items, err := col.list(ctx, r, q.ns, metav1.ListOptions{LabelSelector: q.selector(), FieldSelector: "spec.nodeName=" + node})
+	list := func(ctx context.Context, ns, node string) ([]*podInfo, error) {
+		items, err := col.list(ctx, r, ns, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 		if err != nil {
 			return nil, err
 		}
@@ -78,27 +59,27 @@ func (col *collector) nodeAgents(ctx context.Context, nodes *nodeSet) []*podInfo
 		for _, u := range items {
 			p, err := toPod(u)
 			if err != nil || p.Spec.NodeName != node || bundle.AgentOf(p.Labels) == "" {
-				continue // a server that ignored the selectors sends what was not asked for
+				continue // not an agent, or a server that ignored the selector sent it
 			}
 			out = append(out, &podInfo{u: u, pod: p})
 		}
 		return out, nil
 	}
 	// The first node's lists find which queries may run: across namespaces, else in each.
-	var queries []agentQuery
+	var queries []string
 	var found [][]*podInfo
 	var denied []string
 	for _, byNamespace := range []bool{false, true} {
-		for _, q := range agentQueries(byNamespace) {
-			ps, err := list(ctx, q, first)
+		for _, ns := range agentNamespaces(byNamespace) {
+			ps, err := list(ctx, ns, first)
 			if ctx.Err() != nil {
 				return nil
 			}
 			if err != nil {
-				denied = append(denied, q.selector()+" in "+cmp.Or(q.ns, "all namespaces")+": "+describe(err))
+				denied = append(denied, "pods in "+cmp.Or(ns, "all namespaces")+": "+describe(err))
 				continue
 			}
-			queries = append(queries, q)
+			queries = append(queries, ns)
 			found = append(found, ps)
 		}
 		if len(queries) > 0 {
@@ -110,8 +91,7 @@ func (col *collector) nodeAgents(ctx context.Context, nodes *nodeSet) []*podInfo
 		return nil
 	}
 	type call struct {
-		q    agentQuery
-		node string
+		ns, node string
 	}
 	var calls []call
 	for _, n := range nodes.objects[1:] {
@@ -123,9 +103,9 @@ func (col *collector) nodeAgents(ctx context.Context, nodes *nodeSet) []*podInfo
 	fns := make([]func(context.Context) error, len(calls))
 	for i, c := range calls {
 		fns[i] = func(ctx context.Context) error {
-			ps, err := list(ctx, c.q, c.node)
+			ps, err := list(ctx, c.ns, c.node)
 			if err != nil && ctx.Err() == nil {
-				col.gap("list", "GPU node agent pods ("+c.q.selector()+") on node/"+c.node, "%s", describe(err))
+				col.gap("list", "GPU node agent pods in "+cmp.Or(c.ns, "all namespaces")+" on node/"+c.node, "%s", describe(err))
 			}
 			more[i] = ps
 			return nil

@@ -120,7 +120,7 @@ func runCollect(ctx context.Context, opts *CollectOptions, io *IOStreams) error 
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %v", err)
 	}
-	cfg.QPS, cfg.Burst = float32(4*opts.Concurrency), 8*opts.Concurrency
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	cfg.UserAgent = "coroner/" + version
 	ns, _, err := kc.Namespace()
 	if err != nil {

@@ -17,8 +17,11 @@ type CollectLimits struct {
 	MaxTotalLogBytes int64
 	LogIdleTimeout   time.Duration
 	Concurrency      int
-	NoRedact         bool
-	RedactRules      string
+	// QPS and Burst bound the requests for objects (log streams are bounded by Concurrency).
+	QPS         float32
+	Burst       int
+	NoRedact    bool
+	RedactRules string
 	// FlightRecorderExec reads the NCCL Flight Recorder dumps through pods/exec (opt-in).
 	FlightRecorderExec   bool
 	MaxFlightRecordBytes int64
@@ -33,7 +36,9 @@ func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
 	addSizeFlag(cmd, &c.MaxLogBytes, "max-log-bytes", "largest log kept per container: the first quarter and the end are kept, the middle cut")
 	addSizeFlag(cmd, &c.MaxTotalLogBytes, "max-total-log-bytes", "all logs of one bundle together; logs beyond it are skipped and listed as gaps")
 	f.DurationVar(&c.LogIdleTimeout, "log-idle-timeout", collect.DefaultLogIdleTimeout, "give up a log stream that sends nothing for this long")
-	f.IntVar(&c.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight for one collect")
+	f.IntVar(&c.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight for one collect (log streams included)")
+	f.Float32Var(&c.QPS, "kube-api-qps", 50, "requests per second to the API server for objects (log streams are bounded by --concurrency)")
+	f.IntVar(&c.Burst, "kube-api-burst", 100, "burst of requests to the API server for objects")
 	f.BoolVar(&c.NoRedact, "no-redact", false, "keep secrets (redaction is on by default)")
 	f.StringVar(&c.RedactRules, "redact-rules", "", "add the redaction rules of `FILE`")
 	f.BoolVar(&c.FlightRecorderExec, "flight-recorder-exec", false, "read the NCCL Flight Recorder dumps of running containers that set TORCH_FR_DUMP_TEMP_FILE (or TORCH_NCCL_DEBUG_INFO_TEMP_FILE) through pods/exec: needs RBAC on pods/exec (docs/flight-recorder.md)")
@@ -46,6 +51,9 @@ func addCollectLimitFlags(cmd *cobra.Command, c *CollectLimits) {
 func (c *CollectLimits) options() (collect.Options, error) {
 	if c.Concurrency < 1 {
 		return collect.Options{}, flagErrorf("--concurrency %d: want at least 1", c.Concurrency)
+	}
+	if c.QPS <= 0 || c.Burst < 1 {
+		return collect.Options{}, flagErrorf("--kube-api-qps %g --kube-api-burst %d: want more than 0 and at least 1", c.QPS, c.Burst)
 	}
 	return collect.Options{Since: c.Since, MaxLogBytes: c.MaxLogBytes, MaxTotalLogBytes: c.MaxTotalLogBytes,
 		LogIdleTimeout: c.LogIdleTimeout, Concurrency: c.Concurrency, MaxFlightRecordBytes: c.MaxFlightRecordBytes,

@@ -79,8 +79,6 @@ type WatchOptions struct {
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration
 	ShutdownGrace  time.Duration
-	QPS            float32
-	Burst          int
 	LogFormat      string
 
 	Kubeconfig string
@@ -187,8 +185,6 @@ Replicas elect a leader through a Lease; only the leader collects. /metrics (Pro
 	f.DurationVar(&opts.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up")
 	f.DurationVar(&opts.RetryPeriod, "retry-period", 2*time.Second, "how often candidates try the Lease")
 	f.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 20*time.Second, "on SIGTERM, let running collects finish this long")
-	f.Float32Var(&opts.QPS, "kube-api-qps", 50, "requests per second to the API server")
-	f.IntVar(&opts.Burst, "kube-api-burst", 100, "burst of requests to the API server")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines on stderr as text or json")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: in-cluster, $KUBECONFIG or ~/.kube/config)")
 	// The kubeconfig flags of collect, but -n/--namespace says what to watch.

@@ -144,12 +144,12 @@ status: {phase: Running}
 			objs = append(objs, mustYAML(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Node
-metadata: {name: %s, labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}}
+metadata: {name: %[1]s, labels: {kubernetes.io/hostname: %[1]s, nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}}
 status:
   capacity: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}
   allocatable: {cpu: "63", memory: 500Gi, nvidia.com/gpu: "8"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady, lastHeartbeatTime: %s, lastTransitionTime: %s}]
-`, node, ts(0), ts(0))))
+  conditions: [{type: Ready, status: "True", reason: KubeletReady, lastHeartbeatTime: %[2]s, lastTransitionTime: %[2]s}]
+`, node, ts(0))))
 		}
 		mounts, volumes := j.claim(i)
 		role, index := first, 0

@@ -101,7 +101,7 @@ bench-index: build
 # package's testdata/fuzz/ and becomes a regression test of go test; commit it with the fix.
 FUZZTIME ?= 5m
 FUZZ_TARGETS := bundle:FuzzOpen bundle:FuzzGzipStream bundle:FuzzParseManifest parse:FuzzLoadResource parse:FuzzTimestamps \
-	analyze:FuzzCleanLine analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact bundle/redact:FuzzText
+	analyze:FuzzCleanLine analyze:FuzzLogMessage analyze:FuzzRuleSet report:FuzzRender bundle/redact:FuzzRedact bundle/redact:FuzzText
 FUZZ_TARGETS += logscan:FuzzMatch internal/yamlbound:FuzzDecode index/gzindex:FuzzBuild bundle:FuzzTarHeader narrate:FuzzPrompt
 FUZZ_TARGETS += internal/pickle:FuzzDecode frtrace:FuzzDecode
 fuzz:

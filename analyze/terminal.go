@@ -377,7 +377,15 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	inFrames := make([]bool, len(lines))
 	tb, header := false, -1
 	for i, l := range lines {
-		trim := bytes.TrimSpace(l.text)
+		// The message after an error-level logging header (logheader.go): a traceback logged
+		// at ERROR is read as a traceback. A line with such a header is of some kind (its
+		// level word is an error word), so most lines, of no kind, are never parsed for one.
+		k := kindOf(l.text)
+		msg := l.text
+		if k != kindNone {
+			msg = logMessage(l.text)
+		}
+		trim := bytes.TrimSpace(msg)
 		if bytes.HasPrefix(trim, []byte("Traceback (most recent call last)")) {
 			tb, header = true, i
 			continue
@@ -385,8 +393,10 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		if bytes.HasPrefix(trim, []byte("The above exception was")) || bytes.HasPrefix(trim, []byte("During handling of the above exception")) {
 			continue // joins two tracebacks of one chain; says nothing itself
 		}
-		k := kindOf(l.text)
-		if tb && k != kindException && (len(l.text) > 0 && (l.text[0] == ' ' || l.text[0] == '\t') || bytes.HasPrefix(trim, []byte("File \""))) {
+		if len(msg) != len(l.text) {
+			k = max(k, kindOf(msg))
+		}
+		if tb && k != kindException && (len(msg) > 0 && (msg[0] == ' ' || msg[0] == '\t') || bytes.HasPrefix(trim, []byte("File \""))) {
 			inFrames[i] = true // a frame of a traceback: context, whatever it says
 			continue
 		}

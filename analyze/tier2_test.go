@@ -72,6 +72,13 @@ func TestTerminalOf(t *testing.T) {
 			`  File "train.py", line 88, in <module>`,
 			"    save(state, path)",
 		}, []string{"save failed, giving up", "Traceback (most recent call last):"}},
+		{"a traceback logged at ERROR behind a logging header is a traceback", []string{
+			"INFO 11-18 18:07:20 model_runner.py:100] Loading model weights took 14.99 GB",
+			"ERROR 11-18 18:07:28 engine.py:366] Traceback (most recent call last):",
+			`ERROR 11-18 18:07:28 engine.py:366]   File "/app/engine.py", line 12, in run`,
+			"ERROR 11-18 18:07:28 engine.py:366]     batch = batches[key]",
+			"ERROR 11-18 18:07:28 engine.py:366] KeyError: 'labels'",
+		}, []string{"ERROR 11-18 18:07:28 engine.py:366] KeyError: 'labels'"}},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {
@@ -135,6 +142,16 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryHostOOM, ConfidenceMedium, "likely host-oom: 'Killed'"},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
+		{"an exception logged at ERROR before the process exited", false, progress +
+			"2024-05-01 10:00:00.123 | ERROR    | train:main:42 - Traceback (most recent call last):\n" +
+			"2024-05-01 10:00:00.123 | ERROR    | train:main:42 -   File \"/app/train.py\", line 40, in main\n" +
+			"2024-05-01 10:00:00.123 | ERROR    | train:main:42 - KeyError: 'labels'\n",
+			VerdictUnhealthy, CategoryUserCodeError, ConfidenceMedium, "likely user-code-error: 'KeyError'"},
+		{"an exception logged as a warning was handled: the log ends in it, but it is no failure", false, progress +
+			"2024-05-01 10:00:00,123 - loader - WARNING - Traceback (most recent call last):\n" +
+			"2024-05-01 10:00:00,123 - loader - WARNING -   File \"/app/load.py\", line 3, in get\n" +
+			"2024-05-01 10:00:00,123 - loader - WARNING - KeyError: 'labels'\n",
+			VerdictUnknown, "", "", ""},
 		{"a kubectl describe of a Pending pod, pasted", false, "Status:       Pending\nEvents:\n  Type     Reason            Age   From               Message\n  ----     ------            ----  ----               -------\n" +
 			"  Warning  FailedScheduling  25m   default-scheduler  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n",
 			VerdictUnhealthy, CategoryScheduling, ConfidenceMedium, "likely scheduling"},

@@ -300,7 +300,7 @@ func classify(t []byte) lineKind {
 		return kindFatal
 	case signalLine.Match(t):
 		return kindSignal
-	case launcherLine.Match(t) || exitLine.Match(t) || objectLine.Match(t):
+	case launcherLine.Match(t) || exitLine.Match(t) || objectLine.Match(t) || ncclReturn(t):
 		return kindExit
 	case errorLine.Match(t) || errorWords.Match(t):
 		return kindError
@@ -325,7 +325,35 @@ var endWords = literal.NewMatcher([]string{
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line
 // that none of them could match (a progress line, most of a log).
 func mayEnd(t []byte) bool {
-	return glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || literal.Any(endWords, t)
+	return glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || literal.Any(endWords, t) || ncclReturn(t)
+}
+
+// ncclReturn says whether t is a line of NCCL's error trace: with NCCL_DEBUG=INFO, NCCL's
+// NCCLCHECK prints "NCCL INFO <file>:<line> -> <code>" (since 2.2x "<file>:<line> (<function>)
+// -> <code>", and " [Async thread]" or " [Proxy thread]" after it from those threads) in every
+// function a failed call returns through, with its ncclResult_t (1 unhandled CUDA error, 2
+// system error, 3 internal error, 4 invalid argument, 5 invalid usage, 6 remote error; success
+// and "in progress" are never printed), and the NCCL WARN line above it says why. A log that
+// ends in one ends in a failed NCCL call.
+func ncclReturn(t []byte) bool {
+	i := bytes.LastIndex(t, []byte(" -> "))
+	if i < 0 {
+		return false
+	}
+	code := t[i+4:]
+	if len(code) == 0 || code[0] < '1' || code[0] > '6' || len(code) > 1 && code[1] != ' ' {
+		return false
+	}
+	j := bytes.Index(t[:i], []byte("NCCL INFO "))
+	if j < 0 {
+		return false
+	}
+	loc := t[j+len("NCCL INFO ") : i]
+	if k := bytes.Index(loc, []byte(" (")); k > 0 && loc[len(loc)-1] == ')' {
+		loc = loc[:k]
+	}
+	c := bytes.LastIndexByte(loc, ':')
+	return c > 0 && c < len(loc)-1 && isDigits(loc[c+1:]) && bytes.IndexByte(loc, ' ') < 0
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -79,6 +79,17 @@ func TestTerminalOf(t *testing.T) {
 			"ERROR 11-18 18:07:28 engine.py:366]     batch = batches[key]",
 			"ERROR 11-18 18:07:28 engine.py:366] KeyError: 'labels'",
 		}, []string{"ERROR 11-18 18:07:28 engine.py:366] KeyError: 'labels'"}},
+		{"NCCL's error trace: the call failed, the WARN above says why", []string{
+			"node-3:2736:2736 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC",
+			"node-3:2736:2736 [0] NCCL INFO Ring 00 : 0 -> 1 [send] via NET/Socket/0",
+			"node-3:2736:2790 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.7<43121> failed : Connection refused",
+			"node-3:2736:2790 [0] NCCL INFO bootstrap.cc:270 -> 2",
+			"node-3:2736:2736 [0] NCCL INFO init.cc:1921 (ncclCommInitRankFunc) -> 2 [Async thread]",
+		}, []string{
+			"node-3:2736:2790 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.7<43121> failed : Connection refused",
+			"node-3:2736:2790 [0] NCCL INFO bootstrap.cc:270 -> 2",
+			"node-3:2736:2736 [0] NCCL INFO init.cc:1921 (ncclCommInitRankFunc) -> 2 [Async thread]",
+		}},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {
@@ -152,6 +163,11 @@ func TestSecondTier(t *testing.T) {
 			"2024-05-01 10:00:00,123 - loader - WARNING -   File \"/app/load.py\", line 3, in get\n" +
 			"2024-05-01 10:00:00,123 - loader - WARNING - KeyError: 'labels'\n",
 			VerdictUnknown, "", "", ""},
+		{"a log that ends in NCCL's error trace ends in a failed NCCL call", false, progress +
+			"node-3:2736:2790 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<43121> with error 12, opcode 0, len 0, vendor err 129\n" +
+			"node-3:2736:2790 [0] NCCL INFO transport/net.cc:1134 -> 6\n" +
+			"node-3:2736:2790 [0] NCCL INFO proxy.cc:1456 -> 6 [Proxy thread]\n",
+			VerdictUnhealthy, CategoryCollectiveError, ConfidenceMedium, "likely collective-error"},
 		{"a kubectl describe of a Pending pod, pasted", false, "Status:       Pending\nEvents:\n  Type     Reason            Age   From               Message\n  ----     ------            ----  ----               -------\n" +
 			"  Warning  FailedScheduling  25m   default-scheduler  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n",
 			VerdictUnhealthy, CategoryScheduling, ConfidenceMedium, "likely scheduling"},

@@ -25,6 +25,7 @@ type Group struct {
 	Follows string
 	// Symptoms are the groups that follow from this one, by time.
 	Symptoms []*Group
+	podSet   map[string]bool
 }
 
 // Lead is the finding that names the group: the root cause, or the first of its findings.
@@ -48,17 +49,36 @@ func (g *Group) Primary() bool { return g.Follows == "" }
 func (g *Group) add(f *Finding) {
 	g.Findings = append(g.Findings, f)
 	g.Count += f.Count
-	if f.Pod != "" && !containsStr(g.Pods, f.Pod) {
-		g.Pods = append(g.Pods, f.Pod)
-	}
-	if f.Time != nil {
-		if g.First == nil || f.Time.Before(*g.First) {
-			g.First = f.Time
+	for _, p := range f.podList() {
+		if g.podSet == nil {
+			g.podSet = map[string]bool{}
 		}
-		if g.Last == nil || f.Time.After(*g.Last) {
-			g.Last = f.Time
+		if !g.podSet[p] {
+			g.podSet[p] = true
+			g.Pods = append(g.Pods, p)
 		}
 	}
+	for _, t := range []*time.Time{f.Time, f.LastTime} {
+		if t == nil {
+			continue
+		}
+		if g.First == nil || t.Before(*g.First) {
+			g.First = t
+		}
+		if g.Last == nil || t.After(*g.Last) {
+			g.Last = t
+		}
+	}
+}
+
+// Folded is the group's folded finding (FoldOver), nil when none of its findings is one.
+func (g *Group) Folded() *Finding {
+	for _, f := range g.Findings {
+		if f.Folded > 0 {
+			return f
+		}
+	}
+	return nil
 }
 
 // Groups folds the report's findings into groups: the primary groups (the root cause's

@@ -349,3 +349,22 @@ func uniq(ss []string) []string {
 	}
 	return out
 }
+
+// AddContext calls read on each evidence of the root cause and the findings, once the
+// report's findings are folded (see FoldOver): the front end that reads the lines around
+// evidence back reads only those of the evidence kept. An error is a warning naming the file.
+func (r *Report) AddContext(read func(e *Evidence) error) {
+	one := func(f *Finding) {
+		for i := range f.Evidence {
+			if err := read(&f.Evidence[i]); err != nil {
+				r.Warnings = append(r.Warnings, f.Evidence[i].File+": context lines: "+err.Error())
+			}
+		}
+	}
+	if r.RootCause != nil {
+		one(&r.RootCause.Finding)
+	}
+	for _, f := range r.Findings {
+		one(f)
+	}
+}

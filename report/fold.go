@@ -311,7 +311,7 @@ func FoldedWhere(f *Finding) string {
 	if f.Ranks != "" && strings.HasSuffix(s, " ranks") {
 		return s + ": " + f.Ranks
 	}
-	list := uniq(f.podList())
+	list := uniq(f.PodNames())
 	pods := NameList(list, capNames)
 	if more := f.PodCount - len(list); more > 0 {
 		pods += " and " + Commas(more) + " more pods"
@@ -319,9 +319,9 @@ func FoldedWhere(f *Finding) string {
 	return s + " (" + pods + ")"
 }
 
-// podList is the pods a finding is about: its pod, or a folded finding's (all of them when it
-// was folded here, else those the report names).
-func (f *Finding) podList() []string {
+// PodNames are the pods a finding is about: its pod, or a folded finding's (all of them when
+// it was folded in this process, else those the report names).
+func (f *Finding) PodNames() []string {
 	switch {
 	case f.Pod != "":
 		return []string{f.Pod}

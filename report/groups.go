@@ -49,7 +49,7 @@ func (g *Group) Primary() bool { return g.Follows == "" }
 func (g *Group) add(f *Finding) {
 	g.Findings = append(g.Findings, f)
 	g.Count += f.Count
-	for _, p := range f.podList() {
+	for _, p := range f.PodNames() {
 		if g.podSet == nil {
 			g.podSet = map[string]bool{}
 		}

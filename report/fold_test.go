@@ -111,6 +111,7 @@ func TestFoldAcrossRanks(t *testing.T) {
 	var html bytes.Buffer
 	require.NoError(t, Render(&html, r, "html"))
 	require.Contains(t, html.String(), "on 20 ranks: 0-19")
+	require.Contains(t, html.String(), "40 findings follow from it", "a folded finding counts as the findings it stands for")
 	require.Contains(t, html.String(), "slow &lt;dataloader&gt;")
 	require.Contains(t, html.String(), "logs/ml/w-19/pytorch.log:50", "the last sample is shown")
 	require.NotContains(t, html.String(), "logs/ml/w-7/pytorch.log:50", "the evidence of the others is not")

@@ -34,11 +34,14 @@ func (g *Group) Lead() *Finding { return g.Findings[0] }
 // ID is the lead finding's id, which summaries print and [follows fN] refers to.
 func (g *Group) ID() string { return g.Lead().ID }
 
-// SymptomCount counts the findings of its symptom groups.
+// SymptomCount counts the findings of its symptom groups (a folded finding as the findings
+// it stands for).
 func (g *Group) SymptomCount() int {
 	n := 0
 	for _, s := range g.Symptoms {
-		n += len(s.Findings)
+		for _, f := range s.Findings {
+			n += max(1, f.Folded)
+		}
 	}
 	return n
 }

@@ -3,6 +3,8 @@ package compare
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/report"
@@ -37,7 +39,7 @@ func diagnosisChanges(good, bad *report.Report) []*Change {
 		}
 		f := bf[cat]
 		out = append(out, &Change{Section: SectionDiagnosis, Kind: "finding-new", Score: 500 + 10*int(f.Severity),
-			Path: cat, Title: fmt.Sprintf("%s %s only in BAD: %s", f.Severity, cat, f.Title), Bad: f.Pod})
+			Path: cat, Title: fmt.Sprintf("%s %s only in BAD: %s", f.Severity, cat, f.Title), Bad: whereOf(f)})
 	}
 	for _, cat := range sortedKeys(gf) {
 		if _, ok := bf[cat]; ok {
@@ -45,7 +47,99 @@ func diagnosisChanges(good, bad *report.Report) []*Change {
 		}
 		f := gf[cat]
 		out = append(out, &Change{Section: SectionDiagnosis, Kind: "finding-gone", Score: 400 + 10*int(f.Severity),
-			Path: cat, Title: fmt.Sprintf("%s %s only in GOOD: %s", f.Severity, cat, f.Title), Good: f.Pod})
+			Path: cat, Title: fmt.Sprintf("%s %s only in GOOD: %s", f.Severity, cat, f.Title), Good: whereOf(f)})
+	}
+	return append(out, spreadChanges(good, bad)...)
+}
+
+// spreadChanges are the classes of findings both runs have, folded in one of them (on more
+// than report.FoldOver processes), seen on other ranks or another number of processes: the
+// same NCCL timeout on 12 ranks in GOOD and on 16,383 in BAD. A folded finding compares by its
+// class and its ranks, whichever format version wrote the other side.
+func spreadChanges(good, bad *report.Report) []*Change {
+	gs, bs := spreads(good), spreads(bad)
+	var out []*Change
+	for _, k := range sortedKeys(bs) {
+		b := bs[k]
+		g, ok := gs[k]
+		if !ok || !(g.folded || b.folded) || (g.procs == b.procs && g.ranks() == b.ranks()) {
+			continue
+		}
+		out = append(out, &Change{Section: SectionDiagnosis, Kind: "finding-spread", Score: 300 + 10*int(b.f.Severity),
+			Path: string(b.f.Category), Title: fmt.Sprintf("%s %s on %s in GOOD, on %s in BAD: %s", b.f.Severity, b.f.Category,
+				g.text(), b.text(), b.f.Title), Good: g.ranks(), Bad: b.ranks()})
+	}
+	return out
+}
+
+// classSpread is where the findings of one class (rule and title) were seen in one run.
+type classSpread struct {
+	f      *report.Finding
+	procs  int
+	nums   []int
+	folded bool
+	ranges []string
+}
+
+func (s *classSpread) ranks() string {
+	all := append([]int{}, s.nums...)
+	for _, r := range s.ranges {
+		all = append(all, expandRanks(r)...)
+	}
+	return report.Ranges(all, 0)
+}
+
+func (s *classSpread) text() string {
+	if r := s.ranks(); r != "" {
+		return fmt.Sprintf("%s processes (ranks %s)", report.Commas(s.procs), report.Ranges(expandRanks(r), 6))
+	}
+	return report.Commas(s.procs) + " processes"
+}
+
+func spreads(r *report.Report) map[string]*classSpread {
+	out := map[string]*classSpread{}
+	for _, f := range r.Findings {
+		k := f.RuleID + "\x00" + f.Title
+		s := out[k]
+		if s == nil {
+			s = &classSpread{f: f}
+			out[k] = s
+		}
+		switch {
+		case f.Folded > 0:
+			s.procs += f.Processes
+			s.folded = true
+			if f.Ranks != "" {
+				s.ranges = append(s.ranges, f.Ranks)
+			}
+		default:
+			s.procs++
+			if f.Rank != nil {
+				s.nums = append(s.nums, *f.Rank)
+			}
+		}
+	}
+	return out
+}
+
+// expandRanks lists the ranks of a range list ("0-1,3-5"); what is not one gives none.
+func expandRanks(s string) []int {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, ok := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil
+		}
+		b := a
+		if ok {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b-a > 1<<20 {
+				return nil
+			}
+		}
+		for n := a; n <= b; n++ {
+			out = append(out, n)
+		}
 	}
 	return out
 }
@@ -64,12 +158,20 @@ func rootText(r *report.Report) string {
 	return r.RootCause.Title + where(&r.RootCause.Finding)
 }
 
-// where says the pod of a finding, when it has one.
+// where says the pod of a finding, when it has one, or the ranks of a folded one.
 func where(f *report.Finding) string {
-	if f.Pod == "" {
-		return ""
+	if w := whereOf(f); w != "" {
+		return " (" + w + ")"
 	}
-	return " (" + f.Pod + ")"
+	return ""
+}
+
+// whereOf is a finding's pod, or "on 16,383 ranks: 0-1,3-16383" for a folded finding.
+func whereOf(f *report.Finding) string {
+	if f.Folded > 0 {
+		return "on " + report.FoldedWhere(f)
+	}
+	return f.Pod
 }
 
 // byCategory keeps, for each category of the primary findings, the most severe and then the

@@ -159,11 +159,13 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
 	d.Index = ix
-	d.Result, err = analyze.Run(d.Model, sc, stats, analyze.Options{Lines: contextLines(ix), StuckAfter: opts.StuckAfter})
+	later := newLaterContext(ix)
+	d.Result, err = analyze.Run(d.Model, sc, stats, analyze.Options{Lines: later.record, StuckAfter: opts.StuckAfter})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
 	d.Report = report.Build(d.Model, d.Result, opts.Version)
+	later.fill(d.Report)
 	if b.Plain && d.Report.Bundle.LogLines == 0 && len(d.Model.FlightRecords) == 0 && len(d.Model.Objects) == 0 {
 		return nil, fmt.Errorf("%s: 0 lines read: expected log lines, or a bundle (a directory or .tar.gz made by coroner collect)", InputName(in.Paths))
 	}

@@ -31,15 +31,3 @@ func scan(ctx context.Context, m *parse.Model, rs *analyze.RuleSet, visitors []l
 	}
 	return rules, ix, stats, nil
 }
-
-// contextLines reads the context of evidence back through the index.
-func contextLines(ix *index.Index) analyze.Lines {
-	return func(path string, line, before, after int) ([]analyze.ContextLine, error) {
-		lines, err := ix.Window(path, line, before, after)
-		out := make([]analyze.ContextLine, len(lines))
-		for i, l := range lines {
-			out[i] = analyze.ContextLine{Line: l.Number, Text: l.Text}
-		}
-		return out, err
-	}
-}

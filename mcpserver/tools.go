@@ -113,6 +113,19 @@ type Finding struct {
 	SecondaryOf string     `json:"secondaryOf,omitempty"`
 	Explanation string     `json:"explanation,omitempty"`
 	Remediation string     `json:"remediation,omitempty"`
+	Fold
+}
+
+// Fold is what a folded finding stands for: the findings of one class on more than 8
+// processes, as one (the report's format version 2).
+type Fold struct {
+	Folded    int      `json:"folded,omitempty" jsonschema:"set on a folded finding: how many findings of one class, on more than 8 processes, it stands for"`
+	Processes int      `json:"processes,omitempty" jsonschema:"how many processes (pod, container, rank) they were on"`
+	Ranks     string   `json:"ranks,omitempty" jsonschema:"their ranks as ranges: 0-1,3-16383"`
+	Pods      []string `json:"pods,omitempty" jsonschema:"their first pods (podCount says how many in all)"`
+	PodCount  int      `json:"podCount,omitempty"`
+	FirstTime string   `json:"firstTime,omitempty"`
+	LastTime  string   `json:"lastTime,omitempty"`
 }
 
 // RootCause is the report's rootCause: the finding that explains the failure.
@@ -152,6 +165,7 @@ type FindingSummary struct {
 	SecondaryOf string `json:"secondaryOf,omitempty"`
 	Where       string `json:"where,omitempty" jsonschema:"its first evidence: file:line, or the object"`
 	RootCause   bool   `json:"rootCause,omitempty"`
+	Fold
 }
 
 func summary(f *report.Finding, root string) (FindingSummary, error) {
@@ -271,7 +285,7 @@ func (s *Server) findings(_ context.Context, b *openBundle, in FindingsIn) (Find
 	r := b.d.Report
 	var all []FindingSummary
 	for _, f := range r.Findings {
-		if in.Category != "" && string(f.Category) != in.Category || f.Severity < min || !globMatch(in.Pod, f.Pod) {
+		if in.Category != "" && string(f.Category) != in.Category || f.Severity < min || !podMatch(in.Pod, f) {
 			continue
 		}
 		fs, err := summary(f, rootID(r))
@@ -283,6 +297,19 @@ func (s *Server) findings(_ context.Context, b *openBundle, in FindingsIn) (Find
 	c := cursor{"findings", FindingsIn{BundleArg: BundleArg{b.id}, Category: in.Category, Severity: in.Severity, Pod: in.Pod}}
 	items, pg, err := page(all, c, in.Cursor, clamp(in.Limit, 50, 1, 500), s.opts.MaxBytes, "findings")
 	return FindingsOut{Bundle: b.id, Findings: items, Page: pg}, err
+}
+
+// podMatch reports whether the glob matches the finding's pod, or one of a folded finding's.
+func podMatch(glob string, f *report.Finding) bool {
+	if f.Folded == 0 {
+		return globMatch(glob, f.Pod)
+	}
+	for _, p := range f.PodNames() {
+		if globMatch(glob, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // FindingIn names a finding.

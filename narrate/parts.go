@@ -139,6 +139,19 @@ type scope map[string]bool
 
 func (s scope) has(pod string) bool { return s == nil || s[pod] }
 
+// hasAny reports whether the scope holds one of the pods (a folded finding's are many).
+func (s scope) hasAny(pods []string) bool {
+	if s == nil {
+		return true
+	}
+	for _, p := range pods {
+		if s[p] {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates lists the parts of the prompt by relevance: the root cause and its log context
 // first, then the roles' diagnoses (the job's prompt only: roles is nil for a role's), the
 // other primary findings, the symptoms, the other findings' log context, warning events, and
@@ -229,7 +242,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 	// most severe first.
 	var primary, secondary []int
 	for i, f := range rep.Findings {
-		if f.ID == rootID || !sc.has(f.Pod) {
+		if f.ID == rootID || !sc.hasAny(f.PodNames()) {
 			continue
 		}
 		if f.SecondaryOf == "" {
@@ -288,6 +301,7 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 func groupFindings(rep *report.Report, idx []int, rootID string) []*errorEntry {
 	var groups []*errorEntry
 	groupOf := map[string]*errorEntry{}
+	seen := map[*errorEntry]map[string]bool{}
 	for _, i := range idx {
 		f := rep.Findings[i]
 		key := f.RuleID + "\x00" + f.Title + "\x00" + f.Severity.String()
@@ -299,8 +313,14 @@ func groupFindings(rep *report.Report, idx []int, rootID string) []*errorEntry {
 		}
 		g.findings = append(g.findings, convertFinding(f, rootID))
 		g.count += f.Count
-		if p := flat(f.Pod); p != "" && !contains(g.pods, p) {
-			g.pods = append(g.pods, p)
+		for _, p := range f.PodNames() { // a folded finding's are many
+			if p = flat(p); p != "" && !seen[g][p] {
+				if seen[g] == nil {
+					seen[g] = map[string]bool{}
+				}
+				seen[g][p] = true
+				g.pods = append(g.pods, p)
+			}
 		}
 	}
 	sort.SliceStable(groups, func(a, b int) bool {

@@ -37,6 +37,26 @@ type Finding struct {
 	SecondaryOf string `json:"secondaryOf,omitempty"`
 	Explanation string `json:"explanation,omitempty"`
 	Remediation string `json:"remediation,omitempty"`
+
+	// The fields below are set on a folded finding only (format version 2): the findings of
+	// one class on more than FoldOver processes, as one. Pod and Rank are then empty, Time is
+	// FirstTime, Count the exact total, and Evidence that of at most MaxSamples of them.
+
+	// Folded is how many findings it stands for.
+	Folded int `json:"folded,omitempty"`
+	// Processes is how many processes (pod, container, rank) they were on.
+	Processes int `json:"processes,omitempty"`
+	// Ranks are their ranks as sorted ranges ("0-1,3-16383"), when the logs say.
+	Ranks string `json:"ranks,omitempty"`
+	// Pods are their first MaxFoldPods pods, in order of their ids; PodCount how many in all.
+	Pods     []string `json:"pods,omitempty"`
+	PodCount int      `json:"podCount,omitempty"`
+	// FirstTime and LastTime are the earliest and latest times they were seen.
+	FirstTime *time.Time `json:"firstTime,omitempty"`
+	LastTime  *time.Time `json:"lastTime,omitempty"`
+	// Spots are where and when each folded finding was seen, for the picture of the ranks;
+	// not part of the contract (a report read back from JSON has none).
+	Spots []Spot `json:"-"`
 }
 
 // Evidence points into the bundle.

@@ -25,6 +25,7 @@ type Group struct {
 	Follows string
 	// Symptoms are the groups that follow from this one, by time.
 	Symptoms []*Group
+	podSet   map[string]bool
 }
 
 // Lead is the finding that names the group: the root cause, or the first of its findings.
@@ -33,11 +34,14 @@ func (g *Group) Lead() *Finding { return g.Findings[0] }
 // ID is the lead finding's id, which summaries print and [follows fN] refers to.
 func (g *Group) ID() string { return g.Lead().ID }
 
-// SymptomCount counts the findings of its symptom groups.
+// SymptomCount counts the findings of its symptom groups (a folded finding as the findings
+// it stands for).
 func (g *Group) SymptomCount() int {
 	n := 0
 	for _, s := range g.Symptoms {
-		n += len(s.Findings)
+		for _, f := range s.Findings {
+			n += max(1, f.Folded)
+		}
 	}
 	return n
 }
@@ -48,17 +52,36 @@ func (g *Group) Primary() bool { return g.Follows == "" }
 func (g *Group) add(f *Finding) {
 	g.Findings = append(g.Findings, f)
 	g.Count += f.Count
-	if f.Pod != "" && !containsStr(g.Pods, f.Pod) {
-		g.Pods = append(g.Pods, f.Pod)
-	}
-	if f.Time != nil {
-		if g.First == nil || f.Time.Before(*g.First) {
-			g.First = f.Time
+	for _, p := range f.PodNames() {
+		if g.podSet == nil {
+			g.podSet = map[string]bool{}
 		}
-		if g.Last == nil || f.Time.After(*g.Last) {
-			g.Last = f.Time
+		if !g.podSet[p] {
+			g.podSet[p] = true
+			g.Pods = append(g.Pods, p)
 		}
 	}
+	for _, t := range []*time.Time{f.Time, f.LastTime} {
+		if t == nil {
+			continue
+		}
+		if g.First == nil || t.Before(*g.First) {
+			g.First = t
+		}
+		if g.Last == nil || t.After(*g.Last) {
+			g.Last = t
+		}
+	}
+}
+
+// Folded is the group's folded finding (FoldOver), nil when none of its findings is one.
+func (g *Group) Folded() *Finding {
+	for _, f := range g.Findings {
+		if f.Folded > 0 {
+			return f
+		}
+	}
+	return nil
 }
 
 // Groups folds the report's findings into groups: the primary groups (the root cause's

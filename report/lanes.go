@@ -196,7 +196,7 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 			l.Started = *e.Time
 		}
 	}
-	for _, f := range r.Findings {
+	for _, f := range unfolded(r.Findings) {
 		fm, ok := marks[f.ID]
 		if !ok {
 			continue

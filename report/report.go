@@ -18,8 +18,9 @@ import (
 	"github.com/coroner-dev/coroner/parse"
 )
 
-// FormatVersion is the version of the JSON contract. Names are added, never renamed.
-const FormatVersion = 1
+// FormatVersion is the version of the JSON contract. Names are added, never renamed. Version
+// 2 added folded findings (FoldOver); a reader of version 1 reports sees none.
+const FormatVersion = 2
 
 // maxEvents bounds the events table.
 const maxEvents = 1000
@@ -208,6 +209,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		}
 		r.RootCause = rc
 	}
+	r.foldFindings()
 	if b.Plain {
 		r.namePlainLogs(b)
 	}

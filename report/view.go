@@ -151,6 +151,9 @@ func (v *view) Evidence(g *Group) []Evidence {
 		}
 		return out
 	}
+	if lead := g.Lead(); lead.Folded > 0 {
+		return lead.Evidence // its samples
+	}
 	if ev := g.Lead().Evidence; len(ev) > 0 {
 		return ev[:1]
 	}
@@ -165,6 +168,9 @@ func (v *view) EvidenceMore(g *Group) int {
 	n := 0
 	for _, f := range g.Findings {
 		n += len(f.Evidence)
+	}
+	if lead := g.Lead(); lead.Folded > 0 {
+		return n - len(lead.Evidence)
 	}
 	return max(0, n-1)
 }
@@ -184,6 +190,9 @@ func (r *Report) rankOf(pod string) string {
 // GroupWhere says where a group's findings are: one pod (with its container), several, or
 // the job.
 func (r *Report) GroupWhere(g *Group) string {
+	if f := g.Folded(); f != nil && len(g.Findings) == 1 {
+		return "on " + FoldedWhere(f)
+	}
 	switch len(g.Pods) {
 	case 0:
 		return "the job"

@@ -101,6 +101,11 @@ type Finding struct {
 	First       *time.Time `json:"first,omitempty"`
 	Last        *time.Time `json:"last,omitempty"`
 	Count       int        `json:"count"`
+	// Folded, Processes and Ranks say what a folded finding stands for (report.Finding's):
+	// how many findings, on how many processes, of which ranks; 0, 1 and "" for one process.
+	Folded    int    `json:"folded,omitempty"`
+	Processes int    `json:"processes"`
+	Ranks     string `json:"ranks,omitempty"`
 }
 
 // Pod is one pod of the job with the GPUs it held. Its GPU-hours used run from its start to
@@ -271,7 +276,10 @@ func FromDiagnosis(ctx context.Context, d *diagnose.Diagnosis, meta Meta) (*Anal
 		sf := Finding{ID: f.ID, RuleID: f.RuleID, Category: string(f.Category), Severity: f.Severity.String(), Layer: string(f.Layer),
 			Fault: string(f.Fault), Retry: string(f.Retry), Root: rep.RootCause != nil && rep.RootCause.ID == f.ID,
 			SecondaryOf: f.SecondaryOf, Title: f.Title, Pod: f.Pod, Container: f.Container, Node: f.Node, Rank: f.Rank,
-			First: f.Time, Last: f.Time, Count: f.Count}
+			First: f.Time, Last: f.Time, Count: f.Count, Folded: f.Folded, Processes: max(1, f.Processes), Ranks: f.Ranks}
+		if f.LastTime != nil {
+			sf.Last = f.LastTime
+		}
 		for _, e := range f.Evidence {
 			for _, t := range []*time.Time{e.Time, e.LastTime} {
 				if t != nil && (sf.Last == nil || t.After(*sf.Last)) {

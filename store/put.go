@@ -81,10 +81,10 @@ RETURNING id`,
 		var rows [][]any
 		for _, f := range a.Findings {
 			rows = append(rows, []any{id, f.ID, f.RuleID, f.Category, f.Severity, f.Layer, f.Fault, f.Retry, f.Root, f.SecondaryOf,
-				f.Title, f.Pod, f.Container, f.Node, f.Rank, f.First, f.Last, f.Count})
+				f.Title, f.Pod, f.Container, f.Node, f.Rank, f.First, f.Last, f.Count, f.Folded, max(1, f.Processes), f.Ranks})
 		}
 		if err := copyRows(ctx, tx, "findings", []string{"analysis_id", "finding_id", "rule_id", "category", "severity", "layer", "fault", "retry",
-			"root", "secondary_of", "title", "pod", "container", "node", "rank", "first_at", "last_at", "count"}, rows); err != nil {
+			"root", "secondary_of", "title", "pod", "container", "node", "rank", "first_at", "last_at", "count", "folded", "processes", "ranks"}, rows); err != nil {
 			return err
 		}
 		rows = rows[:0]

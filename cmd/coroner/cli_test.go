@@ -37,7 +37,7 @@ func TestAnalyzeSummary(t *testing.T) {
 
 func TestAnalyzeWritesReportByExtension(t *testing.T) {
 	dir := t.TempDir()
-	for ext, prefix := range map[string]string{".html": "<!DOCTYPE html>", ".md": "# coroner report", ".json": "{\n  \"formatVersion\": 1"} {
+	for ext, prefix := range map[string]string{".html": "<!DOCTYPE html>", ".md": "# coroner report", ".json": "{\n  \"formatVersion\": 2"} {
 		p := filepath.Join(dir, "report"+ext)
 		code, out, stderr := run(t, "analyze", filepath.Join(samplesDir, "pytorchjob-no-gpu"), "-o", p)
 		require.Equal(t, 0, code, stderr)

@@ -1,0 +1,370 @@
+package report
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FoldOver is how many processes one class of finding may be on before the report folds its
+// findings into one: above it (a 16,384-rank job where every rank logs the same NCCL timeout),
+// the report carries one finding with the exact count, the processes, the ranks as ranges, the
+// pods (at most MaxFoldPods of them, and how many), the first and last time and at most
+// MaxSamples findings' evidence, instead of a card per rank. At or below it, findings are
+// reported one by one as they always were.
+const FoldOver = 8
+
+// MaxSamples bounds the findings whose evidence a folded finding keeps: the first in time, the
+// one on the root cause's pod, the last in time.
+const MaxSamples = 3
+
+// MaxFoldPods bounds the pods a folded finding names; PodCount says how many there are.
+const MaxFoldPods = 16
+
+// Fold is what a folded finding stands for (the contract's finding fields processes, ranks,
+// pods, podCount, firstTime, lastTime and folded, from format version 2).
+type fold struct {
+	members []*Finding
+	procs   map[string]bool
+	ranks   []int
+	pods    []string
+	podSeen map[string]bool
+}
+
+// foldKey is the class of a finding: everything it says but where and when. Findings of one
+// class on more than FoldOver processes are one fact seen many times; anything else that
+// differs (the finding it follows from, the container, the node, the words of its explanation)
+// keeps them apart.
+func foldKey(f *Finding, secondaryOf string) string {
+	return strings.Join([]string{f.RuleID, string(f.Category), f.Severity.String(), string(f.Layer), f.Title,
+		string(f.Fault), string(f.Retry), f.Container, f.Node, secondaryOf, f.Explanation, f.Remediation}, "\x00")
+}
+
+// processOf names the process a finding is about: its pod, container and rank.
+func processOf(f *Finding) string {
+	rank := ""
+	if f.Rank != nil {
+		rank = strconv.Itoa(*f.Rank)
+	}
+	return f.Pod + "\x00" + f.Container + "\x00" + rank
+}
+
+// foldFindings folds the findings of each class seen on more than FoldOver processes into one
+// (see FoldOver). The root cause is never folded: it keeps its own finding and evidence. A
+// finding that follows from a folded one follows from the folded finding, so the symptoms of
+// symptoms fold too; the timeline keeps one entry for a folded finding and the Flight
+// Recorder's problems name it. Evidence of the findings left out is dropped here, before the
+// report is masked, so it is never read back nor redacted.
+func (r *Report) foldFindings() {
+	rootID := ""
+	if r.RootCause != nil {
+		rootID = r.RootCause.ID
+	}
+	alias := map[string]string{} // folded finding id -> the id of the finding it was folded into
+	target := func(id string) string {
+		for i := 0; i < len(r.Findings) && alias[id] != ""; i++ {
+			id = alias[id]
+		}
+		return id
+	}
+	folds := map[*Finding]*fold{}
+	for {
+		byKey := map[string][]*Finding{}
+		var keys []string
+		for _, f := range r.Findings {
+			if f.ID == rootID {
+				continue
+			}
+			k := foldKey(f, target(f.SecondaryOf))
+			if _, ok := byKey[k]; !ok {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], f)
+		}
+		merged := false
+		for _, k := range keys {
+			fs := byKey[k]
+			if len(fs) < 2 {
+				continue
+			}
+			acc := &fold{procs: map[string]bool{}, podSeen: map[string]bool{}}
+			for _, f := range fs {
+				acc.add(f, folds[f])
+			}
+			if len(acc.procs) <= FoldOver {
+				continue
+			}
+			lead := fs[0]
+			for _, f := range fs[1:] {
+				alias[f.ID] = lead.ID
+			}
+			folds[lead] = acc
+			merged = true
+		}
+		if !merged {
+			break
+		}
+		kept := r.Findings[:0]
+		for _, f := range r.Findings {
+			if alias[f.ID] == "" {
+				kept = append(kept, f)
+			}
+		}
+		r.Findings = kept
+	}
+	if len(folds) == 0 {
+		return
+	}
+	var rootPod string
+	if r.RootCause != nil {
+		rootPod = r.RootCause.Pod
+	}
+	for _, f := range r.Findings {
+		if f.SecondaryOf != "" {
+			f.SecondaryOf = target(f.SecondaryOf)
+		}
+		if acc := folds[f]; acc != nil {
+			acc.apply(f, rootPod)
+		}
+	}
+	r.foldTimeline(target)
+	if fr := r.FlightRecorder; fr != nil {
+		for i := range fr.Problems {
+			if id := fr.Problems[i].FindingID; id != "" {
+				fr.Problems[i].FindingID = target(id)
+			}
+		}
+	}
+}
+
+// add counts f (itself a folded finding when prev is set) into the fold.
+func (a *fold) add(f *Finding, prev *fold) {
+	if prev != nil {
+		for _, m := range prev.members {
+			a.add(m, nil)
+		}
+		return
+	}
+	a.members = append(a.members, f)
+	p := processOf(f)
+	if a.procs[p] {
+		return
+	}
+	a.procs[p] = true
+	if f.Rank != nil {
+		a.ranks = append(a.ranks, *f.Rank)
+	}
+	if f.Pod != "" && !a.podSeen[f.Pod] {
+		a.podSeen[f.Pod] = true
+		a.pods = append(a.pods, f.Pod)
+	}
+}
+
+// apply makes f, the first of the fold's members, the folded finding.
+func (a *fold) apply(f *Finding, rootPod string) {
+	// f is one of the members: what it says of itself is read before it is overwritten.
+	spots := make([]Spot, len(a.members))
+	for i, m := range a.members {
+		spots[i] = Spot{Pod: m.Pod, Time: m.Time, Count: m.Count}
+	}
+	defer func() { f.Spots = spots }()
+	ms := append([]*Finding{}, a.members...)
+	// Dated members by time, then the undated; the order of ids breaks ties.
+	sort.SliceStable(ms, func(i, j int) bool { return timeLess(ms[i].Time, ms[j].Time) })
+	samples := []*Finding{ms[0]}
+	if rootPod != "" {
+		for _, m := range ms[1 : len(ms)-1] {
+			if m.Pod == rootPod {
+				samples = append(samples, m)
+				break
+			}
+		}
+	}
+	if last := ms[len(ms)-1]; last != ms[0] && len(samples) < MaxSamples {
+		samples = append(samples, last)
+	}
+	count := 0
+	for _, m := range ms {
+		count += m.Count
+	}
+	var evs []Evidence
+	for _, s := range samples {
+		evs = append(evs, s.Evidence...)
+	}
+	f.Evidence = evs
+	f.Count = count
+	f.Folded = len(ms)
+	f.Processes = len(a.procs)
+	f.PodCount = len(a.pods)
+	f.Pods = a.pods[:min(len(a.pods), MaxFoldPods)]
+	if len(a.ranks) > 0 {
+		f.Ranks = Ranges(a.ranks, 0)
+	}
+	f.Pod, f.Rank = "", nil
+	var first, last *time.Time
+	for _, m := range ms {
+		if m.Time == nil {
+			continue
+		}
+		if first == nil || m.Time.Before(*first) {
+			first = m.Time
+		}
+		if last == nil || m.Time.After(*last) {
+			last = m.Time
+		}
+	}
+	f.Time, f.FirstTime, f.LastTime = first, first, last
+}
+
+// Spot is where and when one finding of a folded one was seen: the picture of the ranks
+// still marks each pod.
+type Spot struct {
+	Pod   string
+	Time  *time.Time
+	Count int
+}
+
+// unfolded lists the findings with each folded finding made one per pod it was seen on (its
+// spots), for the picture of the ranks, which marks every pod.
+func unfolded(fs []*Finding) []*Finding {
+	out := make([]*Finding, 0, len(fs))
+	for _, f := range fs {
+		if len(f.Spots) == 0 {
+			out = append(out, f)
+			continue
+		}
+		for _, sp := range f.Spots {
+			g := *f
+			g.Pod, g.Time, g.Count, g.Spots = sp.Pod, sp.Time, sp.Count, nil
+			out = append(out, &g)
+		}
+	}
+	return out
+}
+
+// foldTimeline keeps one timeline entry for a folded finding, the first, about no one pod.
+func (r *Report) foldTimeline(target func(string) string) {
+	byID := map[string]*Finding{}
+	for _, f := range r.Findings {
+		if f.Folded > 0 {
+			byID[f.ID] = f
+		}
+	}
+	seen := map[string]bool{}
+	kept := r.Timeline[:0]
+	for _, e := range r.Timeline {
+		if e.FindingID != "" {
+			id := target(e.FindingID)
+			if f := byID[id]; f != nil {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				e.FindingID, e.Pod = id, ""
+				e.Text += " (" + f.Spread() + ")"
+			}
+		}
+		kept = append(kept, e)
+	}
+	r.Timeline = kept
+}
+
+// Spread says how many processes a folded finding is on: "16,383 ranks", "40 pods" or "12
+// processes"; "" for a finding of one process.
+func (f *Finding) Spread() string {
+	switch {
+	case f.Folded == 0:
+		return ""
+	case f.Ranks != "" && countRanks(f.Ranks) == f.Processes:
+		return Commas(f.Processes) + " ranks"
+	case f.PodCount == f.Processes:
+		return Commas(f.Processes) + " pods"
+	}
+	return Commas(f.Processes) + " processes"
+}
+
+// countRanks counts the ranks of a range list ("0-1,3-16383": 16,383); -1 when it is not one.
+func countRanks(s string) int {
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, ok := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return -1
+		}
+		b := a
+		if ok {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return -1
+			}
+		}
+		n += b - a + 1
+	}
+	return n
+}
+
+// FoldedWhere says where a folded finding is: "16,383 ranks: 0-1,3-16383", or its pods
+// ("40 pods: train-worker-[0-39]", bounded, with how many more).
+func FoldedWhere(f *Finding) string {
+	s := f.Spread()
+	if f.Ranks != "" && strings.HasSuffix(s, " ranks") {
+		return s + ": " + f.Ranks
+	}
+	list := uniq(f.PodNames())
+	pods := NameList(list, capNames)
+	if more := f.PodCount - len(list); more > 0 {
+		pods += " and " + Commas(more) + " more pods"
+	}
+	return s + " (" + pods + ")"
+}
+
+// PodNames are the pods a finding is about: its pod, or a folded finding's (all of them when
+// it was folded in this process, else those the report names).
+func (f *Finding) PodNames() []string {
+	switch {
+	case f.Pod != "":
+		return []string{f.Pod}
+	case len(f.Spots) > 0:
+		var out []string
+		for _, sp := range f.Spots {
+			if sp.Pod != "" {
+				out = append(out, sp.Pod)
+			}
+		}
+		return out
+	}
+	return f.Pods
+}
+
+// uniq keeps the first of each name, in order.
+func uniq(ss []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// AddContext calls read on each evidence of the root cause and the findings, once the
+// report's findings are folded (see FoldOver): the front end that reads the lines around
+// evidence back reads only those of the evidence kept. An error is a warning naming the file.
+func (r *Report) AddContext(read func(e *Evidence) error) {
+	one := func(f *Finding) {
+		for i := range f.Evidence {
+			if err := read(&f.Evidence[i]); err != nil {
+				r.Warnings = append(r.Warnings, f.Evidence[i].File+": context lines: "+err.Error())
+			}
+		}
+	}
+	if r.RootCause != nil {
+		one(&r.RootCause.Finding)
+	}
+	for _, f := range r.Findings {
+		one(f)
+	}
+}

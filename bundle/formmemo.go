@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"strconv"
 )
 
 // A FormMemo remembers the directory bundles whose logs were all plain text (UTF-8, "\n" line
@@ -41,9 +41,18 @@ func (b *Bundle) PlainLogsDigest() string {
 }
 
 // logsDigest hashes the walk's signatures of the files decodeLogs looks at; "" when one is
-// missing.
+// missing. It is computed once: the walk's signatures do not change.
 func (b *Bundle) logsDigest() string {
+	if b.digest == nil {
+		d := b.hashWalked()
+		b.digest = &d
+	}
+	return *b.digest
+}
+
+func (b *Bundle) hashWalked() string {
 	h := sha256.New()
+	var line []byte
 	for _, f := range b.Files {
 		if !isLog(f.Path) {
 			continue
@@ -56,7 +65,11 @@ func (b *Bundle) logsDigest() string {
 		if ino == 0 && ctime == 0 {
 			return ""
 		}
-		fmt.Fprintf(h, "%q %d %d %d %d\n", f.Path, info.Size(), info.ModTime().UnixNano(), ctime, ino)
+		line = strconv.AppendQuote(line[:0], f.Path)
+		for _, n := range []int64{info.Size(), info.ModTime().UnixNano(), ctime, int64(ino)} {
+			line = strconv.AppendInt(append(line, ' '), n, 10)
+		}
+		h.Write(append(line, '\n'))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

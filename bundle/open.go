@@ -130,6 +130,7 @@ type Bundle struct {
 	walked map[string]fs.FileInfo
 	// plainLogs: every log is read as it is, plain text (see PlainLogsDigest).
 	plainLogs bool
+	digest    *string // logsDigest, once computed
 	cleanup   func() error
 }
 

@@ -126,7 +126,25 @@ type Bundle struct {
 	// rawSizes are the sizes the bundle holds of the logs that are read decoded (UTF-16,
 	// lines ended by "\r"): the manifest describes those bytes.
 	rawSizes map[string]int64
-	cleanup  func() error
+	// walked holds each file's lstat from the walk of a directory bundle (see WalkInfo).
+	walked map[string]fs.FileInfo
+	// plainLogs: every log is read as it is, plain text (see PlainLogsDigest).
+	plainLogs bool
+	digest    *string // logsDigest, once computed
+	cleanup   func() error
+}
+
+// WalkInfo is the lstat the walk of a directory bundle took of the file at path, as it was
+// when the bundle was opened; nil when there is none (a tarball's files, a log read from a
+// decoded copy, a path not in the bundle). A cache keyed by files' signatures takes it instead
+// of a stat of its own: it was taken before any of the file was read.
+func (b *Bundle) WalkInfo(path string) fs.FileInfo {
+	if fo, ok := b.FS.(*overlayFS); ok {
+		if _, copied := fo.files[path]; copied {
+			return nil
+		}
+	}
+	return b.walked[path]
 }
 
 // Close releases what Open made (the extracted tree of a tarball).
@@ -244,12 +262,22 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 			return err
 		}
 		b.Files = append(b.Files, File{Path: rel, Size: info.Size()})
+		if b.walked == nil {
+			b.walked = map[string]fs.FileInfo{}
+		}
+		b.walked[rel] = info
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	sortFiles(b.Files)
+	if m := formMemo(ctx); m != nil {
+		if d := b.logsDigest(); d != "" && m.AllPlain(b, d) {
+			b.plainLogs = true
+			return b, nil // read as they are: no log to decode, none to warn about
+		}
+	}
 	real := map[string]string{}
 	for _, f := range b.Files {
 		real[f.Path] = filepath.Join(dir, filepath.FromSlash(f.Path))
@@ -262,6 +290,7 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 	if len(over) > 0 {
 		b.FS = &overlayFS{base: b.FS, files: over}
 	}
+	b.plainLogs = len(over) == 0 && len(b.Warnings) == 0
 	return b, nil
 }
 

@@ -121,7 +121,7 @@ func prepare(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opt
 	bd.tarball = bd.c != nil && isTarball(b.Source, b.Plain)
 	if c := bd.c; c != nil {
 		c.prepare()
-		bd.sigs = statLogs(b.FS, logs) // before reading: a file changed meanwhile misses next time
+		bd.sigs = statLogs(b, logs) // before reading: a file changed meanwhile misses next time
 		if bd.tarball {
 			bd.sigs = tarballSig(b.Source)
 			bd.pass = startTarPass(ctx, b.Source, logs)

@@ -50,19 +50,43 @@ type statEntry struct {
 	MaxLine int    `json:"maxLineBytes"`
 	Files   string `json:"files"` // sigsHash of the logs
 	Key     string `json:"key"`
+	// PlainLogs is bundle.PlainLogsDigest when the entry was written: while the logs keep
+	// those signatures, opening the bundle again need not look at their heads.
+	PlainLogs string `json:"plainLogs,omitempty"`
 }
 
-func statLogs(fsys fs.FS, logs []bundle.LogStream) []fileSig {
+// FormMemo is a bundle.FormMemo kept in the cache's stat entries, for the given coroner
+// version (a later version may tell forms otherwise).
+func (c *Cache) FormMemo(version string) bundle.FormMemo {
+	return formMemo{c, version}
+}
+
+type formMemo struct {
+	c       *Cache
+	version string
+}
+
+func (m formMemo) AllPlain(b *bundle.Bundle, digest string) bool {
+	e := m.c.readStat(sourceID(b))
+	return e != nil && e.Version == m.version && e.PlainLogs != "" && e.PlainLogs == digest
+}
+
+// statLogs signs the logs: by the lstat the bundle's walk took (see bundle.WalkInfo), else
+// by a stat.
+func statLogs(b *bundle.Bundle, logs []bundle.LogStream) []fileSig {
 	sigs := make([]fileSig, len(logs))
 	for i, ls := range logs {
 		sigs[i].Path = ls.Path
-		info, err := fs.Stat(fsys, ls.Path)
-		if err != nil {
-			sigs[i].Size = -1 // never matches
-			continue
+		info := b.WalkInfo(ls.Path)
+		if info == nil {
+			var err error
+			if info, err = fs.Stat(b.FS, ls.Path); err != nil {
+				sigs[i].Size = -1 // never matches
+				continue
+			}
 		}
 		sigs[i].Size, sigs[i].Mtime = info.Size(), info.ModTime().UnixNano()
-		sigs[i].Ino, sigs[i].Ctime = changeTime(info)
+		sigs[i].Ino, sigs[i].Ctime = bundle.ChangeTime(info)
 	}
 	return sigs
 }
@@ -176,7 +200,8 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []bundle.LogS
 	}
 	ix.cache = c
 	c.touch(dir)
-	_ = c.writeStat(statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: files, Key: key})
+	_ = c.writeStat(statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: files, Key: key,
+		PlainLogs: b.PlainLogsDigest()})
 	return ix, nil
 }
 
@@ -220,7 +245,8 @@ func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, sigs []fil
 		ix.scratch = dir
 		return ix, nil
 	}
-	stat := statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: sigsHash(sigs), Key: key}
+	stat := statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: sigsHash(sigs), Key: key,
+		PlainLogs: b.PlainLogsDigest()}
 	if _, err := os.Stat(final); err == nil {
 		if other, oerr := openDir(final, b.FS, true, &want); oerr == nil {
 			other.cache = c

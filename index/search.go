@@ -702,11 +702,6 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		}
 		return groups[i].key < groups[j].key
 	})
-	type entry struct {
-		g           *group
-		first, last int
-		count       int
-	}
 	var entries []entry
 	want := map[int][]int{}
 	perStream := map[int]int{}
@@ -714,6 +709,7 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		n := g.count()
 		res.Lines += n
 		res.Partial = res.Partial || g.pending
+		known := g.knownTimes()
 		lines := g.lines
 		if g.whole != nil && (opts.All || n <= CollapseAt) {
 			if err := ix.load(g.s); err != nil {
@@ -734,12 +730,13 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 			if len(lines) > 0 {
 				first, last = min(first, lines[0]), max(last, lines[len(lines)-1])
 			}
-			entries = append(entries, entry{g: g, first: first, last: last, count: n})
-			want[g.si] = append(want[g.si], first, last)
+			ts, ok := known[first]
+			entries = append(entries, entry{g: g, first: first, last: last, count: n, ts: ts, known: ok})
 			continue
 		}
 		for _, n := range lines {
-			entries = append(entries, entry{g: g, first: n, count: 1})
+			ts, ok := known[n]
+			entries = append(entries, entry{g: g, first: n, count: 1, ts: ts, known: ok})
 		}
 	}
 	// Where a log's time follows its line order, only its first Limit lines can make the cut,
@@ -794,11 +791,20 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		if perStream[e.g.si] < opts.Limit {
 			perStream[e.g.si]++
 			kept = append(kept, e)
-			if e.count == 1 {
-				want[e.g.si] = append(want[e.g.si], e.first)
-			}
 		} else {
 			res.Omitted++
+		}
+	}
+	// Only the entries that may be among the first Limit hits are read back; the others are
+	// counted as omitted all the same.
+	shown := firstEntries(kept, opts.Limit)
+	if len(kept) > opts.Limit {
+		res.Omitted += len(kept) - opts.Limit
+	}
+	for _, e := range shown {
+		want[e.g.si] = append(want[e.g.si], e.first)
+		if e.count > 1 {
+			want[e.g.si] = append(want[e.g.si], e.last)
 		}
 	}
 	type read struct {
@@ -822,7 +828,7 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	for _, e := range kept {
+	for _, e := range shown {
 		s := e.g.s
 		r := got[[2]int{e.g.si, e.first}]
 		h := Hit{Line: Line{Path: s.Path, Pod: s.Pod, Container: s.Container, Previous: s.Previous, Number: e.first,
@@ -842,7 +848,6 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		return 0
 	})
 	if len(res.Hits) > opts.Limit {
-		res.Omitted += len(res.Hits) - opts.Limit
 		res.Hits = res.Hits[:opts.Limit]
 	}
 	if opts.Context > 0 {
@@ -869,6 +874,80 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// readEveryHit makes a search read every hit's line, as it did before firstEntries: the
+// tests compare the two.
+var readEveryHit = false
+
+// entry is a hit to be: a line of a group, or a group shown as one hit (count > 1) from its
+// first line to its last. ts is its first line's time when the index knows it without reading
+// the line (known).
+type entry struct {
+	g           *group
+	first, last int
+	count       int
+	ts          int64
+	known       bool
+}
+
+// knownTimes are the times of the group's lines the index holds without reading them: those
+// read and checked, and its template's last line.
+func (g *group) knownTimes() map[int]int64 {
+	known := make(map[int]int64, len(g.lines)+1)
+	if g.whole != nil && g.whole.count > 0 {
+		known[int(g.whole.lastLine)] = g.whole.last
+	}
+	for i, n := range g.lines {
+		known[n] = g.times[i]
+	}
+	return known
+}
+
+// firstEntries returns the entries that may be among the first limit hits in hitLess's
+// order: those whose time is known and is among the first limit known ones, and every one
+// whose time is not known. Reading the lines of these alone gives the same first limit hits
+// as reading all of them.
+func firstEntries(entries []entry, limit int) []entry {
+	if readEveryHit || len(entries) <= limit {
+		return entries
+	}
+	less := func(a, b *entry) bool {
+		ka, kb := timeKey(a.ts), timeKey(b.ts)
+		if ka != kb {
+			return ka < kb
+		}
+		if a.g.s.Path != b.g.s.Path {
+			return a.g.s.Path < b.g.s.Path
+		}
+		return a.first < b.first
+	}
+	var known []*entry
+	for i := range entries {
+		if entries[i].known {
+			known = append(known, &entries[i])
+		}
+	}
+	if len(known) < limit {
+		return entries
+	}
+	slices.SortFunc(known, func(a, b *entry) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
+	cut := known[limit-1]
+	out := make([]entry, 0, limit)
+	for i := range entries {
+		if e := &entries[i]; !e.known || !less(cut, e) {
+			out = append(out, *e)
+		}
+	}
+	return out
 }
 
 // hitLess orders hits by time; hits without one come last, in bundle and line order.

@@ -76,7 +76,7 @@ func tarballSig(file string) []fileSig {
 	}
 	abs, _ := filepath.Abs(file)
 	sig := fileSig{Path: abs, Size: info.Size(), Mtime: info.ModTime().UnixNano()}
-	sig.Ino, sig.Ctime = changeTime(info)
+	sig.Ino, sig.Ctime = bundle.ChangeTime(info)
 	return []fileSig{sig}
 }
 

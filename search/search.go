@@ -61,6 +61,11 @@ type searched struct {
 // returned as they are (a *diagnose.UsageError is the caller's mistake).
 func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (_ *Source, err error) {
 	s := &Source{inputs: inputs, stdin: stdin, opts: opts}
+	if opts.Cache != nil {
+		// A bundle whose logs were all plain text when indexed, unchanged since, is opened
+		// without looking at each log's head again.
+		ctx = bundle.WithFormMemo(ctx, opts.Cache.FormMemo(opts.Version))
+	}
 	defer func() {
 		if err != nil {
 			s.Close()

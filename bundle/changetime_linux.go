@@ -1,15 +1,15 @@
 //go:build linux
 
-package index
+package bundle
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// changeTime is a file's inode and status-change time: unlike the modification time, no
+// ChangeTime is a file's inode and status-change time: unlike the modification time, no
 // program can set the change time back, so a rewritten file never looks unchanged.
-func changeTime(info fs.FileInfo) (ino uint64, ctime int64) {
+func ChangeTime(info fs.FileInfo) (ino uint64, ctime int64) {
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Ino), st.Ctim.Sec*1e9 + st.Ctim.Nsec
 	}

@@ -1,0 +1,89 @@
+package search
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
+)
+
+// warmSearch opens the bundle against the cache, searches and closes, as the command does: the
+// hits' texts and the bundle's warnings about its logs.
+func warmSearch(t *testing.T, dir string, c *index.Cache, q string) (texts, warnings []string) {
+	t.Helper()
+	src, err := Open(t.Context(), []string{dir}, strings.NewReader(""), Options{Cache: c, Version: "test", Limits: bundle.DefaultLimits()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, src.Close()) }()
+	res, err := src.Search(t.Context(), Query{Query: q})
+	require.NoError(t, err)
+	for _, h := range res.Hits {
+		texts = append(texts, h.Text)
+	}
+	for _, w := range src.Bundle().Warnings {
+		if strings.HasPrefix(w, "logs/") {
+			warnings = append(warnings, w)
+		}
+	}
+	return texts, warnings
+}
+
+// TestWarmSearchSeesAChangedLog: a search of a bundle indexed before skips looking at its logs'
+// heads and takes the signatures the bundle's walk took, yet a log changed since is never
+// served from the old index nor read in its old form: rewritten with the same size and its
+// modification time set back, replaced by UTF-16 text of the same name (decoded again), or by
+// a gzip of the same name (warned about as binary).
+func TestWarmSearchSeesAChangedLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bundle")
+	log := filepath.Join(dir, "logs", "ml", "job-0", "trainer.log")
+	require.NoError(t, os.MkdirAll(filepath.Dir(log), 0o755))
+	text := "2026-03-14T10:00:00Z step 1 loss 2.5\n2026-03-14T10:00:01Z NCCL watchdog timeout alpha\n"
+	require.NoError(t, os.WriteFile(log, []byte(text), 0o644))
+	c := &index.Cache{Dir: t.TempDir()}
+	for range 2 { // indexed, then found in the cache
+		texts, warnings := warmSearch(t, dir, c, "timeout")
+		require.Equal(t, []string{"NCCL watchdog timeout alpha"}, texts)
+		require.Empty(t, warnings)
+	}
+
+	// The same size, the modification time set back: the change time still differs.
+	info, err := os.Stat(log)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(log, []byte(strings.Replace(text, "alpha", "omega", 1)), 0o644))
+	require.NoError(t, os.Chtimes(log, info.ModTime(), info.ModTime()))
+	texts, _ := warmSearch(t, dir, c, "timeout")
+	require.Equal(t, []string{"NCCL watchdog timeout omega"}, texts)
+
+	// UTF-16 under the same name: decoded, as a first open would.
+	var u16 bytes.Buffer
+	u16.Write([]byte{0xff, 0xfe})
+	for _, r := range utf16.Encode([]rune(strings.Replace(text, "alpha", "utf16word", 1))) {
+		u16.Write([]byte{byte(r), byte(r >> 8)})
+	}
+	time.Sleep(10 * time.Millisecond) // a coarse clock must still see a new change time
+	require.NoError(t, os.WriteFile(log, u16.Bytes(), 0o644))
+	texts, warnings := warmSearch(t, dir, c, "timeout")
+	require.Equal(t, []string{"NCCL watchdog timeout utf16word"}, texts)
+	require.Empty(t, warnings)
+	texts, _ = warmSearch(t, dir, c, "timeout") // and again, from the cache
+	require.Equal(t, []string{"NCCL watchdog timeout utf16word"}, texts)
+
+	// A gzip under the same name: looked at again, and said to look binary.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err = zw.Write(bytes.Repeat([]byte(text), 50))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(log, gz.Bytes(), 0o644))
+	_, warnings = warmSearch(t, dir, c, "timeout")
+	require.Len(t, warnings, 1)
+	require.Contains(t, warnings[0], "looks like binary data")
+}

@@ -117,7 +117,6 @@ func (s *Scan) Log(i int) func(*logscan.Scanned) {
 func (s *Scan) Done(i int, _ logscan.Stats, _ error) {
 	if sc := s.scanners[i]; sc != nil {
 		sc.terminal = terminalOf(&sc.tail, sc.ls.Path, sc.ls.Pod, sc.ls.Container)
-		sc.tail = tailBuf{}
 		s.scratch.Put(sc.release())
 	}
 }

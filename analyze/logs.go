@@ -94,13 +94,19 @@ type shapeSeen struct {
 const filterAfter = 16
 
 func newLogScanner(ls bundle.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
-	return &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}, rank: -1}
+	s := &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}, rank: -1}
+	s.tail = tailBuf{lines: sc.tail.lines}
+	s.shapes, s.progress = sc.shapes[:0], sc.progress[:0]
+	return s
 }
 
 // release drops what only the scan needed and returns the scratch space, for the next log.
 func (s *logScanner) release() *Scratch {
 	sc := s.sc
-	s.sc, s.shapes, s.progress = nil, nil, nil
+	clear(s.shapes) // the next log starts with no memo, and these go with this log
+	clear(s.progress)
+	sc.tail, sc.shapes, sc.progress = s.tail, s.shapes, s.progress
+	s.sc, s.tail, s.shapes, s.progress = nil, tailBuf{}, nil, nil
 	return sc
 }
 

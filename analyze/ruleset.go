@@ -224,6 +224,11 @@ type Scratch struct {
 	// progHits and progSeen are matchProgress's hits and sets seen by pattern.
 	progHits []literal.Hit
 	progSeen []uint8
+	// tail, shapes and progress are a log scan's buffers, handed from one log to the next
+	// (logScanner.release): the lines of a 16 KiB log cost less than making them anew.
+	tail     tailBuf
+	shapes   []shapeSeen
+	progress []progressMemo
 }
 
 // stateHit is a pattern of a stateful kind matching a line.

@@ -41,7 +41,7 @@ type tailBuf struct {
 }
 
 func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int) {
-	if len(t.lines) < tailLines {
+	if t.n == len(t.lines) && t.n < tailLines { // t.lines may hold a previous log's buffers
 		t.lines = append(t.lines, tailLine{})
 	}
 	l := &t.lines[t.n%tailLines]

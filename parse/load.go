@@ -34,7 +34,9 @@ type Model struct {
 	// NodeAgents are the pods of GPU agents (bundle.NodeAgents: the device plugin, the DCGM
 	// exporter) on the job's nodes: evidence of those nodes, never pods of the job.
 	NodeAgents []*corev1.Pod
-	// Objects are all resources of the bundle, sorted by group, kind, namespace, name.
+	// Objects are all resources of the bundle, sorted by group, kind, namespace, name. A pod
+	// that decoded into Pods (or NodeAgents) keeps its metadata and spec here, not its status:
+	// the typed pod has it (the job's own object, a bare pod, keeps everything).
 	Objects []*unstructured.Unstructured
 	Logs    []bundle.LogStream
 	// FlightRecords are the bundle's flight recorder dumps, decoded, in path order.
@@ -67,7 +69,30 @@ func Load(b *bundle.Bundle) (*Model, error) {
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	m.Job = findJob(m)
+	m.dropPodStatuses()
 	return m, nil
+}
+
+// dropPodStatuses lets the generic copies of the pods go of their status once the job is
+// found: what a pod's status says is read from the typed pod, and at 16,384 pods the
+// generic statuses are a tenth of the heap (docs/performance.md). A pod whose typed decode
+// failed keeps its status: its generic object is all there is of it.
+func (m *Model) dropPodStatuses() {
+	typed := make(map[string]bool, len(m.Pods)+len(m.NodeAgents))
+	for _, ps := range [][]*corev1.Pod{m.Pods, m.NodeAgents} {
+		for _, p := range ps {
+			typed[p.Namespace+"/"+p.Name] = true
+		}
+	}
+	for _, o := range m.Objects {
+		if o.GetAPIVersion() != "v1" || o.GetKind() != "Pod" || !typed[o.GetNamespace()+"/"+o.GetName()] {
+			continue
+		}
+		if m.Job != nil && (m.Job.Object == o || containsObj(m.Job.Related, o)) {
+			continue
+		}
+		delete(o.Object, "status")
+	}
 }
 
 // isTarget says whether the object is the bundle's target (a bare Pod collected as the job is

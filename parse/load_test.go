@@ -187,3 +187,34 @@ func TestYAMLStream(t *testing.T) {
 	require.Len(t, m.Pods, 2)
 	require.Equal(t, "resources/core/Pod/ml/all.yaml", m.PathOf("Pod", "ml", "b"))
 }
+
+// TestPodStatusReadFromTypedPod: the generic copy of a pod keeps its metadata and spec and
+// lets its status go (the typed pod holds it); the job's own object keeps its own, a bare pod
+// too.
+func TestPodStatusReadFromTypedPod(t *testing.T) {
+	m := load(t, fstest.MapFS{
+		"resources/batch/Job/ml/j.yaml": {Data: []byte("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml, uid: k1}\n" +
+			"status:\n  conditions: [{type: Failed, status: \"True\", reason: BackoffLimitExceeded}]\n")},
+		"resources/core/Pod/ml/j-a.yaml": {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: j-a, namespace: ml, uid: p1, ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: k1}]}\n" +
+			"spec: {containers: [{name: c, image: img:1}]}\nstatus: {phase: Failed, containerStatuses: [{name: c, restartCount: 3}]}\n")},
+	})
+	require.Equal(t, PhaseFailed, m.Job.Phase)
+	require.Len(t, m.Job.Replicas[0].Pods, 1)
+	p := m.Job.Replicas[0].Pods[0]
+	require.Equal(t, int32(3), p.Status.ContainerStatuses[0].RestartCount, "the typed pod keeps its status")
+	u := m.Object("", "Pod", "ml", "j-a")
+	require.NotNil(t, u)
+	_, has := u.Object["status"]
+	require.False(t, has, "the generic pod lets its status go")
+	require.Equal(t, "img:1", u.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"])
+	require.NotNil(t, m.Object("batch", "Job", "ml", "j").Object["status"], "the job keeps its status")
+
+	bare := load(t, fstest.MapFS{
+		"manifest.json": {Data: []byte(`{"target": {"kind": "Pod", "namespace": "ml", "name": "solo"}}`)},
+		"resources/core/Pod/ml/solo.yaml": {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: solo, namespace: ml}\n" +
+			"status: {phase: Failed, conditions: [{type: Ready, status: \"False\", reason: PodFailed}]}\n")},
+	})
+	require.Equal(t, PhaseFailed, bare.Job.Phase)
+	require.NotNil(t, bare.Job.Object.Object["status"], "a bare pod that is the job keeps its status")
+	require.Len(t, bare.Job.Conditions, 1)
+}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,7 +169,6 @@ func (a *fold) apply(f *Finding, rootPod string) {
 	for i, m := range a.members {
 		spots[i] = Spot{Pod: m.Pod, Time: m.Time, Count: m.Count}
 	}
-	defer func() { f.Spots = spots }()
 	ms := append([]*Finding{}, a.members...)
 	// Dated members by time, then the undated; the order of ids breaks ties.
 	sort.SliceStable(ms, func(i, j int) bool { return timeLess(ms[i].Time, ms[j].Time) })
@@ -201,16 +201,12 @@ func (a *fold) apply(f *Finding, rootPod string) {
 	if len(a.ranks) > 0 {
 		f.Ranks = Ranges(a.ranks, 0)
 	}
-	f.Pod, f.Rank = "", nil
+	f.Pod, f.Rank, f.Spots = "", nil, spots
+	// ms is in time order, the undated last: the first and the last dated are the bounds.
 	var first, last *time.Time
 	for _, m := range ms {
-		if m.Time == nil {
-			continue
-		}
-		if first == nil || m.Time.Before(*first) {
-			first = m.Time
-		}
-		if last == nil || m.Time.After(*last) {
+		if m.Time != nil {
+			first = cmp.Or(first, m.Time)
 			last = m.Time
 		}
 	}

@@ -65,8 +65,8 @@ func (col *collector) nodeAgents(ctx context.Context, nodes *nodeSet) []*podInfo
 		}
 		return out, nil
 	}
-	// The first node's lists find which queries may run: across namespaces, else in each.
-	var queries []string
+	// The first node's lists find where listing is allowed: across namespaces, else in each.
+	var namespaces []string
 	var found [][]*podInfo
 	var denied []string
 	for _, byNamespace := range []bool{false, true} {
@@ -79,14 +79,14 @@ func (col *collector) nodeAgents(ctx context.Context, nodes *nodeSet) []*podInfo
 				denied = append(denied, "pods in "+cmp.Or(ns, "all namespaces")+": "+describe(err))
 				continue
 			}
-			queries = append(queries, ns)
+			namespaces = append(namespaces, ns)
 			found = append(found, ps)
 		}
-		if len(queries) > 0 {
+		if len(namespaces) > 0 {
 			break
 		}
 	}
-	if len(queries) == 0 {
+	if len(namespaces) == 0 {
 		col.gap(bundle.GapNodeAgents, "GPU node agent pods", "none could be listed, so whether a GPU health agent watched the nodes is unknown: %s", denied[0])
 		return nil
 	}
@@ -95,8 +95,8 @@ func (col *collector) nodeAgents(ctx context.Context, nodes *nodeSet) []*podInfo
 	}
 	var calls []call
 	for _, n := range nodes.objects[1:] {
-		for _, q := range queries {
-			calls = append(calls, call{q, n.GetName()})
+		for _, ns := range namespaces {
+			calls = append(calls, call{ns, n.GetName()})
 		}
 	}
 	more := make([][]*podInfo, len(calls))

@@ -500,9 +500,6 @@ func apiRequests(t *testing.T, env *e2eEnv) int {
 		v, err := strconv.ParseFloat(f[len(f)-1], 64)
 		require.NoError(t, err, line)
 		total += v
-		if os.Getenv("CORONER_COLLECT_BREAKDOWN") != "" && v > 20 {
-			t.Log(line)
-		}
 	}
 	return int(total)
 }

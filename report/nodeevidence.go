@@ -19,6 +19,11 @@ type NodeEvidence struct {
 	// RootCouldBeHardware: the root cause is a GPU fault or of a category one explains (a
 	// CUDA or NCCL error, a hang); the terminal summary shows the coverage only then.
 	RootCouldBeHardware bool `json:"rootCouldBeHardware"`
+	// Moot says why the gap does not bear on the root cause (a host OOM kill, a missing
+	// module: no GPU fault explains them); the full report shows it instead of warning that a
+	// hardware cause cannot be ruled out. Not in the JSON, which has the gap and
+	// RootCouldBeHardware already.
+	Moot string `json:"-"`
 }
 
 // NodeCoverage is one of the job's nodes and the agents whose evidence the bundle holds:
@@ -46,11 +51,18 @@ type NodeAttribution struct {
 	Reason     string             `json:"reason"`
 }
 
-func nodeEvidenceOf(ne *analyze.NodeEvidence) *NodeEvidence {
+func nodeEvidenceOf(ne *analyze.NodeEvidence, root *analyze.Finding) *NodeEvidence {
 	if ne == nil {
 		return nil
 	}
 	out := &NodeEvidence{Nodes: []NodeCoverage{}, Gap: ne.Gap, RootCouldBeHardware: ne.RootCouldBeHardware}
+	if ne.Gap != "" && root != nil && !ne.RootCouldBeHardware {
+		what := "No GPU health agent ran on these nodes"
+		if ne.Gap != analyze.NodeEvidenceGapReason {
+			what = "The GPU agents' pods could not be listed"
+		}
+		out.Moot = what + "; that does not bear on this root cause (" + string(root.Category) + "), which no GPU fault explains"
+	}
 	for _, n := range ne.Nodes {
 		agents := append([]string{}, n.Agents...)
 		out.Nodes = append(out.Nodes, NodeCoverage{Node: n.Node, GPUs: n.GPUs, Agents: agents})

@@ -51,17 +51,22 @@ type NodeAttribution struct {
 	Reason     string             `json:"reason"`
 }
 
-func nodeEvidenceOf(ne *analyze.NodeEvidence, root *analyze.Finding) *NodeEvidence {
+func nodeEvidenceOf(ne *analyze.NodeEvidence, res *analyze.Result) *NodeEvidence {
 	if ne == nil {
 		return nil
 	}
 	out := &NodeEvidence{Nodes: []NodeCoverage{}, Gap: ne.Gap, RootCouldBeHardware: ne.RootCouldBeHardware}
-	if ne.Gap != "" && root != nil && !ne.RootCouldBeHardware {
+	if ne.Gap != "" && !ne.RootCouldBeHardware {
 		what := "No GPU health agent ran on these nodes"
 		if ne.Gap != analyze.NodeEvidenceGapReason {
 			what = "The GPU agents' pods could not be listed"
 		}
-		out.Moot = what + "; that does not bear on this root cause (" + string(root.Category) + "), which no GPU fault explains"
+		switch {
+		case res.RootCause != nil:
+			out.Moot = what + "; that does not bear on this root cause (" + string(res.RootCause.Category) + "), which no GPU fault explains"
+		case res.Verdict == analyze.VerdictHealthy:
+			out.Moot = what + "; the job is healthy, with no failure for a GPU fault to explain"
+		}
 	}
 	for _, n := range ne.Nodes {
 		agents := append([]string{}, n.Agents...)

@@ -198,7 +198,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r.Bundle.Analyzers = append([]bundle.AnalyzerResult(nil), b.Analysis...)
 	r.Warnings = append(append(append([]string{}, b.Warnings...), m.Warnings...), res.Warnings...)
 	r.FlightRecorder = flightRecorderOf(res.FlightRecorder)
-	r.NodeEvidence = nodeEvidenceOf(res.NodeEvidence, res.RootCause)
+	r.NodeEvidence = nodeEvidenceOf(res.NodeEvidence, res)
 	r.Job = buildJob(m.Job, ranksOf(res))
 	if f := res.RootCause; f != nil {
 		rc := &RootCause{Finding: *findingOf(f), Confidence: res.Confidence}

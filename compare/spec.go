@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/diagnose"
@@ -50,13 +51,12 @@ func specOf(d *diagnose.Diagnosis, red *redact.Redactor) map[string]*field {
 	}
 	withPods := map[string]bool{}
 	for _, p := range m.Job.Pods() {
-		obj := m.Object("", "Pod", p.Namespace, p.Name)
-		if obj == nil {
+		spec := podSpec(p, red)
+		if spec == nil {
 			continue
 		}
 		role := m.Job.RoleOf(p)
 		withPods[role] = true
-		spec, _ := redacted(obj, red)["spec"].(map[string]any)
 		podFields(spec, role, add)
 		nodeFields(m, p, role, add)
 	}
@@ -77,6 +77,21 @@ func specOf(d *diagnose.Diagnosis, red *redact.Redactor) map[string]*field {
 		}
 	})
 	return out
+}
+
+// podSpec is a pod's spec as the generic map the job's templates are read as, redacted (when
+// red is set) as bundles are; nil when it does not convert.
+func podSpec(p *corev1.Pod, red *redact.Redactor) map[string]any {
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p.Spec)
+	if err != nil {
+		return nil
+	}
+	obj := map[string]any{"spec": spec}
+	if red != nil {
+		red.Object(obj)
+	}
+	s, _ := obj["spec"].(map[string]any)
+	return s
 }
 
 // redacted is a deep copy of an object's content, redacted by red (when set) as bundles are.

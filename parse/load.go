@@ -35,8 +35,9 @@ type Model struct {
 	// exporter) on the job's nodes: evidence of those nodes, never pods of the job.
 	NodeAgents []*corev1.Pod
 	// Objects are all resources of the bundle, sorted by group, kind, namespace, name. A pod
-	// that decoded into Pods (or NodeAgents) keeps its metadata and spec here, not its status:
-	// the typed pod has it (the job's own object, a bare pod, keeps everything).
+	// that decoded into Pods (or NodeAgents) keeps only its name, namespace, uid, labels and
+	// owners here: the typed pod has the rest (the job's own object, a bare pod, keeps
+	// everything).
 	Objects []*unstructured.Unstructured
 	Logs    []bundle.LogStream
 	// FlightRecords are the bundle's flight recorder dumps, decoded, in path order.
@@ -69,15 +70,17 @@ func Load(b *bundle.Bundle) (*Model, error) {
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	m.Job = findJob(m)
-	m.dropPodStatuses()
+	m.dropPodObjects()
 	return m, nil
 }
 
-// dropPodStatuses lets the generic copies of the pods go of their status once the job is
-// found: what a pod's status says is read from the typed pod, and at 16,384 pods the
-// generic statuses are a tenth of the heap (docs/performance.md). A pod whose typed decode
-// failed keeps its status: its generic object is all there is of it.
-func (m *Model) dropPodStatuses() {
+// dropPodObjects cuts the generic copy of each typed pod down to the identity and ownership
+// fields once the job is found: everything else a pod says is read from the typed pod (compare
+// reads a pod's spec through PodSpec). At 16,384 pods the generic copies and the YAML text
+// their strings pin were a quarter of the live heap (docs/performance.md). A pod whose typed
+// decode failed keeps everything: its generic object is all there is of it; so do the job's
+// own object and the objects related to it (a bare pod collected as the job).
+func (m *Model) dropPodObjects() {
 	typed := make(map[string]bool, len(m.Pods)+len(m.NodeAgents))
 	for _, ps := range [][]*corev1.Pod{m.Pods, m.NodeAgents} {
 		for _, p := range ps {
@@ -91,8 +94,40 @@ func (m *Model) dropPodStatuses() {
 		if m.Job != nil && (m.Job.Object == o || containsObj(m.Job.Related, o)) {
 			continue
 		}
-		delete(o.Object, "status")
+		o.Object = podSkeleton(o)
 	}
+}
+
+// podSkeleton is what stays of a typed pod's generic object: its kind, name, namespace, uid,
+// labels and owners, as fresh strings (the originals are substrings of the whole YAML text).
+func podSkeleton(o *unstructured.Unstructured) map[string]any {
+	meta := map[string]any{"name": strings.Clone(o.GetName())}
+	if ns := o.GetNamespace(); ns != "" {
+		meta["namespace"] = strings.Clone(ns)
+	}
+	if uid := string(o.GetUID()); uid != "" {
+		meta["uid"] = strings.Clone(uid)
+	}
+	if ls := o.GetLabels(); len(ls) > 0 {
+		labels := make(map[string]any, len(ls))
+		for k, v := range ls {
+			labels[strings.Clone(k)] = strings.Clone(v)
+		}
+		meta["labels"] = labels
+	}
+	if refs := o.GetOwnerReferences(); len(refs) > 0 {
+		owners := make([]any, 0, len(refs))
+		for _, r := range refs {
+			ref := map[string]any{"apiVersion": strings.Clone(r.APIVersion), "kind": strings.Clone(r.Kind),
+				"name": strings.Clone(r.Name), "uid": strings.Clone(string(r.UID))}
+			if r.Controller != nil {
+				ref["controller"] = *r.Controller
+			}
+			owners = append(owners, ref)
+		}
+		meta["ownerReferences"] = owners
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta}
 }
 
 // isTarget says whether the object is the bundle's target (a bare Pod collected as the job is

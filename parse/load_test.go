@@ -188,10 +188,10 @@ func TestYAMLStream(t *testing.T) {
 	require.Equal(t, "resources/core/Pod/ml/all.yaml", m.PathOf("Pod", "ml", "b"))
 }
 
-// TestPodStatusReadFromTypedPod: the generic copy of a pod keeps its metadata and spec and
-// lets its status go (the typed pod holds it); the job's own object keeps its own, a bare pod
-// too.
-func TestPodStatusReadFromTypedPod(t *testing.T) {
+// TestPodReadFromTypedPod: the generic copy of a pod keeps its identity and owners and lets
+// its spec and status go (the typed pod holds them); the job's own object keeps everything, a
+// bare pod too.
+func TestPodReadFromTypedPod(t *testing.T) {
 	m := load(t, fstest.MapFS{
 		"resources/batch/Job/ml/j.yaml": {Data: []byte("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ml, uid: k1}\n" +
 			"status:\n  conditions: [{type: Failed, status: \"True\", reason: BackoffLimitExceeded}]\n")},
@@ -202,11 +202,15 @@ func TestPodStatusReadFromTypedPod(t *testing.T) {
 	require.Len(t, m.Job.Replicas[0].Pods, 1)
 	p := m.Job.Replicas[0].Pods[0]
 	require.Equal(t, int32(3), p.Status.ContainerStatuses[0].RestartCount, "the typed pod keeps its status")
+	require.Equal(t, "img:1", p.Spec.Containers[0].Image, "the typed pod keeps its spec")
 	u := m.Object("", "Pod", "ml", "j-a")
-	require.NotNil(t, u)
-	_, has := u.Object["status"]
-	require.False(t, has, "the generic pod lets its status go")
-	require.Equal(t, "img:1", u.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"])
+	require.NotNil(t, u, "the generic pod stays listed")
+	for _, gone := range []string{"status", "spec"} {
+		_, has := u.Object[gone]
+		require.False(t, has, "the generic pod lets its %s go", gone)
+	}
+	require.Equal(t, "p1", string(u.GetUID()))
+	require.Equal(t, "k1", string(u.GetOwnerReferences()[0].UID), "its owners stay: ownership is read from them")
 	require.NotNil(t, m.Object("batch", "Job", "ml", "j").Object["status"], "the job keeps its status")
 
 	bare := load(t, fstest.MapFS{

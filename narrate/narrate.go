@@ -254,6 +254,15 @@ func (n *narrator) build(ctx context.Context, rep *report.Report, role string, r
 				for _, p := range r.Pods {
 					sc[p.Name] = true
 				}
+				for _, g := range r.Groups {
+					sc[g.ID] = true
+					for _, p := range g.Pods {
+						sc[p] = true
+					}
+					for _, p := range g.Members() {
+						sc[p.Name] = true
+					}
+				}
 			}
 		}
 	}

@@ -373,8 +373,8 @@ func podLane(p Pod) *lane {
 func groupLane(g *PodGroup) *lane {
 	l := podLane(Pod{Phase: g.Phase, Ended: g.Ended, Restarts: g.Restarts, Created: g.FirstCreated, Started: g.FirstStarted, Finished: g.FirstFinished})
 	l.Ranks = nil
-	if g.members != nil {
-		l.Pods, l.Ranks = g.members, g.memberRanks
+	if g.names != nil {
+		l.Pods, l.Ranks = g.names, g.ranks
 	} else {
 		l.Pods, l.extra, l.rankText = append([]string{}, g.Pods...), g.Count-len(g.Pods), g.Ranks
 	}

@@ -35,10 +35,15 @@ type PodGroup struct {
 	FirstFinished *time.Time `json:"firstFinished,omitempty"`
 	LastFinished  *time.Time `json:"lastFinished,omitempty"`
 
-	// members are all the group's pods, for the picture and the logs; not in the JSON.
-	members     []string
-	memberRanks []int
+	// names are all the group's pods and ranks their ranks (when every pod has one), for the
+	// picture; members the pods themselves, for the fleet store. None is in the JSON.
+	names   []string
+	ranks   []int
+	members []Pod
 }
+
+// Members are the group's pods one by one, as Build saw them; nil for a group read from JSON.
+func (g *PodGroup) Members() []Pod { return g.members }
 
 // LogGroup is the logs of one container of a pod group's pods (format version 3), summed.
 type LogGroup struct {
@@ -158,7 +163,8 @@ func groupOfPods(pods []Pod, idx []int) *PodGroup {
 	var ranks []int
 	for _, i := range idx {
 		p := pods[i]
-		g.members = append(g.members, p.Name)
+		g.names = append(g.names, p.Name)
+		g.members = append(g.members, p)
 		if p.Node != "" {
 			nodes[p.Node] = true
 		}
@@ -173,12 +179,13 @@ func groupOfPods(pods []Pod, idx []int) *PodGroup {
 	}
 	g.Nodes = len(nodes)
 	if len(ranks) == len(idx) {
-		g.memberRanks = ranks
+		g.ranks = ranks
 	}
 	if len(ranks) > 0 {
 		g.Ranks = Ranges(ranks, 0)
 	}
-	g.Pods = g.members[:min(len(g.members), MaxFoldPods):min(len(g.members), MaxFoldPods)]
+	n := min(len(g.names), MaxFoldPods)
+	g.Pods = g.names[:n:n]
 	return g
 }
 

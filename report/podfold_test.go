@@ -145,6 +145,7 @@ func TestFoldPodsRoundTrip(t *testing.T) {
 		require.Contains(t, html.String(), "995 logs: group Worker/1, pytorch")
 		require.NotContains(t, html.String(), "w-998", "a pod of the group past the names it lists")
 		require.True(t, strings.Contains(html.String(), "w-700"), "the first failure keeps its row")
+		require.Contains(t, html.String(), "995 pods: group Worker/1</td><td>scheduled on 125 nodes", "the group's timeline row")
 	}
 }
 

@@ -429,12 +429,18 @@ func (v *view) timeline(groups []*Group, full bool) {
 	finish := func(rows []*tlRow) []tlRow {
 		out := make([]tlRow, len(rows))
 		for i, r := range rows {
+			if len(r.groups) > 0 {
+				gs := strings.Join(r.groups, ", ")
+				if len(r.pods) == 0 {
+					r.Where = Commas(r.groupPods) + " pods: group " + gs
+				} else {
+					r.Where = Commas(len(r.pods)+r.groupPods) + " pods: " + NameList(r.pods, capNames) + " and group " + gs
+				}
+				out[i] = *r
+				continue
+			}
 			switch len(r.pods) {
 			case 0:
-				if len(r.groups) > 0 {
-					r.Where = Commas(r.groupPods) + " pods (" + plural(len(r.groups), "group", "groups") + " " + strings.Join(r.groups, ", ") + ")"
-					break
-				}
 				r.Where = "—"
 			case 1:
 				r.Where = v.Report.where(r.pods[0], r.container)

@@ -186,6 +186,9 @@ func sideOf(d *diagnose.Diagnosis) Side {
 		RootCause: rep.RootCause, Categories: primaryCategories(rep), LogLines: rep.Bundle.LogLines}
 	for _, rp := range rep.Job.Replicas {
 		s.Pods += len(rp.Pods)
+		for _, g := range rp.Groups {
+			s.Pods += g.Count
+		}
 	}
 	return s
 }

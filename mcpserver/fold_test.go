@@ -39,3 +39,31 @@ func TestFoldedFindings(t *testing.T) {
 	require.LessOrEqual(t, len(one.Finding.Evidence), 3)
 	require.NotEmpty(t, one.Finding.FirstTime)
 }
+
+// TestTimelineOfPodGroups: the timeline tool gives what each pod of a group had as one entry
+// with the group, the exact count and the last time, beside the root cause's pod's own.
+func TestTimelineOfPodGroups(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "big")
+	require.NoError(t, samplegen.Generate(dir, 64, 64*8<<10, 1))
+	c := connect(t, []string{dir}, testOptions(t))
+
+	var page TimelineOut
+	c.call("timeline", map[string]any{"limit": 1000}, &page)
+	var started []TimelineEntry
+	for _, e := range page.Entries {
+		if e.Text == "container started" {
+			started = append(started, e)
+		}
+	}
+	require.Len(t, started, 3, "the master's, the group's and the root cause's pod's: %+v", started)
+	var group TimelineEntry
+	for _, e := range started {
+		if e.Group != "" {
+			group = e
+		}
+	}
+	require.Equal(t, "Worker/1", group.Group)
+	require.Equal(t, 62, group.Count)
+	require.Empty(t, group.Pod)
+	require.NotEmpty(t, group.LastTime)
+}

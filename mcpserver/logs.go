@@ -31,6 +31,11 @@ type TimelineEntry struct {
 	Text      string `json:"text"`
 	Severity  string `json:"severity,omitempty"`
 	FindingID string `json:"findingId,omitempty"`
+	// Group, Count and LastTime: an entry each of a pod group's Count pods had, the last at
+	// LastTime (report format version 3).
+	Group    string `json:"group,omitempty" jsonschema:"the pod group (replicas' groups) whose pods each had this entry"`
+	Count    int    `json:"count,omitempty" jsonschema:"how many pods of the group had it"`
+	LastTime string `json:"lastTime,omitempty" jsonschema:"when the last of them had it"`
 }
 
 // TimelineOut is a page of the timeline, by time.

@@ -205,10 +205,33 @@ func base(rep *report.Report, roleParts bool) *Data {
 			}
 			rp.Pods = append(rp.Pods, podLine(p))
 		}
+		for _, g := range r.Groups {
+			rp.Pods = append(rp.Pods, groupLine(g))
+		}
 		d.Replicas = append(d.Replicas, rp)
 	}
 	d.Metadata = metadata(rep, nil, roleParts)
 	return d
+}
+
+// groupLine reads "995 pods alike (group Worker/1, ranks 0-36,38-999, on 125 nodes): Failed
+// (Error, exit 1)".
+func groupLine(g *report.PodGroup) string {
+	s := report.Commas(g.Count) + " pods alike (group " + g.ID
+	if g.Ranks != "" {
+		s += ", ranks " + g.Ranks
+	}
+	if g.Nodes > 0 {
+		s += ", on " + report.Commas(g.Nodes) + " nodes"
+	}
+	s += "): " + g.Phase
+	if g.Ended != "" {
+		s += " (" + flat(g.Ended) + ")"
+	}
+	if g.Restarts > 0 {
+		s += fmt.Sprintf(", %d restarts", g.Restarts)
+	}
+	return s
 }
 
 func podLine(p report.Pod) string {

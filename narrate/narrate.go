@@ -248,14 +248,7 @@ func (n *narrator) build(ctx context.Context, rep *report.Report, role string, r
 			return nil, &TemplateError{fmt.Errorf("no %s.tmpl prompt template for the per-role prompts", RoleTemplate)}
 		}
 		t = rt
-		sc = scope{}
-		for _, r := range rep.Job.Replicas {
-			if r.Role == role {
-				for _, p := range r.Pods {
-					sc[p.Name] = true
-				}
-			}
-		}
+		sc = roleScope(rep, role)
 	}
 	var win Windows
 	if n.Windows != nil {
@@ -671,4 +664,27 @@ func (q *questioner) callError(err error) error {
 		return &TimeoutError{Limit: q.n.Timeout}
 	}
 	return err
+}
+
+// roleScope is the pods of one role, and its pod groups by id and by their pods.
+func roleScope(rep *report.Report, role string) scope {
+	sc := scope{}
+	for _, r := range rep.Job.Replicas {
+		if r.Role != role {
+			continue
+		}
+		for _, p := range r.Pods {
+			sc[p.Name] = true
+		}
+		for _, g := range r.Groups {
+			sc[g.ID] = true
+			for _, p := range g.Pods {
+				sc[p] = true
+			}
+			for _, p := range g.Members() {
+				sc[p.Name] = true
+			}
+		}
+	}
+	return sc
 }

@@ -161,14 +161,7 @@ func requireStrictPriority(t *testing.T, rep *report.Report, o Options, p *Promp
 	var sc scope
 	var roles []Role
 	if p.Role != "" {
-		sc = scope{}
-		for _, r := range rep.Job.Replicas {
-			if r.Role == p.Role {
-				for _, pod := range r.Pods {
-					sc[pod.Name] = true
-				}
-			}
-		}
+		sc = roleScope(rep, p.Role)
 	} else {
 		roles = FindingsDiagnoses(rep)
 	}

@@ -287,10 +287,17 @@ func candidates(ctx context.Context, rep *report.Report, win Windows, sc scope, 
 
 	// The lifecycle timeline (findings and events are above already).
 	for i, e := range rep.Timeline {
-		if e.Kind == "finding" || e.Kind == "event" || (e.Pod != "" && !sc.has(e.Pod)) {
+		if e.Kind == "finding" || e.Kind == "event" || (e.Pod != "" && !sc.has(e.Pod)) || (e.Group != "" && !sc.has(e.Group)) {
 			continue
 		}
 		te := TimelineEntry{Time: fmtTime(&e.Time), Kind: e.Kind, Where: where(e.Pod, e.Container), Text: e.Text}
+		if e.Group != "" {
+			// A pod group's entry: each of its pods had it, from Time to LastTime.
+			te.Where = where(report.Commas(e.Count)+" pods of group "+e.Group, e.Container)
+			if e.LastTime != nil {
+				te.Time += " to " + fmtTime(e.LastTime)
+			}
+		}
 		add(&part{kind: report.PartTimeline, ref: te.Time + " " + te.Where, timeline: &te, order: i})
 	}
 	return out

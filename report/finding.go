@@ -174,6 +174,11 @@ type TimelineEntry struct {
 	// Severity and FindingID are set for a finding.
 	Severity  string `json:"severity,omitempty"`
 	FindingID string `json:"findingId,omitempty"`
+	// Group is the pod group (PodGroup.ID) whose Count pods each had this entry, the first
+	// at Time and the last at LastTime; Pod is then empty.
+	Group    string     `json:"group,omitempty"`
+	Count    int        `json:"count,omitempty"`
+	LastTime *time.Time `json:"lastTime,omitempty"`
 }
 
 // LogSummary describes one scanned log.

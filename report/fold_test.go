@@ -25,7 +25,7 @@ func rankedReport(n, also int) *Report {
 			Before: []ContextLine{{Line: line - 1, Text: "step 100"}}}}
 	}
 	rank := func(i int) *int { return &i }
-	r := &Report{FormatVersion: FormatVersion, Job: Job{Kind: "PyTorchJob", Name: "big"}}
+	r := &Report{FormatVersion: formatVersionUnfoldedPods, Job: Job{Kind: "PyTorchJob", Name: "big"}}
 	root := &Finding{ID: "f1", RuleID: "cuda-oom/torch", Category: "cuda-oom", Severity: analyze.SeverityCritical, Title: "CUDA out of memory",
 		Pod: "w-5", Container: "pytorch", Rank: rank(5), Time: at(0), Count: 1, Evidence: ev("w-5", 40, 0, "torch.OutOfMemoryError")}
 	r.Findings = append(r.Findings, root)

@@ -59,10 +59,19 @@ type lane struct {
 	// stallToEnd: a log lane whose log ends when it stalled is drawn stalled to the end.
 	stallToEnd bool
 	sig        string
+	// extra is how many pods a pod group's lane stands for beyond the Pods it names (a group
+	// read back from JSON names at most MaxFoldPods); rankText its ranks then.
+	extra    int
+	rankText string
+	// group is the pod group's id for its lane: it never folds with the pods kept apart.
+	group string
 }
 
 // Folded reports whether the lane stands for more than one pod.
-func (l *lane) Folded() bool { return len(l.Pods) > 1 }
+func (l *lane) Folded() bool { return l.count() > 1 }
+
+// count is how many pods the lane stands for.
+func (l *lane) count() int { return len(l.Pods) + l.extra }
 
 // roleLanes is the lanes of one role.
 type roleLanes struct {
@@ -160,6 +169,13 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 			byPod[p.Name] = l
 			rl.Lanes = append(rl.Lanes, l)
 		}
+		for _, g := range rep.Groups {
+			l := groupLane(g)
+			for _, p := range l.Pods {
+				byPod[p] = l
+			}
+			rl.Lanes = append(rl.Lanes, l)
+		}
 		if len(rl.Lanes) > 0 {
 			s.Roles = append(s.Roles, rl)
 		}
@@ -254,8 +270,10 @@ func buildLanes(r *Report, groups []*Group, fp foldPolicy) *swimlanes {
 	}
 	running := false
 	for _, rl := range s.Roles {
-		s.PodCount += len(rl.Lanes)
-		rl.Pods = len(rl.Lanes)
+		for _, l := range rl.Lanes {
+			rl.Pods += l.count()
+		}
+		s.PodCount += rl.Pods
 		for _, l := range rl.Lanes {
 			add(l.Created)
 			add(l.Started)
@@ -350,6 +368,23 @@ func podLane(p Pod) *lane {
 	return l
 }
 
+// groupLane is the lane of a pod group: its pods' lives from the first start to the span of
+// their ends.
+func groupLane(g *PodGroup) *lane {
+	l := podLane(Pod{Phase: g.Phase, Ended: g.Ended, Restarts: g.Restarts, Created: g.FirstCreated, Started: g.FirstStarted, Finished: g.FirstFinished})
+	l.Ranks = nil
+	if g.names != nil {
+		l.Pods, l.Ranks = g.names, g.ranks
+	} else {
+		l.Pods, l.extra, l.rankText = append([]string{}, g.Pods...), g.Count-len(g.Pods), g.Ranks
+	}
+	if g.LastFinished != nil {
+		l.EndedTo = *g.LastFinished
+	}
+	l.group = g.ID
+	return l
+}
+
 func sortMarks(ms []mark) {
 	sort.SliceStable(ms, func(i, j int) bool {
 		if !ms[i].From.Equal(ms[j].From) {
@@ -364,6 +399,9 @@ func sortMarks(ms []mark) {
 func laneSig(l *lane) string {
 	var b strings.Builder
 	b.WriteString(l.Phase + "\x00" + l.How)
+	if l.group != "" {
+		b.WriteString("\x00group " + l.group)
+	}
 	if l.Restarts > 0 {
 		b.WriteString("\x00restarted")
 	}
@@ -439,6 +477,10 @@ func foldLanes(ls []*lane, max int) []*lane {
 // mergeLane adds lane l to the folded lane f.
 func mergeLane(f, l *lane) {
 	f.Pods = append(f.Pods, l.Pods...)
+	f.extra += l.extra
+	if f.rankText != "" || l.rankText != "" {
+		f.rankText = strings.Trim(f.rankText+","+l.rankText, ",")
+	}
 	f.Ranks = append(f.Ranks, l.Ranks...)
 	f.Created = earliest(f.Created, l.Created)
 	f.Started = earliest(f.Started, l.Started)
@@ -490,10 +532,10 @@ func foldMarks(ms []mark) []mark {
 // label is the lane's name: the pod without the job's name, or "1,016 ranks".
 func (s *swimlanes) label(l *lane) string {
 	if l.Folded() {
-		if len(l.Ranks) == len(l.Pods) {
-			return Commas(len(l.Pods)) + " ranks"
+		if len(l.Ranks) == len(l.Pods) && l.extra == 0 || l.rankText != "" {
+			return Commas(l.count()) + " ranks"
 		}
-		return Commas(len(l.Pods)) + " pods"
+		return Commas(l.count()) + " pods"
 	}
 	return s.short(l.Pods[0])
 }
@@ -534,6 +576,9 @@ func (s *swimlanes) sublabel(l *lane) string {
 			return "rank " + itoa(l.Ranks[0])
 		}
 		return ""
+	}
+	if l.rankText != "" {
+		return "ranks " + l.rankText
 	}
 	if len(l.Ranks) == len(l.Pods) {
 		return "ranks " + Ranges(l.Ranks, 4)

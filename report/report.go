@@ -19,8 +19,14 @@ import (
 )
 
 // FormatVersion is the version of the JSON contract. Names are added, never renamed. Version
-// 2 added folded findings (FoldOver); a reader of version 1 reports sees none.
-const FormatVersion = 2
+// 2 added folded findings (FoldOver); a reader of version 1 reports sees none. Version 3 added
+// folded pods (Replica.Groups, Report.LogGroups, a timeline entry's group, count and
+// lastTime); a reader of version 2 reports sees every pod, log and entry one by one. A report
+// with no folded pods says version 2, which it is, so a small job's report is unchanged.
+const FormatVersion = 3
+
+// formatVersionUnfoldedPods is the version a report without pod groups says: 2.
+const formatVersionUnfoldedPods = 2
 
 // maxEvents bounds the events table.
 const maxEvents = 1000
@@ -41,7 +47,9 @@ type Report struct {
 	Timeline  []TimelineEntry `json:"timeline"`
 	Events    []Event         `json:"events"`
 	Logs      []LogSummary    `json:"logs"`
-	Warnings  []string        `json:"warnings"`
+	// LogGroups sums the logs of each pod group (Replica.Groups), which Logs then leaves out.
+	LogGroups []LogGroup `json:"logGroups,omitempty"`
+	Warnings  []string   `json:"warnings"`
 	// FlightRecorder is what the NCCL Flight Recorder dumps show; absent without dumps.
 	FlightRecorder *FlightRecorder `json:"flightRecorder,omitempty"`
 	// NodeEvidence is what the bundle shows of the job's GPU nodes' health; absent without them.
@@ -104,6 +112,8 @@ type Replica struct {
 	Failed     int    `json:"failed"`
 	FromStatus bool   `json:"fromStatus,omitempty"`
 	Pods       []Pod  `json:"pods"`
+	// Groups are its pods that look alike, folded (see PodGroup); Pods leaves them out.
+	Groups []*PodGroup `json:"groups,omitempty"`
 }
 
 // Pod is one pod of a replica.
@@ -168,7 +178,7 @@ type Place struct {
 // Build assembles the report from a loaded bundle and its analysis.
 func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r := &Report{
-		FormatVersion: FormatVersion, CoronerVersion: version,
+		FormatVersion: formatVersionUnfoldedPods, CoronerVersion: version,
 		Verdict: res.Verdict, VerdictReason: res.VerdictReason, VerdictAt: placeOf(res.VerdictAt),
 		Findings: []*Finding{}, Timeline: timelineOf(res.Timeline), Logs: logsOf(res.Logs),
 	}
@@ -210,6 +220,9 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		r.RootCause = rc
 	}
 	r.foldFindings()
+	if r.foldPods() {
+		r.FormatVersion = FormatVersion
+	}
 	if b.Plain {
 		r.namePlainLogs(b)
 	}

@@ -253,6 +253,7 @@ func rolesOf(r *Report, full bool) []roleView {
 				}
 				rv.Rows = append(rv.Rows, row)
 			}
+			rv.Rows = append(rv.Rows, groupRows(rep.Groups)...)
 			out = append(out, rv)
 			continue
 		}
@@ -278,7 +279,25 @@ func rolesOf(r *Report, full bool) []roleView {
 			st.row.Names = NameList(st.names, capNames)
 			rv.Rows = append(rv.Rows, *st.row)
 		}
+		rv.Rows = append(rv.Rows, groupRows(rep.Groups)...)
 		out = append(out, rv)
+	}
+	return out
+}
+
+// groupRows are the rows of a role's pod groups, with their exact counts and rank ranges.
+func groupRows(gs []*PodGroup) []podRow {
+	var out []podRow
+	for _, g := range gs {
+		names := NameList(g.Pods, capNames)
+		if g.Count > len(g.Pods) {
+			names = NameList(g.Pods[:min(len(g.Pods), capNames)], capNames) + " … (group " + g.ID + ")"
+		}
+		row := podRow{Names: names, N: g.Count, Phase: g.Phase, Ended: g.Ended, Restarts: g.Restarts}
+		if g.Ranks != "" {
+			row.Rank = "ranks " + g.Ranks
+		}
+		out = append(out, row)
 	}
 	return out
 }
@@ -304,6 +323,18 @@ type tlRow struct {
 	pods      []string
 	key       string
 	container string
+	// groups are the pod groups whose entries the row holds, groupPods how many pods they are.
+	groups    []string
+	groupPods int
+}
+
+// addGroup counts a pod group's folded entry into the row.
+func (t *tlRow) addGroup(e TimelineEntry) {
+	if e.Group == "" || containsStr(t.groups, e.Group) {
+		return
+	}
+	t.groups = append(t.groups, e.Group)
+	t.groupPods += e.Count
 }
 
 // When is the row's time or time span.
@@ -358,12 +389,19 @@ func (v *view) timeline(groups []*Group, full bool) {
 			// The same warning about many pods is one row; its repeat counts differ.
 			k += repeatSuffix.ReplaceAllString(e.Text, "")
 		}
+		last := e.Time
+		if e.LastTime != nil {
+			last = *e.LastTime
+		}
 		if row := open[k]; row != nil && e.Time.Sub(row.Last) <= routineWindow {
-			row.Last = e.Time
-			row.N++
+			if last.After(row.Last) {
+				row.Last = last
+			}
+			row.N += max(1, e.Count)
 			if e.Pod != "" && !containsStr(row.pods, e.Pod) {
 				row.pods = append(row.pods, e.Pod)
 			}
+			row.addGroup(e)
 			if e.Kind == "event" && !isRoutine {
 				row.Text = repeatSuffix.ReplaceAllString(row.Text, "")
 				text = repeatSuffix.ReplaceAllString(text, "")
@@ -373,7 +411,8 @@ func (v *view) timeline(groups []*Group, full bool) {
 			}
 			continue
 		}
-		row := &tlRow{Time: e.Time, Last: e.Time, Kind: e.Kind, Text: e.Text, Severity: e.Severity, N: 1, key: k, container: e.Container}
+		row := &tlRow{Time: e.Time, Last: last, Kind: e.Kind, Text: e.Text, Severity: e.Severity, N: max(1, e.Count), key: k, container: e.Container}
+		row.addGroup(e)
 		if e.Kind == "finding" {
 			row.FindingID, row.Symptom = lead[e.FindingID], symptom[e.FindingID]
 		}
@@ -390,6 +429,16 @@ func (v *view) timeline(groups []*Group, full bool) {
 	finish := func(rows []*tlRow) []tlRow {
 		out := make([]tlRow, len(rows))
 		for i, r := range rows {
+			if len(r.groups) > 0 {
+				gs := strings.Join(r.groups, ", ")
+				if len(r.pods) == 0 {
+					r.Where = Commas(r.groupPods) + " pods: group " + gs
+				} else {
+					r.Where = Commas(len(r.pods)+r.groupPods) + " pods: " + NameList(r.pods, capNames) + " and group " + gs
+				}
+				out[i] = *r
+				continue
+			}
 			switch len(r.pods) {
 			case 0:
 				r.Where = "—"

@@ -233,7 +233,15 @@ func FromDiagnosis(ctx context.Context, d *diagnose.Diagnosis, meta Meta) (*Anal
 		} else {
 			a.Job.WorldSize += r.Created
 		}
-		for _, p := range r.Pods {
+		pods := r.Pods
+		if len(r.Groups) > 0 {
+			// The store keeps a row per pod: a group's pods unfold here.
+			pods = append([]report.Pod(nil), r.Pods...)
+			for _, g := range r.Groups {
+				pods = append(pods, g.Members()...)
+			}
+		}
+		for _, p := range pods {
 			pod := Pod{Name: p.Name, Role: r.Role, Node: p.Node, Rank: p.Rank, Phase: p.Phase, Restarts: p.Restarts,
 				ExitCode: p.ExitCode, Created: p.Created, Started: p.Started, Finished: p.Finished}
 			if spec := podSpecs[p.Name]; spec != nil {

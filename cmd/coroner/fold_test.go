@@ -19,7 +19,14 @@ func TestFoldedAcrossRanks(t *testing.T) {
 	out := requireExit(t, exitOK, "", "analyze", b, "--format", "json", "--no-cache")
 	var r report.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &r))
-	require.Equal(t, 2, r.FormatVersion)
+	require.Equal(t, 3, r.FormatVersion, "the workers that failed alike are a pod group")
+	workers := r.Job.Replicas[len(r.Job.Replicas)-1]
+	require.Equal(t, "Worker", workers.Role)
+	require.Len(t, workers.Groups, 1)
+	require.Equal(t, 62, workers.Groups[0].Count)
+	require.Equal(t, "1-36,38-63", workers.Groups[0].Ranks)
+	require.Len(t, workers.Pods, 1, "the root cause's pod keeps its row")
+	require.Equal(t, "big-train-worker-36", workers.Pods[0].Name)
 	require.NotNil(t, r.RootCause)
 	require.Equal(t, "big-train-worker-36", r.RootCause.Pod)
 	require.Contains(t, r.RootCause.Evidence[0].Text, "CUDA out of memory")

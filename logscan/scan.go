@@ -252,11 +252,12 @@ const readBuffer = 64 << 10
 // (which may be nil). A read error ends the scan without failing it: Stats.Err says where the
 // log stopped. When ctx is done the scan stops and returns its error, wrapped.
 func Scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, maxLine int, visit func(*Scanned)) (Stats, error) {
-	return scan(ctx, fsys, ls, AllOptions{MaxLine: maxLine}, visit, nil)
+	return scan(ctx, fsys, ls, AllOptions{MaxLine: maxLine}, visit, nil, nil)
 }
 
-// scan scans one log; lr, when set, is a line reader to reuse (a worker scans many logs).
-func scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, opts AllOptions, visit func(*Scanned), lr *LineReader) (Stats, error) {
+// scan scans one log; lr and shapes, when set, are the line reader and the shaper to reuse (a
+// worker scans many logs).
+func scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, opts AllOptions, visit func(*Scanned), lr *LineReader, shapes *shaper) (Stats, error) {
 	var st Stats
 	f, err := fsys.Open(ls.Path)
 	if err != nil {
@@ -278,7 +279,11 @@ func scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, opts AllOptions,
 	var clock Clock
 	var clean []byte
 	var first int64
-	shapes := newScanShaper(opts.Budget)
+	if shapes == nil {
+		shapes = newScanShaper(opts.Budget)
+	} else {
+		shapes.reset()
+	}
 	sc := Scanned{}
 	for n := 1; ; n++ {
 		raw, off, err := lr.Next()
@@ -401,13 +406,15 @@ func ScanAll(ctx context.Context, fsys fs.FS, logs []bundle.LogStream, opts AllO
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The line reader and the shaper are reused across the logs of a worker.
 			var lr *LineReader
+			shapes := newScanShaper(opts.Budget)
 			for i := range jobs {
 				visit := visitorsOf(opts.Visitors, i)
 				if lr == nil {
 					lr = NewLineReader(nil, 0, opts.MaxLine, readBuffer)
 				}
-				st, err := scan(ctx, fsys, logs[i], opts, visit, lr)
+				st, err := scan(ctx, fsys, logs[i], opts, visit, lr, shapes)
 				if err != nil {
 					for _, v := range opts.Visitors {
 						v.Done(i, Stats{}, err)

@@ -69,6 +69,10 @@ type shaper struct {
 	budget     *Budget
 	// recent holds the last two shapes (of ASCII text) seen, tried first on a new line.
 	recent [2]*Shape
+	// known holds the shapes made in the earlier logs of the same scan worker, by key: the
+	// ranks of a job log the same shapes, so a log's shape is mostly a copy of one of these
+	// (with its own ID) rather than parsed and compiled again. Bounded by maxKnown.
+	known map[string]*Shape
 	// per-line results
 	cur   *Shape // the line's shape, nil when it has none
 	key   []byte
@@ -83,7 +87,21 @@ func newShaper() *shaper {
 
 // newScanShaper makes shapes as a scan does (see EagerShapes), counting them against budget.
 func newScanShaper(budget *Budget) *shaper {
-	return &shaper{byKey: map[string]*Shape{}, eager: EagerShapes, max: MaxShapes, budget: budget}
+	return &shaper{byKey: map[string]*Shape{}, eager: EagerShapes, max: MaxShapes, budget: budget,
+		known: map[string]*Shape{}}
+}
+
+// maxKnown bounds the shapes a scan worker remembers across its logs (see shaper.known).
+const maxKnown = 1 << 14
+
+// reset readies a scan shaper for the next log of the same worker: the log's shapes are
+// forgotten (they are numbered from 0 again), the shapes known from earlier logs are kept.
+func (b *shaper) reset() {
+	clear(b.byKey)
+	b.shapes = 0
+	clear(b.seen)
+	b.recent = [2]*Shape{}
+	b.cur = nil
 }
 
 // line finds the shape of a line (b.cur, b.vals, b.masks), cleaning the line first when it
@@ -132,6 +150,15 @@ func (b *shaper) newShape() *Shape {
 		}
 		delete(b.seen, h)
 	}
+	if k := b.known[string(b.key)]; k != nil {
+		// Made in an earlier log: the same parts, kinds and number across logs (a budget
+		// gives a key the same number for good); only the ID is this log's.
+		sh := *k
+		sh.ID = b.shapes
+		b.shapes++
+		b.byKey[sh.Key] = &sh
+		return &sh
+	}
 	doc := -1
 	if b.budget != nil {
 		id, ok := b.budget.admit(string(b.key))
@@ -145,6 +172,13 @@ func (b *shaper) newShape() *Shape {
 	b.shapes++
 	if sh.ascii = isASCII(sh.Key); sh.ascii {
 		sh.prog = newPartProg(sh.Parts)
+	}
+	if b.known != nil {
+		if len(b.known) >= maxKnown {
+			clear(b.known)
+		}
+		k := *sh
+		b.known[sh.Key] = &k
 	}
 	b.byKey[sh.Key] = sh
 	return sh

@@ -44,6 +44,8 @@ type Model struct {
 	FlightRecords []FlightRecord
 	// paths maps "Kind/namespace/name" to the bundle file the object came from.
 	paths map[string]string
+	// spare is shared by the models of Load's workers while the resources are read (Model.cut).
+	spare *spare
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
@@ -51,7 +53,7 @@ type Model struct {
 // Load reads a bundle's resources and lists its logs. Unreadable resource files become
 // warnings: the rest of the bundle is still analysed.
 func Load(b *bundle.Bundle) (*Model, error) {
-	m := &Model{Bundle: b, paths: map[string]string{}}
+	m := &Model{Bundle: b, paths: map[string]string{}, spare: &spare{}}
 	m.Logs, m.Warnings = bundle.LogStreams(b) // logs/ sorts before resources/: warnings keep file order
 	m.loadResources()
 	m.loadFlightRecords()
@@ -69,33 +71,44 @@ func Load(b *bundle.Bundle) (*Model, error) {
 		a, b := m.NodeAgents[i], m.NodeAgents[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
+	if len(m.Pods) == 1 && m.spare.obj != nil && m.spare.obj.GetNamespace() == m.Pods[0].Namespace && m.spare.obj.GetName() == m.Pods[0].Name {
+		m.spare.obj.Object = m.spare.full // it may be the job (guessTarget)
+	}
 	m.Job = findJob(m)
-	m.dropPodObjects()
+	if o := m.spare.obj; o != nil && m.Job.Object != o {
+		o.Object = podSkeleton(o)
+	}
+	m.spare = nil
 	return m, nil
 }
 
-// dropPodObjects cuts the generic copy of each typed pod down to the identity and ownership
-// fields once the job is found: everything else a pod says is read from the typed pod (compare
-// reads a pod's spec through PodSpec). At 16,384 pods the generic copies and the YAML text
-// their strings pin were a quarter of the live heap (docs/performance.md). A pod whose typed
-// decode failed keeps everything: its generic object is all there is of it; so do the job's
-// own object and the objects related to it (a bare pod collected as the job).
-func (m *Model) dropPodObjects() {
-	typed := make(map[string]bool, len(m.Pods)+len(m.NodeAgents))
-	for _, ps := range [][]*corev1.Pod{m.Pods, m.NodeAgents} {
-		for _, p := range ps {
-			typed[p.Namespace+"/"+p.Name] = true
-		}
+// spare holds the full generic copy of the first typed pod read (Model.cut): a bundle of one
+// pod and no job object makes that pod the job (guessTarget), which keeps all of it.
+type spare struct {
+	mu   sync.Mutex
+	obj  *unstructured.Unstructured
+	full map[string]any
+}
+
+// cut replaces a typed pod's generic copy by its skeleton as soon as the typed pod exists, so
+// that the loading of 25,000 pods never holds all their maps and YAML text at once (they were
+// most of the peak heap of a bundle of 200,000 small logs, docs/performance.md). The first pod
+// read keeps its full copy aside until the job is found (Load keeps it when that pod is the
+// job); the manifest's target keeps everything.
+func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod) {
+	if m.isTarget("Pod", p.Namespace, p.Name) {
+		return
 	}
-	for _, o := range m.Objects {
-		if o.GetAPIVersion() != "v1" || o.GetKind() != "Pod" || !typed[o.GetNamespace()+"/"+o.GetName()] {
-			continue
-		}
-		if m.Job != nil && (m.Job.Object == o || containsObj(m.Job.Related, o)) {
-			continue
-		}
-		o.Object = podSkeleton(o)
+	full := u.Object
+	u.Object = podSkeleton(u)
+	if m.spare == nil {
+		return
 	}
+	m.spare.mu.Lock()
+	if m.spare.obj == nil {
+		m.spare.obj, m.spare.full = u, full
+	}
+	m.spare.mu.Unlock()
 }
 
 // podSkeleton is what stays of a typed pod's generic object: its kind, name, namespace, uid,
@@ -175,7 +188,7 @@ func (m *Model) loadResources() {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				part := &Model{Bundle: m.Bundle, paths: map[string]string{}}
+				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare}
 				part.loadResource(files[i])
 				parts[i] = part
 			}
@@ -314,8 +327,10 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 			case !typed(&p):
 			case bundle.AgentOf(p.Labels) != "" && !m.isTarget("Pod", p.Namespace, p.Name):
 				m.NodeAgents = append(m.NodeAgents, &p)
+				u.Object = podSkeleton(u) // never the job
 			default:
 				m.Pods = append(m.Pods, &p)
+				m.cut(u, &p)
 			}
 		case "Event":
 			var e corev1.Event

@@ -222,3 +222,28 @@ func TestPodReadFromTypedPod(t *testing.T) {
 	require.NotNil(t, bare.Job.Object.Object["status"], "a bare pod that is the job keeps its status")
 	require.Len(t, bare.Job.Conditions, 1)
 }
+
+// TestLonePodIsTheJob: a bundle of one pod and no job object or manifest makes that pod the
+// job, which keeps all its generic object although pods' copies are cut as they are read; two
+// such pods are a pods-only job and both copies are cut.
+func TestLonePodIsTheJob(t *testing.T) {
+	pod := func(name string) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: ml}\n" +
+			"status: {phase: Failed, conditions: [{type: Ready, status: \"False\", reason: PodFailed}]}\n")
+	}
+	lone := load(t, fstest.MapFS{"resources/core/Pod/ml/solo.yaml": {Data: pod("solo")}})
+	require.NotNil(t, lone.Job.Object, "the lone pod is the job")
+	require.Equal(t, "solo", lone.Job.Name)
+	require.NotNil(t, lone.Job.Object.Object["status"], "the job's pod keeps its status")
+	require.Len(t, lone.Job.Conditions, 1)
+
+	two := load(t, fstest.MapFS{"resources/core/Pod/ml/a.yaml": {Data: pod("a")}, "resources/core/Pod/ml/b.yaml": {Data: pod("b")}})
+	require.Equal(t, "pods", two.Job.Family.Name)
+	require.Len(t, two.Job.Replicas[0].Pods, 2)
+	for _, name := range []string{"a", "b"} {
+		u := two.Object("", "Pod", "ml", name)
+		require.NotNil(t, u)
+		require.Nil(t, u.Object["status"], "pod %s's generic copy lets its status go", name)
+		require.Equal(t, "Failed", string(two.Pod("ml", name).Status.Phase), "the typed pod keeps it")
+	}
+}

@@ -21,7 +21,6 @@ require (
 	github.com/yuin/goldmark v1.7.13
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sync v0.24.0
-	golang.org/x/sys v0.42.0
 	golang.org/x/term v0.38.0
 	golang.org/x/text v0.32.0
 	k8s.io/api v0.34.1
@@ -108,6 +107,7 @@ require (
 	golang.org/x/crypto v0.46.0 // indirect
 	golang.org/x/net v0.48.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
+	golang.org/x/sys v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect

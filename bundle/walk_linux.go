@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (amd64 || arm64)
 
 package bundle
 
@@ -6,8 +6,7 @@ import (
 	"encoding/binary"
 	"io/fs"
 	"slices"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // walkSigned walks the tree under root. Each directory is opened once and read with getdents;
@@ -31,8 +30,8 @@ type treeWalk struct {
 
 func openDirFD(p string) (int, error) {
 	for {
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err == unix.EINTR {
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
@@ -51,7 +50,7 @@ type dirent struct {
 func (w *treeWalk) dir(fd int, p, rel string) error {
 	ents, err := w.read(fd, p)
 	if err != nil {
-		unix.Close(fd)
+		syscall.Close(fd)
 		return err
 	}
 	slices.SortFunc(ents, func(a, b dirent) int {
@@ -63,13 +62,13 @@ func (w *treeWalk) dir(fd int, p, rel string) error {
 		}
 		return 0
 	})
-	defer unix.Close(fd)
+	defer syscall.Close(fd)
 	for _, e := range ents {
 		child := e.name
 		if rel != "" {
 			child = rel + "/" + e.name
 		}
-		var st unix.Stat_t
+		var st syscall.Stat_t
 		typ, stated := direntType(e.typ), false
 		if typ == ^fs.FileMode(0) || typ.IsRegular() {
 			if err := fstatat(fd, e.name, &st); err != nil {
@@ -101,8 +100,8 @@ func (w *treeWalk) dir(fd int, p, rel string) error {
 func (w *treeWalk) read(fd int, p string) ([]dirent, error) {
 	var ents []dirent
 	for {
-		n, err := unix.ReadDirent(fd, w.buf)
-		if err == unix.EINTR {
+		n, err := syscall.ReadDirent(fd, w.buf)
+		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
@@ -115,7 +114,7 @@ func (w *treeWalk) read(fd int, p string) ([]dirent, error) {
 			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-ended.
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < 19 || reclen > len(b) {
-				return nil, &fs.PathError{Op: "readdirent", Path: p, Err: unix.EIO}
+				return nil, &fs.PathError{Op: "readdirent", Path: p, Err: syscall.EIO}
 			}
 			name := b[19:reclen]
 			for i, c := range name {
@@ -132,10 +131,10 @@ func (w *treeWalk) read(fd int, p string) ([]dirent, error) {
 	}
 }
 
-func fstatat(fd int, name string, st *unix.Stat_t) error {
+func fstatat(fd int, name string, st *syscall.Stat_t) error {
 	for {
-		err := unix.Fstatat(fd, name, st, unix.AT_SYMLINK_NOFOLLOW)
-		if err != unix.EINTR {
+		err := fstatatNoFollow(fd, name, st)
+		if err != syscall.EINTR {
 			return err
 		}
 	}
@@ -144,19 +143,19 @@ func fstatat(fd int, name string, st *unix.Stat_t) error {
 // direntType is the type getdents recorded; ^0 when it recorded none.
 func direntType(t byte) fs.FileMode {
 	switch t {
-	case unix.DT_REG:
+	case syscall.DT_REG:
 		return 0
-	case unix.DT_DIR:
+	case syscall.DT_DIR:
 		return fs.ModeDir
-	case unix.DT_LNK:
+	case syscall.DT_LNK:
 		return fs.ModeSymlink
-	case unix.DT_FIFO:
+	case syscall.DT_FIFO:
 		return fs.ModeNamedPipe
-	case unix.DT_SOCK:
+	case syscall.DT_SOCK:
 		return fs.ModeSocket
-	case unix.DT_CHR:
+	case syscall.DT_CHR:
 		return fs.ModeDevice | fs.ModeCharDevice
-	case unix.DT_BLK:
+	case syscall.DT_BLK:
 		return fs.ModeDevice
 	}
 	return ^fs.FileMode(0)
@@ -164,5 +163,5 @@ func direntType(t byte) fs.FileMode {
 
 // statType is the type a stat says: its S_IFMT bits are the getdents type shifted.
 func statType(mode uint32) fs.FileMode {
-	return direntType(byte(mode & unix.S_IFMT >> 12))
+	return direntType(byte(mode & syscall.S_IFMT >> 12))
 }

@@ -57,16 +57,12 @@ func (b *Bundle) hashWalked() string {
 		if !isLog(f.Path) {
 			continue
 		}
-		info := b.walked[f.Path]
-		if info == nil {
-			return ""
-		}
-		ino, ctime := ChangeTime(info)
-		if ino == 0 && ctime == 0 {
+		sig, ok := b.walked[f.Path]
+		if !ok || sig.Ino == 0 && sig.Ctime == 0 {
 			return ""
 		}
 		line = strconv.AppendQuote(line[:0], f.Path)
-		for _, n := range []int64{info.Size(), info.ModTime().UnixNano(), ctime, int64(ino)} {
+		for _, n := range []int64{sig.Size, sig.Mtime, sig.Ctime, int64(sig.Ino)} {
 			line = strconv.AppendInt(append(line, ' '), n, 10)
 		}
 		h.Write(append(line, '\n'))

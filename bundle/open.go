@@ -11,7 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,25 +126,43 @@ type Bundle struct {
 	// rawSizes are the sizes the bundle holds of the logs that are read decoded (UTF-16,
 	// lines ended by "\r"): the manifest describes those bytes.
 	rawSizes map[string]int64
-	// walked holds each file's lstat from the walk of a directory bundle (see WalkInfo).
-	walked map[string]fs.FileInfo
+	// walked holds each file's signature from the walk of a directory bundle (see WalkSig).
+	walked map[string]Sig
+	// sigsOf is the bundle whose files this one reads beside those it made (see Beside).
+	sigsOf *Bundle
+	made   func(string) bool
 	// plainLogs: every log is read as it is, plain text (see PlainLogsDigest).
 	plainLogs bool
 	digest    *string // logsDigest, once computed
 	cleanup   func() error
 }
 
-// WalkInfo is the lstat the walk of a directory bundle took of the file at path, as it was
-// when the bundle was opened; nil when there is none (a tarball's files, a log read from a
-// decoded copy, a path not in the bundle). A cache keyed by files' signatures takes it instead
-// of a stat of its own: it was taken before any of the file was read.
-func (b *Bundle) WalkInfo(path string) fs.FileInfo {
+// WalkSig is the signature the walk of a directory bundle took of the file at path (an
+// lstat), as it was when the bundle was opened; false when there is none (a tarball's files, a
+// log read from a decoded copy, a path not in the bundle). A cache keyed by files' signatures
+// takes it instead of a stat of its own: it was taken before any of the file was read.
+func (b *Bundle) WalkSig(path string) (Sig, bool) {
 	if fo, ok := b.FS.(*overlayFS); ok {
 		if _, copied := fo.files[path]; copied {
-			return nil
+			return Sig{}, false
 		}
 	}
-	return b.walked[path]
+	if b.sigsOf != nil {
+		if b.made(path) {
+			return Sig{}, false
+		}
+		return b.sigsOf.WalkSig(path)
+	}
+	sig, ok := b.walked[path]
+	return sig, ok
+}
+
+// Beside is a bundle named source that reads through fsys the files of b, unchanged, and
+// those fsys makes (made reports which): b's files keep the signatures b's walk took
+// (WalkSig), the made ones have none. Search reads a bundle's objects so, beside the text
+// it makes of its events.
+func (b *Bundle) Beside(source string, fsys fs.FS, made func(path string) bool) *Bundle {
+	return &Bundle{Source: source, FS: fsys, Limits: b.Limits, sigsOf: b, made: made}
 }
 
 // Close releases what Open made (the extracted tree of a tarball).
@@ -229,11 +247,11 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 	}
 	b := &Bundle{Source: source, FS: newDirFS(dir), Limits: lim}
 	var total int64
-	entries := 0
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	entries := 1 // the root
+	if entries > lim.MaxEntries {
+		return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
+	}
+	err = walkSigned(dir, func(rel string, typ fs.FileMode, sig Sig) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -241,31 +259,22 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 		if entries > lim.MaxEntries {
 			return &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
 		switch {
-		case d.Type()&fs.ModeSymlink != 0:
+		case typ&fs.ModeSymlink != 0:
 			return fmt.Errorf("%s: is a symbolic link; bundles hold regular files only", rel)
-		case d.IsDir():
+		case typ.IsDir():
 			return nil
-		case !d.Type().IsRegular():
+		case !typ.IsRegular():
 			return fmt.Errorf("%s: is not a regular file", rel)
 		}
-		info, err := d.Info()
-		if err != nil {
+		if err := checkSize(rel, sig.Size, &total, lim); err != nil {
 			return err
 		}
-		if err := checkSize(rel, info.Size(), &total, lim); err != nil {
-			return err
-		}
-		b.Files = append(b.Files, File{Path: rel, Size: info.Size()})
+		b.Files = append(b.Files, File{Path: rel, Size: sig.Size})
 		if b.walked == nil {
-			b.walked = map[string]fs.FileInfo{}
+			b.walked = map[string]Sig{}
 		}
-		b.walked[rel] = info
+		b.walked[rel] = sig
 		return nil
 	})
 	if err != nil {
@@ -306,7 +315,7 @@ func checkSize(name string, size int64, total *int64, lim Limits) error {
 }
 
 func sortFiles(fs []File) {
-	sort.Slice(fs, func(i, j int) bool { return fs[i].Path < fs[j].Path })
+	slices.SortFunc(fs, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // extractPrefix names the directories tarballs are extracted into, in the temporary directory.

@@ -71,22 +71,22 @@ func (m formMemo) AllPlain(b *bundle.Bundle, digest string) bool {
 	return e != nil && e.Version == m.version && e.PlainLogs != "" && e.PlainLogs == digest
 }
 
-// statLogs signs the logs: by the lstat the bundle's walk took (see bundle.WalkInfo), else
+// statLogs signs the logs: by the lstat the bundle's walk took (see bundle.WalkSig), else
 // by a stat.
 func statLogs(b *bundle.Bundle, logs []bundle.LogStream) []fileSig {
 	sigs := make([]fileSig, len(logs))
 	for i, ls := range logs {
 		sigs[i].Path = ls.Path
-		info := b.WalkInfo(ls.Path)
-		if info == nil {
-			var err error
-			if info, err = fs.Stat(b.FS, ls.Path); err != nil {
+		sig, ok := b.WalkSig(ls.Path)
+		if !ok {
+			info, err := fs.Stat(b.FS, ls.Path)
+			if err != nil {
 				sigs[i].Size = -1 // never matches
 				continue
 			}
+			sig = bundle.SigOf(info)
 		}
-		sigs[i].Size, sigs[i].Mtime = info.Size(), info.ModTime().UnixNano()
-		sigs[i].Ino, sigs[i].Ctime = bundle.ChangeTime(info)
+		sigs[i].Size, sigs[i].Mtime, sigs[i].Ctime, sigs[i].Ino = sig.Size, sig.Mtime, sig.Ctime, sig.Ino
 	}
 	return sigs
 }

@@ -128,7 +128,10 @@ func objectText(b *bundle.Bundle) (*bundle.Bundle, []bundle.LogStream, error) {
 		streams = append(streams, bundle.LogStream{Path: p, Namespace: el.ns, Pod: el.pod, Container: "events", Size: int64(len(data))})
 	}
 	sort.Slice(streams, func(i, j int) bool { return streams[i].Path < streams[j].Path })
-	ob := &bundle.Bundle{Source: b.Source + "#objects", FS: overlayFS{base: b.FS, extra: events}, Limits: b.Limits}
+	ob := b.Beside(b.Source+"#objects", overlayFS{base: b.FS, extra: events}, func(p string) bool {
+		_, made := events[p]
+		return made
+	})
 	return ob, streams, nil
 }
 

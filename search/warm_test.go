@@ -87,3 +87,29 @@ func TestWarmSearchSeesAChangedLog(t *testing.T) {
 	require.Len(t, warnings, 1)
 	require.Contains(t, warnings[0], "looks like binary data")
 }
+
+// TestWarmSearchSeesAChangedObject: the objects' index takes the signatures the bundle's walk
+// took of the resources too; a resource rewritten with the same size and its modification time
+// set back is still searched as it is now.
+func TestWarmSearchSeesAChangedObject(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bundle")
+	log := filepath.Join(dir, "logs", "ml", "job-0", "trainer.log")
+	pod := filepath.Join(dir, "resources", "v1", "Pod", "ml", "job-0.yaml")
+	for _, p := range []string{log, pod} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	}
+	require.NoError(t, os.WriteFile(log, []byte("2026-03-14T10:00:00Z step 1 loss 2.5\n"), 0o644))
+	yaml := "kind: Pod\nmetadata:\n  name: job-0\n  labels:\n    flavour: alpha\n"
+	require.NoError(t, os.WriteFile(pod, []byte(yaml), 0o644))
+	c := &index.Cache{Dir: t.TempDir()}
+	for range 2 { // indexed, then found in the cache
+		texts, _ := warmSearch(t, dir, c, "flavour")
+		require.Equal(t, []string{"    flavour: alpha"}, texts)
+	}
+	info, err := os.Stat(pod)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(pod, []byte(strings.Replace(yaml, "alpha", "omega", 1)), 0o644))
+	require.NoError(t, os.Chtimes(pod, info.ModTime(), info.ModTime()))
+	texts, _ := warmSearch(t, dir, c, "flavour")
+	require.Equal(t, []string{"    flavour: omega"}, texts)
+}

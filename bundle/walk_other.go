@@ -1,0 +1,33 @@
+//go:build !linux || !(amd64 || arm64)
+
+package bundle
+
+import (
+	"io/fs"
+	"path/filepath"
+)
+
+// walkSigned walks the tree under root with filepath.WalkDir and an lstat per regular file.
+func walkSigned(root string, visit walkVisit) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		var sig Sig
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			sig = SigOf(info)
+		}
+		return visit(filepath.ToSlash(rel), d.Type(), sig)
+	})
+}

@@ -55,10 +55,7 @@ func TestWarmSearchSeesAChangedLog(t *testing.T) {
 	}
 
 	// The same size, the modification time set back: the change time still differs.
-	info, err := os.Stat(log)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(log, []byte(strings.Replace(text, "alpha", "omega", 1)), 0o644))
-	require.NoError(t, os.Chtimes(log, info.ModTime(), info.ModTime()))
+	rewriteKeepingModTime(t, log, strings.Replace(text, "alpha", "omega", 1))
 	texts, _ := warmSearch(t, dir, c, "timeout")
 	require.Equal(t, []string{"NCCL watchdog timeout omega"}, texts)
 
@@ -79,7 +76,7 @@ func TestWarmSearchSeesAChangedLog(t *testing.T) {
 	// A gzip under the same name: looked at again, and said to look binary.
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	_, err = zw.Write(bytes.Repeat([]byte(text), 50))
+	_, err := zw.Write(bytes.Repeat([]byte(text), 50))
 	require.NoError(t, err)
 	require.NoError(t, zw.Close())
 	require.NoError(t, os.WriteFile(log, gz.Bytes(), 0o644))
@@ -106,10 +103,17 @@ func TestWarmSearchSeesAChangedObject(t *testing.T) {
 		texts, _ := warmSearch(t, dir, c, "flavour")
 		require.Equal(t, []string{"    flavour: alpha"}, texts)
 	}
-	info, err := os.Stat(pod)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(pod, []byte(strings.Replace(yaml, "alpha", "omega", 1)), 0o644))
-	require.NoError(t, os.Chtimes(pod, info.ModTime(), info.ModTime()))
+	rewriteKeepingModTime(t, pod, strings.Replace(yaml, "alpha", "omega", 1))
 	texts, _ := warmSearch(t, dir, c, "flavour")
 	require.Equal(t, []string{"    flavour: omega"}, texts)
+}
+
+// rewriteKeepingModTime writes text over path and sets its modification time back to what it
+// was: only the change time (and the content) says it changed.
+func rewriteKeepingModTime(t *testing.T, path, text string) {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	require.NoError(t, os.Chtimes(path, info.ModTime(), info.ModTime()))
 }

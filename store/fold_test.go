@@ -18,13 +18,7 @@ import (
 // span; rows written before the store knew folded findings read as findings of one process.
 func TestFoldedFindingsInTheStore(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "bundle")
-	require.NoError(t, samplegen.Generate(dir, 64, 64*8<<10, 1))
-	o := diagnose.DefaultOptions()
-	o.Version = "test"
-	d, err := diagnose.Run(ctx, diagnose.Input{Paths: []string{dir}}, o)
-	require.NoError(t, err)
-	defer d.Close()
+	d := diagnose64(t)
 	a, err := FromDiagnosis(ctx, d, Meta{Cluster: "c1", RulesVersion: "rules-1", AnalyzedAt: time.Unix(1e9, 0)})
 	require.NoError(t, err)
 
@@ -59,4 +53,18 @@ func TestFoldedFindingsInTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, old.pool.QueryRow(ctx, `SELECT folded, processes, ranks, pod FROM findings`).Scan(&folded, &processes, &ranks, &pod))
 	assert.Equal(t, []any{0, 1, "", "w-3"}, []any{folded, processes, ranks, pod})
+}
+
+// diagnose64 is the diagnosis of a generated 64-rank job (worker-36, rank 37, out of GPU
+// memory, the 63 other ranks timing out behind it), closed when the test ends.
+func diagnose64(t *testing.T) *diagnose.Diagnosis {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bundle")
+	require.NoError(t, samplegen.Generate(dir, 64, 64*8<<10, 1))
+	o := diagnose.DefaultOptions()
+	o.Version = "test"
+	d, err := diagnose.Run(context.Background(), diagnose.Input{Paths: []string{dir}}, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d
 }

@@ -2,15 +2,11 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/coroner-dev/coroner/diagnose"
-	"github.com/coroner-dev/coroner/internal/samplegen"
 )
 
 // TestPodGroupsInTheStore: a 64-rank job whose report folds the pods that failed alike into a
@@ -18,13 +14,7 @@ import (
 // code, as a report of version 2 had.
 func TestPodGroupsInTheStore(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "bundle")
-	require.NoError(t, samplegen.Generate(dir, 64, 64*8<<10, 1))
-	o := diagnose.DefaultOptions()
-	o.Version = "test"
-	d, err := diagnose.Run(ctx, diagnose.Input{Paths: []string{dir}}, o)
-	require.NoError(t, err)
-	defer d.Close()
+	d := diagnose64(t)
 	rep := d.Report
 	require.Equal(t, 3, rep.FormatVersion)
 	grouped, listed := 0, 0

@@ -111,7 +111,7 @@ func (r *Report) foldPods() bool {
 			}
 			byState[k] = append(byState[k], i)
 		}
-		grouped := make([]bool, len(rep.Pods))
+		grouped, nGrouped := make([]bool, len(rep.Pods)), 0
 		for _, k := range states {
 			idx := byState[k]
 			if len(idx) <= FoldOver {
@@ -119,6 +119,7 @@ func (r *Report) foldPods() bool {
 			}
 			g := groupOfPods(rep.Pods, idx)
 			g.ID = rep.Role + "/" + strconv.Itoa(len(rep.Groups)+1)
+			nGrouped += len(idx)
 			for _, i := range idx {
 				grouped[i] = true
 				groupOf[rep.Pods[i].Name] = g
@@ -129,7 +130,7 @@ func (r *Report) foldPods() bool {
 		if len(rep.Groups) == 0 {
 			continue
 		}
-		kept := make([]Pod, 0, len(rep.Pods)-countTrue(grouped))
+		kept := make([]Pod, 0, len(rep.Pods)-nGrouped)
 		for i, p := range rep.Pods {
 			if !grouped[i] {
 				kept = append(kept, p)
@@ -143,16 +144,6 @@ func (r *Report) foldPods() bool {
 	r.foldPodTimeline(groupOf, nodeOf)
 	r.foldPodLogs(groupOf)
 	return true
-}
-
-func countTrue(bs []bool) int {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n
 }
 
 // groupOfPods summarises the pods at idx, which share their state.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io/fs"
 	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -44,46 +45,33 @@ func openDirFD(p string) (int, error) {
 type dirent struct {
 	name string
 	typ  byte
+	// mode and sig are the entry's type and, for a regular file, its signature.
+	mode fs.FileMode
+	sig  Sig
 }
 
-// dir walks the directory open as fd (closed when done), at full path p and rel under the root.
+// dir walks the directory open as fd, at full path p and rel under the root. Its entries are
+// read and signed first and fd closed before any subdirectory is walked, so a deep tree holds
+// one directory open at a time, not one per level.
 func (w *treeWalk) dir(fd int, p, rel string) error {
 	ents, err := w.read(fd, p)
+	if err == nil {
+		err = signEntries(fd, p, ents)
+	}
+	syscall.Close(fd)
 	if err != nil {
-		syscall.Close(fd)
 		return err
 	}
-	slices.SortFunc(ents, func(a, b dirent) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
-	defer syscall.Close(fd)
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 	for _, e := range ents {
 		child := e.name
 		if rel != "" {
 			child = rel + "/" + e.name
 		}
-		var st syscall.Stat_t
-		typ, stated := direntType(e.typ), false
-		if typ == ^fs.FileMode(0) || typ.IsRegular() {
-			if err := fstatat(fd, e.name, &st); err != nil {
-				return &fs.PathError{Op: "lstat", Path: p + "/" + e.name, Err: err}
-			}
-			typ, stated = statType(st.Mode), true
-		}
-		var sig Sig
-		if stated {
-			sig = Sig{Size: st.Size, Mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec, Ino: st.Ino}
-		}
-		if err := w.visit(child, typ, sig); err != nil {
+		if err := w.visit(child, e.mode, e.sig); err != nil {
 			return err
 		}
-		if typ.IsDir() {
+		if e.mode.IsDir() {
 			sub, err := openDirFD(p + "/" + e.name)
 			if err != nil {
 				return err
@@ -92,6 +80,25 @@ func (w *treeWalk) dir(fd int, p, rel string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// signEntries sets each entry's type, and signs each regular file (and each entry whose type
+// the directory does not record) with an fstatat on the directory's descriptor.
+func signEntries(fd int, p string, ents []dirent) error {
+	for i := range ents {
+		e := &ents[i]
+		e.mode = direntType(e.typ)
+		if e.mode != ^fs.FileMode(0) && !e.mode.IsRegular() {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := fstatat(fd, e.name, &st); err != nil {
+			return &fs.PathError{Op: "lstat", Path: p + "/" + e.name, Err: err}
+		}
+		e.mode = statType(st.Mode)
+		e.sig = Sig{Size: st.Size, Mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec, Ino: st.Ino}
 	}
 	return nil
 }

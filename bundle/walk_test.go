@@ -86,3 +86,32 @@ func TestOpenDirCountsEntries(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, LimitEntries, le.Kind)
 }
+
+// TestWalkOfADeepTreeHoldsFewDirectoriesOpen: a bundle nested 200 directories deep is walked
+// with a few descriptors open at its bottom, not one per level, so a hostile depth cannot run
+// the process out of descriptors.
+func TestWalkOfADeepTreeHoldsFewDirectoriesOpen(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd to count open descriptors")
+	}
+	root := t.TempDir()
+	deep := root
+	for range 200 {
+		deep = filepath.Join(deep, "d")
+	}
+	require.NoError(t, os.MkdirAll(deep, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(deep, "x.log"), []byte("x\n"), 0o644))
+	before, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	atBottom := -1
+	require.NoError(t, walkSigned(root, func(rel string, typ fs.FileMode, sig Sig) error {
+		if filepath.Base(rel) == "x.log" {
+			fds, err := os.ReadDir("/proc/self/fd")
+			require.NoError(t, err)
+			atBottom = len(fds)
+		}
+		return nil
+	}))
+	require.Positive(t, atBottom, "the file at the bottom was visited")
+	require.LessOrEqual(t, atBottom-len(before), 10, "descriptors open at the bottom of a 200-deep tree")
+}

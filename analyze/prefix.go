@@ -74,6 +74,10 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 				}
 			}
 		}
+		// "[worker-0] ": a host or pod name in brackets, as some log shippers put it.
+		if n := hostAt(inner); n == len(inner) && len(after) > 1 && after[0] == ' ' {
+			return after[1:], -1, string(inner), true
+		}
 		// torchrun's default "[{role}{local_rank}]:" (role "default" unless the script names one).
 		if j := lastNonDigit(inner); j >= 0 && j < len(inner)-1 && isWord(inner[:j+1]) && hasColon(after) {
 			n, _ := atoi(inner[j+1:])
@@ -108,6 +112,21 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		if len(s) == 1 || s[1] == ' ' {
 			return bytes.TrimPrefix(s[1:], []byte(" ")), -1, "", true
 		}
+	}
+	// "2021-03-10T13:22:37.443Z: " in front of a launcher's prefix or of the program's line: a
+	// log collector's time, which names no process. A logger's own header keeps its time
+	// (Python's "2024-05-01 10:00:00,123 - name - ERROR - ", TensorFlow's "...: E file.cc:12] "):
+	// logMessage reads the level after it.
+	if n, colon := timeAt(s); n > 0 {
+		rest := s[n:]
+		if _, _, _, ok := onePrefix(rest); ok || !levelLetter(rest) && (colon || !loggerHeadAt(rest)) {
+			return rest, -1, "", true
+		}
+	}
+	// "Jan  2 03:04:05 node1 python[1234]: " (syslog, journalctl): the process and its pid. A
+	// kernel line ("... node1 kernel: NVRM: Xid ...") names no process and stays whole.
+	if n, pid := syslogAt(s); n > 0 {
+		return s[n:], -1, "pid " + string(pid), true
 	}
 	// "10: " (srun -l, torchrun --redirects): a short number, a colon and a space.
 	if n := digitsAt(s); n > 0 && n <= 5 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
@@ -172,6 +191,128 @@ func hostAt(b []byte) int {
 		return 0
 	}
 	return n
+}
+
+// timeAt returns the length of a date and time at the start of b, in brackets or not, with
+// the colon and blanks after it, or 0, and whether a colon followed the time. A time is
+// YYYY-MM-DD, 'T' or a blank, HH:MM:SS, an optional fraction after '.' or ',' and an optional
+// zone ('Z', ±HH:MM or ±HHMM); more text must follow the blanks.
+func timeAt(b []byte) (n int, colon bool) {
+	i := 0
+	if len(b) > 0 && b[0] == '[' {
+		i = clockAt(b[1:])
+		if i == 0 || i+1 >= len(b) || b[i+1] != ']' {
+			return 0, false
+		}
+		i += 2
+	} else if i = clockAt(b); i == 0 {
+		return 0, false
+	}
+	if i < len(b) && b[i] == ':' && b[i-1] != ']' {
+		colon = true
+		i++
+	}
+	blanks := i
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	if i == blanks || i == len(b) {
+		return 0, false
+	}
+	return i, colon
+}
+
+// clockAt returns the length of the date and time at the start of b, or 0.
+func clockAt(b []byte) int {
+	if len(b) < 19 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
+		return 0
+	}
+	for _, i := range [...]int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18} {
+		if b[i] < '0' || b[i] > '9' {
+			return 0
+		}
+	}
+	i := 19
+	if i < len(b) && (b[i] == '.' || b[i] == ',') {
+		n := digitsAt(b[i+1:])
+		if n == 0 || n > 9 {
+			return 0
+		}
+		i += 1 + n
+	}
+	switch {
+	case i < len(b) && b[i] == 'Z':
+		i++
+	case i+5 < len(b) && (b[i] == '+' || b[i] == '-') && digitsAt(b[i+1:i+3]) == 2:
+		if b[i+3] == ':' && digitsAt(b[i+4:i+6]) == 2 {
+			i += 6
+		} else if digitsAt(b[i+3:i+5]) == 2 {
+			i += 5
+		}
+	}
+	return i
+}
+
+// levelLetter says whether b starts with glog's one-letter level and a blank ("E file.cc:12]
+// ", as TensorFlow's C++ logging prints after its time).
+func levelLetter(b []byte) bool {
+	return len(b) > 1 && bytes.IndexByte([]byte("DIWEF"), b[0]) >= 0 && b[1] == ' '
+}
+
+// loggerHeadAt says whether b, what follows a time at the start of a line, is the rest of a
+// logger's header: a separator ("- name - ERROR - ", "| ERROR | "), a bracketed field or a
+// level word ("ERROR Traceback ..."), which logMessage reads with the time in front.
+func loggerHeadAt(b []byte) bool {
+	if len(b) > 0 && (b[0] == '|' || b[0] == '-' || b[0] == '[') {
+		return true
+	}
+	n := leading(b, func(c byte) bool { return c >= 'A' && c <= 'Z' })
+	if n == 0 || n < len(b) && (b[n] >= 'a' && b[n] <= 'z' || isDigit(b[n])) {
+		return false
+	}
+	switch string(b[:n]) {
+	case "TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERROR", "CRITICAL", "FATAL":
+		return true
+	}
+	return false
+}
+
+// syslogAt returns the length of a syslog header at the start of b ("Jan  2 03:04:05 host
+// name[1234]: ") and the pid it names, or 0.
+func syslogAt(b []byte) (int, []byte) {
+	const months = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec "
+	if len(b) < 20 || b[3] != ' ' || !strings.Contains(months, string(b[:4])) {
+		return 0, nil
+	}
+	i := 4
+	if b[i] == ' ' {
+		i++
+	}
+	d := digitsAt(b[i:])
+	if d == 0 || d > 2 {
+		return 0, nil
+	}
+	i += d
+	if i+10 > len(b) || b[i] != ' ' || b[i+3] != ':' || b[i+6] != ':' || digitsAt(b[i+1:]) != 2 || digitsAt(b[i+4:]) != 2 || digitsAt(b[i+7:]) != 2 || b[i+9] != ' ' {
+		return 0, nil
+	}
+	i += 10
+	host := bytes.IndexByte(b[i:min(len(b), i+65)], ' ')
+	if host <= 0 {
+		return 0, nil
+	}
+	i += host + 1
+	// name[pid]: the process.
+	open := bytes.IndexByte(b[i:min(len(b), i+65)], '[')
+	if open <= 0 || !isWord(b[i:i+open]) {
+		return 0, nil
+	}
+	j := i + open + 1
+	p := digitsAt(b[j:])
+	if p == 0 || p > 10 || j+p+2 >= len(b) || b[j+p] != ']' || b[j+p+1] != ':' || b[j+p+2] != ' ' {
+		return 0, nil
+	}
+	return j + p + 3, b[j : j+p]
 }
 
 func hasColon(b []byte) bool { return len(b) > 0 && b[0] == ':' }

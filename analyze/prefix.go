@@ -141,7 +141,11 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	// "trainer-1  | " (docker compose): a service name, blanks, a bar.
 	// The name is the line's first word, then two blanks or more: a bar further on ("step 3 |
 	// loss") is never looked for.
-	if k := bytes.IndexByte(s[:min(len(s), 64)], ' '); k > 0 && k+1 < len(s) && s[k+1] == ' ' {
+	k := 0 // the first blank, in a loop: it is a few bytes in, where IndexByte's setup costs more
+	for k < len(s) && k < 64 && s[k] != ' ' {
+		k++
+	}
+	if k > 0 && k < min(len(s), 64) && k+1 < len(s) && s[k+1] == ' ' {
 		bar := k
 		for bar < len(s) && s[bar] == ' ' {
 			bar++

@@ -93,3 +93,18 @@ func TestContentRanks(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSplitPrefix: a launcher's rank prefix and lines with none, as every line of a log
+// is split.
+func BenchmarkSplitPrefix(b *testing.B) {
+	lines := [][]byte{
+		[]byte("[rank52]: step 985 | loss 2.9856 | lr 3.00e-04 | grad_norm 1.408 | tokens/s 41038"),
+		[]byte("step 985 | loss 2.9856 | lr 3.00e-04 | grad_norm 1.408 | tokens/s 41038 | mem 63.3GiB"),
+		[]byte("INFO 2026-03-14 08:13:56,306 trainer.py:120] saving checkpoint to /ckpt/step_1000"),
+	}
+	for range b.N {
+		for _, l := range lines {
+			splitPrefix(l)
+		}
+	}
+}

@@ -64,14 +64,17 @@ type joiner struct {
 	sc                    *Scratch
 }
 
-// cutWidth says whether a physical line looks cut, and whether at a terminal width.
-func (j *joiner) cutWidth(raw []byte) (cut, wrapped bool) {
+// cutWidth says whether a physical line looks cut, and whether at a terminal width; ascii
+// says that raw is all ASCII (its width is its length).
+func (j *joiner) cutWidth(raw []byte, ascii bool) (cut, wrapped bool) {
 	if len(raw) == 0 {
 		return false, false
 	}
 	n := len(raw)
 	if n >= minLearnedWidth {
-		n = utf8.RuneCount(raw)
+		if !ascii {
+			n = utf8.RuneCount(raw)
+		}
 		switch {
 		case n > j.longest:
 			j.longest, j.longestCount = n, 1
@@ -115,7 +118,7 @@ func joinText(a, b []byte, wrapped bool) []byte {
 // are l's text without its prefix and what the prefix said; hits are what l matched alone.
 func (s *logScanner) rejoin(l *logscan.Scanned, text []byte, pre linePrefix, rank int, hits []Hit) {
 	j := &s.join
-	cut, wrapped := j.cutWidth(l.Text)
+	cut, wrapped := j.cutWidth(l.Text, l.ASCII)
 	if len(j.pending) == 0 && !cut {
 		return
 	}

@@ -42,8 +42,11 @@ type procState struct {
 	first    mark
 	recent   []mark
 	lastText []byte
-	// intervals holds the last gaps between progress lines with times (ns), for the period.
+	// intervals holds the last gaps between progress lines with times (ns), for the period,
+	// as a ring once full (the period is their median: their order does not matter);
+	// gaps counts the gaps seen.
 	intervals []int64
+	gaps      int
 	// step is the last step the process showed.
 	step int64
 	// streaks holds the state of each streak rule; active counts those under way.
@@ -103,11 +106,12 @@ const maxIntervals = 256
 func (p *procState) sawProgress(m mark, text []byte) {
 	if p.progress > 0 {
 		if last := p.lastProgress(); last.time != 0 && m.time > last.time {
-			if len(p.intervals) == maxIntervals {
-				copy(p.intervals, p.intervals[1:])
-				p.intervals = p.intervals[:maxIntervals-1]
+			if len(p.intervals) < maxIntervals {
+				p.intervals = append(p.intervals, m.time-last.time)
+			} else {
+				p.intervals[p.gaps%maxIntervals] = m.time - last.time
 			}
-			p.intervals = append(p.intervals, m.time-last.time)
+			p.gaps++
 		}
 	} else {
 		p.first = m

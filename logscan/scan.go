@@ -37,6 +37,9 @@ type Scanned struct {
 	// classes (see Classes), in order, when Shape is set.
 	Vars       []Var
 	VarClasses []uint64
+	// ASCII says that Text is all ASCII (a byte a character), as the scan saw in reading it
+	// for its shape; false says nothing.
+	ASCII bool
 }
 
 // Var is the value of a variable word of a line: Num is its NumberValue when the word's
@@ -300,7 +303,7 @@ func scan(ctx context.Context, fsys fs.FS, ls bundle.LogStream, opts AllOptions,
 		}
 		text = shapes.line(text, &clean)
 		sc.Number, sc.Offset, sc.Time, sc.Before, sc.Text = n, off, clock.Last, before, text
-		sc.Shape, sc.Vars, sc.VarClasses = shapes.cur, nil, nil
+		sc.Shape, sc.Vars, sc.VarClasses, sc.ASCII = shapes.cur, nil, nil, shapes.ascii
 		if sc.Shape != nil {
 			sc.Vars, sc.VarClasses = shapes.vals, shapes.masks
 		}

@@ -217,3 +217,21 @@ func TestScanAllVisitors(t *testing.T) {
 		require.ErrorIs(t, e, context.Canceled)
 	}
 }
+
+// TestScanSaysWhichLinesAreASCII: a line's ASCII flag, which lets a visitor take its length
+// for its width, is set only for lines of ASCII bytes, whether the line is matched against an
+// earlier shape or tokenized.
+func TestScanSaysWhichLinesAreASCII(t *testing.T) {
+	lines := []string{"step 1 loss 2.5", "step 2 loss 2.4", "step 3 loss 2.3 é", "step 4 loss 2.2",
+		"\x1b[1mbold\x1b[0m", "naïve 5", "plain 6", "plain 7"}
+	fsys := fstest.MapFS{"c.log": {Data: []byte(strings.Join(lines, "\n"))}}
+	var got []bool
+	_, err := Scan(t.Context(), fsys, bundle.LogStream{Path: "c.log"}, 1<<20, func(l *Scanned) {
+		got = append(got, l.ASCII)
+		if l.ASCII {
+			require.Equal(t, len(l.Text), len([]rune(string(l.Text))), "%q", l.Text)
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true, false, true, false, false, true, true}, got)
+}

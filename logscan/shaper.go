@@ -75,6 +75,7 @@ type shaper struct {
 	known map[string]*Shape
 	// per-line results
 	cur   *Shape // the line's shape, nil when it has none
+	ascii bool   // the line is all ASCII
 	key   []byte
 	vals  []Var
 	masks []uint64
@@ -109,7 +110,7 @@ func (b *shaper) reset() {
 // shapes of the lines before it, which reads its variable words without building its key;
 // else it is tokenized.
 func (b *shaper) line(text []byte, clean *[]byte) []byte {
-	b.cur = nil
+	b.cur, b.ascii = nil, true // match fails on any byte that is not ASCII
 	for _, sh := range b.recent {
 		if sh != nil && b.match(sh, text) {
 			b.cur = sh
@@ -118,6 +119,7 @@ func (b *shaper) line(text []byte, clean *[]byte) []byte {
 	}
 	if b.cur == nil {
 		if b.tokenize(text) {
+			b.ascii = false
 			*clean = Clean((*clean)[:0], text)
 			text = *clean
 			b.tokenize(text)

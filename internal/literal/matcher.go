@@ -7,9 +7,17 @@ package literal
 // byte. A Matcher is immutable and safe for concurrent use.
 type Matcher struct {
 	classes [256]uint16
-	// starts marks the bytes that begin a literal: from the root state, a scan skips the
-	// others in a tight loop with no dependency between bytes.
+	// starts marks the bytes that begin a literal: the last byte of a text, where no pair
+	// is whole, is looked up here.
 	starts [256]bool
+	// grams marks where a literal can begin, by the first gram bytes at an offset (2, or 3
+	// when every literal has 3 or more): a bit for each literal's first bytes in either case
+	// (pairs by their two bytes, triples by a hash of them), and for a literal of one byte a
+	// bit for every pair it begins. Text of common letters begins few literals at most
+	// offsets though every letter begins one, so the scan from the root skips by grams and
+	// runs the automaton only from offsets where a literal may begin.
+	grams  [1 << 16 / 64]uint64
+	gram   int
 	stride uint32
 	// delta[state+class] is the next state, pre-multiplied by stride and shifted left by one;
 	// the low bit says the next state ends a literal.
@@ -131,7 +139,80 @@ func NewMatcher(literals []string) *Matcher {
 	for c := 0; c < 256; c++ {
 		m.starts[c] = m.delta[m.classes[c]] != 0
 	}
+	m.gram = 3
+	for _, lit := range literals {
+		if len(lit) > 0 && len(lit) < 3 {
+			m.gram = 2
+		}
+	}
+	for _, lit := range literals {
+		switch {
+		case lit == "":
+		case m.gram == 3:
+			for _, a := range cases(lit[0]) {
+				for _, b := range cases(lit[1]) {
+					for _, c := range cases(lit[2]) {
+						m.set(triple(uint32(a) | uint32(b)<<8 | uint32(c)<<16))
+					}
+				}
+			}
+		case len(lit) == 1:
+			for _, a := range cases(lit[0]) {
+				for b := 0; b < 256; b++ {
+					m.set(uint(a)<<8 | uint(b))
+				}
+			}
+		default:
+			for _, a := range cases(lit[0]) {
+				for _, b := range cases(lit[1]) {
+					m.set(uint(a)<<8 | uint(b))
+				}
+			}
+		}
+	}
 	return m
+}
+
+// cases returns the bytes that fold to c's case: both cases of an ASCII letter, else c.
+func cases(c byte) []byte {
+	if l := fold(c); l >= 'a' && l <= 'z' {
+		return []byte{l, l - 'a' + 'A'}
+	}
+	return []byte{c}
+}
+
+func (m *Matcher) set(p uint) { m.grams[p/64] |= 1 << (p % 64) }
+
+func (m *Matcher) has(p uint) bool { return m.grams[p/64]&(1<<(p%64)) != 0 }
+
+// triple hashes three bytes (first in the low byte) to a bit of grams.
+func triple(x uint32) uint { return uint((x * 0x9e3779b1) >> 16) }
+
+// skip returns the first offset from i where a literal may begin (see grams), or len(text).
+func skip[T string | []byte](m *Matcher, text T, i int) int {
+	if m.gram == 3 {
+		if i+2 >= len(text) {
+			return len(text)
+		}
+		x := uint32(text[i]) | uint32(text[i+1])<<8
+		for ; i+2 < len(text); i++ {
+			x = x&0xffff | uint32(text[i+2])<<16
+			if m.has(triple(x)) {
+				return i
+			}
+			x >>= 8
+		}
+		return len(text)
+	}
+	for ; i+1 < len(text); i++ {
+		if m.has(uint(text[i])<<8 | uint(text[i+1])) {
+			return i
+		}
+	}
+	if i < len(text) && m.starts[text[i]] {
+		return i
+	}
+	return len(text)
 }
 
 // Append appends every occurrence of a literal in text to hits, in the order they end
@@ -139,13 +220,10 @@ func NewMatcher(literals []string) *Matcher {
 // with no literal costs no allocation.
 func Append[T string | []byte](m *Matcher, text T, hits []Hit) []Hit {
 	s := uint32(0)
-	delta, classes, starts := m.delta, &m.classes, &m.starts
+	delta, classes := m.delta, &m.classes
 	for i := 0; i < len(text); i++ {
 		if s == 0 {
-			for i < len(text) && !starts[text[i]] {
-				i++
-			}
-			if i == len(text) {
+			if i = skip(m, text, i); i == len(text) {
 				return hits
 			}
 		}
@@ -163,13 +241,10 @@ func Append[T string | []byte](m *Matcher, text T, hits []Hit) []Hit {
 // Any says whether text holds any of the literals; it stops at the first.
 func Any[T string | []byte](m *Matcher, text T) bool {
 	s := uint32(0)
-	delta, classes, starts := m.delta, &m.classes, &m.starts
+	delta, classes := m.delta, &m.classes
 	for i := 0; i < len(text); i++ {
 		if s == 0 {
-			for i < len(text) && !starts[text[i]] {
-				i++
-			}
-			if i == len(text) {
+			if i = skip(m, text, i); i == len(text) {
 				return false
 			}
 		}

@@ -44,8 +44,10 @@ type Model struct {
 	FlightRecords []FlightRecord
 	// paths maps "Kind/namespace/name" to the bundle file the object came from.
 	paths map[string]string
-	// spare is shared by the models of Load's workers while the resources are read (Model.cut).
+	// spare and strs are shared by the models of Load's workers while the resources are read
+	// (Model.cut; the typed objects' strings, decodeTyped).
 	spare *spare
+	strs  *interner
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
@@ -53,7 +55,7 @@ type Model struct {
 // Load reads a bundle's resources and lists its logs. Unreadable resource files become
 // warnings: the rest of the bundle is still analysed.
 func Load(b *bundle.Bundle) (*Model, error) {
-	m := &Model{Bundle: b, paths: map[string]string{}, spare: &spare{}}
+	m := &Model{Bundle: b, paths: map[string]string{}, spare: &spare{}, strs: newInterner()}
 	m.Logs, m.Warnings = bundle.LogStreams(b) // logs/ sorts before resources/: warnings keep file order
 	m.loadResources()
 	m.loadFlightRecords()
@@ -78,7 +80,7 @@ func Load(b *bundle.Bundle) (*Model, error) {
 	if o := m.spare.obj; o != nil && m.Job.Object != o {
 		o.Object = podSkeleton(o)
 	}
-	m.spare = nil
+	m.spare, m.strs = nil, nil
 	return m, nil
 }
 
@@ -188,7 +190,7 @@ func (m *Model) loadResources() {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare}
+				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs}
 				part.loadResource(files[i])
 				parts[i] = part
 			}
@@ -309,7 +311,7 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 	m.paths[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = strings.TrimSuffix(where, "]")
 	gv := u.GetAPIVersion()
 	typed := func(into any) bool {
-		left, err := decodeLenient(u.Object, into)
+		left, err := decodeLenient(u.Object, into, m.strs)
 		for _, l := range left {
 			m.warnf("%s: %s field %s; left out, the rest was read", where, u.GetKind(), l)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -90,7 +91,8 @@ func maxU(a, b uint64) uint64 {
 }
 
 // BenchmarkLoadBundle is parse.Load of the bundle named by $CORONER_BENCH_BUNDLE, opened once
-// (a bundle of 16,384 or 25,000 pods: docs/performance.md), with the heap its model holds:
+// (a bundle of 16,384 or 25,000 pods: docs/performance.md), with the heap its model holds
+// (written as a heap profile to $CORONER_BENCH_HEAP when set):
 //
 //	CORONER_BENCH_BUNDLE=DIR go test ./parse -run '^$' -bench LoadBundle -benchtime 3x -cpuprofile cpu.prof
 func BenchmarkLoadBundle(b *testing.B) {
@@ -115,7 +117,21 @@ func BenchmarkLoadBundle(b *testing.B) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		live = ms.HeapAlloc
+		if path := os.Getenv("CORONER_BENCH_HEAP"); path != "" {
+			writeHeap(b, path) // what the model holds, m alive
+		}
 		runtime.KeepAlive(m)
 	}
 	b.ReportMetric(float64(live)/1e6, "MB-live")
+}
+
+func writeHeap(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -78,7 +78,7 @@ func Load(b *bundle.Bundle) (*Model, error) {
 	}
 	m.Job = findJob(m)
 	if o := m.spare.obj; o != nil && m.Job.Object != o {
-		o.Object = podSkeleton(o)
+		o.Object = podSkeleton(o, m.strs)
 	}
 	m.spare, m.strs = nil, nil
 	return m, nil
@@ -102,7 +102,7 @@ func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod) {
 		return
 	}
 	full := u.Object
-	u.Object = podSkeleton(u)
+	u.Object = podSkeleton(u, m.strs)
 	if m.spare == nil {
 		return
 	}
@@ -114,27 +114,32 @@ func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod) {
 }
 
 // podSkeleton is what stays of a typed pod's generic object: its kind, name, namespace, uid,
-// labels and owners, as fresh strings (the originals are substrings of the whole YAML text).
-func podSkeleton(o *unstructured.Unstructured) map[string]any {
-	meta := map[string]any{"name": strings.Clone(o.GetName())}
+// labels and owners, as fresh strings (the originals are substrings of the whole YAML text):
+// through strs, the very strings of the typed pod.
+func podSkeleton(o *unstructured.Unstructured, strs *interner) map[string]any {
+	clone := strings.Clone
+	if strs != nil {
+		clone = strs.get
+	}
+	meta := map[string]any{"name": clone(o.GetName())}
 	if ns := o.GetNamespace(); ns != "" {
-		meta["namespace"] = strings.Clone(ns)
+		meta["namespace"] = clone(ns)
 	}
 	if uid := string(o.GetUID()); uid != "" {
-		meta["uid"] = strings.Clone(uid)
+		meta["uid"] = clone(uid)
 	}
 	if ls := o.GetLabels(); len(ls) > 0 {
 		labels := make(map[string]any, len(ls))
 		for k, v := range ls {
-			labels[strings.Clone(k)] = strings.Clone(v)
+			labels[clone(k)] = clone(v)
 		}
 		meta["labels"] = labels
 	}
 	if refs := o.GetOwnerReferences(); len(refs) > 0 {
 		owners := make([]any, 0, len(refs))
 		for _, r := range refs {
-			ref := map[string]any{"apiVersion": strings.Clone(r.APIVersion), "kind": strings.Clone(r.Kind),
-				"name": strings.Clone(r.Name), "uid": strings.Clone(string(r.UID))}
+			ref := map[string]any{"apiVersion": clone(r.APIVersion), "kind": clone(r.Kind),
+				"name": clone(r.Name), "uid": clone(string(r.UID))}
 			if r.Controller != nil {
 				ref["controller"] = *r.Controller
 			}
@@ -329,7 +334,7 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 			case !typed(&p):
 			case bundle.AgentOf(p.Labels) != "" && !m.isTarget("Pod", p.Namespace, p.Name):
 				m.NodeAgents = append(m.NodeAgents, &p)
-				u.Object = podSkeleton(u) // never the job
+				u.Object = podSkeleton(u, m.strs) // never the job
 			default:
 				m.Pods = append(m.Pods, &p)
 				m.cut(u, &p)

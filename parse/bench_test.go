@@ -2,7 +2,9 @@ package parse
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -86,4 +88,50 @@ func maxU(a, b uint64) uint64 {
 		return a
 	}
 	return b
+}
+
+// BenchmarkLoadBundle is parse.Load of the bundle named by $CORONER_BENCH_BUNDLE, opened once
+// (a bundle of 16,384 or 25,000 pods: docs/performance.md), with the heap its model holds
+// (written as a heap profile to $CORONER_BENCH_HEAP when set):
+//
+//	CORONER_BENCH_BUNDLE=DIR go test ./parse -run '^$' -bench LoadBundle -benchtime 3x -cpuprofile cpu.prof
+func BenchmarkLoadBundle(b *testing.B) {
+	dir := os.Getenv("CORONER_BENCH_BUNDLE")
+	if dir == "" {
+		b.Skip("CORONER_BENCH_BUNDLE names no bundle")
+	}
+	lim := bundle.DefaultLimits()
+	lim.MaxEntries = 1 << 20
+	bu, err := bundle.Open(b.Context(), dir, lim)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bu.Close()
+	var live uint64
+	for b.Loop() {
+		m, err := Load(bu)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		live = ms.HeapAlloc
+		if path := os.Getenv("CORONER_BENCH_HEAP"); path != "" {
+			writeHeap(b, path) // what the model holds, m alive
+		}
+		runtime.KeepAlive(m)
+	}
+	b.ReportMetric(float64(live)/1e6, "MB-live")
+}
+
+func writeHeap(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -21,12 +21,16 @@ const (
 	maxLenientBytes = 1 << 20
 )
 
-// decodeLenient decodes an object read from YAML or JSON into a typed Kubernetes object. A
+// decodeLenient decodes an object read from YAML or JSON into a typed Kubernetes object
+// (straight from the map when it can, decodeTyped; else through its JSON encoding). A
 // field whose value has the wrong type (an unquoted 1e-3 where args expects strings, a
 // number where a string is expected) does not cost the whole object: the field is left out
 // and named in the list returned ("spec.containers[0].args[3]: a number where a string is
 // expected"). It fails only when more than maxLeftOut fields are wrong.
-func decodeLenient(obj map[string]any, into any) ([]string, error) {
+func decodeLenient(obj map[string]any, into any, strs *interner) ([]string, error) {
+	if decodeTyped(obj, into, strs) {
+		return nil, nil
+	}
 	err := decodeInto(obj, into)
 	if err == nil {
 		return nil, nil

@@ -44,8 +44,10 @@ type Model struct {
 	FlightRecords []FlightRecord
 	// paths maps "Kind/namespace/name" to the bundle file the object came from.
 	paths map[string]string
-	// spare is shared by the models of Load's workers while the resources are read (Model.cut).
+	// spare and strs are shared by the models of Load's workers while the resources are read
+	// (Model.cut; the typed objects' strings, decodeTyped).
 	spare *spare
+	strs  *interner
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
@@ -53,7 +55,7 @@ type Model struct {
 // Load reads a bundle's resources and lists its logs. Unreadable resource files become
 // warnings: the rest of the bundle is still analysed.
 func Load(b *bundle.Bundle) (*Model, error) {
-	m := &Model{Bundle: b, paths: map[string]string{}, spare: &spare{}}
+	m := &Model{Bundle: b, paths: map[string]string{}, spare: &spare{}, strs: newInterner()}
 	m.Logs, m.Warnings = bundle.LogStreams(b) // logs/ sorts before resources/: warnings keep file order
 	m.loadResources()
 	m.loadFlightRecords()
@@ -76,9 +78,9 @@ func Load(b *bundle.Bundle) (*Model, error) {
 	}
 	m.Job = findJob(m)
 	if o := m.spare.obj; o != nil && m.Job.Object != o {
-		o.Object = podSkeleton(o)
+		o.Object = podSkeleton(o, m.strs)
 	}
-	m.spare = nil
+	m.spare, m.strs = nil, nil
 	return m, nil
 }
 
@@ -100,7 +102,7 @@ func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod) {
 		return
 	}
 	full := u.Object
-	u.Object = podSkeleton(u)
+	u.Object = podSkeleton(u, m.strs)
 	if m.spare == nil {
 		return
 	}
@@ -112,27 +114,32 @@ func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod) {
 }
 
 // podSkeleton is what stays of a typed pod's generic object: its kind, name, namespace, uid,
-// labels and owners, as fresh strings (the originals are substrings of the whole YAML text).
-func podSkeleton(o *unstructured.Unstructured) map[string]any {
-	meta := map[string]any{"name": strings.Clone(o.GetName())}
+// labels and owners, as fresh strings (the originals are substrings of the whole YAML text):
+// through strs, the very strings of the typed pod.
+func podSkeleton(o *unstructured.Unstructured, strs *interner) map[string]any {
+	clone := strings.Clone
+	if strs != nil {
+		clone = strs.get
+	}
+	meta := map[string]any{"name": clone(o.GetName())}
 	if ns := o.GetNamespace(); ns != "" {
-		meta["namespace"] = strings.Clone(ns)
+		meta["namespace"] = clone(ns)
 	}
 	if uid := string(o.GetUID()); uid != "" {
-		meta["uid"] = strings.Clone(uid)
+		meta["uid"] = clone(uid)
 	}
 	if ls := o.GetLabels(); len(ls) > 0 {
 		labels := make(map[string]any, len(ls))
 		for k, v := range ls {
-			labels[strings.Clone(k)] = strings.Clone(v)
+			labels[clone(k)] = clone(v)
 		}
 		meta["labels"] = labels
 	}
 	if refs := o.GetOwnerReferences(); len(refs) > 0 {
 		owners := make([]any, 0, len(refs))
 		for _, r := range refs {
-			ref := map[string]any{"apiVersion": strings.Clone(r.APIVersion), "kind": strings.Clone(r.Kind),
-				"name": strings.Clone(r.Name), "uid": strings.Clone(string(r.UID))}
+			ref := map[string]any{"apiVersion": clone(r.APIVersion), "kind": clone(r.Kind),
+				"name": clone(r.Name), "uid": clone(string(r.UID))}
 			if r.Controller != nil {
 				ref["controller"] = *r.Controller
 			}
@@ -188,7 +195,7 @@ func (m *Model) loadResources() {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare}
+				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs}
 				part.loadResource(files[i])
 				parts[i] = part
 			}
@@ -309,7 +316,7 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 	m.paths[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = strings.TrimSuffix(where, "]")
 	gv := u.GetAPIVersion()
 	typed := func(into any) bool {
-		left, err := decodeLenient(u.Object, into)
+		left, err := decodeLenient(u.Object, into, m.strs)
 		for _, l := range left {
 			m.warnf("%s: %s field %s; left out, the rest was read", where, u.GetKind(), l)
 		}
@@ -327,7 +334,7 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 			case !typed(&p):
 			case bundle.AgentOf(p.Labels) != "" && !m.isTarget("Pod", p.Namespace, p.Name):
 				m.NodeAgents = append(m.NodeAgents, &p)
-				u.Object = podSkeleton(u) // never the job
+				u.Object = podSkeleton(u, m.strs) // never the job
 			default:
 				m.Pods = append(m.Pods, &p)
 				m.cut(u, &p)

@@ -433,8 +433,8 @@ func resolve(s string) any {
 			return floatNumber(f)
 		}
 	case c == '+' || c == '-' || c >= '0' && c <= '9':
-		if isTimestamp(s) {
-			return s
+		if !numberChars(s) || isTimestamp(s) {
+			return s // "100Gi", "8x": the parses below would each fail, and allocate to say so
 		}
 		plain := strings.ReplaceAll(s, "_", "")
 		if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
@@ -459,6 +459,20 @@ func resolve(s string) any {
 		}
 	}
 	return s
+}
+
+// numberChars says whether s has only characters a number that resolve reads can have (digits
+// of any base, signs, points, exponents, base prefixes, underscores).
+func numberChars(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F',
+			c == '+', c == '-', c == '.', c == '_', c == 'x', c == 'X', c == 'o', c == 'O':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func floatNumber(f float64) number {

@@ -1,0 +1,358 @@
+package parse
+
+import (
+	"encoding"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// decodeTyped decodes a generic object (map[string]any as yamlbound gives it) straight into
+// the typed object into points to, by the rules encoding/json would apply to the object's
+// JSON encoding, without writing and scanning that encoding (the round trip was half of the
+// cost of reading a pod: docs/performance.md). It gives the same value as the round trip or
+// declines (false): at any value the round trip would refuse or change (a number where a
+// string is expected, a fraction into an integer, a key that only matches a field ignoring
+// case, a string that is not UTF-8) and at any type it does not know to handle the same way;
+// decodeLenient then takes the round trip, which names what is wrong. Strings are copied
+// (through strs when it is not nil, which shares the copies of equal strings across
+// objects): the object's strings are substrings of the whole YAML text, which must not stay
+// pinned.
+func decodeTyped(obj map[string]any, into any, strs *interner) bool {
+	v := reflect.ValueOf(into).Elem()
+	v.SetZero()
+	d := typedDecoder{strs: strs}
+	return d.value(v, obj, planOf(v.Type()))
+}
+
+// plan is what the decoder knows of a type, worked out once.
+type plan struct {
+	kind reflect.Kind
+	// unmarshaler: *T implements json.Unmarshaler; the value's JSON is handed to it.
+	unmarshaler bool
+	// unsupported: a type whose decoding by encoding/json this decoder does not reproduce
+	// (text unmarshalers, arrays, interfaces, []byte, float32, `,string` fields...).
+	unsupported bool
+	elem        *plan // of a pointer, slice or map
+	// fields of a struct by their JSON name, with the lower-case names (encoding/json
+	// matches a key to a field ignoring case: such a key makes the decoder decline).
+	fields map[string]field
+	folded map[string]bool
+}
+
+type field struct {
+	index []int
+	plan  *plan
+}
+
+var (
+	plansMu sync.Mutex
+	plans   = map[reflect.Type]*plan{}
+
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+func planOf(t reflect.Type) *plan {
+	plansMu.Lock()
+	defer plansMu.Unlock()
+	return planLocked(t)
+}
+
+func planLocked(t reflect.Type) *plan {
+	if p, ok := plans[t]; ok {
+		return p
+	}
+	p := &plan{kind: t.Kind()}
+	plans[t] = p // before the elements: a recursive type ends here
+	pt := reflect.PointerTo(t)
+	switch {
+	case pt.Implements(jsonUnmarshaler):
+		p.unmarshaler = true
+		return p
+	case pt.Implements(textUnmarshaler):
+		p.unsupported = true
+		return p
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		p.elem = planLocked(t.Elem())
+	case reflect.Slice:
+		p.unsupported = t.Elem().Kind() == reflect.Uint8 // base64 in JSON
+		p.elem = planLocked(t.Elem())
+	case reflect.Map:
+		kt := t.Key()
+		p.unsupported = kt.Kind() != reflect.String || reflect.PointerTo(kt).Implements(textUnmarshaler)
+		p.elem = planLocked(t.Elem())
+	case reflect.Struct:
+		p.fields, p.folded = map[string]field{}, map[string]bool{}
+		if !structFields(t, nil, p) {
+			p.unsupported = true
+		}
+	case reflect.String, reflect.Bool, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	default:
+		p.unsupported = true
+	}
+	return p
+}
+
+// structFields adds t's fields by encoding/json's names, an embedded struct's without a name
+// promoted; false when the struct has what this decoder does not reproduce (a name taken twice,
+// an embedded pointer, a `,string` option).
+func structFields(t reflect.Type, index []int, p *plan) bool {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(","+opts+",", ",string,") {
+			return false
+		}
+		at := append(append([]int{}, index...), i)
+		if f.Anonymous && name == "" {
+			switch {
+			case f.Type.Kind() == reflect.Struct:
+				if !structFields(f.Type, at, p) {
+					return false
+				}
+				continue
+			case f.Type.Kind() == reflect.Pointer:
+				return false
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, dup := p.fields[name]; dup || p.folded[strings.ToLower(name)] {
+			return false
+		}
+		p.fields[name] = field{index: at, plan: planLocked(f.Type)}
+		p.folded[strings.ToLower(name)] = true
+	}
+	return true
+}
+
+type typedDecoder struct {
+	strs *interner
+}
+
+func (d *typedDecoder) value(v reflect.Value, x any, p *plan) bool {
+	if x == nil {
+		switch {
+		case p.unsupported:
+			return false
+		case p.unmarshaler && p.kind != reflect.Pointer:
+			return d.unmarshal(v, []byte("null"))
+		}
+		return true // a pointer, slice or map stays nil, anything else its zero
+	}
+	if p.unsupported {
+		return false
+	}
+	if p.kind == reflect.Pointer {
+		e := reflect.New(v.Type().Elem())
+		if !d.value(e.Elem(), x, p.elem) {
+			return false
+		}
+		v.Set(e)
+		return true
+	}
+	if p.unmarshaler {
+		var js []byte
+		switch s := x.(type) {
+		case string:
+			if plainJSON(s) {
+				js = make([]byte, 0, len(s)+2)
+				js = append(append(append(js, '"'), s...), '"')
+			}
+		case bool, float64:
+		default:
+			return false
+		}
+		if js == nil {
+			var err error
+			if js, err = json.Marshal(x); err != nil {
+				return false
+			}
+		}
+		return d.unmarshal(v, js)
+	}
+	switch p.kind {
+	case reflect.Struct:
+		obj, ok := x.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, val := range obj {
+			f, ok := p.fields[k]
+			if !ok {
+				if !asciiKey(k) || p.folded[strings.ToLower(k)] {
+					return false
+				}
+				continue // a field the type does not have
+			}
+			if !d.value(v.FieldByIndex(f.index), val, f.plan) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		items, ok := x.([]any)
+		if !ok {
+			return false
+		}
+		s := reflect.MakeSlice(v.Type(), len(items), len(items))
+		for i, it := range items {
+			if !d.value(s.Index(i), it, p.elem) {
+				return false
+			}
+		}
+		v.Set(s)
+		return true
+	case reflect.Map:
+		return d.mapValue(v, x, p)
+	case reflect.String:
+		s, ok := x.(string)
+		if !ok || !utf8.ValidString(s) {
+			return false
+		}
+		v.SetString(d.str(s))
+		return true
+	case reflect.Bool:
+		b, ok := x.(bool)
+		if ok {
+			v.SetBool(b)
+		}
+		return ok
+	case reflect.Float64:
+		f, ok := x.(float64)
+		if ok {
+			v.SetFloat(f)
+		}
+		return ok
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		// encoding/json writes an integral float64 under 1e21 as its digits, which an integer
+		// field takes when it is in range; a fraction or an exponent it refuses.
+		f, ok := x.(float64)
+		if !ok || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 || v.OverflowInt(int64(f)) {
+			return false
+		}
+		v.SetInt(int64(f))
+		return true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f, ok := x.(float64)
+		if !ok || f != math.Trunc(f) || f < 0 || f >= 1<<64 || v.OverflowUint(uint64(f)) {
+			return false
+		}
+		v.SetUint(uint64(f))
+		return true
+	}
+	return false
+}
+
+func (d *typedDecoder) mapValue(v reflect.Value, x any, p *plan) bool {
+	obj, ok := x.(map[string]any)
+	if !ok {
+		return false
+	}
+	if v.Type() == reflect.TypeFor[map[string]string]() { // labels, annotations, selectors
+		m := make(map[string]string, len(obj))
+		for k, val := range obj {
+			s, ok := val.(string)
+			if !ok && val != nil || !utf8.ValidString(k) || !utf8.ValidString(s) {
+				return false // a value json would refuse or change: the round trip says which
+			}
+			m[d.str(k)] = d.str(s)
+		}
+		v.Set(reflect.ValueOf(m))
+		return true
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(obj))
+	kt, et := v.Type().Key(), v.Type().Elem()
+	for k, val := range obj {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		e := reflect.New(et).Elem()
+		if !d.value(e, val, p.elem) {
+			return false
+		}
+		key := reflect.New(kt).Elem()
+		key.SetString(d.str(k))
+		m.SetMapIndex(key, e)
+	}
+	v.Set(m)
+	return true
+}
+
+// unmarshal hands js to the value's UnmarshalJSON (a time, a quantity, an int-or-string).
+func (d *typedDecoder) unmarshal(v reflect.Value, js []byte) bool {
+	u, ok := v.Addr().Interface().(json.Unmarshaler)
+	return ok && u.UnmarshalJSON(js) == nil
+}
+
+func (d *typedDecoder) str(s string) string {
+	if d.strs == nil {
+		return strings.Clone(s)
+	}
+	return d.strs.get(s)
+}
+
+// plainJSON says whether s is written in JSON as itself between quotes (printable ASCII
+// that encoding/json neither escapes nor replaces).
+func plainJSON(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < ' ' || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+func asciiKey(k string) bool {
+	for i := range len(k) {
+		if k[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// maxInterned bounds the strings an interner shares: longer ones (a command line, a
+// message) are rarely equal across pods and are copied.
+const maxInterned = 128
+
+// interner shares one copy of each short string among the typed objects of a bundle: the
+// 16,384 pods of a job repeat their images, container names, ports' names and environment.
+// It lives while the resources are read.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+func (t *interner) get(s string) string {
+	if len(s) > maxInterned {
+		return strings.Clone(s)
+	}
+	t.mu.Lock()
+	c, ok := t.m[s]
+	if !ok {
+		c = strings.Clone(s)
+		t.m[c] = c
+	}
+	t.mu.Unlock()
+	return c
+}

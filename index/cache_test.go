@@ -118,7 +118,7 @@ func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 func TestDecodeRejectsGarbage(t *testing.T) {
 	for _, data := range [][]byte{nil, []byte(headsMagic), []byte(headsMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"),
 		[]byte(headsMagic + "\x01\x01a\x00\x00\x00\x00\x00\x05")} {
-		_, err := decodeHeads(data, 3)
+		_, err := decodeHeads(data)
 		require.Error(t, err)
 	}
 	for _, data := range [][]byte{nil, []byte(chunksMagic), []byte(chunksMagic + "\x02\x00\x05\x01\x00\x00\x01\x00\x00\x00")} {

@@ -57,7 +57,10 @@ type Index struct {
 type doc struct {
 	idx      int
 	key      string
+	refData  []byte // its templates, encoded (see encodeDocs)
+	refOnce  sync.Once
 	refs     []tref
+	refErr   error
 	tokOnce  sync.Once
 	tokens   []token
 	rankSlot bool // the text starts with torchrun's "[rankN]:" (see logscan.RankPrefix)
@@ -249,21 +252,22 @@ func (ix *Index) open(verify bool) error {
 	if err != nil {
 		return err
 	}
-	keys, err := decodeDocs(data)
-	if err != nil {
+	if ix.docs, err = decodeDocs(data); err != nil {
 		return err
 	}
 	if data, err = ix.readChecked(headsFile, verify); err != nil {
 		return err
 	}
-	if ix.streams, err = decodeHeads(data, len(keys)); err != nil {
+	if ix.streams, err = decodeHeads(data); err != nil {
 		return err
 	}
-	if len(ix.streams) != ix.meta.Streams || len(keys) != ix.meta.Docs {
+	if len(ix.streams) != ix.meta.Streams || len(ix.docs) != ix.meta.Docs {
 		return errors.New("meta.json does not match the index")
 	}
-	if !sort.SliceIsSorted(ix.streams, func(i, j int) bool { return ix.streams[i].Path < ix.streams[j].Path }) {
-		return errors.New("streams are not in path order")
+	for i := 1; i < len(ix.streams); i++ {
+		if ix.streams[i-1].Path > ix.streams[i].Path {
+			return errors.New("streams are not in path order")
+		}
 	}
 	if data, err = ix.readChecked(chunksFile, verify); err != nil {
 		return err
@@ -276,26 +280,9 @@ func (ix *Index) open(verify bool) error {
 			return fmt.Errorf("chunks: %w", errCorrupt)
 		}
 	}
-	ix.docs = make([]doc, len(keys))
-	counts := make([]int, len(keys))
-	for _, s := range ix.streams {
-		for k := range s.templates {
-			counts[s.templates[k].doc]++
-		}
-	}
-	refs := make([]tref, 0, sum(counts))
-	for i, k := range keys {
+	for i := range ix.docs {
 		d := &ix.docs[i]
-		d.idx, d.key = i, k
-		d.refs = refs[len(refs) : len(refs) : len(refs)+counts[i]]
-		refs = refs[:len(refs)+counts[i]]
-		d.rankSlot = strings.HasPrefix(k, "[rank\x00"+string(rune(tokRun))+"]")
-	}
-	for si, s := range ix.streams {
-		for k := range s.templates {
-			d := &ix.docs[s.templates[k].doc]
-			d.refs = append(d.refs, tref{int32(si), int32(k)})
-		}
+		d.rankSlot = strings.HasPrefix(d.key, "[rank\x00"+string(rune(tokRun))+"]")
 	}
 	// The bodies were written as the logs were scanned, in any order: together they fill the
 	// file, without overlap.
@@ -333,14 +320,6 @@ func (ix *Index) open(verify bool) error {
 		err = fmt.Errorf("the bleve index holds %d template texts, the docs %d", n, len(ix.docs))
 	}
 	return err
-}
-
-func sum(xs []int) int {
-	n := 0
-	for _, x := range xs {
-		n += x
-	}
-	return n
 }
 
 func filtersSize(t *chunkTable) int64 {
@@ -396,6 +375,9 @@ func checkFiles(dir string, files map[string]metaFile) error {
 // load reads a stream's body (see Stream) from the bodies file, checked against its
 // checksum, once.
 func (ix *Index) load(s *Stream) error {
+	if err := s.decodeTemplates(len(ix.docs)); err != nil {
+		return err
+	}
 	s.bodyOnce.Do(func() {
 		body := make([]byte, s.bodyLen)
 		_, err := ix.bodies.ReadAt(body, s.bodyOff)

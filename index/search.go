@@ -347,10 +347,14 @@ func (sr *searcher) templates(ctx context.Context) error {
 			return err
 		}
 		d := &ix.docs[di]
-		if len(d.refs) == 0 || sr.m.doc(d) == no {
+		if sr.m.doc(d) == no {
 			continue
 		}
-		for _, r := range d.refs {
+		refs, err := ix.refs(d)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
 			s := ix.streams[r.stream]
 			t := &s.templates[r.id]
 			if !sr.keep(s) || sr.outside(t.first, t.last) {

@@ -66,16 +66,23 @@ func TestCacheReusedOnlyForTheSameLogs(t *testing.T) {
 	require.Equal(t, 1, hitCount(t, changed, "zzchang"))
 }
 
+// flipByte damages a file of an index in its middle, keeping its size.
+func flipByte(name string) func(t *testing.T, idx string) {
+	return func(t *testing.T, idx string) {
+		p := filepath.Join(idx, name)
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		data[len(data)/2] ^= 0x40
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+	}
+}
+
 func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
 	damage := map[string]func(t *testing.T, idx string){
-		"flipped heads byte": func(t *testing.T, idx string) {
-			p := filepath.Join(idx, headsFile)
-			data, err := os.ReadFile(p)
-			require.NoError(t, err)
-			data[len(data)/2] ^= 0x40
-			require.NoError(t, os.WriteFile(p, data, 0o644))
-		},
+		"flipped heads byte":  flipByte(headsFile),
+		"flipped docs byte":   flipByte(docsFile),
+		"flipped chunks byte": flipByte(chunksFile),
 		"truncated bleve file": func(t *testing.T, idx string) {
 			var victim string
 			filepath.WalkDir(filepath.Join(idx, "bleve"), func(p string, d os.DirEntry, err error) error {

@@ -154,6 +154,9 @@ type metaFile struct {
 // castagnoli checksums the index's files.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// readByOpen are the files Index.open reads whole, checking them then (see readChecked).
+func readByOpen(name string) bool { return name == docsFile || name == headsFile || name == chunksFile }
+
 // checkedLater are the files whose parts carry their own checksums.
 func checkedLater(name string) bool { return name == bodiesFile || name == filtersFile }
 
@@ -330,8 +333,9 @@ func filtersSize(t *chunkTable) int64 {
 	return n
 }
 
-// checkFiles compares dir with meta.json's list: the same files, sizes and (for all but the
-// bodies and filters, checked as they are read) checksums.
+// checkFiles compares dir with meta.json's list: the same files, sizes and checksums, but for
+// the bodies and filters, checked as they are read, and the files Index.open reads whole and
+// checks itself (see readChecked): each is read once.
 func checkFiles(dir string, files map[string]metaFile) error {
 	seen := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -354,7 +358,7 @@ func checkFiles(dir string, files map[string]metaFile) error {
 			return fmt.Errorf("%s is not a regular file", rel)
 		}
 		seen++
-		if checkedLater(rel) {
+		if checkedLater(rel) || readByOpen(rel) {
 			return nil
 		}
 		data, err := os.ReadFile(p)

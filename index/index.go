@@ -378,15 +378,21 @@ func checkFiles(dir string, files map[string]metaFile) error {
 
 // load reads a stream's body (see Stream) from the bodies file, checked against its
 // checksum, once.
-func (ix *Index) load(s *Stream) error {
+func (ix *Index) load(s *Stream) error { return ix.loadFrom(s, nil) }
+
+// loadFrom is load with the body already read (nil: read it).
+func (ix *Index) loadFrom(s *Stream, body []byte) error {
 	if err := s.decodeTemplates(len(ix.docs)); err != nil {
 		return err
 	}
 	s.bodyOnce.Do(func() {
-		body := make([]byte, s.bodyLen)
-		_, err := ix.bodies.ReadAt(body, s.bodyOff)
-		if err == io.EOF && s.bodyLen == 0 {
-			err = nil
+		var err error
+		if body == nil {
+			body = make([]byte, s.bodyLen)
+			_, err = ix.bodies.ReadAt(body, s.bodyOff)
+			if err == io.EOF && s.bodyLen == 0 {
+				err = nil
+			}
 		}
 		if err == nil && crc32.Checksum(body, castagnoli) != s.bodyCRC {
 			err = mismatchError{bodiesFile}
@@ -399,6 +405,52 @@ func (ix *Index) load(s *Stream) error {
 		}
 	})
 	return s.bodyErr
+}
+
+// Bodies next to each other in the bodies file are read together (see loadAll) when the gap
+// between them is at most loadGap bytes, up to loadSpan bytes a read.
+const (
+	loadGap  = 4 << 10
+	loadSpan = 4 << 20
+)
+
+// loadAll loads the bodies of streams, reading those that lie close together in the bodies
+// file with one read: a query whose texts are in every log of a large job reads thousands of
+// bodies of a few hundred bytes each.
+func (ix *Index) loadAll(streams []*Stream) error {
+	streams = slices.Clone(streams)
+	slices.SortFunc(streams, func(a, b *Stream) int { return cmp.Compare(a.bodyOff, b.bodyOff) })
+	streams = slices.Compact(streams)
+	for i := 0; i < len(streams); {
+		start := streams[i].bodyOff
+		end := start + int64(streams[i].bodyLen)
+		j := i + 1
+		for ; j < len(streams); j++ {
+			s := streams[j]
+			if s.bodyOff-end > loadGap || s.bodyOff+int64(s.bodyLen)-start > loadSpan {
+				break
+			}
+			end = max(end, s.bodyOff+int64(s.bodyLen))
+		}
+		buf := make([]byte, end-start)
+		if j-i == 1 {
+			buf = nil // load reads it
+		} else if _, err := ix.bodies.ReadAt(buf, start); err != nil {
+			buf = nil // each is read alone, and fails alone
+		}
+		for _, s := range streams[i:j] {
+			var body []byte
+			if buf != nil {
+				off := s.bodyOff - start
+				body = buf[off : off+int64(s.bodyLen) : off+int64(s.bodyLen)]
+			}
+			if err := ix.loadFrom(s, body); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	return nil
 }
 
 // checkBodies reads every stream's body and checks it against its checksum, keeping none.

@@ -74,3 +74,39 @@ func TestDamagedTemplatesAreAnError(t *testing.T) {
 	require.ErrorIs(t, err, ErrDamaged)
 	require.Nil(t, fresh.Templates(fresh.streams[0]))
 }
+
+// TestBodiesLoadedTogether: bodies read together (loadAll) are the bodies read alone, and a
+// body that no longer matches its checksum fails alone, by the log's name.
+func TestBodiesLoadedTogether(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	_, ix := buildIndex(t, dir)
+	open := func() *Index {
+		o, err := openDir(ix.Dir(), ix.fsys, false, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	alone, together := open(), open()
+	require.Greater(t, len(together.streams), 2)
+	require.NoError(t, together.loadAll(together.streams))
+	for i, s := range alone.streams {
+		require.NoError(t, alone.load(s))
+		o := together.streams[i]
+		require.Equal(t, s.cpData, o.cpData, s.Path)
+		require.Equal(t, s.over.lines, o.over.lines, s.Path)
+		for k := range s.templates {
+			require.Equal(t, s.templates[k].blob, o.templates[k].blob, s.Path)
+		}
+	}
+
+	victim := ix.streams[len(ix.streams)/2]
+	p := filepath.Join(ix.Dir(), bodiesFile)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	data[victim.bodyOff] ^= 0x40
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	damaged := open()
+	err = damaged.loadAll(damaged.streams)
+	require.ErrorIs(t, err, errCorrupt)
+	require.ErrorContains(t, err, victim.Path)
+}

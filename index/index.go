@@ -49,7 +49,9 @@ type Index struct {
 	filters *os.File
 	bleve   bleve.Index
 	readers sync.Pool // of *logscan.LineReader, to read lines back with
-	closer  io.Closer // what fsys holds open (a tarball)
+	// denseReaders read many lines of a log (see denseLines)
+	denseReaders sync.Pool
+	closer       io.Closer // what fsys holds open (a tarball)
 }
 
 // doc is a distinct template text: one bleve document, and the templates of every log with

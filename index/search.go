@@ -546,7 +546,11 @@ func (sr *searcher) readAll(ctx context.Context) error {
 		for j < len(sr.units) && sr.units[j].si == sr.units[i].si {
 			j++
 		}
-		src, err := sr.ix.source(sr.units[i].s)
+		n := 0
+		for _, u := range sr.units[i:j] {
+			n += u.n
+		}
+		src, err := sr.ix.source(sr.units[i].s, n)
 		if err != nil {
 			return err
 		}
@@ -600,7 +604,7 @@ func (sr *searcher) readPartial(ctx context.Context) error {
 				delete(sources, k)
 			}
 		}
-		src, err := sr.ix.source(u.s)
+		src, err := sr.ix.source(u.s, u.n)
 		if err == nil {
 			sources[u.si] = src
 		}

@@ -287,6 +287,7 @@ type building struct {
 	free     chan *chunkBuilder
 	budget   *logscan.Budget
 	heads    [][]byte
+	tdocs    [][]int32 // the text of each template of each log
 	builders []*streamBuilder
 	mu       sync.Mutex
 	bodyOff  int64
@@ -307,7 +308,7 @@ func startBuilding(dir string, logs []bundle.LogStream, workers int) (*building,
 	}
 	g := &building{cw: cw, bodiesF: bodiesF,
 		bodies: bufio.NewWriterSize(bodiesF, 256<<10), // many small logs: one write each otherwise
-		free:   make(chan *chunkBuilder, workers), heads: make([][]byte, len(logs)), builders: make([]*streamBuilder, len(logs))}
+		free:   make(chan *chunkBuilder, workers), heads: make([][]byte, len(logs)), tdocs: make([][]int32, len(logs)), builders: make([]*streamBuilder, len(logs))}
 	for i := 0; i < workers; i++ {
 		g.free <- &chunkBuilder{w: cw}
 	}
@@ -360,6 +361,10 @@ func (g *building) Done(i int, st logscan.Stats, err error) {
 		g.fail(werr)
 	}
 	g.heads[i] = appendHead(nil, st, sb, off, body, cpLen)
+	g.tdocs[i] = make([]int32, len(sb.templates))
+	for k, tb := range sb.templates {
+		g.tdocs[i][k] = int32(tb.doc)
+	}
 }
 
 // finish closes the files of the index after the scan (stats and err are what it returned)
@@ -391,7 +396,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 	if keyed {
 		want.Key = contentKey(want, logs, stats)
 	}
-	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.budget.Keys(), g.cw, want); err != nil {
+	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.tdocs, g.budget.Keys(), g.cw, want); err != nil {
 		return nil, err
 	}
 	return openDir(dir, b.FS, false, &want)
@@ -399,7 +404,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the
 // documents (and their bleve index), the chunk table, and meta.json last.
-func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, docs []string, cw *chunkWriter, want meta) error {
+func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, tdocs [][]int32, docs []string, cw *chunkWriter, want meta) error {
 	var h []byte
 	h = append(h, headsMagic...)
 	h = binary.AppendUvarint(h, uint64(len(heads)))
@@ -411,7 +416,16 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 		h = append(h, x...)
 		prev, prevFirst = logs[i], first
 	}
-	files := map[string][]byte{headsFile: h, docsFile: encodeDocs(docs), chunksFile: encodeChunks(cw)}
+	refs := make([][]tref, len(docs))
+	for i, ds := range tdocs {
+		for k, d := range ds {
+			if int(d) >= len(docs) {
+				return fmt.Errorf("log %s: template text %d of %d", logs[i].Path, d, len(docs))
+			}
+			refs[d] = append(refs[d], tref{int32(i), int32(k)})
+		}
+	}
+	files := map[string][]byte{headsFile: h, docsFile: encodeDocs(docs, refs), chunksFile: encodeChunks(cw)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err

@@ -164,7 +164,8 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []bundle.LogS
 	source := sourceID(b)
 	key := ""
 	files := sigsHash(sigs)
-	if e := c.readStat(source); e != nil && e.Version == want.Version && e.MaxLine == want.MaxLine && files != "" && e.Files == files {
+	e := c.readStat(source)
+	if e != nil && e.Version == want.Version && e.MaxLine == want.MaxLine && files != "" && e.Files == files {
 		key = e.Key
 	} else if slowKey {
 		var err error
@@ -200,8 +201,11 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []bundle.LogS
 	}
 	ix.cache = c
 	c.touch(dir)
-	_ = c.writeStat(statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: files, Key: key,
-		PlainLogs: b.PlainLogsDigest()})
+	stat := statEntry{Source: source, Version: want.Version, MaxLine: want.MaxLine, Files: files, Key: key,
+		PlainLogs: b.PlainLogsDigest()}
+	if e == nil || *e != stat { // a warm search of an unchanged bundle writes nothing
+		_ = c.writeStat(stat)
+	}
 	return ix, nil
 }
 

@@ -66,16 +66,23 @@ func TestCacheReusedOnlyForTheSameLogs(t *testing.T) {
 	require.Equal(t, 1, hitCount(t, changed, "zzchang"))
 }
 
+// flipByte damages a file of an index in its middle, keeping its size.
+func flipByte(name string) func(t *testing.T, idx string) {
+	return func(t *testing.T, idx string) {
+		p := filepath.Join(idx, name)
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		data[len(data)/2] ^= 0x40
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+	}
+}
+
 func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
 	damage := map[string]func(t *testing.T, idx string){
-		"flipped heads byte": func(t *testing.T, idx string) {
-			p := filepath.Join(idx, headsFile)
-			data, err := os.ReadFile(p)
-			require.NoError(t, err)
-			data[len(data)/2] ^= 0x40
-			require.NoError(t, os.WriteFile(p, data, 0o644))
-		},
+		"flipped heads byte":  flipByte(headsFile),
+		"flipped docs byte":   flipByte(docsFile),
+		"flipped chunks byte": flipByte(chunksFile),
 		"truncated bleve file": func(t *testing.T, idx string) {
 			var victim string
 			filepath.WalkDir(filepath.Join(idx, "bleve"), func(p string, d os.DirEntry, err error) error {
@@ -118,7 +125,7 @@ func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 func TestDecodeRejectsGarbage(t *testing.T) {
 	for _, data := range [][]byte{nil, []byte(headsMagic), []byte(headsMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"),
 		[]byte(headsMagic + "\x01\x01a\x00\x00\x00\x00\x00\x05")} {
-		_, err := decodeHeads(data, 3)
+		_, err := decodeHeads(data)
 		require.Error(t, err)
 	}
 	for _, data := range [][]byte{nil, []byte(chunksMagic), []byte(chunksMagic + "\x02\x00\x05\x01\x00\x00\x01\x00\x00\x00")} {

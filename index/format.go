@@ -14,7 +14,7 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key.
-const FormatVersion = 5
+const FormatVersion = 6
 
 const headsMagic = "coroner-index-heads\n"
 
@@ -31,6 +31,11 @@ type Stream struct {
 	Rank int
 
 	idx int
+	// heads is the stream's templates, encoded (see appendHead); decodeTemplates reads them
+	// when a search or a caller first needs them.
+	heads    []byte
+	headOnce sync.Once
+	headErr  error
 	// unordered: the log's time does not follow its line order (a line is earlier than the
 	// line before it, or untimed lines come before the first timed one).
 	unordered bool
@@ -133,26 +138,43 @@ func appendIdentity(b []byte, prev, ls bundle.LogStream, prevFirst, first int64)
 	return binary.AppendVarint(b, first-prevFirst)
 }
 
-func (d *decoder) identity(prev *Stream, s *Stream) {
+// span is where a name is in the arena of the heads' names (see identity).
+type span struct{ start, end int32 }
+
+// identity decodes a log's names (see appendIdentity) into arena and returns where each is
+// (path, namespace, pod, container; prev is where the log before's are). The names become
+// substrings of one string once every head is read: opening an index allocates no string per
+// log.
+func (d *decoder) identity(arena []byte, prev [4]span, s *Stream) ([]byte, [4]span) {
+	var cur [4]span
 	common := d.int()
-	if common > len(prev.Path) {
+	if d.err != nil || common > int(prev[0].end-prev[0].start) {
 		d.fail()
-		return
+		return arena, cur
 	}
-	s.Path = prev.Path[:common] + d.string()
-	for _, f := range []struct{ prev, into *string }{{&prev.Namespace, &s.Namespace}, {&prev.Pod, &s.Pod}, {&prev.Container, &s.Container}} {
+	start := len(arena)
+	arena = append(arena, arena[prev[0].start:int(prev[0].start)+common]...)
+	arena = append(arena, d.bytes()...)
+	cur[0] = span{int32(start), int32(len(arena))}
+	for k := 1; k < 4; k++ {
 		if d.bool() {
-			*f.into = *f.prev
-		} else {
-			*f.into = d.string()
+			cur[k] = prev[k]
+			continue
 		}
+		start := len(arena)
+		arena = append(arena, d.bytes()...)
+		cur[k] = span{int32(start), int32(len(arena))}
 	}
 	s.Previous, s.Truncated = d.bool(), d.bool()
-	s.First = prev.First + d.varint()
+	if len(arena) > math.MaxInt32 {
+		d.fail()
+	}
+	return arena, cur
 }
 
 // appendHead encodes what an opened index keeps of a stream but its names and first time (see
-// appendIdentity).
+// appendIdentity): its sizes and where its body is, read at open, then its templates, which
+// are decoded only when a search or a caller reaches them (see Stream.decodeTemplates).
 func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, body []byte, cpLen int) []byte {
 	b = binary.AppendUvarint(b, uint64(st.Lines))
 	b = binary.AppendUvarint(b, uint64(st.Bytes))
@@ -165,43 +187,54 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
 	b = binary.AppendUvarint(b, uint64(cpLen))
-	b = binary.AppendUvarint(b, uint64(len(sb.templates)))
-	for _, tb := range sb.templates {
-		b = binary.AppendUvarint(b, uint64(tb.doc))
-		b = append(b, levelCode(tb.level))
-		b = binary.AppendUvarint(b, uint64(tb.count))
-		b = binary.AppendUvarint(b, uint64(tb.firstLine))
-		b = binary.AppendUvarint(b, uint64(tb.lastLine-tb.firstLine))
-		b = binary.AppendVarint(b, tb.first-first)
-		b = binary.AppendVarint(b, tb.last-tb.first)
-		b = binary.AppendUvarint(b, uint64(len(tb.masks)))
-		for _, m := range tb.masks {
-			b = binary.AppendUvarint(b, m)
-		}
-		b = binary.AppendUvarint(b, uint64(len(tb.lines)))
-		b = binary.AppendUvarint(b, uint64(len(tb.blocks)))
-	}
 	o := &sb.over
 	b = binary.AppendUvarint(b, uint64(o.count))
 	b = binary.AppendUvarint(b, uint64(o.nsegs))
 	b = binary.AppendUvarint(b, uint64(len(o.lines)))
 	b = binary.AppendUvarint(b, uint64(len(o.segs)))
-	return b
+	var t []byte
+	t = binary.AppendUvarint(t, uint64(len(sb.templates)))
+	for _, tb := range sb.templates {
+		t = binary.AppendUvarint(t, uint64(tb.doc))
+		t = append(t, levelCode(tb.level))
+		t = binary.AppendUvarint(t, uint64(tb.count))
+		t = binary.AppendUvarint(t, uint64(tb.firstLine))
+		t = binary.AppendUvarint(t, uint64(tb.lastLine-tb.firstLine))
+		t = binary.AppendVarint(t, tb.first-first)
+		t = binary.AppendVarint(t, tb.last-tb.first)
+		t = binary.AppendUvarint(t, uint64(len(tb.masks)))
+		for _, m := range tb.masks {
+			t = binary.AppendUvarint(t, m)
+		}
+		t = binary.AppendUvarint(t, uint64(len(tb.lines)))
+		t = binary.AppendUvarint(t, uint64(len(tb.blocks)))
+	}
+	b = binary.AppendUvarint(b, uint64(len(t)))
+	return append(b, t...)
 }
 
-// decodeHeads reads the heads file: every stream but its body.
-func decodeHeads(data []byte, docs int) ([]*Stream, error) {
+// decodeHeads reads the heads file: every stream's names, sizes and the place of its body.
+// Its templates stay encoded, a slice of data, until they are first needed; the streams are
+// one allocation and their names substrings of one string, whatever the number of logs.
+func decodeHeads(data []byte) ([]*Stream, error) {
 	if len(data) < len(headsMagic) || string(data[:len(headsMagic)]) != headsMagic {
 		return nil, errors.New("not an index heads file")
 	}
 	d := &decoder{b: data[len(headsMagic):]}
-	streams := make([]*Stream, d.count())
-	prev := &Stream{}
-	for i := range streams {
-		s := &Stream{idx: i}
+	slab := make([]Stream, d.count())
+	streams := make([]*Stream, len(slab))
+	where := make([][4]span, len(slab))
+	var arena []byte
+	var prev [4]span
+	var prevFirst int64
+	for i := range slab {
+		s := &slab[i]
+		s.idx = i
 		streams[i] = s
-		d.identity(prev, s)
-		prev = s
+		arena, where[i] = d.identity(arena, prev, s)
+		prev = where[i]
+		s.First = prevFirst + d.varint()
+		prevFirst = s.First
 		s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
 		s.unordered = d.bool()
 		s.Rank = int(d.varint())
@@ -214,33 +247,10 @@ func decodeHeads(data []byte, docs int) ([]*Stream, error) {
 		s.bodyCRC = binary.LittleEndian.Uint32(d.b)
 		d.b = d.b[4:]
 		s.cpLen = d.int()
-		s.templates = make([]template, d.count())
-		total := s.cpLen
-		for k := range s.templates {
-			t := &s.templates[k]
-			t.stream, t.id = int32(i), int32(k)
-			t.doc = int32(d.int())
-			t.level = d.byte()
-			t.count = int32(d.int())
-			t.firstLine = int32(d.int())
-			t.lastLine = t.firstLine + int32(d.int())
-			t.first = s.First + d.varint()
-			t.last = t.first + d.varint()
-			t.masks = make([]uint64, d.count())
-			for m := range t.masks {
-				t.masks[m] = d.uvarint()
-			}
-			t.linesLen, t.blobLen = int32(d.int()), int32(d.int())
-			total += int(t.linesLen) + int(t.blobLen)
-			if d.err == nil && (int(t.doc) >= docs || int(t.level) >= len(levels) || t.count < 1 || int(t.count) > s.Lines ||
-				int(t.lastLine) > s.Lines) {
-				d.fail()
-			}
-		}
 		o := &s.over
 		o.count, o.nsegs, o.linesLen, o.segLen = d.int(), d.int(), d.int(), d.int()
-		total += o.linesLen + o.segLen
-		if d.err == nil && (total != s.bodyLen || o.count > s.Lines) {
+		s.heads = d.bytes()
+		if d.err == nil && (s.cpLen+o.linesLen+o.segLen > s.bodyLen || o.count > s.Lines) {
 			d.fail()
 		}
 		if d.err != nil {
@@ -253,7 +263,65 @@ func decodeHeads(data []byte, docs int) ([]*Stream, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("heads: %w", d.err)
 	}
+	names := string(arena)
+	for i, w := range where {
+		s := &slab[i]
+		s.Path, s.Namespace, s.Pod, s.Container = names[w[0].start:w[0].end], names[w[1].start:w[1].end],
+			names[w[2].start:w[2].end], names[w[3].start:w[3].end]
+	}
 	return streams, nil
+}
+
+// decodeTemplates decodes the stream's templates from its head, once; docs is how many
+// template texts the index has. A template that does not fit its log is a corrupt index.
+func (s *Stream) decodeTemplates(docs int) error {
+	s.headOnce.Do(func() {
+		d := &decoder{b: s.heads}
+		s.templates = make([]template, d.count())
+		// Every template's masks in one slice, cut once they are all read.
+		var masks []uint64
+		ends := make([]int32, len(s.templates))
+		total := s.cpLen
+		for k := range s.templates {
+			t := &s.templates[k]
+			t.stream, t.id = int32(s.idx), int32(k)
+			t.doc = int32(d.int())
+			t.level = d.byte()
+			t.count = int32(d.int())
+			t.firstLine = int32(d.int())
+			t.lastLine = t.firstLine + int32(d.int())
+			t.first = s.First + d.varint()
+			t.last = t.first + d.varint()
+			for n := d.count(); n > 0 && d.err == nil; n-- {
+				masks = append(masks, d.uvarint())
+			}
+			ends[k] = int32(len(masks))
+			t.linesLen, t.blobLen = int32(d.int()), int32(d.int())
+			total += int(t.linesLen) + int(t.blobLen)
+			if d.err == nil && (int(t.doc) >= docs || int(t.level) >= len(levels) || t.count < 1 || int(t.count) > s.Lines ||
+				int(t.lastLine) > s.Lines) {
+				d.fail()
+			}
+			if d.err != nil {
+				break
+			}
+		}
+		total += s.over.linesLen + s.over.segLen
+		if d.err == nil && (total != s.bodyLen || len(d.b) != 0) {
+			d.fail()
+		}
+		if d.err == nil {
+			var at int32
+			for k := range s.templates {
+				s.templates[k].masks = masks[at:ends[k]:ends[k]]
+				at = ends[k]
+			}
+		} else {
+			s.templates = nil
+			s.headErr = fmt.Errorf("the index of %s: heads: %w", s.Path, d.err)
+		}
+	})
+	return s.headErr
 }
 
 // setBody splits a stream's body into its sections.
@@ -289,23 +357,39 @@ func (s *Stream) setBody(body []byte) error {
 
 const docsMagic = "coroner-index-docs\n"
 
-func encodeDocs(keys []string) []byte {
+// encodeDocs encodes the template texts and, after each, the templates that have it (refs[i]:
+// the logs, ascending, and the template's number in each), so that a search decodes the heads
+// of the logs a text it finds is in, and no others.
+func encodeDocs(keys []string, refs [][]tref) []byte {
 	b := []byte(docsMagic)
 	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
+	var r []byte
+	for i, k := range keys {
 		b = appendString(b, k)
+		r = binary.AppendUvarint(r[:0], uint64(len(refs[i])))
+		var prev int32
+		for _, t := range refs[i] {
+			r = binary.AppendUvarint(r, uint64(t.stream-prev))
+			r = binary.AppendUvarint(r, uint64(t.id))
+			prev = t.stream
+		}
+		b = binary.AppendUvarint(b, uint64(len(r)))
+		b = append(b, r...)
 	}
 	return b
 }
 
-func decodeDocs(data []byte) ([]string, error) {
+// decodeDocs reads the template texts; each text's templates stay encoded (see Index.refs).
+func decodeDocs(data []byte) ([]doc, error) {
 	if len(data) < len(docsMagic) || string(data[:len(docsMagic)]) != docsMagic {
 		return nil, errors.New("not an index docs file")
 	}
 	d := &decoder{b: data[len(docsMagic):]}
-	keys := make([]string, d.count())
-	for i := range keys {
-		keys[i] = d.string()
+	docs := make([]doc, d.count())
+	for i := range docs {
+		docs[i].idx = i
+		docs[i].key = d.string()
+		docs[i].refData = d.bytes()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
@@ -313,7 +397,44 @@ func decodeDocs(data []byte) ([]string, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("docs: %w", d.err)
 	}
-	return keys, nil
+	return docs, nil
+}
+
+// refs returns the templates that have text d, decoded on first use: each names a log of the
+// index and one of its templates, whose text must be d's.
+func (ix *Index) refs(d *doc) ([]tref, error) {
+	d.refOnce.Do(func() {
+		dec := &decoder{b: d.refData}
+		refs := make([]tref, dec.count())
+		var stream int
+		for k := range refs {
+			stream += dec.int()
+			id := dec.int()
+			if dec.err != nil || stream >= len(ix.streams) {
+				dec.fail()
+				break
+			}
+			s := ix.streams[stream]
+			if err := s.decodeTemplates(len(ix.docs)); err != nil {
+				d.refErr = err
+				return
+			}
+			if id >= len(s.templates) || int(s.templates[id].doc) != d.idx {
+				dec.fail()
+				break
+			}
+			refs[k] = tref{int32(stream), int32(id)}
+		}
+		if dec.err == nil && len(dec.b) != 0 {
+			dec.fail()
+		}
+		if dec.err != nil {
+			d.refErr = fmt.Errorf("docs: %w", dec.err)
+			return
+		}
+		d.refs = refs
+	})
+	return d.refs, d.refErr
 }
 
 func unixNano(t time.Time) int64 {

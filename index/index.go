@@ -49,7 +49,9 @@ type Index struct {
 	filters *os.File
 	bleve   bleve.Index
 	readers sync.Pool // of *logscan.LineReader, to read lines back with
-	closer  io.Closer // what fsys holds open (a tarball)
+	// denseReaders read many lines of a log (see denseLines)
+	denseReaders sync.Pool
+	closer       io.Closer // what fsys holds open (a tarball)
 }
 
 // doc is a distinct template text: one bleve document, and the templates of every log with
@@ -57,7 +59,10 @@ type Index struct {
 type doc struct {
 	idx      int
 	key      string
+	refData  []byte // its templates, encoded (see encodeDocs)
+	refOnce  sync.Once
 	refs     []tref
+	refErr   error
 	tokOnce  sync.Once
 	tokens   []token
 	rankSlot bool // the text starts with torchrun's "[rankN]:" (see logscan.RankPrefix)
@@ -150,6 +155,9 @@ type metaFile struct {
 
 // castagnoli checksums the index's files.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// readByOpen are the files Index.open reads whole, checking them then (see readChecked).
+func readByOpen(name string) bool { return name == docsFile || name == headsFile || name == chunksFile }
 
 // checkedLater are the files whose parts carry their own checksums.
 func checkedLater(name string) bool { return name == bodiesFile || name == filtersFile }
@@ -249,21 +257,22 @@ func (ix *Index) open(verify bool) error {
 	if err != nil {
 		return err
 	}
-	keys, err := decodeDocs(data)
-	if err != nil {
+	if ix.docs, err = decodeDocs(data); err != nil {
 		return err
 	}
 	if data, err = ix.readChecked(headsFile, verify); err != nil {
 		return err
 	}
-	if ix.streams, err = decodeHeads(data, len(keys)); err != nil {
+	if ix.streams, err = decodeHeads(data); err != nil {
 		return err
 	}
-	if len(ix.streams) != ix.meta.Streams || len(keys) != ix.meta.Docs {
+	if len(ix.streams) != ix.meta.Streams || len(ix.docs) != ix.meta.Docs {
 		return errors.New("meta.json does not match the index")
 	}
-	if !sort.SliceIsSorted(ix.streams, func(i, j int) bool { return ix.streams[i].Path < ix.streams[j].Path }) {
-		return errors.New("streams are not in path order")
+	for i := 1; i < len(ix.streams); i++ {
+		if ix.streams[i-1].Path > ix.streams[i].Path {
+			return errors.New("streams are not in path order")
+		}
 	}
 	if data, err = ix.readChecked(chunksFile, verify); err != nil {
 		return err
@@ -276,26 +285,9 @@ func (ix *Index) open(verify bool) error {
 			return fmt.Errorf("chunks: %w", errCorrupt)
 		}
 	}
-	ix.docs = make([]doc, len(keys))
-	counts := make([]int, len(keys))
-	for _, s := range ix.streams {
-		for k := range s.templates {
-			counts[s.templates[k].doc]++
-		}
-	}
-	refs := make([]tref, 0, sum(counts))
-	for i, k := range keys {
+	for i := range ix.docs {
 		d := &ix.docs[i]
-		d.idx, d.key = i, k
-		d.refs = refs[len(refs) : len(refs) : len(refs)+counts[i]]
-		refs = refs[:len(refs)+counts[i]]
-		d.rankSlot = strings.HasPrefix(k, "[rank\x00"+string(rune(tokRun))+"]")
-	}
-	for si, s := range ix.streams {
-		for k := range s.templates {
-			d := &ix.docs[s.templates[k].doc]
-			d.refs = append(d.refs, tref{int32(si), int32(k)})
-		}
+		d.rankSlot = strings.HasPrefix(d.key, "[rank\x00"+string(rune(tokRun))+"]")
 	}
 	// The bodies were written as the logs were scanned, in any order: together they fill the
 	// file, without overlap.
@@ -335,14 +327,6 @@ func (ix *Index) open(verify bool) error {
 	return err
 }
 
-func sum(xs []int) int {
-	n := 0
-	for _, x := range xs {
-		n += x
-	}
-	return n
-}
-
 func filtersSize(t *chunkTable) int64 {
 	var n int64
 	for _, b := range t.batches {
@@ -351,8 +335,9 @@ func filtersSize(t *chunkTable) int64 {
 	return n
 }
 
-// checkFiles compares dir with meta.json's list: the same files, sizes and (for all but the
-// bodies and filters, checked as they are read) checksums.
+// checkFiles compares dir with meta.json's list: the same files, sizes and checksums, but for
+// the bodies and filters, checked as they are read, and the files Index.open reads whole and
+// checks itself (see readChecked): each is read once.
 func checkFiles(dir string, files map[string]metaFile) error {
 	seen := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -375,7 +360,7 @@ func checkFiles(dir string, files map[string]metaFile) error {
 			return fmt.Errorf("%s is not a regular file", rel)
 		}
 		seen++
-		if checkedLater(rel) {
+		if checkedLater(rel) || readByOpen(rel) {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -395,12 +380,21 @@ func checkFiles(dir string, files map[string]metaFile) error {
 
 // load reads a stream's body (see Stream) from the bodies file, checked against its
 // checksum, once.
-func (ix *Index) load(s *Stream) error {
+func (ix *Index) load(s *Stream) error { return ix.loadFrom(s, nil) }
+
+// loadFrom is load with the body already read (nil: read it).
+func (ix *Index) loadFrom(s *Stream, body []byte) error {
+	if err := s.decodeTemplates(len(ix.docs)); err != nil {
+		return err
+	}
 	s.bodyOnce.Do(func() {
-		body := make([]byte, s.bodyLen)
-		_, err := ix.bodies.ReadAt(body, s.bodyOff)
-		if err == io.EOF && s.bodyLen == 0 {
-			err = nil
+		var err error
+		if body == nil {
+			body = make([]byte, s.bodyLen)
+			_, err = ix.bodies.ReadAt(body, s.bodyOff)
+			if err == io.EOF && s.bodyLen == 0 {
+				err = nil
+			}
 		}
 		if err == nil && crc32.Checksum(body, castagnoli) != s.bodyCRC {
 			err = mismatchError{bodiesFile}
@@ -413,6 +407,52 @@ func (ix *Index) load(s *Stream) error {
 		}
 	})
 	return s.bodyErr
+}
+
+// Bodies next to each other in the bodies file are read together (see loadAll) when the gap
+// between them is at most loadGap bytes, up to loadSpan bytes a read.
+const (
+	loadGap  = 4 << 10
+	loadSpan = 4 << 20
+)
+
+// loadAll loads the bodies of streams, reading those that lie close together in the bodies
+// file with one read: a query whose texts are in every log of a large job reads thousands of
+// bodies of a few hundred bytes each.
+func (ix *Index) loadAll(streams []*Stream) error {
+	streams = slices.Clone(streams)
+	slices.SortFunc(streams, func(a, b *Stream) int { return cmp.Compare(a.bodyOff, b.bodyOff) })
+	streams = slices.Compact(streams)
+	for i := 0; i < len(streams); {
+		start := streams[i].bodyOff
+		end := start + int64(streams[i].bodyLen)
+		j := i + 1
+		for ; j < len(streams); j++ {
+			s := streams[j]
+			if s.bodyOff-end > loadGap || s.bodyOff+int64(s.bodyLen)-start > loadSpan {
+				break
+			}
+			end = max(end, s.bodyOff+int64(s.bodyLen))
+		}
+		buf := make([]byte, end-start)
+		if j-i == 1 {
+			buf = nil // load reads it
+		} else if _, err := ix.bodies.ReadAt(buf, start); err != nil {
+			buf = nil // each is read alone, and fails alone
+		}
+		for _, s := range streams[i:j] {
+			var body []byte
+			if buf != nil {
+				off := s.bodyOff - start
+				body = buf[off : off+int64(s.bodyLen) : off+int64(s.bodyLen)]
+			}
+			if err := ix.loadFrom(s, body); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	return nil
 }
 
 // checkBodies reads every stream's body and checks it against its checksum, keeping none.

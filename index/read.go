@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -27,6 +28,14 @@ type Line struct {
 // of a training log, so that a jump reads what it needs and not 64 KiB.
 const seekBuffer = 8 << 10
 
+// A source that reads at least denseLines lines of a log (the blocks a number may be in, every
+// line of a template) mostly reads on: it reads through a buffer of denseBuffer bytes, a
+// system call for many checkpoints' lines instead of one or two each.
+const (
+	denseLines  = 4 * checkpointEvery
+	denseBuffer = 64 << 10
+)
+
 // lineSource reads the lines of one log back from the bundle, from the nearest checkpoints;
 // it keeps the file open between reads.
 type lineSource struct {
@@ -35,10 +44,12 @@ type lineSource struct {
 	f     fs.File
 	ra    io.ReaderAt
 	lr    *logscan.LineReader
+	pool  *sync.Pool // where lr goes back
 	clean []byte
 }
 
-func (ix *Index) source(s *Stream) (*lineSource, error) {
+// source opens a log to read about n of its lines back.
+func (ix *Index) source(s *Stream, n int) (*lineSource, error) {
 	if err := ix.load(s); err != nil {
 		return nil, err
 	}
@@ -51,17 +62,21 @@ func (ix *Index) source(s *Stream) (*lineSource, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: the bundle's files cannot be read at an offset", s.Path)
 	}
-	lr, _ := ix.readers.Get().(*logscan.LineReader)
-	if lr == nil {
-		lr = logscan.NewLineReader(nil, 0, ix.maxLine, seekBuffer)
+	pool, size := &ix.readers, seekBuffer
+	if n >= denseLines {
+		pool, size = &ix.denseReaders, denseBuffer
 	}
-	return &lineSource{ix: ix, s: s, f: f, ra: ra, lr: lr}, nil
+	lr, _ := pool.Get().(*logscan.LineReader)
+	if lr == nil {
+		lr = logscan.NewLineReader(nil, 0, ix.maxLine, size)
+	}
+	return &lineSource{ix: ix, s: s, f: f, ra: ra, lr: lr, pool: pool}, nil
 }
 
 func (src *lineSource) close() {
 	src.f.Close()
 	src.lr.Reset(nil, 0)
-	src.ix.readers.Put(src.lr)
+	src.pool.Put(src.lr)
 }
 
 // readLines reads the given lines (sorted, 1-based) of one log back from the bundle. fn gets
@@ -70,7 +85,7 @@ func (ix *Index) readLines(ctx context.Context, s *Stream, lines []int, fn func(
 	if len(lines) == 0 {
 		return nil
 	}
-	src, err := ix.source(s)
+	src, err := ix.source(s, len(lines))
 	if err != nil {
 		return err
 	}

@@ -342,13 +342,39 @@ func (sr *searcher) outside(tmin, tmax int64) bool {
 // the blocks of the others units to read.
 func (sr *searcher) templates(ctx context.Context) error {
 	ix := sr.ix
+	// The logs whose blocks will be read, loaded first, together (see Index.loadAll).
+	var load []*Stream
+	var found []*doc
 	for di := range ix.docs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		d := &ix.docs[di]
-		if len(d.refs) == 0 || sr.m.doc(d) == no {
+		if sr.m.doc(d) == no {
 			continue
+		}
+		found = append(found, d)
+		refs, err := ix.refs(d)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			s := ix.streams[r.stream]
+			t := &s.templates[r.id]
+			if !sr.keep(s) || sr.outside(t.first, t.last) {
+				continue
+			}
+			if v := sr.m.template(s, t, d); v == maybe || (v == yes && sr.timed) {
+				load = append(load, s)
+			}
+		}
+	}
+	if err := ix.loadAll(load); err != nil {
+		return err
+	}
+	for _, d := range found {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		for _, r := range d.refs {
 			s := ix.streams[r.stream]
@@ -520,7 +546,11 @@ func (sr *searcher) readAll(ctx context.Context) error {
 		for j < len(sr.units) && sr.units[j].si == sr.units[i].si {
 			j++
 		}
-		src, err := sr.ix.source(sr.units[i].s)
+		n := 0
+		for _, u := range sr.units[i:j] {
+			n += u.n
+		}
+		src, err := sr.ix.source(sr.units[i].s, n)
 		if err != nil {
 			return err
 		}
@@ -574,7 +604,7 @@ func (sr *searcher) readPartial(ctx context.Context) error {
 				delete(sources, k)
 			}
 		}
-		src, err := sr.ix.source(u.s)
+		src, err := sr.ix.source(u.s, u.n)
 		if err == nil {
 			sources[u.si] = src
 		}
@@ -702,6 +732,16 @@ func (sr *searcher) hits(ctx context.Context) (*Result, error) {
 		}
 		return groups[i].key < groups[j].key
 	})
+	// The logs whose whole templates' lines are listed, loaded together (see Index.loadAll).
+	var load []*Stream
+	for _, g := range groups {
+		if g.whole != nil && (opts.All || g.count() <= CollapseAt) {
+			load = append(load, g.s)
+		}
+	}
+	if err := ix.loadAll(load); err != nil {
+		return nil, err
+	}
 	var entries []entry
 	want := map[int][]int{}
 	perStream := map[int]int{}

@@ -17,6 +17,9 @@ type TemplateStat struct {
 // first line of each, in order). Lines that have no template (their shape did not repeat, or a
 // log or the index had too many shapes) are counted by Untemplated.
 func (ix *Index) Templates(s *Stream) []TemplateStat {
+	if s.decodeTemplates(len(ix.docs)) != nil {
+		return nil // a damaged index: its searches say so
+	}
 	out := make([]TemplateStat, 0, len(s.templates))
 	for i := range s.templates {
 		t := &s.templates[i]

@@ -1,0 +1,112 @@
+package index
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// decoded lists the logs whose templates have been decoded from the heads.
+func decoded(ix *Index) []string {
+	var out []string
+	for _, s := range ix.streams {
+		if s.templates != nil {
+			out = append(out, s.Path)
+		}
+	}
+	return out
+}
+
+// TestOpenDecodesNoTemplates: opening a cached index reads each log's names and sizes but
+// none of its templates; a search decodes the templates of the logs whose texts it finds, and
+// of no other log.
+func TestOpenDecodesNoTemplates(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 6 {
+		var text string
+		for n := range 40 {
+			text += fmt.Sprintf("2026-03-14T10:00:%02dZ step %d loss 1.%d\n", n, n, n)
+			if i == 4 {
+				text += fmt.Sprintf("2026-03-14T10:00:%02dZ checkpoint shard %d written\n", n, n)
+			}
+		}
+		pod := filepath.Join(dir, "logs", "ml", fmt.Sprintf("train-worker-%d", i))
+		require.NoError(t, os.MkdirAll(pod, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(pod, "pytorch.log"), []byte(text), 0o644))
+	}
+	c := &Cache{Dir: t.TempDir()}
+	first, _ := cachedBuild(t, dir, c, "v1")
+	require.NoError(t, first.Close())
+	ix, _ := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, first.Dir(), ix.Dir(), "the cached index is opened")
+	require.Len(t, ix.Streams(), 6)
+	require.Empty(t, decoded(ix), "open decodes no template")
+
+	require.Equal(t, 40, hitCount(t, ix, "checkpoint"))
+	require.Equal(t, []string{"logs/ml/train-worker-4/pytorch.log"}, decoded(ix), "only the log the word is in")
+	require.Equal(t, 0, hitCount(t, ix, "nowhere"))
+	require.Equal(t, []string{"logs/ml/train-worker-4/pytorch.log"}, decoded(ix))
+	require.Equal(t, 6*40, hitCount(t, ix, "loss"))
+	require.Len(t, decoded(ix), 6)
+	for _, s := range ix.Streams() {
+		require.NotEmpty(t, ix.Templates(s), s.Path)
+	}
+}
+
+// TestDamagedTemplatesAreAnError: a log's templates that do not decode (an index damaged
+// after it was opened, or one whose checksums were forged) make the search that reaches them
+// fail as damaged, never panic or answer wrong; the logs searched before are unaffected.
+func TestDamagedTemplatesAreAnError(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	_, ix := buildIndex(t, dir)
+	want := hitCount(t, ix, "NCCL AND timeout")
+	require.NotZero(t, want)
+	fresh, err := openDir(ix.Dir(), ix.fsys, false, nil)
+	require.NoError(t, err, "open reads no template")
+	t.Cleanup(func() { fresh.Close() })
+	for _, s := range fresh.streams {
+		s.heads = s.heads[:len(s.heads)/2]
+	}
+	_, err = fresh.Search(t.Context(), SearchOptions{Query: "NCCL AND timeout"})
+	require.ErrorIs(t, err, ErrDamaged)
+	require.Nil(t, fresh.Templates(fresh.streams[0]))
+}
+
+// TestBodiesLoadedTogether: bodies read together (loadAll) are the bodies read alone, and a
+// body that no longer matches its checksum fails alone, by the log's name.
+func TestBodiesLoadedTogether(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	_, ix := buildIndex(t, dir)
+	open := func() *Index {
+		o, err := openDir(ix.Dir(), ix.fsys, false, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	alone, together := open(), open()
+	require.Greater(t, len(together.streams), 2)
+	require.NoError(t, together.loadAll(together.streams))
+	for i, s := range alone.streams {
+		require.NoError(t, alone.load(s))
+		o := together.streams[i]
+		require.Equal(t, s.cpData, o.cpData, s.Path)
+		require.Equal(t, s.over.lines, o.over.lines, s.Path)
+		for k := range s.templates {
+			require.Equal(t, s.templates[k].blob, o.templates[k].blob, s.Path)
+		}
+	}
+
+	victim := ix.streams[len(ix.streams)/2]
+	p := filepath.Join(ix.Dir(), bodiesFile)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	data[victim.bodyOff] ^= 0x40
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	damaged := open()
+	err = damaged.loadAll(damaged.streams)
+	require.ErrorIs(t, err, errCorrupt)
+	require.ErrorContains(t, err, victim.Path)
+}

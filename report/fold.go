@@ -109,25 +109,44 @@ func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFo
 	}
 	folds := map[*Finding]*fold{}
 	for {
-		byClass := map[foldClass][]*Finding{}
-		var classes []foldClass
-		for _, f := range r.Findings {
+		// The findings by class, in the order of each class's first finding: a class's
+		// members are one run of the one array (a class of one, the most, costs no slice).
+		class := make([]int, len(r.Findings))
+		index := map[foldClass]int{}
+		var counts []int
+		for i, f := range r.Findings {
 			if f.ID == rootID {
+				class[i] = -1
 				continue
 			}
 			k := classOf(f, target(f.SecondaryOf))
-			if _, ok := byClass[k]; !ok {
-				classes = append(classes, k)
+			c, ok := index[k]
+			if !ok {
+				c = len(counts)
+				index[k] = c
+				counts = append(counts, 0)
 			}
-			byClass[k] = append(byClass[k], f)
+			class[i] = c
+			counts[c]++
+		}
+		start := make([]int, len(counts)+1)
+		for c, n := range counts {
+			start[c+1] = start[c] + n
+		}
+		members, next := make([]*Finding, start[len(counts)]), slices.Clone(start[:len(counts)])
+		for i, f := range r.Findings {
+			if c := class[i]; c >= 0 {
+				members[next[c]] = f
+				next[c]++
+			}
 		}
 		merged := false
-		for _, k := range classes {
-			fs := byClass[k]
+		for c := range counts {
+			fs := members[start[c]:start[c+1]]
 			if len(fs) < 2 {
 				continue
 			}
-			acc := &fold{procs: make(map[process]bool, len(fs)), podSeen: map[string]bool{}}
+			acc := &fold{procs: make(map[process]bool, len(fs)), podSeen: make(map[string]bool, len(fs)), pods: make([]string, 0, len(fs))}
 			for _, f := range fs {
 				acc.add(f, folds[f])
 			}
@@ -246,7 +265,7 @@ func (a *fold) apply(f *Finding, rootPod string, evidence func(*Finding) []Evide
 	f.Folded = len(ms)
 	f.Processes = len(a.procs)
 	f.PodCount = len(a.pods)
-	f.Pods = a.pods[:min(len(a.pods), MaxFoldPods)]
+	f.Pods = slices.Clone(a.pods[:min(len(a.pods), MaxFoldPods)])
 	if len(a.ranks) > 0 {
 		f.Ranks = Ranges(a.ranks, 0)
 	}

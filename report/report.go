@@ -318,7 +318,7 @@ func baseNames(ps []string) []string {
 
 // ranksOf maps each pod to the first torchrun rank its logs show.
 func ranksOf(res *analyze.Result) map[string]int {
-	out := map[string]int{}
+	out := make(map[string]int, len(res.Logs))
 	for _, l := range res.Logs {
 		if _, ok := out[l.Pod]; !ok && l.Rank >= 0 {
 			out[l.Pod] = l.Rank
@@ -348,7 +348,7 @@ func buildJob(j *parse.Job, ranks map[string]int) Job {
 	}
 	for _, rp := range j.Replicas {
 		rep := Replica{Role: rp.Role, Created: rp.Created, Pending: rp.Pending, Running: rp.Running,
-			Succeeded: rp.Succeeded, Failed: rp.Failed, FromStatus: rp.FromStatus, Pods: []Pod{}}
+			Succeeded: rp.Succeeded, Failed: rp.Failed, FromStatus: rp.FromStatus, Pods: make([]Pod, 0, len(rp.Pods))}
 		if rp.Expected >= 0 {
 			n := rp.Expected
 			rep.Expected = &n

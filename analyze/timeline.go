@@ -31,7 +31,11 @@ var kindOrder = map[string]int{"job": 0, "pod": 1, "container": 2, "event": 3, "
 
 func (a *analyzer) timeline() {
 	pods := a.jobPods()
-	tl := make([]TimelineEntry, 0, timelineSize(pods, a.findings))
+	n := timelineSize(pods, a.findings) + maxTimelineEvents
+	if j := a.m.Job; j != nil && j.Object != nil {
+		n += 1 + len(j.Conditions)
+	}
+	tl := make([]TimelineEntry, 0, n)
 	add := func(t time.Time, kind, pod, container, text string) {
 		if !t.IsZero() {
 			tl = append(tl, TimelineEntry{Time: t.UTC(), Kind: kind, Pod: pod, Container: container, Text: text})
@@ -133,8 +137,8 @@ func (a *analyzer) timeline() {
 }
 
 // timelineSize counts the timeline's entries of the pods and the findings, so that the
-// timeline of thousands of pods is made in one allocation; the job's and the events' entries,
-// a few hundred at most, may grow it once.
+// timeline of thousands of pods is made in one allocation (the job's and the events' entries,
+// a few hundred at most, are bounded apart: growing it once would copy it all).
 func timelineSize(pods []*corev1.Pod, findings []*Finding) int {
 	n := 0
 	dated := func(t time.Time) {

@@ -13,6 +13,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -194,6 +195,7 @@ func (a *analyzer) warnf(format string, args ...any) {
 func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 	logs := a.m.Logs
 	a.logsFor = map[string]bool{}
+	a.res.Logs = slices.Grow(a.res.Logs, len(stats))
 	for i, st := range stats {
 		ls := logs[i]
 		a.logsFor[ls.Pod+"/"+ls.Container] = true

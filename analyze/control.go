@@ -109,9 +109,10 @@ func (a *analyzer) pod(p *corev1.Pod) {
 			"reason": c.Reason, "message": c.Message}}, w)
 	}
 	a.podStatus(p, ev)
-	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-	for _, cs := range statuses {
-		a.containerStatus(p, cs, ev)
+	for _, statuses := range [2][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			a.containerStatus(p, cs, ev)
+		}
 	}
 }
 

@@ -88,11 +88,15 @@ func (a *analyzer) correlate() {
 // pod condition and the event with the same message) into one, keeping the earliest.
 func (a *analyzer) merge() {
 	sortFindings(a.findings)
-	byKey := map[string]*Finding{}
+	// An error recovered from and the same error that was not are two failures.
+	type mergeKey struct {
+		pod, container, rule string
+		severity             Severity
+	}
+	byKey := make(map[mergeKey]*Finding, len(a.findings))
 	out := a.findings[:0]
 	for _, f := range a.findings {
-		// An error recovered from and the same error that was not are two failures.
-		key := f.Pod + "\x00" + f.Container + "\x00" + f.RuleID + "\x00" + f.Severity.String()
+		key := mergeKey{f.Pod, f.Container, f.RuleID, f.Severity}
 		first, ok := byKey[key]
 		if !ok {
 			byKey[key] = f
@@ -149,7 +153,7 @@ func (a *analyzer) linkWeak() {
 	// Only findings of the same pod can explain each other: one list per pod, in order, keeps
 	// this linear in pods (a 4,096-rank job has thousands of findings).
 	byPod := map[string][]*Finding{}
-	byID := map[string]*Finding{}
+	byID := make(map[string]*Finding, len(a.findings))
 	for _, g := range a.findings {
 		byPod[g.Pod] = append(byPod[g.Pod], g)
 		byID[g.ID] = g

@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +30,12 @@ type TimelineEntry struct {
 var kindOrder = map[string]int{"job": 0, "pod": 1, "container": 2, "event": 3, "finding": 4}
 
 func (a *analyzer) timeline() {
-	var tl []TimelineEntry
+	pods := a.jobPods()
+	n := timelineSize(pods, a.findings) + maxTimelineEvents
+	if j := a.m.Job; j != nil && j.Object != nil {
+		n += 1 + len(j.Conditions)
+	}
+	tl := make([]TimelineEntry, 0, n)
 	add := func(t time.Time, kind, pod, container, text string) {
 		if !t.IsZero() {
 			tl = append(tl, TimelineEntry{Time: t.UTC(), Kind: kind, Pod: pod, Container: container, Text: text})
@@ -47,26 +54,47 @@ func (a *analyzer) timeline() {
 			add(c.Time, "job", "", "", text)
 		}
 	}
-	for _, p := range a.jobPods() {
+	// The texts of thousands of pods are mostly alike: one string each.
+	scheduled := map[string]string{}
+	type ending struct {
+		previous bool
+		reason   string
+		code     int32
+	}
+	terminated := map[ending]string{}
+	for _, p := range pods {
 		add(p.CreationTimestamp.Time, "pod", p.Name, "", "pod created")
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
-				add(c.LastTransitionTime.Time, "pod", p.Name, "", "scheduled on "+p.Spec.NodeName)
+				text, ok := scheduled[p.Spec.NodeName]
+				if !ok {
+					text = "scheduled on " + p.Spec.NodeName
+					scheduled[p.Spec.NodeName] = text
+				}
+				add(c.LastTransitionTime.Time, "pod", p.Name, "", text)
 			}
 		}
-		all := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-		for _, cs := range all {
-			for i, st := range []corev1.ContainerState{cs.LastTerminationState, cs.State} {
-				prefix := ""
-				if i == 0 {
-					prefix = "previous "
-				}
-				if st.Running != nil {
-					add(st.Running.StartedAt.Time, "container", p.Name, cs.Name, prefix+"container started")
-				}
-				if te := st.Terminated; te != nil {
-					add(te.StartedAt.Time, "container", p.Name, cs.Name, prefix+"container started")
-					add(te.FinishedAt.Time, "container", p.Name, cs.Name, fmt.Sprintf("%scontainer terminated: %s, exit code %d", prefix, te.Reason, te.ExitCode))
+		for _, all := range [2][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for ci := range all {
+				cs := &all[ci]
+				for i, st := range [2]*corev1.ContainerState{&cs.LastTerminationState, &cs.State} {
+					prefix := ""
+					if i == 0 {
+						prefix = "previous "
+					}
+					if st.Running != nil {
+						add(st.Running.StartedAt.Time, "container", p.Name, cs.Name, prefix+"container started")
+					}
+					if te := st.Terminated; te != nil {
+						add(te.StartedAt.Time, "container", p.Name, cs.Name, prefix+"container started")
+						k := ending{i == 0, te.Reason, te.ExitCode}
+						text, ok := terminated[k]
+						if !ok {
+							text = fmt.Sprintf("%scontainer terminated: %s, exit code %d", prefix, te.Reason, te.ExitCode)
+							terminated[k] = text
+						}
+						add(te.FinishedAt.Time, "container", p.Name, cs.Name, text)
+					}
 				}
 			}
 		}
@@ -101,18 +129,49 @@ func (a *analyzer) timeline() {
 		tl = append(tl, TimelineEntry{Time: *f.Time, Kind: "finding", Pod: f.Pod, Container: f.Container,
 			Text: f.Title, Severity: f.Severity, FindingID: f.ID})
 	}
-	sort.SliceStable(tl, func(i, j int) bool {
-		a, b := tl[i], tl[j]
-		if !a.Time.Equal(b.Time) {
-			return a.Time.Before(b.Time)
-		}
-		if kindOrder[a.Kind] != kindOrder[b.Kind] {
-			return kindOrder[a.Kind] < kindOrder[b.Kind]
-		}
-		if a.Pod != b.Pod {
-			return a.Pod < b.Pod
-		}
-		return a.Text < b.Text
+	slices.SortStableFunc(tl, func(a, b TimelineEntry) int {
+		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]),
+			strings.Compare(a.Pod, b.Pod), strings.Compare(a.Text, b.Text))
 	})
 	a.res.Timeline = tl
+}
+
+// timelineSize counts the timeline's entries of the pods and the findings, so that the
+// timeline of thousands of pods is made in one allocation (the job's and the events' entries,
+// a few hundred at most, are bounded apart: growing it once would copy it all).
+func timelineSize(pods []*corev1.Pod, findings []*Finding) int {
+	n := 0
+	dated := func(t time.Time) {
+		if !t.IsZero() {
+			n++
+		}
+	}
+	for _, p := range pods {
+		dated(p.CreationTimestamp.Time)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+				dated(c.LastTransitionTime.Time)
+			}
+		}
+		for _, all := range [2][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for ci := range all {
+				cs := &all[ci]
+				for _, st := range [2]*corev1.ContainerState{&cs.LastTerminationState, &cs.State} {
+					if st.Running != nil {
+						dated(st.Running.StartedAt.Time)
+					}
+					if te := st.Terminated; te != nil {
+						dated(te.StartedAt.Time)
+						dated(te.FinishedAt.Time)
+					}
+				}
+			}
+		}
+	}
+	for _, f := range findings {
+		if f.Time != nil {
+			n++
+		}
+	}
+	return n
 }

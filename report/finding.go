@@ -203,9 +203,17 @@ type LogSummary struct {
 
 // findingOf is the contract's form of an analysis finding.
 func findingOf(f *analyze.Finding) *Finding {
+	out := findingLater(f)
+	out.Evidence = evidenceOf(f.Evidence)
+	return out
+}
+
+// findingLater is findingOf but its evidence, left to convert once the findings are folded: a
+// folded finding keeps the evidence of MaxSamples of the findings it stands for.
+func findingLater(f *analyze.Finding) *Finding {
 	out := &Finding{ID: f.ID, RuleID: f.RuleID, Category: f.Category, Severity: f.Severity, Layer: f.Layer,
 		Title: f.Title, Fault: f.Fault, Retry: f.Retry, Pod: f.Pod, Container: f.Container, Node: f.Node, Time: f.Time,
-		Count: f.Count, Evidence: evidenceOf(f.Evidence), SecondaryOf: f.SecondaryOf,
+		Count: f.Count, SecondaryOf: f.SecondaryOf,
 		Explanation: f.Explanation, Remediation: f.Remediation}
 	if f.Rank >= 0 {
 		rank := f.Rank
@@ -242,13 +250,10 @@ func contextOf(ls []analyze.ContextLine) []ContextLine {
 	return out
 }
 
-func timelineOf(tl []analyze.TimelineEntry) []TimelineEntry {
-	out := make([]TimelineEntry, len(tl))
-	for i, e := range tl {
-		out[i] = TimelineEntry{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Container: e.Container, Text: e.Text, FindingID: e.FindingID}
-		if e.Severity != 0 {
-			out[i].Severity = e.Severity.String()
-		}
+func timelineEntryOf(e *analyze.TimelineEntry) TimelineEntry {
+	out := TimelineEntry{Time: e.Time, Kind: e.Kind, Pod: e.Pod, Container: e.Container, Text: e.Text, FindingID: e.FindingID}
+	if e.Severity != 0 {
+		out.Severity = e.Severity.String()
 	}
 	return out
 }
@@ -261,11 +266,7 @@ func (l *LogSummary) Location() string {
 	return l.Path
 }
 
-func logsOf(ls []analyze.LogSummary) []LogSummary {
-	out := make([]LogSummary, len(ls))
-	for i, l := range ls {
-		out[i] = LogSummary{Path: l.Path, Pod: l.Pod, Container: l.Container, Previous: l.Previous, Bytes: l.Bytes,
-			Lines: l.Lines, First: l.First, Last: l.Last, Truncated: l.Truncated, Findings: l.Findings, NodeAgent: l.NodeAgent, Node: l.Node}
-	}
-	return out
+func logOf(l *analyze.LogSummary) LogSummary {
+	return LogSummary{Path: l.Path, Pod: l.Pod, Container: l.Container, Previous: l.Previous, Bytes: l.Bytes,
+		Lines: l.Lines, First: l.First, Last: l.Last, Truncated: l.Truncated, Findings: l.Findings, NodeAgent: l.NodeAgent, Node: l.Node}
 }

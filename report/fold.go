@@ -2,10 +2,13 @@ package report
 
 import (
 	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coroner-dev/coroner/analyze"
 )
 
 // FoldOver is how many processes one class of finding may be on before the report folds its
@@ -27,42 +30,77 @@ const MaxFoldPods = 16
 // pods, podCount, firstTime, lastTime and folded, from format version 2).
 type fold struct {
 	members []*Finding
-	procs   map[string]bool
+	procs   map[process]bool
 	ranks   []int
 	pods    []string
 	podSeen map[string]bool
 }
 
-// foldKey is the class of a finding: everything it says but where and when. Findings of one
+// foldClass is the class of a finding: everything it says but where and when. Findings of one
 // class on more than FoldOver processes are one fact seen many times; anything else that
 // differs (the finding it follows from, the container, the node, the words of its explanation)
-// keeps them apart.
-func foldKey(f *Finding, secondaryOf string) string {
-	return strings.Join([]string{f.RuleID, string(f.Category), f.Severity.String(), string(f.Layer), f.Title,
-		string(f.Fault), string(f.Retry), f.Container, f.Node, secondaryOf, f.Explanation, f.Remediation}, "\x00")
+// keeps them apart. A struct of the finding's own strings, it costs no copy of them.
+type foldClass struct {
+	rule        string
+	category    analyze.Category
+	severity    analyze.Severity
+	layer       analyze.Layer
+	title       string
+	fault       analyze.Fault
+	retry       analyze.Retry
+	container   string
+	node        string
+	secondaryOf string
+	explanation string
+	remediation string
 }
 
-// processOf names the process a finding is about: its pod, container and rank.
-func processOf(f *Finding) string {
-	rank := ""
+func classOf(f *Finding, secondaryOf string) foldClass {
+	return foldClass{f.RuleID, f.Category, f.Severity, f.Layer, f.Title, f.Fault, f.Retry, f.Container, f.Node,
+		secondaryOf, f.Explanation, f.Remediation}
+}
+
+// process is the process a finding is about: its pod, container and rank (-1: none said).
+type process struct {
+	pod, container string
+	rank           int
+}
+
+func processOf(f *Finding) process {
+	p := process{pod: f.Pod, container: f.Container, rank: -1}
 	if f.Rank != nil {
-		rank = strconv.Itoa(*f.Rank)
+		p.rank = *f.Rank
 	}
-	return f.Pod + "\x00" + f.Container + "\x00" + rank
+	return p
+}
+
+// findingFold is what folding the findings did, for the entries of the timeline made after:
+// the finding each folded finding's id now names, and the folded findings by id.
+type findingFold struct {
+	target func(id string) string
+	byID   map[string]*Finding
 }
 
 // foldFindings folds the findings of each class seen on more than FoldOver processes into one
-// (see FoldOver). The root cause is never folded: it keeps its own finding and evidence. A
-// finding that follows from a folded one follows from the folded finding, so the symptoms of
-// symptoms fold too; the timeline keeps one entry for a folded finding and the Flight
-// Recorder's problems name it. Evidence of the findings left out is dropped here, before the
-// report is masked, so it is never read back nor redacted.
-func (r *Report) foldFindings() {
+// (see FoldOver), and the timeline's entries of them. The root cause is never folded: it keeps
+// its own finding and evidence. A finding that follows from a folded one follows from the
+// folded finding, so the symptoms of symptoms fold too; the timeline keeps one entry for a
+// folded finding and the Flight Recorder's problems name it. Evidence of the findings left
+// out is dropped here, before the report is masked, so it is never read back nor redacted
+// (Build converts it from the analysis only for the findings kept). It returns what it folded,
+// nil when nothing was, for the timeline entries still to come.
+func (r *Report) foldFindings() *findingFold {
+	return r.foldFindingsWith(func(f *Finding) []Evidence { return f.Evidence })
+}
+
+// foldFindingsWith is foldFindings with the evidence of a finding that becomes a folded one's
+// sample read by evidence.
+func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFold {
 	rootID := ""
 	if r.RootCause != nil {
 		rootID = r.RootCause.ID
 	}
-	alias := map[string]string{} // folded finding id -> the id of the finding it was folded into
+	alias := make(map[string]string, len(r.Findings)) // folded finding id -> the id of the finding it was folded into
 	target := func(id string) string {
 		for i := 0; i < len(r.Findings) && alias[id] != ""; i++ {
 			id = alias[id]
@@ -71,25 +109,44 @@ func (r *Report) foldFindings() {
 	}
 	folds := map[*Finding]*fold{}
 	for {
-		byKey := map[string][]*Finding{}
-		var keys []string
-		for _, f := range r.Findings {
+		// The findings by class, in the order of each class's first finding: a class's
+		// members are one run of the one array (a class of one, the most, costs no slice).
+		class := make([]int, len(r.Findings))
+		index := map[foldClass]int{}
+		var counts []int
+		for i, f := range r.Findings {
 			if f.ID == rootID {
+				class[i] = -1
 				continue
 			}
-			k := foldKey(f, target(f.SecondaryOf))
-			if _, ok := byKey[k]; !ok {
-				keys = append(keys, k)
+			k := classOf(f, target(f.SecondaryOf))
+			c, ok := index[k]
+			if !ok {
+				c = len(counts)
+				index[k] = c
+				counts = append(counts, 0)
 			}
-			byKey[k] = append(byKey[k], f)
+			class[i] = c
+			counts[c]++
+		}
+		start := make([]int, len(counts)+1)
+		for c, n := range counts {
+			start[c+1] = start[c] + n
+		}
+		members, next := make([]*Finding, start[len(counts)]), slices.Clone(start[:len(counts)])
+		for i, f := range r.Findings {
+			if c := class[i]; c >= 0 {
+				members[next[c]] = f
+				next[c]++
+			}
 		}
 		merged := false
-		for _, k := range keys {
-			fs := byKey[k]
+		for c := range counts {
+			fs := members[start[c]:start[c+1]]
 			if len(fs) < 2 {
 				continue
 			}
-			acc := &fold{procs: map[string]bool{}, podSeen: map[string]bool{}}
+			acc := &fold{procs: make(map[process]bool, len(fs)), podSeen: make(map[string]bool, len(fs)), pods: make([]string, 0, len(fs))}
 			for _, f := range fs {
 				acc.add(f, folds[f])
 			}
@@ -112,24 +169,34 @@ func (r *Report) foldFindings() {
 				kept = append(kept, f)
 			}
 		}
+		clear(r.Findings[len(kept):]) // the folded findings are garbage from here
 		r.Findings = kept
 	}
 	if len(folds) == 0 {
-		return
+		return nil
 	}
 	var rootPod string
 	if r.RootCause != nil {
 		rootPod = r.RootCause.Pod
 	}
+	ff := &findingFold{target: target, byID: map[string]*Finding{}}
 	for _, f := range r.Findings {
 		if f.SecondaryOf != "" {
 			f.SecondaryOf = target(f.SecondaryOf)
 		}
 		if acc := folds[f]; acc != nil {
-			acc.apply(f, rootPod)
+			acc.apply(f, rootPod, evidence)
+			ff.byID[f.ID] = f
 		}
 	}
-	r.foldTimeline(target)
+	r.Findings = slices.Clip(r.Findings)
+	if len(r.Timeline) > 0 {
+		tf := timelineFolder{findings: ff}
+		for _, e := range r.Timeline {
+			tf.add(e)
+		}
+		r.Timeline = tf.entries()
+	}
 	if fr := r.FlightRecorder; fr != nil {
 		for i := range fr.Problems {
 			if id := fr.Problems[i].FindingID; id != "" {
@@ -137,6 +204,7 @@ func (r *Report) foldFindings() {
 			}
 		}
 	}
+	return ff
 }
 
 // add counts f (itself a folded finding when prev is set) into the fold.
@@ -163,7 +231,7 @@ func (a *fold) add(f *Finding, prev *fold) {
 }
 
 // apply makes f, the first of the fold's members, the folded finding.
-func (a *fold) apply(f *Finding, rootPod string) {
+func (a *fold) apply(f *Finding, rootPod string, evidence func(*Finding) []Evidence) {
 	// f is one of the members: what it says of itself is read before it is overwritten.
 	spots := make([]Spot, len(a.members))
 	for i, m := range a.members {
@@ -190,14 +258,14 @@ func (a *fold) apply(f *Finding, rootPod string) {
 	}
 	var evs []Evidence
 	for _, s := range samples {
-		evs = append(evs, s.Evidence...)
+		evs = append(evs, evidence(s)...)
 	}
 	f.Evidence = evs
 	f.Count = count
 	f.Folded = len(ms)
 	f.Processes = len(a.procs)
 	f.PodCount = len(a.pods)
-	f.Pods = a.pods[:min(len(a.pods), MaxFoldPods)]
+	f.Pods = slices.Clone(a.pods[:min(len(a.pods), MaxFoldPods)])
 	if len(a.ranks) > 0 {
 		f.Ranks = Ranges(a.ranks, 0)
 	}
@@ -237,33 +305,6 @@ func unfolded(fs []*Finding) []*Finding {
 		}
 	}
 	return out
-}
-
-// foldTimeline keeps one timeline entry for a folded finding, the first, about no one pod.
-func (r *Report) foldTimeline(target func(string) string) {
-	byID := map[string]*Finding{}
-	for _, f := range r.Findings {
-		if f.Folded > 0 {
-			byID[f.ID] = f
-		}
-	}
-	seen := map[string]bool{}
-	kept := r.Timeline[:0]
-	for _, e := range r.Timeline {
-		if e.FindingID != "" {
-			id := target(e.FindingID)
-			if f := byID[id]; f != nil {
-				if seen[id] {
-					continue
-				}
-				seen[id] = true
-				e.FindingID, e.Pod = id, ""
-				e.Text += " (" + f.Spread() + ")"
-			}
-		}
-		kept = append(kept, e)
-	}
-	r.Timeline = kept
 }
 
 // Spread says how many processes a folded finding is on: "16,383 ranks", "40 pods" or "12

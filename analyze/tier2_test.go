@@ -90,6 +90,22 @@ func TestTerminalOf(t *testing.T) {
 			"node-3:2736:2790 [0] NCCL INFO bootstrap.cc:270 -> 2",
 			"node-3:2736:2736 [0] NCCL INFO init.cc:1921 (ncclCommInitRankFunc) -> 2 [Async thread]",
 		}},
+		{"a notebook's traceback cut before its exception: IPython's header names what was raised", []string{
+			"epoch 1 step 10 loss 2.1",
+			"---------------------------------------------------------------------------",
+			"pkg.DeviceError                           Traceback (most recent call last)",
+			"/opt/lib/python3/pkg/run.py in step(state, batch)",
+			"---> 12     out = compiled.execute(bufs)",
+			"     13     return out",
+		}, []string{"pkg.DeviceError                           Traceback (most recent call last)"}},
+		{"a notebook's whole traceback: its exception line is the failure, not the header", []string{
+			"---------------------------------------------------------------------------",
+			"KeyError                                  Traceback (most recent call last)",
+			"<ipython-input-3-0f1e> in <module>()",
+			"----> 1 batch['labels']",
+			"",
+			"KeyError: 'labels'",
+		}, []string{"KeyError: 'labels'"}},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {
@@ -188,6 +204,12 @@ func TestSecondTier(t *testing.T) {
 		{"a c10 E line: the watchdog's timeout", false, progress +
 			"[E ProcessGroupNCCL.cpp:459] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=10000) ran for 10599 milliseconds before timing out.\n",
 			VerdictUnhealthy, CategoryCollectiveTimeout, ConfidenceMedium, "likely collective-timeout"},
+		{"a notebook paste cut inside its traceback: the wrapped exception above it says what", false, progress +
+			"StackTraceWrapper: RESOURCE_EXHAUSTED: the device could not hold a 2.1G buffer\n\n" +
+			"XlaRuntimeError                           Traceback (most recent call last)\n" +
+			"/opt/lib/python3/jax/run.py in execute(bufs)\n" +
+			"---> 12     out = compiled.execute(bufs)\n",
+			VerdictUnhealthy, CategoryCUDAOOM, ConfidenceMedium, "likely cuda-oom"},
 		{"a c10 W line is a warning, not the end", false, progress +
 			"[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).\n" + progress,
 			VerdictUnknown, "", "", ""},

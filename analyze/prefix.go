@@ -119,7 +119,14 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	// logMessage reads the level after it.
 	if n, colon := timeAt(s); n > 0 {
 		rest := s[n:]
-		if _, _, _, ok := onePrefix(rest); ok || !levelLetter(rest) && (colon || !loggerHeadAt(rest)) {
+		// A second time right behind is taken by the next call, not looked into here: a line
+		// of times one after another costs one look each, never a recursion per time.
+		next, _ := timeAt(rest)
+		ok := next > 0
+		if !ok {
+			_, _, _, ok = onePrefix(rest)
+		}
+		if ok || !levelLetter(rest) && (colon || !loggerHeadAt(rest)) {
 			return rest, -1, "", true
 		}
 	}

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -107,4 +108,13 @@ func BenchmarkSplitPrefix(b *testing.B) {
 			splitPrefix(l)
 		}
 	}
+}
+
+// TestSplitPrefixOfManyTimes: a hostile line of times one after another is cut at most
+// maxPrefixes of them, at the cost of one look each.
+func TestSplitPrefixOfManyTimes(t *testing.T) {
+	line := []byte(strings.Repeat("2021-03-10T13:22:37.443Z: ", 50000) + "ValueError: x")
+	rest, p := splitPrefix(line)
+	require.Equal(t, len(line)-maxPrefixes*len("2021-03-10T13:22:37.443Z: "), len(rest))
+	require.Equal(t, -1, p.rank)
 }

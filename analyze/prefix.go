@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // Launchers and pastes put a prefix in front of every line of a training process: torchrun's
@@ -204,19 +206,18 @@ func hostAt(b []byte) int {
 	return n
 }
 
-// timeAt returns the length of a date and time at the start of b, in brackets or not, with
-// the colon and blanks after it, or 0, and whether a colon followed the time. A time is
-// YYYY-MM-DD, 'T' or a blank, HH:MM:SS, an optional fraction after '.' or ',' and an optional
-// zone ('Z', ±HH:MM or ±HHMM); more text must follow the blanks.
+// timeAt returns the length of a date and time at the start of b (logscan.TimeLen), in
+// brackets or not, with the colon and blanks after it, or 0, and whether a colon followed the
+// time; more text must follow the blanks.
 func timeAt(b []byte) (n int, colon bool) {
 	i := 0
 	if len(b) > 0 && b[0] == '[' {
-		i = clockAt(b[1:])
+		i = logscan.TimeLen(b[1:])
 		if i == 0 || i+1 >= len(b) || b[i+1] != ']' {
 			return 0, false
 		}
 		i += 2
-	} else if i = clockAt(b); i == 0 {
+	} else if i = logscan.TimeLen(b); i == 0 {
 		return 0, false
 	}
 	if i < len(b) && b[i] == ':' && b[i-1] != ']' {
@@ -231,37 +232,6 @@ func timeAt(b []byte) (n int, colon bool) {
 		return 0, false
 	}
 	return i, colon
-}
-
-// clockAt returns the length of the date and time at the start of b, or 0.
-func clockAt(b []byte) int {
-	if len(b) < 19 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
-		return 0
-	}
-	for _, i := range [...]int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18} {
-		if b[i] < '0' || b[i] > '9' {
-			return 0
-		}
-	}
-	i := 19
-	if i < len(b) && (b[i] == '.' || b[i] == ',') {
-		n := digitsAt(b[i+1:])
-		if n == 0 || n > 9 {
-			return 0
-		}
-		i += 1 + n
-	}
-	switch {
-	case i < len(b) && b[i] == 'Z':
-		i++
-	case i+5 < len(b) && (b[i] == '+' || b[i] == '-') && digitsAt(b[i+1:i+3]) == 2:
-		if b[i+3] == ':' && digitsAt(b[i+4:i+6]) == 2 {
-			i += 6
-		} else if digitsAt(b[i+3:i+5]) == 2 {
-			i += 5
-		}
-	}
-	return i
 }
 
 // levelLetter says whether b starts with glog's one-letter level and a blank ("E file.cc:12]

@@ -111,3 +111,21 @@ func FuzzTimestamps(f *testing.F) {
 		LeadingTime(line)
 	})
 }
+
+// TestTimeLen: the length of the time LeadingTime reads at a line's start, a colon after it
+// left out; nothing when it is no time LeadingTime would read.
+func TestTimeLen(t *testing.T) {
+	for line, want := range map[string]int{
+		"2021-03-10T13:22:37.443Z: [1,0]<stderr>:x": 24,
+		"2024-01-02 03:04:05,123 ValueError: x":     23,
+		"2024-05-01T08:00:00+02:00\tworker-1: x":    25,
+		"2026-03-14 10:00:00] INFO":                 19,
+		"2021-13-10T13:22:37Z x":                    0, // month 13
+		"2021-03-10T13:22:37Zulu time":              0,
+		"step 2021-03-10":                           0,
+	} {
+		if got := TimeLen([]byte(line)); got != want {
+			t.Errorf("TimeLen(%q) = %d, want %d", line, got, want)
+		}
+	}
+}

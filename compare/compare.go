@@ -70,7 +70,7 @@ type Side struct {
 // Change is one difference between the runs.
 type Change struct {
 	Section string `json:"section"`
-	// Kind says what differs: finding-new, finding-gone, image, command, env, resources,
+	// Kind says what differs: finding-new, finding-gone, finding-spread, pods, restarts, image, command, env, resources,
 	// replicas, policy, scheduling, node, version, spec; template-new, template-gone,
 	// template-shift; step-time, straggler, nonfinite, curve, throughput.
 	Kind string `json:"kind"`

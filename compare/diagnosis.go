@@ -49,6 +49,7 @@ func diagnosisChanges(good, bad *report.Report) []*Change {
 		out = append(out, &Change{Section: SectionDiagnosis, Kind: "finding-gone", Score: 400 + 10*int(f.Severity),
 			Path: cat, Title: fmt.Sprintf("%s %s only in GOOD: %s", f.Severity, cat, f.Title), Good: whereOf(f)})
 	}
+	out = append(out, podChanges(good, bad)...)
 	return append(out, spreadChanges(good, bad)...)
 }
 

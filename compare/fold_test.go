@@ -67,3 +67,34 @@ func TestDiffFoldedAgainstVersion1(t *testing.T) {
 	require.Empty(t, gone, "a symptom's class is not a primary finding")
 	require.True(t, strings.HasPrefix(whereOf(&f), "on 19 ranks: 0-4,6-19"))
 }
+
+// TestDiffPodStates: a role's pods compare by how many are in each state, whether the report
+// lists them one by one or folds alike pods into groups; restarts sum over the pods.
+func TestDiffPodStates(t *testing.T) {
+	code := func(n int) *int { return &n }
+	listed := &report.Report{Job: report.Job{Replicas: []report.Replica{
+		{Role: "Worker", Pods: []report.Pod{
+			{Name: "w-0", Phase: "Succeeded", Ended: "Completed, exit 0", ExitCode: code(0)},
+			{Name: "w-1", Phase: "Succeeded", Ended: "Completed, exit 0", ExitCode: code(0)},
+			{Name: "w-2", Phase: "Succeeded", Ended: "Completed, exit 0", ExitCode: code(0)},
+		}},
+		{Role: "Launcher", Running: 1},
+	}}}
+	folded := &report.Report{Job: report.Job{Replicas: []report.Replica{
+		{Role: "Worker", Groups: []*report.PodGroup{{ID: "Worker/1", Phase: "Succeeded", Ended: "Completed, exit 0", ExitCode: code(0), Count: 3}}},
+		{Role: "Launcher", Pods: []report.Pod{{Name: "l-0", Phase: "Running"}}},
+	}}}
+	require.Empty(t, podChanges(listed, folded), "the same states, listed or folded, are no change")
+
+	bad := &report.Report{Job: report.Job{Replicas: []report.Replica{
+		{Role: "Worker", Pods: []report.Pod{{Name: "w-1", Phase: "Failed", Ended: "OOMKilled, exit 137", ExitCode: code(137), Restarts: 2}},
+			Groups: []*report.PodGroup{{ID: "Worker/1", Phase: "Running", Restarts: 1, Count: 4095}}},
+	}}}
+	changes := podChanges(folded, bad)
+	require.Len(t, changes, 3)
+	require.Equal(t, "Launcher pods: 1 Running in GOOD, no pod in BAD", changes[0].Title)
+	require.Equal(t, "Worker pods: 3 Succeeded (Completed, exit 0) in GOOD, 4,095 Running, 1 Failed (OOMKilled, exit 137) in BAD", changes[1].Title)
+	require.Equal(t, "pods", changes[1].Kind)
+	require.Equal(t, "Worker restarts: none in GOOD, 4,097 on 4,096 pods in BAD", changes[2].Title)
+	require.Equal(t, "restarts", changes[2].Kind)
+}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/logscan"
 )
@@ -81,25 +83,36 @@ type chunkBuilder struct {
 
 var tracebackWord = []byte("traceback")
 
-// addLine adds a line's items to the filter, and reports whether the chunk is full.
+// addLine adds a line's items to the filter, and reports whether the chunk is full. A word is
+// read, folded and hashed in one pass when it is ASCII (most are); the items' hashes are the
+// same as itemHash's, which a search computes.
 func (c *chunkBuilder) addLine(text []byte) bool {
 	c.bytes += len(text) + 1
 	nwords := 0
 	level := ""
 	var prev []byte
+	w := c.scr[:0]
 	for i := 0; i < len(text); {
 		if !logscan.IsWordByte(text[i]) {
 			i++
 			continue
 		}
-		j := i + 1
-		for j < len(text) && logscan.IsWordByte(text[j]) {
-			j++
+		w = w[:0]
+		j, ascii := i, true
+		for ; j < len(text) && logscan.IsWordByte(text[j]); j++ {
+			b := text[j]
+			ascii = ascii && b < utf8.RuneSelf
+			if b-'A' < 26 {
+				b += 'a' - 'A'
+			}
+			w = append(w, b)
 		}
-		w := logscan.Fold(c.scr[:0], text[i:j])
+		if !ascii {
+			w = logscan.Fold(w[:0], text[i:j])
+		}
 		c.add(logscan.Hash(w))
 		if len(w) > prefixLen {
-			c.add(itemHash(itemPrefix, w[:prefixLen], w[len(w):]))
+			c.add(prefixHash(w))
 		}
 		if nwords < levelWords && level == "" {
 			level = levelWord(prev, w)
@@ -109,27 +122,35 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 			prev = tracebackWord
 		}
 		nwords++
-		c.scr = w
 		i = j
 	}
+	c.scr = w
 	if level != "" {
 		c.add(itemHash(itemLevel, []byte(level), c.scr))
 	}
 	if r := logscan.RankPrefix(text); r >= 0 {
-		c.scr = fmt.Appendf(c.scr[:0], "%d", r)
+		c.scr = strconv.AppendInt(c.scr[:0], int64(r), 10)
 		c.add(itemHash(itemRank, c.scr, c.scr[len(c.scr):]))
 	}
 	return c.bytes >= chunkMax || (c.bytes >= chunkMin && c.fill >= fullFill)
 }
 
+// prefixHash is itemHash(itemPrefix, w[:prefixLen]) without copying the item.
+func prefixHash(w []byte) uint64 {
+	var item [prefixLen + 1]byte
+	item[0] = itemPrefix
+	copy(item[1:], w[:prefixLen])
+	return logscan.Hash(item[:])
+}
+
+// add sets the item's bits, counting those it sets, without a branch per bit.
 func (c *chunkBuilder) add(h uint64) {
 	for i := 0; i < filterK; i++ {
 		p := filterPos(h, i)
-		w, b := p/64, uint64(1)<<(p%64)
-		if c.filter[w]&b == 0 {
-			c.filter[w] |= b
-			c.fill++
-		}
+		w, s := p/64, p%64
+		old := c.filter[w]
+		c.filter[w] = old | 1<<s
+		c.fill += int(^old >> s & 1)
 	}
 }
 

@@ -222,13 +222,20 @@ func (b *shaper) match(sh *Shape, text []byte) bool {
 			masks[v] = maskDigit
 		default:
 			// A whole word with more than digits: read to its end.
+			// Its classes and character mask in the same read (the digits before it are
+			// in the mask too: maskDigit).
 			var seen uint8
+			mask := uint64(0)
+			if pos > start {
+				mask = maskDigit
+			}
 			for pos < len(text) {
 				c := class[text[pos]]
 				if c&cWord == 0 {
 					break
 				}
 				seen |= c
+				mask |= charBits[text[pos]]
 				pos++
 			}
 			w := text[start:pos]
@@ -239,7 +246,7 @@ func (b *shaper) match(sh *Shape, text []byte) bool {
 				return false
 			}
 			vals[v] = Var{Start: int32(start), End: int32(pos)}
-			masks[v] = charMask(w)
+			masks[v] = mask
 		}
 		p := parts[v+1]
 		if !sh.prog.partAt(v+1, p, text, pos) {

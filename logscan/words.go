@@ -77,10 +77,18 @@ func charBit(c byte) uint64 {
 func charMask(s []byte) uint64 {
 	var m uint64
 	for _, c := range s {
-		m |= charBit(c)
+		m |= charBits[c]
 	}
 	return m
 }
+
+// charBits is charBit of every byte: the scan masks each variable word of every line.
+var charBits = func() (t [256]uint64) {
+	for c := range t {
+		t[c] = charBit(byte(c))
+	}
+	return t
+}()
 
 // IsWordByte reports whether c belongs to a word.
 func IsWordByte(c byte) bool { return class[c]&cWord != 0 }

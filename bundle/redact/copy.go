@@ -237,7 +237,7 @@ func (c *copier) writeLine(raw, text []byte, spans []span, lineNo int) {
 // blockLine takes a line that may continue a private key block and reports whether it did.
 // The block ends at its END line, or before the first line that cannot be part of a key.
 func (c *copier) blockLine(raw []byte) bool {
-	text := bytes.TrimRight(raw, "\r\n")
+	text := trimEOL(raw)
 	body := text[stampLen(text):]
 	end := bytes.Contains(body, []byte("-----END"))
 	if !end && !keyBody(body) {
@@ -285,7 +285,7 @@ func (c *copier) flushBlock() {
 	m := int32(c.r.byID["private-key"])
 	var value []byte
 	for i, raw := range block {
-		text := bytes.TrimRight(raw, "\r\n")
+		text := trimEOL(raw)
 		if i == 0 {
 			text = text[c.blockAt:]
 		} else {

@@ -65,6 +65,23 @@ func bodyStart(text []byte) (int, int) {
 	return p, ind
 }
 
+// trimEOL is bytes.TrimRight(b, "\r\n") without the set that call builds on every line
+// (redaction and the scan's Carries run it on each line).
+func trimEOL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// trimBlankEnd is bytes.TrimRight(b, " \t\r"), as trimEOL.
+func trimBlankEnd(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 func blankLine(b []byte) bool {
 	return len(bytes.TrimSpace(b)) == 0
 }
@@ -192,7 +209,7 @@ func (c *copier) joinHeld(text []byte, spans []span) []span {
 func (c *copier) announce(text []byte, spans []span) {
 	c.pend = pending{}
 	p, ind := bodyStart(text)
-	t := bytes.TrimRight(text[p:], " \t\r")
+	t := trimBlankEnd(text[p:])
 	if len(t) <= ind {
 		return
 	}
@@ -384,7 +401,7 @@ func (c *copier) pendLine(raw, text []byte, lineNo int) bool {
 // (NAME=, a secret flag, Bearer, a password prompt). It reports whether it wrote the line.
 func (c *copier) nextWord(raw, text []byte, m int32, lineNo int) bool {
 	p, ind := bodyStart(text)
-	w := bytes.TrimRight(text[p+ind:], " \t\r")
+	w := trimBlankEnd(text[p+ind:])
 	if len(w) == 0 || bytes.ContainsAny(w, " \t") || w[0] == '-' || !plausibleValue(string(w)) {
 		return false
 	}
@@ -449,7 +466,7 @@ func (c *copier) writeYAML() {
 	yb := c.yb
 	var value []byte
 	for _, raw := range yb.lines {
-		text := bytes.TrimRight(raw, "\r\n")
+		text := trimEOL(raw)
 		p, ind := bodyStart(text)
 		value = append(value, text[p+ind:]...)
 		value = append(value, '\n')

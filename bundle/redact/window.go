@@ -29,7 +29,7 @@ func (c *copier) candLine(raw []byte, lineNo int) bool {
 	if len(c.cand) == 0 && (c.yb != nil || c.pend.kind != pendNone || c.held != nil) {
 		return false // a run starts only where no other state waits for this line
 	}
-	text := bytes.TrimRight(raw, "\r\n")
+	text := trimEOL(raw)
 	body := text[stampLen(text):]
 	if len(c.cand) > 0 {
 		if secretPEMEnd(body) {
@@ -83,7 +83,7 @@ func (c *copier) flushCand() {
 // at the first kept line's text.
 func (c *copier) candKey(end []byte) {
 	lines := append(c.cand, append([]byte(nil), end...))
-	first := bytes.TrimRight(lines[0], "\r\n")
+	first := trimEOL(lines[0])
 	p, ind := bodyStart(first)
 	c.block, c.blockTok = lines, nil
 	c.blockAt, c.blockStart = p+ind, c.candNo
@@ -186,7 +186,7 @@ const WindowLead = maxBlockLines + 56
 // as it is with its lead cut to its last line: nothing but a token wrapped into the window
 // reaches it.
 func (r *Redactor) Carries(line []byte) bool {
-	text := bytes.TrimRight(line, "\r\n")
+	text := trimEOL(line)
 	p, ind := bodyStart(text)
 	body := text[p:]
 	if candBody(body, false) || bytes.Contains(body, []byte("-----BEGIN")) {

@@ -1,0 +1,63 @@
+package index
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/coroner-dev/coroner/logscan"
+)
+
+// TestChunkFilterHoldsTheQueryItems: a chunk's filter holds, for every word of its lines, the
+// items a search looks for (itemHash of the folded word, of its prefix, of the line's level
+// and rank), and no other bits: addLine folds and hashes a word in one pass, which must agree
+// with the search's Fold and itemHash on every kind of word.
+func TestChunkFilterHoldsTheQueryItems(t *testing.T) {
+	lines := []string{
+		"[rank12]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+		"ERROR Ünïcödé ÄBC straße İstanbul ǅemal x\xffy café",
+		"W1127 06:00:00.000000 1 watchdog.cpp:42] Traceback (most recent call last):",
+		"a bb ccc dddd _under_score MiXeD123 0xDEADbeef",
+		"",
+		"[rank7] no colon but a rank",
+	}
+	for _, line := range lines {
+		var got chunkBuilder
+		got.addLine([]byte(line))
+
+		var want chunkBuilder
+		level := ""
+		var prev []byte
+		words := logscan.Words([]byte(line))
+		for n, w := range words {
+			want.add(itemHash(0, []byte(w), nil))
+			if len(w) > prefixLen {
+				want.add(itemHash(itemPrefix, []byte(w[:prefixLen]), nil))
+			}
+			if n < levelWords && level == "" {
+				level = levelWord(prev, []byte(w))
+			}
+			prev = nil
+			if w == "traceback" {
+				prev = tracebackWord
+			}
+		}
+		if level != "" {
+			want.add(itemHash(itemLevel, []byte(level), nil))
+		}
+		if r := logscan.RankPrefix([]byte(line)); r >= 0 {
+			want.add(itemHash(itemRank, []byte(strconv.Itoa(r)), nil))
+		}
+		if got.filter != want.filter || got.fill != want.fill {
+			t.Errorf("%q: addLine's filter (%d bits) differs from the query items' (%d bits)", line, got.fill, want.fill)
+		}
+		set := 0
+		for _, x := range got.filter {
+			for ; x != 0; x &= x - 1 {
+				set++
+			}
+		}
+		if set != got.fill {
+			t.Errorf("%q: fill %d, %d bits set", line, got.fill, set)
+		}
+	}
+}

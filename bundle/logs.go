@@ -21,7 +21,16 @@ type LogStream struct {
 // LogStreams lists the container logs of a bundle, in path order, without reading resources
 // (search needs only the logs). Files under logs/ at another path are skipped with a warning.
 func LogStreams(b *Bundle) ([]LogStream, []string) {
+	n := 0
+	for _, f := range b.Files {
+		if strings.HasPrefix(f.Path, "logs/") {
+			n++
+		}
+	}
 	var logs []LogStream
+	if n > 0 { // grown a log at a time, its copies were 5% of a warm search of 200,000 logs
+		logs = make([]LogStream, 0, n)
+	}
 	var warnings []string
 	for _, f := range b.Files {
 		if !strings.HasPrefix(f.Path, "logs/") {

@@ -21,19 +21,28 @@ type LogStream struct {
 // LogStreams lists the container logs of a bundle, in path order, without reading resources
 // (search needs only the logs). Files under logs/ at another path are skipped with a warning.
 func LogStreams(b *Bundle) ([]LogStream, []string) {
+	n := 0
+	for _, f := range b.Files {
+		if strings.HasPrefix(f.Path, "logs/") {
+			n++
+		}
+	}
 	var logs []LogStream
+	if n > 0 { // grown a log at a time, its copies were 5% of a warm search of 200,000 logs
+		logs = make([]LogStream, 0, n)
+	}
 	var warnings []string
 	for _, f := range b.Files {
 		if !strings.HasPrefix(f.Path, "logs/") {
 			continue
 		}
-		parts := strings.Split(f.Path, "/")
-		if len(parts) != 4 || !strings.HasSuffix(parts[3], ".log") {
+		ns, pod, file, ok := logParts(f.Path)
+		if !ok {
 			warnings = append(warnings, fmt.Sprintf("%s: not at logs/<namespace>/<pod>/<container>.log; skipped", f.Path))
 			continue
 		}
-		name := strings.TrimSuffix(parts[3], ".log")
-		ls := LogStream{Path: f.Path, Namespace: parts[1], Pod: parts[2], Container: name, Size: f.Size}
+		name := strings.TrimSuffix(file, ".log")
+		ls := LogStream{Path: f.Path, Namespace: ns, Pod: pod, Container: name, Size: f.Size}
 		if c, ok := strings.CutSuffix(name, ".previous"); ok {
 			ls.Container, ls.Previous = c, true
 		}
@@ -43,4 +52,14 @@ func LogStreams(b *Bundle) ([]LogStream, []string) {
 		logs = append(logs, ls)
 	}
 	return logs, warnings
+}
+
+// logParts splits "logs/<namespace>/<pod>/<container>.log" into its names, substrings of p
+// (no allocation per log: a bundle may hold 200,000).
+func logParts(p string) (ns, pod, file string, ok bool) {
+	rest := strings.TrimPrefix(p, "logs/")
+	ns, rest, ok1 := strings.Cut(rest, "/")
+	pod, file, ok2 := strings.Cut(rest, "/")
+	ok = ok1 && ok2 && !strings.Contains(file, "/") && strings.HasSuffix(file, ".log")
+	return ns, pod, file, ok
 }

@@ -251,6 +251,7 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 	if entries > lim.MaxEntries {
 		return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 	}
+	var sigs []Sig // b.Files' signatures, in walk order
 	err = walkSigned(dir, func(rel string, typ fs.FileMode, sig Sig) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -271,14 +272,17 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 			return err
 		}
 		b.Files = append(b.Files, File{Path: rel, Size: sig.Size})
-		if b.walked == nil {
-			b.walked = map[string]Sig{}
-		}
-		b.walked[rel] = sig
+		sigs = append(sigs, sig)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Made once at its size: grown a file at a time, its rehashing was 5% of a warm search
+	// of 16,384 logs.
+	b.walked = make(map[string]Sig, len(sigs))
+	for i, sig := range sigs {
+		b.walked[b.Files[i].Path] = sig
 	}
 	sortFiles(b.Files)
 	if m := formMemo(ctx); m != nil {
@@ -725,7 +729,7 @@ const maxListed = 5
 // is hashed once, however often the manifest names it, and a manifest with thousands of
 // wrong entries gives a handful of warnings, not thousands.
 func (b *Bundle) checkManifest() {
-	have := map[string]int64{}
+	have := make(map[string]int64, len(b.Files))
 	for _, f := range b.Files {
 		have[f.Path] = f.Size
 		if raw, ok := b.rawSizes[f.Path]; ok {
@@ -733,7 +737,7 @@ func (b *Bundle) checkManifest() {
 		}
 	}
 	var missing, sizes, sums []string
-	listed := map[string]int{}
+	listed := make(map[string]int, len(b.Manifest.Files))
 	var dups []string
 	for _, e := range b.Manifest.Files {
 		listed[e.Path]++

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,11 +95,18 @@ func statLogs(b *bundle.Bundle, logs []bundle.LogStream) []fileSig {
 // sigsHash names a list of file signatures; "" when a file could not be read.
 func sigsHash(sigs []fileSig) string {
 	h := sha256.New()
+	var line []byte
 	for _, s := range sigs {
 		if s.Size < 0 {
 			return ""
 		}
-		fmt.Fprintf(h, "%q %d %d %d %d\n", s.Path, s.Size, s.Mtime, s.Ctime, s.Ino)
+		// The bytes of fmt's "%q %d %d %d %d\n", without its per-call cost (200,000 logs).
+		line = strconv.AppendQuote(line[:0], s.Path)
+		for _, n := range []int64{s.Size, s.Mtime, s.Ctime} {
+			line = strconv.AppendInt(append(line, ' '), n, 10)
+		}
+		line = strconv.AppendUint(append(line, ' '), s.Ino, 10)
+		h.Write(append(line, '\n'))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

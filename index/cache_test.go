@@ -2,6 +2,8 @@ package index
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
@@ -373,4 +375,20 @@ func TestKilledBuildIsSweptAtTheNextStart(t *testing.T) {
 			require.True(t, os.IsNotExist(err), "a cached index holds no lock file")
 		}
 	}
+}
+
+// TestSigsHashKeepsEarlierStatEntries: the stat entries an earlier coroner wrote name the logs
+// by fmt's "%q %d %d %d %d\n" of each signature; a warm cache stays warm only while the hash
+// is the same bytes, whatever the paths hold (quotes, non-ASCII, invalid UTF-8).
+func TestSigsHashKeepsEarlierStatEntries(t *testing.T) {
+	sigs := []fileSig{
+		{Path: "logs/ml/w-0/trainer.log", Size: 80, Mtime: 1_700_000_000_123_456_789, Ctime: 1_700_000_001_000_000_000, Ino: 1 << 63},
+		{Path: "logs/ml/\"odd\" pod/ü\x01\xff.log", Size: 0, Mtime: -5, Ctime: 0, Ino: 0},
+	}
+	h := sha256.New()
+	for _, s := range sigs {
+		fmt.Fprintf(h, "%q %d %d %d %d\n", s.Path, s.Size, s.Mtime, s.Ctime, s.Ino)
+	}
+	require.Equal(t, hex.EncodeToString(h.Sum(nil)), sigsHash(sigs))
+	require.Equal(t, "", sigsHash(append(sigs, fileSig{Path: "gone.log", Size: -1})), "a log that could not be signed")
 }

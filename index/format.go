@@ -224,7 +224,9 @@ func decodeHeads(data []byte) ([]*Stream, error) {
 	slab := make([]Stream, d.count())
 	streams := make([]*Stream, len(slab))
 	where := make([][4]span, len(slab))
-	var arena []byte
+	// The names are most of the heads file: made at about its size, the arena is not copied
+	// as it grows (a fifth of decoding 200,000 heads).
+	arena := make([]byte, 0, len(data))
 	var prev [4]span
 	var prevFirst int64
 	for i := range slab {

@@ -510,7 +510,11 @@ func (sr *searcher) readUnitLines(ctx context.Context, src *lineSource, units []
 		line int
 		u    *unit
 	}
-	var cands []cand
+	size := 0
+	for _, u := range units {
+		size += u.n
+	}
+	cands := make([]cand, 0, size)
 	for _, u := range units {
 		if err := u.decode(); err != nil {
 			return err

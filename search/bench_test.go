@@ -14,7 +14,8 @@ import (
 // (default "NCCL AND timeout"): the index is built into a cache once, before the timer, and
 // each iteration opens the bundle against that cache, searches and closes it, as the command
 // does. $CORONER_BENCH_CACHE names a cache directory to keep between runs (a bundle of 200,000
-// files takes minutes to index).
+// files takes minutes to index); $CORONER_BENCH_VERSION, the version of the coroner that built
+// it, when `coroner analyze --cache-dir` did (its version is in the cache's stat/*.json).
 //
 //	CORONER_BENCH_BUNDLE=$PWD/.cache/bench/... go test ./search -run '^$' -bench Search -benchtime 3x -cpuprofile cpu.prof
 func BenchmarkSearch(b *testing.B) {
@@ -30,7 +31,11 @@ func BenchmarkSearch(b *testing.B) {
 	if cache == "" {
 		cache = b.TempDir()
 	}
-	opts := Options{Cache: &index.Cache{Dir: cache}, Version: "bench", Limits: bundle.DefaultLimits()}
+	version := os.Getenv("CORONER_BENCH_VERSION") // the version of the coroner that built the kept cache
+	if version == "" {
+		version = "bench"
+	}
+	opts := Options{Cache: &index.Cache{Dir: cache}, Version: version, Limits: bundle.DefaultLimits()}
 	opts.Limits.MaxEntries = 1_000_000
 	search := func() {
 		src, err := Open(b.Context(), []string{dir}, strings.NewReader(""), opts)

@@ -68,16 +68,16 @@ func objectText(b *bundle.Bundle) (*bundle.Bundle, []bundle.LogStream, error) {
 	var eventFiles []bundle.File
 	var streams []bundle.LogStream
 	for _, f := range b.Files {
-		parts := strings.Split(f.Path, "/")
-		if len(parts) != 5 || parts[0] != "resources" {
+		kind, ns, ok := resourceParts(f.Path)
+		if !ok {
 			continue
 		}
-		if parts[2] == "Event" {
+		if kind == "Event" {
 			eventFiles = append(eventFiles, f)
 			continue
 		}
 		// No pod: --pod narrows to pods' logs and events (a file may hold a List of pods).
-		streams = append(streams, bundle.LogStream{Path: f.Path, Namespace: parts[3], Size: f.Size})
+		streams = append(streams, bundle.LogStream{Path: f.Path, Namespace: ns, Size: f.Size})
 	}
 	// Only the events are parsed (parse reads them whatever their API version or form).
 	m, err := parse.Load(&bundle.Bundle{Source: b.Source, FS: b.FS, Files: eventFiles, Limits: b.Limits})
@@ -155,6 +155,26 @@ func (o overlayFS) Stat(name string) (fs.FileInfo, error) {
 		return o.extra.Stat(name)
 	}
 	return fs.Stat(o.base, name)
+}
+
+// resourceParts reads "resources/<group>/<kind>/<namespace>/<file>" without allocating (a
+// warm search lists every resource: 25,000 pods at 200,000 files).
+func resourceParts(p string) (kind, ns string, ok bool) {
+	rest, ok := strings.CutPrefix(p, "resources/")
+	if !ok {
+		return "", "", false
+	}
+	var parts [4]string
+	for i := range parts {
+		if i == len(parts)-1 {
+			parts[i] = rest
+			break
+		}
+		if parts[i], rest, ok = strings.Cut(rest, "/"); !ok {
+			return "", "", false
+		}
+	}
+	return parts[1], parts[2], ok && !strings.Contains(rest, "/")
 }
 
 func nonEmpty(s, or string) string {

@@ -222,3 +222,27 @@ func TestSearchRebuildsADamagedIndex(t *testing.T) {
 	_, logged = search()
 	require.Empty(t, logged, "the rebuilt index is sound")
 }
+
+// TestResourcePartsReadsOnlyResourceFiles: a resource is searched as text when it is at
+// resources/<group>/<kind>/<namespace>/<file>, an Event file for its events; nothing else is.
+func TestResourcePartsReadsOnlyResourceFiles(t *testing.T) {
+	for _, tc := range []struct {
+		path, kind, ns string
+		ok             bool
+	}{
+		{"resources/core/Pod/ml/w-0.yaml", "Pod", "ml", true},
+		{"resources/core/Event/ml/events.yaml", "Event", "ml", true},
+		{"resources/core/Node/_cluster/n1.yaml", "Node", "_cluster", true},
+		{"resources/core/Pod//w.yaml", "Pod", "", true},
+		{"resources/core/Pod/ml/sub/w-0.yaml", "", "", false},
+		{"resources/core/Pod/w-0.yaml", "", "", false},
+		{"logs/core/Pod/ml/w-0.yaml", "", "", false},
+		{"other/core/Pod/w-0.yaml", "", "", false},
+		{"resources", "", "", false},
+	} {
+		kind, ns, ok := resourceParts(tc.path)
+		if ok != tc.ok || (ok && (kind != tc.kind || ns != tc.ns)) {
+			t.Errorf("resourceParts(%q) = %q, %q, %v; want %q, %q, %v", tc.path, kind, ns, ok, tc.kind, tc.ns, tc.ok)
+		}
+	}
+}

@@ -106,6 +106,33 @@ func TestTerminalOf(t *testing.T) {
 			"",
 			"KeyError: 'labels'",
 		}, []string{"KeyError: 'labels'"}},
+		// Error lines a library then says it retried or replaced are not how a log ended
+		// (recovered.go); a failure after the last such line, or the retry line itself at the end, is.
+		{"a network plugin that would not initialise, then NCCL picks its socket transport", []string{
+			"[1,2]<stdout>:w-1:23:574 [2] nccl_net_ofi_create_plugin:204 NCCL WARN NET/OFI Failed to initialize sendrecv protocol",
+			"[1,2]<stdout>:w-1:23:574 [2] nccl_net_ofi_create_plugin:257 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
+			"[1,1]<stdout>:w-1:22:572 [1] NCCL INFO NET/Socket : Using [0]eth0:192.168.60.235<0>",
+			"[1,1]<stdout>:w-1:22:572 [1] NCCL INFO Using network Socket",
+			"[1,1]<stdout>:w-1:22:572 [1] NCCL INFO comm 0x5581 rank 1 nranks 16 cudaDev 1 busId 20 - Init COMPLETE",
+		}, nil},
+		{"a rendezvous that keeps retrying to the end still ends in its error", []string{
+			"[W socket.cpp:701] The server socket on [node-0]:29500 is not yet listening (errno: 111 - Connection refused), will retry",
+			"[W socket.cpp:701] The server socket on [node-0]:29500 is not yet listening (errno: 111 - Connection refused), will retry",
+		}, []string{"[W socket.cpp:701] The server socket on [node-0]:29500 is not yet listening (errno: 111 - Connection refused), will retry"}},
+		{"an error after the last retry is the failure", []string{
+			"WARNING '(ReadTimeoutError(\"HTTPSConnectionPool(host='hub', port=443): Read timed out.\"))' thrown while requesting GET https://hub/a",
+			"WARNING Retrying in 1s [Retry 1/5].",
+			"{'loss': 2.31, 'epoch': 0.4}",
+			"ERROR upload of checkpoint-400 failed: connection refused",
+		}, []string{"ERROR upload of checkpoint-400 failed: connection refused"}},
+		{"an exception is never forgotten", []string{
+			"RuntimeError: CUDA error: an illegal memory access was encountered",
+			"falling back to eager mode",
+		}, []string{"RuntimeError: CUDA error: an illegal memory access was encountered"}},
+		{"a phrase inside a longer word is no retry", []string{
+			"ERROR shard 3 unreadable: checksum mismatch",
+			"INFO reusing networks from cache",
+		}, []string{"ERROR shard 3 unreadable: checksum mismatch"}},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {

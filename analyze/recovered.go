@@ -1,6 +1,10 @@
 package analyze
 
-import "github.com/coroner-dev/coroner/internal/literal"
+import (
+	"bytes"
+
+	"github.com/coroner-dev/coroner/internal/literal"
+)
 
 // A library that fails an attempt and goes on says so: c10d's "..., will retry" while the
 // rendezvous store is not yet listening, the Hugging Face Hub client's "Retrying in 1s [Retry
@@ -40,4 +44,12 @@ func forgetRecovered(lines []tailLine, kinds []lineKind) {
 			kinds[i] = kindNone
 		}
 	}
+}
+
+// isIgnoredHeader says whether trimmed line t is how Python reports an exception it caught
+// and ignored (sys.unraisablehook: in a __del__, a finaliser, an atexit callback, a DataLoader
+// iterator torn down): "Exception ignored in: <bound method _DataLoaderIter.__del__ ...>",
+// then the traceback and the exception. The process went on; that exception is not its end.
+func isIgnoredHeader(t []byte) bool {
+	return bytes.HasPrefix(t, []byte("Exception ignored "))
 }

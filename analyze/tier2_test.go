@@ -133,6 +133,31 @@ func TestTerminalOf(t *testing.T) {
 			"ERROR shard 3 unreadable: checksum mismatch",
 			"INFO reusing networks from cache",
 		}, []string{"ERROR shard 3 unreadable: checksum mismatch"}},
+		// An exception Python caught and ignored (sys.unraisablehook) is not how the process
+		// ended, whether its traceback was pasted whole or cut before its exception.
+		{"an exception Python ignored, and training went on", []string{
+			"epoch 1 step 10 loss 2.1",
+			"Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7f03df4789e8>>",
+			"Traceback (most recent call last):",
+			`  File "/opt/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 399, in __del__`,
+			"    self._shutdown_workers()",
+			"ConnectionResetError: [Errno 104] Connection reset by peer",
+			"epoch 1 step 20 loss 2.0",
+		}, nil},
+		{"an ignored exception's traceback cut before its exception", []string{
+			"Exception ignored in: <function _after_fork at 0x7f3a>",
+			"Traceback (most recent call last):",
+			`  File "/usr/lib/python3.10/threading.py", line 1537, in _after_fork`,
+		}, nil},
+		{"a failure after an ignored exception is the failure", []string{
+			"Exception ignored in: <function Pool.__del__ at 0x7f3a>",
+			"Traceback (most recent call last):",
+			`  File "/usr/lib/python3.10/multiprocessing/pool.py", line 268, in __del__`,
+			"ResourceWarning: unclosed running multiprocessing pool",
+			"Traceback (most recent call last):",
+			`  File "train.py", line 9, in <module>`,
+			"RuntimeError: step failed",
+		}, []string{"RuntimeError: step failed"}},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {

@@ -404,6 +404,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	kinds := make([]lineKind, len(lines))
 	inFrames := make([]bool, len(lines))
 	tb, header := false, -1
+	ignored := false // after "Exception ignored in ...": the next exception was survived (recovered.go)
 	for i, l := range lines {
 		// The message after an error-level logging header (logheader.go): a traceback logged
 		// at ERROR is read as a traceback. A line with such a header is of some kind (its
@@ -414,7 +415,14 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			msg = logMessage(l.text)
 		}
 		trim := bytes.TrimSpace(msg)
+		if isIgnoredHeader(trim) {
+			ignored = true
+			continue
+		}
 		if isTracebackHeader(trim) {
+			if tb {
+				ignored = false // the ignored traceback ended in a line of no kind
+			}
 			tb, header = true, i
 			continue
 		}
@@ -430,13 +438,19 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		if k == kindException {
 			tb = false
+			if ignored {
+				ignored, k = false, kindNone
+			}
+		} else if !tb {
+			ignored = false
 		}
 		if k == kindError && last-l.line > errorNearEnd {
 			k = kindNone
 		}
 		kinds[i] = k
 	}
-	if tb {
+	forgetRecovered(lines, kinds)
+	if tb && !ignored {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where.
 		kinds[header] = kindException

@@ -106,6 +106,58 @@ func TestTerminalOf(t *testing.T) {
 			"",
 			"KeyError: 'labels'",
 		}, []string{"KeyError: 'labels'"}},
+		// Error lines a library then says it retried or replaced are not how a log ended
+		// (recovered.go); a failure after the last such line, or the retry line itself at the end, is.
+		{"a network plugin that would not initialise, then NCCL picks its socket transport", []string{
+			"[1,2]<stdout>:w-1:23:574 [2] nccl_net_ofi_create_plugin:204 NCCL WARN NET/OFI Failed to initialize sendrecv protocol",
+			"[1,2]<stdout>:w-1:23:574 [2] nccl_net_ofi_create_plugin:257 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
+			"[1,1]<stdout>:w-1:22:572 [1] NCCL INFO NET/Socket : Using [0]eth0:192.168.60.235<0>",
+			"[1,1]<stdout>:w-1:22:572 [1] NCCL INFO Using network Socket",
+			"[1,1]<stdout>:w-1:22:572 [1] NCCL INFO comm 0x5581 rank 1 nranks 16 cudaDev 1 busId 20 - Init COMPLETE",
+		}, nil},
+		{"a rendezvous that keeps retrying to the end still ends in its error", []string{
+			"[W socket.cpp:701] The server socket on [node-0]:29500 is not yet listening (errno: 111 - Connection refused), will retry",
+			"[W socket.cpp:701] The server socket on [node-0]:29500 is not yet listening (errno: 111 - Connection refused), will retry",
+		}, []string{"[W socket.cpp:701] The server socket on [node-0]:29500 is not yet listening (errno: 111 - Connection refused), will retry"}},
+		{"an error after the last retry is the failure", []string{
+			"WARNING '(ReadTimeoutError(\"HTTPSConnectionPool(host='hub', port=443): Read timed out.\"))' thrown while requesting GET https://hub/a",
+			"WARNING Retrying in 1s [Retry 1/5].",
+			"{'loss': 2.31, 'epoch': 0.4}",
+			"ERROR upload of checkpoint-400 failed: connection refused",
+		}, []string{"ERROR upload of checkpoint-400 failed: connection refused"}},
+		{"an exception is never forgotten", []string{
+			"RuntimeError: CUDA error: an illegal memory access was encountered",
+			"falling back to eager mode",
+		}, []string{"RuntimeError: CUDA error: an illegal memory access was encountered"}},
+		{"a phrase inside a longer word is no retry", []string{
+			"ERROR shard 3 unreadable: checksum mismatch",
+			"INFO reusing networks from cache",
+		}, []string{"ERROR shard 3 unreadable: checksum mismatch"}},
+		// An exception Python caught and ignored (sys.unraisablehook) is not how the process
+		// ended, whether its traceback was pasted whole or cut before its exception.
+		{"an exception Python ignored, and training went on", []string{
+			"epoch 1 step 10 loss 2.1",
+			"Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7f03df4789e8>>",
+			"Traceback (most recent call last):",
+			`  File "/opt/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 399, in __del__`,
+			"    self._shutdown_workers()",
+			"ConnectionResetError: [Errno 104] Connection reset by peer",
+			"epoch 1 step 20 loss 2.0",
+		}, nil},
+		{"an ignored exception's traceback cut before its exception", []string{
+			"Exception ignored in: <function _after_fork at 0x7f3a>",
+			"Traceback (most recent call last):",
+			`  File "/usr/lib/python3.10/threading.py", line 1537, in _after_fork`,
+		}, nil},
+		{"a failure after an ignored exception is the failure", []string{
+			"Exception ignored in: <function Pool.__del__ at 0x7f3a>",
+			"Traceback (most recent call last):",
+			`  File "/usr/lib/python3.10/multiprocessing/pool.py", line 268, in __del__`,
+			"ResourceWarning: unclosed running multiprocessing pool",
+			"Traceback (most recent call last):",
+			`  File "train.py", line 9, in <module>`,
+			"RuntimeError: step failed",
+		}, []string{"RuntimeError: step failed"}},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {

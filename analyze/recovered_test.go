@@ -1,0 +1,38 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRecoveredIsNoFailure: plain logs whose alarming lines the run survived are not called
+// a failure by either tier.
+func TestRecoveredIsNoFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	logs := map[string]string{
+		// aws/aws-ofi-nccl#715, aws/aws-k8s-tester#454: NCCL went on over sockets.
+		"a network plugin that would not initialise": "algo-1:17774:17853 [1] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n" +
+			"algo-1:17780:17851 [7] NCCL INFO NET/Socket : Using [0]eth0:10.0.227.37<0>\n" +
+			"algo-1:17774:17853 [1] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n" +
+			"algo-1:17780:17851 [7] NCCL INFO Using non-device net plugin version 0\n" +
+			"algo-1:17780:17851 [7] NCCL INFO Using network Socket\n",
+		// GOATmessi8/RFBNet#71, quark0/darts#26: a DataLoader iterator's teardown traceback
+		// that Python printed as ignored while training went on.
+		"an exception Python ignored": "07/31 05:43:39 PM train 050 1.986851e+00 26.960785 81.188728\n" +
+			"07/31 05:52:04 PM train 100 1.871319e+00 29.965965 84.189354\n" +
+			"Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7fc27522edd8>>\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/opt/conda/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 399, in __del__\n" +
+			"    self._shutdown_workers()\n" +
+			"  File \"/opt/conda/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 378, in _shutdown_workers\n" +
+			"    self.worker_result_queue.get()\n",
+	}
+	for name, log := range logs {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, log)
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: root cause: %+v", name, res.RootCause)
+		}
+	}
+}

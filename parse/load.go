@@ -48,6 +48,8 @@ type Model struct {
 	// (Model.cut; the typed objects' strings, decodeTyped).
 	spare *spare
 	strs  *interner
+	// tape is a Load worker's tape, reused from file to file (addTyped).
+	tape *yamlbound.Tape
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
@@ -97,18 +99,18 @@ type spare struct {
 // most of the peak heap of a bundle of 200,000 small logs, docs/performance.md). The first pod
 // read keeps its full copy aside until the job is found (Load keeps it when that pod is the
 // job); the manifest's target keeps everything.
-func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod) {
+func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod, full func() map[string]any) {
 	if m.isTarget("Pod", p.Namespace, p.Name) {
+		u.Object = full()
 		return
 	}
-	full := u.Object
 	u.Object = podSkeleton(u, m.strs)
 	if m.spare == nil {
 		return
 	}
 	m.spare.mu.Lock()
 	if m.spare.obj == nil {
-		m.spare.obj, m.spare.full = u, full
+		m.spare.obj, m.spare.full = u, full()
 	}
 	m.spare.mu.Unlock()
 }
@@ -177,6 +179,14 @@ func (m *Model) warnf(format string, args ...any) {
 	m.Warnings = append(m.Warnings, fmt.Sprintf(format, args...))
 }
 
+// direct lets Load decode pods and events from the fast path's tape (addTyped); the tests
+// turn it off to check that the model is the same.
+var direct = true
+
+// maxKeptTape bounds the tokens a Load worker keeps from one file for the next (a pod is a
+// few hundred).
+const maxKeptTape = 1 << 14
+
 // loadResources reads the resource files on every CPU (a bundle of 25,000 pods holds 90 MB of
 // YAML), each into a model of its own, and joins them in file order: the model, its warnings
 // and their order are those of reading the files one after the other.
@@ -194,10 +204,14 @@ func (m *Model) loadResources() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			tape := &yamlbound.Tape{} // the tokens of a worker's files, one after the other
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs}
+				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs, tape: tape}
 				part.loadResource(files[i])
 				parts[i] = part
+				if len(tape.Tokens()) > maxKeptTape {
+					tape = &yamlbound.Tape{} // a large file's tokens: not kept for the next ones
+				}
 			}
 		}()
 	}
@@ -234,7 +248,7 @@ func (m *Model) loadResource(f bundle.File) {
 	// The parser's nodes cost about 200 bytes each: a file of one-character values is refused
 	// before it is parsed when it has more than one value per 16 bytes of the limit.
 	lim := m.Bundle.Limits.MaxResourceBytes
-	docs, err := yamlbound.DecodeAll(data, yamlbound.ForResources(lim))
+	tape, docs, err := yamlbound.DecodeTape(data, yamlbound.ForResources(lim), m.tape)
 	data = nil // the bytes are not needed any more: let them go while the objects are built
 	var tl *yamlbound.TooLargeError
 	var tm *yamlbound.TooManyError
@@ -248,6 +262,10 @@ func (m *Model) loadResource(f bundle.File) {
 	case err != nil:
 		m.warnf("%s: invalid YAML: %v; skipped", f.Path, firstLine(err.Error()))
 		return
+	case tape != nil && direct && m.addTyped(f.Path, tape):
+		return
+	case tape != nil:
+		docs = []any{tape.Value(0)}
 	}
 	n := 0
 	for i, doc := range docs {
@@ -337,7 +355,8 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 				u.Object = podSkeleton(u, m.strs) // never the job
 			default:
 				m.Pods = append(m.Pods, &p)
-				m.cut(u, &p)
+				full := u.Object
+				m.cut(u, &p, func() map[string]any { return full })
 			}
 		case "Event":
 			var e corev1.Event

@@ -9,8 +9,7 @@ import (
 )
 
 // addTyped adds a core v1 Pod or Event from the fast path's tape of its file straight into
-// its typed object, building no generic map of it: a pod's object keeps only its skeleton
-// (podSkeleton), made from the tape's metadata, and an event has none. It does what
+// its typed object, building no generic map of it (but for the few pods Model.cut lists). It does what
 // addObject does with the map the tape would make, and declines (false, having added
 // nothing) for any other document, or when the typed decode declines: the caller then builds
 // that map and adds it as before, which names what is wrong.
@@ -34,7 +33,7 @@ func (m *Model) addTyped(where string, t *yamlbound.Tape) bool {
 		return false
 	}
 	t.Remove(md, "managedFields") // as addObject does
-	// What podSkeleton, the paths and the checks of addObject read, as the map has it.
+	// What the paths, the checks of addObject and podSkeleton read, as the map has it.
 	meta := map[string]any{}
 	for _, k := range []string{"name", "namespace", "uid", "labels", "ownerReferences"} {
 		if i := t.Lookup(md, k); i >= 0 {
@@ -60,12 +59,12 @@ func (m *Model) addTyped(where string, t *yamlbound.Tape) bool {
 		return true // events are not objects of the job
 	}
 	if bundle.AgentOf(p.Labels) != "" && !m.isTarget("Pod", p.Namespace, p.Name) {
-		m.NodeAgents = append(m.NodeAgents, &p)
-		u.Object = podSkeleton(u, m.strs) // never the job
-	} else {
-		m.Pods = append(m.Pods, &p)
-		m.cut(u, &p, func() map[string]any { return t.Value(0).(map[string]any) })
+		m.NodeAgents = append(m.NodeAgents, &p) // never the job: the typed pod is all
+		return true
 	}
-	m.Objects = append(m.Objects, u)
+	m.Pods = append(m.Pods, &p)
+	if m.cut(u, &p, func() map[string]any { return t.Value(0).(map[string]any) }) {
+		m.Objects = append(m.Objects, u)
+	}
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -74,6 +75,9 @@ func guessTarget(m *Model) *unstructured.Unstructured {
 	for _, o := range m.Objects {
 		uids[string(o.GetUID())] = true
 	}
+	for _, p := range m.typedPods() {
+		uids[string(p.UID)] = true
+	}
 	var best *unstructured.Unstructured
 	score := -1
 	for _, o := range m.Objects {
@@ -109,6 +113,12 @@ func guessTarget(m *Model) *unstructured.Unstructured {
 	return best
 }
 
+// typedPods are the pods read into their types (which Objects does not list): the job's and
+// the GPU agents'.
+func (m *Model) typedPods() []*corev1.Pod {
+	return append(m.Pods[:len(m.Pods):len(m.Pods)], m.NodeAgents...)
+}
+
 // podsOnlyJob is the unnamed job of a bundle with no job object: plain logs, or pods only.
 func podsOnlyJob(m *Model) *Job {
 	j := &Job{Kind: "Job", Name: "", Phase: PhaseUnknown, Family: Family{Name: "logs"}}
@@ -131,19 +141,27 @@ func ownedPods(m *Model, uid string) []*corev1.Pod {
 		return nil
 	}
 	owners := map[string]bool{uid: true}
+	owned := func(uid string, refs []metav1.OwnerReference) (changed bool) {
+		if owners[uid] {
+			return false
+		}
+		for _, r := range refs {
+			if owners[string(r.UID)] {
+				owners[uid] = true
+				changed = true
+			}
+		}
+		return changed
+	}
+	pods := m.typedPods()
 	// Ownership chains are short (TrainJob -> JobSet -> Job -> Pod); iterate to a fixpoint.
 	for changed := true; changed; {
 		changed = false
 		for _, o := range m.Objects {
-			if owners[string(o.GetUID())] {
-				continue
-			}
-			for _, r := range o.GetOwnerReferences() {
-				if owners[string(r.UID)] {
-					owners[string(o.GetUID())] = true
-					changed = true
-				}
-			}
+			changed = owned(string(o.GetUID()), o.GetOwnerReferences()) || changed
+		}
+		for _, p := range pods {
+			changed = owned(string(p.UID), p.OwnerReferences) || changed
 		}
 	}
 	var out []*corev1.Pod

@@ -34,10 +34,11 @@ type Model struct {
 	// NodeAgents are the pods of GPU agents (bundle.NodeAgents: the device plugin, the DCGM
 	// exporter) on the job's nodes: evidence of those nodes, never pods of the job.
 	NodeAgents []*corev1.Pod
-	// Objects are all resources of the bundle, sorted by group, kind, namespace, name. A pod
-	// that decoded into Pods (or NodeAgents) keeps only its name, namespace, uid, labels and
-	// owners here: the typed pod has the rest (the job's own object, a bare pod, keeps
-	// everything).
+	// Objects are all resources of the bundle, sorted by group, kind, namespace, name, but
+	// for the pods that decoded into Pods or NodeAgents: those are read from their typed
+	// objects, owners included (a pod that is the job, and a bundle's only pod, are listed
+	// too: the job's own object keeps everything, a lone pod that is not the job its name,
+	// namespace, uid, labels and owners).
 	Objects []*unstructured.Unstructured
 	Logs    []bundle.LogStream
 	// FlightRecords are the bundle's flight recorder dumps, decoded, in path order.
@@ -48,6 +49,8 @@ type Model struct {
 	// (Model.cut; the typed objects' strings, decodeTyped).
 	spare *spare
 	strs  *interner
+	// tape is a Load worker's tape, reused from file to file (addTyped).
+	tape *yamlbound.Tape
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
@@ -59,6 +62,13 @@ func Load(b *bundle.Bundle) (*Model, error) {
 	m.Logs, m.Warnings = bundle.LogStreams(b) // logs/ sorts before resources/: warnings keep file order
 	m.loadResources()
 	m.loadFlightRecords()
+	lone := m.spare.obj
+	if len(m.Pods) == 1 && lone != nil && lone.GetNamespace() == m.Pods[0].Namespace && lone.GetName() == m.Pods[0].Name {
+		lone.Object = m.spare.full // it may be the job (guessTarget)
+		m.Objects = append(m.Objects, lone)
+	} else {
+		lone = nil
+	}
 	sort.SliceStable(m.Objects, func(i, j int) bool { return objectKey(m.Objects[i]) < objectKey(m.Objects[j]) })
 	sort.SliceStable(m.Pods, func(i, j int) bool {
 		a, b := m.Pods[i], m.Pods[j]
@@ -73,44 +83,43 @@ func Load(b *bundle.Bundle) (*Model, error) {
 		a, b := m.NodeAgents[i], m.NodeAgents[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
-	if len(m.Pods) == 1 && m.spare.obj != nil && m.spare.obj.GetNamespace() == m.Pods[0].Namespace && m.spare.obj.GetName() == m.Pods[0].Name {
-		m.spare.obj.Object = m.spare.full // it may be the job (guessTarget)
-	}
 	m.Job = findJob(m)
-	if o := m.spare.obj; o != nil && m.Job.Object != o {
-		o.Object = podSkeleton(o, m.strs)
+	if lone != nil && m.Job.Object != lone {
+		lone.Object = podSkeleton(lone, m.strs)
 	}
 	m.spare, m.strs = nil, nil
 	return m, nil
 }
 
 // spare holds the full generic copy of the first typed pod read (Model.cut): a bundle of one
-// pod and no job object makes that pod the job (guessTarget), which keeps all of it.
+// pod lists it among its objects, and with no job object makes that pod the job
+// (guessTarget), which keeps all of it.
 type spare struct {
 	mu   sync.Mutex
 	obj  *unstructured.Unstructured
 	full map[string]any
 }
 
-// cut replaces a typed pod's generic copy by its skeleton as soon as the typed pod exists, so
-// that the loading of 25,000 pods never holds all their maps and YAML text at once (they were
-// most of the peak heap of a bundle of 200,000 small logs, docs/performance.md). The first pod
-// read keeps its full copy aside until the job is found (Load keeps it when that pod is the
-// job); the manifest's target keeps everything.
-func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod) {
+// cut says whether a typed pod's generic object is listed among the model's objects: only
+// the manifest's target is, with everything (full makes it). The rest of a pod is read from
+// the typed pod, its owners too: a generic copy of each of 16,384 pods, even cut to its name,
+// uid, labels and owners, was a quarter of the heap parse.Load leaves (docs/performance.md).
+// The first pod read keeps its full copy aside (Load lists it when it is the bundle's only
+// pod, which may be the job).
+func (m *Model) cut(u *unstructured.Unstructured, p *corev1.Pod, full func() map[string]any) bool {
 	if m.isTarget("Pod", p.Namespace, p.Name) {
-		return
+		u.Object = full()
+		return true
 	}
-	full := u.Object
-	u.Object = podSkeleton(u, m.strs)
 	if m.spare == nil {
-		return
+		return false
 	}
 	m.spare.mu.Lock()
 	if m.spare.obj == nil {
-		m.spare.obj, m.spare.full = u, full
+		m.spare.obj, m.spare.full = u, full()
 	}
 	m.spare.mu.Unlock()
+	return false
 }
 
 // podSkeleton is what stays of a typed pod's generic object: its kind, name, namespace, uid,
@@ -177,6 +186,14 @@ func (m *Model) warnf(format string, args ...any) {
 	m.Warnings = append(m.Warnings, fmt.Sprintf(format, args...))
 }
 
+// direct lets Load decode pods and events from the fast path's tape (addTyped); the tests
+// turn it off to check that the model is the same.
+var direct = true
+
+// maxKeptTape bounds the tokens a Load worker keeps from one file for the next (a pod is a
+// few hundred).
+const maxKeptTape = 1 << 14
+
 // loadResources reads the resource files on every CPU (a bundle of 25,000 pods holds 90 MB of
 // YAML), each into a model of its own, and joins them in file order: the model, its warnings
 // and their order are those of reading the files one after the other.
@@ -194,10 +211,14 @@ func (m *Model) loadResources() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			tape := &yamlbound.Tape{} // the tokens of a worker's files, one after the other
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs}
+				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs, tape: tape}
 				part.loadResource(files[i])
 				parts[i] = part
+				if len(tape.Tokens()) > maxKeptTape {
+					tape = &yamlbound.Tape{} // a large file's tokens: not kept for the next ones
+				}
 			}
 		}()
 	}
@@ -234,7 +255,7 @@ func (m *Model) loadResource(f bundle.File) {
 	// The parser's nodes cost about 200 bytes each: a file of one-character values is refused
 	// before it is parsed when it has more than one value per 16 bytes of the limit.
 	lim := m.Bundle.Limits.MaxResourceBytes
-	docs, err := yamlbound.DecodeAll(data, yamlbound.ForResources(lim))
+	tape, docs, err := yamlbound.DecodeTape(data, yamlbound.ForResources(lim), m.tape)
 	data = nil // the bytes are not needed any more: let them go while the objects are built
 	var tl *yamlbound.TooLargeError
 	var tm *yamlbound.TooManyError
@@ -248,6 +269,10 @@ func (m *Model) loadResource(f bundle.File) {
 	case err != nil:
 		m.warnf("%s: invalid YAML: %v; skipped", f.Path, firstLine(err.Error()))
 		return
+	case tape != nil && direct && m.addTyped(f.Path, tape):
+		return
+	case tape != nil:
+		docs = []any{tape.Value(0)}
 	}
 	n := 0
 	for i, doc := range docs {
@@ -334,10 +359,13 @@ func (m *Model) addObject(where string, u *unstructured.Unstructured) {
 			case !typed(&p):
 			case bundle.AgentOf(p.Labels) != "" && !m.isTarget("Pod", p.Namespace, p.Name):
 				m.NodeAgents = append(m.NodeAgents, &p)
-				u.Object = podSkeleton(u, m.strs) // never the job
+				return // never the job: the typed pod is all
 			default:
 				m.Pods = append(m.Pods, &p)
-				m.cut(u, &p)
+				full := u.Object
+				if !m.cut(u, &p, func() map[string]any { return full }) {
+					return
+				}
 			}
 		case "Event":
 			var e corev1.Event

@@ -224,8 +224,8 @@ func TestPodReadFromTypedPod(t *testing.T) {
 }
 
 // TestLonePodIsTheJob: a bundle of one pod and no job object or manifest makes that pod the
-// job, which keeps all its generic object although pods' copies are cut as they are read; two
-// such pods are a pods-only job and both copies are cut.
+// job, which keeps all its generic object although pods' copies are let go as they are read;
+// two such pods are a pods-only job read from their typed pods alone.
 func TestLonePodIsTheJob(t *testing.T) {
 	pod := func(name string) []byte {
 		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: ml}\n" +
@@ -241,9 +241,22 @@ func TestLonePodIsTheJob(t *testing.T) {
 	require.Equal(t, "pods", two.Job.Family.Name)
 	require.Len(t, two.Job.Replicas[0].Pods, 2)
 	for _, name := range []string{"a", "b"} {
-		u := two.Object("", "Pod", "ml", name)
-		require.NotNil(t, u)
-		require.Nil(t, u.Object["status"], "pod %s's generic copy lets its status go", name)
-		require.Equal(t, "Failed", string(two.Pod("ml", name).Status.Phase), "the typed pod keeps it")
+		require.Nil(t, two.Object("", "Pod", "ml", name), "pod %s is read from its typed pod, no generic copy listed", name)
+		require.Equal(t, "Failed", string(two.Pod("ml", name).Status.Phase), "the typed pod keeps its status")
 	}
+}
+
+// TestOwnershipThroughTypedPods: pods are not listed among the objects, yet a pod owned by a
+// pod still belongs to the job that owns the first, and an object owned by a pod is not taken
+// for the job.
+func TestOwnershipThroughTypedPods(t *testing.T) {
+	m := load(t, fstest.MapFS{
+		"resources/example.com/Trainer/ml/j.yaml": {Data: []byte("apiVersion: example.com/v1\nkind: Trainer\nmetadata: {name: j, namespace: ml, uid: k1}\n")},
+		"resources/core/Pod/ml/a.yaml":            {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml, uid: p1, ownerReferences: [{apiVersion: example.com/v1, kind: Trainer, name: j, uid: k1}]}\n")},
+		"resources/core/Pod/ml/b.yaml":            {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ml, uid: p2, ownerReferences: [{apiVersion: v1, kind: Pod, name: a, uid: p1}]}\n")},
+		"resources/example.com/Sidecar/ml/s.yaml": {Data: []byte("apiVersion: example.com/v1\nkind: Sidecar\nmetadata: {name: s, namespace: ml, uid: s1, ownerReferences: [{apiVersion: v1, kind: Pod, name: a, uid: p1}]}\n")},
+	})
+	require.Equal(t, "j", m.Job.Name, "the object a pod owns is not the job")
+	require.Len(t, m.Job.Pods(), 2, "the pod a pod owns is the job's")
+	require.Nil(t, m.Object("", "Pod", "ml", "a"))
 }

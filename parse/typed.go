@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/coroner-dev/coroner/internal/yamlbound"
 )
 
 // decodeTyped decodes a generic object (map[string]any as yamlbound gives it) straight into
@@ -22,10 +24,17 @@ import (
 // objects): the object's strings are substrings of the whole YAML text, which must not stay
 // pinned.
 func decodeTyped(obj map[string]any, into any, strs *interner) bool {
+	return decodeTape(yamlbound.TapeOf(obj), into, strs)
+}
+
+// decodeTape is decodeTyped of the document a tape holds, with no generic map built: the
+// fast path's tape of a pod goes straight into the corev1.Pod. A mapping with a key the type
+// has twice declines (a map keeps the last, a walk into a struct would merge them).
+func decodeTape(t *yamlbound.Tape, into any, strs *interner) bool {
 	v := reflect.ValueOf(into).Elem()
 	v.SetZero()
-	d := typedDecoder{strs: strs}
-	return d.value(v, obj, planOf(v.Type()))
+	d := typedDecoder{strs: strs, toks: t.Tokens()}
+	return d.value(v, 0, planOf(v.Type()))
 }
 
 // plan is what the decoder knows of a type, worked out once.
@@ -46,7 +55,12 @@ type plan struct {
 type field struct {
 	index []int
 	plan  *plan
+	ord   int // the field's number in its struct, below maxFields
 }
+
+// maxFields bounds the fields of a struct the decoder takes (the widest Kubernetes struct has
+// about 40): it marks those it has set in a bitset of that size.
+const maxFields = 256
 
 var (
 	plansMu sync.Mutex
@@ -136,7 +150,10 @@ func structFields(t reflect.Type, index []int, p *plan) bool {
 		if _, dup := p.fields[name]; dup || p.folded[strings.ToLower(name)] {
 			return false
 		}
-		p.fields[name] = field{index: at, plan: planLocked(f.Type)}
+		if len(p.fields) >= maxFields {
+			return false
+		}
+		p.fields[name] = field{index: at, plan: planLocked(f.Type), ord: len(p.fields)}
 		p.folded[strings.ToLower(name)] = true
 	}
 	return true
@@ -144,10 +161,13 @@ func structFields(t reflect.Type, index []int, p *plan) bool {
 
 type typedDecoder struct {
 	strs *interner
+	toks []yamlbound.Token
 }
 
-func (d *typedDecoder) value(v reflect.Value, x any, p *plan) bool {
-	if x == nil {
+// value decodes the tape's value at i into v.
+func (d *typedDecoder) value(v reflect.Value, i int, p *plan) bool {
+	tok := &d.toks[i]
+	if tok.Kind == yamlbound.Null {
 		switch {
 		case p.unsupported:
 			return false
@@ -161,39 +181,42 @@ func (d *typedDecoder) value(v reflect.Value, x any, p *plan) bool {
 	}
 	if p.kind == reflect.Pointer {
 		e := reflect.New(v.Type().Elem())
-		if !d.value(e.Elem(), x, p.elem) {
+		if !d.value(e.Elem(), i, p.elem) {
 			return false
 		}
 		v.Set(e)
 		return true
 	}
 	if p.unmarshaler {
-		var js []byte
-		switch s := x.(type) {
-		case string:
-			if plainJSON(s) {
-				js = make([]byte, 0, len(s)+2)
-				js = append(append(append(js, '"'), s...), '"')
+		var x any
+		switch tok.Kind {
+		case yamlbound.String:
+			if plainJSON(tok.Str) {
+				js := make([]byte, 0, len(tok.Str)+2)
+				return d.unmarshal(v, append(append(append(js, '"'), tok.Str...), '"'))
 			}
-		case bool, float64:
+			x = tok.Str
+		case yamlbound.Bool:
+			x = tok.True
+		case yamlbound.Float:
+			x = tok.Num
 		default:
 			return false
 		}
-		if js == nil {
-			var err error
-			if js, err = json.Marshal(x); err != nil {
-				return false
-			}
-		}
-		return d.unmarshal(v, js)
+		js, err := json.Marshal(x)
+		return err == nil && d.unmarshal(v, js)
 	}
 	switch p.kind {
 	case reflect.Struct:
-		obj, ok := x.(map[string]any)
-		if !ok {
+		if tok.Kind != yamlbound.Map {
 			return false
 		}
-		for k, val := range obj {
+		var set [maxFields / 64]uint64
+		for j := i + 1; j < int(tok.End); j = int(d.toks[j].End) {
+			if d.toks[j].Kind != yamlbound.Key {
+				continue // removed
+			}
+			k := d.toks[j].Str
 			f, ok := p.fields[k]
 			if !ok {
 				if !asciiKey(k) || p.folded[strings.ToLower(k)] {
@@ -201,56 +224,60 @@ func (d *typedDecoder) value(v reflect.Value, x any, p *plan) bool {
 				}
 				continue // a field the type does not have
 			}
-			if !d.value(v.FieldByIndex(f.index), val, f.plan) {
+			if set[f.ord/64]&(1<<(f.ord%64)) != 0 {
+				return false // a key given twice
+			}
+			set[f.ord/64] |= 1 << (f.ord % 64)
+			if !d.value(v.FieldByIndex(f.index), j+1, f.plan) {
 				return false
 			}
 		}
 		return true
 	case reflect.Slice:
-		items, ok := x.([]any)
-		if !ok {
+		if tok.Kind != yamlbound.Seq {
 			return false
 		}
-		s := reflect.MakeSlice(v.Type(), len(items), len(items))
-		for i, it := range items {
-			if !d.value(s.Index(i), it, p.elem) {
+		s := reflect.MakeSlice(v.Type(), int(tok.N), int(tok.N))
+		n := 0
+		for j := i + 1; j < int(tok.End); j = int(d.toks[j].End) {
+			if !d.value(s.Index(n), j, p.elem) {
 				return false
 			}
+			n++
 		}
 		v.Set(s)
 		return true
 	case reflect.Map:
-		return d.mapValue(v, x, p)
+		return d.mapValue(v, tok, i, p)
 	case reflect.String:
-		s, ok := x.(string)
-		if !ok || !utf8.ValidString(s) {
+		if tok.Kind != yamlbound.String || !utf8.ValidString(tok.Str) {
 			return false
 		}
-		v.SetString(d.str(s))
+		v.SetString(d.str(tok.Str))
 		return true
 	case reflect.Bool:
-		b, ok := x.(bool)
-		if ok {
-			v.SetBool(b)
+		if tok.Kind != yamlbound.Bool {
+			return false
 		}
-		return ok
+		v.SetBool(tok.True)
+		return true
 	case reflect.Float64:
-		f, ok := x.(float64)
-		if ok {
-			v.SetFloat(f)
+		if tok.Kind != yamlbound.Float {
+			return false
 		}
-		return ok
+		v.SetFloat(tok.Num)
+		return true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		// encoding/json writes an integral float64 under 1e21 as its digits, which an integer
 		// field takes when it is in range; a fraction or an exponent it refuses.
-		f, ok := x.(float64)
+		f, ok := tok.Num, tok.Kind == yamlbound.Float
 		if !ok || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 || v.OverflowInt(int64(f)) {
 			return false
 		}
 		v.SetInt(int64(f))
 		return true
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		f, ok := x.(float64)
+		f, ok := tok.Num, tok.Kind == yamlbound.Float
 		if !ok || f != math.Trunc(f) || f < 0 || f >= 1<<64 || v.OverflowUint(uint64(f)) {
 			return false
 		}
@@ -260,31 +287,39 @@ func (d *typedDecoder) value(v reflect.Value, x any, p *plan) bool {
 	return false
 }
 
-func (d *typedDecoder) mapValue(v reflect.Value, x any, p *plan) bool {
-	obj, ok := x.(map[string]any)
-	if !ok {
+// mapValue decodes the mapping tok (at i) into the map v. A key given twice: the last wins,
+// as in the map the tape would make.
+func (d *typedDecoder) mapValue(v reflect.Value, tok *yamlbound.Token, i int, p *plan) bool {
+	if tok.Kind != yamlbound.Map {
 		return false
 	}
 	if v.Type() == reflect.TypeFor[map[string]string]() { // labels, annotations, selectors
-		m := make(map[string]string, len(obj))
-		for k, val := range obj {
-			s, ok := val.(string)
-			if !ok && val != nil || !utf8.ValidString(k) || !utf8.ValidString(s) {
+		m := make(map[string]string, tok.N)
+		for j := i + 1; j < int(tok.End); j = int(d.toks[j].End) {
+			if d.toks[j].Kind != yamlbound.Key {
+				continue // removed
+			}
+			k, val := d.toks[j].Str, &d.toks[j+1]
+			if val.Kind != yamlbound.String && val.Kind != yamlbound.Null || !utf8.ValidString(k) || !utf8.ValidString(val.Str) {
 				return false // a value json would refuse or change: the round trip says which
 			}
-			m[d.str(k)] = d.str(s)
+			m[d.str(k)] = d.str(val.Str)
 		}
 		v.Set(reflect.ValueOf(m))
 		return true
 	}
-	m := reflect.MakeMapWithSize(v.Type(), len(obj))
+	m := reflect.MakeMapWithSize(v.Type(), int(tok.N))
 	kt, et := v.Type().Key(), v.Type().Elem()
-	for k, val := range obj {
+	for j := i + 1; j < int(tok.End); j = int(d.toks[j].End) {
+		if d.toks[j].Kind != yamlbound.Key {
+			continue // removed
+		}
+		k := d.toks[j].Str
 		if !utf8.ValidString(k) {
 			return false
 		}
 		e := reflect.New(et).Elem()
-		if !d.value(e, val, p.elem) {
+		if !d.value(e, j+1, p.elem) {
 			return false
 		}
 		key := reflect.New(kt).Elem()

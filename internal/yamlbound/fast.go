@@ -31,29 +31,44 @@ type fastParser struct {
 	lines []fastLine
 	i     int
 	c     *converter
-	ok    bool // false once the parser declined
+	ok    bool  // false once the parser declined
+	t     *Tape // what it decoded so far
 }
 
 // fastDecode decodes data as one document through the fast path, or declines.
 func fastDecode(data []byte, opts Options) (v any, ok bool) {
+	t, ok := fastTape(data, opts, nil)
+	if !ok {
+		return nil, false
+	}
+	return t.Value(0), true
+}
+
+// fastTape decodes data as one document through the fast path into a tape (reusing t's
+// tokens when t is not nil), or declines.
+func fastTape(data []byte, opts Options, t *Tape) (*Tape, bool) {
 	lines, ok := fastLines(data)
 	if !ok || len(lines) == 0 {
 		return nil, false
 	}
-	p := &fastParser{lines: lines, c: &converter{opts: opts}, ok: true}
+	if t == nil {
+		t = &Tape{}
+	}
+	t.toks = t.toks[:0]
+	p := &fastParser{lines: lines, c: &converter{opts: opts}, ok: true, t: t}
 	first := lines[0]
 	if isSeqItem(first.text) || keyEnd(first.text) > 0 {
-		v = p.block(first.indent, 0)
+		p.block(first.indent, 0)
 	} else if len(lines) == 1 {
-		v = p.inline(first.text, 0) // a document of one scalar or flow collection
+		p.inline(first.text, 0) // a document of one scalar or flow collection
 		p.i = 1
 	} else {
 		return nil, false
 	}
-	if !p.ok || p.i != len(lines) {
+	if !p.ok || p.i != len(lines) || len(t.toks) == 0 || int(t.toks[0].End) != len(t.toks) {
 		return nil, false
 	}
-	return v, true
+	return t, true
 }
 
 // fastLines splits data into its non-blank lines, declining at a byte or a line outside the
@@ -138,16 +153,18 @@ func plainStart(text string) bool {
 	return true
 }
 
-// block decodes the block mapping or sequence whose lines are at indent.
-func (p *fastParser) block(indent, depth int) any {
+// block decodes the block mapping or sequence whose lines are at indent. Each of the parser's
+// functions that decodes a value adds it to the tape (or declines).
+func (p *fastParser) block(indent, depth int) {
 	if depth > fastMaxDepth {
 		p.ok = false
-		return nil
+		return
 	}
 	if isSeqItem(p.lines[p.i].text) {
-		return p.sequence(indent, depth)
+		p.sequence(indent, depth)
+		return
 	}
-	return p.mapping(indent, depth)
+	p.mapping(indent, depth)
 }
 
 func (p *fastParser) charge(n int64) {
@@ -156,15 +173,14 @@ func (p *fastParser) charge(n int64) {
 	}
 }
 
-func (p *fastParser) sequence(indent, depth int) any {
+func (p *fastParser) sequence(indent, depth int) {
 	p.charge(2)
-	out := []any{}
+	at := p.t.open(Token{Kind: Seq})
 	for p.ok && p.i < len(p.lines) && p.lines[p.i].indent == indent && isSeqItem(p.lines[p.i].text) {
 		rest := strings.TrimLeft(p.lines[p.i].text[1:], " ")
-		var v any
 		switch {
 		case rest == "":
-			v = p.nested(indent, false, depth)
+			p.nested(indent, false, depth)
 		case isSeqItem(rest):
 			p.ok = false // "- - x"
 		case keyEnd(rest) > 0:
@@ -172,20 +188,20 @@ func (p *fastParser) sequence(indent, depth int) any {
 			l := &p.lines[p.i]
 			l.indent += len(l.text) - len(rest)
 			l.text = rest
-			v = p.mapping(l.indent, depth+1)
+			p.mapping(l.indent, depth+1)
 		default:
-			v = p.scalarLine(rest, indent, depth)
+			p.scalarLine(rest, indent, depth)
 		}
-		out = append(out, v)
+		p.t.toks[at].N++
 		p.charge(1)
 	}
 	p.after(indent)
-	return out
+	p.t.close(at)
 }
 
-func (p *fastParser) mapping(indent, depth int) any {
+func (p *fastParser) mapping(indent, depth int) {
 	p.charge(2)
-	out := map[string]any{}
+	at := p.t.open(Token{Kind: Map})
 	for p.ok && p.i < len(p.lines) && p.lines[p.i].indent == indent {
 		text := p.lines[p.i].text
 		end := keyEnd(text)
@@ -197,46 +213,48 @@ func (p *fastParser) mapping(indent, depth int) any {
 		if !p.ok {
 			break
 		}
-		var v any
+		k := p.t.open(Token{Kind: Key, Str: key})
 		if rest := strings.TrimLeft(text[end:], " "); rest == "" {
-			v = p.nested(indent, true, depth)
+			p.nested(indent, true, depth)
 		} else {
-			v = p.scalarLine(rest, indent, depth)
+			p.scalarLine(rest, indent, depth)
 		}
-		out[key] = v
+		p.t.close(k)
+		p.t.toks[at].N++
 	}
 	p.after(indent)
-	return out
+	p.t.close(at)
 }
 
 // nested decodes the block value of a key or entry with nothing after it on its line: the
 // lines indented more, or a sequence at the key's own indentation; nothing is null.
-func (p *fastParser) nested(indent int, key bool, depth int) any {
+func (p *fastParser) nested(indent int, key bool, depth int) {
 	p.i++
 	if p.i < len(p.lines) {
 		next := p.lines[p.i]
 		if next.indent > indent {
 			if !isSeqItem(next.text) && keyEnd(next.text) == 0 {
 				p.ok = false // a scalar on lines of its own
-				return nil
+				return
 			}
-			return p.block(next.indent, depth+1)
+			p.block(next.indent, depth+1)
+			return
 		}
 		if key && next.indent == indent && isSeqItem(next.text) {
-			return p.sequence(indent, depth+1)
+			p.sequence(indent, depth+1)
+			return
 		}
 	}
-	return p.scalar("", 0)
+	p.scalar("", 0)
 }
 
 // scalarLine decodes the value that ends the current line; the next line may not continue it.
-func (p *fastParser) scalarLine(text string, indent, depth int) any {
-	v := p.inline(text, depth)
+func (p *fastParser) scalarLine(text string, indent, depth int) {
+	p.inline(text, depth)
 	p.i++
 	if p.i < len(p.lines) && p.lines[p.i].indent > indent {
 		p.ok = false // a multi-line scalar
 	}
-	return v
 }
 
 // after checks that a block collection at indent ends where its parent goes on.
@@ -247,45 +265,42 @@ func (p *fastParser) after(indent int) {
 }
 
 // inline decodes a scalar or flow collection that is all of text.
-func (p *fastParser) inline(text string, depth int) any {
-	v, n := p.flowValue(text, 0, false, depth)
-	if n != len(text) {
+func (p *fastParser) inline(text string, depth int) {
+	if n := p.flowValue(text, 0, false, depth); n != len(text) {
 		p.ok = false
 	}
-	return v
 }
 
-func (p *fastParser) scalar(value string, style yaml.Style) any {
+func (p *fastParser) scalar(value string, style yaml.Style) {
 	v, size, err := p.c.scalar(&yaml.Node{Kind: yaml.ScalarNode, Style: style, Value: value})
-	if err != nil {
+	if err != nil || !p.t.scalar(v) {
 		p.ok = false
-		return nil
+		return
 	}
 	p.charge(size)
-	return v
 }
 
 // flowValue decodes the value at s[i:]: a quoted or plain scalar, or a flow collection; in a
 // flow collection (flow) a plain scalar ends at ",", "]" or "}". It returns the value and
 // where it ends, after the spaces that follow it.
-func (p *fastParser) flowValue(s string, i int, flow bool, depth int) (any, int) {
+func (p *fastParser) flowValue(s string, i int, flow bool, depth int) int {
 	if depth > fastMaxDepth || i >= len(s) {
 		p.ok = false
-		return nil, i
+		return i
 	}
-	var v any
 	switch s[i] {
 	case '[':
-		v, i = p.flowSeq(s, i+1, depth+1)
+		i = p.flowSeq(s, i+1, depth+1)
 	case '{':
-		v, i = p.flowMap(s, i+1, depth+1)
+		i = p.flowMap(s, i+1, depth+1)
 	case '"', '\'':
 		text, n := quoted(s[i:])
 		if n == 0 {
 			p.ok = false
-			return nil, i
+			return i
 		}
-		v, i = p.scalar(text, yaml.DoubleQuotedStyle), i+n
+		p.scalar(text, yaml.DoubleQuotedStyle)
+		i += n
 	default:
 		end := len(s)
 		if flow {
@@ -295,44 +310,46 @@ func (p *fastParser) flowValue(s string, i int, flow bool, depth int) (any, int)
 		if !plainStart(text) || strings.Contains(text, ": ") || strings.HasSuffix(text, ":") || strings.Contains(text, " #") ||
 			flow && strings.ContainsAny(text, ":#[{") {
 			p.ok = false
-			return nil, i
+			return i
 		}
-		v, i = p.scalar(text, 0), end
+		p.scalar(text, 0)
+		i = end
 	}
 	for i < len(s) && s[i] == ' ' {
 		i++
 	}
-	return v, i
+	return i
 }
 
 // flowSeq decodes a flow sequence after its "[", to just after its "]".
-func (p *fastParser) flowSeq(s string, i, depth int) (any, int) {
+func (p *fastParser) flowSeq(s string, i, depth int) int {
 	p.charge(2)
-	out := []any{}
+	at := p.t.open(Token{Kind: Seq})
+	defer p.t.close(at)
 	i = skipSpaces(s, i)
 	if i < len(s) && s[i] == ']' {
-		return out, i + 1
+		return i + 1
 	}
 	for p.ok {
-		var v any
-		v, i = p.flowValue(s, i, true, depth)
-		out = append(out, v)
+		i = p.flowValue(s, i, true, depth)
+		p.t.toks[at].N++
 		p.charge(1)
 		var closed bool
 		if i, closed = p.flowNext(s, i, ']'); closed {
-			return out, i
+			return i
 		}
 	}
-	return nil, i
+	return i
 }
 
 // flowMap decodes a flow mapping after its "{", to just after its "}".
-func (p *fastParser) flowMap(s string, i, depth int) (any, int) {
+func (p *fastParser) flowMap(s string, i, depth int) int {
 	p.charge(2)
-	out := map[string]any{}
+	at := p.t.open(Token{Kind: Map})
+	defer p.t.close(at)
 	i = skipSpaces(s, i)
 	if i < len(s) && s[i] == '}' {
-		return out, i + 1
+		return i + 1
 	}
 	for p.ok {
 		end := keyEnd(s[i:])
@@ -344,15 +361,16 @@ func (p *fastParser) flowMap(s string, i, depth int) (any, int) {
 		if !p.ok {
 			break
 		}
-		var v any
-		v, i = p.flowValue(s, skipSpaces(s, i+end), true, depth)
-		out[key] = v
+		k := p.t.open(Token{Kind: Key, Str: key})
+		i = p.flowValue(s, skipSpaces(s, i+end), true, depth)
+		p.t.close(k)
+		p.t.toks[at].N++
 		var closed bool
 		if i, closed = p.flowNext(s, i, '}'); closed {
-			return out, i
+			return i
 		}
 	}
-	return nil, i
+	return i
 }
 
 // key decodes a mapping key (keyEnd found it, without its ':') and charges it.

@@ -29,6 +29,9 @@ func fastAgrees(t testing.TB, data []byte, opts Options) bool {
 	if d := cmp.Diff(slow[0], fast); d != "" {
 		t.Fatalf("the fast path decodes otherwise than yaml.v3 (-yaml.v3 +fast):\n%s\n%s", d, data)
 	}
+	if d := cmp.Diff(fast, TapeOf(fast).Value(0)); d != "" {
+		t.Fatalf("the value written as a tape reads back otherwise (-value +tape):\n%s", d)
+	}
 	return true
 }
 

@@ -93,6 +93,21 @@ func DecodeAll(data []byte, opts Options) ([]any, error) {
 	return decodeAll(data, opts)
 }
 
+// DecodeTape is DecodeAll for a reader that takes what it knows from a tape: when the fast
+// path takes data (one document of the YAML clients write), that document as a tape (reusing
+// reuse's tokens when it is not nil) and no values; else every document's value, as DecodeAll
+// gives them. The limits and errors are DecodeAll's.
+func DecodeTape(data []byte, opts Options, reuse *Tape) (*Tape, []any, error) {
+	if err := checkValues(data, opts); err != nil {
+		return nil, nil, err
+	}
+	if t, ok := fastTape(data, opts, reuse); ok {
+		return t, nil, nil
+	}
+	docs, err := decodeAll(data, opts)
+	return nil, docs, err
+}
+
 // decodeAll is DecodeAll through yaml.v3's node tree.
 func decodeAll(data []byte, opts Options) ([]any, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))

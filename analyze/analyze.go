@@ -114,11 +114,20 @@ func (s *Scan) Log(i int) func(*logscan.Scanned) {
 	return s.scanners[i].visit
 }
 
-// Done finds log i's terminal failure and gives back what only its scan needed.
-func (s *Scan) Done(i int, _ logscan.Stats, _ error) {
+// Done finds log i's terminal failure, closes its processes and gives back what only its
+// scan needed: the scan's end, where every log's processes are live together, is the peak
+// of a bundle of many logs.
+func (s *Scan) Done(i int, st logscan.Stats, err error) {
 	if sc := s.scanners[i]; sc != nil {
 		sc.terminal = terminalOf(&sc.tail, sc.ls.Path, sc.ls.Pod, sc.ls.Container)
 		s.scratch.Put(sc.release())
+		if err == nil {
+			sc.closed = sc.finish(st)
+			for _, p := range sc.closed {
+				p.settle()
+			}
+			sc.procs, sc.byRule = nil, nil
+		}
 	}
 }
 
@@ -206,7 +215,10 @@ func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 		if st.LongLines > 0 {
 			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
-		procs := scanners[i].finish(st)
+		procs := scanners[i].closed // closed when its scan ended (Scan.Done), with these stats
+		if procs == nil {
+			procs = scanners[i].finish(st)
+		}
 		found := scanners[i].findings
 		agent := a.agentPods()[ls.Namespace+"/"+ls.Pod]
 		if agent != nil {

@@ -41,8 +41,6 @@ type logScanner struct {
 	latest int64
 	// procs follows each process of the log (by launcher prefix; "" for lines without one).
 	procs map[string]*procState
-	// closed are the processes once the scan has ended (finish; procs is then nil).
-	closed []*procState
 	// progress holds, by shape id, whether lines of the shape are progress lines.
 	progress []progressMemo
 	// facts are the object facts the log's lines rendered (see rules.TextFact).

@@ -96,6 +96,9 @@ type Scan struct {
 	logs     []bundle.LogStream
 	rs       *RuleSet
 	scanners []*logScanner
+	// done holds what analyze reads of each log once its scan has ended: 200,000 logs do
+	// not keep 200,000 scanners until the last is read.
+	done []scannedLog
 	// A log's scratch space and shape memos serve its scan only: 200,000 logs do not keep
 	// 200,000 of them.
 	scratch sync.Pool
@@ -103,7 +106,7 @@ type Scan struct {
 
 // NewScan returns the rules' visitor of a scan of logs (the model's Logs, in that order).
 func NewScan(logs []bundle.LogStream, rs *RuleSet) *Scan {
-	s := &Scan{logs: logs, rs: rs, scanners: make([]*logScanner, len(logs))}
+	s := &Scan{logs: logs, rs: rs, scanners: make([]*logScanner, len(logs)), done: make([]scannedLog, len(logs))}
 	s.scratch.New = func() any { return rs.NewScratch() }
 	return s
 }
@@ -114,20 +117,56 @@ func (s *Scan) Log(i int) func(*logscan.Scanned) {
 	return s.scanners[i].visit
 }
 
-// Done finds log i's terminal failure and gives back what only its scan needed.
-func (s *Scan) Done(i int, _ logscan.Stats, _ error) {
+// Done finds log i's terminal failure, closes its processes and gives back what only its
+// scan needed: the scan's end, where every log's processes are live together, is the peak
+// of a bundle of many logs.
+func (s *Scan) Done(i int, st logscan.Stats, err error) {
 	if sc := s.scanners[i]; sc != nil {
 		sc.terminal = terminalOf(&sc.tail, sc.ls.Path, sc.ls.Pod, sc.ls.Container)
 		s.scratch.Put(sc.release())
+		if err == nil {
+			s.done[i] = sc.scanned(st)
+			s.scanners[i] = nil
+		}
 	}
+}
+
+// scannedLog is what analyze reads of a log once its scan has ended.
+type scannedLog struct {
+	procs    []*procState
+	findings []*Finding
+	terminal *terminalFailure
+	facts    []textFact
+	rank     int
+}
+
+// scanned closes the log's processes and settles them (see procState.settle): the scan's
+// end, where every log's processes are live together, is the peak of a bundle of many logs.
+func (s *logScanner) scanned(st logscan.Stats) scannedLog {
+	procs := s.finish(st)
+	for _, p := range procs {
+		p.settle()
+	}
+	return scannedLog{procs: procs, findings: s.findings, terminal: s.terminal, facts: s.facts, rank: s.rank}
+}
+
+// scannedLogs returns what analyze reads of each log: a log whose scan did not end (Done
+// was given an error) is closed with stats.
+func (s *Scan) scannedLogs(stats []logscan.Stats) []scannedLog {
+	for i, sc := range s.scanners {
+		if sc != nil {
+			s.done[i], s.scanners[i] = sc.scanned(stats[i]), nil
+		}
+	}
+	return s.done
 }
 
 // Run analyses a loaded bundle with what the scan of its logs found: sc saw every line of
 // m.Logs, stats are the scan's (logscan.ScanAll), in the same order. Problems with the bundle
 // itself become warnings; Run fails only when the built-in vocabulary does not load.
 func Run(m *parse.Model, sc *Scan, stats []logscan.Stats, opts Options) (*Result, error) {
-	if len(stats) != len(m.Logs) || len(sc.scanners) != len(m.Logs) {
-		return nil, fmt.Errorf("analyze: %d logs, but %d scanned and %d stats", len(m.Logs), len(sc.scanners), len(stats))
+	if len(stats) != len(m.Logs) || len(sc.done) != len(m.Logs) {
+		return nil, fmt.Errorf("analyze: %d logs, but %d scanned and %d stats", len(m.Logs), len(sc.done), len(stats))
 	}
 	a := &analyzer{m: m, rs: sc.rs, res: &Result{}, lines: opts.Lines,
 		stuckAfter: opts.stuckAfter(), vocab: opts.Vocabulary}
@@ -138,7 +177,7 @@ func Run(m *parse.Model, sc *Scan, stats []logscan.Stats, opts Options) (*Result
 		}
 		a.vocab = v
 	}
-	a.logs(sc.scanners, stats)
+	a.logs(sc.scannedLogs(stats), stats)
 	a.control()
 	a.loggedFacts()
 	a.spec()
@@ -192,7 +231,7 @@ func (a *analyzer) warnf(format string, args ...any) {
 
 // logs takes in what the scan of each log found. Results are merged in bundle order so the
 // output does not depend on scheduling; evidence context is read back through lines.
-func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
+func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 	logs := a.m.Logs
 	a.logsFor = map[string]bool{}
 	a.res.Logs = slices.Grow(a.res.Logs, len(stats))
@@ -206,8 +245,7 @@ func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 		if st.LongLines > 0 {
 			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
-		procs := scanners[i].finish(st)
-		found := scanners[i].findings
+		procs, found := scanned[i].procs, scanned[i].findings
 		agent := a.agentPods()[ls.Namespace+"/"+ls.Pod]
 		if agent != nil {
 			// A GPU agent's log is its node's evidence: no process of the job, no terminal
@@ -215,17 +253,17 @@ func (a *analyzer) logs(scanners []*logScanner, stats []logscan.Stats) {
 			procs, found = nil, a.agentFindings(agent, found)
 		} else {
 			a.procs = append(a.procs, procs...)
-			if tf := scanners[i].terminal; tf != nil {
+			if tf := scanned[i].terminal; tf != nil {
 				a.terminals = append(a.terminals, tf)
 			}
-			for _, tf := range scanners[i].facts {
+			for _, tf := range scanned[i].facts {
 				a.textFacts = append(a.textFacts, loggedFact{textFact: tf, ls: ls})
 			}
 		}
 		sum := LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
 			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated,
-			Rank: scanners[i].rank, Findings: len(found), LastProgress: lastProgress(procs),
+			Rank: scanned[i].rank, Findings: len(found), LastProgress: lastProgress(procs),
 		}
 		if agent != nil {
 			sum.NodeAgent, sum.Node, sum.Rank = bundle.AgentOf(agent.Labels), agent.Spec.NodeName, -1

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,12 +42,17 @@ type procState struct {
 	progress int
 	first    mark
 	recent   []mark
+	// packed is the ring once the log's scan has ended (settle), when its marks fit.
+	packed   []packedMark
 	lastText []byte
 	// intervals holds the last gaps between progress lines with times (ns), for the period,
 	// as a ring once full (the period is their median: their order does not matter);
 	// gaps counts the gaps seen.
 	intervals []int64
 	gaps      int
+	// median is the period once the log's scan has ended (settle): the gaps are then let go.
+	median  int64
+	settled bool
 	// step is the last step the process showed.
 	step int64
 	// streaks holds the state of each streak rule; active counts those under way.
@@ -79,7 +85,35 @@ func (p *procState) same(o *procState) bool {
 }
 
 // lastProgress is the process's last progress line.
-func (p *procState) lastProgress() mark { return p.recent[(p.progress-1)%maxPeriods] }
+func (p *procState) lastProgress() mark { return p.at((p.progress - 1) % maxPeriods) }
+
+// at is the mark in slot i of the ring.
+func (p *procState) at(i int) mark {
+	if p.packed != nil {
+		m := p.packed[i]
+		return mark{line: int(m.line), time: m.time, step: int64(m.step)}
+	}
+	return p.recent[i]
+}
+
+// packedMark is a settled ring's mark in 16 bytes instead of 24, when its line and step fit.
+type packedMark struct {
+	time int64
+	line uint32
+	step int32
+}
+
+// pack returns the ring's marks packed, or nil when one does not fit.
+func pack(recent []mark) []packedMark {
+	packed := make([]packedMark, len(recent))
+	for i, m := range recent {
+		if m.line < 0 || m.line > math.MaxUint32 || m.step < math.MinInt32 || m.step > math.MaxInt32 {
+			return nil
+		}
+		packed[i] = packedMark{time: m.time, line: uint32(m.line), step: int32(m.step)}
+	}
+	return packed
+}
 
 // progressBack returns the progress line k lines before the last (0: the last), when the
 // ring still holds it.
@@ -87,17 +121,40 @@ func (p *procState) progressBack(k int) (mark, bool) {
 	if k >= p.progress || k >= maxPeriods {
 		return mark{}, false
 	}
-	return p.recent[(p.progress-1-k)%maxPeriods], true
+	return p.at((p.progress - 1 - k) % maxPeriods), true
 }
 
 // period is the median gap between progress lines, or 0 when the lines had no times.
 func (p *procState) period() time.Duration {
+	if p.settled {
+		return time.Duration(p.median)
+	}
 	if len(p.intervals) == 0 {
 		return 0
 	}
 	s := slices.Clone(p.intervals)
 	slices.Sort(s)
 	return time.Duration(s[len(s)/2])
+}
+
+// settle keeps of the process's progress what analyze reads once its log's scan has ended
+// (finish has run): the period instead of the gaps it is the median of, the ring of recent
+// marks packed (or no larger than it got) and the last progress line too. 16,384 ranks keep 16,384
+// processes until the end of the scan, the bundle's peak.
+func (p *procState) settle() {
+	if p.settled {
+		return
+	}
+	p.median, p.settled = int64(p.period()), true
+	p.intervals, p.streaks = nil, nil // finish has reported the streaks that lasted
+	if p.packed = pack(p.recent); p.packed != nil {
+		p.recent = nil
+	} else if len(p.recent) < cap(p.recent) {
+		p.recent = slices.Clone(p.recent)
+	}
+	if len(p.lastText) < cap(p.lastText) {
+		p.lastText = slices.Clone(p.lastText)
+	}
 }
 
 // maxIntervals bounds the gaps kept for the period.

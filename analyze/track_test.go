@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,4 +30,54 @@ func TestPeriodIsTheMedianOfTheLastGaps(t *testing.T) {
 	}
 	require.Equal(t, time.Second, p.period())
 	require.Len(t, p.intervals, maxIntervals)
+}
+
+// TestSettledProcessReadsAsBefore: once its log's scan has ended a process keeps its period,
+// its last progress line and the ring of recent marks in a smaller form; everything analyze
+// reads afterwards is what it read before, for a ring that fits the packed form and one whose
+// lines or steps do not (a log past 4G lines, a step past 2^31).
+func TestSettledProcessReadsAsBefore(t *testing.T) {
+	type read struct {
+		period time.Duration
+		last   mark
+		back   []mark
+		text   string
+	}
+	readOf := func(p *procState) read {
+		r := read{period: p.period(), last: p.lastProgress(), text: string(p.lastText)}
+		for k := range maxPeriods + 1 {
+			m, ok := p.progressBack(k)
+			if !ok {
+				break
+			}
+			r.back = append(r.back, m)
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name       string
+		lines      int
+		first      int
+		step       int64
+		wantPacked bool
+	}{
+		{"a few lines", 5, 1, 10, true},
+		{"a full ring", 300, 1, 10, true},
+		{"steps past 2^31", 100, 1, 1 << 40, false},
+		{"lines past 4G", 100, 1 << 33, 10, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProcState("logs/w0", "", "w0", "train", 0)
+			at := int64(time.Hour)
+			for i := range c.lines {
+				at += int64(time.Second) * int64(1+i%3)
+				p.sawProgress(mark{line: c.first + 2*i, time: at, step: c.step * int64(i)}, []byte("step "+strconv.Itoa(i)))
+			}
+			before := readOf(p)
+			p.settle()
+			require.Equal(t, before, readOf(p))
+			require.Nil(t, p.intervals)
+			require.Equal(t, c.wantPacked, p.packed != nil)
+		})
+	}
 }

@@ -334,7 +334,8 @@ func mayEnd(t []byte) bool {
 // function a failed call returns through, with its ncclResult_t (1 unhandled CUDA error, 2
 // system error, 3 internal error, 4 invalid argument, 5 invalid usage, 6 remote error; success
 // and "in progress" are never printed), and the NCCL WARN line above it says why. A log that
-// ends in one ends in a failed NCCL call.
+// ends in one ends in a failed NCCL call. NCCL 2.0 to 2.2 printed the level without "NCCL"
+// after the device ("host:pid:tid [0] INFO init.cu:542 -> 2").
 func ncclReturn(t []byte) bool {
 	i := bytes.LastIndex(t, []byte(" -> "))
 	if i < 0 {
@@ -344,11 +345,15 @@ func ncclReturn(t []byte) bool {
 	if len(code) == 0 || code[0] < '1' || code[0] > '6' || len(code) > 1 && code[1] != ' ' {
 		return false
 	}
-	j := bytes.Index(t[:i], []byte("NCCL INFO "))
+	head := []byte("NCCL INFO ")
+	j := bytes.Index(t[:i], head)
 	if j < 0 {
-		return false
+		head = []byte("] INFO ")
+		if j = bytes.Index(t[:i], head); j < 0 {
+			return false
+		}
 	}
-	loc := t[j+len("NCCL INFO ") : i]
+	loc := t[j+len(head) : i]
 	if k := bytes.Index(loc, []byte(" (")); k > 0 && loc[len(loc)-1] == ')' {
 		loc = loc[:k]
 	}

@@ -90,6 +90,16 @@ func TestTerminalOf(t *testing.T) {
 			"node-3:2736:2790 [0] NCCL INFO bootstrap.cc:270 -> 2",
 			"node-3:2736:2736 [0] NCCL INFO init.cc:1921 (ncclCommInitRankFunc) -> 2 [Async thread]",
 		}},
+		{"NCCL 2.0-2.2's error trace has no NCCL word before its level", []string{
+			"node-3:2123:2230 [3] INFO Ring 00 :    0   1   2   3",
+			"node-3:2123:2230 [3] include/socket.h:194 WARN Call to recv failed : Connection reset by peer",
+			"node-3:2123:2230 [3] INFO transport/net_ib.cu:555 -> 2",
+			"node-3:2123:2230 [3] INFO init.cu:542 -> 2",
+		}, []string{
+			"node-3:2123:2230 [3] include/socket.h:194 WARN Call to recv failed : Connection reset by peer",
+			"node-3:2123:2230 [3] INFO transport/net_ib.cu:555 -> 2",
+			"node-3:2123:2230 [3] INFO init.cu:542 -> 2",
+		}},
 		{"a notebook's traceback cut before its exception: IPython's header names what was raised", []string{
 			"epoch 1 step 10 loss 2.1",
 			"---------------------------------------------------------------------------",

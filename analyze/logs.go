@@ -307,12 +307,20 @@ func mergeProcs(a, b *procState) *procState {
 		if other.first.line < base.first.line || base.progress == 0 {
 			base.first = other.first
 		}
-		if last := other.lastProgress(); base.progress == 0 || last.line > base.lastProgress().line {
-			text := slices.Clone(other.lastText)
-			base.sawProgress(last, text)
-			base.progress += other.progress - 1
-		} else {
-			base.progress += other.progress
+		later := base.progress == 0 || other.lastProgress().line > base.lastProgress().line
+		base.mergeRing(other)
+		if later {
+			base.lastText = slices.Clone(other.lastText)
+			if other.step >= 0 {
+				base.step = other.step
+			}
+		}
+		for _, g := range other.intervals {
+			if len(base.intervals) >= maxIntervals {
+				break
+			}
+			base.intervals = append(base.intervals, g)
+			base.gaps++
 		}
 	}
 	base.said.merge(other.said)

@@ -157,6 +157,33 @@ func (p *procState) settle() {
 	}
 }
 
+// ring lists the marks the ring holds, oldest first.
+func (p *procState) ring() []mark {
+	n := min(p.progress, maxPeriods)
+	out := make([]mark, 0, n)
+	for k := n - 1; k >= 0; k-- {
+		m, _ := p.progressBack(k)
+		out = append(out, m)
+	}
+	return out
+}
+
+// mergeRing adds the progress lines of o, a process of the same log, to p's: the two rings'
+// marks in line order, the last maxPeriods kept where the ring's index wants them.
+func (p *procState) mergeRing(o *procState) {
+	marks := append(p.ring(), o.ring()...)
+	slices.SortStableFunc(marks, func(a, b mark) int { return a.line - b.line })
+	if len(marks) > maxPeriods {
+		marks = marks[len(marks)-maxPeriods:]
+	}
+	total := p.progress + o.progress
+	recent := make([]mark, len(marks))
+	for i, m := range marks {
+		recent[(total-len(marks)+i)%maxPeriods] = m
+	}
+	p.recent, p.packed, p.progress = recent, nil, total
+}
+
 // maxIntervals bounds the gaps kept for the period.
 const maxIntervals = 256
 

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -80,4 +81,66 @@ func TestSettledProcessReadsAsBefore(t *testing.T) {
 			require.Equal(t, c.wantPacked, p.packed != nil)
 		})
 	}
+}
+
+// TestMergeProcsKeepsEveryProgressLine: the lines of a log without a prefix and those with
+// its only prefix are one process: their progress lines merge in line order, the ring keeps
+// the last maxPeriods of them and the last is the later of the two, however few lines each
+// had (a ring shorter than maxPeriods was once indexed past its end).
+func TestMergeProcsKeepsEveryProgressLine(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		plain, ranks []int // the lines of each side's progress
+	}{
+		{"few, plain last", []int{4, 5}, []int{1, 2, 3}},
+		{"few, prefixed last", []int{1, 2}, []int{3, 4, 5}},
+		{"one each", []int{2}, []int{1}},
+		{"many interleaved", seq(1, 2, 100), seq(2, 2, 70)},
+		{"many after few", seq(1, 1, 3), seq(4, 1, 90)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mk := func(lines []int, rank int) *procState {
+				p := newProcState("logs/w0", "", "w0", "train", rank)
+				for _, l := range lines {
+					p.sawProgress(mark{line: l, time: int64(l) * int64(time.Second), step: int64(l)}, []byte("step "+strconv.Itoa(l)))
+				}
+				return p
+			}
+			m := mergeProcs(mk(c.plain, -1), mk(c.ranks, 0))
+			all := append(append([]int{}, c.plain...), c.ranks...)
+			slices.Sort(all)
+			require.Equal(t, len(all), m.progress)
+			last := all[len(all)-1]
+			require.Equal(t, last, m.lastProgress().line)
+			require.Equal(t, int64(last), m.step)
+			require.Equal(t, "step "+strconv.Itoa(last), string(m.lastText))
+			require.Equal(t, all[0], m.first.line)
+			var got []int
+			for _, mk := range m.ring() {
+				got = append(got, mk.line)
+			}
+			require.Equal(t, all[max(0, len(all)-maxPeriods):], got)
+		})
+	}
+}
+
+func seq(from, step, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = from + i*step
+	}
+	return out
+}
+
+// TestMixedPrefixLogReadsItsLastStep: a log whose progress lines come with a rank prefix and
+// then without one is read to its last step.
+func TestMixedPrefixLogReadsItsLastStep(t *testing.T) {
+	log := "2024-05-01T10:00:01Z [rank0]: step 1 loss 2.5\n2024-05-01T10:00:02Z [rank0]: step 2 loss 2.4\n" +
+		"2024-05-01T10:00:03Z [rank0]: step 3 loss 2.3\n2024-05-01T10:00:04Z step 4 loss 2.2\n2024-05-01T10:00:05Z step 5 loss 2.1\n"
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, all, log)
+	require.Len(t, res.Logs, 1)
+	require.NotNil(t, res.Logs[0].LastProgress)
+	require.Equal(t, "2024-05-01T10:00:05Z", res.Logs[0].LastProgress.UTC().Format(time.RFC3339))
 }

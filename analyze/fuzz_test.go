@@ -89,3 +89,34 @@ func FuzzRuleSet(f *testing.F) {
 		rs.MatchEvent("Failed", line)
 	})
 }
+
+// FuzzAnalyzeLogs: analyzing plain logs never panics, whatever the lines: the fuzzer shuffles,
+// cuts and mixes lines of the samples' logs (rank prefixes, progress lines, NCCL and Python
+// failures, collector times) into one or two logs. A log whose progress lines lost their rank
+// prefix half-way once indexed a progress ring past its end.
+func FuzzAnalyzeLogs(f *testing.F) {
+	lines := sampleLines(f, 3)
+	for i := 0; i+8 <= len(lines); i += 8 {
+		f.Add(strings.Join(lines[i:i+8], "\n"), strings.Join(lines[len(lines)-8-i:len(lines)-i], "\n"))
+	}
+	f.Add("[rank0]: step 1 loss 2.5\n[rank0]: step 2 loss 2.4\nstep 3 loss 2.3\nstep 4 loss 2.2\n", "")
+	f.Add("2024-05-01T10:00:01Z [1,0]<stdout>:step 1\n2024-05-01T10:00:02Z step 2\n[rank1]: Traceback (most recent call last):\n", "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+	all, err := DefaultRules()
+	if err != nil {
+		f.Fatal(err)
+	}
+	rs, err := NewRuleSet(all)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if len(a)+len(b) > 1<<16 {
+			return
+		}
+		logs := []string{a}
+		if b != "" {
+			logs = append(logs, b)
+		}
+		analyzeLogsWith(t, rs, logs...)
+	})
+}

@@ -190,6 +190,14 @@ func TestTerminalOf(t *testing.T) {
 // analyzeLogs analyzes plain log files as `coroner analyze a.log b.log` does, with rules.
 func analyzeLogs(t *testing.T, rules []*Rule, logs ...string) *Result {
 	t.Helper()
+	rs, err := NewRuleSet(rules)
+	require.NoError(t, err)
+	return analyzeLogsWith(t, rs, logs...)
+}
+
+// analyzeLogsWith is analyzeLogs with a rule set made once (a fuzz target's).
+func analyzeLogsWith(t *testing.T, rs *RuleSet, logs ...string) *Result {
+	t.Helper()
 	dir := t.TempDir()
 	var paths []string
 	for i, l := range logs {
@@ -201,8 +209,6 @@ func analyzeLogs(t *testing.T, rules []*Rule, logs ...string) *Result {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	m, err := parse.Load(b)
-	require.NoError(t, err)
-	rs, err := NewRuleSet(rules)
 	require.NoError(t, err)
 	res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, Options{})
 	require.NoError(t, err)

@@ -313,7 +313,7 @@ func decide(job *unstructured.Unstructured, pods []*corev1.Pod, prior string, no
 	default:
 		t = firstFailedPod(pods, p.HoldPods)
 		if t == nil && prior == "" && p.PendingAfter > 0 && st.phase == phasePending && !anyRan(pods) && !st.since.IsZero() {
-			due := st.since.Add(p.PendingAfter)
+			due := pendingSince(st.since, pods).Add(p.PendingAfter)
 			if now.Before(due) {
 				return decision{recheck: due.Sub(now)}
 			}
@@ -356,6 +356,19 @@ func firstFailedPod(pods []*corev1.Pod, hold bool) *trigger {
 		}
 	}
 	return t
+}
+
+// pendingSince is when a pending job's wait is measured from: its pending condition, or the
+// creation of its last pod when that came later. The diagnosis measures the wait from the
+// creation of the pod it blames, so a job collected at creation + --pending-after is judged
+// past the threshold, not a second short of it.
+func pendingSince(since time.Time, pods []*corev1.Pod) time.Time {
+	for _, p := range pods {
+		if c := p.CreationTimestamp.Time; c.After(since) {
+			since = c
+		}
+	}
+	return since
 }
 
 func anyRan(pods []*corev1.Pod) bool {

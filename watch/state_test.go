@@ -126,6 +126,11 @@ func pod(name string, phase corev1.PodPhase, exit int32, ended time.Time) *corev
 	return p
 }
 
+func created(p *corev1.Pod, at time.Time) *corev1.Pod {
+	p.CreationTimestamp = metav1.NewTime(at)
+	return p
+}
+
 func deleting(p *corev1.Pod) *corev1.Pod {
 	p.DeletionTimestamp = &metav1.Time{Time: t1}
 	return p
@@ -198,6 +203,10 @@ metadata: {name: a, creationTimestamp: "2026-03-14T10:00:00Z"}`
 			decision{trigger: &trigger{Reason: TriggerPodFailed, At: early, Pod: "w"}}},
 		{"pending, not yet due", pending, []*corev1.Pod{pod("w", corev1.PodPending, 0, late)}, "", p, t0.Add(20 * time.Minute), decision{recheck: 40 * time.Minute}},
 		{"pending, due", pending, []*corev1.Pod{pod("w", corev1.PodPending, 0, late)}, "", p, now, decision{trigger: &trigger{Reason: TriggerPending, At: t0.Add(time.Hour)}}},
+		{"pending, due from its last pod's creation", pending, []*corev1.Pod{pod("w", corev1.PodPending, 0, late), created(pod("m", corev1.PodPending, 0, late), t0.Add(2*time.Second))}, "", p, t0.Add(time.Hour + time.Second),
+			decision{recheck: time.Second}},
+		{"pending, due an hour after its last pod", pending, []*corev1.Pod{created(pod("m", corev1.PodPending, 0, late), t0.Add(2*time.Second))}, "", p, now,
+			decision{trigger: &trigger{Reason: TriggerPending, At: t0.Add(time.Hour + 2*time.Second)}}},
 		{"pending, collected once", pending, nil, TriggerPending, p, now, decision{}},
 		{"no Running condition, but a pod runs", pending, []*corev1.Pod{pod("w", corev1.PodRunning, 0, late)}, "", p, now, decision{}},
 		{"pending, --pending-after 0", pending, nil, "", policy{}, now, decision{}},

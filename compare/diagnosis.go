@@ -190,6 +190,18 @@ func byCategory(r *report.Report) map[string]*report.Finding {
 	return out
 }
 
+// sortedUnion lists the keys of a and b, each once, sorted.
+func sortedUnion[A, B any](a map[string]A, b map[string]B) []string {
+	keys := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return sortedKeys(keys)
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -357,28 +357,14 @@ type candidate struct {
 // tested. It returns the changes and where BAD first shows a template GOOD has not.
 func templateChanges(good, bad *runLogs, alpha float64) ([]*Change, *Occurrence) {
 	var cands []*candidate
-	roles := map[string]bool{}
-	for r := range good.roles {
-		roles[r] = true
-	}
-	for r := range bad.roles {
-		roles[r] = true
-	}
-	for _, role := range sortedKeys(roles) {
+	for _, role := range sortedUnion(good.roles, bad.roles) {
 		gr, br := good.roles[role], bad.roles[role]
 		if gr == nil || br == nil {
 			continue // a role only one run has logs of: the spec and the diagnosis say so
 		}
-		texts := map[string]bool{}
-		for t := range gr.templates {
-			texts[t] = true
-		}
-		for t := range br.templates {
-			texts[t] = true
-		}
 		granks, branks := float64(len(gr.pods)), float64(len(br.pods))
 		gsteps, bsteps := gr.steps(), br.steps()
-		for _, t := range sortedKeys(texts) {
+		for _, t := range sortedUnion(gr.templates, br.templates) {
 			c := &candidate{role: role, g: gr.templates[t], b: br.templates[t]}
 			if c.g != nil {
 				c.gc = c.g.count

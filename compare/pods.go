@@ -16,15 +16,8 @@ import (
 // were not collected) counts from the job status's replica counters.
 func podChanges(good, bad *report.Report) []*Change {
 	gs, bs := roleStates(good), roleStates(bad)
-	roles := map[string]bool{}
-	for r := range gs {
-		roles[r] = true
-	}
-	for r := range bs {
-		roles[r] = true
-	}
 	var out []*Change
-	for _, role := range sortedKeys(roles) {
+	for _, role := range sortedUnion(gs, bs) {
 		g, b := gs[role], bs[role]
 		if gt, bt := g.text(), b.text(); gt != bt {
 			out = append(out, &Change{Section: SectionDiagnosis, Kind: "pods", Score: 360, Role: role,

@@ -334,15 +334,8 @@ func specChanges(good, bad *Run, red *redact.Redactor) []*Change {
 	gs, bs := specOf(good.Diagnosis, red), specOf(bad.Diagnosis, red)
 	versionFields(good, gs)
 	versionFields(bad, bs)
-	keys := map[string]bool{}
-	for k := range gs {
-		keys[k] = true
-	}
-	for k := range bs {
-		keys[k] = true
-	}
 	var out []*Change
-	for _, k := range sortedKeys(keys) {
+	for _, k := range sortedUnion(gs, bs) {
 		g, b := gs[k], bs[k]
 		gv, bv := valuesText(g), valuesText(b)
 		if gv == bv {

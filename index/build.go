@@ -406,7 +406,6 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 // documents (and their bleve index), the chunk table, and meta.json last.
 func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, tdocs [][]int32, docs []string, cw *chunkWriter, want meta) error {
 	var h []byte
-	h = append(h, headsMagic...)
 	h = binary.AppendUvarint(h, uint64(len(heads)))
 	var prev bundle.LogStream
 	var prevFirst int64
@@ -425,7 +424,7 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 			refs[d] = append(refs[d], tref{int32(i), int32(k)})
 		}
 	}
-	files := map[string][]byte{headsFile: h, docsFile: encodeDocs(docs, refs), chunksFile: encodeChunks(cw)}
+	files := map[string][]byte{headsFile: packHeads(h), docsFile: encodeDocs(docs, refs), chunksFile: encodeChunks(cw)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err

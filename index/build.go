@@ -282,7 +282,8 @@ const (
 type building struct {
 	cw      *chunkWriter
 	bodiesF *os.File
-	bodies  *bufio.Writer
+	bodiesW *bufio.Writer
+	bodies  bodyWriter
 	// free holds the chunk builders, one per worker: a worker takes one for each log it scans.
 	free     chan *chunkBuilder
 	budget   *logscan.Budget
@@ -290,7 +291,6 @@ type building struct {
 	tdocs    [][]int32 // the text of each template of each log
 	builders []*streamBuilder
 	mu       sync.Mutex
-	bodyOff  int64
 	werr     error
 }
 
@@ -307,8 +307,8 @@ func startBuilding(dir string, logs []bundle.LogStream, workers int) (*building,
 		return nil, err
 	}
 	g := &building{cw: cw, bodiesF: bodiesF,
-		bodies: bufio.NewWriterSize(bodiesF, 256<<10), // many small logs: one write each otherwise
-		free:   make(chan *chunkBuilder, workers), heads: make([][]byte, len(logs)), tdocs: make([][]int32, len(logs)), builders: make([]*streamBuilder, len(logs))}
+		bodiesW: bufio.NewWriterSize(bodiesF, 256<<10), // many small logs: one write each otherwise
+		free:    make(chan *chunkBuilder, workers), heads: make([][]byte, len(logs)), tdocs: make([][]int32, len(logs)), builders: make([]*streamBuilder, len(logs))}
 	for i := 0; i < workers; i++ {
 		g.free <- &chunkBuilder{w: cw}
 	}
@@ -316,6 +316,7 @@ func startBuilding(dir string, logs []bundle.LogStream, workers int) (*building,
 	for _, ls := range logs {
 		size += ls.Size
 	}
+	g.bodies.w = g.bodiesW
 	g.budget = &logscan.Budget{Max: int(min(max(size/docBytes, minDocs), MaxDocs))}
 	return g, nil
 }
@@ -353,9 +354,7 @@ func (g *building) Done(i int, st logscan.Stats, err error) {
 	g.free <- sb.chunk
 	body, cpLen := encodeBody(sb)
 	g.mu.Lock()
-	off := g.bodyOff
-	g.bodyOff += int64(len(body))
-	_, werr := g.bodies.Write(body)
+	off, werr := g.bodies.add(body)
 	g.mu.Unlock()
 	if werr != nil {
 		g.fail(werr)
@@ -378,7 +377,10 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 			werr = err
 		}
 	}
-	if ferr := g.bodies.Flush(); werr == nil {
+	if ferr := g.bodies.finish(); werr == nil {
+		werr = ferr
+	}
+	if ferr := g.bodiesW.Flush(); werr == nil {
 		werr = ferr
 	}
 	if cerr := g.bodiesF.Close(); werr == nil {
@@ -396,7 +398,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 	if keyed {
 		want.Key = contentKey(want, logs, stats)
 	}
-	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.tdocs, g.budget.Keys(), g.cw, want); err != nil {
+	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.bodies.frames, g.tdocs, g.budget.Keys(), g.cw, want); err != nil {
 		return nil, err
 	}
 	return openDir(dir, b.FS, false, &want)
@@ -404,7 +406,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the
 // documents (and their bleve index), the chunk table, and meta.json last.
-func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, tdocs [][]int32, docs []string, cw *chunkWriter, want meta) error {
+func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, frames []frame, tdocs [][]int32, docs []string, cw *chunkWriter, want meta) error {
 	var h []byte
 	h = binary.AppendUvarint(h, uint64(len(heads)))
 	var prev bundle.LogStream
@@ -415,6 +417,7 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 		h = append(h, x...)
 		prev, prevFirst = logs[i], first
 	}
+	h = appendFrames(h, frames)
 	refs := make([][]tref, len(docs))
 	for i, ds := range tdocs {
 		for k, d := range ds {
@@ -424,7 +427,7 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 			refs[d] = append(refs[d], tref{int32(i), int32(k)})
 		}
 	}
-	files := map[string][]byte{headsFile: packHeads(h), docsFile: encodeDocs(docs, refs), chunksFile: encodeChunks(cw)}
+	files := map[string][]byte{headsFile: pack(headsMagic, h), docsFile: encodeDocs(docs, refs), chunksFile: encodeChunks(cw)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err

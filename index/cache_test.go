@@ -128,27 +128,29 @@ func TestCacheDamageIsDetectedAndRebuilt(t *testing.T) {
 func TestDecodeRejectsGarbage(t *testing.T) {
 	// The heads' packing: no magic, a length past what the data can hold or unreadable, a
 	// stream shorter or longer than its length, bytes after it.
-	good := packHeads([]byte("\x00"))
+	good := pack(headsMagic, []byte("\x00\x00")) // no logs, no frames
 	for _, data := range [][]byte{nil, []byte(headsMagic), []byte(headsMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"),
 		[]byte(headsMagic + "\x80\x80\x80\x80\x10"), []byte(headsMagic + "\x05" + string(good[len(headsMagic)+1:])),
 		[]byte(headsMagic + "\x00" + string(good[len(headsMagic)+1:])), append(slices.Clone(good), 0),
 		good[:len(good)-1]} {
-		_, err := decodeHeads(data)
+		_, _, err := decodeHeads(data)
 		require.Error(t, err, "%q", data)
 	}
-	_, err := decodeHeads(good)
+	_, _, err := decodeHeads(good)
 	require.NoError(t, err, "no logs")
 	// Heads that unpack but do not decode.
 	for _, raw := range []string{"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", "\x01\x01a\x00\x00\x00\x00\x00\x05"} {
-		_, err := decodeHeads(packHeads([]byte(raw)))
+		_, _, err := decodeHeads(pack(headsMagic, []byte(raw)))
 		require.Error(t, err, "%q", raw)
 	}
 	for _, data := range [][]byte{nil, []byte(chunksMagic), []byte(chunksMagic + "\x02\x00\x05\x01\x00\x00\x01\x00\x00\x00")} {
 		_, err := decodeChunks(data, 3)
 		require.Error(t, err)
 	}
-	_, err = decodeDocs([]byte(docsMagic + "\x05\x01a"))
-	require.Error(t, err)
+	for _, data := range [][]byte{[]byte(docsMagic + "\x05\x01a"), pack(docsMagic, []byte("\x05\x01a"))} {
+		_, err = decodeDocs(data)
+		require.Error(t, err)
+	}
 }
 
 // TestStreamChangedAfterOpen: a log's part of the index is read when first needed and checked

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -189,7 +190,9 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 	b = binary.AppendVarint(b, unixNano(st.Last)-first)
 	b = binary.AppendUvarint(b, uint64(bodyOff))
 	b = binary.AppendUvarint(b, uint64(len(body)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
+	if !packed(len(body)) { // a pack has one checksum for all its bodies
+		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
+	}
 	b = binary.AppendUvarint(b, uint64(cpLen))
 	o := &sb.over
 	b = binary.AppendUvarint(b, uint64(o.count))
@@ -217,14 +220,14 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 	return append(b, t...)
 }
 
-// packHeads is the heads file of the encoded heads (every stream's identity and head, in
-// path order): its magic, their length and them compressed. Neighbouring logs' heads differ in
-// a few bytes (a pod's containers, the same shapes at the same sizes), and the heads are read
-// whole at open: compressed, the heads of 200,000 files of one line each are a fraction of
-// their 71 bytes a file.
-func packHeads(raw []byte) []byte {
+// pack is an index file of the given magic holding raw compressed: the magic, raw's length and
+// raw compressed (DEFLATE). The heads and the docs are read whole at open and neighbouring
+// entries differ in a few bytes (a pod's containers, the same shapes at the same sizes, the
+// same logs in each text's list): compressed, the heads of 200,000 files of one line each are
+// a fraction of their ~70 bytes a file.
+func pack(magic string, raw []byte) []byte {
 	var out bytes.Buffer
-	out.WriteString(headsMagic)
+	out.WriteString(magic)
 	out.Write(binary.AppendUvarint(nil, uint64(len(raw))))
 	zw, _ := flate.NewWriter(&out, flate.BestSpeed) // only an invalid level fails
 	zw.Write(raw)                                   // a bytes.Buffer does not fail
@@ -232,19 +235,19 @@ func packHeads(raw []byte) []byte {
 	return out.Bytes()
 }
 
-// maxHeadsRatio bounds what a heads file expands to: DEFLATE's own bound is 1032 to 1, and the
+// maxPackRatio bounds what a packed file expands to: DEFLATE's own bound is 1032 to 1, and the
 // length it claims is checked against it before anything is allocated.
-const maxHeadsRatio = 1032
+const maxPackRatio = 1032
 
-// unpackHeads is the encoded heads of a heads file (see packHeads).
-func unpackHeads(data []byte) ([]byte, error) {
-	if len(data) < len(headsMagic) || string(data[:len(headsMagic)]) != headsMagic {
-		return nil, errors.New("not an index heads file")
+// unpack is the content of an index file written by pack with the given magic.
+func unpack(magic string, data []byte) ([]byte, error) {
+	if len(data) < len(magic) || string(data[:len(magic)]) != magic {
+		return nil, errors.New("not an index " + strings.TrimSpace(strings.TrimPrefix(magic, "coroner-index-")) + " file")
 	}
-	data = data[len(headsMagic):]
+	data = data[len(magic):]
 	n, k := binary.Uvarint(data)
-	if k <= 0 || n > uint64(len(data))*maxHeadsRatio+64 || n > math.MaxInt32 {
-		return nil, fmt.Errorf("heads: %w", errCorrupt)
+	if k <= 0 || n > uint64(len(data))*maxPackRatio+64 || n > math.MaxInt32 {
+		return nil, errCorrupt
 	}
 	raw := make([]byte, n)
 	// A bytes.Reader is an io.ByteReader: flate reads no byte past the stream's end, so any
@@ -252,21 +255,22 @@ func unpackHeads(data []byte) ([]byte, error) {
 	br := bytes.NewReader(data[k:])
 	zr := flate.NewReader(br)
 	if _, err := io.ReadFull(zr, raw); err != nil {
-		return nil, fmt.Errorf("heads: %w", errCorrupt)
+		return nil, errCorrupt
 	}
 	if _, err := io.ReadFull(zr, make([]byte, 1)); err != io.EOF || br.Len() != 0 {
-		return nil, fmt.Errorf("heads: %w", errCorrupt) // more than it claims, a broken end, bytes after it
+		return nil, errCorrupt // more than it claims, a broken end, bytes after it
 	}
 	return raw, nil
 }
 
-// decodeHeads reads the heads file: every stream's names, sizes and the place of its body.
-// Its templates stay encoded, a slice of data, until they are first needed; the streams are
-// one allocation and their names substrings of one string, whatever the number of logs.
-func decodeHeads(file []byte) ([]*Stream, error) {
-	data, err := unpackHeads(file)
+// decodeHeads reads the heads file: every stream's names, sizes and the place of its body,
+// then the frames of the bodies file (see frame). A stream's templates stay encoded, a slice
+// of data, until they are first needed; the streams are one allocation and their names
+// substrings of one string, whatever the number of logs.
+func decodeHeads(file []byte) ([]*Stream, []frame, error) {
+	data, err := unpack(headsMagic, file)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("heads: %w", err)
 	}
 	d := &decoder{b: data}
 	slab := make([]Stream, d.count())
@@ -290,12 +294,14 @@ func decodeHeads(file []byte) ([]*Stream, error) {
 		s.Rank = int(d.varint())
 		s.Last = s.First + d.varint()
 		s.bodyOff, s.bodyLen = int64(d.uvarint()), d.int()
-		if len(d.b) < 4 {
-			d.fail()
-			break
+		if !packed(s.bodyLen) {
+			if len(d.b) < 4 {
+				d.fail()
+				break
+			}
+			s.bodyCRC = binary.LittleEndian.Uint32(d.b)
+			d.b = d.b[4:]
 		}
-		s.bodyCRC = binary.LittleEndian.Uint32(d.b)
-		d.b = d.b[4:]
 		s.cpLen = d.int()
 		o := &s.over
 		o.count, o.nsegs, o.linesLen, o.segLen = d.int(), d.int(), d.int(), d.int()
@@ -307,11 +313,15 @@ func decodeHeads(file []byte) ([]*Stream, error) {
 			break
 		}
 	}
+	var frames []frame
+	if d.err == nil {
+		frames = d.frames()
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("heads: %w", d.err)
+		return nil, nil, fmt.Errorf("heads: %w", d.err)
 	}
 	names := string(arena)
 	for i, w := range where {
@@ -319,7 +329,7 @@ func decodeHeads(file []byte) ([]*Stream, error) {
 		s.Path, s.Namespace, s.Pod, s.Container = names[w[0].start:w[0].end], names[w[1].start:w[1].end],
 			names[w[2].start:w[2].end], names[w[3].start:w[3].end]
 	}
-	return streams, nil
+	return streams, frames, nil
 }
 
 // decodeTemplates decodes the stream's templates from its head, once; docs is how many
@@ -411,8 +421,7 @@ const docsMagic = "coroner-index-docs\n"
 // the logs, ascending, and the template's number in each), so that a search decodes the heads
 // of the logs a text it finds is in, and no others.
 func encodeDocs(keys []string, refs [][]tref) []byte {
-	b := []byte(docsMagic)
-	b = binary.AppendUvarint(b, uint64(len(keys)))
+	b := binary.AppendUvarint(nil, uint64(len(keys)))
 	var r []byte
 	for i, k := range keys {
 		b = appendString(b, k)
@@ -426,15 +435,16 @@ func encodeDocs(keys []string, refs [][]tref) []byte {
 		b = binary.AppendUvarint(b, uint64(len(r)))
 		b = append(b, r...)
 	}
-	return b
+	return pack(docsMagic, b)
 }
 
 // decodeDocs reads the template texts; each text's templates stay encoded (see Index.refs).
 func decodeDocs(data []byte) ([]doc, error) {
-	if len(data) < len(docsMagic) || string(data[:len(docsMagic)]) != docsMagic {
-		return nil, errors.New("not an index docs file")
+	data, err := unpack(docsMagic, data)
+	if err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
 	}
-	d := &decoder{b: data[len(docsMagic):]}
+	d := &decoder{b: data}
 	docs := make([]doc, d.count())
 	for i := range docs {
 		docs[i].idx = i

@@ -46,6 +46,7 @@ type Index struct {
 	docs    []doc
 	chunks  *chunkTable
 	bodies  *os.File
+	body    *bodyReader // reads ix.bodies
 	filters *os.File
 	bleve   bleve.Index
 	readers sync.Pool // of *logscan.LineReader, to read lines back with
@@ -263,7 +264,8 @@ func (ix *Index) open(verify bool) error {
 	if data, err = ix.readChecked(headsFile, verify); err != nil {
 		return err
 	}
-	if ix.streams, err = decodeHeads(data); err != nil {
+	var frames []frame
+	if ix.streams, frames, err = decodeHeads(data); err != nil {
 		return err
 	}
 	if len(ix.streams) != ix.meta.Streams || len(ix.docs) != ix.meta.Docs {
@@ -300,7 +302,17 @@ func (ix *Index) open(verify bool) error {
 		}
 		size += int64(s.bodyLen)
 	}
-	for name, want := range map[string]int64{bodiesFile: size, filtersFile: filtersSize(ix.chunks)} {
+	var fileSize, raw int64
+	for _, f := range frames {
+		fileSize, raw = fileSize+int64(f.size), raw+int64(f.raw)
+	}
+	if raw != size {
+		return fmt.Errorf("heads: %w", errCorrupt)
+	}
+	if err := checkFrames(byOff, frames); err != nil {
+		return err
+	}
+	for name, want := range map[string]int64{bodiesFile: fileSize, filtersFile: filtersSize(ix.chunks)} {
 		if f, ok := ix.files[name]; !ok || f.Size != want {
 			return fmt.Errorf("%s does not match meta.json", name)
 		}
@@ -308,6 +320,7 @@ func (ix *Index) open(verify bool) error {
 	if ix.bodies, err = os.Open(filepath.Join(ix.dir, bodiesFile)); err != nil {
 		return err
 	}
+	ix.body = &bodyReader{f: ix.bodies, frames: frames}
 	if ix.filters, err = os.Open(filepath.Join(ix.dir, filtersFile)); err != nil {
 		return err
 	}
@@ -391,12 +404,10 @@ func (ix *Index) loadFrom(s *Stream, body []byte) error {
 		var err error
 		if body == nil {
 			body = make([]byte, s.bodyLen)
-			_, err = ix.bodies.ReadAt(body, s.bodyOff)
-			if err == io.EOF && s.bodyLen == 0 {
-				err = nil
-			}
+			err = ix.body.ReadAt(body, s.bodyOff)
 		}
-		if err == nil && crc32.Checksum(body, castagnoli) != s.bodyCRC {
+		// A packed body was checked with its pack.
+		if err == nil && !packed(s.bodyLen) && crc32.Checksum(body, castagnoli) != s.bodyCRC {
 			err = mismatchError{bodiesFile}
 		}
 		if err == nil {
@@ -437,7 +448,7 @@ func (ix *Index) loadAll(streams []*Stream) error {
 		buf := make([]byte, end-start)
 		if j-i == 1 {
 			buf = nil // load reads it
-		} else if _, err := ix.bodies.ReadAt(buf, start); err != nil {
+		} else if err := ix.body.ReadAt(buf, start); err != nil {
 			buf = nil // each is read alone, and fails alone
 		}
 		for _, s := range streams[i:j] {
@@ -458,19 +469,18 @@ func (ix *Index) loadAll(streams []*Stream) error {
 // checkBodies reads every stream's body and checks it against its checksum, keeping none.
 func (ix *Index) checkBodies() error {
 	var buf []byte
-	for _, s := range ix.streams {
+	// In the bodies' order: a pack is decompressed once for all its bodies.
+	byOff := slices.Clone(ix.streams)
+	slices.SortFunc(byOff, func(a, b *Stream) int { return cmp.Compare(a.bodyOff, b.bodyOff) })
+	for _, s := range byOff {
 		if cap(buf) < s.bodyLen {
 			buf = make([]byte, s.bodyLen)
 		}
 		body := buf[:s.bodyLen]
-		_, err := ix.bodies.ReadAt(body, s.bodyOff)
-		if err == io.EOF && s.bodyLen == 0 {
-			err = nil
-		}
-		if err != nil {
+		if err := ix.body.ReadAt(body, s.bodyOff); err != nil {
 			return fmt.Errorf("the index of %s: %w", s.Path, err)
 		}
-		if crc32.Checksum(body, castagnoli) != s.bodyCRC {
+		if !packed(s.bodyLen) && crc32.Checksum(body, castagnoli) != s.bodyCRC {
 			return fmt.Errorf("the index of %s: %w", s.Path, mismatchError{bodiesFile})
 		}
 	}

@@ -270,6 +270,10 @@ func checkWords(t *testing.T, ix *Index, lines []bfLine, maxWords int) {
 }
 
 func TestSearchEqualsBruteForceOnSamples(t *testing.T) {
+	// Packs of a few bodies (see packMax): a sample's small logs are in many packs, between
+	// the raw bodies of its large ones.
+	defer func(n int) { packMax = n }(packMax)
+	packMax = 1 << 10
 	entries, err := os.ReadDir("../samples")
 	require.NoError(t, err)
 	n := 0
@@ -379,6 +383,8 @@ func TestSearchEqualsBruteForceOnEveryKind(t *testing.T) {
 	}
 	defer func(n int) { batchChunks = n }(batchChunks)
 	batchChunks = 5
+	defer func(n int) { packMax = n }(packMax)
+	packMax = 1 << 10
 	for _, o := range []samplegen.Options{
 		{Kind: samplegen.Distinct, Ranks: 3, Size: 3 << 18},
 		{Kind: samplegen.Numbers, Ranks: 2, Size: 1 << 20},
@@ -392,6 +398,15 @@ func TestSearchEqualsBruteForceOnEveryKind(t *testing.T) {
 			b, ix := buildIndex(t, dir)
 			if o.Kind == samplegen.Distinct {
 				require.Greater(t, ix.chunks.chunks(), 2*batchChunks, "the lines that never repeat are in chunks, in several batches")
+			}
+			if o.Kind == samplegen.TinyFiles {
+				packs := 0
+				for _, f := range ix.body.frames {
+					if f.pack {
+						packs++
+					}
+				}
+				require.Greater(t, packs, 10, "the tiny logs' bodies are in packs, many of them")
 			}
 			lines := bruteLines(t, b)
 			checkWords(t, ix, lines, 60)

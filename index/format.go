@@ -201,6 +201,11 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 	b = binary.AppendUvarint(b, uint64(len(o.segs)))
 	var t []byte
 	t = binary.AppendUvarint(t, uint64(len(sb.templates)))
+	nmasks := 0
+	for _, tb := range sb.templates {
+		nmasks += len(tb.masks)
+	}
+	t = binary.AppendUvarint(t, uint64(nmasks)) // so that a search decodes them into one slice made once
 	for _, tb := range sb.templates {
 		t = binary.AppendUvarint(t, uint64(tb.doc))
 		t = append(t, levelCode(tb.level))
@@ -338,8 +343,10 @@ func (s *Stream) decodeTemplates(docs int) error {
 	s.headOnce.Do(func() {
 		d := &decoder{b: s.heads}
 		s.templates = make([]template, d.count())
-		// Every template's masks in one slice, cut once they are all read.
-		var masks []uint64
+		// Every template's masks in one slice, made at its size (each takes a byte at least) and
+		// cut once they are all read.
+		nmasks := d.count()
+		masks := make([]uint64, 0, nmasks)
 		ends := make([]int32, len(s.templates))
 		total := s.cpLen
 		for k := range s.templates {
@@ -367,7 +374,7 @@ func (s *Stream) decodeTemplates(docs int) error {
 			}
 		}
 		total += s.over.linesLen + s.over.segLen
-		if d.err == nil && (total != s.bodyLen || len(d.b) != 0) {
+		if d.err == nil && (total != s.bodyLen || len(d.b) != 0 || len(masks) != nmasks) {
 			d.fail()
 		}
 		if d.err == nil {

@@ -169,18 +169,19 @@ func checkFrames(byOff []*Stream, frames []frame) error {
 }
 
 // bodyReader reads the bodies back by their place: raw frames from the file, packs
-// decompressed whole (the last few kept: the bodies of neighbouring small logs are read
-// together).
+// decompressed whole and kept, up to keptMax bytes of them (then dropped, all): the windows of
+// evidence and the searches read small logs' bodies in any order, and a pack holds hundreds.
 type bodyReader struct {
 	f      *os.File
 	frames []frame
 	mu     sync.Mutex
-	recent [4]struct {
-		frame int
-		data  []byte
-	}
-	next int
+	kept   map[int][]byte
+	size   int
 }
+
+// keptMax bounds the packs a bodyReader keeps decompressed: the bodies of 1,000,000 logs of a
+// line each.
+const keptMax = 32 << 20
 
 // ReadAt fills p with the bodies from place off on.
 func (br *bodyReader) ReadAt(p []byte, off int64) error {
@@ -213,10 +214,8 @@ func (br *bodyReader) ReadAt(p []byte, off int64) error {
 func (br *bodyReader) unpacked(k int) ([]byte, error) {
 	br.mu.Lock()
 	defer br.mu.Unlock()
-	for _, r := range br.recent {
-		if r.data != nil && r.frame == k {
-			return r.data, nil
-		}
+	if data, ok := br.kept[k]; ok {
+		return data, nil
 	}
 	f := br.frames[k]
 	z := make([]byte, f.size)
@@ -235,7 +234,10 @@ func (br *bodyReader) unpacked(k int) ([]byte, error) {
 	if _, err := io.ReadFull(zr, make([]byte, 1)); err != io.EOF || zb.Len() != 0 {
 		return nil, errCorrupt
 	}
-	br.recent[br.next].frame, br.recent[br.next].data = k, data
-	br.next = (br.next + 1) % len(br.recent)
+	if br.kept == nil || br.size+len(data) > keptMax {
+		br.kept, br.size = map[int][]byte{}, 0
+	}
+	br.kept[k] = data
+	br.size += len(data)
 	return data, nil
 }

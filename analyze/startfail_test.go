@@ -2,9 +2,11 @@ package analyze
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,4 +48,33 @@ func TestCommandNotExecutableUnderContainerd(t *testing.T) {
 	res = analyzeBundle(t, startFailed(`failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "torchrun": executable file not found in $PATH: unknown`), at, Options{})
 	require.NotNil(t, res.RootCause)
 	require.Equal(t, "config-error/executable-not-found", res.RootCause.RuleID, res.VerdictReason)
+}
+
+// TestRuntimeMissingNeedsTheAPIServersWord: a TrainJob's runtime absent from the bundle is
+// reported missing only when the collector recorded the API server's "not found" for it.
+// Kubeflow Trainer's webhook refuses a TrainJob whose runtime does not exist and a finalizer
+// keeps a runtime in use, so without that record the runtime was more likely not collected:
+// a warning says so, and no finding blames the spec.
+func TestRuntimeMissingNeedsTheAPIServersWord(t *testing.T) {
+	files := sampleFiles(t, "trainjob-missing-runtime")
+	at := time.Date(2026, 3, 14, 9, 10, 0, 0, time.UTC)
+	missing := func(res *Result) bool {
+		for _, f := range res.Findings {
+			if f.RuleID == "config-error/runtime-missing" {
+				return true
+			}
+		}
+		return false
+	}
+
+	res := analyzeBundleGaps(t, files, at, []bundle.Gap{{Step: "get", Object: "ClusterTrainingRuntime/torch-distributed-v3",
+		Message: `gone: clustertrainingruntimes.trainer.kubeflow.org "torch-distributed-v3" not found`}}, Options{})
+	require.True(t, missing(res), findingsOf(res))
+
+	for _, gaps := range [][]bundle.Gap{nil, {{Step: "get", Object: "ClusterTrainingRuntime/torch-distributed-v3",
+		Message: `forbidden by RBAC: clustertrainingruntimes.trainer.kubeflow.org "torch-distributed-v3" is forbidden`}}} {
+		res = analyzeBundleGaps(t, files, at, gaps, Options{})
+		require.False(t, missing(res), findingsOf(res))
+		require.Contains(t, strings.Join(res.Warnings, "\n"), "runtime ClusterTrainingRuntime torch-distributed-v3 was not collected")
+	}
 }

@@ -400,8 +400,15 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 	rt := j.Runtime
 	fields := map[string]string{"kind": rt.Kind, "name": rt.Name, "state": "present", "deprecatedBy": rt.DeprecatedBy}
 	if rt.Object == nil {
-		if gap := a.gapFor(rt.Name); gap != "" {
-			a.warnf("runtime %s %s was not collected (%s); its checks were skipped", rt.Kind, rt.Name, gap)
+		msg, notFound := a.collectorSaid(rt.Kind + "/" + rt.Name)
+		if !notFound {
+			// Kubeflow Trainer's webhook refuses a TrainJob whose runtime does not exist and a
+			// finalizer keeps a runtime in use from being deleted: a runtime absent from the
+			// bundle was more likely not collected than gone, unless the API server said so.
+			if msg == "" {
+				msg = "nothing in the bundle says it does not exist"
+			}
+			a.warnf("runtime %s %s was not collected (%s); its checks were skipped", rt.Kind, rt.Name, msg)
 			return
 		}
 		fields["state"] = "missing"
@@ -430,20 +437,21 @@ func (a *analyzer) trainJob(ev func(string, time.Time) Evidence) {
 		Object: &ObjectRef{rt.Kind, rt.Object.GetNamespace(), rt.Name}, Text: rt.DeprecatedBy}})
 }
 
-// gapFor returns the manifest's reason for not collecting an object named name when that
-// reason leaves its existence open (forbidden, timed out), or "". A "not found" gap is an
-// answer, not a gap: the object does not exist.
-func (a *analyzer) gapFor(name string) string {
+// collectorSaid returns what the manifest recorded when the collector tried to get object
+// (kind/name, as the collector names it), and whether that was the API server's "not found":
+// an answer (the object does not exist), where any other record (forbidden, timed out) or none
+// leaves its existence open.
+func (a *analyzer) collectorSaid(object string) (msg string, notFound bool) {
 	mf := a.m.Bundle.Manifest
 	if mf == nil {
-		return ""
+		return "", false
 	}
 	for _, g := range mf.Errors {
-		if strings.Contains(g.Object, name) && !strings.Contains(strings.ToLower(g.Message), "not found") {
-			return g.Message
+		if g.Object == object {
+			return g.Message, strings.Contains(strings.ToLower(g.Message), "not found")
 		}
 	}
-	return ""
+	return "", false
 }
 
 // missingRoles observes the roles with pods expected and none in the bundle, for the kinds

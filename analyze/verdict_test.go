@@ -22,6 +22,13 @@ import (
 // manifest), with opts' thresholds.
 func analyzeBundle(t *testing.T, files map[string]string, collectedAt time.Time, opts Options) *Result {
 	t.Helper()
+	return analyzeBundleGaps(t, files, collectedAt, nil, opts)
+}
+
+// analyzeBundleGaps is analyzeBundle with the gaps the collector recorded in the manifest
+// (the objects it could not get, and why).
+func analyzeBundleGaps(t *testing.T, files map[string]string, collectedAt time.Time, gaps []bundle.Gap, opts Options) *Result {
+	t.Helper()
 	fsys := fstest.MapFS{}
 	var list []bundle.File
 	for p, data := range files {
@@ -31,7 +38,7 @@ func analyzeBundle(t *testing.T, files map[string]string, collectedAt time.Time,
 	sort.Slice(list, func(i, j int) bool { return list[i].Path < list[j].Path })
 	b := &bundle.Bundle{Source: "test", FS: fsys, Files: list, Limits: bundle.DefaultLimits()}
 	if !collectedAt.IsZero() {
-		b.Manifest = &bundle.Manifest{FormatVersion: 1, CollectedAt: &collectedAt}
+		b.Manifest = &bundle.Manifest{FormatVersion: 1, CollectedAt: &collectedAt, Errors: gaps}
 	}
 	m, err := parse.Load(b)
 	require.NoError(t, err)

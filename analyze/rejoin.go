@@ -18,7 +18,10 @@ import (
 //
 // A line looks cut when it is exactly a terminal's width long (80, 100, 120, 132 or 160
 // characters, or a width the log repeats: its longest length, once three lines have it) or
-// ends in a blank (a break at a word boundary). A later line continues it when it is not the
+// ends in a blank (a break at a word boundary). Before a width is learned, a line as long as
+// the log's longest so far is held back one line: the next line of the same length shows that
+// both are a wrap at that width (the first message wrapped at a width no list has, such as
+// 116, is the one that teaches it), and only that next line may continue it. A later line continues it when it is not the
 // start of a record of its own (a date, a traceback) and, if a launcher prefix names its
 // process, is of the same process. A piece wrapped inside a word is continued by the next such
 // line only; a piece that ends in a blank waits up to maxJoinGap lines for one that completes a
@@ -61,7 +64,11 @@ type joiner struct {
 	pending []*piece
 	// The log's longest line length so far and how many lines had it.
 	longest, longestCount int
-	sc                    *Scratch
+	// held is the previous line when it was as long as the longest so far but not yet a
+	// learned width, with its length; a next line of that length continues it.
+	held      *piece
+	heldWidth int
+	sc        *Scratch
 }
 
 // cutWidth says whether a physical line looks cut, and whether at a terminal width; ascii
@@ -119,6 +126,17 @@ func joinText(a, b []byte, wrapped bool) []byte {
 func (s *logScanner) rejoin(l *logscan.Scanned, text []byte, pre linePrefix, rank int, hits []Hit) {
 	j := &s.join
 	cut, wrapped := j.cutWidth(l.Text, l.ASCII)
+	if h := j.held; h != nil {
+		j.held = nil
+		if lineWidth(l.Text, l.ASCII) == j.heldWidth {
+			j.pending = append(j.pending, h)
+		}
+	}
+	if !cut && j.longestCount < 3 && len(l.Text) >= minLearnedWidth {
+		if n := lineWidth(l.Text, l.ASCII); n == j.longest {
+			j.held, j.heldWidth = s.newPiece(l, text, pre, rank, hits, true), n
+		}
+	}
 	if len(j.pending) == 0 && !cut {
 		return
 	}
@@ -168,18 +186,31 @@ func (s *logScanner) rejoin(l *logscan.Scanned, text []byte, pre linePrefix, ran
 	}
 	j.pending = keep
 	if cut && len(fresh) == 0 {
-		rules := make([]*Rule, 0, len(hits))
-		for _, h := range hits {
-			rules = append(rules, h.Rule)
-		}
-		if rank < 0 {
-			rank = contentRank(text)
-		}
-		fresh = append(fresh, &piece{line: l.Number, time: l.Time, at: s.latest, raw: slices.Clone(l.Text), text: slices.Clone(text),
-			stream: pre.stream, rank: rank, wrapped: wrapped, rules: rules, physical: 1})
+		fresh = append(fresh, s.newPiece(l, text, pre, rank, hits, wrapped))
 	}
 	j.pending = append(j.pending, fresh...)
 	if over := len(j.pending) - maxPending; over > 0 {
 		j.pending = j.pending[over:]
 	}
+}
+
+// newPiece is line l as a piece waiting for its continuation.
+func (s *logScanner) newPiece(l *logscan.Scanned, text []byte, pre linePrefix, rank int, hits []Hit, wrapped bool) *piece {
+	rules := make([]*Rule, 0, len(hits))
+	for _, h := range hits {
+		rules = append(rules, h.Rule)
+	}
+	if rank < 0 {
+		rank = contentRank(text)
+	}
+	return &piece{line: l.Number, time: l.Time, at: s.latest, raw: slices.Clone(l.Text), text: slices.Clone(text),
+		stream: pre.stream, rank: rank, wrapped: wrapped, rules: rules, physical: 1}
+}
+
+// lineWidth is a line's width in characters (its length when it is all ASCII).
+func lineWidth(raw []byte, ascii bool) int {
+	if ascii {
+		return len(raw)
+	}
+	return utf8.RuneCount(raw)
 }

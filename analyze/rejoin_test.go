@@ -105,3 +105,24 @@ func TestRejoinSplitByAnotherRank(t *testing.T) {
 	res = scan(t, cut+"\nstep 3 done\n memory. Tried to allocate 2.00 GiB\n", 1<<20)
 	require.Nil(t, findingOf(res.findings, CategoryCUDAOOM))
 }
+
+// TestRejoinAtAWidthTheFirstWrapTeaches: a message hard-wrapped at a width no list has (116
+// columns) is cut inside its first two lines, before three lines could teach the width: two
+// consecutive lines of the same length, the longest so far, are one message; a line of
+// another length does not continue the first.
+func TestRejoinAtAWidthTheFirstWrapTeaches(t *testing.T) {
+	msg := "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 6] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indicates a NCCL/CUDA API hang blocking the watchdog."
+	lines := wrapAt(msg, 116)
+	require.GreaterOrEqual(t, len(lines), 3)
+	require.NotContains(t, lines[0], "watchdog got stuck", "the test must cut the phrase at the first wrap")
+	const stuck = "collective-timeout/nccl-heartbeat-monitor"
+	res := scan(t, "step 10 | loss 2.31\n"+strings.Join(lines, "\n")+"\n", 1<<20)
+	f := findingOfRule(res.findings, stuck)
+	require.NotNil(t, f, "%v", res.findings)
+	require.Equal(t, 2, f.Evidence[0].Line, "the evidence is the message's first physical line")
+	require.Equal(t, 6, f.Rank)
+
+	// The first piece followed by a line of another length: no width is shown, no join.
+	res = scan(t, "step 10 | loss 2.31\n"+lines[0]+"\n"+lines[1][:60]+"\n", 1<<20)
+	require.Nil(t, findingOfRule(res.findings, stuck))
+}

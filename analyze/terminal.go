@@ -562,13 +562,26 @@ func (tf *terminalFailure) failureText() (failure, context string) {
 // endsLog says whether the failure is how the log ends: one of its lines that shows on its
 // own that the process failed (strong) or any of its lines (!strong) comes after the log's
 // last training progress, or ends that progress line itself (a bar the process died in the
-// middle of, with the shell's "Killed" after it).
+// middle of, with the shell's "Killed" after it, or a bar another message was printed after
+// without a newline: "17.07 examples/s][E ProcessGroupGloo.cpp:138] Rank 3 ...").
 func (tf *terminalFailure) endsLog(strong bool) bool {
 	for i, l := range tf.lines {
-		past := l.line > tf.lastProgress || l.line == tf.lastProgress && tf.kinds[i] == kindSignal
+		past := l.line > tf.lastProgress || l.line == tf.lastProgress && (tf.kinds[i] == kindSignal || gluedAfterBar(l.text))
 		if (tf.kinds[i].strong() || !strong) && past {
 			return true
 		}
 	}
 	return false
+}
+
+// gluedAfterBar says whether line t goes on after a progress bar: a bar (tqdm's "|") whose
+// rate closes it ("13.8it/s]", "1.65s/it]", "17.07 examples/s]") with more text after it on
+// the same line, which a process printed while the bar had no newline yet.
+func gluedAfterBar(t []byte) bool {
+	i := max(bytes.LastIndex(t, []byte("/s]")), bytes.LastIndex(t, []byte("/it]")))
+	if i < 0 || !bytes.Contains(t[:i], []byte("|")) {
+		return false
+	}
+	end := i + bytes.IndexByte(t[i:], ']') + 1
+	return len(bytes.TrimSpace(t[end:])) > 0
 }

@@ -259,6 +259,12 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryPreemptedEvicted, ConfidenceMedium, "likely preempted-evicted"},
 		{"the shell's Killed glued to the progress bar the process died in", false, progress + " 6%|###       | 3787/62565 [04:47<1:10:53, 13.82it/s]Killed\n",
 			VerdictUnhealthy, CategoryHostOOM, ConfidenceMedium, "likely host-oom: 'Killed'"},
+		{"a c10 error printed after a progress bar without a newline, cut mid-word", false, progress +
+			"Map (num_proc=14):  70%|######5   | 652383/930514 [6:39:53<4:31:33, 17.07 examples/s][E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty r\n",
+			VerdictUnhealthy, CategoryCollectiveTimeout, ConfidenceMedium, "likely collective-timeout"},
+		{"text after a finished bar that is no failure stays healthy", false, progress +
+			"Map:  100%|##########| 930514/930514 [6:39:53<00:00, 17.07 examples/s]Saving the dataset (1/1 shards)\n",
+			VerdictUnknown, "", "", ""},
 		{"a launcher's summary with only an exit code: failed, cause not in the log", true, progress +
 			"Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 14661)\n  error_file: <N/A>\n",
 			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, "a process failed and its log does not say why"},

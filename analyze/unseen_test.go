@@ -1,0 +1,59 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestFailureClassesOfUnseenLogs: failure wordings first met in logs no rule was written from
+// (a spot check of public threads) are named by their class, by a specific rule with all
+// tiers and by the vocabulary alone, and the peer a symptom blames is the root rank.
+func TestFailureClassesOfUnseenLogs(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	progress := "epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\n"
+	tests := []struct {
+		name     string
+		log      string
+		category Category
+		ruleID   string // with all tiers
+		rank     int    // the root cause's rank with all tiers; -1: none
+	}{
+		{"an op built at start-up fails to compile, the paste ending at ninja's exit",
+			"Building extension module fused_adam...\n" +
+				"[rank1]: Traceback (most recent call last):\n" +
+				"[rank1]:   File \"/env/lib/python3.11/site-packages/torch/utils/cpp_extension.py\", line 2105, in _run_ninja_build\n" +
+				"[rank1]:     subprocess.run(\n" +
+				"[rank1]: subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n",
+			CategoryModuleNotFound, "module-not-found/extension-build-failed", 1},
+		{"the RuntimeError torch raises for it",
+			"Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n" +
+				"RuntimeError: Error building extension 'cpu_adam'\n",
+			CategoryModuleNotFound, "module-not-found/extension-build-failed", -1},
+		{"a monitored barrier's handshake with rank 0 fails on the other ranks: rank 0 is the one to read",
+			progress +
+				"2025-12-19 09:03:13,768 INFO Rank 5 successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n" +
+				" Original exception:\n" +
+				"[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete\n",
+			CategoryCollectiveTimeout, "collective-timeout/monitored-barrier-peer", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tt.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.NotNil(t, res.RootCause)
+			require.Equal(t, tt.category, res.RootCause.Category, res.RootCause.Title)
+			require.Equal(t, tt.ruleID, res.RootCause.RuleID)
+			require.Equal(t, ConfidenceHigh, res.Confidence)
+			if tt.rank >= 0 {
+				require.Equal(t, tt.rank, res.RootCause.Rank, res.RootCause.Title)
+			}
+
+			alone := analyzeLogs(t, WithoutSpecific(all), tt.log)
+			require.NotNil(t, alone.RootCause, alone.VerdictReason)
+			require.Equal(t, tt.category, alone.RootCause.Category, alone.RootCause.Title)
+			require.Equal(t, ConfidenceMedium, alone.Confidence)
+		})
+	}
+}

@@ -337,10 +337,10 @@ func mayEnd(t []byte) bool {
 // ends in one ends in a failed NCCL call. NCCL 2.0 to 2.2 printed the level without "NCCL"
 // after the device ("host:pid:tid [0] INFO init.cu:542 -> 2").
 func ncclReturn(t []byte) bool {
-	i := bytes.LastIndex(t, []byte(" -> "))
-	if i < 0 {
-		return false
+	if bytes.IndexByte(t, '>') < 0 {
+		return false // most lines: IndexByte is vectorised, LastIndex of " -> " is not
 	}
+	i := bytes.LastIndex(t, []byte(" -> "))
 	code := t[i+4:]
 	if len(code) == 0 || code[0] < '1' || code[0] > '6' || len(code) > 1 && code[1] != ' ' {
 		return false

@@ -1,7 +1,7 @@
 package analyze
 
 import (
-	"math"
+	"encoding/binary"
 	"slices"
 	"sort"
 	"strconv"
@@ -42,8 +42,11 @@ type procState struct {
 	progress int
 	first    mark
 	recent   []mark
-	// packed is the ring once the log's scan has ended (settle), when its marks fit.
-	packed   []packedMark
+	// newest and packed are the ring once the log's scan has ended (settle), recent let go:
+	// the last mark, then each older one as the zigzag varints of how far its line, time and
+	// step are from the next newer one's (about 8 bytes a mark instead of 24).
+	newest   mark
+	packed   []byte
 	lastText []byte
 	// intervals holds the last gaps between progress lines with times (ns), for the period,
 	// as a ring once full (the period is their median: their order does not matter);
@@ -85,34 +88,28 @@ func (p *procState) same(o *procState) bool {
 }
 
 // lastProgress is the process's last progress line.
-func (p *procState) lastProgress() mark { return p.at((p.progress - 1) % maxPeriods) }
-
-// at is the mark in slot i of the ring.
-func (p *procState) at(i int) mark {
-	if p.packed != nil {
-		m := p.packed[i]
-		return mark{line: int(m.line), time: m.time, step: int64(m.step)}
-	}
-	return p.recent[i]
+func (p *procState) lastProgress() mark {
+	m, _ := p.progressBack(0)
+	return m
 }
 
-// packedMark is a settled ring's mark in 16 bytes instead of 24, when its line and step fit.
-type packedMark struct {
-	time int64
-	line uint32
-	step int32
-}
-
-// pack returns the ring's marks packed, or nil when one does not fit.
-func pack(recent []mark) []packedMark {
-	packed := make([]packedMark, len(recent))
-	for i, m := range recent {
-		if m.line < 0 || m.line > math.MaxUint32 || m.step < math.MinInt32 || m.step > math.MaxInt32 {
-			return nil
-		}
-		packed[i] = packedMark{time: m.time, line: uint32(m.line), step: int32(m.step)}
+// pack writes the ring's marks, newest first, as newest and packed (see procState).
+func (p *procState) pack() {
+	n := min(p.progress, maxPeriods)
+	if n == 0 || p.recent == nil {
+		return
 	}
-	return packed
+	var buf [maxPeriods * 3 * binary.MaxVarintLen64]byte
+	b := buf[:0]
+	newer := p.recent[(p.progress-1)%maxPeriods]
+	for k := 1; k < n; k++ {
+		m := p.recent[(p.progress-1-k)%maxPeriods]
+		b = binary.AppendVarint(b, int64(newer.line)-int64(m.line))
+		b = binary.AppendVarint(b, newer.time-m.time)
+		b = binary.AppendVarint(b, newer.step-m.step)
+		newer = m
+	}
+	p.newest, p.packed, p.recent = p.recent[(p.progress-1)%maxPeriods], slices.Clone(b), nil
 }
 
 // progressBack returns the progress line k lines before the last (0: the last), when the
@@ -121,7 +118,22 @@ func (p *procState) progressBack(k int) (mark, bool) {
 	if k >= p.progress || k >= maxPeriods {
 		return mark{}, false
 	}
-	return p.at((p.progress - 1 - k) % maxPeriods), true
+	if p.recent != nil {
+		return p.recent[(p.progress-1-k)%maxPeriods], true
+	}
+	m, b := p.newest, p.packed
+	for range k {
+		var d [3]int64
+		for j := range d {
+			v, n := binary.Varint(b)
+			if n <= 0 {
+				return mark{}, false // not written by pack
+			}
+			d[j], b = v, b[n:]
+		}
+		m = mark{line: int(int64(m.line) - d[0]), time: m.time - d[1], step: m.step - d[2]}
+	}
+	return m, true
 }
 
 // period is the median gap between progress lines, or 0 when the lines had no times.
@@ -139,19 +151,15 @@ func (p *procState) period() time.Duration {
 
 // settle keeps of the process's progress what analyze reads once its log's scan has ended
 // (finish has run): the period instead of the gaps it is the median of, the ring of recent
-// marks packed (or no larger than it got) and the last progress line too. 16,384 ranks keep 16,384
-// processes until the end of the scan, the bundle's peak.
+// marks packed (pack) and the last progress line too. 16,384 ranks keep 16,384 processes until
+// the end of the scan, the bundle's peak.
 func (p *procState) settle() {
 	if p.settled {
 		return
 	}
 	p.median, p.settled = int64(p.period()), true
 	p.intervals, p.streaks = nil, nil // finish has reported the streaks that lasted
-	if p.packed = pack(p.recent); p.packed != nil {
-		p.recent = nil
-	} else if len(p.recent) < cap(p.recent) {
-		p.recent = slices.Clone(p.recent)
-	}
+	p.pack()
 	if len(p.lastText) < cap(p.lastText) {
 		p.lastText = slices.Clone(p.lastText)
 	}
@@ -181,7 +189,7 @@ func (p *procState) mergeRing(o *procState) {
 	for i, m := range marks {
 		recent[(total-len(marks)+i)%maxPeriods] = m
 	}
-	p.recent, p.packed, p.progress = recent, nil, total
+	p.recent, p.newest, p.packed, p.progress = recent, mark{}, nil, total
 }
 
 // maxIntervals bounds the gaps kept for the period.

@@ -64,8 +64,10 @@ func TestSettledProcessReadsAsBefore(t *testing.T) {
 	}{
 		{"a few lines", 5, 1, 10, true},
 		{"a full ring", 300, 1, 10, true},
-		{"steps past 2^31", 100, 1, 1 << 40, false},
-		{"lines past 4G", 100, 1 << 33, 10, false},
+		{"steps past 2^31", 100, 1, 1 << 40, true},
+		{"lines past 4G", 100, 1 << 33, 10, true},
+		{"steps going back", 100, 1, -(1 << 62), true},
+		{"no progress", 0, 1, 10, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProcState("logs/w0", "", "w0", "train", 0)

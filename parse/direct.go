@@ -50,7 +50,7 @@ func (m *Model) addTyped(where string, t *yamlbound.Tape) bool {
 	if kind == "Event" {
 		into = &e
 	}
-	if !decodeTape(t, into, m.strs) {
+	if !decodeShared(t, into, m.strs, m.memo) {
 		return false
 	}
 	m.paths[kind+"/"+u.GetNamespace()+"/"+u.GetName()] = where

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -130,4 +131,39 @@ func TestTapeDecodeAgrees(t *testing.T) {
 			require.True(t, reflect.DeepEqual(slow, direct), "%s:\n%#v\n%#v", doc, slow, direct)
 		}
 	}
+}
+
+// TestAlikePodsShareValues: pods that write their containers, resources and owners alike
+// hold one copy of them (16,384 pods of a job are otherwise most of the model's heap), and a
+// pod that writes them otherwise keeps its own; the model is the one the maps give.
+func TestAlikePodsShareValues(t *testing.T) {
+	pod := func(name, gpus string) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: ml\n  labels: {rank: " + name + "}\n" +
+			"  ownerReferences: [{apiVersion: kubeflow.org/v1, kind: PyTorchJob, name: j, uid: u, controller: true}]\n" +
+			"spec:\n  containers:\n  - name: c\n    image: i:1\n    resources: {limits: {nvidia.com/gpu: \"" + gpus + "\"}}\n" +
+			"    volumeMounts: [{name: dshm, mountPath: /dev/shm}]\n")
+	}
+	files := fstest.MapFS{
+		"resources/core/Pod/ml/a.yaml": {Data: pod("a", "8")},
+		"resources/core/Pod/ml/b.yaml": {Data: pod("b", "8")},
+		"resources/core/Pod/ml/c.yaml": {Data: pod("c", "4")},
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one Load worker: one memo for the three
+	b := &bundle.Bundle{Source: "alike", FS: files, Limits: bundle.DefaultLimits()}
+	for _, name := range []string{"resources/core/Pod/ml/a.yaml", "resources/core/Pod/ml/b.yaml", "resources/core/Pod/ml/c.yaml"} {
+		b.Files = append(b.Files, bundle.File{Path: name, Size: int64(len(files[name].Data))})
+	}
+	m := loadBoth(t, b)
+	pa, pb, pc := m.Pod("ml", "a"), m.Pod("ml", "b"), m.Pod("ml", "c")
+	require.NotNil(t, pa)
+	require.NotNil(t, pb)
+	require.NotNil(t, pc)
+	same := func(x, y any) bool { return reflect.ValueOf(x).Pointer() == reflect.ValueOf(y).Pointer() }
+	require.Equal(t, "b", pb.Labels["rank"])
+	require.Equal(t, "c", pc.Labels["rank"])
+	require.True(t, same(pa.Spec.Containers, pb.Spec.Containers), "alike containers are one slice")
+	require.True(t, same(pa.OwnerReferences, pc.OwnerReferences), "alike owners are one slice")
+	require.False(t, same(pa.Spec.Containers, pc.Spec.Containers), "other resources, other containers")
+	require.Equal(t, "4", pc.Spec.Containers[0].Resources.Limits.Name("nvidia.com/gpu", "").String())
+	require.Equal(t, "8", pb.Spec.Containers[0].Resources.Limits.Name("nvidia.com/gpu", "").String())
 }

@@ -49,8 +49,10 @@ type Model struct {
 	// (Model.cut; the typed objects' strings, decodeTyped).
 	spare *spare
 	strs  *interner
-	// tape is a Load worker's tape, reused from file to file (addTyped).
+	// tape is a Load worker's tape, reused from file to file (addTyped), and memo the values
+	// its pods and events share (valueMemo).
 	tape *yamlbound.Tape
+	memo *valueMemo
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
@@ -212,8 +214,9 @@ func (m *Model) loadResources() {
 		go func() {
 			defer wg.Done()
 			tape := &yamlbound.Tape{} // the tokens of a worker's files, one after the other
+			memo := newValueMemo()
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs, tape: tape}
+				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs, tape: tape, memo: memo}
 				part.loadResource(files[i])
 				parts[i] = part
 				if len(tape.Tokens()) > maxKeptTape {

@@ -2,6 +2,7 @@ package parse
 
 import (
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -31,9 +32,15 @@ func decodeTyped(obj map[string]any, into any, strs *interner) bool {
 // fast path's tape of a pod goes straight into the corev1.Pod. A mapping with a key the type
 // has twice declines (a map keeps the last, a walk into a struct would merge them).
 func decodeTape(t *yamlbound.Tape, into any, strs *interner) bool {
+	return decodeShared(t, into, strs, nil)
+}
+
+// decodeShared is decodeTape sharing, through memo (nil: none), the slices, maps and pointers
+// of the objects it decodes with the earlier objects that wrote them alike (see valueMemo).
+func decodeShared(t *yamlbound.Tape, into any, strs *interner, memo *valueMemo) bool {
 	v := reflect.ValueOf(into).Elem()
 	v.SetZero()
-	d := typedDecoder{strs: strs, toks: t.Tokens()}
+	d := typedDecoder{strs: strs, toks: t.Tokens(), memo: memo}
 	return d.value(v, 0, planOf(v.Type()))
 }
 
@@ -162,6 +169,7 @@ func structFields(t reflect.Type, index []int, p *plan) bool {
 type typedDecoder struct {
 	strs *interner
 	toks []yamlbound.Token
+	memo *valueMemo
 }
 
 // value decodes the tape's value at i into v.
@@ -179,6 +187,37 @@ func (d *typedDecoder) value(v reflect.Value, i int, p *plan) bool {
 	if p.unsupported {
 		return false
 	}
+	if d.memo != nil && (tok.Kind == yamlbound.Map || tok.Kind == yamlbound.Seq) &&
+		(p.kind == reflect.Pointer || p.kind == reflect.Slice || p.kind == reflect.Map) {
+		return d.shared(v, i, p)
+	}
+	return d.fresh(v, i, p)
+}
+
+// shared decodes the collection at i into v, a pointer, slice or map, as the value an
+// earlier object decoded from the same tokens into the same type when there is one: the
+// decode of a span of tokens depends on those tokens and the type alone, and nothing reads
+// the model's objects to change them.
+func (d *typedDecoder) shared(v reflect.Value, i int, p *plan) bool {
+	key, ok := d.memo.key(d.toks, i)
+	if !ok {
+		return d.fresh(v, i, p)
+	}
+	if got, ok := d.memo.vals[p][string(key)]; ok {
+		v.Set(got)
+		return true
+	}
+	k := string(key) // the buffer serves the values inside too
+	if !d.fresh(v, i, p) {
+		return false
+	}
+	d.memo.add(p, k, v)
+	return true
+}
+
+// fresh decodes the value at i into v.
+func (d *typedDecoder) fresh(v reflect.Value, i int, p *plan) bool {
+	tok := &d.toks[i]
 	if p.kind == reflect.Pointer {
 		e := reflect.New(v.Type().Elem())
 		if !d.value(e.Elem(), i, p.elem) {
@@ -390,4 +429,66 @@ func (t *interner) get(s string) string {
 	}
 	t.mu.Unlock()
 	return c
+}
+
+// maxMemoKey and maxMemoBytes bound what a valueMemo keeps: the key of one value (a longer
+// collection is decoded afresh each time) and the keys of all (beyond, values are still found
+// but no more are added). A memo lives while a Load worker reads the resources.
+const (
+	maxMemoKey   = 4 << 10
+	maxMemoBytes = 8 << 20
+)
+
+// valueMemo shares the slices, maps and pointers that objects of one kind write alike across
+// the objects a Load worker decodes: 16,384 pods of a job hold the same containers, resource
+// lists, volumes, owners and conditions, each about 2.7 KB as Go values
+// (docs/performance.md). A value is keyed by its type's plan and its tokens, written out
+// whole (kinds, sizes, strings, numbers): equal keys are equal tokens, which decode to equal
+// values.
+type valueMemo struct {
+	vals  map[*plan]map[string]reflect.Value
+	buf   []byte
+	bytes int
+}
+
+func newValueMemo() *valueMemo { return &valueMemo{vals: map[*plan]map[string]reflect.Value{}} }
+
+// key writes the collection at i, everything in it, out as the memo's key, in a buffer the
+// next call reuses; false when it is longer than maxMemoKey.
+func (m *valueMemo) key(toks []yamlbound.Token, i int) ([]byte, bool) {
+	b := m.buf[:0]
+	defer func() { m.buf = b[:0] }()
+	for j := i; j < int(toks[i].End); j++ {
+		t := &toks[j]
+		truth := byte(0)
+		if t.True {
+			truth = 1
+		}
+		b = append(b, byte(t.Kind), truth)
+		b = binary.AppendUvarint(b, uint64(uint32(t.N)))
+		b = binary.AppendUvarint(b, uint64(uint32(int(t.End)-i)))
+		b = binary.AppendUvarint(b, uint64(len(t.Str)))
+		b = append(b, t.Str...)
+		if t.Kind == yamlbound.Float {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.Num))
+		}
+		if len(b) > maxMemoKey {
+			return nil, false
+		}
+	}
+	return b, true
+}
+
+// add keeps v as the value of key, within maxMemoBytes.
+func (m *valueMemo) add(p *plan, key string, v reflect.Value) {
+	if m.bytes+len(key) > maxMemoBytes {
+		return
+	}
+	vs := m.vals[p]
+	if vs == nil {
+		vs = map[string]reflect.Value{}
+		m.vals[p] = vs
+	}
+	vs[key] = v
+	m.bytes += len(key)
 }

@@ -450,7 +450,14 @@ func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool
 		if err != nil {
 			return nil, &fs.PathError{Op: "open", Path: file, Err: err}
 		}
-		n, _ := io.ReadFull(f, head)
+		// A log shorter than the head is read to the size the walk saw, in one read: a
+		// read more for its end of file was a fifth of the sniff's system calls at 200,000
+		// logs of 80 bytes.
+		want := head
+		if size := b.Files[i].Size; size > 0 && size < int64(len(head)) {
+			want = head[:size]
+		}
+		n, _ := io.ReadFull(f, want)
 		form, bad := sniff(head[:n])
 		if form == formPlain {
 			if bad >= binaryShare {

@@ -119,7 +119,7 @@ func (a *analyzer) pod(p *corev1.Pod) {
 // podFields are the facts of a pod that rules read: its phase, status reason, and what it
 // got to do (rules' rootOnlyIf reads these too).
 func (a *analyzer) podFields(p *corev1.Pod) map[string]string {
-	started := a.logsFor[p.Name]
+	started := a.logsFor[[2]string{p.Name, ""}]
 	for _, cs := range p.Status.ContainerStatuses {
 		started = started || cs.State.Running != nil || cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero() ||
 			cs.LastTerminationState.Terminated != nil || cs.RestartCount > 0
@@ -287,7 +287,7 @@ func (a *analyzer) terminated(p *corev1.Pod, cs corev1.ContainerStatus, te *core
 	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(text)})
 	// The termination message (terminationMessagePolicy FallbackToLogsOnError puts the log's
 	// tail there) can carry the real error when the logs are gone.
-	if te.Message != "" && !a.logsFor[p.Name+"/"+cs.Name] {
+	if te.Message != "" && !a.logsFor[[2]string{p.Name, cs.Name}] {
 		for _, line := range strings.Split(te.Message, "\n") {
 			a.matchMessage(line, ev("termination message: "+line), p.Name, cs.Name, te.FinishedAt.Time)
 		}

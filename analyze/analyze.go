@@ -194,8 +194,9 @@ type analyzer struct {
 	rs       *RuleSet
 	res      *Result
 	findings []*Finding
-	// logsFor records which pod/containers have logs in the bundle.
-	logsFor map[string]bool
+	// logsFor records which pods ({pod, ""}) and containers ({pod, container}) have logs in
+	// the bundle: keys of two names, not one joined per log (200,000 logs).
+	logsFor map[[2]string]bool
 	// recovered counts the errors of a job that succeeded that it recovered from.
 	recovered int
 	// recoveredErrors are the errors training went on past (see recoveredByRestart), in
@@ -233,12 +234,12 @@ func (a *analyzer) warnf(format string, args ...any) {
 // output does not depend on scheduling; evidence context is read back through lines.
 func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 	logs := a.m.Logs
-	a.logsFor = map[string]bool{}
+	a.logsFor = make(map[[2]string]bool, len(stats))
 	a.res.Logs = slices.Grow(a.res.Logs, len(stats))
 	for i, st := range stats {
 		ls := logs[i]
-		a.logsFor[ls.Pod+"/"+ls.Container] = true
-		a.logsFor[ls.Pod] = true
+		a.logsFor[[2]string{ls.Pod, ls.Container}] = true
+		a.logsFor[[2]string{ls.Pod, ""}] = true
 		if st.Err != nil {
 			a.warnf("%s: %v (the rest of the log was not read)", ls.Path, st.Err)
 		}

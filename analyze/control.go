@@ -95,9 +95,9 @@ func (a *analyzer) matchMessage(text string, ev Evidence, pod, container string,
 func boolString(b bool) string { return strconv.FormatBool(b) }
 
 func (a *analyzer) pod(p *corev1.Pod) {
-	file := a.m.PathOf("Pod", p.Namespace, p.Name)
+	file, ref := a.m.PathOf("Pod", p.Namespace, p.Name), podRef(p)
 	ev := func(text string) Evidence {
-		return Evidence{Source: SourcePod, File: file, Object: podRef(p), Text: truncateText(text)}
+		return Evidence{Source: SourcePod, File: file, Object: ref, Text: truncateText(text)}
 	}
 	for _, c := range p.Status.Conditions {
 		text := fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
@@ -119,7 +119,7 @@ func (a *analyzer) pod(p *corev1.Pod) {
 // podFields are the facts of a pod that rules read: its phase, status reason, and what it
 // got to do (rules' rootOnlyIf reads these too).
 func (a *analyzer) podFields(p *corev1.Pod) map[string]string {
-	started := a.logsFor[p.Name]
+	started := a.logsFor[[2]string{p.Name, ""}]
 	for _, cs := range p.Status.ContainerStatuses {
 		started = started || cs.State.Running != nil || cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero() ||
 			cs.LastTerminationState.Terminated != nil || cs.RestartCount > 0
@@ -183,6 +183,9 @@ func (a *analyzer) containerStatus(p *corev1.Pod, cs corev1.ContainerStatus, ev 
 		if te != nil {
 			a.terminated(p, cs, te, i == 1, waiting, ev)
 		}
+	}
+	if !a.rs.observes("container-restarts") {
+		return // no rule reads it: its text and fields would be made 200,000 times for nothing
 	}
 	text := fmt.Sprintf("container %s restartCount: %d", cs.Name, cs.RestartCount)
 	t := time.Time{}
@@ -284,7 +287,7 @@ func (a *analyzer) terminated(p *corev1.Pod, cs corev1.ContainerStatus, te *core
 	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(text)})
 	// The termination message (terminationMessagePolicy FallbackToLogsOnError puts the log's
 	// tail there) can carry the real error when the logs are gone.
-	if te.Message != "" && !a.logsFor[p.Name+"/"+cs.Name] {
+	if te.Message != "" && !a.logsFor[[2]string{p.Name, cs.Name}] {
 		for _, line := range strings.Split(te.Message, "\n") {
 			a.matchMessage(line, ev("termination message: "+line), p.Name, cs.Name, te.FinishedAt.Time)
 		}

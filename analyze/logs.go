@@ -304,6 +304,7 @@ func mergeProcs(a, b *procState) *procState {
 		base, other = b, a
 	}
 	if other.progress > 0 {
+		base.marks()
 		if other.first.line < base.first.line || base.progress == 0 {
 			base.first = other.first
 		}

@@ -294,6 +294,9 @@ func (w where) width() float64 {
 	return total
 }
 
+// observes says whether any object rule reads facts of a kind.
+func (rs *RuleSet) observes(kind string) bool { return len(rs.objects[kind]) > 0 }
+
 // matchFact returns the object rules that match a fact, only the most specific of them (and
 // those as specific), so "exit code 137" does not also report "exit code 129-159". Fallback
 // rules are dropped later, by observe, when a pattern rule matched the fact's message.

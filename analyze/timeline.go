@@ -27,7 +27,36 @@ type TimelineEntry struct {
 	FindingID string
 }
 
-var kindOrder = map[string]int{"job": 0, "pod": 1, "container": 2, "event": 3, "finding": 4}
+// kindOrder orders entries of one moment: the job, pods, containers, events, findings.
+func kindOrder(kind string) int {
+	switch kind {
+	case "pod":
+		return 1
+	case "container":
+		return 2
+	case "event":
+		return 3
+	case "finding":
+		return 4
+	}
+	return 0
+}
+
+// timelineCmp orders the timeline: by time, kind, pod and text. It is called some twenty
+// times per entry on a timeline of 600,000 entries (200,000 containers): each key is
+// compared only when the ones before it are equal.
+func timelineCmp(a, b TimelineEntry) int {
+	if c := a.Time.Compare(b.Time); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Pod, b.Pod); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Text, b.Text)
+}
 
 func (a *analyzer) timeline() {
 	pods := a.jobPods()
@@ -129,10 +158,7 @@ func (a *analyzer) timeline() {
 		tl = append(tl, TimelineEntry{Time: *f.Time, Kind: "finding", Pod: f.Pod, Container: f.Container,
 			Text: f.Title, Severity: f.Severity, FindingID: f.ID})
 	}
-	slices.SortStableFunc(tl, func(a, b TimelineEntry) int {
-		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]),
-			strings.Compare(a.Pod, b.Pod), strings.Compare(a.Text, b.Text))
-	})
+	slices.SortStableFunc(tl, timelineCmp)
 	a.res.Timeline = tl
 }
 

@@ -36,25 +36,12 @@ type procState struct {
 	log, stream    string
 	pod, container string
 	rank           int
-	// progress counts progress lines; first is the first, recent the last maxPeriods (a
-	// ring: recent[(progress-1)%maxPeriods] is the last), grown as lines come: a job of
-	// 200,000 logs has 200,000 processes, most with no progress line.
+	// progress counts progress lines; what they showed is in progressMarks, made at the
+	// first: a job of 200,000 logs has 200,000 processes, most with no progress line, and
+	// they are all live at the end of the scan, the peak.
 	progress int
-	first    mark
-	recent   []mark
-	// newest and packed are the ring once the log's scan has ended (settle), recent let go:
-	// the last mark, then each older one as the zigzag varints of how far its line, time and
-	// step are from the next newer one's (about 8 bytes a mark instead of 24).
-	newest   mark
-	packed   []byte
-	lastText []byte
-	// intervals holds the last gaps between progress lines with times (ns), for the period,
-	// as a ring once full (the period is their median: their order does not matter);
-	// gaps counts the gaps seen.
-	intervals []int64
-	gaps      int
-	// median is the period once the log's scan has ended (settle): the gaps are then let go.
-	median  int64
+	*progressMarks
+	// settled: the log's scan has ended (see settle).
 	settled bool
 	// step is the last step the process showed.
 	step int64
@@ -71,6 +58,35 @@ type procState struct {
 	// said is the rank the process's own lines gave it (see contentRanks), when the process
 	// has no rank from a prefix.
 	said contentRanks
+}
+
+// progressMarks is what a process's progress lines showed.
+type progressMarks struct {
+	// first is the first progress line, recent the last maxPeriods (a ring:
+	// recent[(progress-1)%maxPeriods] is the last), grown as lines come.
+	first  mark
+	recent []mark
+	// newest and packed are the ring once the log's scan has ended (settle), recent let go:
+	// the last mark, then each older one as the zigzag varints of how far its line, time and
+	// step are from the next newer one's (about 8 bytes a mark instead of 24).
+	newest   mark
+	packed   []byte
+	lastText []byte
+	// intervals holds the last gaps between progress lines with times (ns), for the period,
+	// as a ring once full (the period is their median: their order does not matter);
+	// gaps counts the gaps seen.
+	intervals []int64
+	gaps      int
+	// median is the period once the log's scan has ended (settle): the gaps are then let go.
+	median int64
+}
+
+// marks returns the process's progress lines, made at the first.
+func (p *procState) marks() *progressMarks {
+	if p.progressMarks == nil {
+		p.progressMarks = &progressMarks{}
+	}
+	return p.progressMarks
 }
 
 func newProcState(log, stream, pod, container string, rank int) *procState {
@@ -138,6 +154,9 @@ func (p *procState) progressBack(k int) (mark, bool) {
 
 // period is the median gap between progress lines, or 0 when the lines had no times.
 func (p *procState) period() time.Duration {
+	if p.progressMarks == nil {
+		return 0
+	}
 	if p.settled {
 		return time.Duration(p.median)
 	}
@@ -157,8 +176,13 @@ func (p *procState) settle() {
 	if p.settled {
 		return
 	}
+	p.streaks = nil // finish has reported the streaks that lasted
+	if p.progressMarks == nil {
+		p.settled = true
+		return
+	}
 	p.median, p.settled = int64(p.period()), true
-	p.intervals, p.streaks = nil, nil // finish has reported the streaks that lasted
+	p.intervals = nil
 	p.pack()
 	if len(p.lastText) < cap(p.lastText) {
 		p.lastText = slices.Clone(p.lastText)
@@ -189,13 +213,15 @@ func (p *procState) mergeRing(o *procState) {
 	for i, m := range marks {
 		recent[(total-len(marks)+i)%maxPeriods] = m
 	}
-	p.recent, p.newest, p.packed, p.progress = recent, mark{}, nil, total
+	l := p.marks()
+	l.recent, l.newest, l.packed, p.progress = recent, mark{}, nil, total
 }
 
 // maxIntervals bounds the gaps kept for the period.
 const maxIntervals = 256
 
 func (p *procState) sawProgress(m mark, text []byte) {
+	p.marks()
 	if p.progress > 0 {
 		if last := p.lastProgress(); last.time != 0 && m.time > last.time {
 			if len(p.intervals) < maxIntervals {

@@ -125,7 +125,7 @@ func (b *Bundle) addPlainLogs(ctx context.Context, paths []string, stdin io.Read
 	}
 	sortFiles(b.Files)
 	// A log saved by PowerShell (UTF-16) or an old Mac tool ("\r" line ends) is read decoded.
-	over, err := b.decodeLogs(ctx, vfs.files)
+	over, err := b.decodeLogs(ctx, vfs.real)
 	if err != nil {
 		return err
 	}
@@ -320,6 +320,12 @@ func spoolStdin(ctx context.Context, r io.Reader, lim Limits) (*scratch.File, er
 type pathFS struct {
 	files map[string]string // virtual path -> real path
 	names map[string]string // virtual path -> the name reports show
+}
+
+// real is the real file of a virtual path.
+func (p *pathFS) real(name string) (string, bool) {
+	r, ok := p.files[name]
+	return r, ok
 }
 
 func (p *pathFS) Open(name string) (fs.File, error) {

@@ -53,3 +53,33 @@ func forgetRecovered(lines []tailLine, kinds []lineKind) {
 func isIgnoredHeader(t []byte) bool {
 	return bytes.HasPrefix(t, []byte("Exception ignored "))
 }
+
+// ignoredTrace follows, in a log's scan, a traceback Python printed as ignored: from its
+// "Exception ignored in:" header through its frames to the exception line that closes it.
+// No rule's finding is made of those lines: the process went on, so the exception (an
+// AssertionError from a DataLoader iterator's __del__, an AttributeError at interpreter
+// shutdown) is not a failure, whichever rule would name it. A traceback cut before its
+// exception ends at the first line that is neither a frame nor an exception: that line is
+// matched as any other.
+type ignoredTrace struct {
+	on     bool
+	stream string // the launcher prefix of the header's process: other processes' lines interleave
+}
+
+// survived says whether a line (text, after its launcher prefix, of process stream) is part
+// of an ignored traceback, and so says nothing about how its process ended.
+func (g *ignoredTrace) survived(text []byte, stream string) bool {
+	t := bytes.TrimSpace(text)
+	if isIgnoredHeader(t) {
+		g.on, g.stream = true, stream
+		return true
+	}
+	if !g.on || stream != g.stream {
+		return false
+	}
+	if isTracebackHeader(t) || bytes.HasPrefix(t, []byte("File \"")) || len(text) > 0 && (text[0] == ' ' || text[0] == '\t') {
+		return true // the traceback's header, a frame or a frame's source line
+	}
+	g.on = false
+	return kindOf(t) == kindException
+}

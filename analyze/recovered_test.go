@@ -28,11 +28,45 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"    self._shutdown_workers()\n" +
 			"  File \"/opt/conda/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 378, in _shutdown_workers\n" +
 			"    self.worker_result_queue.get()\n",
+		// pytorch/pytorch#14343: the same teardown pasted whole, down to the exception that
+		// closes it, which the catch-all Python exception rule would otherwise name.
+		"an ignored exception, pasted whole": "Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x114accb70>>\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/Users/powerz/anaconda3/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 399, in __del__\n" +
+			"    self._shutdown_workers()\n" +
+			"  File \"/Users/powerz/anaconda3/lib/python3.6/multiprocessing/queues.py\", line 337, in get\n" +
+			"    return _ForkingPickler.loads(res)\n" +
+			"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n",
 	}
 	for name, log := range logs {
 		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
 			res := analyzeLogs(t, rules, log)
 			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: root cause: %+v", name, res.RootCause)
 		}
+	}
+}
+
+// TestIgnoredThenRaised: an exception raised after an ignored one is still how the process
+// ended; only the ignored traceback's own lines are survived.
+func TestIgnoredThenRaised(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// pytorch/pytorch#14343's ignored teardown, then a crash of the training loop.
+	log := "Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x114accb70>>\n" +
+		"Traceback (most recent call last):\n" +
+		"  File \"/Users/powerz/anaconda3/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 399, in __del__\n" +
+		"    self._shutdown_workers()\n" +
+		"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n" +
+		"epoch 3 step 120 loss 1.25\n" +
+		"Traceback (most recent call last):\n" +
+		"  File \"train.py\", line 88, in <module>\n" +
+		"    batch = batch[\"input_ids\"]\n" +
+		"KeyError: 'input_ids'\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict)
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, "user-code-error", string(res.RootCause.Category))
+		require.Contains(t, res.RootCause.Evidence[0].Text, "KeyError")
 	}
 }

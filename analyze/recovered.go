@@ -18,29 +18,47 @@ var recoveryWords = []string{"will retry", "retrying", "retry loop", "falling ba
 var recoveryMatcher = literal.NewMatcher(recoveryWords)
 
 // isRecovery says whether line t says that something that failed is retried or replaced.
-func isRecovery(t []byte) bool {
+func isRecovery(t []byte) bool { return hasWords(recoveryMatcher, recoveryWords, t) }
+
+// hasWords says whether line t holds one of words (m matches them) at word boundaries.
+func hasWords(m *literal.Matcher, words []string, t []byte) bool {
 	var buf [4]literal.Hit
-	for _, h := range literal.Append(recoveryMatcher, t, buf[:0]) {
-		if n := len(recoveryWords[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
+	for _, h := range literal.Append(m, t, buf[:0]) {
+		if n := len(words[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
 			return true
 		}
 	}
 	return false
 }
 
+// A batch-size finder runs a few steps at growing sizes and catches the out-of-memory error
+// of the first size that does not fit, then goes on with a smaller one: Lightning's
+// BatchSizeFinder prints "Batch size 16 failed, trying batch size 8" and "Finished batch size
+// finder, will continue with full run using batch size 8" (Lightning-AI/pytorch-lightning#18426,
+// and its tuner's batch_size_scaling.py), other probes "* Trying batch size 256... Failed (CUDA
+// out of memory...)". Such a line is a recovery, and its own failure was caught by design: a
+// finder that runs out of sizes raises, and that exception, after it, is the end.
+var probeWords = []string{"trying batch size", "batch size finder"}
+
+var probeMatcher = literal.NewMatcher(probeWords)
+
+// isProbe says whether line t reports a step of a batch-size finder.
+func isProbe(t []byte) bool { return hasWords(probeMatcher, probeWords, t) }
+
 // forgetRecovered drops the error lines (kindError: an ERROR or a failure word, nothing that
 // shows on its own that a process ended) printed before the log's last recovery line; the
-// recovery line itself keeps its kind, so a log that ends retrying still ends in its error.
+// recovery line itself keeps its kind, so a log that ends retrying still ends in its error,
+// unless it is a batch-size finder's step, whose failure the finder caught.
 func forgetRecovered(lines []tailLine, kinds []lineKind) {
 	last := -1
 	for i := len(lines) - 1; i >= 0; i-- {
-		if isRecovery(lines[i].text) {
+		if isRecovery(lines[i].text) || isProbe(lines[i].text) {
 			last = i
 			break
 		}
 	}
-	for i := 0; i < last; i++ {
-		if kinds[i] == kindError {
+	for i := 0; i <= last; i++ {
+		if kinds[i] == kindError && (i < last || isProbe(lines[i].text)) {
 			kinds[i] = kindNone
 		}
 	}

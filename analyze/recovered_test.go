@@ -37,6 +37,14 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"  File \"/Users/powerz/anaconda3/lib/python3.6/multiprocessing/queues.py\", line 337, in get\n" +
 			"    return _ForkingPickler.loads(res)\n" +
 			"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n",
+		// p-e-w/heretic#362: a batch-size probe catches the OOM of the sizes that do not fit
+		// and picks the largest that does (this row is also in the session-13 spot set).
+		"a batch-size probe": "Determining optimal batch size...\n" +
+			"* Trying batch size 128... Ok (814 tokens/s)\n" +
+			"* Trying batch size 256... Failed (CUDA out of memory...)\n" +
+			"* Trying batch size 192... Ok (902 tokens/s)\n" +
+			"* Trying batch size 248... Failed (CUDA out of memory...)\n" +
+			"* Chosen batch size: 240\n",
 	}
 	for name, log := range logs {
 		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
@@ -68,5 +76,26 @@ func TestIgnoredThenRaised(t *testing.T) {
 		require.NotNil(t, res.RootCause)
 		require.Equal(t, "user-code-error", string(res.RootCause.Category))
 		require.Contains(t, res.RootCause.Evidence[0].Text, "KeyError")
+	}
+}
+
+// TestProbeThenOOM: a batch-size finder's caught failures are no end, but an out-of-memory
+// error raised after it (the run at the chosen size did not fit either) still is.
+func TestProbeThenOOM(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
+	log := "Batch size 8 succeeded, trying batch size 16\n" +
+		"Batch size 16 failed, trying batch size 8\n" +
+		"Finished batch size finder, will continue with full run using batch size 16\n" +
+		"Traceback (most recent call last):\n" +
+		"  File \"train.py\", line 40, in <module>\n" +
+		"    trainer.fit(model)\n" +
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict)
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, "cuda-oom", string(res.RootCause.Category))
 	}
 }

@@ -54,48 +54,40 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 	}
 }
 
-// TestIgnoredThenRaised: an exception raised after an ignored one is still how the process
-// ended; only the ignored traceback's own lines are survived.
-func TestIgnoredThenRaised(t *testing.T) {
+// TestFailureAfterRecovery: what a run survived is forgotten, never what came after it: an
+// exception raised after an ignored one, an out-of-memory error after a batch-size finder
+// (the run at the size it chose did not fit either) are how the process ended, by either tier.
+func TestFailureAfterRecovery(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
-	// pytorch/pytorch#14343's ignored teardown, then a crash of the training loop.
-	log := "Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x114accb70>>\n" +
-		"Traceback (most recent call last):\n" +
-		"  File \"/Users/powerz/anaconda3/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 399, in __del__\n" +
-		"    self._shutdown_workers()\n" +
-		"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n" +
-		"epoch 3 step 120 loss 1.25\n" +
-		"Traceback (most recent call last):\n" +
-		"  File \"train.py\", line 88, in <module>\n" +
-		"    batch = batch[\"input_ids\"]\n" +
-		"KeyError: 'input_ids'\n"
-	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
-		res := analyzeLogs(t, rules, log)
-		require.Equal(t, VerdictUnhealthy, res.Verdict)
-		require.NotNil(t, res.RootCause)
-		require.Equal(t, "user-code-error", string(res.RootCause.Category))
-		require.Contains(t, res.RootCause.Evidence[0].Text, "KeyError")
-	}
-}
-
-// TestProbeThenOOM: a batch-size finder's caught failures are no end, but an out-of-memory
-// error raised after it (the run at the chosen size did not fit either) still is.
-func TestProbeThenOOM(t *testing.T) {
-	all, err := DefaultRules()
-	require.NoError(t, err)
-	// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
-	log := "Batch size 8 succeeded, trying batch size 16\n" +
-		"Batch size 16 failed, trying batch size 8\n" +
-		"Finished batch size finder, will continue with full run using batch size 16\n" +
-		"Traceback (most recent call last):\n" +
-		"  File \"train.py\", line 40, in <module>\n" +
-		"    trainer.fit(model)\n" +
-		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n"
-	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
-		res := analyzeLogs(t, rules, log)
-		require.Equal(t, VerdictUnhealthy, res.Verdict)
-		require.NotNil(t, res.RootCause)
-		require.Equal(t, "cuda-oom", string(res.RootCause.Category))
+	for _, c := range []struct{ name, log, category, evidence string }{
+		// pytorch/pytorch#14343's ignored teardown, then a crash of the training loop.
+		{"raised after an ignored exception", "Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x114accb70>>\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/Users/powerz/anaconda3/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 399, in __del__\n" +
+			"    self._shutdown_workers()\n" +
+			"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n" +
+			"epoch 3 step 120 loss 1.25\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 88, in <module>\n" +
+			"    batch = batch[\"input_ids\"]\n" +
+			"KeyError: 'input_ids'\n", "user-code-error", "KeyError"},
+		// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
+		{"out of memory after a batch-size finder", "Batch size 8 succeeded, trying batch size 16\n" +
+			"Batch size 16 failed, trying batch size 8\n" +
+			"Finished batch size finder, will continue with full run using batch size 16\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 40, in <module>\n" +
+			"    trainer.fit(model)\n" +
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
+			"cuda-oom", "OutOfMemoryError"},
+	} {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, c.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, c.name)
+			require.NotNil(t, res.RootCause, c.name)
+			require.Equal(t, c.category, string(res.RootCause.Category), c.name)
+			require.Contains(t, res.RootCause.Evidence[0].Text, c.evidence, c.name)
+		}
 	}
 }

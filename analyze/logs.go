@@ -53,6 +53,8 @@ type logScanner struct {
 	join joiner
 	// rank is the first torchrun rank the log's lines show, or -1.
 	rank int
+	// ignored follows a traceback Python printed as ignored (recovered.go).
+	ignored ignoredTrace
 }
 
 // textFact is an object fact read from a log line.
@@ -141,6 +143,10 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if s.mayMatch(l) {
 		hits = s.rs.Match(text, s.sc)
 	}
+	survived := s.ignored.survived(text, pre.stream)
+	if survived {
+		hits = nil
+	}
 	// Every process the log shows is known, whether a line of it matched or not: a rank
 	// that printed only routine lines is still one the others may have waited for.
 	p := s.procs[pre.stream]
@@ -161,7 +167,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if rank < 0 && (len(hits) > 0 || len(s.sc.state) > 0 || progress) {
 		rank = contentRank(text)
 	}
-	defer s.rejoin(l, text, pre, rank, hits)
+	if !survived {
+		defer s.rejoin(l, text, pre, rank, hits) // a survived line neither is nor continues a cut message
+	}
 	if len(hits) == 0 && len(s.sc.state) == 0 && !progress {
 		return
 	}

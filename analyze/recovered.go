@@ -18,29 +18,47 @@ var recoveryWords = []string{"will retry", "retrying", "retry loop", "falling ba
 var recoveryMatcher = literal.NewMatcher(recoveryWords)
 
 // isRecovery says whether line t says that something that failed is retried or replaced.
-func isRecovery(t []byte) bool {
+func isRecovery(t []byte) bool { return hasWords(recoveryMatcher, recoveryWords, t) }
+
+// hasWords says whether line t holds one of words (m matches them) at word boundaries.
+func hasWords(m *literal.Matcher, words []string, t []byte) bool {
 	var buf [4]literal.Hit
-	for _, h := range literal.Append(recoveryMatcher, t, buf[:0]) {
-		if n := len(recoveryWords[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
+	for _, h := range literal.Append(m, t, buf[:0]) {
+		if n := len(words[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
 			return true
 		}
 	}
 	return false
 }
 
+// A batch-size finder runs a few steps at growing sizes and catches the out-of-memory error
+// of the first size that does not fit, then goes on with a smaller one: Lightning's
+// BatchSizeFinder prints "Batch size 16 failed, trying batch size 8" and "Finished batch size
+// finder, will continue with full run using batch size 8" (Lightning-AI/pytorch-lightning#18426,
+// and its tuner's batch_size_scaling.py), other probes "* Trying batch size 256... Failed (CUDA
+// out of memory...)". Such a line is a recovery, and its own failure was caught by design: a
+// finder that runs out of sizes raises, and that exception, after it, is the end.
+var probeWords = []string{"trying batch size", "batch size finder"}
+
+var probeMatcher = literal.NewMatcher(probeWords)
+
+// isProbe says whether line t reports a step of a batch-size finder.
+func isProbe(t []byte) bool { return hasWords(probeMatcher, probeWords, t) }
+
 // forgetRecovered drops the error lines (kindError: an ERROR or a failure word, nothing that
 // shows on its own that a process ended) printed before the log's last recovery line; the
-// recovery line itself keeps its kind, so a log that ends retrying still ends in its error.
+// recovery line itself keeps its kind, so a log that ends retrying still ends in its error,
+// unless it is a batch-size finder's step, whose failure the finder caught.
 func forgetRecovered(lines []tailLine, kinds []lineKind) {
 	last := -1
 	for i := len(lines) - 1; i >= 0; i-- {
-		if isRecovery(lines[i].text) {
+		if isRecovery(lines[i].text) || isProbe(lines[i].text) {
 			last = i
 			break
 		}
 	}
-	for i := 0; i < last; i++ {
-		if kinds[i] == kindError {
+	for i := 0; i <= last; i++ {
+		if kinds[i] == kindError && (i < last || isProbe(lines[i].text)) {
 			kinds[i] = kindNone
 		}
 	}
@@ -52,4 +70,34 @@ func forgetRecovered(lines []tailLine, kinds []lineKind) {
 // then the traceback and the exception. The process went on; that exception is not its end.
 func isIgnoredHeader(t []byte) bool {
 	return bytes.HasPrefix(t, []byte("Exception ignored "))
+}
+
+// ignoredTrace follows, in a log's scan, a traceback Python printed as ignored: from its
+// "Exception ignored in:" header through its frames to the exception line that closes it.
+// No rule's finding is made of those lines: the process went on, so the exception (an
+// AssertionError from a DataLoader iterator's __del__, an AttributeError at interpreter
+// shutdown) is not a failure, whichever rule would name it. A traceback cut before its
+// exception ends at the first line that is neither a frame nor an exception: that line is
+// matched as any other.
+type ignoredTrace struct {
+	on     bool
+	stream string // the launcher prefix of the header's process: other processes' lines interleave
+}
+
+// survived says whether a line (text, after its launcher prefix, of process stream) is part
+// of an ignored traceback, and so says nothing about how its process ended.
+func (g *ignoredTrace) survived(text []byte, stream string) bool {
+	t := bytes.TrimSpace(text)
+	if isIgnoredHeader(t) {
+		g.on, g.stream = true, stream
+		return true
+	}
+	if !g.on || stream != g.stream {
+		return false
+	}
+	if isTracebackHeader(t) || bytes.HasPrefix(t, []byte("File \"")) || len(text) > 0 && (text[0] == ' ' || text[0] == '\t') {
+		return true // the traceback's header, a frame or a frame's source line
+	}
+	g.on = false
+	return kindOf(t) == kindException
 }

@@ -28,11 +28,66 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"    self._shutdown_workers()\n" +
 			"  File \"/opt/conda/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 378, in _shutdown_workers\n" +
 			"    self.worker_result_queue.get()\n",
+		// pytorch/pytorch#14343: the same teardown pasted whole, down to the exception that
+		// closes it, which the catch-all Python exception rule would otherwise name.
+		"an ignored exception, pasted whole": "Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x114accb70>>\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/Users/powerz/anaconda3/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 399, in __del__\n" +
+			"    self._shutdown_workers()\n" +
+			"  File \"/Users/powerz/anaconda3/lib/python3.6/multiprocessing/queues.py\", line 337, in get\n" +
+			"    return _ForkingPickler.loads(res)\n" +
+			"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n",
+		// p-e-w/heretic#362: a batch-size probe catches the OOM of the sizes that do not fit
+		// and picks the largest that does (this row is also in the session-13 spot set).
+		"a batch-size probe": "Determining optimal batch size...\n" +
+			"* Trying batch size 128... Ok (814 tokens/s)\n" +
+			"* Trying batch size 256... Failed (CUDA out of memory...)\n" +
+			"* Trying batch size 192... Ok (902 tokens/s)\n" +
+			"* Trying batch size 248... Failed (CUDA out of memory...)\n" +
+			"* Chosen batch size: 240\n",
 	}
 	for name, log := range logs {
 		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
 			res := analyzeLogs(t, rules, log)
 			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: root cause: %+v", name, res.RootCause)
+		}
+	}
+}
+
+// TestFailureAfterRecovery: what a run survived is forgotten, never what came after it: an
+// exception raised after an ignored one, an out-of-memory error after a batch-size finder
+// (the run at the size it chose did not fit either) are how the process ended, by either tier.
+func TestFailureAfterRecovery(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, c := range []struct{ name, log, category, evidence string }{
+		// pytorch/pytorch#14343's ignored teardown, then a crash of the training loop.
+		{"raised after an ignored exception", "Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x114accb70>>\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/Users/powerz/anaconda3/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 399, in __del__\n" +
+			"    self._shutdown_workers()\n" +
+			"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n" +
+			"epoch 3 step 120 loss 1.25\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 88, in <module>\n" +
+			"    batch = batch[\"input_ids\"]\n" +
+			"KeyError: 'input_ids'\n", "user-code-error", "KeyError"},
+		// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
+		{"out of memory after a batch-size finder", "Batch size 8 succeeded, trying batch size 16\n" +
+			"Batch size 16 failed, trying batch size 8\n" +
+			"Finished batch size finder, will continue with full run using batch size 16\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 40, in <module>\n" +
+			"    trainer.fit(model)\n" +
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
+			"cuda-oom", "OutOfMemoryError"},
+	} {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, c.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, c.name)
+			require.NotNil(t, res.RootCause, c.name)
+			require.Equal(t, c.category, string(res.RootCause.Category), c.name)
+			require.Contains(t, res.RootCause.Evidence[0].Text, c.evidence, c.name)
 		}
 	}
 }

@@ -33,6 +33,9 @@ type RuleSet struct {
 	progPats    []pattern
 	progAC      *literal.Matcher
 	progLitPats [][]patSet
+	// both holds the rules' literals and then the progress literals (ids from len(lits)):
+	// a line that both look at is read once (see Scratch.both).
+	both *literal.Matcher
 }
 
 type pattern struct {
@@ -162,12 +165,36 @@ func (rs *RuleSet) compileProgress() {
 	}
 	rs.progLitPats = table.pats
 	rs.progAC = literal.NewMatcher(table.lits)
+	rs.both = literal.NewMatcher(append(slices.Clip(rs.lits), table.lits...))
+}
+
+// progressLiterals puts the progress literals of text in sc.progHits; when sc.both is set,
+// the rules' literals too, in sc.hits, in the same pass, for the Match that follows.
+func (rs *RuleSet) progressLiterals(text []byte, sc *Scratch) {
+	if !sc.both {
+		sc.progHits = literal.Append(rs.progAC, text, sc.progHits[:0])
+		return
+	}
+	sc.both, sc.found = false, true
+	sc.progHits = literal.Append(rs.both, text, sc.progHits[:0])
+	n := int32(len(rs.lits))
+	sc.hits = sc.hits[:0]
+	rest := sc.progHits[:0] // filtered in place
+	for _, h := range sc.progHits {
+		if h.ID < n {
+			sc.hits = append(sc.hits, h)
+		} else {
+			h.ID -= n
+			rest = append(rest, h)
+		}
+	}
+	sc.progHits = rest
 }
 
 // matchProgress says whether a line shows training progress, and its step when the
 // pattern has a step group (-1 otherwise).
 func (rs *RuleSet) matchProgress(text []byte, sc *Scratch) (ok bool, step int64) {
-	sc.progHits = literal.Append(rs.progAC, text, sc.progHits[:0])
+	rs.progressLiterals(text, sc)
 	seen := sc.progSeen[:0]
 	for range rs.progPats {
 		seen = append(seen, 0)
@@ -224,6 +251,9 @@ type Scratch struct {
 	// progHits and progSeen are matchProgress's hits and sets seen by pattern.
 	progHits []literal.Hit
 	progSeen []uint8
+	// both asks matchProgress to find the rules' literals of the line too, for the Match
+	// that follows it; found says hits holds them.
+	both, found bool
 	// tail, shapes and progress are a log scan's buffers, handed from one log to the next
 	// (logScanner.release): the lines of a 16 KiB log cost less than making them anew.
 	tail     tailBuf
@@ -253,7 +283,10 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 	}
 	sc.cands, sc.touch, sc.state = sc.cands[:0], sc.touch[:0], sc.state[:0]
 	gen := sc.gen
-	sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
+	if !sc.found {
+		sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
+	}
+	sc.found = false
 	for _, h := range sc.hits {
 		for _, ps := range rs.litPats[h.ID] {
 			if sc.mark[ps.pat] != gen {

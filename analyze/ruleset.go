@@ -20,8 +20,10 @@ type RuleSet struct {
 	stateful []*Rule
 	progress []*Rule
 
-	pats    []pattern
-	lits    []string // the literals of the patterns' required sets, by id
+	pats []pattern
+	lits []string // the literals of the patterns' required sets, by id
+	// ac finds the rules' literals (ids below len(lits)) and then the progress literals
+	// (see progressLiterals): a line that both look at is read once.
 	ac      *literal.Matcher
 	litPats [][]patSet // literal id -> the pattern sets it belongs to
 	always  []int32    // patterns with no usable literal
@@ -33,9 +35,6 @@ type RuleSet struct {
 	progPats    []pattern
 	progAC      *literal.Matcher
 	progLitPats [][]patSet
-	// both holds the rules' literals and then the progress literals (ids from len(lits)):
-	// a line that both look at is read once (see Scratch.both).
-	both *literal.Matcher
 }
 
 type pattern struct {
@@ -114,7 +113,6 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		}
 	}
 	rs.lits, rs.litPats = table.lits, table.pats
-	rs.ac = literal.NewMatcher(table.lits)
 	rs.compileProgress()
 	return rs, nil
 }
@@ -165,7 +163,7 @@ func (rs *RuleSet) compileProgress() {
 	}
 	rs.progLitPats = table.pats
 	rs.progAC = literal.NewMatcher(table.lits)
-	rs.both = literal.NewMatcher(append(slices.Clip(rs.lits), table.lits...))
+	rs.ac = literal.NewMatcher(append(slices.Clip(rs.lits), table.lits...))
 }
 
 // progressLiterals puts the progress literals of text in sc.progHits; when sc.both is set,
@@ -176,7 +174,7 @@ func (rs *RuleSet) progressLiterals(text []byte, sc *Scratch) {
 		return
 	}
 	sc.both, sc.found = false, true
-	sc.progHits = literal.Append(rs.both, text, sc.progHits[:0])
+	sc.progHits = literal.Append(rs.ac, text, sc.progHits[:0])
 	n := int32(len(rs.lits))
 	sc.hits = sc.hits[:0]
 	rest := sc.progHits[:0] // filtered in place
@@ -287,7 +285,11 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 		sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
 	}
 	sc.found = false
+	n := int32(len(rs.lits))
 	for _, h := range sc.hits {
+		if h.ID >= n {
+			continue // a progress literal
+		}
 		for _, ps := range rs.litPats[h.ID] {
 			if sc.mark[ps.pat] != gen {
 				sc.mark[ps.pat] = gen

@@ -11,7 +11,7 @@ import (
 	"github.com/coroner-dev/coroner/logscan"
 )
 
-func sampleLines(f *testing.F, every int) []string {
+func sampleLines(f testing.TB, every int) []string {
 	logs, _ := filepath.Glob("../samples/*/logs/*/*/*.log")
 	var out []string
 	for i, p := range logs {

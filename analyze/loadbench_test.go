@@ -27,3 +27,11 @@ func BenchmarkNewRuleSet(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkBuiltinRules(b *testing.B) {
+	for b.Loop() {
+		if _, err := builtinRules(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

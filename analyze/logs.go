@@ -133,16 +133,22 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		s.rank = logscan.RankPrefix(l.Text)
 	}
 	text, pre := splitPrefix(l.Text)
+	match := s.mayMatch(l)
+	// A line the progress patterns and the rules both look at is read for their literals
+	// once: the progress patterns' pass finds the rules' literals too.
+	s.sc.both, s.sc.found = match, false
 	progress, step := s.progressOf(l, text)
+	s.sc.both = false
 	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank)
 	if progress {
 		s.tail.lastProgress = l.Number
 	}
 	var hits []Hit
 	s.sc.state = s.sc.state[:0]
-	if s.mayMatch(l) {
+	if match {
 		hits = s.rs.Match(text, s.sc)
 	}
+	s.sc.found = false
 	survived := s.ignored.survived(text, pre.stream)
 	if survived {
 		hits = nil

@@ -132,46 +132,55 @@ func LoadRules(fsys fs.FS, dir string) ([]*Rule, error) {
 	}
 	var out []*Rule
 	for _, f := range files {
-		p, data := f.path, f.data
-		rf, err := rules.Decode(data)
+		rf, err := rules.Decode(f.data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p, err)
+			return nil, fmt.Errorf("%s: %v", f.path, err)
 		}
-		for _, spec := range rf.Rules {
-			var r *Rule
-			switch {
-			case spec.IsToggle():
-				r = toggle(spec.ID, *spec.Enabled)
-			case spec.IsPatch():
-				r = override(spec)
-			default:
-				if r, err = newRule(spec); err != nil {
-					return nil, fmt.Errorf("%s: rule %q: %w", p, spec.ID, err)
-				}
+		if out, err = appendRules(out, rules.Named{Path: f.path, File: rf}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// appendRules appends the rules of a decoded rule file to out.
+func appendRules(out []*Rule, f rules.Named) ([]*Rule, error) {
+	p, rf := f.Path, f.File
+	var err error
+	for _, spec := range rf.Rules {
+		var r *Rule
+		switch {
+		case spec.IsToggle():
+			r = toggle(spec.ID, *spec.Enabled)
+		case spec.IsPatch():
+			r = override(spec)
+		default:
+			if r, err = newRule(spec); err != nil {
+				return nil, fmt.Errorf("%s: rule %q: %w", p, spec.ID, err)
 			}
-			r.Source = p
-			out = append(out, r)
 		}
-		for _, pr := range rf.Progress {
-			r := toggle(pr.ID, pr.Enabled == nil || *pr.Enabled)
-			if !pr.IsToggle() {
-				if r, err = newProgress(pr); err != nil {
-					return nil, fmt.Errorf("%s: progress %q: %w", p, pr.ID, err)
-				}
+		r.Source = p
+		out = append(out, r)
+	}
+	for _, pr := range rf.Progress {
+		r := toggle(pr.ID, pr.Enabled == nil || *pr.Enabled)
+		if !pr.IsToggle() {
+			if r, err = newProgress(pr); err != nil {
+				return nil, fmt.Errorf("%s: progress %q: %w", p, pr.ID, err)
 			}
-			r.Source = p
-			out = append(out, r)
 		}
-		for _, tf := range rf.Facts {
-			r := toggle(tf.ID, tf.Enabled == nil || *tf.Enabled)
-			if !tf.IsToggle() {
-				if r, err = newTextFact(tf); err != nil {
-					return nil, fmt.Errorf("%s: fact %q: %w", p, tf.ID, err)
-				}
+		r.Source = p
+		out = append(out, r)
+	}
+	for _, tf := range rf.Facts {
+		r := toggle(tf.ID, tf.Enabled == nil || *tf.Enabled)
+		if !tf.IsToggle() {
+			if r, err = newTextFact(tf); err != nil {
+				return nil, fmt.Errorf("%s: fact %q: %w", p, tf.ID, err)
 			}
-			r.Source = p
-			out = append(out, r)
 		}
+		r.Source = p
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -620,7 +629,24 @@ func DefaultRules() ([]*Rule, error) {
 	return slices.Clone(list), err
 }
 
-var embedded = sync.OnceValues(func() ([]*Rule, error) { return LoadRules(rules.FS, ".") })
+var embedded = sync.OnceValues(builtinRules)
+
+// builtinRules makes the embedded rules from the values rules.Builtin decoded at build time,
+// or, when the files changed since, by decoding them.
+func builtinRules() ([]*Rule, error) {
+	files, ok := rules.Builtin()
+	if !ok {
+		return LoadRules(rules.FS, ".")
+	}
+	var out []*Rule
+	var err error
+	for _, f := range files { // decoded at build time: the values Decode makes, no YAML read
+		if out, err = appendRules(out, f); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
 
 // BuiltinRuleSet is the embedded rules compiled, once a process. A RuleSet is safe for
 // concurrent use by any number of analyses.

@@ -20,8 +20,10 @@ type RuleSet struct {
 	stateful []*Rule
 	progress []*Rule
 
-	pats    []pattern
-	lits    []string // the literals of the patterns' required sets, by id
+	pats []pattern
+	lits []string // the literals of the patterns' required sets, by id
+	// ac finds the rules' literals (ids below len(lits)) and then the progress literals
+	// (see progressLiterals): a line that both look at is read once.
 	ac      *literal.Matcher
 	litPats [][]patSet // literal id -> the pattern sets it belongs to
 	always  []int32    // patterns with no usable literal
@@ -111,7 +113,6 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 		}
 	}
 	rs.lits, rs.litPats = table.lits, table.pats
-	rs.ac = literal.NewMatcher(table.lits)
 	rs.compileProgress()
 	return rs, nil
 }
@@ -162,12 +163,36 @@ func (rs *RuleSet) compileProgress() {
 	}
 	rs.progLitPats = table.pats
 	rs.progAC = literal.NewMatcher(table.lits)
+	rs.ac = literal.NewMatcher(append(slices.Clip(rs.lits), table.lits...))
+}
+
+// progressLiterals puts the progress literals of text in sc.progHits; when sc.both is set,
+// the rules' literals too, in sc.hits, in the same pass, for the Match that follows.
+func (rs *RuleSet) progressLiterals(text []byte, sc *Scratch) {
+	if !sc.both {
+		sc.progHits = literal.Append(rs.progAC, text, sc.progHits[:0])
+		return
+	}
+	sc.both, sc.found = false, true
+	sc.progHits = literal.Append(rs.ac, text, sc.progHits[:0])
+	n := int32(len(rs.lits))
+	sc.hits = sc.hits[:0]
+	rest := sc.progHits[:0] // filtered in place
+	for _, h := range sc.progHits {
+		if h.ID < n {
+			sc.hits = append(sc.hits, h)
+		} else {
+			h.ID -= n
+			rest = append(rest, h)
+		}
+	}
+	sc.progHits = rest
 }
 
 // matchProgress says whether a line shows training progress, and its step when the
 // pattern has a step group (-1 otherwise).
 func (rs *RuleSet) matchProgress(text []byte, sc *Scratch) (ok bool, step int64) {
-	sc.progHits = literal.Append(rs.progAC, text, sc.progHits[:0])
+	rs.progressLiterals(text, sc)
 	seen := sc.progSeen[:0]
 	for range rs.progPats {
 		seen = append(seen, 0)
@@ -224,6 +249,9 @@ type Scratch struct {
 	// progHits and progSeen are matchProgress's hits and sets seen by pattern.
 	progHits []literal.Hit
 	progSeen []uint8
+	// both asks matchProgress to find the rules' literals of the line too, for the Match
+	// that follows it; found says hits holds them.
+	both, found bool
 	// tail, shapes and progress are a log scan's buffers, handed from one log to the next
 	// (logScanner.release): the lines of a 16 KiB log cost less than making them anew.
 	tail     tailBuf
@@ -253,8 +281,15 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 	}
 	sc.cands, sc.touch, sc.state = sc.cands[:0], sc.touch[:0], sc.state[:0]
 	gen := sc.gen
-	sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
+	if !sc.found {
+		sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
+	}
+	sc.found = false
+	n := int32(len(rs.lits))
 	for _, h := range sc.hits {
+		if h.ID >= n {
+			continue // a progress literal
+		}
 		for _, ps := range rs.litPats[h.ID] {
 			if sc.mark[ps.pat] != gen {
 				sc.mark[ps.pat] = gen

@@ -50,7 +50,7 @@ func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []bundle.LogStream, r
 	return skipped, lines
 }
 
-func defaultRuleSet(t *testing.T) *RuleSet {
+func defaultRuleSet(t testing.TB) *RuleSet {
 	rs, err := BuiltinRuleSet()
 	require.NoError(t, err)
 	return rs

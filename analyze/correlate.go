@@ -410,7 +410,7 @@ func (a *analyzer) rootCause() *Finding {
 		return nil
 	}
 	if f := pick(func(f *Finding) bool { return !f.generic && !f.symptom }); f != nil {
-		return f
+		return a.collectiveBefore(f)
 	}
 	// A generic line that still names a cause (a rank killed by signal 9: likely out of
 	// memory) says more than a symptom that something failed.
@@ -418,6 +418,28 @@ func (a *analyzer) rootCause() *Finding {
 		return f
 	}
 	return pick(func(f *Finding) bool { return true })
+}
+
+// collectiveBefore returns, for a CUDA error chosen as the root, the NCCL error its process
+// printed before it in the same log, when there is one; else the root itself. A CUDA error
+// explains the NCCL errors it causes, which its log prints after it; an NCCL error printed
+// before it (an InfiniBand completion error, then NCCL's "Cuda failure" as the communicator
+// is torn down) came first, and line order within one log is time order also where lines
+// carry no time. Symptoms count: with nothing before them in the log, they are what failed
+// first. A generic NCCL line (a CUDA call NCCL saw fail) is that CUDA error itself.
+func (a *analyzer) collectiveBefore(root *Finding) *Finding {
+	if root.Category != CategoryCUDAError || root.log == "" {
+		return root
+	}
+	for _, f := range a.findings { // sorted: lines of one log in order
+		if f.log != root.log || f.order >= root.order {
+			continue
+		}
+		if f.Category == CategoryCollectiveError && f.Severity >= SeverityError && !f.generic && f.SecondaryOf == "" && sameProcess(f, root) {
+			return f
+		}
+	}
+	return root
 }
 
 // succeeded says whether the job's own controller says it succeeded and its status can be

@@ -135,6 +135,18 @@ func TestRootCauseSelection(t *testing.T) {
 			return b.String()
 		}()},
 		category: CategoryNaNLoss, pod: "a",
+	}, {
+		// Lines without a time: their order in the log is the order they were printed in.
+		name: "an NCCL network error printed before a CUDA error is the root, not the CUDA error",
+		files: map[string]string{"logs/ml/a/c.log": "node-3:2201:2290 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129\n" +
+			"node-3:2201:2201 [1] NCCL WARN Cuda failure 'an illegal memory access was encountered'\n"},
+		category: CategoryCollectiveError, rule: "collective-error/nccl-ib-completion-error", pod: "a",
+	}, {
+		name: "a CUDA error printed before the NCCL errors it causes stays the root",
+		files: map[string]string{"logs/ml/a/c.log": "RuntimeError: CUDA error: an illegal memory access was encountered\n" +
+			"node-3:2201:2290 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129\n" +
+			"node-3:2201:2201 [0] NCCL WARN Cuda failure 'an illegal memory access was encountered'\n"},
+		category: CategoryCUDAError, rule: "cuda-error/illegal-memory-access", pod: "a",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

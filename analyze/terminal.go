@@ -148,15 +148,8 @@ func (g gated) Match(t []byte) bool {
 
 // isErrorLine is errorLine's expression written out.
 func isErrorLine(t []byte) bool {
-	for i := 0; ; {
-		j := bytes.Index(t[i:], []byte("ERROR"))
-		if j < 0 {
-			break
-		}
-		if at := i + j; wordEdge(t, at) && wordEdge(t, at+len("ERROR")) {
-			return true
-		}
-		i += j + 1
+	if hasWord(t, "ERROR") {
+		return true
 	}
 	rest := t
 	if n := leading(t, isPathByte); n > 0 && bytes.HasPrefix(t[n:], []byte(": ")) {
@@ -170,6 +163,27 @@ func isErrorLine(t []byte) bool {
 	}
 	n := leading(t, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' })
 	return n > 0 && bytes.HasPrefix(t[n:], []byte(": ")) && statusWords[string(t[:n])]
+}
+
+// hasWord says whether t holds w as a whole word (case as given).
+func hasWord(t []byte, w string) bool {
+	for i := 0; ; {
+		j := bytes.Index(t[i:], []byte(w))
+		if j < 0 {
+			return false
+		}
+		if at := i + j; wordEdge(t, at) && wordEdge(t, at+len(w)) {
+			return true
+		}
+		i += j + 1
+	}
+}
+
+// isWarnOrErrorLine says whether t is logged at warning or error level: an error line, a
+// c10 or glog warning head ("[W socket.cpp:436]", "W0312 ..."), or the word WARN or WARNING
+// (NCCL's "NCCL WARN", Python logging's "WARNING").
+func isWarnOrErrorLine(t []byte) bool {
+	return isErrorLine(t) || c10Head(t, 'W') || glogHead(t, 'W') && t[5] == ' ' || hasWord(t, "WARN") || hasWord(t, "WARNING")
 }
 
 // statusWords are the status codes of gRPC, absl and TensorFlow, in both spellings.
@@ -383,6 +397,11 @@ type terminalFailure struct {
 	strongest lineKind
 	// context holds the lines around them (a traceback's frames, neighbours).
 	context []tailLine
+	// above is the warning or error line right above the last failure line, when there is
+	// one: the cause a library printed just before the exception it led to ("NCCL WARN
+	// Duplicate GPU detected" above "NCCL error: invalid usage"). When it names a cause on its
+	// own, more strongly than the failure's lines, it is the classification (classifyTerminal).
+	above *tailLine
 	// lastLine is the log's last line number and lastProgress its last progress line.
 	lastLine, lastProgress int
 }
@@ -468,6 +487,11 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	}
 	if len(picked) == 0 {
 		return nil
+	}
+	if i := picked[0] - 1; i >= 0 && kinds[i] == kindNone && !inFrames[i] && isWarnOrErrorLine(lines[i].text) {
+		l := lines[i]
+		l.text = bytes.Clone(l.text)
+		tf.above = &l
 	}
 	near := map[int]bool{}
 	for j := len(picked) - 1; j >= 0; j-- {

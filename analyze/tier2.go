@@ -124,6 +124,13 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 	}
 	for _, tf := range cands {
 		c := a.vocab.Classify(tf.failureText())
+		if tf.above != nil {
+			// A warning or error line right above the failure that names a cause by itself, more
+			// strongly than the failure's own lines, says why the failure came.
+			if ca := a.vocab.Classify(string(tf.above.text), ""); ca.Classified() && ca.Score > c.Score {
+				c = ca
+			}
+		}
 		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
 			continue
 		}
@@ -190,6 +197,8 @@ func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
 			lines := tf.lines
 			if t.Context {
 				lines = tf.context
+			} else if tf.above != nil {
+				lines = append([]tailLine{*tf.above}, lines...)
 			}
 			for _, l := range lines {
 				if strings.Contains(string(l.text), t.Text) {

@@ -287,6 +287,14 @@ func TestSecondTier(t *testing.T) {
 		{"a c10 W line is a warning, not the end", false, progress +
 			"[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).\n" + progress,
 			VerdictUnknown, "", "", ""},
+		{"a warning right above the failure names its cause", false, progress +
+			"NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000\n" +
+			"RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)\n",
+			VerdictUnhealthy, CategoryConfigError, ConfidenceMedium, "likely config-error: 'Duplicate GPU detected'"},
+		{"a warning above the failure that names its cause less strongly does not decide", false, progress +
+			"[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).\n" +
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB\n",
+			VerdictUnhealthy, CategoryCUDAOOM, ConfidenceMedium, "likely cuda-oom"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

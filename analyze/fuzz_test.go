@@ -100,6 +100,9 @@ func FuzzAnalyzeLogs(f *testing.F) {
 		f.Add(strings.Join(lines[i:i+8], "\n"), strings.Join(lines[len(lines)-8-i:len(lines)-i], "\n"))
 	}
 	f.Add("[rank0]: step 1 loss 2.5\n[rank0]: step 2 loss 2.4\nstep 3 loss 2.3\nstep 4 loss 2.2\n", "")
+	// A '>' without NCCL's " -> " once sliced past a line's start in the check for NCCL's
+	// error trace.
+	f.Add("step 1 loss 2.5\nRuntimeError: boom\n=>\n", "epoch 3 top5 acc >90%\n>\n")
 	f.Add("2024-05-01T10:00:01Z [1,0]<stdout>:step 1\n2024-05-01T10:00:02Z step 2\n[rank1]: Traceback (most recent call last):\n", "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
 	all, err := DefaultRules()
 	if err != nil {

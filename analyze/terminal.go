@@ -355,6 +355,9 @@ func ncclReturn(t []byte) bool {
 		return false // most lines: IndexByte is vectorised, LastIndex of " -> " is not
 	}
 	i := bytes.LastIndex(t, []byte(" -> "))
+	if i < 0 {
+		return false // a '>' elsewhere: "=>", "acc >90%"
+	}
 	code := t[i+4:]
 	if len(code) == 0 || code[0] < '1' || code[0] > '6' || len(code) > 1 && code[1] != ' ' {
 		return false

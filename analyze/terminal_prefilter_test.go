@@ -94,3 +94,23 @@ func BenchmarkKindOf(b *testing.B) {
 		}
 	}
 }
+
+// TestNCCLReturnTrace: a line of NCCL's error trace ends in " -> <code>"; a line with another
+// '>' is no such line (it once sliced past its start: "=>" at a log's end crashed analyze).
+func TestNCCLReturnTrace(t *testing.T) {
+	for line, want := range map[string]bool{
+		"gpu-node-1:2187:2293 [0] NCCL INFO transport/net_ib.cc:1297 -> 6": true,
+		"host:512:520 [0] INFO init.cu:542 -> 2":                           true,
+		"=>":                                                               false,
+		">":                                                                false,
+		"epoch 3 top5 acc >90%":                                            false,
+		"NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC": false,
+	} {
+		require.Equal(t, want, ncclReturn([]byte(line)), line)
+	}
+	for _, log := range []string{"step 1 loss 2.5\nRuntimeError: boom\n=>\n", "epoch 3 top5 acc >90%\n"} {
+		all, err := DefaultRules()
+		require.NoError(t, err)
+		require.NotPanics(t, func() { analyzeLogs(t, all, log) }, log)
+	}
+}

@@ -151,7 +151,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	s.sc.found = false
 	survived := s.ignored.survived(text, pre.stream)
 	if survived {
-		hits = nil
+		hits, s.sc.state = nil, s.sc.state[:0] // no finding, fact or streak is made of it
 	}
 	// Every process the log shows is known, whether a line of it matched or not: a rank
 	// that printed only routine lines is still one the others may have waited for.

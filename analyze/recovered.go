@@ -82,6 +82,10 @@ func isIgnoredHeader(t []byte) bool {
 type ignoredTrace struct {
 	on     bool
 	stream string // the launcher prefix of the header's process: other processes' lines interleave
+	// header: the ignored traceback's own "Traceback (most recent call last):" was seen. Python
+	// prints one per unraisable exception, so a second is a new traceback, which may be how
+	// the process ended (the ignored one was cut before its exception line).
+	header bool
 }
 
 // survived says whether a line (text, after its launcher prefix, of process stream) is part
@@ -89,13 +93,21 @@ type ignoredTrace struct {
 func (g *ignoredTrace) survived(text []byte, stream string) bool {
 	t := bytes.TrimSpace(text)
 	if isIgnoredHeader(t) {
-		g.on, g.stream = true, stream
+		g.on, g.stream, g.header = true, stream, false
 		return true
 	}
 	if !g.on || stream != g.stream {
 		return false
 	}
-	if isTracebackHeader(t) || bytes.HasPrefix(t, []byte("File \"")) || len(text) > 0 && (text[0] == ' ' || text[0] == '\t') {
+	if isTracebackHeader(t) {
+		if g.header {
+			g.on = false
+			return false
+		}
+		g.header = true
+		return true
+	}
+	if bytes.HasPrefix(t, []byte("File \"")) || len(text) > 0 && (text[0] == ' ' || text[0] == '\t') {
 		return true // the traceback's header, a frame or a frame's source line
 	}
 	g.on = false

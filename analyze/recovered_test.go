@@ -60,7 +60,10 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 func TestFailureAfterRecovery(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
-	for _, c := range []struct{ name, log, category, evidence string }{
+	for _, c := range []struct {
+		name, log, category, evidence string
+		high                          bool // a specific rule names it: high confidence with every rule
+	}{
 		// pytorch/pytorch#14343's ignored teardown, then a crash of the training loop.
 		{"raised after an ignored exception", "Exception ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x114accb70>>\n" +
 			"Traceback (most recent call last):\n" +
@@ -71,7 +74,7 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"Traceback (most recent call last):\n" +
 			"  File \"train.py\", line 88, in <module>\n" +
 			"    batch = batch[\"input_ids\"]\n" +
-			"KeyError: 'input_ids'\n", "user-code-error", "KeyError"},
+			"KeyError: 'input_ids'\n", "user-code-error", "KeyError", false},
 		// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
 		{"out of memory after a batch-size finder", "Batch size 8 succeeded, trying batch size 16\n" +
 			"Batch size 16 failed, trying batch size 8\n" +
@@ -80,7 +83,18 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"  File \"train.py\", line 40, in <module>\n" +
 			"    trainer.fit(model)\n" +
 			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
-			"cuda-oom", "OutOfMemoryError"},
+			"cuda-oom", "OutOfMemoryError", true},
+		// An ignored traceback cut before its exception line, then the traceback that ended
+		// the run: the second header is not the ignored one's, and the specific rule names it.
+		{"a cut ignored traceback, then the real one", "epoch 1 step 40 loss 2.10\n" +
+			"Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f3b2c1d0ee0>\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1479, in __del__\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 88, in <module>\n" +
+			"    loss.backward()\n" +
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
+			"cuda-oom", "OutOfMemoryError", true},
 	} {
 		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
 			res := analyzeLogs(t, rules, c.log)
@@ -88,6 +102,9 @@ func TestFailureAfterRecovery(t *testing.T) {
 			require.NotNil(t, res.RootCause, c.name)
 			require.Equal(t, c.category, string(res.RootCause.Category), c.name)
 			require.Contains(t, res.RootCause.Evidence[0].Text, c.evidence, c.name)
+			if c.high && len(rules) == len(all) {
+				require.Equal(t, ConfidenceHigh, res.Confidence, "%s: a specific rule names it", c.name)
+			}
 		}
 	}
 }

@@ -2,9 +2,11 @@ package index
 
 import (
 	"cmp"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -58,4 +60,30 @@ func TestDamagedHeadsNeverPanic(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestUnpackBoundsTheClaimedLength: a packed file's length is a claim; one far above what its
+// stream holds is an error, found without allocating what it claims (a 256 KiB file may claim
+// 256 MiB within DEFLATE's own ratio).
+func TestUnpackBoundsTheClaimedLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	raw := make([]byte, 256<<10)
+	for i := range raw {
+		raw[i] = byte(rng.IntN(256)) // incompressible: the file is as long as the content
+	}
+	good := pack(headsMagic, raw)
+	got, err := unpack(headsMagic, good)
+	require.NoError(t, err)
+	require.Equal(t, raw, got)
+
+	body := good[len(headsMagic):]
+	_, k := binary.Uvarint(body)
+	claim := uint64(len(good)) * 1000 // within maxPackRatio, far above the stream
+	forged := append(append([]byte(headsMagic), binary.AppendUvarint(nil, claim)...), body[k:]...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = unpack(headsMagic, forged)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, errCorrupt)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(32<<20), "allocated what the length claims")
 }

@@ -254,14 +254,18 @@ func unpack(magic string, data []byte) ([]byte, error) {
 	if k <= 0 || n > uint64(len(data))*maxPackRatio+64 || n > math.MaxInt32 {
 		return nil, errCorrupt
 	}
-	raw := make([]byte, n)
+	// The length is a claim: the buffer grows with what the stream really holds (a forged
+	// length of 2 GiB over a few bytes of stream allocates a few bytes), and reading one byte
+	// past it tells a longer stream.
+	out := bytes.NewBuffer(make([]byte, 0, min(n, uint64(len(data))*8+4096)))
 	// A bytes.Reader is an io.ByteReader: flate reads no byte past the stream's end, so any
 	// left over is data after it.
 	br := bytes.NewReader(data[k:])
 	zr := flate.NewReader(br)
-	if _, err := io.ReadFull(zr, raw); err != nil {
+	if _, err := out.ReadFrom(io.LimitReader(zr, int64(n)+1)); err != nil || uint64(out.Len()) != n {
 		return nil, errCorrupt
 	}
+	raw := out.Bytes()
 	if _, err := io.ReadFull(zr, make([]byte, 1)); err != io.EOF || br.Len() != 0 {
 		return nil, errCorrupt // more than it claims, a broken end, bytes after it
 	}

@@ -479,9 +479,13 @@ func (m *valueMemo) key(toks []yamlbound.Token, i int) ([]byte, bool) {
 	return b, true
 }
 
+// memoEntryCost is what an entry costs beside its key: the map's slot, the key's string
+// header and the reflect.Value, so that many small keys are bounded too.
+const memoEntryCost = 64
+
 // add keeps v as the value of key, within maxMemoBytes.
 func (m *valueMemo) add(p *plan, key string, v reflect.Value) {
-	if m.bytes+len(key) > maxMemoBytes {
+	if m.bytes+len(key)+memoEntryCost > maxMemoBytes {
 		return
 	}
 	vs := m.vals[p]
@@ -490,5 +494,5 @@ func (m *valueMemo) add(p *plan, key string, v reflect.Value) {
 		m.vals[p] = vs
 	}
 	vs[key] = v
-	m.bytes += len(key)
+	m.bytes += len(key) + memoEntryCost
 }

@@ -57,3 +57,25 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 		})
 	}
 }
+
+// TestPastedDescribeOfAnUnscheduledPod: a describe whose Conditions say PodScheduled False is
+// a pod the scheduler could not place, with or without its events; when a FailedScheduling
+// event says why, that event is the root cause and the condition follows it.
+func TestPastedDescribeOfAnUnscheduledPod(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	describe := "Name:         gpu-pod\nNode:         <none>\nStatus:       Pending\n" +
+		"Conditions:\n  Type           Status\n  PodScheduled   False\n"
+	res := analyzeLogs(t, all, describe)
+	require.Equal(t, VerdictUnhealthy, res.Verdict)
+	require.Equal(t, CategoryScheduling, res.RootCause.Category)
+	require.Equal(t, "scheduling/pod-not-scheduled", res.RootCause.RuleID)
+
+	res = analyzeLogs(t, all, describe+"Events:\n"+
+		"  Warning  FailedScheduling  3m (x4 over 10m)   default-scheduler  0/1 nodes are available: 1 Insufficient nvidia.com/gpu.\n")
+	require.Equal(t, "scheduling/insufficient-resource", res.RootCause.RuleID)
+	require.Contains(t, res.VerdictReason, "pending for 10 min")
+
+	res = analyzeLogs(t, all, "Conditions:\n  Type           Status\n  PodScheduled   True\n  Ready          True\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "a scheduled pod")
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "03425695052782ce13a956e8423052644ea0a0cba7c66d2baf2967ab24f06887"
+const builtinDigest = "cae7a76d053f861c6bbbaf3427c32344cd8b42560b5d6055fd131eb55548ef09"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -4341,6 +4341,55 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/pod-not-scheduled",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Pod not scheduled (PodScheduled False)",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic",
+						RootOnlyIf: Where{
+							"scheduled": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"^\\s*PodScheduled\\s+False\\s*$",
+							},
+						},
+						Explanation: "The Conditions table of a pod described with kubectl says PodScheduled False: the scheduler tried to place the pod and found no node for it (the condition is set False only by a failed scheduling attempt). The text does not say why; the pod's FailedScheduling events do.\n",
+						Remediation: "Read the pod's FailedScheduling events (kubectl describe pod, kubectl get events) for the resource, selector, taint or volume no node satisfies, and compare the pod's requests with the nodes' allocatable.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "  PodScheduled   False",
+								},
+								{
+									Text: "  PodScheduled   False ",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "  PodScheduled                True",
+								},
+								{
+									Text: "  Type           Status",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
 							"rootOnlyIf",
 							"title",
 						},

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"time"
-
-	"github.com/coroner-dev/coroner/rules"
 )
 
 // State across lines. One line cannot show a divergence or a hang; these match kinds follow
@@ -496,6 +494,3 @@ func nsPtr(ns int64) *time.Time {
 	}
 	return timePtr(time.Unix(0, ns))
 }
-
-// silenceOf is the Silence of a rule (nil for other kinds).
-func silenceOf(r *Rule) *rules.Silence { return r.Match.Silence }

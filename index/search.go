@@ -153,14 +153,6 @@ func (g *group) count() int {
 	return n
 }
 
-// hits is how many hits the group makes (see hits).
-func (g *group) hits() int {
-	if n := g.count(); n <= CollapseAt {
-		return n
-	}
-	return 1
-}
-
 // unit is a run of lines that may match: a block of a template, or a log's segment of a
 // chunk.
 type unit struct {

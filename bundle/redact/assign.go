@@ -121,15 +121,6 @@ func looksRandom(v string) bool {
 	return upper && lower && digit
 }
 
-// valueAt reads the value that starts at i: quoted (the quotes stay) or bare, and plausible.
-func valueAt(b []byte, i int) (span, bool) {
-	v, ok := rawValueAt(b, i)
-	if !ok {
-		return v, false
-	}
-	return checkValue(b, v.start, v.end)
-}
-
 // rawValueAt reads the value that starts at i, whatever it is: quoted (the quotes stay, out of
 // the span) or bare up to a blank, quote, comma, semicolon or brace.
 func rawValueAt(b []byte, i int) (span, bool) {
@@ -162,13 +153,6 @@ func rawValueAt(b []byte, i int) (span, bool) {
 		return span{}, false
 	}
 	return span{start: i, end: stop}, true
-}
-
-func checkValue(b []byte, start, stop int) (span, bool) {
-	if stop <= start || !plausibleValue(string(b[start:stop])) {
-		return span{}, false
-	}
-	return span{start: start, end: stop}, true
 }
 
 func bareEnd(c byte) bool {

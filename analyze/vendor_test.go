@@ -7,7 +7,7 @@ import (
 )
 
 // TestFailuresInOtherVendorsWords: a failure printed by AMD's (ROCm, HIP, amdgpu), Intel's
-// (XPU, Gaudi) or the fabric's (UCX over mlx5) stack lands in the category of its NVIDIA
+// (XPU, Gaudi), Huawei's (HCCL) or the fabric's (UCX over mlx5) stack lands in the category of its NVIDIA
 // counterpart. The lines are the rules' cited examples from public threads; ruleID "" means
 // the second tier names it (no specific rule does), alone that the second tier alone can tell
 // too (the log ends in a failure message it reads).
@@ -59,6 +59,10 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 			"[g07r1n14:27251:0:27251] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n" +
 				"[g07r1n14:27251:0:27251] ib_mlx5_log.c:143  DCI QP 0x10f3a wqe[446]: SEND s-e [rqpn 0x32ca rlid 19352] [inl len 20]\n",
 			CategoryCollectiveError, "collective-error/ucx-error", false},
+		{"an HCCL task on an Ascend NPU waits past its timeout for a peer",
+			progress +
+				"        The error from device(chipId:5, dieId:0), serial number is 17, hccl fftsplus task timeout occurred during task execution, stream_id:7, sq_id:7, task_id:9865, stuck notify num:3, timeout:1836.[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc][LINE:1657]\n",
+			CategoryCollectiveTimeout, "collective-timeout/hccl-task-timeout", false},
 		{"a Gaudi HPU another process holds",
 			traceback + "RuntimeError: synStatus=20 [Device already acquired] Device acquire failed.\n",
 			CategoryCUDAError, "cuda-error/device-busy-unavailable", false},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "ea20f8313a476ddd98a76c3d42743cbf8f398af9ccd2a0bc706dc425b4159cf2"
+const builtinDigest = "4c3a506c4e2abdd08716bd6fc698f48eda67cf465426ed11b9df1f9f9c156435"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -294,6 +294,52 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "GLOO_SOCKET_IFNAME=eth0",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-timeout/hccl-task-timeout",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "HCCL collective timed out on the NPU",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "secondary",
+						Match: Match{
+							Patterns: []string{
+								"hccl fftsplus task timeout occurred during task execution",
+								"The wait execution of the Notify register times out",
+							},
+						},
+						Explanation: "A collective on the NPUs (HCCL) did not complete: the device waited past the execution timeout for the signal of a peer rank. As with NCCL's watchdog, the peer is usually gone, hung or far behind (another rank's error, uneven work per rank), sometimes the network.\n",
+						Remediation: "Find the rank that failed or stalled first (its own error, a different step); check that every rank does the same collectives; raise HCCL_EXEC_TIMEOUT only when a rank is known to be slow on purpose (checkpointing, compilation).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "        The error from device(chipId:5, dieId:0), serial number is 17, hccl fftsplus task timeout occurred during task execution, stream_id:7, sq_id:7, task_id:9865, stuck notify num:3, timeout:1836.[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc][LINE:1657]",
+								},
+								{
+									Text: "(train pid=8464) EI0002: [PID: 13075] 2025-06-25-10:45:23.586.187 The wait execution of the Notify register times out. Reason: The Notify register has not received the Notify record from remote rank: [unknown]. base information: [streamID:[1], taskID[8318285], tag[AllReduce_group_name_710], A",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "        The 0 stuck notify wait context info:(context_id=13, notify_id=17).[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc][LINE:1664]",
+								},
+								{
+									Text: "export HCCL_EXEC_TIMEOUT=1800",
 								},
 							},
 						},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "cae7a76d053f861c6bbbaf3427c32344cd8b42560b5d6055fd131eb55548ef09"
+const builtinDigest = "4c3a506c4e2abdd08716bd6fc698f48eda67cf465426ed11b9df1f9f9c156435"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -294,6 +294,52 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "GLOO_SOCKET_IFNAME=eth0",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-timeout/hccl-task-timeout",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "HCCL collective timed out on the NPU",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "secondary",
+						Match: Match{
+							Patterns: []string{
+								"hccl fftsplus task timeout occurred during task execution",
+								"The wait execution of the Notify register times out",
+							},
+						},
+						Explanation: "A collective on the NPUs (HCCL) did not complete: the device waited past the execution timeout for the signal of a peer rank. As with NCCL's watchdog, the peer is usually gone, hung or far behind (another rank's error, uneven work per rank), sometimes the network.\n",
+						Remediation: "Find the rank that failed or stalled first (its own error, a different step); check that every rank does the same collectives; raise HCCL_EXEC_TIMEOUT only when a rank is known to be slow on purpose (checkpointing, compilation).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "        The error from device(chipId:5, dieId:0), serial number is 17, hccl fftsplus task timeout occurred during task execution, stream_id:7, sq_id:7, task_id:9865, stuck notify num:3, timeout:1836.[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc][LINE:1657]",
+								},
+								{
+									Text: "(train pid=8464) EI0002: [PID: 13075] 2025-06-25-10:45:23.586.187 The wait execution of the Notify register times out. Reason: The Notify register has not received the Notify record from remote rank: [unknown]. base information: [streamID:[1], taskID[8318285], tag[AllReduce_group_name_710], A",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "        The 0 stuck notify wait context info:(context_id=13, notify_id=17).[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc][LINE:1664]",
+								},
+								{
+									Text: "export HCCL_EXEC_TIMEOUT=1800",
 								},
 							},
 						},
@@ -1251,6 +1297,7 @@ func builtinFiles() []Named {
 								"\\bUCX +ERROR ",
 								"\\[[\\w.-]+:\\d+:\\d+(?::\\d+)?\\] +\\w+\\.c:\\d+ +(?:FATAL|Fatal):? ",
 								"pml_ucx\\.c:\\d+ +Error: ",
+								"ib_mlx5_log\\.c:\\d+ +[A-Z][\\w ]*? on mlx5_\\w+:\\d+/(?:IB|RoCE)\\b",
 							},
 						},
 						Explanation: "UCX, the transport layer under Open MPI, MPICH and some collective libraries, failed: registering memory with the HCA (ibv_reg_mr: locked-memory limits, GPU memory without GPUDirect RDMA support), a completion error on the fabric, or endpoints that cannot connect.\n",
@@ -1269,6 +1316,12 @@ func builtinFiles() []Named {
 								{
 									Text: "[ixt-rack-110:36457] ../../../../../../ompi/mca/pml/ucx/pml_ucx.c:175  Error: Failed to receive UCX worker address: Not found (-13)",
 								},
+								{
+									Text: "[g07r1n14:27251:0:27251] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)",
+								},
+								{
+									Text: "[a670n1:162239:0:162239] ib_mlx5_log.c:177  Local protection on mlx5_0:1/IB (synd 0x4 vend 0x51 hw_synd 0/2)",
+								},
 							},
 							NotMatch: []Example{
 								{
@@ -1276,6 +1329,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "[cn557:1724353] PML ucx cannot be selected",
+								},
+								{
+									Text: "[a670n1:162239:0:162239] ib_mlx5_log.c:177  RC QP 0x169 wqe[3]: SEND s-- [inl len 10] [va 0x7f1c3c800000 len 1 lkey 0xb5d2] [rqpn 0x169 dlid=12 sl=0 port=1 src_path_bits=0]",
 								},
 							},
 						},
@@ -1405,8 +1461,8 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"(?:CUDA|HIP) out of memory\\. Tried to allocate (?P<size>[0-9.]+ [KMGT]i?B)",
-								"(?:torch\\.(?:cuda\\.)?OutOfMemoryError|RuntimeError): (?:CUDA|HIP) out of memory",
+								"(?:CUDA|HIP|XPU) out of memory\\. Tried to allocate (?P<size>[0-9.]+ [KMGT]i?B)",
+								"(?:torch\\.(?:cuda\\.)?OutOfMemoryError|RuntimeError): (?:CUDA|HIP|XPU) out of memory",
 							},
 						},
 						Explanation: "The PyTorch caching allocator could not satisfy an allocation on the GPU. The working set (parameters, gradients, optimizer state, activations, allocator fragmentation) of this rank is larger than the device memory left to the process.\n",
@@ -1424,6 +1480,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 MiB. GPU 7 has a total capacity of 287.98 GiB of which 203.49 GiB is free.",
+								},
+								{
+									Text: "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 15.11 GiB. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.",
+								},
+								{
+									Text: "RuntimeError: XPU out of memory. Tried to allocate 1.00 GiB (GPU 0; 15.56 GiB total capacity; 990.00 MiB already allocated; 990.00 MiB reserved in total by PyTorch)",
 								},
 							},
 							NotMatch: []Example{
@@ -1992,10 +2054,12 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"no kernel image is available for execution on the device",
+								"(?:CUDA|HIP) error: invalid device function",
+								"cuda runtime error \\(8\\) : invalid device function",
 							},
 						},
-						Explanation: "The binary (PyTorch, an extension, flash-attention...) was not compiled for this GPU's compute capability.\n",
-						Remediation: "Install a build that includes this architecture (check TORCH_CUDA_ARCH_LIST for extensions) or select nodes with a supported GPU model.\n",
+						Explanation: "The binary (PyTorch, an extension, flash-attention...) was not compiled for this GPU's compute capability (on AMD GPUs: its gfx architecture).\n",
+						Remediation: "Install a build that includes this architecture (check TORCH_CUDA_ARCH_LIST for extensions) or select nodes with a supported GPU model (ROCm: PYTORCH_ROCM_ARCH; HSA_OVERRIDE_GFX_VERSION only for a closely related gfx target).\n",
 						Examples: Examples{
 							Match: []Example{
 								{
@@ -2003,6 +2067,15 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "[rank2]: RuntimeError: CUDA error: no kernel image is available for execution on the device",
+								},
+								{
+									Text: "RuntimeError: HIP error: invalid device function",
+								},
+								{
+									Text: "RuntimeError: cuda runtime error (8) : invalid device function at /opt/conda/conda-bld/pytorch_1518243271935/work/torch/lib/THC/generic/THCTensorMathPairwise.cu:102",
+								},
+								{
+									Text: "RuntimeError: cuda runtime error (8) : invalid device function at /data/users/soumith/miniconda2/conda-bld/pytorch-cuda80-0.1.8_1486040640754/work/torch/lib/THC/generated/../generic/THCTensorMathPointwise.cu:246",
 								},
 							},
 							NotMatch: []Example{
@@ -2035,9 +2108,10 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"CUDA-capable device\\(s\\) is/are busy or unavailable",
+								"(?:synStatus=\\d+ \\[[\\w ]+\\] )?Device acquire failed",
 							},
 						},
-						Explanation: "The GPU could not be opened: it is in exclusive-process mode and held by another process, or it is in a bad state (needs reset) after a previous fault.\n",
+						Explanation: "The GPU (or Gaudi HPU) could not be opened: it is in exclusive-process mode and held by another process, or it is in a bad state (needs reset) after a previous fault.\n",
 						Remediation: "Check the node for other processes on the GPU and its compute mode; drain and reset the GPU if it is wedged. A retry on another node normally works.\n",
 						Examples: Examples{
 							Match: []Example{
@@ -2046,6 +2120,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "[rank0]: RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+								},
+								{
+									Text: "RuntimeError: synStatus=20 [Device already acquired] Device acquire failed.",
+								},
+								{
+									Text: "RuntimeError: synStatus=26 [Generic failure] Device acquire failed.",
 								},
 							},
 							NotMatch: []Example{
@@ -2858,12 +2938,12 @@ func builtinFiles() []Named {
 						ID:       "cuda-oom/tf-device-alloc-failed",
 						Severity: "error",
 						Layer:    "execution",
-						Title:    "TensorFlow could not allocate GPU memory",
+						Title:    "TensorFlow/XLA could not allocate GPU memory",
 						Fault:    "user",
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"failed to allocate \\S+ \\(\\d+ bytes\\) from device: CUDA_ERROR_OUT_OF_MEMORY",
+								"failed to allocate \\S+ \\(\\d+ bytes\\) from device: (?:CUDA_ERROR_OUT_OF_MEMORY|HIP_ERROR_OutOfMemory|hipError_t\\(1002\\))",
 							},
 						},
 						Explanation: "TensorFlow's stream executor asked the driver for GPU memory and got CUDA_ERROR_OUT_OF_MEMORY, usually over and over with smaller sizes: the GPU is already full, because another process (or another rank) uses it or because this process reserves all of it.\n",
@@ -2875,6 +2955,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "2017-08-12 08:25:14.841699: E tensorflow/stream_executor/cuda/cuda_driver.cc:924] failed to allocate 90.48M (94873600 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+								},
+								{
+									Text: "2024-06-24 17:01:13.933585: E external/xla/xla/stream_executor/rocm/rocm_driver.cc:1268] failed to allocate 154.06GiB (165425291480 bytes) from device: HIP_ERROR_OutOfMemory",
+								},
+								{
+									Text: "2019-01-08 19:06:11.303639: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device: hipError_t(1002)",
 								},
 							},
 							NotMatch: []Example{
@@ -3029,6 +3115,224 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/hsa-memory-access-fault",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "GPU memory access fault (ROCm): {reason}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Memory access fault by GPU node-\\d+ (?:\\(Agent handle: 0x[0-9a-fA-F]+\\) )?on address (?:0x[0-9a-fA-F]+|\\(nil\\))\\. Reason: (?P<reason>[A-Za-z][\\w ,-]*[\\w])",
+							},
+						},
+						Explanation: "The ROCm runtime's illegal memory access: a kernel on an AMD GPU touched an address that is not mapped for it (or wrote a read-only page) and the HSA runtime aborted the process. As with CUDA's illegal memory access it is usually a kernel or library bug, an out-of-range index or a ROCm/driver mismatch, rarely the GPU itself.\n",
+						Remediation: "Re-run with AMD_SERIALIZE_KERNEL=3 (HIP_LAUNCH_BLOCKING=1 on older ROCm) to find the kernel, check the ROCm, driver and framework versions match, and look at the node's kernel log for amdgpu page faults or GPU resets.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Memory access fault by GPU node-2 (Agent handle: 0x55fea5592860) on address 0x7fc133800000. Reason: Page not present or supervisor privilege.",
+								},
+								{
+									Text: "Memory access fault by GPU node-1 (Agent handle: 0x55f6dc9adc10) on address 0x3f7b9000. Reason: Page not present or supervisor privilege",
+								},
+								{
+									Text: "Memory access fault by GPU node-4 (Agent handle: 0x152e220) on address (nil). Reason: Page not present or supervisor privilege.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "HSA_XNACK=1 enables retrying GPU page faults",
+								},
+								{
+									Text: ":4:rocdevice.cpp            :2229: 72375778060d us: [pid:6488 tid: 3f8b18e020] Allocate hsa host memory 0x3f82000000, size 0x101000, numa_node = 1",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "gpu-hardware/amdgpu-gpu-reset",
+						Severity: "critical",
+						Layer:    "execution",
+						Title:    "AMD GPU fault, the driver resets the GPU",
+						Fault:    "hardware",
+						Retry:    "transient",
+						ExplainsOnNode: []string{
+							"cuda-error",
+							"collective-error",
+							"collective-timeout",
+							"crash-signal",
+							"nan-loss",
+							"hang",
+							"unknown",
+						},
+						Match: Match{
+							Patterns: []string{
+								"amdgpu_job_timedout[^\\n]*\\bring (?P<ring>[\\w.]+) timeout",
+								"\\bamdgpu(?: [0-9a-fA-F]{4}:[0-9a-fA-F:.]+)?: (?:amdgpu: )?GPU reset begin",
+								"\\bamdgpu(?: [0-9a-fA-F]{4}:[0-9a-fA-F:.]+)?: (?:\\{\\d+\\})?(?:amdgpu: )?uncorrectable hardware error\\((?P<event>\\w+)\\) detected",
+							},
+						},
+						Explanation: "The amdgpu kernel driver found a GPU that stopped responding (a ring timeout) or that reported an uncorrectable hardware error, and reset it: the AMD counterpart of an NVIDIA Xid. Every process on that GPU loses its context (VRAM is lost), and collective peers then fail or time out.\n",
+						Remediation: "Cordon the node and check its kernel log and amd-smi/rocm-smi RAS error counts; update the amdgpu driver and GPU firmware. Replace the GPU if uncorrectable errors repeat. Resume the job from a checkpoint on healthy nodes.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Sep 07 18:19:29 jeeves kernel: [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring sdma1 timeout, signaled seq=11017, emitted seq=11018",
+								},
+								{
+									Text: "Sep 07 18:19:29 jeeves kernel: amdgpu 0000:02:00.0: amdgpu: GPU reset begin!",
+								},
+								{
+									Text: "[ 2679.300365] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=502589, emitted seq=502591",
+								},
+								{
+									Text: "[ 2679.300601] amdgpu 0000:0c:00.0: amdgpu: GPU reset begin!",
+								},
+								{
+									Text: "[drm ERROR :amdgpu_job_timedout] ring gfx_0.0.0 timeout, signaled seq=12174921, emitted seq=12174923",
+								},
+								{
+									Text: "[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Sep 03 23:07:26 bazzite kernel: [drm] Initialized amdgpu 3.64.0 for 0000:12:00.0 on minor 0",
+								},
+								{
+									Text: "[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: SRAM ECC is active.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explainsOnNode",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"severity",
+							"title",
+						},
+					},
+					{
+						ID:       "gpu-hardware/hsa-gpu-hang",
+						Severity: "critical",
+						Layer:    "execution",
+						Title:    "AMD GPU hang (HW exception)",
+						Fault:    "hardware",
+						Retry:    "transient",
+						ExplainsOnNode: []string{
+							"cuda-error",
+							"collective-error",
+							"collective-timeout",
+							"crash-signal",
+							"nan-loss",
+							"hang",
+							"unknown",
+						},
+						Match: Match{
+							Patterns: []string{
+								"HW Exception by GPU node-\\d+ \\(Agent handle: 0x[0-9a-fA-F]+\\) reason ?:\\s*GPU Hang",
+							},
+						},
+						Explanation: "The ROCm runtime was told by the kernel driver that the GPU hung (its queues stopped and the GPU needs a reset) and aborted the process. It follows a GPU or firmware fault, or a driver bug; the process's work on that GPU is lost.\n",
+						Remediation: "Check the node's kernel log for amdgpu ring timeouts, resets and RAS errors; update the amdgpu driver, firmware and ROCm; drain the node if it recurs there and resume from a checkpoint.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "HW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang",
+								},
+								{
+									Text: "HW Exception by GPU node-4 (Agent handle: 0x1ebc04e0) reason :GPU Hang",
+								},
+								{
+									Text: "(pid=63079) :  25%|████████████████████████████████▊                                                                                                  | 5.00/20.0 [1:04:24<3:07:19, 749s/it]HW Exception by GPU node-1 (Agent handle: 0x3508fba0) reason :GPU Hang",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[windteammitarbeiter:08475] *** Process received signal ***",
+								},
+								{
+									Text: "HSA_ENABLE_SDMA=0",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explainsOnNode",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"severity",
+							"title",
+						},
+					},
+					{
+						ID:       "gpu-hardware/amdgpu-page-fault",
+						Severity: "warning",
+						Layer:    "execution",
+						Title:    "AMD GPU page fault reported by the driver",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bamdgpu [0-9a-fA-F]{4}:[0-9a-fA-F:.]+: amdgpu: \\[(?:gfx|mm)hub\\d*\\] (?:no-)?(?:retry )?page fault",
+							},
+						},
+						Explanation: "The amdgpu driver's counterpart of NVIDIA's Xid 31: a kernel of the process named on the following lines accessed GPU memory that is not mapped for it. It is usually the application's or a library's bug (the ROCm runtime then reports a memory access fault), and only a hardware sign when different workloads fault on the same GPU.\n",
+						Remediation: "Treat it like an illegal memory access of that process (AMD_SERIALIZE_KERNEL=3 to find the kernel); if different jobs fault on the same GPU, drain the node and run GPU diagnostics.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "[ 5071.443221] amdgpu 0000:c2:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:153 vmid:8 pasid:32772)",
+								},
+								{
+									Text: "[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)",
+								},
+								{
+									Text: "Aug 23 23:38:11 jo-A6 kernel: amdgpu 0000:74:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:40 vmid:8 pasid:32771)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[  563.230825] amdgpu 0000:44:00.0: amdgpu: ring sdma1 uses VM inv eng 13 on hub 0",
+								},
+								{
+									Text: "[  629.844070] gmc_v10_0_process_interrupt: 41 callbacks suppressed",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"severity",
 							"title",
 						},
 					},

@@ -1,0 +1,125 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestFailuresInOtherVendorsWords: a failure printed by AMD's (ROCm, HIP, amdgpu), Intel's
+// (XPU, Gaudi), Huawei's (HCCL) or the fabric's (UCX over mlx5) stack lands in the category of its NVIDIA
+// counterpart. The lines are the rules' cited examples from public threads; ruleID "" means
+// the second tier names it (no specific rule does), alone that the second tier alone can tell
+// too (the log ends in a failure message it reads).
+func TestFailuresInOtherVendorsWords(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const progress = "epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\n"
+	const traceback = "Traceback (most recent call last):\n  File \"train.py\", line 42, in <module>\n    loss.backward()\n"
+	tests := []struct {
+		name, log string
+		category  Category
+		ruleID    string
+		alone     bool
+	}{
+		{"PyTorch on an Intel GPU runs out of XPU memory",
+			progress + traceback +
+				"torch.OutOfMemoryError: XPU out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 15.11 GiB. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.\n",
+			CategoryCUDAOOM, "cuda-oom/torch-alloc", true},
+		{"XLA's ROCm stream executor cannot allocate device memory",
+			"2024-06-24 17:01:13.933585: E external/xla/xla/stream_executor/rocm/rocm_driver.cc:1268] failed to allocate 154.06GiB (165425291480 bytes) from device: HIP_ERROR_OutOfMemory\n",
+			CategoryCUDAOOM, "cuda-oom/tf-device-alloc-failed", false},
+		{"Gaudi's PyTorch bridge cannot allocate device memory",
+			progress + traceback +
+				"RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::234881024 (224)MB\n",
+			CategoryCUDAOOM, "", true},
+		{"a ROCm wheel without kernels for the GPU's gfx target",
+			traceback + "RuntimeError: HIP error: invalid device function\n" +
+				"HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n" +
+				"For debugging consider passing AMD_SERIALIZE_KERNEL=3\n",
+			CategoryCUDAError, "cuda-error/no-kernel-image", true},
+		{"the HSA runtime aborts on a GPU memory access fault",
+			progress +
+				"Memory access fault by GPU node-2 (Agent handle: 0x55fea5592860) on address 0x7fc133800000. Reason: Page not present or supervisor privilege.\n" +
+				"Aborted (core dumped)\n",
+			CategoryCUDAError, "cuda-error/hsa-memory-access-fault", false},
+		{"the amdgpu driver times out a ring and resets the GPU",
+			"[ 2679.300365] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=502589, emitted seq=502591\n" +
+				"[ 2679.300601] amdgpu 0000:0c:00.0: amdgpu: GPU reset begin!\n",
+			CategoryGPUHardware, "gpu-hardware/amdgpu-gpu-reset", false},
+		{"an Instinct GPU reports an uncorrectable hardware error",
+			"[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!\n",
+			CategoryGPUHardware, "gpu-hardware/amdgpu-gpu-reset", false},
+		{"the ROCm runtime's GPU hang exception under torchrun",
+			progress +
+				"HW Exception by GPU node-4 (Agent handle: 0x1ebc04e0) reason :GPU Hang\n" +
+				"HW Exception by GPU node-4 (Agent handle: 0x2df30600) reason :GPU Hang\n",
+			CategoryGPUHardware, "gpu-hardware/hsa-gpu-hang", false},
+		{"UCX's mlx5 transport gives up on a peer",
+			"[g07r1n14:27251:0:27251] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n" +
+				"[g07r1n14:27251:0:27251] ib_mlx5_log.c:143  DCI QP 0x10f3a wqe[446]: SEND s-e [rqpn 0x32ca rlid 19352] [inl len 20]\n",
+			CategoryCollectiveError, "collective-error/ucx-error", false},
+		{"an HCCL task on an Ascend NPU waits past its timeout for a peer",
+			progress +
+				"        The error from device(chipId:5, dieId:0), serial number is 17, hccl fftsplus task timeout occurred during task execution, stream_id:7, sq_id:7, task_id:9865, stuck notify num:3, timeout:1836.[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc][LINE:1657]\n",
+			CategoryCollectiveTimeout, "collective-timeout/hccl-task-timeout", false},
+		{"a Gaudi HPU another process holds",
+			traceback + "RuntimeError: synStatus=20 [Device already acquired] Device acquire failed.\n",
+			CategoryCUDAError, "cuda-error/device-busy-unavailable", false},
+		{"a framework cannot load the HIP runtime",
+			traceback + "OSError: libamdhip64.so.6: cannot open shared object file: No such file or directory\n",
+			CategoryModuleNotFound, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { requireNamedAs(t, all, tt.log, tt.category, tt.ruleID, tt.alone) })
+	}
+}
+
+// requireNamedAs: log is unhealthy for category, named by the rule ruleID with high confidence
+// or, when ruleID is "", by the second tier with medium confidence; alone, the second tier
+// alone names the category too.
+func requireNamedAs(t *testing.T, all []*Rule, log string, category Category, ruleID string, alone bool) {
+	t.Helper()
+	want, conf := ruleID, ConfidenceHigh
+	if ruleID == "" {
+		want, conf = SecondTierRuleID+string(category), ConfidenceMedium
+	}
+	res := analyzeLogs(t, all, log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, category, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, want, res.RootCause.RuleID)
+	require.Equal(t, conf, res.Confidence)
+	if alone {
+		res = analyzeLogs(t, WithoutSpecific(all), log)
+		require.NotNil(t, res.RootCause, res.VerdictReason)
+		require.Equal(t, category, res.RootCause.Category, res.RootCause.Title)
+		require.Equal(t, ConfidenceMedium, res.Confidence)
+	}
+}
+
+// TestOtherVendorsChatterIsNoFailure: the start-up lines of RCCL, the AWS OFI plugin over EFA,
+// the amdgpu driver and Gaudi's PyTorch bridge, their advisory WARNs included, are no failure.
+func TestOtherVendorsChatterIsNoFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "" +
+		// https://github.com/ROCm/rccl/issues/2188
+		"node [0] NCCL INFO Kernel version: 6.8.0-136-generic\n" +
+		"[2026-08-23 09:56:58] node [0] /app/rccl/build/release/hipify/src/init.cc:213 NCCL WARN Missing \"iommu=pt\" from kernel command line which can lead to system instablity or hang!\n" +
+		"node [0] NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1\n" +
+		"node [0] NCCL INFO RCCL version : 2.27.7-HEAD:29e1567\n" +
+		"node [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. \n" +
+		"node [0] NCCL INFO NET/IB : No device found.\n" +
+		// https://github.com/aws/aws-ofi-nccl/issues/889
+		"ip-10-36-22-140:86:2501 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 4 nics)\n" +
+		"ip-10-36-22-140:86:2501 [0] NCCL INFO NET/OFI Setting FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not supported.\n" +
+		// https://github.com/ublue-os/bazzite/issues/5729
+		"Sep 03 23:07:26 bazzite kernel: [drm] Initialized amdgpu 3.64.0 for 0000:12:00.0 on minor 0\n" +
+		// https://github.com/huggingface/optimum-habana/issues/1469
+		"============================= HABANA PT BRIDGE CONFIGURATION ===========================\n" +
+		" PT_HPU_LAZY_MODE = 1\n" +
+		"epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\nepoch 1 step 30 loss 1.9\n"
+	res := analyzeLogs(t, all, log)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}

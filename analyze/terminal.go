@@ -448,6 +448,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			msg = logMessage(l.text)
 		}
 		trim := bytes.TrimSpace(msg)
+		if e := errorRecordException(trim); e != nil {
+			k = kindException
+		}
 		if isIgnoredHeader(trim) {
 			ignored = true
 			continue
@@ -525,6 +528,23 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 	}
 	return tf
+}
+
+// errorRecordException returns the exception of a line of a JSON error record, nil when t is
+// no such line. torchelastic writes a failed child's exception into an error file as JSON and
+// prints it, indented, under its summary's "msg:" and in its error handler's ERROR log
+// (torch 1.9 and 1.10): `"message": "RuntimeError: Address already in use",`. The exception
+// inside is how the child ended, as a traceback's last line would say it.
+func errorRecordException(t []byte) []byte {
+	rest, ok := bytes.CutPrefix(t, []byte(`"message": "`))
+	if !ok {
+		return nil
+	}
+	rest, ok = bytes.CutSuffix(bytes.TrimSuffix(rest, []byte(",")), []byte(`"`))
+	if !ok || !exceptionLine.Match(rest) {
+		return nil
+	}
+	return rest
 }
 
 // terminalWidths are the widths terminals and CI log viewers wrap lines at.

@@ -199,6 +199,24 @@ func TestTerminalOf(t *testing.T) {
 			"ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was aborted. Please check its log.",
 			"INFO 2021-05-24 17:17:17,615 launch_utils.py:307] terminate all the procs",
 		}, []string{"ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was aborted. Please check its log."}},
+		// torchelastic's error record of a failed child, printed as JSON under its summary's
+		// "msg:" (pytorch/pytorch#65041): the exception inside is the child's end.
+		{"torchelastic's error record names the child's exception", []string{
+			"  exitcode: 1 (pid: 1092727)",
+			"  error_file: /tmp/torchelastic_aeyvjbpe/none_8zuih7tj/attempt_0/0/error.json",
+			"  msg:",
+			"    {",
+			`      "message": "RuntimeError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",`,
+			"    }",
+		}, []string{ // indented lines after a failure line continue it
+			"  exitcode: 1 (pid: 1092727)",
+			"  error_file: /tmp/torchelastic_aeyvjbpe/none_8zuih7tj/attempt_0/0/error.json msg: {",
+			`      "message": "RuntimeError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).", }`,
+		}},
+		{"a JSON message that is no exception is no error record", []string{
+			"epoch 1 step 10 loss 2.1",
+			`      "message": "saved checkpoint 10",`,
+		}, nil},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {
@@ -334,6 +352,12 @@ func TestSecondTier(t *testing.T) {
 		{"PaddlePaddle's launcher summary alone: failed, cause not in the log", false, progress +
 			"ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was aborted. Please check its log.\n",
 			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, "a process failed and its log does not say why"},
+		{"torchelastic's error handler logs the child's error record at ERROR", false, progress +
+			"ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n" +
+			"  \"message\": {\n" +
+			"    \"message\": \"RuntimeError: Address already in use\",\n" +
+			"    \"extraInfo\": {\n",
+			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'Address already in use'"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

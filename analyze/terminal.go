@@ -81,9 +81,13 @@ func (k lineKind) strong() bool { return k >= kindExit }
 // tens of microseconds on a 300-byte line it does not match, and a 16,384-rank job has tens of
 // thousands of tail lines.
 var (
-	// exceptionLine is a Python exception as a traceback ends: "pkg.mod.SomeError: message".
-	// Anchored: it never searches the line.
-	exceptionLine = gated{re: regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)(?::|$)`)}
+	// exceptionLine is a Python exception as a traceback ends: "pkg.mod.SomeError: message",
+	// or an exception whose class name does not say so but whose module does: a class of a
+	// package's exceptions module ("torch._dynamo.exc.Unsupported: ...",
+	// "google.api_core.exceptions.NotFound: 404 ...") or of pyarrow's ("pyarrow.lib.ArrowInvalid:
+	// ..."; pyarrow defines them in its compiled lib). Anchored: it never searches the line.
+	exceptionLine = gated{re: regexp.MustCompile(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|` +
+		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
 		nil, "exit", "return code", "returncode")
@@ -94,10 +98,12 @@ var (
 		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted")
 	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{4} \S+ )\S+:\d+\]`,
 		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal")
-	// launcherLine is a launcher's summary of a failed process.
-	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`,
+	// launcherLine is a launcher's summary of a failed process: torchelastic's, mpirun's,
+	// MPICH's, the DeepSpeed launcher's, Slurm's, PaddlePaddle's ("ABORT!!! Out of all 4
+	// trainers, the trainer process with rank=[1, 2, 3] was aborted. Please check its log.").
+	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|ABORT!!! Out of all \d+ trainers`,
 		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
-		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT")
+		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT", "ABORT!!!")
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
 	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
@@ -329,7 +335,7 @@ func classify(t []byte) lineKind {
 // of tail lines of each of thousands of logs that only report progress.
 var endWords = literal.NewMatcher([]string{
 	"error", "exception", "interrupt", "failure", "fault", "exit", "what():", "fatal",
-	"sig", "segmentation", "bus error", "core dumped", "killed", "abort",
+	"sig", "segmentation", "bus error", "core dumped", "killed", "abort", ".exc.", "pyarrow.lib.arrow",
 	"primary job", "mpirun", "return code", "returncode", "status code", "error_file", "traceback",
 	"non-zero", "termination", "cancelled", "warning", "reason:",
 	"failed", "refused", "denied", "timed out", "unable to", "cannot", "could not", "out of memory",
@@ -442,6 +448,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			msg = logMessage(l.text)
 		}
 		trim := bytes.TrimSpace(msg)
+		if e := errorRecordException(trim); e != nil {
+			k = kindException
+		}
 		if isIgnoredHeader(trim) {
 			ignored = true
 			continue
@@ -519,6 +528,23 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 	}
 	return tf
+}
+
+// errorRecordException returns the exception of a line of a JSON error record, nil when t is
+// no such line. torchelastic writes a failed child's exception into an error file as JSON and
+// prints it, indented, under its summary's "msg:" and in its error handler's ERROR log
+// (torch 1.9 and 1.10): `"message": "RuntimeError: Address already in use",`. The exception
+// inside is how the child ended, as a traceback's last line would say it.
+func errorRecordException(t []byte) []byte {
+	rest, ok := bytes.CutPrefix(t, []byte(`"message": "`))
+	if !ok {
+		return nil
+	}
+	rest, ok = bytes.CutSuffix(bytes.TrimSuffix(rest, []byte(",")), []byte(`"`))
+	if !ok || !exceptionLine.Match(rest) {
+		return nil
+	}
+	return rest
 }
 
 // terminalWidths are the widths terminals and CI log viewers wrap lines at.

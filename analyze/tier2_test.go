@@ -168,6 +168,55 @@ func TestTerminalOf(t *testing.T) {
 			`  File "train.py", line 9, in <module>`,
 			"RuntimeError: step failed",
 		}, []string{"RuntimeError: step failed"}},
+		// Exceptions whose class name says nothing of failure, named by the module they come
+		// from: pyarrow's (huggingface/datasets#4077) chained to a traceback cut before its
+		// exception, and dynamo's (pytorch/pytorch#123041).
+		{"pyarrow's exception, chained to a traceback cut before its own", []string{
+			"Traceback (most recent call last):",
+			`  File "pyarrow/error.pxi", line 91, in pyarrow.lib.check_status`,
+			"pyarrow.lib.ArrowInvalid: Parquet magic bytes not found in footer. Either the file is corrupted or this is not a parquet file.",
+			"",
+			"The above exception was the direct cause of the following exception:",
+			"",
+			"Traceback (most recent call last):",
+			`  File "train.py", line 14, in <module>`,
+		}, []string{
+			"pyarrow.lib.ArrowInvalid: Parquet magic bytes not found in footer. Either the file is corrupted or this is not a parquet file.",
+			"Traceback (most recent call last):",
+		}},
+		{"an exception of a package's exceptions module", []string{
+			"[rank0]:     raise Unsupported(msg)",
+			"[rank0]: torch._dynamo.exc.Unsupported: HigherOrderOperator with body that accepts non-Tensors as input.",
+		}, []string{"torch._dynamo.exc.Unsupported: HigherOrderOperator with body that accepts non-Tensors as input."}},
+		{"a module path with a lower-case name is no exception", []string{
+			"epoch 1 step 10 loss 2.1",
+			"metrics.exc.count: 3",
+			"torch._dynamo.exc.unimplemented was called",
+		}, nil},
+		// PaddlePaddle's launcher (launch_utils.py) after a trainer died (PaddlePaddle/Paddle#33074).
+		{"PaddlePaddle's launcher summary", []string{
+			"INFO 2021-05-24 17:17:14,611 launch_utils.py:307] terminate all the procs",
+			"ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was aborted. Please check its log.",
+			"INFO 2021-05-24 17:17:17,615 launch_utils.py:307] terminate all the procs",
+		}, []string{"ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was aborted. Please check its log."}},
+		// torchelastic's error record of a failed child, printed as JSON under its summary's
+		// "msg:" (pytorch/pytorch#65041): the exception inside is the child's end.
+		{"torchelastic's error record names the child's exception", []string{
+			"  exitcode: 1 (pid: 1092727)",
+			"  error_file: /tmp/torchelastic_aeyvjbpe/none_8zuih7tj/attempt_0/0/error.json",
+			"  msg:",
+			"    {",
+			`      "message": "RuntimeError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",`,
+			"    }",
+		}, []string{ // indented lines after a failure line continue it
+			"  exitcode: 1 (pid: 1092727)",
+			"  error_file: /tmp/torchelastic_aeyvjbpe/none_8zuih7tj/attempt_0/0/error.json msg: {",
+			`      "message": "RuntimeError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).", }`,
+		}},
+		{"a JSON message that is no exception is no error record", []string{
+			"epoch 1 step 10 loss 2.1",
+			`      "message": "saved checkpoint 10",`,
+		}, nil},
 		{"a clean log", []string{"epoch 1 step 10 loss 2.1", "training finished", "exit code 0"}, nil},
 	}
 	for _, tt := range tests {
@@ -295,6 +344,20 @@ func TestSecondTier(t *testing.T) {
 			"[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).\n" +
 			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB\n",
 			VerdictUnhealthy, CategoryCUDAOOM, ConfidenceMedium, "likely cuda-oom"},
+		{"pyarrow's exception at the end names bad data", false, progress +
+			"Traceback (most recent call last):\n" +
+			"  File \"pyarrow/error.pxi\", line 92, in pyarrow.lib.check_status\n" +
+			"pyarrow.lib.ArrowInvalid: JSON parse error: Invalid value. in row 0\n",
+			VerdictUnhealthy, CategoryDataError, ConfidenceMedium, "likely data-error: 'ArrowInvalid'"},
+		{"PaddlePaddle's launcher summary alone: failed, cause not in the log", false, progress +
+			"ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was aborted. Please check its log.\n",
+			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, "a process failed and its log does not say why"},
+		{"torchelastic's error handler logs the child's error record at ERROR", false, progress +
+			"ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n" +
+			"  \"message\": {\n" +
+			"    \"message\": \"RuntimeError: Address already in use\",\n" +
+			"    \"extraInfo\": {\n",
+			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'Address already in use'"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

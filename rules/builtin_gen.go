@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "4c3a506c4e2abdd08716bd6fc698f48eda67cf465426ed11b9df1f9f9c156435"
+const builtinDigest = "907fc7adf8a0997421516ab5186ba2d048d4290b4dbeddd6220cc4fea668388c"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6629,6 +6629,59 @@ func builtinFiles() []Named {
 							"title",
 						},
 					},
+					{
+						ID:       "rendezvous-failure/hydra-proxy-connect",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "An MPI (Hydra) proxy could not connect back to mpiexec",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"HYDU_sock_connect \\([^)]*\\): unable to (?:connect from \"[^\"]*\" to \"[^\"]*\"|get host address)",
+								"unable to connect to server \\S+ at port \\d+ \\(check for firewalls!\\)",
+							},
+						},
+						Explanation: "mpiexec (MPICH's or Intel MPI's Hydra) started its proxy on another host over ssh, and the proxy could not open the connection back to mpiexec: a firewall between the hosts, a host name that resolves to an address the other host cannot reach (127.0.1.1 in /etc/hosts, a second network), or a name that does not resolve there at all.\n",
+						Remediation: "Make every host resolve the launching host's name to an address reachable from it (check /etc/hosts on both), open the ports between the hosts (or set a port range the firewall allows), and choose the network with -iface when the hosts have several.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "HYDU_sock_connect (utils/sock/sock.c:180): unable to connect from \"node2\" to \"node1\" (Connection timed out)",
+								},
+								{
+									Text: "[proxy:0:1@node2] main (pm/pmiserv/pmip.c:185): unable to connect to server node1 at port 35322 (check for firewalls!)",
+								},
+								{
+									Text: "[proxy:0:0@okoky-laptop] HYDU_sock_connect (./utils/sock/sock.c:138): unable to get host address (Connection timed out)",
+								},
+								{
+									Text: "[proxy:0:0@okoky-laptop] main (./pm/pmiserv/pmip.c:208): unable to connect to server M3-117-40 at port 34391 (check for firewalls!)",
+								},
+								{
+									Text: "HYDU_sock_connect (/opt/mpi-dl/mpich-3.3/src/pm/hydra/utils/sock/sock.c:145): unable to get host address for Master (4)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[proxy:0:0@node1] got pmi command (from 0): init",
+								},
+								{
+									Text: "[mpiexec@node1] Launch arguments: /usr/bin/ssh -x node2 \"/usr/bin/hydra_pmi_proxy\" --control-port node1:35322",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
 				},
 			},
 		},
@@ -8866,6 +8919,104 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "2024-01-01 10:00:00 error_rate: 0.01",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/launcher-env-missing",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Started without the launcher that sets {var}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"(?:^|[^\\w.])KeyError: [\\x27\"](?P<var>RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT|OMPI_COMM_WORLD_(?:LOCAL_)?(?:RANK|SIZE)|SLURM_PROCID|SLURM_LOCALID|SLURM_NTASKS)[\\x27\"]\\s*$",
+							},
+						},
+						Explanation: "The training script reads an environment variable that a distributed launcher sets for each process it starts, and the variable is not there: the script was run with plain python (or a launcher of another kind, or an old torch.distributed.launch without --use_env) instead of the launcher its distributed mode expects.\n",
+						Remediation: "Start the script with the launcher it expects (torchrun --nproc_per_node=N ..., deepspeed, mpirun), or turn its distributed mode off for a single process; set the variable yourself only when you start every rank by hand.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "KeyError: 'RANK'",
+								},
+								{
+									Text: "KeyError: 'LOCAL_RANK'",
+								},
+								{
+									Text: "KeyError: 'LOCAL_RANK'",
+								},
+								{
+									Text: "[rank1]: KeyError: 'WORLD_SIZE'",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "KeyError: 'input_ids'",
+								},
+								{
+									Text: "KeyError: 'RANKING'",
+								},
+								{
+									Text: "    rank = int(os.environ['RANK'])",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/backend-not-built",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "This torch build has no {backend} backend",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo) built in",
+							},
+						},
+						Explanation: "The job asked torch.distributed for a backend that the installed PyTorch was built without: NCCL exists only in the Linux CUDA builds (not on Windows, macOS or CPU-only wheels), MPI only in builds from source against an MPI.\n",
+						Remediation: "Use the gloo backend where NCCL is not available (Windows, CPU), install the CUDA build of PyTorch on Linux, or run the job on Linux GPUs.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: Distributed package doesn't have NCCL built in",
+								},
+								{
+									Text: "RuntimeError: Distributed package doesn't have NCCL built in",
+								},
+								{
+									Text: "RuntimeError: Distributed package doesn't have NCCL built in",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    raise RuntimeError(\"Distributed package doesn't have NCCL \" \"built in\")",
+								},
+								{
+									Text: "NCCL version 2.18.1+cuda12.1",
 								},
 							},
 						},

@@ -1,0 +1,36 @@
+package logscan
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/coroner-dev/coroner/bundle"
+)
+
+// metricsLog is a training log as the repetitive benchmark bundle has it: kubelet timestamps
+// of nine fraction digits, a launcher's rank prefix and a step line of a dozen numbers.
+func metricsLog(n int) []byte {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "2026-03-14T08:%02d:%02d.%09dZ [rank37]: step %d | loss %.4f | lr 3.00e-04 | grad_norm %.3f | tokens/s %d | mem %.1fGiB\n",
+			i/3600%60, i/60%60, (i*192747263)%1_000_000_000, i, 3.1-float64(i%1000)/10000, 0.6+float64(i%900)/1000, 40000+i*37%2000, 60+float64(i%90)/10)
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkScanRepetitive is the scan alone (time, shape, values) of lines of one shape, per
+// byte: what every visitor of a repetitive log pays before it looks at a line.
+func BenchmarkScanRepetitive(b *testing.B) {
+	log := metricsLog(20000)
+	fsys := fstest.MapFS{"a.log": {Data: log}}
+	lr := NewLineReader(nil, 0, 1<<20, readBuffer)
+	shapes := newScanShaper(nil)
+	b.SetBytes(int64(len(log)))
+	for b.Loop() {
+		if _, err := scan(b.Context(), fsys, bundle.LogStream{Path: "a.log"}, AllOptions{MaxLine: 1 << 20}, nil, lr, shapes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -235,3 +235,18 @@ func TestScanSaysWhichLinesAreASCII(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true, false, true, false, false, true, true}, got)
 }
+
+// TestHashIn: the hash of a word read with one load past it is Hash's, for every length.
+func TestHashIn(t *testing.T) {
+	buf := []byte("The_quick_brown_fox_jumps_over_the_lazy_dog_0123456789abcdefgh")
+	for n := 0; n+8 <= len(buf); n++ {
+		require.Equal(t, Hash(buf[:n]), HashIn(buf, n), "%d bytes", n)
+		if n < 8 {
+			var v uint64
+			for i := n - 1; i >= 0; i-- {
+				v = v<<8 | uint64(buf[i])
+			}
+			require.Equal(t, Hash(buf[:n]), HashShort(v, n), "%d bytes", n)
+		}
+	}
+}

@@ -34,3 +34,45 @@ func BenchmarkScanRepetitive(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScanDistinct is the scan alone of lines that never repeat, half of them with
+// non-ASCII words (a tokenizer's pieces) that need no cleaning.
+func BenchmarkScanDistinct(b *testing.B) {
+	syl := []string{"pe", "da", "mu", "xi", "lo", "ri", "ge", "ba", "zu", "ha", "cu", "vi", "na", "to", "se", "ka"}
+	var log strings.Builder
+	x := uint32(1)
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&log, "2026-03-14T08:13:%02d.%09dZ [rank37]: ", i%60, (i*830368300)%1_000_000_000)
+		tokens := i%2 == 0
+		if tokens {
+			log.WriteString("tokens: [")
+		} else {
+			log.WriteString("generation:")
+		}
+		for w := 0; w < 16; w++ {
+			if tokens {
+				log.WriteString("'▁")
+			} else {
+				log.WriteByte(' ')
+			}
+			for s := 0; s < 2+int(x%3); s++ {
+				x = x*1664525 + 1013904223
+				log.WriteString(syl[x>>28])
+			}
+			if tokens {
+				log.WriteString("', ")
+			}
+		}
+		log.WriteString("\n")
+	}
+	data := []byte(log.String())
+	fsys := fstest.MapFS{"a.log": {Data: data}}
+	lr := NewLineReader(nil, 0, 1<<20, readBuffer)
+	shapes := newScanShaper(nil)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := scan(b.Context(), fsys, bundle.LogStream{Path: "a.log"}, AllOptions{MaxLine: 1 << 20}, nil, lr, shapes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

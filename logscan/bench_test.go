@@ -23,7 +23,11 @@ func metricsLog(n int) []byte {
 // BenchmarkScanRepetitive is the scan alone (time, shape, values) of lines of one shape, per
 // byte: what every visitor of a repetitive log pays before it looks at a line.
 func BenchmarkScanRepetitive(b *testing.B) {
-	log := metricsLog(20000)
+	benchScan(b, metricsLog(20000))
+}
+
+// benchScan scans log as a scan worker does, with no visitor, per byte.
+func benchScan(b *testing.B, log []byte) {
 	fsys := fstest.MapFS{"a.log": {Data: log}}
 	lr := NewLineReader(nil, 0, 1<<20, readBuffer)
 	shapes := newScanShaper(nil)
@@ -65,14 +69,5 @@ func BenchmarkScanDistinct(b *testing.B) {
 		}
 		log.WriteString("\n")
 	}
-	data := []byte(log.String())
-	fsys := fstest.MapFS{"a.log": {Data: data}}
-	lr := NewLineReader(nil, 0, 1<<20, readBuffer)
-	shapes := newScanShaper(nil)
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		if _, err := scan(b.Context(), fsys, bundle.LogStream{Path: "a.log"}, AllOptions{MaxLine: 1 << 20}, nil, lr, shapes); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchScan(b, []byte(log.String()))
 }

@@ -41,6 +41,10 @@ type logScanner struct {
 	latest int64
 	// procs follows each process of the log (by launcher prefix; "" for lines without one).
 	procs map[string]*procState
+	// lastProc is the process of the line before, named lastStream: a log's lines are mostly
+	// one process's, and looking it up by name was 4-5% of a repetitive log's scan.
+	lastStream string
+	lastProc   *procState
 	// progress holds, by shape id, whether lines of the shape are progress lines.
 	progress []progressMemo
 	// facts are the object facts the log's lines rendered (see rules.TextFact).
@@ -155,9 +159,13 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	}
 	// Every process the log shows is known, whether a line of it matched or not: a rank
 	// that printed only routine lines is still one the others may have waited for.
-	p := s.procs[pre.stream]
-	if p == nil {
-		p = s.proc(pre.stream, pre.rank)
+	p := s.lastProc
+	if p == nil || pre.stream != s.lastStream {
+		p = s.procs[pre.stream]
+		if p == nil {
+			p = s.proc(pre.stream, pre.rank)
+		}
+		s.lastStream, s.lastProc = pre.stream, p
 	}
 	if p.active > 0 {
 		m := mark{line: l.Number, time: s.latest, step: step}
@@ -252,7 +260,8 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw []byte, s
 // dates the findings of lines printed before the log showed any time with the first time it
 // showed (they happened no later than that).
 func (s *logScanner) finish(st logscan.Stats) []*procState {
-	s.proc("", -1) // every log is a process, whether a line of it matched or not
+	s.lastProc = nil // procs may be merged below
+	s.proc("", -1)   // every log is a process, whether a line of it matched or not
 	var named []string
 	for k := range s.procs {
 		if k != "" {

@@ -137,23 +137,27 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	if n, pid := syslogAt(s); n > 0 {
 		return s[n:], -1, "pid " + string(pid), true
 	}
-	// "10: " (srun -l, torchrun --redirects): a short number, a colon and a space.
-	if n := digitsAt(s); n > 0 && n <= 5 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
-		r, _ := atoi(s[:n])
-		return s[n+2:], r, rankStream(r), true
-	}
-	// "worker-1: " and "10.0.0.7: " (pdsh, the DeepSpeed launcher's multi-node runner): a host
-	// name that ends in a number after a dash, or an IPv4 address, a colon and a space.
-	if n := hostAt(s); n > 0 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
-		return s[n+2:], -1, string(s[:n]), true
-	}
-	// "trainer-1  | " (docker compose): a service name, blanks, a bar.
-	// The name is the line's first word, then two blanks or more: a bar further on ("step 3 |
-	// loss") is never looked for.
 	k := 0 // the first blank, in a loop: it is a few bytes in, where IndexByte's setup costs more
 	for k < len(s) && k < 64 && s[k] != ' ' {
 		k++
 	}
+	// The next two end in a colon and the line's first blank (neither a number nor a host name
+	// holds a blank or a colon): a first word that does not end in a colon is neither.
+	if k > 0 && s[k-1] == ':' {
+		// "10: " (srun -l, torchrun --redirects): a short number, a colon and a space.
+		if n := digitsAt(s); n > 0 && n <= 5 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
+			r, _ := atoi(s[:n])
+			return s[n+2:], r, rankStream(r), true
+		}
+		// "worker-1: " and "10.0.0.7: " (pdsh, the DeepSpeed launcher's multi-node runner): a
+		// host name that ends in a number after a dash, or an IPv4 address, a colon and a space.
+		if n := hostAt(s); n > 0 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
+			return s[n+2:], -1, string(s[:n]), true
+		}
+	}
+	// "trainer-1  | " (docker compose): a service name, blanks, a bar.
+	// The name is the line's first word, then two blanks or more: a bar further on ("step 3 |
+	// loss") is never looked for.
 	if k > 0 && k < min(len(s), 64) && k+1 < len(s) && s[k+1] == ' ' {
 		bar := k
 		for bar < len(s) && s[bar] == ' ' {

@@ -24,6 +24,9 @@ func TestSplitPrefix(t *testing.T) {
 		{"[rank5000]: boom", "boom", "rank 5000", 5000},
 		{"worker-1: ModuleNotFoundError: No module named 'x'", "ModuleNotFoundError: No module named 'x'", "worker-1", -1},
 		{"10.0.0.7: [rank3]: RuntimeError: boom", "RuntimeError: boom", "rank 3", 3},
+		// The longest host name that is a prefix, and one byte more, which is not.
+		{"h-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-1: ValueError: x", "ValueError: x", "h-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-1", -1},
+		{"xh-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-1: ValueError: x", "xh-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-x-1: ValueError: x", "", -1},
 		// A collector's time in front of the launcher's prefix, or of the program's line.
 		{"2021-03-10T13:22:37.443Z: [1,0]<stderr>:OSError: Caught OSError in DataLoader worker process 3.", "OSError: Caught OSError in DataLoader worker process 3.", "rank 0", 0},
 		{"2021-03-10T13:22:37.443Z: RuntimeError: boom", "RuntimeError: boom", "", -1},

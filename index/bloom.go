@@ -79,6 +79,7 @@ type chunkBuilder struct {
 	bytes  int
 	segs   []chunkSeg
 	scr    []byte
+	fold   []byte // a non-ASCII word folded
 }
 
 var tracebackWord = []byte("traceback")
@@ -91,26 +92,36 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 	nwords := 0
 	level := ""
 	var prev []byte
-	w := c.scr[:0]
+	// buf holds the word being read, with 8 bytes to spare for HashIn's last load.
+	if cap(c.scr) < len(text)+8 {
+		c.scr = make([]byte, 0, len(text)+64)
+	}
+	buf := c.scr[:len(text)+8]
 	for i := 0; i < len(text); {
-		if !logscan.IsWordByte(text[i]) {
+		if foldWord[text[i]] == 0 {
 			i++
 			continue
 		}
-		w = w[:0]
-		j, ascii := i, true
-		for ; j < len(text) && logscan.IsWordByte(text[j]); j++ {
+		j, n, seen := i, 0, byte(0)
+		for ; j < len(text); j++ {
 			b := text[j]
-			ascii = ascii && b < utf8.RuneSelf
-			if b-'A' < 26 {
-				b += 'a' - 'A'
+			f := foldWord[b]
+			if f == 0 {
+				break
 			}
-			w = append(w, b)
+			seen |= b
+			buf[n] = f
+			n++
 		}
-		if !ascii {
-			w = logscan.Fold(w[:0], text[i:j])
+		w := buf[:n]
+		var h uint64
+		if seen < utf8.RuneSelf {
+			h = logscan.HashIn(buf, n)
+		} else {
+			c.fold = logscan.Fold(c.fold[:0], text[i:j])
+			w, h = c.fold, logscan.Hash(c.fold)
 		}
-		c.add(logscan.Hash(w))
+		c.add(h)
 		if len(w) > prefixLen {
 			c.add(prefixHash(w))
 		}
@@ -124,7 +135,6 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 		nwords++
 		i = j
 	}
-	c.scr = w
 	if level != "" {
 		c.add(itemHash(itemLevel, []byte(level), c.scr))
 	}
@@ -135,23 +145,40 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 	return c.bytes >= chunkMax || (c.bytes >= chunkMin && c.fill >= fullFill)
 }
 
+// foldWord is a word byte lower-cased (any byte of a word but A-Z is itself), 0 for a byte
+// that is not one (logscan.IsWordByte).
+var foldWord = func() (t [256]byte) {
+	for c := 1; c < 256; c++ {
+		if b := byte(c); logscan.IsWordByte(b) {
+			if b-'A' < 26 {
+				b += 'a' - 'A'
+			}
+			t[c] = b
+		}
+	}
+	return t
+}()
+
 // prefixHash is itemHash(itemPrefix, w[:prefixLen]) without copying the item.
 func prefixHash(w []byte) uint64 {
-	var item [prefixLen + 1]byte
-	item[0] = itemPrefix
-	copy(item[1:], w[:prefixLen])
-	return logscan.Hash(item[:])
+	t := uint64(itemPrefix)
+	for k, b := range w[:prefixLen] {
+		t |= uint64(b) << (8 * (k + 1))
+	}
+	return logscan.HashShort(t, prefixLen+1)
 }
 
 // add sets the item's bits, counting those it sets, without a branch per bit.
 func (c *chunkBuilder) add(h uint64) {
+	fill := c.fill // a local: the filter's stores would otherwise reload it
 	for i := 0; i < filterK; i++ {
 		p := filterPos(h, i)
 		w, s := p/64, p%64
 		old := c.filter[w]
 		c.filter[w] = old | 1<<s
-		c.fill += int(^old >> s & 1)
+		fill += int(^old >> s & 1)
 	}
+	c.fill = fill
 }
 
 // close hands the chunk to the writer, if it holds lines, and starts the next.

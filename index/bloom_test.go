@@ -19,6 +19,7 @@ func TestChunkFilterHoldsTheQueryItems(t *testing.T) {
 		"a bb ccc dddd _under_score MiXeD123 0xDEADbeef",
 		"",
 		"[rank7] no colon but a rank",
+		"abcdefg abcdefgh abcdefghi x1234567890abcdefXYZ_0123 SIXTEEN_BYTES_AB Ab",
 	}
 	for _, line := range lines {
 		var got chunkBuilder
@@ -59,5 +60,34 @@ func TestChunkFilterHoldsTheQueryItems(t *testing.T) {
 		if set != got.fill {
 			t.Errorf("%q: fill %d, %d bits set", line, got.fill, set)
 		}
+	}
+}
+
+// BenchmarkChunkAddLine is a chunk's filter made of lines that never repeat (no template
+// takes them): every word and its prefix hashed, per byte.
+func BenchmarkChunkAddLine(b *testing.B) {
+	syl := []string{"pe", "da", "mu", "xi", "lo", "ri", "ge", "ba", "zu", "ha", "cu", "vi", "na", "to", "se", "ka"}
+	var lines [][]byte
+	size := 0
+	x := uint32(1)
+	for i := 0; i < 2000; i++ {
+		line := []byte("[rank37]: generation:")
+		for w := 0; w < 20; w++ {
+			line = append(line, ' ')
+			for s := 0; s < 2+int(x%3); s++ {
+				x = x*1664525 + 1013904223
+				line = append(line, syl[x>>28]...)
+			}
+		}
+		lines = append(lines, line)
+		size += len(line) + 1
+	}
+	b.SetBytes(int64(size))
+	var c chunkBuilder
+	for b.Loop() {
+		for _, l := range lines {
+			c.addLine(l)
+		}
+		c.filter, c.fill, c.bytes = [filterBits / 64]uint64{}, 0, 0
 	}
 }

@@ -166,7 +166,7 @@ func Clean(dst, line []byte) []byte {
 			}
 		}
 	}
-	if bytes.IndexByte(line, 0x1b) < 0 && bytes.IndexByte(line, 0) < 0 && utf8.Valid(line) {
+	if !cleanChanges(line) {
 		return append(dst, line...)
 	}
 	for i := 0; i < len(line); {
@@ -192,6 +192,12 @@ func Clean(dst, line []byte) []byte {
 		i += n
 	}
 	return dst
+}
+
+// cleanChanges reports whether Clean changes a line: one with a carriage return, an escape, a
+// NUL or invalid UTF-8.
+func cleanChanges(line []byte) bool {
+	return bytes.IndexByte(line, '\r') >= 0 || bytes.IndexByte(line, 0x1b) >= 0 || bytes.IndexByte(line, 0) >= 0 || !utf8.Valid(line)
 }
 
 // skipEscape returns the index after the escape sequence starting at i (CSI "ESC [ ... final"

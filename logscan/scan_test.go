@@ -27,6 +27,27 @@ func TestClean(t *testing.T) {
 	for in, want := range tests {
 		require.Equal(t, want, string(Clean(nil, []byte(in))), "%q", in)
 		require.Equal(t, in != want, NeedsClean([]byte(in)), "%q", in)
+		require.Equal(t, in != want, cleanChanges([]byte(in)), "%q", in)
+	}
+	for _, in := range []string{"café ▁tokens 12", "ok", "", "\r", "x\ry", "a\x00", "é\xc3"} {
+		require.Equal(t, in != string(Clean(nil, []byte(in))), cleanChanges([]byte(in)), "%q", in)
+	}
+}
+
+// TestShaperSkipsCleaningWhatCleanKeeps: a non-ASCII line that cleaning keeps as it is gets
+// the key and values of its cleaned copy, read once.
+func TestShaperSkipsCleaningWhatCleanKeeps(t *testing.T) {
+	for _, line := range []string{"tokens: ['▁peda', '▁x1'] step 42 0xfe", "Ünï 7 \x1b[1mbold\x1b[0m 8", "bad\xff 9", "a\rframe 10"} {
+		s := newShaper()
+		var clean []byte
+		text := s.line([]byte(line), &clean)
+		want := Clean(nil, []byte(line))
+		require.Equal(t, string(want), string(text), "%q", line)
+		var k Keyer
+		require.Equal(t, string(k.Key(want)), string(s.key), "%q", line)
+		require.NotNil(t, s.cur, "%q", line)
+		require.Equal(t, s.cur.Key, string(s.key), "%q", line)
+		require.Len(t, s.vals, len(s.cur.Vars), "%q", line)
 	}
 }
 
@@ -234,4 +255,19 @@ func TestScanSaysWhichLinesAreASCII(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true, false, true, false, false, true, true}, got)
+}
+
+// TestHashIn: the hash of a word read with one load past it is Hash's, for every length.
+func TestHashIn(t *testing.T) {
+	buf := []byte("The_quick_brown_fox_jumps_over_the_lazy_dog_0123456789abcdefgh")
+	for n := 0; n+8 <= len(buf); n++ {
+		require.Equal(t, Hash(buf[:n]), HashIn(buf, n), "%d bytes", n)
+		if n < 8 {
+			var v uint64
+			for i := n - 1; i >= 0; i-- {
+				v = v<<8 | uint64(buf[i])
+			}
+			require.Equal(t, Hash(buf[:n]), HashShort(v, n), "%d bytes", n)
+		}
+	}
 }

@@ -120,9 +120,11 @@ func (b *shaper) line(text []byte, clean *[]byte) []byte {
 	if b.cur == nil {
 		if b.tokenize(text) {
 			b.ascii = false
-			*clean = Clean((*clean)[:0], text)
-			text = *clean
-			b.tokenize(text)
+			if cleanChanges(text) { // else the line's key and values are read already
+				*clean = Clean((*clean)[:0], text)
+				text = *clean
+				b.tokenize(text)
+			}
 		}
 		if b.cur = b.byKey[string(b.key)]; b.cur == nil {
 			b.cur = b.newShape()

@@ -2,6 +2,8 @@ package logscan
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -126,6 +128,75 @@ func TestTimeLen(t *testing.T) {
 	} {
 		if got := TimeLen([]byte(line)); got != want {
 			t.Errorf("TimeLen(%q) = %d, want %d", line, got, want)
+		}
+	}
+}
+
+// TestLeadingDigits: the branch-free read of leading digits gives what reading them one at a
+// time gives, for every run length and any byte after it.
+func TestLeadingDigits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var b [8]byte
+		n := rng.IntN(9)
+		for k := range b {
+			if k < n {
+				b[k] = '0' + byte(rng.IntN(10))
+			} else {
+				b[k] = byte(rng.IntN(256))
+			}
+		}
+		var want uint64
+		wn := 0
+		for wn < 8 && b[wn] >= '0' && b[wn] <= '9' {
+			want = want*10 + uint64(b[wn]-'0')
+			wn++
+		}
+		got, gn := leadingDigits(binary.LittleEndian.Uint64(b[:]))
+		if got != want || gn != wn {
+			t.Fatalf("%q: got %d (%d digits), want %d (%d)", b, got, gn, want, wn)
+		}
+	}
+}
+
+// TestFractionAt: a fraction of any length, cut anywhere, reads as it does a digit at a time.
+func TestFractionAt(t *testing.T) {
+	slow := func(b []byte, i int) (nsec, next int, ok bool) {
+		if i >= len(b) || (b[i] != '.' && b[i] != ',') {
+			return 0, i, true
+		}
+		i++
+		digits := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			if digits < 9 {
+				nsec = nsec*10 + int(b[i]-'0')
+				digits++
+			}
+			i++
+		}
+		if digits == 0 {
+			return 0, i, false
+		}
+		for ; digits < 9; digits++ {
+			nsec *= 10
+		}
+		return nsec, i, true
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		b := []byte{"01.,"[rng.IntN(4)], "01.,"[rng.IntN(4)]}
+		for range rng.IntN(14) {
+			b = append(b, '0'+byte(rng.IntN(10)))
+		}
+		for range rng.IntN(10) {
+			b = append(b, "Z 9x.,"[rng.IntN(6)])
+		}
+		for i := range 3 {
+			n1, i1, ok1 := fractionAt(b, i)
+			n2, i2, ok2 := slow(b, i)
+			if n1 != n2 || i1 != i2 || ok1 != ok2 {
+				t.Fatalf("%q at %d: got %d %d %v, want %d %d %v", b, i, n1, i1, ok1, n2, i2, ok2)
+			}
 		}
 	}
 }

@@ -280,17 +280,39 @@ func isASCII(s string) bool {
 // Hash is a fast 64-bit hash of b, the same in every process: an index stores filters of the
 // hashes of folded words.
 func Hash(b []byte) uint64 {
-	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
-	h := uint64(len(b))*m1 ^ m2
-	for len(b) >= 8 {
-		h = mix(h^binary.LittleEndian.Uint64(b), m2)
-		b = b[8:]
-	}
+	h := hashWords(b)
 	var t uint64
-	for i, c := range b {
+	for i, c := range b[len(b)&^7:] {
 		t |= uint64(c) << (8 * i)
 	}
-	return mix(mix(h^t, m1), m2)
+	return hashEnd(h, t)
+}
+
+const hashM1, hashM2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
+
+// hashWords is Hash of b up to its last whole 8 bytes.
+func hashWords(b []byte) uint64 {
+	h := uint64(len(b))*hashM1 ^ hashM2
+	for ; len(b) >= 8; b = b[8:] {
+		h = mix(h^binary.LittleEndian.Uint64(b), hashM2)
+	}
+	return h
+}
+
+// hashEnd ends Hash with t, the bytes past the last whole 8, little endian.
+func hashEnd(h, t uint64) uint64 { return mix(mix(h^t, hashM1), hashM2) }
+
+// HashIn is Hash(buf[:n]) for a buf that holds 8 bytes or more past n: the bytes past the
+// last whole 8 are read with one load (the index hashes every word of the lines it keeps).
+func HashIn(buf []byte, n int) uint64 {
+	h := hashWords(buf[:n])
+	end := n &^ 7
+	return hashEnd(h, binary.LittleEndian.Uint64(buf[end:end+8])&(1<<(8*(n&7))-1))
+}
+
+// HashShort is Hash of the n bytes (at most 7) whose little-endian value is t.
+func HashShort(t uint64, n int) uint64 {
+	return hashEnd(uint64(n)*hashM1^hashM2, t)
 }
 
 func mix(a, b uint64) uint64 {

@@ -55,3 +55,24 @@ func BenchmarkLine(b *testing.B) {
 		_ = r.Line(line)
 	}
 }
+
+// BenchmarkCarries is the scan's check of every line for what may begin a secret of several
+// lines, on a training log's lines as the scan hands them over (without the kubelet time).
+func BenchmarkCarries(b *testing.B) {
+	r, err := New(Options{Key: []byte("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines [][]byte
+	for _, l := range bytes.Split(trainingLog(1<<20), []byte("\n")) {
+		if _, text, ok := bytes.Cut(l, []byte(" ")); ok {
+			lines = append(lines, text)
+		}
+	}
+	b.SetBytes(1 << 20)
+	for b.Loop() {
+		for _, l := range lines {
+			r.Carries(l)
+		}
+	}
+}

@@ -119,3 +119,11 @@ func TestWindowLeadCut(t *testing.T) {
 	}
 	require.Greater(t, cut, 500, "too few leads without a line that carries")
 }
+
+// TestHasBegin: the look at each dash finds what bytes.Contains finds.
+func TestHasBegin(t *testing.T) {
+	for _, s := range []string{"", "-", "-----BEGIN", "----BEGIN", "x------BEGIN RSA", "a-b--c---d----e-----BEGI",
+		"lr 3.00e-04 -----BEGIN OPENSSH PRIVATE KEY-----", strings.Repeat("-", 40), strings.Repeat("-", 40) + "BEGIN"} {
+		require.Equal(t, strings.Contains(s, "-----BEGIN"), hasBegin([]byte(s)), "%q", s)
+	}
+}

@@ -207,14 +207,19 @@ func (c *copier) joinHeld(text []byte, spans []span) []span {
 // announce reads what a line says of the next ones: a secret's YAML key with its value below,
 // an env var's secret name with its value next, NAME=, a secret flag or "Bearer" at its end.
 func (c *copier) announce(text []byte, spans []span) {
-	c.pend = pending{}
 	p, ind := bodyStart(text)
+	c.pend = c.r.announced(text, p, ind, spans)
+}
+
+// announced is what announce keeps for the next lines, for a text whose body starts at p,
+// indented by ind (bodyStart).
+func (r *Redactor) announced(text []byte, p, ind int, spans []span) pending {
 	t := trimBlankEnd(text[p:])
 	if len(t) <= ind {
-		return
+		return pending{}
 	}
 	if len(spans) > 0 && spans[len(spans)-1].end >= p+len(t) {
-		return // the line's end is masked already
+		return pending{} // the line's end is masked already
 	}
 	col := ind
 	for bytes.HasPrefix(t[col:], []byte("- ")) {
@@ -226,10 +231,10 @@ func (c *copier) announce(text []byte, spans []span) {
 	// name: PGPASSWORD, as an env list item has it; its value follows.
 	if rest, ok := bytes.CutPrefix(t[col:], []byte("name:")); ok {
 		name := bytes.Trim(bytes.TrimSpace(rest), `"'`)
-		if m, secret := c.r.envRule(string(name)); secret && len(name) > 0 && bytes.IndexFunc(name, func(r rune) bool { return !isNameChar(byte(r)) }) < 0 {
-			c.pend = pending{kind: pendEnv, col: col, m: m}
+		if m, secret := r.envRule(string(name)); secret && len(name) > 0 && bytes.IndexFunc(name, func(r rune) bool { return !isNameChar(byte(r)) }) < 0 {
+			return pending{kind: pendEnv, col: col, m: m}
 		}
-		return
+		return pending{}
 	}
 	last := t[len(t)-1]
 	// password:, password: |, password: >- : the value is below.
@@ -237,36 +242,37 @@ func (c *copier) announce(text []byte, spans []span) {
 		key, block, ok := yamlKeyOnly(t[col:])
 		if !ok {
 			if promptLine(t[col:]) {
-				c.pend = pending{kind: pendNext, m: int32(c.r.byID["secret-assignment"])}
+				return pending{kind: pendNext, m: int32(r.byID["secret-assignment"])}
 			}
-			return
+			return pending{}
 		}
 		strong := SecretName(string(key))
 		if strong || block && weakAlone(key) {
-			c.pend = pending{kind: pendYAML, col: col, m: int32(c.r.byID["secret-assignment"]), block: block,
+			return pending{kind: pendYAML, col: col, m: int32(r.byID["secret-assignment"]), block: block,
 				prompt: !block && passwordName(string(key))}
 		}
-		return
+		return pending{}
 	}
 	// HF_TOKEN=, --hf-token, Authorization: Bearer at the end of the line.
 	if last != '=' && !(last >= 'a' && last <= 'z' || last >= 'A' && last <= 'Z') {
-		return
+		return pending{}
 	}
 	word := t[lastWordStart(t):]
 	if last != '=' && word[0] != '-' && len(word) != len("bearer") {
-		return
+		return pending{}
 	}
 	switch {
 	case last == '=':
 		name := bytes.TrimRight(word, "=")
 		if secretNameBytes(bytes.TrimLeft(name, "-")) {
-			c.pend = pending{kind: pendNext, m: int32(c.r.byID["secret-assignment"])}
+			return pending{kind: pendNext, m: int32(r.byID["secret-assignment"])}
 		}
 	case isSecretFlag(string(word)):
-		c.pend = pending{kind: pendNext, m: int32(c.r.byID["secret-assignment"])}
+		return pending{kind: pendNext, m: int32(r.byID["secret-assignment"])}
 	case bytes.EqualFold(word, []byte("bearer")):
-		c.pend = pending{kind: pendNext, m: int32(c.r.byID["bearer-token"])}
+		return pending{kind: pendNext, m: int32(r.byID["bearer-token"])}
 	}
+	return pending{}
 }
 
 // yamlEnd reports whether a line may end with a YAML key whose value is below: it ends with

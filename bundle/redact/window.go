@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"unicode/utf8"
 )
 
 // A key's body without its BEGIN line: a log cut in the middle of a key (the kept end of a
@@ -96,16 +97,40 @@ func (c *copier) candKey(end []byte) {
 // one base64 word, maybe indented or quoted. Within a run (more), also a blank line or one of
 // the headers of an encrypted key.
 func candBody(body []byte, more bool) bool {
+	if i := firstNonBlank(body); i < len(body) && body[i] < utf8.RuneSelf && !asciiSpace(body[i]) && !base64Byte(body[i]) {
+		// The first byte of the trimmed body fails the loop below, and no Proc-Type or
+		// DEK-Info line starts with it: false, without trimming.
+		return false
+	}
 	t := bytes.TrimSpace(body)
 	if len(t) == 0 || bytes.HasPrefix(t, []byte("Proc-Type:")) || bytes.HasPrefix(t, []byte("DEK-Info:")) {
 		return more
 	}
 	for _, c := range t {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '\\' || c == '"') {
+		if !base64Byte(c) {
 			return false
 		}
 	}
 	return true
+}
+
+// base64Byte is a byte a key's body (base64, maybe quoted and escaped) holds.
+func base64Byte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '\\' || c == '"'
+}
+
+// firstNonBlank is the index of the first byte of b that is not ' ', or len(b).
+func firstNonBlank(b []byte) int {
+	i := 0
+	for i < len(b) && b[i] == ' ' {
+		i++
+	}
+	return i
+}
+
+// asciiSpace is an ASCII byte bytes.TrimSpace trims.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // secretPEMEnd reports whether a line holds the END line of a PEM block of a key that is not
@@ -189,7 +214,7 @@ func (r *Redactor) Carries(line []byte) bool {
 	text := trimEOL(line)
 	p, ind := bodyStart(text)
 	body := text[p:]
-	if candBody(body, false) || bytes.Contains(body, []byte("-----BEGIN")) {
+	if candBody(body, false) || hasBegin(body) {
 		return true
 	}
 	// One word alone: it may continue a token wrapped from the line above and end as one,
@@ -197,9 +222,23 @@ func (r *Redactor) Carries(line []byte) bool {
 	if word := body[ind:]; len(word) > 0 && tokenWord(word) {
 		return true
 	}
-	c := copier{r: r}
-	c.announce(text, nil) // with no span, announce is never quieter than with the line's own
-	return c.pend.kind != pendNone
+	// With no span, announce is never quieter than with the line's own.
+	return r.announced(text, p, ind, nil).kind != pendNone
+}
+
+// hasBegin is bytes.Contains(b, "-----BEGIN") for a line with a dash or two (a log line's
+// dates and exponents), where bytes.Index costs more than looking at each dash.
+func hasBegin(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '-')
+		if i < 0 {
+			return false
+		}
+		if bytes.HasPrefix(b[i:], []byte("-----BEGIN")) {
+			return true
+		}
+		b = b[i+1:]
+	}
 }
 
 // tokenWord reports whether w is made of the characters of a token only.

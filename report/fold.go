@@ -36,10 +36,11 @@ type fold struct {
 	podSeen map[string]bool
 }
 
-// foldClass is the class of a finding: everything it says but where and when. Findings of one
-// class on more than FoldOver processes are one fact seen many times; anything else that
-// differs (the finding it follows from, the container, the node, the words of its explanation)
-// keeps them apart. A struct of the finding's own strings, it costs no copy of them.
+// foldClass is the class of a finding but the finding it follows from: everything it says but
+// where and when. Findings of one class, following from one finding, on more than FoldOver
+// processes are one fact seen many times; anything else that differs (the container, the
+// node, the words of its explanation) keeps them apart. A struct of the finding's own
+// strings, it costs no copy of them.
 type foldClass struct {
 	rule        string
 	category    analyze.Category
@@ -50,14 +51,13 @@ type foldClass struct {
 	retry       analyze.Retry
 	container   string
 	node        string
-	secondaryOf string
 	explanation string
 	remediation string
 }
 
-func classOf(f *Finding, secondaryOf string) foldClass {
+func classOf(f *Finding) foldClass {
 	return foldClass{f.RuleID, f.Category, f.Severity, f.Layer, f.Title, f.Fault, f.Retry, f.Container, f.Node,
-		secondaryOf, f.Explanation, f.Remediation}
+		f.Explanation, f.Remediation}
 }
 
 // process is the process a finding is about: its pod, container and rank (-1: none said).
@@ -108,18 +108,34 @@ func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFo
 		return id
 	}
 	folds := map[*Finding]*fold{}
+	// A finding's class is its foldClass, numbered once (they are few: a rule's title on a
+	// container), and the finding it follows from, which folding changes. Before the first
+	// fold nearly every finding may be a class of its own (each container's exit code follows
+	// from its pod's first at 200,000 containers), so the map of classes holds a number and
+	// an id, not a copy of every string of the finding.
+	kinds := map[foldClass]int{}
+	type classKey struct {
+		kind        int
+		secondaryOf string
+	}
 	for {
 		// The findings by class, in the order of each class's first finding: a class's
 		// members are one run of the one array (a class of one, the most, costs no slice).
 		class := make([]int, len(r.Findings))
-		index := map[foldClass]int{}
+		index := map[classKey]int{}
 		var counts []int
 		for i, f := range r.Findings {
 			if f.ID == rootID {
 				class[i] = -1
 				continue
 			}
-			k := classOf(f, target(f.SecondaryOf))
+			fc := classOf(f)
+			kind, ok := kinds[fc]
+			if !ok {
+				kind = len(kinds)
+				kinds[fc] = kind
+			}
+			k := classKey{kind, target(f.SecondaryOf)}
 			c, ok := index[k]
 			if !ok {
 				c = len(counts)

@@ -194,6 +194,11 @@ type analyzer struct {
 	rs       *RuleSet
 	res      *Result
 	findings []*Finding
+	// buf and termFields are scratch for each container's termination (terminated); titles
+	// the findings' titles of facts (intern).
+	buf        []byte
+	termFields map[string]string
+	titles     map[string]string
 	// logsFor records which pods ({pod, ""}) and containers ({pod, container}) have logs in
 	// the bundle: keys of two names, not one joined per log (200,000 logs).
 	logsFor map[[2]string]bool

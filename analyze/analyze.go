@@ -241,6 +241,11 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 	logs := a.m.Logs
 	a.logsFor = make(map[[2]string]bool, len(stats))
 	a.res.Logs = slices.Grow(a.res.Logs, len(stats))
+	nprocs := 0
+	for i := range scanned {
+		nprocs += len(scanned[i].procs)
+	}
+	a.procs = slices.Grow(a.procs, nprocs)
 	for i, st := range stats {
 		ls := logs[i]
 		a.logsFor[[2]string{ls.Pod, ls.Container}] = true
@@ -268,9 +273,10 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 		}
 		sum := LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
-			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated,
+			Lines: st.Lines, Truncated: ls.Truncated,
 			Rank: scanned[i].rank, Findings: len(found), LastProgress: lastProgress(procs),
 		}
+		sum.First, sum.Last = timePtrs(st.First, st.Last)
 		if agent != nil {
 			sum.NodeAgent, sum.Node, sum.Rank = bundle.AgentOf(agent.Labels), agent.Spec.NodeName, -1
 		}

@@ -194,10 +194,12 @@ type analyzer struct {
 	rs       *RuleSet
 	res      *Result
 	findings []*Finding
-	// buf and termFields are scratch for each container's termination (terminated); titles
-	// the findings' titles of facts (intern).
+	// buf and termFields are scratch for each container's termination (terminated),
+	// podScratch for each pod's facts (podFields); titles the findings' titles of facts
+	// (intern).
 	buf        []byte
 	termFields map[string]string
+	podScratch map[string]string
 	titles     map[string]string
 	// logsFor records which pods ({pod, ""}) and containers ({pod, container}) have logs in
 	// the bundle: keys of two names, not one joined per log (200,000 logs).

@@ -132,18 +132,24 @@ func (a *analyzer) pod(p *corev1.Pod) {
 }
 
 // podFields are the facts of a pod that rules read: its phase, status reason, and what it
-// got to do (rules' rootOnlyIf reads these too).
+// got to do (rules' rootOnlyIf reads these too). They are written into one map the analyzer
+// reuses (a pod's facts are read and never kept; a job has thousands of pods): valid until
+// the next call.
 func (a *analyzer) podFields(p *corev1.Pod) map[string]string {
 	started := a.logsFor[[2]string{p.Name, ""}]
 	for _, cs := range p.Status.ContainerStatuses {
 		started = started || cs.State.Running != nil || cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero() ||
 			cs.LastTerminationState.Terminated != nil || cs.RestartCount > 0
 	}
-	return map[string]string{
-		"phase": string(p.Status.Phase), "reason": p.Status.Reason, "message": p.Status.Message,
-		"scheduled":    boolString(p.Spec.NodeName != "" || podConditionTrue(p, corev1.PodScheduled)),
-		"imagesPulled": boolString(imagesPulled(p)), "started": boolString(started),
+	if a.podScratch == nil {
+		a.podScratch = make(map[string]string, 6)
 	}
+	m := a.podScratch
+	clear(m)
+	m["phase"], m["reason"], m["message"] = string(p.Status.Phase), p.Status.Reason, p.Status.Message
+	m["scheduled"] = boolString(p.Spec.NodeName != "" || podConditionTrue(p, corev1.PodScheduled))
+	m["imagesPulled"], m["started"] = boolString(imagesPulled(p)), boolString(started)
+	return m
 }
 
 // podStatus covers the pod's own status: its phase, reason (Evicted) and message. Every pod

@@ -34,6 +34,9 @@ type fold struct {
 	ranks   []int
 	pods    []string
 	podSeen map[string]bool
+	// processes is len(procs) once the fold is kept: its sets, a key per process, are let go
+	// then (the fold is made again with every round of folding, and kept until the last).
+	processes int
 }
 
 // foldClass is the class of a finding but the finding it follows from: everything it says but
@@ -173,6 +176,7 @@ func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFo
 			for _, f := range fs[1:] {
 				alias[f.ID] = lead.ID
 			}
+			acc.processes, acc.procs, acc.podSeen = len(acc.procs), nil, nil
 			folds[lead] = acc
 			merged = true
 		}
@@ -279,7 +283,7 @@ func (a *fold) apply(f *Finding, rootPod string, evidence func(*Finding) []Evide
 	f.Evidence = evs
 	f.Count = count
 	f.Folded = len(ms)
-	f.Processes = len(a.procs)
+	f.Processes = a.processes
 	f.PodCount = len(a.pods)
 	f.Pods = slices.Clone(a.pods[:min(len(a.pods), MaxFoldPods)])
 	if len(a.ranks) > 0 {

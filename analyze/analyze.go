@@ -194,6 +194,13 @@ type analyzer struct {
 	rs       *RuleSet
 	res      *Result
 	findings []*Finding
+	// buf and termFields are scratch for each container's termination (terminated),
+	// podScratch for each pod's facts (podFields); titles the findings' titles of facts
+	// (intern).
+	buf        []byte
+	termFields map[string]string
+	podScratch map[string]string
+	titles     map[string]string
 	// logsFor records which pods ({pod, ""}) and containers ({pod, container}) have logs in
 	// the bundle: keys of two names, not one joined per log (200,000 logs).
 	logsFor map[[2]string]bool
@@ -236,6 +243,11 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 	logs := a.m.Logs
 	a.logsFor = make(map[[2]string]bool, len(stats))
 	a.res.Logs = slices.Grow(a.res.Logs, len(stats))
+	nprocs := 0
+	for i := range scanned {
+		nprocs += len(scanned[i].procs)
+	}
+	a.procs = slices.Grow(a.procs, nprocs)
 	for i, st := range stats {
 		ls := logs[i]
 		a.logsFor[[2]string{ls.Pod, ls.Container}] = true
@@ -263,9 +275,10 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 		}
 		sum := LogSummary{
 			Path: ls.Path, Pod: ls.Pod, Container: ls.Container, Previous: ls.Previous, Bytes: st.Bytes,
-			Lines: st.Lines, First: timePtr(st.First), Last: timePtr(st.Last), Truncated: ls.Truncated,
+			Lines: st.Lines, Truncated: ls.Truncated,
 			Rank: scanned[i].rank, Findings: len(found), LastProgress: lastProgress(procs),
 		}
+		sum.First, sum.Last = timePtrs(st.First, st.Last)
 		if agent != nil {
 			sum.NodeAgent, sum.Node, sum.Rank = bundle.AgentOf(agent.Labels), agent.Spec.NodeName, -1
 		}

@@ -195,6 +195,16 @@ func shareStream(f, g *Finding) bool {
 	return false
 }
 
+// timePtrs is timePtr of two times, made in one allocation when both are set (a log's
+// first and last time: 200,000 logs have as many).
+func timePtrs(t, u time.Time) (*time.Time, *time.Time) {
+	if t.IsZero() || u.IsZero() {
+		return timePtr(t), timePtr(u)
+	}
+	both := &[2]time.Time{t.UTC(), u.UTC()}
+	return &both[0], &both[1]
+}
+
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil

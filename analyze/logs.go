@@ -29,7 +29,9 @@ const MaxExcerpt = 600
 // logScanner matches one log's lines against the rule set. Package logscan reads the log
 // (once, for the index too) and hands it every line (see Scan).
 type logScanner struct {
-	ls       bundle.LogStream
+	ls bundle.LogStream
+	// line is the line being visited and, once made, its excerpt.
+	line     lineText
 	rs       *RuleSet
 	sc       *Scratch
 	byRule   map[*Rule]*Finding
@@ -187,6 +189,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if len(hits) == 0 && len(s.sc.state) == 0 && !progress {
 		return
 	}
+	s.line = lineText{b: l.Text}
 	for _, h := range s.sc.state {
 		if h.kind == kindFact {
 			fields := map[string]string{}
@@ -196,23 +199,23 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 			for k, v := range h.groups {
 				fields[k] = v
 			}
-			s.facts = append(s.facts, textFact{rule: h.rule, fields: fields, line: l.Number, time: l.Time, text: excerpt(l.Text)})
+			s.facts = append(s.facts, textFact{rule: h.rule, fields: fields, line: l.Number, time: l.Time, text: s.line.excerpt()})
 		}
 	}
 	proc := p
 	if progress || len(s.sc.state) > 0 {
-		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, l.Text, rank, s.addFinding)
+		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, &s.line, rank, s.addFinding)
 	}
 	if len(hits) == 0 {
 		return
 	}
-	s.record(hits, l.Number, l.Time, s.latest, l.Text, pre.stream, rank, proc)
+	s.record(hits, l.Number, l.Time, s.latest, &s.line, pre.stream, rank, proc)
 }
 
 // record makes the findings of a line's hits, or counts the line in the findings its rules
 // already have in this log. lt is the line's time and at the latest time the log had shown (0:
 // none), raw the line as printed.
-func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw []byte, stream string, rank int, proc *procState) {
+func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText, stream string, rank int, proc *procState) {
 	var ts, at time.Time
 	if lt != 0 {
 		ts, at = time.Unix(0, lt), time.Unix(0, latest)
@@ -248,7 +251,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw []byte, s
 		}
 		f.Time, f.at = timePtr(ts), timePtr(at)
 		f.order, f.log, f.stream, f.step = num, s.ls.Path, stream, proc.step
-		f.Evidence = []Evidence{{Source: SourceLog, File: s.ls.Path, Line: num, Time: timePtr(ts), Text: excerpt(raw)}}
+		f.Evidence = []Evidence{{Source: SourceLog, File: s.ls.Path, Line: num, Time: timePtr(ts), Text: raw.excerpt()}}
 		f.addStream(stream)
 		s.byRule[h.Rule] = f
 		s.findings = append(s.findings, f)
@@ -470,6 +473,22 @@ func addContext(read Lines, f *Finding) error {
 // excerpt bounds a line for the report, on a rune boundary and never inside a word: half a
 // token is no longer a token to the redactor, which masks the report after analysis, so the
 // word that crosses the bound is left out whole (see cutWord).
+// lineText is a log line's text and, once made, its excerpt: the records a line makes (a
+// sequence report, a streak, a fact, a finding's evidence) share one string of it, not one
+// each (at 16,384 ranks each rank's NCCL timeout lines are both reports and findings).
+type lineText struct {
+	b    []byte
+	text string
+	made bool
+}
+
+func (t *lineText) excerpt() string {
+	if !t.made {
+		t.text, t.made = excerpt(t.b), true
+	}
+	return t.text
+}
+
 func excerpt(b []byte) string {
 	if len(b) <= maxExcerpt {
 		return string(b)

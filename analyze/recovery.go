@@ -1,7 +1,9 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,18 +24,24 @@ const (
 // warning that says it was recovered from, and the failure that did end the job is the root
 // cause. A streak says itself when it recovered (Finding.recovered).
 func (a *analyzer) recoveredByRestart() {
-	previous := map[string]bool{}
+	previous := map[string]bool{} // the logs of a previous container (few: a log absent is not)
 	for _, l := range a.res.Logs {
-		previous[l.Path] = l.Previous
-	}
-	// The processes of each container: a job of 200,000 logs has as many.
-	procs := map[[2]string][]*procState{}
-	for _, p := range a.procs {
-		if p.progress > 0 {
-			k := [2]string{p.pod, p.container}
-			procs[k] = append(procs[k], p)
+		if l.Previous {
+			previous[l.Path] = true
 		}
 	}
+	// The processes that made progress by container, in their order within one: a job of
+	// 200,000 logs has as many, so they are one sorted slice, not a map of slices.
+	var procs []*procState
+	for _, p := range a.procs {
+		if p.progress > 0 {
+			procs = append(procs, p)
+		}
+	}
+	byContainer := func(p *procState, pod, container string) int {
+		return cmp.Or(strings.Compare(p.pod, pod), strings.Compare(p.container, container))
+	}
+	slices.SortStableFunc(procs, func(p, q *procState) int { return byContainer(p, q.pod, q.container) })
 	for _, f := range a.findings {
 		if f.recovered != nil && f.Severity >= SeverityWarning {
 			a.markRecovered(f) // a streak that ended: the values were good again
@@ -42,7 +50,11 @@ func (a *analyzer) recoveredByRestart() {
 		if f.Severity < SeverityError || f.derived || f.Layer != LayerExecution || f.log == "" || f.rule != nil && f.rule.Match.Streak != nil {
 			continue
 		}
-		for _, p := range procs[[2]string{f.Pod, f.Container}] {
+		i, _ := slices.BinarySearchFunc(procs, f, func(p *procState, f *Finding) int { return byContainer(p, f.Pod, f.Container) })
+		for _, p := range procs[i:] {
+			if p.pod != f.Pod || p.container != f.Container {
+				break
+			}
 			if f.stream != "" && p.stream != f.stream {
 				continue
 			}

@@ -163,7 +163,7 @@ func (s *logScanner) rejoin(l *logscan.Scanned, text []byte, pre linePrefix, ran
 			}
 			raw := joinText(p.raw, l.Text, p.wrapped)
 			if len(added) > 0 {
-				s.record(added, p.line, p.time, p.at, raw, p.stream, p.rank, s.proc(p.stream, p.rank))
+				s.record(added, p.line, p.time, p.at, &lineText{b: raw}, p.stream, p.rank, s.proc(p.stream, p.rank))
 			}
 			if cut {
 				// The continuation is cut too: the message goes on, and the pieces so far are

@@ -281,9 +281,9 @@ type seqReport struct {
 
 // sawState records a line in its process: a progress line (m.step its step, -1 when it has
 // none) and the stateful matches.
-func (p *procState) sawState(hits []stateHit, progress bool, m mark, text []byte, rank int, onFinding func(*Finding)) {
+func (p *procState) sawState(hits []stateHit, progress bool, m mark, t *lineText, rank int, onFinding func(*Finding)) {
 	if progress {
-		p.sawProgress(m, text)
+		p.sawProgress(m, t.b)
 	}
 	if m.step < 0 {
 		m.step = p.step
@@ -292,11 +292,11 @@ func (p *procState) sawState(hits []stateHit, progress bool, m mark, text []byte
 		switch h.kind {
 		case kindStreak:
 			if progress || !h.rule.Match.Streak.Progress {
-				p.streakLine(h, m, text, onFinding)
+				p.streakLine(h, m, t, onFinding)
 			}
 		case kindSequence, kindCulprit:
 			r := seqReport{rule: h.rule, culprit: h.kind == kindCulprit, rank: rank, op: h.groups["op"], pg: h.groups["pg"],
-				enqueued: -1, line: evidenceLine{m, excerpt(text)}}
+				enqueued: -1, line: evidenceLine{m, t.excerpt()}}
 			if v, ok := h.groups["enqueued"]; ok {
 				r.enqueued, _ = strconv.ParseInt(v, 10, 64)
 			}
@@ -365,7 +365,7 @@ func (p *procState) recover(text []byte, hits []stateHit, m mark) {
 }
 
 // streakLine counts a streak rule's condition line.
-func (p *procState) streakLine(h stateHit, m mark, text []byte, onFinding func(*Finding)) {
+func (p *procState) streakLine(h stateHit, m mark, t *lineText, onFinding func(*Finding)) {
 	if p.streaks == nil {
 		p.streaks = map[*Rule]*streak{}
 	}
@@ -390,7 +390,7 @@ func (p *procState) streakLine(h stateHit, m mark, text []byte, onFinding func(*
 		p.active++
 	}
 	s.n++
-	line := evidenceLine{m, excerpt(text)}
+	line := evidenceLine{m, t.excerpt()}
 	if s.n == 1 {
 		s.first, s.firstStep = line, m.step
 	}

@@ -27,19 +27,35 @@ const MaxSamples = 3
 const MaxFoldPods = 16
 
 // Fold is what a folded finding stands for (the contract's finding fields processes, ranks,
-// pods, podCount, firstTime, lastTime and folded, from format version 2).
-type fold struct {
-	members []*Finding
+// pods, podCount, firstTime, lastTime and folded, from format version 2), over findings of
+// type F: the report's, or the analysis's when Build folds them before making the report's.
+type fold[F comparable] struct {
+	members []F
 	procs   map[process]bool
 	ranks   []int
 	pods    []string
 	podSeen map[string]bool
+	// processes is len(procs) once the fold is kept: its sets, a key per process, are let go
+	// then (the fold is made again with every round of folding, and kept until the last).
+	processes int
 }
 
-// foldClass is the class of a finding: everything it says but where and when. Findings of one
-// class on more than FoldOver processes are one fact seen many times; anything else that
-// differs (the finding it follows from, the container, the node, the words of its explanation)
-// keeps them apart. A struct of the finding's own strings, it costs no copy of them.
+// foldView is what folding reads of a finding of either type.
+type foldView struct {
+	id, secondaryOf string
+	class           foldClass
+	proc            process
+	ranked          bool // proc.rank is a rank the finding names
+	pod             string
+	time            *time.Time
+	count           int
+}
+
+// foldClass is the class of a finding but the finding it follows from: everything it says but
+// where and when. Findings of one class, following from one finding, on more than FoldOver
+// processes are one fact seen many times; anything else that differs (the container, the
+// node, the words of its explanation) keeps them apart. A struct of the finding's own
+// strings, it costs no copy of them.
 type foldClass struct {
 	rule        string
 	category    analyze.Category
@@ -50,14 +66,8 @@ type foldClass struct {
 	retry       analyze.Retry
 	container   string
 	node        string
-	secondaryOf string
 	explanation string
 	remediation string
-}
-
-func classOf(f *Finding, secondaryOf string) foldClass {
-	return foldClass{f.RuleID, f.Category, f.Severity, f.Layer, f.Title, f.Fault, f.Retry, f.Container, f.Node,
-		secondaryOf, f.Explanation, f.Remediation}
 }
 
 // process is the process a finding is about: its pod, container and rank (-1: none said).
@@ -66,12 +76,28 @@ type process struct {
 	rank           int
 }
 
-func processOf(f *Finding) process {
-	p := process{pod: f.Pod, container: f.Container, rank: -1}
+// viewOf is what folding reads of a report's finding.
+func viewOf(f *Finding) foldView {
+	v := foldView{id: f.ID, secondaryOf: f.SecondaryOf, pod: f.Pod, time: f.Time, count: f.Count,
+		class: foldClass{f.RuleID, f.Category, f.Severity, f.Layer, f.Title, f.Fault, f.Retry, f.Container, f.Node,
+			f.Explanation, f.Remediation},
+		proc: process{pod: f.Pod, container: f.Container, rank: -1}}
 	if f.Rank != nil {
-		p.rank = *f.Rank
+		v.proc.rank, v.ranked = *f.Rank, true
 	}
-	return p
+	return v
+}
+
+// analysisView is viewOf the report's finding findingLater makes of f.
+func analysisView(f *analyze.Finding) foldView {
+	v := foldView{id: f.ID, secondaryOf: f.SecondaryOf, pod: f.Pod, time: f.Time, count: f.Count,
+		class: foldClass{f.RuleID, f.Category, f.Severity, f.Layer, f.Title, f.Fault, f.Retry, f.Container, f.Node,
+			f.Explanation, f.Remediation},
+		proc: process{pod: f.Pod, container: f.Container, rank: -1}}
+	if f.Rank >= 0 {
+		v.proc.rank, v.ranked = f.Rank, true
+	}
+	return v
 }
 
 // findingFold is what folding the findings did, for the entries of the timeline made after:
@@ -87,39 +113,65 @@ type findingFold struct {
 // folded finding, so the symptoms of symptoms fold too; the timeline keeps one entry for a
 // folded finding and the Flight Recorder's problems name it. Evidence of the findings left
 // out is dropped here, before the report is masked, so it is never read back nor redacted
-// (Build converts it from the analysis only for the findings kept). It returns what it folded,
-// nil when nothing was, for the timeline entries still to come.
+// (Build folds the analysis's findings before it makes the report's, and converts evidence
+// only for the findings kept). It returns what it folded, nil when nothing was, for the
+// timeline entries still to come.
 func (r *Report) foldFindings() *findingFold {
-	return r.foldFindingsWith(func(f *Finding) []Evidence { return f.Evidence })
-}
-
-// foldFindingsWith is foldFindings with the evidence of a finding that becomes a folded one's
-// sample read by evidence.
-func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFold {
 	rootID := ""
 	if r.RootCause != nil {
 		rootID = r.RootCause.ID
 	}
-	alias := make(map[string]string, len(r.Findings)) // folded finding id -> the id of the finding it was folded into
+	kept, folds, target := foldRounds(r.Findings, rootID, viewOf)
+	clear(r.Findings[len(kept):]) // the folded findings are garbage from here
+	r.Findings = kept
+	if len(folds) == 0 {
+		return nil
+	}
+	return applyFolds(r, target, func(f *Finding) *fold[*Finding] { return folds[f] }, viewOf,
+		func(f *Finding) []Evidence { return f.Evidence })
+}
+
+// foldRounds folds fs, seen through view, in rounds until no class folds: the findings kept
+// (fs's own array, in order), the folds by the finding each one's is (its first), and the
+// id a folded finding's id now names.
+func foldRounds[F comparable](fs []F, rootID string, view func(F) foldView) ([]F, map[F]*fold[F], func(string) string) {
+	alias := make(map[string]string, len(fs)) // folded finding id -> the id of the finding it was folded into
+	n := len(fs)                              // the findings left: the bound of an alias chain
 	target := func(id string) string {
-		for i := 0; i < len(r.Findings) && alias[id] != ""; i++ {
+		for i := 0; i < n && alias[id] != ""; i++ {
 			id = alias[id]
 		}
 		return id
 	}
-	folds := map[*Finding]*fold{}
+	folds := map[F]*fold[F]{}
+	// A finding's class is its foldClass, numbered once (they are few: a rule's title on a
+	// container), and the finding it follows from, which folding changes. Before the first
+	// fold nearly every finding may be a class of its own (each container's exit code follows
+	// from its pod's first at 200,000 containers), so the map of classes holds a number and
+	// an id, not a copy of every string of the finding.
+	kinds := map[foldClass]int{}
+	type classKey struct {
+		kind        int
+		secondaryOf string
+	}
 	for {
 		// The findings by class, in the order of each class's first finding: a class's
 		// members are one run of the one array (a class of one, the most, costs no slice).
-		class := make([]int, len(r.Findings))
-		index := map[foldClass]int{}
+		class := make([]int, len(fs))
+		index := map[classKey]int{}
 		var counts []int
-		for i, f := range r.Findings {
-			if f.ID == rootID {
+		for i, f := range fs {
+			v := view(f)
+			if v.id == rootID {
 				class[i] = -1
 				continue
 			}
-			k := classOf(f, target(f.SecondaryOf))
+			kind, ok := kinds[v.class]
+			if !ok {
+				kind = len(kinds)
+				kinds[v.class] = kind
+			}
+			k := classKey{kind, target(v.secondaryOf)}
 			c, ok := index[k]
 			if !ok {
 				c = len(counts)
@@ -133,8 +185,8 @@ func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFo
 		for c, n := range counts {
 			start[c+1] = start[c] + n
 		}
-		members, next := make([]*Finding, start[len(counts)]), slices.Clone(start[:len(counts)])
-		for i, f := range r.Findings {
+		members, next := make([]F, start[len(counts)]), slices.Clone(start[:len(counts)])
+		for i, f := range fs {
 			if c := class[i]; c >= 0 {
 				members[next[c]] = f
 				next[c]++
@@ -142,39 +194,50 @@ func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFo
 		}
 		merged := false
 		for c := range counts {
-			fs := members[start[c]:start[c+1]]
-			if len(fs) < 2 {
+			ms := members[start[c]:start[c+1]]
+			if len(ms) < 2 {
 				continue
 			}
-			acc := &fold{procs: make(map[process]bool, len(fs)), podSeen: make(map[string]bool, len(fs)), pods: make([]string, 0, len(fs))}
-			for _, f := range fs {
-				acc.add(f, folds[f])
+			acc := &fold[F]{procs: make(map[process]bool, len(ms)), podSeen: make(map[string]bool, len(ms)), pods: make([]string, 0, len(ms))}
+			for _, f := range ms {
+				acc.add(f, folds[f], view)
 			}
 			if len(acc.procs) <= FoldOver {
 				continue
 			}
-			lead := fs[0]
-			for _, f := range fs[1:] {
-				alias[f.ID] = lead.ID
+			lead := ms[0]
+			leadID := view(lead).id
+			for _, f := range ms[1:] {
+				alias[view(f).id] = leadID
 			}
+			acc.processes, acc.procs, acc.podSeen = len(acc.procs), nil, nil
 			folds[lead] = acc
 			merged = true
 		}
 		if !merged {
 			break
 		}
-		kept := r.Findings[:0]
-		for _, f := range r.Findings {
-			if alias[f.ID] == "" {
+		kept := fs[:0]
+		for _, f := range fs {
+			if alias[view(f).id] == "" {
 				kept = append(kept, f)
 			}
 		}
-		clear(r.Findings[len(kept):]) // the folded findings are garbage from here
-		r.Findings = kept
+		var zero F
+		for i := len(kept); i < len(fs); i++ {
+			fs[i] = zero
+		}
+		fs = kept
+		n = len(fs)
 	}
-	if len(folds) == 0 {
-		return nil
-	}
+	return fs, folds, target
+}
+
+// applyFolds makes each kept finding that a fold is of (foldOf) the folded finding, points
+// every kept finding at the finding its own now is, and folds the timeline's entries and
+// names the folded findings in the Flight Recorder's problems. evidence is the evidence of
+// a finding that becomes a folded one's sample.
+func applyFolds[F comparable](r *Report, target func(string) string, foldOf func(*Finding) *fold[F], view func(F) foldView, evidence func(F) []Evidence) *findingFold {
 	var rootPod string
 	if r.RootCause != nil {
 		rootPod = r.RootCause.Pod
@@ -184,8 +247,8 @@ func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFo
 		if f.SecondaryOf != "" {
 			f.SecondaryOf = target(f.SecondaryOf)
 		}
-		if acc := folds[f]; acc != nil {
-			acc.apply(f, rootPod, evidence)
+		if acc := foldOf(f); acc != nil {
+			acc.apply(f, rootPod, view, evidence)
 			ff.byID[f.ID] = f
 		}
 	}
@@ -208,74 +271,78 @@ func (r *Report) foldFindingsWith(evidence func(*Finding) []Evidence) *findingFo
 }
 
 // add counts f (itself a folded finding when prev is set) into the fold.
-func (a *fold) add(f *Finding, prev *fold) {
+func (a *fold[F]) add(f F, prev *fold[F], view func(F) foldView) {
 	if prev != nil {
 		for _, m := range prev.members {
-			a.add(m, nil)
+			a.add(m, nil, view)
 		}
 		return
 	}
 	a.members = append(a.members, f)
-	p := processOf(f)
-	if a.procs[p] {
+	v := view(f)
+	if a.procs[v.proc] {
 		return
 	}
-	a.procs[p] = true
-	if f.Rank != nil {
-		a.ranks = append(a.ranks, *f.Rank)
+	a.procs[v.proc] = true
+	if v.ranked {
+		a.ranks = append(a.ranks, v.proc.rank)
 	}
-	if f.Pod != "" && !a.podSeen[f.Pod] {
-		a.podSeen[f.Pod] = true
-		a.pods = append(a.pods, f.Pod)
+	if v.pod != "" && !a.podSeen[v.pod] {
+		a.podSeen[v.pod] = true
+		a.pods = append(a.pods, v.pod)
 	}
 }
 
-// apply makes f, the first of the fold's members, the folded finding.
-func (a *fold) apply(f *Finding, rootPod string, evidence func(*Finding) []Evidence) {
+// apply makes f, the report's finding of the first of the fold's members, the folded finding.
+func (a *fold[F]) apply(f *Finding, rootPod string, view func(F) foldView, evidence func(F) []Evidence) {
 	// f is one of the members: what it says of itself is read before it is overwritten.
 	spots := make([]Spot, len(a.members))
 	for i, m := range a.members {
-		spots[i] = Spot{Pod: m.Pod, Time: m.Time, Count: m.Count}
+		v := view(m)
+		spots[i] = Spot{Pod: v.pod, Time: v.time, Count: v.count}
 	}
-	ms := append([]*Finding{}, a.members...)
+	order := make([]int, len(spots))
+	for i := range order {
+		order[i] = i
+	}
 	// Dated members by time, then the undated; the order of ids breaks ties.
-	sort.SliceStable(ms, func(i, j int) bool { return timeLess(ms[i].Time, ms[j].Time) })
-	samples := []*Finding{ms[0]}
+	sort.SliceStable(order, func(i, j int) bool { return timeLess(spots[order[i]].Time, spots[order[j]].Time) })
+	samples := []int{order[0]}
 	if rootPod != "" {
-		for _, m := range ms[1 : len(ms)-1] {
-			if m.Pod == rootPod {
+		for _, m := range order[1 : len(order)-1] {
+			if spots[m].Pod == rootPod {
 				samples = append(samples, m)
 				break
 			}
 		}
 	}
-	if last := ms[len(ms)-1]; last != ms[0] && len(samples) < MaxSamples {
+	if last := order[len(order)-1]; last != order[0] && len(samples) < MaxSamples {
 		samples = append(samples, last)
 	}
 	count := 0
-	for _, m := range ms {
-		count += m.Count
+	for _, sp := range spots {
+		count += sp.Count
 	}
 	var evs []Evidence
 	for _, s := range samples {
-		evs = append(evs, evidence(s)...)
+		evs = append(evs, evidence(a.members[s])...)
 	}
 	f.Evidence = evs
 	f.Count = count
-	f.Folded = len(ms)
-	f.Processes = len(a.procs)
+	f.Folded = len(spots)
+	f.Processes = a.processes
 	f.PodCount = len(a.pods)
 	f.Pods = slices.Clone(a.pods[:min(len(a.pods), MaxFoldPods)])
 	if len(a.ranks) > 0 {
 		f.Ranks = Ranges(a.ranks, 0)
 	}
 	f.Pod, f.Rank, f.Spots = "", nil, spots
-	// ms is in time order, the undated last: the first and the last dated are the bounds.
+	// In time order, the undated last: the first and the last dated are the bounds.
 	var first, last *time.Time
-	for _, m := range ms {
-		if m.Time != nil {
-			first = cmp.Or(first, m.Time)
-			last = m.Time
+	for _, i := range order {
+		if t := spots[i].Time; t != nil {
+			first = cmp.Or(first, t)
+			last = t
 		}
 	}
 	f.Time, f.FirstTime, f.LastTime = first, first, last

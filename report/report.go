@@ -6,6 +6,7 @@ package report
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,15 +181,6 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r := &Report{
 		FormatVersion: formatVersionUnfoldedPods, CoronerVersion: version,
 		Verdict: res.Verdict, VerdictReason: res.VerdictReason, VerdictAt: placeOf(res.VerdictAt),
-		Findings: make([]*Finding, 0, len(res.Findings)),
-	}
-	// The findings' evidence is converted once they are folded, for those kept: a folded
-	// finding keeps MaxSamples of its findings' evidence.
-	src := make(map[*Finding]*analyze.Finding, len(res.Findings))
-	for _, f := range res.Findings {
-		rf := findingLater(f)
-		src[rf] = f
-		r.Findings = append(r.Findings, rf)
 	}
 	b := m.Bundle
 	r.Bundle = BundleInfo{Name: filepath.Base(b.Source), Plain: b.Plain, Files: len(b.Files), Gaps: []bundle.Gap{}}
@@ -224,12 +216,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		}
 		r.RootCause = rc
 	}
-	ff := r.foldFindingsWith(func(f *Finding) []Evidence { return evidenceOf(src[f].Evidence) })
-	for _, f := range r.Findings {
-		if f.Folded == 0 {
-			f.Evidence = evidenceOf(src[f].Evidence)
-		}
-	}
+	ff := r.foldAnalysis(res)
 	// The timeline and the logs table are folded as they are made, never an entry per pod
 	// of a large job first.
 	pg := r.groupPods()
@@ -255,6 +242,33 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		r.Events = r.Events[:maxEvents]
 	}
 	return r
+}
+
+// foldAnalysis makes the report's findings, folded as foldFindings folds them: the analysis's
+// findings are folded first, so that a folded finding's members (200,000 exit codes at
+// 200,000 containers) never become findings of the report, and evidence is converted for the
+// findings kept and the samples of folded ones only.
+func (r *Report) foldAnalysis(res *analyze.Result) *findingFold {
+	rootID := ""
+	if res.RootCause != nil {
+		rootID = res.RootCause.ID
+	}
+	kept, folds, target := foldRounds(slices.Clone(res.Findings), rootID, analysisView)
+	r.Findings = make([]*Finding, len(kept))
+	foldOf := make(map[*Finding]*fold[*analyze.Finding], len(folds))
+	for i, f := range kept {
+		r.Findings[i] = findingLater(f)
+		if acc := folds[f]; acc != nil {
+			foldOf[r.Findings[i]] = acc
+		} else {
+			r.Findings[i].Evidence = evidenceOf(f.Evidence)
+		}
+	}
+	if len(folds) == 0 {
+		return nil
+	}
+	return applyFolds(r, target, func(f *Finding) *fold[*analyze.Finding] { return foldOf[f] }, analysisView,
+		func(f *analyze.Finding) []Evidence { return evidenceOf(f.Evidence) })
 }
 
 // namePlainLogs gives plain logs their own names in the logs table and in evidence (the

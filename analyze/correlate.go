@@ -107,6 +107,7 @@ func (a *analyzer) merge() {
 			first.recovered = f.recovered // recovered only if every one of them was
 		}
 		first.Count += f.Count
+		first.waitPrinted = max(first.waitPrinted, f.waitPrinted)
 		for _, st := range f.streams {
 			first.addStream(st)
 		}

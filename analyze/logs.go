@@ -223,6 +223,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw []byte, s
 		f := s.byRule[h.Rule]
 		if f != nil {
 			f.Count++
+			f.notePrintedWait(raw)
 			f.addStream(stream)
 			if last := &f.Evidence[len(f.Evidence)-1]; num > last.LastLine {
 				last.LastLine = num
@@ -242,6 +243,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw []byte, s
 		f.order, f.log, f.stream, f.step = num, s.ls.Path, stream, proc.step
 		f.Evidence = []Evidence{{Source: SourceLog, File: s.ls.Path, Line: num, Time: timePtr(ts), Text: excerpt(raw)}}
 		f.addStream(stream)
+		f.notePrintedWait(raw)
 		s.byRule[h.Rule] = f
 		s.findings = append(s.findings, f)
 	}

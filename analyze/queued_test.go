@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,29 @@ func TestQueuedJob(t *testing.T) {
 	t.Log(findingsOf(res))
 	require.Equal(t, VerdictHealthy, res.Verdict, res.VerdictReason)
 	require.Nil(t, res.RootCause)
+
+	// ... and of a job still running, admitted later: its pods were scheduled and run.
+	files = map[string]string{"resources/kubeflow.org/PyTorchJob/ml/train.yaml": pytorchJobYAML(2, "Running", "2026-03-14T10:10:00Z")}
+	for i := range 2 {
+		files[fmt.Sprintf("resources/core/Pod/ml/train-worker-%d.yaml", i)] = workerPodYAML(i, `  phase: Running
+  startTime: "2026-03-14T10:09:00Z"
+  conditions: [{type: PodScheduled, status: "True", lastTransitionTime: "2026-03-14T10:09:00Z"}]
+  containerStatuses:
+  - {name: pytorch, image: "registry.local/ml/trainer:v2", imageID: "registry.local/ml/trainer@sha256:1", ready: true, restartCount: 0, state: {running: {startedAt: "2026-03-14T10:09:30Z"}}}
+`)
+	}
+	files["resources/core/Event/ml/wl.pending.yaml"] = kueuePendingEvent(25)
+	res = analyzeBundle(t, files, t0.Add(time.Hour), Options{})
+	require.Equal(t, VerdictHealthy, res.Verdict, res.VerdictReason)
+	require.Contains(t, findingsOf(res), "scheduling/kueue-admission warning")
+
+	// ... but not of a job whose pods still wait for a node.
+	files["resources/core/Pod/ml/train-worker-1.yaml"] = strings.Replace(workerPodYAML(1, `  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable, lastTransitionTime: "2026-03-14T10:09:00Z"}]
+`), "  nodeName: gpu-1\n", "", 1)
+	res = analyzeBundle(t, files, t0.Add(time.Hour), Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "scheduling/kueue-admission", res.RootCause.RuleID)
 }
 
 // TestQueuedPaste: the text of a queueing layer pasted on its own (a describe of the

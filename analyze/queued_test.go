@@ -105,7 +105,7 @@ Events:
 		// https://github.com/aws/karpenter-provider-aws/issues/3862
 		{"karpenter", "2023-05-06T15:47:57.982Z\tERROR\tcontroller.provisioner\tCould not schedule pod, incompatible with provisioner \"gpu\", did not tolerate app=app1-service:NoSchedule; incompatible with provisioner \"default\", incompatible requirements, key karpenter.sh/provisioner-name\n",
 			"scheduling/karpenter-no-nodepool", "Karpenter cannot launch a node for the pod (nodepool gpu)"},
-		// https://github.com/cortexlabs/cortex/issues/1685
+		// The message of cortexlabs/cortex#1685, in an event row as describe prints it.
 		{"autoscaler", "  Normal   NotTriggerScaleUp  2m (x31 over 7m)  cluster-autoscaler  pod didn't trigger scale-up (it wouldn't fit if a new node is added): 1 in backoff after failed scale-up\n",
 			"scheduling/autoscaler-no-scale-up", "pending for 7 min"},
 		// https://github.com/ibm-cloud-labs/iks-handson/issues/7

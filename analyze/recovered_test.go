@@ -46,7 +46,7 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"* Trying batch size 248... Failed (CUDA out of memory...)\n" +
 			"* Chosen batch size: 240\n",
 		// pytorch/PiPPy#158: c10d's warning about one connect attempt to the store, which it
-		// retries until its timeout; the run went on. (The lines after it are a run's own.)
+		// retries until its timeout; the lines after it, a run going on, are made up.
 		"a store connect attempt, then the run": "[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot assign requested address).\n" +
 			"GPU available: True (cuda), used: True\n" +
 			"Epoch 0:  12%|#2        | 120/1000 [00:30<03:40,  4.00it/s, loss=2.31]\n",
@@ -104,7 +104,8 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"    loss.backward()\n" +
 			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
 			"cuda-oom", "OutOfMemoryError", true},
-		// ofsoundof/GRL-Image-Restoration#27: the store's connect attempts, then c10d gives up.
+		// ofsoundof/GRL-Image-Restoration#27 (its lines, without the launcher's prefix): the
+		// store's connect attempts, then c10d gives up.
 		{"connect attempts that gave up", "[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n" +
 			"[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).\n" +
 			"[E socket.cpp:610] [c10d] The client socket has failed to connect to any network address of (05, 40323).\n",

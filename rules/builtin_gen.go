@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "39a560eb496f82f4f4a818d1852d9c80301fd42e4a013c7465bb4b0087490cf9"
+const builtinDigest = "28e3aad1c6d6c29035a5fb58c67ac1628d58ecf053df33ec7b9b9acc5ce97e10"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -4644,9 +4644,6 @@ func builtinFiles() []Named {
 									Text: "  Normal  Pending  116s (x25 over 116s)  kueue-admission  couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 3 more needed",
 								},
 								{
-									Text: "couldn't assign flavors to pod set worker: insufficient quota for resource-type in flavor example-flavor, request > maximum capacity (24 > 16)",
-								},
-								{
 									Text: "Workload didn't fit in the remaining quota",
 								},
 							},
@@ -4742,7 +4739,7 @@ func builtinFiles() []Named {
 									Text: "pod didn't trigger scale-up (it wouldn't fit if a new node is added): 1 in backoff after failed scale-up",
 								},
 								{
-									Text: "CA and GPU instances is not scaling up (it wouldn't fit if a new node is added) pod didn't trigger scale-up (it wouldn't fit if a new node is added)",
+									Text: "Normal   NotTriggerScaleUp  3m (x26 over 8m)  cluster-autoscaler  pod didn't trigger scale-up: 1 max node group size reached",
 								},
 							},
 							NotMatch: []Example{

@@ -107,6 +107,7 @@ func (a *analyzer) merge() {
 			first.recovered = f.recovered // recovered only if every one of them was
 		}
 		first.Count += f.Count
+		first.waitPrinted = max(first.waitPrinted, f.waitPrinted)
 		for _, st := range f.streams {
 			first.addStream(st)
 		}
@@ -130,17 +131,27 @@ func sameEvidence(evs []Evidence, ev Evidence) bool {
 
 // resolvedLater lowers findings whose rule says when they are a root cause (rootOnlyIf) and
 // whose pod shows otherwise: a job that waited for GPUs for a while did not fail of it, and
-// a volume that failed to mount at first did not stop a container that then ran.
+// a volume that failed to mount at first did not stop a container that then ran. A finding
+// of the job's own objects (a queue's Workload, a PodGroup: no pod) is resolved when every
+// pod of the job shows otherwise: the queue admitted the job and its pods were scheduled.
 func (a *analyzer) resolvedLater() {
 	for _, f := range a.findings {
-		if f.Pod == "" || f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
+		if f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
 			continue
 		}
-		p := a.m.Pod("", f.Pod)
-		if p == nil {
-			continue
+		resolved := false
+		switch {
+		case f.Pod != "":
+			p := a.m.Pod("", f.Pod)
+			resolved = p != nil && !f.rule.rootOnlyIf.holds(a.podFields(p))
+		case f.Node == "":
+			pods := a.jobPods()
+			resolved = len(pods) > 0
+			for _, p := range pods {
+				resolved = resolved && !f.rule.rootOnlyIf.holds(a.podFields(p))
+			}
 		}
-		if !f.rule.rootOnlyIf.holds(a.podFields(p)) {
+		if resolved {
 			f.Severity = SeverityWarning
 			f.Title += " (resolved later)"
 		}

@@ -67,6 +67,9 @@ type Finding struct {
 	nodeEvidence, context bool
 	// rule is the rule that made the finding.
 	rule *Rule
+	// waitPrinted is the longest wait (kubectl's ages, "(x25 over 116s)") that the lines of a
+	// finding about waiting to start print, also those after its first, which only count it.
+	waitPrinted time.Duration
 	// order keeps findings of one stream in line order when times are equal or missing.
 	order int
 	// log is the log file of a log finding and stream the process within it that printed

@@ -18,7 +18,27 @@ var recoveryWords = []string{"will retry", "retrying", "retry loop", "falling ba
 var recoveryMatcher = literal.NewMatcher(recoveryWords)
 
 // isRecovery says whether line t says that something that failed is retried or replaced.
-func isRecovery(t []byte) bool { return hasWords(recoveryMatcher, recoveryWords, t) }
+func isRecovery(t []byte) bool {
+	return hasWords(recoveryMatcher, recoveryWords, t) || isSocketAttempt(t)
+}
+
+// c10d's TCPStore client tries each address of the store's host in turn until its timeout,
+// and logs each failed attempt as a warning: "[W socket.cpp:558] [c10d] The client socket has
+// failed to connect to [localhost]:29500 (errno: 99 - Cannot assign requested address)."
+// (pytorch/PiPPy#158, printed while its CI runs went on), "... cannot be initialized to connect
+// to ... (errno: 97 - Address family not supported by protocol)" (sgl-project/sglang#2561). It
+// gives up at error level: "[E socket.cpp:610] [c10d] The client socket has failed to connect
+// to any network address of ..." (ofsoundof/GRL-Image-Restoration#27), or a TimeoutError. A
+// warning-level attempt is a retry; the error-level end is not.
+var socketAttemptWords = []string{"client socket has failed to connect to", "client socket cannot be initialized to connect to"}
+
+var socketAttemptMatcher = literal.NewMatcher(socketAttemptWords)
+
+// isSocketAttempt says whether line t is c10d's warning about one failed connect attempt.
+func isSocketAttempt(t []byte) bool {
+	t = bytes.TrimSpace(t)
+	return c10Head(t, 'W') && hasWords(socketAttemptMatcher, socketAttemptWords, t)
+}
 
 // hasWords says whether line t holds one of words (m matches them) at word boundaries.
 func hasWords(m *literal.Matcher, words []string, t []byte) bool {
@@ -46,9 +66,11 @@ var probeMatcher = literal.NewMatcher(probeWords)
 func isProbe(t []byte) bool { return hasWords(probeMatcher, probeWords, t) }
 
 // forgetRecovered drops the error lines (kindError: an ERROR or a failure word, nothing that
-// shows on its own that a process ended) printed before the log's last recovery line; the
-// recovery line itself keeps its kind, so a log that ends retrying still ends in its error,
-// unless it is a batch-size finder's step, whose failure the finder caught.
+// shows on its own that a process ended) printed before the log's last recovery line. The
+// recovery line itself keeps its kind when it is how the log ends (nothing but failures
+// after it), so a log that ends retrying still ends in its error; it is dropped too when the
+// log went on after it without another failure, and when it is a batch-size finder's step,
+// whose failure the finder caught.
 func forgetRecovered(lines []tailLine, kinds []lineKind) {
 	last := -1
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -57,8 +79,15 @@ func forgetRecovered(lines []tailLine, kinds []lineKind) {
 			break
 		}
 	}
+	if last < 0 {
+		return
+	}
+	wentOn := last < len(lines)-1
+	for _, k := range kinds[last+1:] {
+		wentOn = wentOn && k == kindNone
+	}
 	for i := 0; i <= last; i++ {
-		if kinds[i] == kindError && (i < last || isProbe(lines[i].text)) {
+		if kinds[i] == kindError && (i < last || wentOn || isProbe(lines[i].text)) {
 			kinds[i] = kindNone
 		}
 	}

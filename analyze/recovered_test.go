@@ -45,6 +45,15 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"* Trying batch size 192... Ok (902 tokens/s)\n" +
 			"* Trying batch size 248... Failed (CUDA out of memory...)\n" +
 			"* Chosen batch size: 240\n",
+		// pytorch/PiPPy#158: c10d's warning about one connect attempt to the store, which it
+		// retries until its timeout; the lines after it, a run going on, are made up.
+		"a store connect attempt, then the run": "[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot assign requested address).\n" +
+			"GPU available: True (cuda), used: True\n" +
+			"Epoch 0:  12%|#2        | 120/1000 [00:30<03:40,  4.00it/s, loss=2.31]\n",
+		// A retry the log went on from without another failure.
+		"a retried upload, then training": "wandb: Network error (ConnectionError), entering retry loop.\n" +
+			"{'loss': 1.8125, 'grad_norm': 2.41, 'learning_rate': 1.9e-05, 'epoch': 0.31}\n" +
+			"{'loss': 1.7731, 'grad_norm': 2.20, 'learning_rate': 1.9e-05, 'epoch': 0.32}\n",
 	}
 	for name, log := range logs {
 		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
@@ -95,6 +104,18 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"    loss.backward()\n" +
 			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
 			"cuda-oom", "OutOfMemoryError", true},
+		// ofsoundof/GRL-Image-Restoration#27 (its lines, without the launcher's prefix): the
+		// store's connect attempts, then c10d gives up.
+		{"connect attempts that gave up", "[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n" +
+			"[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).\n" +
+			"[E socket.cpp:610] [c10d] The client socket has failed to connect to any network address of (05, 40323).\n",
+			"rendezvous-failure", "failed to connect", false},
+		// A log that ends retrying ends in its error: the store's connect attempts are its
+		// last lines (ofsoundof/GRL-Image-Restoration#27, cut before c10d gave up).
+		{"a retry the log ends in", "epoch 0 step 10 loss 2.10\n" +
+			"[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n" +
+			"[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).\n",
+			"rendezvous-failure", "failed to connect", false},
 	} {
 		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
 			res := analyzeLogs(t, rules, c.log)

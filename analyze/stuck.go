@@ -116,6 +116,9 @@ func (a *analyzer) waited(root *Finding) (wait time.Duration, how string, collec
 		if f.Category != root.Category || !waiting(f) {
 			continue
 		}
+		if f.waitPrinted > 0 && f.waitPrinted >= longest {
+			longest, found = f.waitPrinted, true
+		}
 		for _, ev := range f.Evidence {
 			if d, ok := printedWait(ev.Text); ok && d >= longest {
 				longest, found = d, true
@@ -126,6 +129,24 @@ func (a *analyzer) waited(root *Finding) (wait time.Duration, how string, collec
 		}
 	}
 	return longest, how, false, found
+}
+
+// notePrintedWait keeps the longest wait a line of a finding about waiting to start prints
+// (see waited): a pasted describe names the wait in a condition without an age, then in
+// its events with one.
+func (f *Finding) notePrintedWait(line []byte) {
+	if f.rule == nil || !waitingCategory(f.rule.Category) {
+		return
+	}
+	if d, ok := printedWait(string(line)); ok && d > f.waitPrinted {
+		f.waitPrinted = d
+	}
+}
+
+// waitingCategory says whether findings of a category are about waiting to start whatever
+// their layer (see waiting).
+func waitingCategory(c Category) bool {
+	return c == CategoryScheduling || c == CategoryImagePull || c == CategoryConfigError
 }
 
 // printedWait is the longest Kubernetes-style duration a line prints as a word of its own:

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "907fc7adf8a0997421516ab5186ba2d048d4290b4dbeddd6220cc4fea668388c"
+const builtinDigest = "f5abff671c8dea9ffba477130c8fabc452ec93aa8886d289f24c712ba285b601"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -4922,6 +4922,153 @@ func builtinFiles() []Named {
 						},
 					},
 					{
+						ID:       "scheduling/kueue-admission",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Kueue did not admit the workload: {why}",
+						Fault:    "platform",
+						Retry:    "transient",
+						RootOnlyIf: Where{
+							"scheduled": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"couldn't assign flavors to pod set (?P<podset>[\\w.-]+): (?P<why>.*\\S)",
+								"(?P<why>Workload didn't fit in the remaining quota)",
+							},
+						},
+						Explanation: "Kueue keeps the job suspended in its queue (Workload QuotaReserved False, reason Pending): no ResourceFlavor of the ClusterQueue has enough unused quota for a pod set, the ClusterQueue does not cover a resource the pods request, or borrowing is capped. No pod is created until it is admitted.\n",
+						Remediation: "Read the message (which resource, which flavor, how much more is needed): wait for the admitted workloads to finish, lower the requests, add the resource to the ClusterQueue's coveredResources, or raise its nominal quota or borrowing limit.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "    Message:               couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 3 more needed",
+								},
+								{
+									Text: "  Normal  Pending  116s (x25 over 116s)  kueue-admission  couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 3 more needed",
+								},
+								{
+									Text: "Workload didn't fit in the remaining quota",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    message: Quota reserved in ClusterQueue foo-cq",
+								},
+								{
+									Text: "    message: The workload is admitted",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/karpenter-no-nodepool",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Karpenter cannot launch a node for the pod (nodepool {pool})",
+						Fault:    "platform",
+						Retry:    "transient",
+						RootOnlyIf: Where{
+							"scheduled": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"(?:Could not|Failed to) schedule pod, incompatible with (?:nodepool|provisioner) \\\\?\"(?P<pool>[^\"\\\\]+)",
+							},
+						},
+						Explanation: "Karpenter found no NodePool (provisioner) that can give the pending pod a node: no instance type it may launch has the resources the pod requests (GPUs included), the pool's limits are used up, or the pod's selector, affinity or tolerations rule every pool out.\n",
+						Remediation: "Read the rest of the message (which requirement failed per pool): allow an instance type with the requested GPUs, raise the NodePool's limits, or fix the pod's node selector or tolerations to match a pool.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "{\"level\":\"ERROR\",\"time\":\"2025-05-12T11:28:27.068Z\",\"logger\":\"controller.provisioner\",\"message\":\"Could not schedule pod, incompatible with nodepool \\\"nodepool-code-analyzer\\\", daemonset overhead={\\\"cpu\\\":\\\"185m\\\",\\\"memory\\\":\\\"240Mi\\\",\\\"pods\\\":\\\"4\\\"}, no instance type satisfied resources",
+								},
+								{
+									Text: "2023-05-06T15:47:57.982Z\tERROR\tcontroller.provisioner\tCould not schedule pod, incompatible with provisioner \"gpu\", did not tolerate app=app1-service:NoSchedule; incompatible with provisioner \"default\", incompatible requirements, key karpenter.sh/provisioner-name",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "2023-05-06T15:47:57.971Z\tDEBUG\tcontroller.provisioner\trelaxing soft constraints for pod since it previously failed to schedule, removing: spec.topologySpreadConstraints",
+								},
+								{
+									Text: "{\"level\":\"INFO\",\"logger\":\"controller.provisioner\",\"message\":\"found provisionable pod(s)\",\"commit\":\"17d6c05\"}",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/autoscaler-no-scale-up",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Cluster autoscaler did not add a node for the pod",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic",
+						RootOnlyIf: Where{
+							"scheduled": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"pod didn't trigger scale-up(?: \\((?P<why>[^)]+)\\))?",
+							},
+						},
+						Explanation: "The pod is pending and the cluster autoscaler decided that adding a node would not help: no node group's template fits it (GPUs, selectors, taints), the groups are at their maximum size, or they are in back-off after a failed scale-up (cloud quota, capacity).\n",
+						Remediation: "Read the reasons after the colon (per node group): add a node group whose instances fit the pod, raise its maximum size, or fix the cloud quota that made the scale-up fail.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "pod didn't trigger scale-up (it wouldn't fit if a new node is added): 1 in backoff after failed scale-up",
+								},
+								{
+									Text: "Normal   NotTriggerScaleUp  3m (x26 over 8m)  cluster-autoscaler  pod didn't trigger scale-up: 1 max node group size reached",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "pod triggered scale-up: [{gpu-pool 0->1 (max: 4)}]",
+								},
+								{
+									Text: "Scale-up: setting group gpu-pool size to 1",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
 						ID:       "scheduling/quota-exceeded",
 						Severity: "error",
 						Layer:    "control",
@@ -6097,6 +6244,58 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "kubernetes-dashboard-7d5dcdb6d9-nlvxs      0/1       ContainerCreating   0          40m",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/status-listed",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Pod listed in {reason}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"^\\S+\\s+\\d+/\\d+\\s+(?:Init:)?(?P<reason>CreateContainerConfigError)\\s+\\d+",
+								"^\\s+Reason:\\s+(?P<reason>CreateContainerConfigError)\\s*$",
+							},
+						},
+						Explanation: "kubectl lists the pod as waiting for its container to be created: the kubelet cannot build the container's configuration (a Secret or ConfigMap, or a key in one, that the spec refers to does not exist, or a bad securityContext), so the container never starts.\n",
+						Remediation: "kubectl describe the pod for the kubelet's message; create the missing Secret or ConfigMap (or key) in the pod's namespace, or fix the reference in the spec.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "sample-mychart-6bfc89db65-j9g9z   0/1     Init:CreateContainerConfigError   0          108s",
+								},
+								{
+									Text: "      Reason:       CreateContainerConfigError",
+								},
+								{
+									Text: "ob-host-single-ob-bundle-0-0   2/3     CreateContainerConfigError   0          61s",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "kubernetes-dashboard-7d5dcdb6d9-nlvxs      0/1       ContainerCreating   0          40m",
+								},
+								{
+									Text: "      Reason:       CrashLoopBackOff",
+								},
+								{
+									Text: "train-worker-0   0/1     CreateContainerError   0          5m",
 								},
 							},
 						},

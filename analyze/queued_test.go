@@ -1,0 +1,122 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// kueuePendingEvent is Kueue's Pending event on the Workload of job sft, seen count times
+// from 10:00:05 to 10:02:50.
+func kueuePendingEvent(count int) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Event\nmetadata: {name: wl.pending, namespace: ml}\n"+
+		"involvedObject: {apiVersion: kueue.x-k8s.io/v1beta1, kind: Workload, name: job-sft-3c1a2, namespace: ml}\n"+
+		"type: Normal\nreason: Pending\nmessage: %q\ncount: %d\nsource: {component: kueue-admission}\n"+
+		"firstTimestamp: \"2026-03-14T10:00:05Z\"\nlastTimestamp: \"2026-03-14T10:02:50Z\"\n",
+		"couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor a100, 8 more needed", count)
+}
+
+// suspendedJobFiles is a batch Job created at 10:00 that Kueue keeps suspended (no pods),
+// with its Workload's Pending event.
+func suspendedJobFiles() map[string]string {
+	return map[string]string{
+		"resources/batch/Job/ml/sft.yaml": `apiVersion: batch/v1
+kind: Job
+metadata: {name: sft, namespace: ml, uid: j1, creationTimestamp: "2026-03-14T10:00:00Z", labels: {kueue.x-k8s.io/queue-name: team-a}}
+spec: {suspend: true, completions: 1, template: {spec: {containers: [{name: train, image: trainer:v1}], restartPolicy: Never}}}
+status:
+  conditions:
+  - {type: Suspended, status: "True", reason: JobSuspended, lastTransitionTime: "2026-03-14T10:00:00Z"}
+`,
+		"resources/core/Event/ml/wl.pending.yaml": kueuePendingEvent(25),
+	}
+}
+
+// TestQueuedJob: a job that a queueing layer (Kueue) does not admit is stuck once the wait
+// has lasted the threshold, with the queue's words as the root cause; before it, unknown;
+// and a wait that ended (the job was admitted and succeeded) is no failure.
+func TestQueuedJob(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+
+	res := analyzeBundle(t, suspendedJobFiles(), t0.Add(25*time.Minute), Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryScheduling, res.RootCause.Category)
+	require.Contains(t, res.VerdictReason, "Kueue did not admit the workload: insufficient unused quota for nvidia.com/gpu in flavor a100, 8 more needed")
+	require.Contains(t, res.VerdictReason, "pending for 25 min")
+
+	res = analyzeBundle(t, suspendedJobFiles(), t0.Add(3*time.Minute), Options{})
+	require.Equal(t, VerdictUnknown, res.Verdict, res.VerdictReason)
+	require.Contains(t, res.VerdictReason, "below the 5 min threshold; so far: scheduling: Kueue did not admit the workload")
+
+	// The same event in the bundle of a job that was admitted later and succeeded.
+	files := batchJobFiles(trainerLog(func(step int) string {
+		return fmt.Sprintf("{'loss': %.4f, 'grad_norm': 1.83, 'learning_rate': 1.2e-05, 'epoch': %.2f}", 2.0-float64(step)/400, float64(step)/400)
+	}))
+	files["resources/core/Event/ml/wl.pending.yaml"] = kueuePendingEvent(25)
+	res = analyzeBundle(t, files, t0.Add(2*time.Hour), Options{})
+	t.Log(findingsOf(res))
+	require.Equal(t, VerdictHealthy, res.Verdict, res.VerdictReason)
+	require.Nil(t, res.RootCause)
+
+	// ... and of a job still running, admitted later: its pods were scheduled and run.
+	files = map[string]string{"resources/kubeflow.org/PyTorchJob/ml/train.yaml": pytorchJobYAML(2, "Running", "2026-03-14T10:10:00Z")}
+	for i := range 2 {
+		files[fmt.Sprintf("resources/core/Pod/ml/train-worker-%d.yaml", i)] = workerPodYAML(i, `  phase: Running
+  startTime: "2026-03-14T10:09:00Z"
+  conditions: [{type: PodScheduled, status: "True", lastTransitionTime: "2026-03-14T10:09:00Z"}]
+  containerStatuses:
+  - {name: pytorch, image: "registry.local/ml/trainer:v2", imageID: "registry.local/ml/trainer@sha256:1", ready: true, restartCount: 0, state: {running: {startedAt: "2026-03-14T10:09:30Z"}}}
+`)
+	}
+	files["resources/core/Event/ml/wl.pending.yaml"] = kueuePendingEvent(25)
+	res = analyzeBundle(t, files, t0.Add(time.Hour), Options{})
+	require.Equal(t, VerdictHealthy, res.Verdict, res.VerdictReason)
+	require.Contains(t, findingsOf(res), "scheduling/kueue-admission warning")
+
+	// ... but not of a job whose pods still wait for a node.
+	files["resources/core/Pod/ml/train-worker-1.yaml"] = strings.Replace(workerPodYAML(1, `  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable, lastTransitionTime: "2026-03-14T10:09:00Z"}]
+`), "  nodeName: gpu-1\n", "", 1)
+	res = analyzeBundle(t, files, t0.Add(time.Hour), Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "scheduling/kueue-admission", res.RootCause.RuleID)
+}
+
+// TestQueuedPaste: the text of a queueing layer pasted on its own (a describe of the
+// Workload, the autoscaler's or Karpenter's word on a pending pod) names why the job waits.
+func TestQueuedPaste(t *testing.T) {
+	for _, tc := range []struct{ name, text, rule, reason string }{
+		// https://github.com/kubernetes-sigs/kueue/issues/1937
+		{"kueue workload", `Status:
+  Conditions:
+    Last Transition Time:  2024-04-02T12:46:27Z
+    Message:               couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 3 more needed
+    Reason:                Pending
+    Status:                False
+    Type:                  QuotaReserved
+Events:
+  Type    Reason   Age                   From             Message
+  ----    ------   ----                  ----             -------
+  Normal  Pending  116s (x25 over 116s)  kueue-admission  couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 3 more needed
+`, "scheduling/kueue-admission", "pending for at least 1 min when the text was taken"},
+		// https://github.com/aws/karpenter-provider-aws/issues/3862
+		{"karpenter", "2023-05-06T15:47:57.982Z\tERROR\tcontroller.provisioner\tCould not schedule pod, incompatible with provisioner \"gpu\", did not tolerate app=app1-service:NoSchedule; incompatible with provisioner \"default\", incompatible requirements, key karpenter.sh/provisioner-name\n",
+			"scheduling/karpenter-no-nodepool", "Karpenter cannot launch a node for the pod (nodepool gpu)"},
+		// The message of cortexlabs/cortex#1685, in an event row as describe prints it.
+		{"autoscaler", "  Normal   NotTriggerScaleUp  2m (x31 over 7m)  cluster-autoscaler  pod didn't trigger scale-up (it wouldn't fit if a new node is added): 1 in backoff after failed scale-up\n",
+			"scheduling/autoscaler-no-scale-up", "pending for 7 min"},
+		// https://github.com/ibm-cloud-labs/iks-handson/issues/7
+		{"listing", "NAME                              READY   STATUS                            RESTARTS   AGE\nsample-mychart-6bfc89db65-j9g9z   0/1     Init:CreateContainerConfigError   0          108s\n",
+			"config-error/status-listed", "Pod listed in CreateContainerConfigError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": tc.text}, time.Time{}, Options{})
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.Equal(t, tc.rule, res.RootCause.RuleID, findingsOf(res))
+			require.Contains(t, res.VerdictReason, tc.reason)
+		})
+	}
+}

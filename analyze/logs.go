@@ -234,7 +234,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText
 		f := s.byRule[h.Rule]
 		if f != nil {
 			f.Count++
-			f.notePrintedWait(raw)
+			f.notePrintedWait(raw.b)
 			f.addStream(stream)
 			if last := &f.Evidence[len(f.Evidence)-1]; num > last.LastLine {
 				last.LastLine = num
@@ -254,7 +254,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText
 		f.order, f.log, f.stream, f.step = num, s.ls.Path, stream, proc.step
 		f.Evidence = []Evidence{{Source: SourceLog, File: s.ls.Path, Line: num, Time: timePtr(ts), Text: raw.excerpt()}}
 		f.addStream(stream)
-		f.notePrintedWait(raw)
+		f.notePrintedWait(raw.b)
 		s.byRule[h.Rule] = f
 		s.findings = append(s.findings, f)
 	}

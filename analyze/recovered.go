@@ -1,10 +1,6 @@
 package analyze
 
-import (
-	"bytes"
-
-	"github.com/coroner-dev/coroner/internal/literal"
-)
+import "bytes"
 
 // A library that fails an attempt and goes on says so: c10d's "..., will retry" while the
 // rendezvous store is not yet listening, the Hugging Face Hub client's "Retrying in 1s [Retry
@@ -12,24 +8,8 @@ import (
 // network plugin that would not initialise, "Using network Socket". Error lines printed
 // before such a line were survived: they are not how the log ended, whatever follows.
 
-// recoveryWords are the phrases, ASCII case folded, matched at word boundaries.
+// recoveryWords are the phrases, ASCII case folded, matched at word boundaries (tailWordsOf).
 var recoveryWords = []string{"will retry", "retrying", "retry loop", "falling back", "using network"}
-
-var recoveryMatcher = literal.NewMatcher(recoveryWords)
-
-// isRecovery says whether line t says that something that failed is retried or replaced.
-func isRecovery(t []byte) bool { return hasWords(recoveryMatcher, recoveryWords, t) }
-
-// hasWords says whether line t holds one of words (m matches them) at word boundaries.
-func hasWords(m *literal.Matcher, words []string, t []byte) bool {
-	var buf [4]literal.Hit
-	for _, h := range literal.Append(m, t, buf[:0]) {
-		if n := len(words[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
-			return true
-		}
-	}
-	return false
-}
 
 // A batch-size finder runs a few steps at growing sizes and catches the out-of-memory error
 // of the first size that does not fit, then goes on with a smaller one: Lightning's
@@ -38,27 +18,24 @@ func hasWords(m *literal.Matcher, words []string, t []byte) bool {
 // and its tuner's batch_size_scaling.py), other probes "* Trying batch size 256... Failed (CUDA
 // out of memory...)". Such a line is a recovery, and its own failure was caught by design: a
 // finder that runs out of sizes raises, and that exception, after it, is the end.
+// probeWords are such lines' phrases, as recoveryWords are matched.
 var probeWords = []string{"trying batch size", "batch size finder"}
-
-var probeMatcher = literal.NewMatcher(probeWords)
-
-// isProbe says whether line t reports a step of a batch-size finder.
-func isProbe(t []byte) bool { return hasWords(probeMatcher, probeWords, t) }
 
 // forgetRecovered drops the error lines (kindError: an ERROR or a failure word, nothing that
 // shows on its own that a process ended) printed before the log's last recovery line; the
 // recovery line itself keeps its kind, so a log that ends retrying still ends in its error,
-// unless it is a batch-size finder's step, whose failure the finder caught.
-func forgetRecovered(lines []tailLine, kinds []lineKind) {
+// unless it is a batch-size finder's step, whose failure the finder caught. words are the
+// lines' tailWordsOf.
+func forgetRecovered(kinds []lineKind, words []wordSet) {
 	last := -1
-	for i := len(lines) - 1; i >= 0; i-- {
-		if isRecovery(lines[i].text) || isProbe(lines[i].text) {
+	for i := len(words) - 1; i >= 0; i-- {
+		if words[i]&(hasRecoveryWord|hasProbeWord) != 0 {
 			last = i
 			break
 		}
 	}
 	for i := 0; i <= last; i++ {
-		if kinds[i] == kindError && (i < last || isProbe(lines[i].text)) {
+		if kinds[i] == kindError && (i < last || words[i]&hasProbeWord != 0) {
 			kinds[i] = kindNone
 		}
 	}

@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/coroner-dev/coroner/internal/literal"
@@ -296,8 +297,14 @@ func statusHead(t []byte) bool {
 
 // kindOf is what a line says about how its process ended.
 func kindOf(text []byte) lineKind {
+	return kindWith(text, literal.Any(endWords, text))
+}
+
+// kindWith is kindOf of a line whose literal pass is done: endWord says whether it holds
+// one of endWords (tailWordsOf).
+func kindWith(text []byte, endWord bool) lineKind {
 	t := bytes.TrimSpace(text)
-	if len(t) == 0 || !mayEnd(t) {
+	if len(t) == 0 || !mayEndWith(t, endWord) {
 		return kindNone
 	}
 	return classify(t)
@@ -327,19 +334,61 @@ func classify(t []byte) lineKind {
 // a status ("Unavailable: "), which mayEnd checks by hand. It is a superset (TestMayEndIsASuperset): a line without one of them
 // is no kind, and the expressions, which cost microseconds a line, never run on the hundreds
 // of tail lines of each of thousands of logs that only report progress.
-var endWords = literal.NewMatcher([]string{
+var endWords = literal.NewMatcher(endWordList)
+
+var endWordList = []string{
 	"error", "exception", "interrupt", "failure", "fault", "exit", "what():", "fatal",
 	"sig", "segmentation", "bus error", "core dumped", "killed", "abort",
 	"primary job", "mpirun", "return code", "returncode", "status code", "error_file", "traceback",
 	"non-zero", "termination", "cancelled", "warning", "reason:",
 	"failed", "refused", "denied", "timed out", "unable to", "cannot", "could not", "out of memory",
 	"oom", "xid", "evicted", "preempted", "unschedulable", "backoff", "insufficient", "exceeded",
-})
+}
 
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line
 // that none of them could match (a progress line, most of a log).
-func mayEnd(t []byte) bool {
-	return glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || literal.Any(endWords, t) || ncclReturn(t)
+func mayEnd(t []byte) bool { return mayEndWith(t, literal.Any(endWords, t)) }
+
+// mayEndWith is mayEnd of a line whose literal pass said whether it holds an end word.
+func mayEndWith(t []byte, endWord bool) bool {
+	return endWord || glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || ncclReturn(t)
+}
+
+// tailWords is every literal a tail line is read for, in one automaton: endWords, then
+// recoveryWords, then probeWords (recovered.go). A terminal failure reads each of a log's
+// last 256 lines (at 16,384 logs of 100 lines, every line) once for all three, where three
+// passes each cost as much as the one.
+var tailWords = literal.NewMatcher(slices.Concat(endWordList, recoveryWords, probeWords))
+
+// wordSet is what tailWords found in a line.
+type wordSet uint8
+
+const (
+	hasEndWord      wordSet = 1 << iota // one of endWords, anywhere
+	hasRecoveryWord                     // one of recoveryWords at word boundaries: isRecovery
+	hasProbeWord                        // one of probeWords at word boundaries: isProbe
+)
+
+// tailWordsOf reads line t once for tailWords.
+func tailWordsOf(t []byte) wordSet {
+	var buf [8]literal.Hit
+	var w wordSet
+	for _, h := range literal.Append(tailWords, t, buf[:0]) {
+		id := int(h.ID)
+		switch {
+		case id < len(endWordList):
+			w |= hasEndWord
+		case id < len(endWordList)+len(recoveryWords):
+			if n := len(recoveryWords[id-len(endWordList)]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
+				w |= hasRecoveryWord
+			}
+		default:
+			if n := len(probeWords[id-len(endWordList)-len(recoveryWords)]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
+				w |= hasProbeWord
+			}
+		}
+	}
+	return w
 }
 
 // ncclReturn says whether t is a line of NCCL's error trace: with NCCL_DEBUG=INFO, NCCL's
@@ -429,6 +478,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	last := lines[len(lines)-1].line
 	tf := &terminalFailure{log: log, pod: pod, container: container, lastLine: last, lastProgress: t.lastProgress}
 	kinds := make([]lineKind, len(lines))
+	words := make([]wordSet, len(lines))
 	inFrames := make([]bool, len(lines))
 	tb, header := false, -1
 	ignored := false // after "Exception ignored in ...": the next exception was survived (recovered.go)
@@ -436,7 +486,8 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		// The message after an error-level logging header (logheader.go): a traceback logged
 		// at ERROR is read as a traceback. A line with such a header is of some kind (its
 		// level word is an error word), so most lines, of no kind, are never parsed for one.
-		k := kindOf(l.text)
+		words[i] = tailWordsOf(l.text)
+		k := kindWith(l.text, words[i]&hasEndWord != 0)
 		msg := l.text
 		if k != kindNone {
 			msg = logMessage(l.text)
@@ -476,7 +527,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
-	forgetRecovered(lines, kinds)
+	forgetRecovered(kinds, words)
 	if tb && !ignored {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where.

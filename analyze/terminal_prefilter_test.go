@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/coroner-dev/coroner/internal/literal"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,10 +76,32 @@ func TestGatesAreSupersets(t *testing.T) {
 		if bytes.Contains(tr, []byte("what():")) {
 			require.True(t, mayEnd(tr), "%q", l)
 		}
+		want := wordSet(0)
+		if literal.Any(endWords, []byte(l)) {
+			want |= hasEndWord
+		}
+		if hasWords(literal.NewMatcher(recoveryWords), recoveryWords, []byte(l)) {
+			want |= hasRecoveryWord
+		}
+		if hasWords(literal.NewMatcher(probeWords), probeWords, []byte(l)) {
+			want |= hasProbeWord
+		}
+		require.Equal(t, want, tailWordsOf([]byte(l)), "%q: one pass must find what a pass per list finds", l)
 	}
 	for name := range gates {
 		require.Positive(t, matched[name], "no line exercises %s", name)
 	}
+}
+
+// hasWords says whether line t holds one of words (m matches them) at word boundaries: a
+// pass of its own, which tailWordsOf folds into one.
+func hasWords(m *literal.Matcher, words []string, t []byte) bool {
+	for _, h := range literal.Append(m, t, nil) {
+		if n := len(words[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
+			return true
+		}
+	}
+	return false
 }
 
 // BenchmarkKindOf classifies the last lines of a rank of a collective timeout: progress lines

@@ -88,6 +88,8 @@ const progressDecideAfter = 8
 type shapeSeen struct {
 	lines int
 	memo  *shapeMemo
+	// tail is which lines of the shape can hold a tail word (newTailFilter).
+	tail *shapeMemo
 }
 
 // filterAfter is how many lines of a shape are matched in full before its filter is worked
@@ -139,7 +141,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	s.sc.both, s.sc.found = match, false
 	progress, step := s.progressOf(l, text)
 	s.sc.both = false
-	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank)
+	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, s.tailQuiet(l))
 	if progress {
 		s.tail.lastProgress = l.Number
 	}
@@ -432,6 +434,20 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 		seen.memo = newShapeMemo(s.rs.shapeFilter(sh))
 	}
 	return seen.memo.mayMatch(l.VarClasses)
+}
+
+// tailQuiet says that line l holds no word its terminal failure is read for (newTailFilter);
+// false when its shape does not show it. mayMatch has seen the line.
+func (s *logScanner) tailQuiet(l *logscan.Scanned) bool {
+	sh := l.Shape
+	if sh == nil {
+		return false
+	}
+	seen := &s.shapes[sh.ID]
+	if seen.tail == nil {
+		seen.tail = s.sc.tailMemo(sh)
+	}
+	return !seen.tail.mayMatch(l.VarClasses)
 }
 
 // addContext reads the lines around each log evidence line back through lines.

@@ -257,6 +257,8 @@ type Scratch struct {
 	tail     tailBuf
 	shapes   []shapeSeen
 	progress []progressMemo
+	// tails are the tail filters of the shapes the logs it served showed, by shape key.
+	tails map[string]*shapeMemo
 }
 
 // stateHit is a pattern of a stateful kind matching a line.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coroner-dev/coroner/internal/literal"
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // A log's terminal failure is how its process said it ended: the last exception of its last
@@ -30,6 +31,8 @@ type tailLine struct {
 	text   []byte
 	stream string
 	rank   int
+	// quiet: the line's shape showed that it holds no tail word (newTailFilter).
+	quiet bool
 }
 
 // tailBuf is a ring of a log's last lines; the line buffers are reused, so keeping them
@@ -41,12 +44,12 @@ type tailBuf struct {
 	lastProgress int
 }
 
-func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int) {
+func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int, quiet bool) {
 	if t.n == len(t.lines) && t.n < tailLines { // t.lines may hold a previous log's buffers
 		t.lines = append(t.lines, tailLine{})
 	}
 	l := &t.lines[t.n%tailLines]
-	l.line, l.time, l.stream, l.rank = line, time, stream, rank
+	l.line, l.time, l.stream, l.rank, l.quiet = line, time, stream, rank, quiet
 	l.text = append(l.text[:0], text[:min(len(text), maxTailLineBytes)]...)
 	t.n++
 }
@@ -358,7 +361,7 @@ func mayEndWith(t []byte, endWord bool) bool {
 // recoveryWords, then probeWords (recovered.go). A terminal failure reads each of a log's
 // last 256 lines (at 16,384 logs of 100 lines, every line) once for all three, where three
 // passes each cost as much as the one.
-var tailWords = literal.NewMatcher(slices.Concat(endWordList, recoveryWords, probeWords))
+var tailWords = literal.NewMatcher(tailWordList)
 
 // wordSet is what tailWords found in a line.
 type wordSet uint8
@@ -368,6 +371,43 @@ const (
 	hasRecoveryWord                     // one of recoveryWords at word boundaries: isRecovery
 	hasProbeWord                        // one of probeWords at word boundaries: isProbe
 )
+
+// tailWordList is tailWords' literals, in their order.
+var tailWordList = slices.Concat(endWordList, recoveryWords, probeWords)
+
+// newTailFilter says which lines of a shape can hold a tail word, as shapeFilter says it for
+// the rules' literals: the tail lines of a log are mostly its progress lines, whose shape
+// holds none, so most need no pass for their terminal failure.
+func newTailFilter(sh *logscan.Shape) *shapeFilter {
+	f := &shapeFilter{}
+	for _, w := range tailWordList {
+		always, needs := sh.Literal(literal.Lower(w))
+		if always {
+			return &shapeFilter{all: true}
+		}
+		for _, n := range needs {
+			f.needs = logscan.AddNeed(f.needs, n)
+		}
+	}
+	return f
+}
+
+// maxTailFilters bounds Scratch.tails: logs of distinct lines make shapes without end.
+const maxTailFilters = 4096
+
+// tailMemo returns the memo of a shape's tail filter, made once per shape key for the logs a
+// scratch space serves (one at a time: the memo's state is a cache of its answers).
+func (sc *Scratch) tailMemo(sh *logscan.Shape) *shapeMemo {
+	if m, ok := sc.tails[sh.Key]; ok {
+		return m
+	}
+	if sc.tails == nil || len(sc.tails) >= maxTailFilters {
+		sc.tails = map[string]*shapeMemo{}
+	}
+	m := newShapeMemo(newTailFilter(sh))
+	sc.tails[sh.Key] = m
+	return m
+}
 
 // tailWordsOf reads line t once for tailWords.
 func tailWordsOf(t []byte) wordSet {
@@ -486,7 +526,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		// The message after an error-level logging header (logheader.go): a traceback logged
 		// at ERROR is read as a traceback. A line with such a header is of some kind (its
 		// level word is an error word), so most lines, of no kind, are never parsed for one.
-		words[i] = tailWordsOf(l.text)
+		if !l.quiet {
+			words[i] = tailWordsOf(l.text)
+		}
 		k := kindWith(l.text, words[i]&hasEndWord != 0)
 		msg := l.text
 		if k != kindNone {

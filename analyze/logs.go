@@ -427,11 +427,19 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 		s.shapes = append(s.shapes, shapeSeen{})
 	}
 	seen := &s.shapes[sh.ID]
+	if seen.memo == nil && seen.lines == 0 {
+		// A shape an earlier log made the filter of needs no lines matched in full first:
+		// a log of 100 lines has few shapes of more than filterAfter lines.
+		seen.memo = s.sc.rules[sh.Key]
+		if f, ok := s.rs.shapes.Load(sh.Key); ok && seen.memo == nil {
+			seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(f.(*shapeFilter)))
+		}
+	}
 	if seen.memo == nil {
 		if seen.lines++; seen.lines <= filterAfter {
 			return true
 		}
-		seen.memo = newShapeMemo(s.rs.shapeFilter(sh))
+		seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(s.rs.shapeFilter(sh)))
 	}
 	return seen.memo.mayMatch(l.VarClasses)
 }

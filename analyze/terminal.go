@@ -392,21 +392,13 @@ func newTailFilter(sh *logscan.Shape) *shapeFilter {
 	return f
 }
 
-// maxTailFilters bounds Scratch.tails: logs of distinct lines make shapes without end.
-const maxTailFilters = 4096
-
 // tailMemo returns the memo of a shape's tail filter, made once per shape key for the logs a
-// scratch space serves (one at a time: the memo's state is a cache of its answers).
+// scratch space serves.
 func (sc *Scratch) tailMemo(sh *logscan.Shape) *shapeMemo {
 	if m, ok := sc.tails[sh.Key]; ok {
 		return m
 	}
-	if sc.tails == nil || len(sc.tails) >= maxTailFilters {
-		sc.tails = map[string]*shapeMemo{}
-	}
-	m := newShapeMemo(newTailFilter(sh))
-	sc.tails[sh.Key] = m
-	return m
+	return sc.keepMemo(&sc.tails, sh.Key, newShapeMemo(newTailFilter(sh)))
 }
 
 // tailWordsOf reads line t once for tailWords.

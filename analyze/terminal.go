@@ -3,7 +3,6 @@ package analyze
 import (
 	"bytes"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/coroner-dev/coroner/internal/literal"
@@ -90,18 +89,18 @@ var (
 	exceptionLine = gated{re: regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
-		nil, "exit", "return code", "returncode")
+		nil, "exit", "return code", "returncode").as(hasExitWord)
 	// signalLine names a signal or how a process died of one. A shell reports a SIGKILLed
 	// foreground process with a bare "Killed", which lands right after whatever the process
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
-		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted")
+		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted").as(hasSignalWord)
 	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{4} \S+ )\S+:\d+\]`,
-		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal")
+		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal").as(hasFatalWord)
 	// launcherLine is a launcher's summary of a failed process.
 	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT`,
 		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
-		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT")
+		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT").as(hasLauncherWord)
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
 	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
@@ -111,11 +110,11 @@ var (
 	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |^\[E(?: |\d{4} \S+ )\S+:\d+\]|`+
 		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|`+
 		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `,
-		func(t []byte) bool { return glogHead(t, 'E') || c10Head(t, 'E') || statusHead(t) }, "error").by(isErrorLine)
+		func(t []byte) bool { return glogHead(t, 'E') || c10Head(t, 'E') || statusHead(t) }, "error").by(isErrorLine).as(hasErrorLineWord)
 	// errorWords are the words a line that reports a failure uses, in any log format:
 	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
 	errorWords = gate(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`,
-		nil, errorWordList...).by(hasErrorWord)
+		nil, errorWordList...).by(hasErrorWord).as(hasErrorWordWord)
 	// errorWordList is errorWords' words: the first two end a word, the others are whole words.
 	errorWordList = []string{"error", "exception", "failed", "failure", "fatal", "killed", "abort", "aborted", "refused", "denied",
 		"timed out", "unable to", "cannot", "could not", "out of memory", "oom", "xid", "evicted", "preempted", "unschedulable",
@@ -132,16 +131,27 @@ type gated struct {
 	words *literal.Matcher
 	head  func([]byte) bool
 	code  func([]byte) bool
+	// list is the words; bit is what tailWordsOf sets for a line that holds one of them.
+	list []string
+	bit  wordSet
 }
 
 func (g gated) by(code func([]byte) bool) gated { g.code = code; return g }
 
+func (g gated) as(bit wordSet) gated { g.bit = bit; return g }
+
 func gate(expr string, head func([]byte) bool, words ...string) gated {
-	return gated{re: regexp.MustCompile(expr), words: literal.NewMatcher(words), head: head}
+	return gated{re: regexp.MustCompile(expr), words: literal.NewMatcher(words), head: head, list: words}
 }
 
+// Match says whether t matches the expression, reading t for its words.
 func (g gated) Match(t []byte) bool {
-	if g.words != nil && !literal.Any(g.words, t) && (g.head == nil || !g.head(t)) {
+	return g.matchWith(t, g.words != nil && literal.Any(g.words, t))
+}
+
+// matchWith is Match of a line whose pass for the words is done: found says it holds one.
+func (g gated) matchWith(t []byte, found bool) bool {
+	if g.words != nil && !found && (g.head == nil || !g.head(t)) {
 		return false
 	}
 	if g.code != nil {
@@ -300,33 +310,33 @@ func statusHead(t []byte) bool {
 
 // kindOf is what a line says about how its process ended.
 func kindOf(text []byte) lineKind {
-	return kindWith(text, literal.Any(endWords, text))
+	return kindWith(text, tailWordsOf(text))
 }
 
-// kindWith is kindOf of a line whose literal pass is done: endWord says whether it holds
-// one of endWords (tailWordsOf).
-func kindWith(text []byte, endWord bool) lineKind {
+// kindWith is kindOf of a line whose literal pass is done: w is what it found (tailWordsOf).
+func kindWith(text []byte, w wordSet) lineKind {
 	t := bytes.TrimSpace(text)
-	if len(t) == 0 || !mayEndWith(t, endWord) {
+	if len(t) == 0 || !mayEndWith(t, w&hasEndWord != 0) {
 		return kindNone
 	}
-	return classify(t)
+	return classify(t, w)
 }
 
-// classify is kindOf's expressions, in order, on a trimmed line.
-func classify(t []byte) lineKind {
+// classify is kindOf's expressions, in order, on a trimmed line whose words are w.
+func classify(t []byte, w wordSet) lineKind {
+	match := func(g gated) bool { return g.matchWith(t, w&g.bit != 0) }
 	switch {
 	case exceptionLine.Match(t):
 		return kindException
 	case bytes.Contains(t, []byte("what():")):
 		return kindWhat
-	case fatalLine.Match(t):
+	case match(fatalLine):
 		return kindFatal
-	case signalLine.Match(t):
+	case match(signalLine):
 		return kindSignal
-	case launcherLine.Match(t) || exitLine.Match(t) || objectLine.Match(t) || ncclReturn(t):
+	case match(launcherLine) || match(exitLine) || objectLine.Match(t) || ncclReturn(t):
 		return kindExit
-	case errorLine.Match(t) || errorWords.Match(t):
+	case match(errorLine) || match(errorWords):
 		return kindError
 	}
 	return kindNone
@@ -357,23 +367,46 @@ func mayEndWith(t []byte, endWord bool) bool {
 	return endWord || glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || ncclReturn(t)
 }
 
-// tailWords is every literal a tail line is read for, in one automaton: endWords, then
-// recoveryWords, then probeWords (recovered.go). A terminal failure reads each of a log's
-// last 256 lines (at 16,384 logs of 100 lines, every line) once for all three, where three
-// passes each cost as much as the one.
+// tailWords is every literal a tail line is read for, in one automaton (tailWordList). A
+// terminal failure reads each of a log's last 256 lines (at 16,384 logs of 100 lines, every
+// line) once for all of them, where a pass per list costs as much as the one.
 var tailWords = literal.NewMatcher(tailWordList)
 
 // wordSet is what tailWords found in a line.
-type wordSet uint8
+type wordSet uint16
 
 const (
 	hasEndWord      wordSet = 1 << iota // one of endWords, anywhere
-	hasRecoveryWord                     // one of recoveryWords at word boundaries: isRecovery
-	hasProbeWord                        // one of probeWords at word boundaries: isProbe
+	hasRecoveryWord                     // one of recoveryWords at word boundaries: a recovery line
+	hasProbeWord                        // one of probeWords at word boundaries: a batch-size finder's step
+	// one of the words of exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords
+	hasExitWord
+	hasSignalWord
+	hasFatalWord
+	hasLauncherWord
+	hasErrorLineWord
+	hasErrorWordWord
 )
 
-// tailWordList is tailWords' literals, in their order.
-var tailWordList = slices.Concat(endWordList, recoveryWords, probeWords)
+// tailWordList is tailWords' literals: endWords, recoveryWords, probeWords, then the words
+// of each gated expression classify runs; tailWordBits is the bit each sets, tailWordEdged
+// whether it counts only at word boundaries.
+var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
+	{list: endWordList, bit: hasEndWord},
+	{list: recoveryWords, bit: hasRecoveryWord},
+	{list: probeWords, bit: hasProbeWord},
+	exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords,
+})
+
+func tailWordTable(lists []gated) (words []string, bits []wordSet, edged []bool) {
+	for _, g := range lists {
+		for _, w := range g.list {
+			words, bits = append(words, w), append(bits, g.bit)
+			edged = append(edged, g.bit == hasRecoveryWord || g.bit == hasProbeWord)
+		}
+	}
+	return words, bits, edged
+}
 
 // newTailFilter says which lines of a shape can hold a tail word, as shapeFilter says it for
 // the rules' literals: the tail lines of a log are mostly its progress lines, whose shape
@@ -406,19 +439,14 @@ func tailWordsOf(t []byte) wordSet {
 	var buf [8]literal.Hit
 	var w wordSet
 	for _, h := range literal.Append(tailWords, t, buf[:0]) {
-		id := int(h.ID)
-		switch {
-		case id < len(endWordList):
-			w |= hasEndWord
-		case id < len(endWordList)+len(recoveryWords):
-			if n := len(recoveryWords[id-len(endWordList)]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
-				w |= hasRecoveryWord
-			}
-		default:
-			if n := len(probeWords[id-len(endWordList)-len(recoveryWords)]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
-				w |= hasProbeWord
-			}
+		bit := tailWordBits[h.ID]
+		if w&bit != 0 {
+			continue
 		}
+		if n := len(tailWordList[h.ID]); tailWordEdged[h.ID] && !(wordEdge(t, h.End-n) && wordEdge(t, h.End)) {
+			continue
+		}
+		w |= bit
 	}
 	return w
 }
@@ -521,7 +549,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		if !l.quiet {
 			words[i] = tailWordsOf(l.text)
 		}
-		k := kindWith(l.text, words[i]&hasEndWord != 0)
+		k := kindWith(l.text, words[i])
 		msg := l.text
 		if k != kindNone {
 			msg = logMessage(l.text)

@@ -141,7 +141,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	s.sc.both, s.sc.found = match, false
 	progress, step := s.progressOf(l, text)
 	s.sc.both = false
-	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, s.tailQuiet(l))
+	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, l.Offset >= s.ls.Size-quietWindow && s.tailQuiet(l))
 	if progress {
 		s.tail.lastProgress = l.Number
 	}
@@ -443,6 +443,11 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 	}
 	return seen.memo.mayMatch(l.VarClasses)
 }
+
+// quietWindow is how near its log's end a line is asked whether it is quiet (tailQuiet): a
+// line further up is most likely not among the log's last lines, and the few that are get
+// their pass when the log ends, so a log of millions of lines does not ask each.
+const quietWindow = 64 << 10
 
 // tailQuiet says that line l holds no word its terminal failure is read for (newTailFilter);
 // false when its shape does not show it. mayMatch has seen the line.

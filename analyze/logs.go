@@ -94,6 +94,8 @@ const progressDecideAfter = 8
 type shapeSeen struct {
 	lines int
 	memo  *shapeMemo
+	// tail is which lines of the shape can hold a tail word (newTailFilter).
+	tail *shapeMemo
 }
 
 // filterAfter is how many lines of a shape are matched in full before its filter is worked
@@ -145,7 +147,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	s.sc.both, s.sc.found = match, false
 	progress, step := s.progressOf(l, text)
 	s.sc.both = false
-	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank)
+	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, l.Offset >= s.ls.Size-quietWindow && s.tailQuiet(l))
 	if progress {
 		s.tail.lastProgress = l.Number
 	}
@@ -439,13 +441,40 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 		s.shapes = append(s.shapes, shapeSeen{})
 	}
 	seen := &s.shapes[sh.ID]
+	if seen.memo == nil && seen.lines == 0 {
+		// A shape an earlier log made the filter of needs no lines matched in full first:
+		// a log of 100 lines has few shapes of more than filterAfter lines.
+		seen.memo = s.sc.rules[sh.Key]
+		if f, ok := s.rs.shapes.Load(sh.Key); ok && seen.memo == nil {
+			seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(f.(*shapeFilter)))
+		}
+	}
 	if seen.memo == nil {
 		if seen.lines++; seen.lines <= filterAfter {
 			return true
 		}
-		seen.memo = newShapeMemo(s.rs.shapeFilter(sh))
+		seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(s.rs.shapeFilter(sh)))
 	}
 	return seen.memo.mayMatch(l.VarClasses)
+}
+
+// quietWindow is how near its log's end a line is asked whether it is quiet (tailQuiet): a
+// line further up is most likely not among the log's last lines, and the few that are get
+// their pass when the log ends, so a log of millions of lines does not ask each.
+const quietWindow = 64 << 10
+
+// tailQuiet says that line l holds no word its terminal failure is read for (newTailFilter);
+// false when its shape does not show it. mayMatch has seen the line.
+func (s *logScanner) tailQuiet(l *logscan.Scanned) bool {
+	sh := l.Shape
+	if sh == nil {
+		return false
+	}
+	seen := &s.shapes[sh.ID]
+	if seen.tail == nil {
+		seen.tail = s.sc.tailMemo(sh)
+	}
+	return !seen.tail.mayMatch(l.VarClasses)
 }
 
 // addContext reads the lines around each log evidence line back through lines.

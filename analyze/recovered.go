@@ -1,10 +1,6 @@
 package analyze
 
-import (
-	"bytes"
-
-	"github.com/coroner-dev/coroner/internal/literal"
-)
+import "bytes"
 
 // A library that fails an attempt and goes on says so: c10d's "..., will retry" while the
 // rendezvous store is not yet listening, the Hugging Face Hub client's "Retrying in 1s [Retry
@@ -12,15 +8,18 @@ import (
 // network plugin that would not initialise, "Using network Socket". Error lines printed
 // before such a line were survived: they are not how the log ended, whatever follows.
 
-// recoveryWords are the phrases, ASCII case folded, matched at word boundaries.
+// recoveryWords are the phrases, ASCII case folded, matched at word boundaries (tailWordsOf).
 var recoveryWords = []string{"will retry", "retrying", "retry loop", "falling back", "using network"}
 
-var recoveryMatcher = literal.NewMatcher(recoveryWords)
-
-// isRecovery says whether line t says that something that failed is retried or replaced.
-func isRecovery(t []byte) bool {
-	return hasWords(recoveryMatcher, recoveryWords, t) || isSocketAttempt(t)
-}
+// A batch-size finder runs a few steps at growing sizes and catches the out-of-memory error
+// of the first size that does not fit, then goes on with a smaller one: Lightning's
+// BatchSizeFinder prints "Batch size 16 failed, trying batch size 8" and "Finished batch size
+// finder, will continue with full run using batch size 8" (Lightning-AI/pytorch-lightning#18426,
+// and its tuner's batch_size_scaling.py), other probes "* Trying batch size 256... Failed (CUDA
+// out of memory...)". Such a line is a recovery, and its own failure was caught by design: a
+// finder that runs out of sizes raises, and that exception, after it, is the end.
+// probeWords are such lines' phrases, as recoveryWords are matched.
+var probeWords = []string{"trying batch size", "batch size finder"}
 
 // c10d's TCPStore client tries each address of the store's host in turn until its timeout,
 // and logs each failed attempt as a warning: "[W socket.cpp:558] [c10d] The client socket has
@@ -30,51 +29,26 @@ func isRecovery(t []byte) bool {
 // gives up at error level: "[E socket.cpp:610] [c10d] The client socket has failed to connect
 // to any network address of ..." (ofsoundof/GRL-Image-Restoration#27), or a TimeoutError. A
 // warning-level attempt is a retry; the error-level end is not.
+// socketAttemptWords are such lines' phrases, as recoveryWords are matched.
 var socketAttemptWords = []string{"client socket has failed to connect to", "client socket cannot be initialized to connect to"}
 
-var socketAttemptMatcher = literal.NewMatcher(socketAttemptWords)
-
-// isSocketAttempt says whether line t is c10d's warning about one failed connect attempt.
-func isSocketAttempt(t []byte) bool {
-	t = bytes.TrimSpace(t)
-	return c10Head(t, 'W') && hasWords(socketAttemptMatcher, socketAttemptWords, t)
+// isRecovery says whether a tail line (t, with words its tailWordsOf) says that something
+// that failed is retried or replaced.
+func isRecovery(t []byte, words wordSet) bool {
+	return words&(hasRecoveryWord|hasProbeWord) != 0 ||
+		words&hasSocketWord != 0 && c10Head(bytes.TrimSpace(t), 'W')
 }
-
-// hasWords says whether line t holds one of words (m matches them) at word boundaries.
-func hasWords(m *literal.Matcher, words []string, t []byte) bool {
-	var buf [4]literal.Hit
-	for _, h := range literal.Append(m, t, buf[:0]) {
-		if n := len(words[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
-			return true
-		}
-	}
-	return false
-}
-
-// A batch-size finder runs a few steps at growing sizes and catches the out-of-memory error
-// of the first size that does not fit, then goes on with a smaller one: Lightning's
-// BatchSizeFinder prints "Batch size 16 failed, trying batch size 8" and "Finished batch size
-// finder, will continue with full run using batch size 8" (Lightning-AI/pytorch-lightning#18426,
-// and its tuner's batch_size_scaling.py), other probes "* Trying batch size 256... Failed (CUDA
-// out of memory...)". Such a line is a recovery, and its own failure was caught by design: a
-// finder that runs out of sizes raises, and that exception, after it, is the end.
-var probeWords = []string{"trying batch size", "batch size finder"}
-
-var probeMatcher = literal.NewMatcher(probeWords)
-
-// isProbe says whether line t reports a step of a batch-size finder.
-func isProbe(t []byte) bool { return hasWords(probeMatcher, probeWords, t) }
 
 // forgetRecovered drops the error lines (kindError: an ERROR or a failure word, nothing that
 // shows on its own that a process ended) printed before the log's last recovery line. The
 // recovery line itself keeps its kind when it is how the log ends (nothing but failures
 // after it), so a log that ends retrying still ends in its error; it is dropped too when the
 // log went on after it without another failure, and when it is a batch-size finder's step,
-// whose failure the finder caught.
-func forgetRecovered(lines []tailLine, kinds []lineKind) {
+// whose failure the finder caught. words are the lines' tailWordsOf.
+func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) {
 	last := -1
-	for i := len(lines) - 1; i >= 0; i-- {
-		if isRecovery(lines[i].text) || isProbe(lines[i].text) {
+	for i := len(words) - 1; i >= 0; i-- {
+		if isRecovery(lines[i].text, words[i]) {
 			last = i
 			break
 		}
@@ -87,7 +61,7 @@ func forgetRecovered(lines []tailLine, kinds []lineKind) {
 		wentOn = wentOn && k == kindNone
 	}
 	for i := 0; i <= last; i++ {
-		if kinds[i] == kindError && (i < last || wentOn || isProbe(lines[i].text)) {
+		if kinds[i] == kindError && (i < last || wentOn || words[i]&hasProbeWord != 0) {
 			kinds[i] = kindNone
 		}
 	}

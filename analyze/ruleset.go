@@ -257,6 +257,9 @@ type Scratch struct {
 	tail     tailBuf
 	shapes   []shapeSeen
 	progress []progressMemo
+	// rules and tails are the memos of the rules' and the tail filters of the shapes the
+	// logs it served showed, by shape key (keepMemo).
+	rules, tails map[string]*shapeMemo
 }
 
 // stateHit is a pattern of a stateful kind matching a line.

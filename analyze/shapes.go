@@ -135,3 +135,18 @@ func (rs *RuleSet) newShapeFilter(sh *logscan.Shape) *shapeFilter {
 	}
 	return f
 }
+
+// maxKeptMemos bounds each of Scratch's memos by shape key: logs of distinct lines make
+// shapes without end.
+const maxKeptMemos = 4096
+
+// keepMemo keeps m as the memo of shape key in memos, for the next logs the scratch space
+// serves (one log at a time: a memo's state is a cache of its answers, whichever log asks),
+// and returns it.
+func (sc *Scratch) keepMemo(memos *map[string]*shapeMemo, key string, m *shapeMemo) *shapeMemo {
+	if *memos == nil || len(*memos) >= maxKeptMemos {
+		*memos = map[string]*shapeMemo{}
+	}
+	(*memos)[key] = m
+	return m
+}

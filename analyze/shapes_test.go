@@ -19,19 +19,32 @@ import (
 )
 
 // checkShapeFilter scans every log of a bundle as Run does and checks that each line the
-// shape filters rule out is one the rules do not match. It returns how many lines were
-// ruled out, and of how many.
+// shape filters rule out is one the rules do not match, and that each line the tail filters
+// call quiet holds no tail word. It returns how many lines were ruled out, and of how many.
 func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []bundle.LogStream, rs *RuleSet) (skipped, lines int) {
+	skipped, _, lines = checkShapeFilters(t, b, logs, rs)
+	return skipped, lines
+}
+
+func checkShapeFilters(t *testing.T, b *bundle.Bundle, logs []bundle.LogStream, rs *RuleSet) (skipped, quiet, lines int) {
 	t.Helper()
 	scanners := make([]*logScanner, len(logs))
-	counts := make([][2]int, len(logs))
+	counts := make([][3]int, len(logs))
 	errs := make([]string, len(logs))
 	ix, _, err := scanWith(t.Context(), b, logs, index.BuildOptions{}, logscan.LogFunc(func(i int) func(*logscan.Scanned) {
 		scanners[i] = newLogScanner(logs[i], rs, rs.NewScratch())
 		sc := rs.NewScratch()
 		return func(l *logscan.Scanned) {
 			counts[i][1]++
-			if scanners[i].mayMatch(l) {
+			may := scanners[i].mayMatch(l)
+			if scanners[i].tailQuiet(l) {
+				counts[i][2]++
+				text, _ := splitPrefix(l.Text)
+				if w := tailWordsOf(text); w != 0 && errs[i] == "" {
+					errs[i] = fmt.Sprintf("%s:%d %q: called quiet, but holds tail words %b", logs[i].Path, l.Number, l.Text, w)
+				}
+			}
+			if may {
 				return
 			}
 			counts[i][0]++
@@ -46,8 +59,9 @@ func checkShapeFilter(t *testing.T, b *bundle.Bundle, logs []bundle.LogStream, r
 		require.Empty(t, errs[i])
 		skipped += counts[i][0]
 		lines += counts[i][1]
+		quiet += counts[i][2]
 	}
-	return skipped, lines
+	return skipped, quiet, lines
 }
 
 func defaultRuleSet(t testing.TB) *RuleSet {
@@ -80,8 +94,9 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	logs, _ := bundle.LogStreams(b)
-	skipped, lines := checkShapeFilter(t, b, logs, rs)
+	skipped, quiet, lines := checkShapeFilters(t, b, logs, rs)
 	require.Greater(t, skipped, lines*9/10, "the step lines need no rule")
+	require.Greater(t, quiet, lines*9/10, "the step lines need no pass for their terminal failure")
 
 	// Every rule example, each 40 times with its numbers changed, between step lines: the
 	// shapes of the examples get filters, and lines whose numbers make them match (exit code
@@ -116,4 +131,20 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 	skipped, lines = checkShapeFilter(t, &bundle.Bundle{FS: fsys, Limits: bundle.DefaultLimits()}, logs, rs)
 	require.GreaterOrEqual(t, lines, 2*40*examples)
 	require.Greater(t, skipped, lines/3)
+
+	// The real logs of the corpus, when it is beside the repository, each a log.
+	real, err := filepath.Glob("../../shared/corpus/real/*.log")
+	require.NoError(t, err)
+	fsys, logs = fstest.MapFS{}, nil
+	for _, f := range real {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		name := strings.TrimSuffix(filepath.Base(f), ".log")
+		p := "logs/ml/" + name + "/c.log"
+		fsys[p] = &fstest.MapFile{Data: data}
+		logs = append(logs, bundle.LogStream{Path: p, Namespace: "ml", Pod: name, Container: "c"})
+	}
+	if len(logs) > 0 {
+		checkShapeFilter(t, &bundle.Bundle{FS: fsys, Limits: bundle.DefaultLimits()}, logs, rs)
+	}
 }

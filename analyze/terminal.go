@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coroner-dev/coroner/internal/literal"
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // A log's terminal failure is how its process said it ended: the last exception of its last
@@ -29,6 +30,8 @@ type tailLine struct {
 	text   []byte
 	stream string
 	rank   int
+	// quiet: the line's shape showed that it holds no tail word (newTailFilter).
+	quiet bool
 }
 
 // tailBuf is a ring of a log's last lines; the line buffers are reused, so keeping them
@@ -40,12 +43,12 @@ type tailBuf struct {
 	lastProgress int
 }
 
-func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int) {
+func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int, quiet bool) {
 	if t.n == len(t.lines) && t.n < tailLines { // t.lines may hold a previous log's buffers
 		t.lines = append(t.lines, tailLine{})
 	}
 	l := &t.lines[t.n%tailLines]
-	l.line, l.time, l.stream, l.rank = line, time, stream, rank
+	l.line, l.time, l.stream, l.rank, l.quiet = line, time, stream, rank, quiet
 	l.text = append(l.text[:0], text[:min(len(text), maxTailLineBytes)]...)
 	t.n++
 }
@@ -90,20 +93,20 @@ var (
 		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
-		nil, "exit", "return code", "returncode")
+		nil, "exit", "return code", "returncode").as(hasExitWord)
 	// signalLine names a signal or how a process died of one. A shell reports a SIGKILLed
 	// foreground process with a bare "Killed", which lands right after whatever the process
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
-		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted")
+		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted").as(hasSignalWord)
 	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{4} \S+ )\S+:\d+\]`,
-		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal")
+		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal").as(hasFatalWord)
 	// launcherLine is a launcher's summary of a failed process: torchelastic's, mpirun's,
 	// MPICH's, the DeepSpeed launcher's, Slurm's, PaddlePaddle's ("ABORT!!! Out of all 4
 	// trainers, the trainer process with rank=[1, 2, 3] was aborted. Please check its log.").
 	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|ABORT!!! Out of all \d+ trainers`,
 		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
-		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT", "ABORT!!!")
+		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT", "ABORT!!!").as(hasLauncherWord)
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
 	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
@@ -113,11 +116,11 @@ var (
 	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |^\[E(?: |\d{4} \S+ )\S+:\d+\]|`+
 		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|`+
 		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `,
-		func(t []byte) bool { return glogHead(t, 'E') || c10Head(t, 'E') || statusHead(t) }, "error").by(isErrorLine)
+		func(t []byte) bool { return glogHead(t, 'E') || c10Head(t, 'E') || statusHead(t) }, "error").by(isErrorLine).as(hasErrorLineWord)
 	// errorWords are the words a line that reports a failure uses, in any log format:
 	// "NetworkError", "Call to ibv_create_cq failed", "connection refused".
 	errorWords = gate(`(?i)(?:error|exception)s?\b|\b(?:failed|failure|fatal|killed|abort(?:ed)?|refused|denied|timed out|unable to|cannot|could not|out of memory|oom|xid|evicted|preempted|unschedulable|backoff|insufficient|exceeded)\b`,
-		nil, errorWordList...).by(hasErrorWord)
+		nil, errorWordList...).by(hasErrorWord).as(hasErrorWordWord)
 	// errorWordList is errorWords' words: the first two end a word, the others are whole words.
 	errorWordList = []string{"error", "exception", "failed", "failure", "fatal", "killed", "abort", "aborted", "refused", "denied",
 		"timed out", "unable to", "cannot", "could not", "out of memory", "oom", "xid", "evicted", "preempted", "unschedulable",
@@ -134,16 +137,27 @@ type gated struct {
 	words *literal.Matcher
 	head  func([]byte) bool
 	code  func([]byte) bool
+	// list is the words; bit is what tailWordsOf sets for a line that holds one of them.
+	list []string
+	bit  wordSet
 }
 
 func (g gated) by(code func([]byte) bool) gated { g.code = code; return g }
 
+func (g gated) as(bit wordSet) gated { g.bit = bit; return g }
+
 func gate(expr string, head func([]byte) bool, words ...string) gated {
-	return gated{re: regexp.MustCompile(expr), words: literal.NewMatcher(words), head: head}
+	return gated{re: regexp.MustCompile(expr), words: literal.NewMatcher(words), head: head, list: words}
 }
 
+// Match says whether t matches the expression, reading t for its words.
 func (g gated) Match(t []byte) bool {
-	if g.words != nil && !literal.Any(g.words, t) && (g.head == nil || !g.head(t)) {
+	return g.matchWith(t, g.words != nil && literal.Any(g.words, t))
+}
+
+// matchWith is Match of a line whose pass for the words is done: found says it holds one.
+func (g gated) matchWith(t []byte, found bool) bool {
+	if g.words != nil && !found && (g.head == nil || !g.head(t)) {
 		return false
 	}
 	if g.code != nil {
@@ -302,27 +316,33 @@ func statusHead(t []byte) bool {
 
 // kindOf is what a line says about how its process ended.
 func kindOf(text []byte) lineKind {
-	t := bytes.TrimSpace(text)
-	if len(t) == 0 || !mayEnd(t) {
-		return kindNone
-	}
-	return classify(t)
+	return kindWith(text, tailWordsOf(text))
 }
 
-// classify is kindOf's expressions, in order, on a trimmed line.
-func classify(t []byte) lineKind {
+// kindWith is kindOf of a line whose literal pass is done: w is what it found (tailWordsOf).
+func kindWith(text []byte, w wordSet) lineKind {
+	t := bytes.TrimSpace(text)
+	if len(t) == 0 || !mayEndWith(t, w&hasEndWord != 0) {
+		return kindNone
+	}
+	return classify(t, w)
+}
+
+// classify is kindOf's expressions, in order, on a trimmed line whose words are w.
+func classify(t []byte, w wordSet) lineKind {
+	match := func(g gated) bool { return g.matchWith(t, w&g.bit != 0) }
 	switch {
 	case exceptionLine.Match(t):
 		return kindException
 	case bytes.Contains(t, []byte("what():")):
 		return kindWhat
-	case fatalLine.Match(t):
+	case match(fatalLine):
 		return kindFatal
-	case signalLine.Match(t):
+	case match(signalLine):
 		return kindSignal
-	case launcherLine.Match(t) || exitLine.Match(t) || objectLine.Match(t) || ncclReturn(t):
+	case match(launcherLine) || match(exitLine) || objectLine.Match(t) || ncclReturn(t):
 		return kindExit
-	case errorLine.Match(t) || errorWords.Match(t):
+	case match(errorLine) || match(errorWords):
 		return kindError
 	}
 	return kindNone
@@ -333,19 +353,110 @@ func classify(t []byte) lineKind {
 // a status ("Unavailable: "), which mayEnd checks by hand. It is a superset (TestMayEndIsASuperset): a line without one of them
 // is no kind, and the expressions, which cost microseconds a line, never run on the hundreds
 // of tail lines of each of thousands of logs that only report progress.
-var endWords = literal.NewMatcher([]string{
+var endWords = literal.NewMatcher(endWordList)
+
+var endWordList = []string{
 	"error", "exception", "interrupt", "failure", "fault", "exit", "what():", "fatal",
 	"sig", "segmentation", "bus error", "core dumped", "killed", "abort", ".exc.", "pyarrow.lib.arrow",
 	"primary job", "mpirun", "return code", "returncode", "status code", "error_file", "traceback",
 	"non-zero", "termination", "cancelled", "warning", "reason:",
 	"failed", "refused", "denied", "timed out", "unable to", "cannot", "could not", "out of memory",
 	"oom", "xid", "evicted", "preempted", "unschedulable", "backoff", "insufficient", "exceeded",
-})
+}
 
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line
 // that none of them could match (a progress line, most of a log).
-func mayEnd(t []byte) bool {
-	return glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || literal.Any(endWords, t) || ncclReturn(t)
+func mayEnd(t []byte) bool { return mayEndWith(t, literal.Any(endWords, t)) }
+
+// mayEndWith is mayEnd of a line whose literal pass said whether it holds an end word.
+func mayEndWith(t []byte, endWord bool) bool {
+	return endWord || glogHead(t, 'E') || glogHead(t, 'F') || c10Head(t, 'E') || c10Head(t, 'F') || statusHead(t) || ncclReturn(t)
+}
+
+// tailWords is every literal a tail line is read for, in one automaton (tailWordList). A
+// terminal failure reads each of a log's last 256 lines (at 16,384 logs of 100 lines, every
+// line) once for all of them, where a pass per list costs as much as the one.
+var tailWords = literal.NewMatcher(tailWordList)
+
+// wordSet is what tailWords found in a line.
+type wordSet uint16
+
+const (
+	hasEndWord      wordSet = 1 << iota // one of endWords, anywhere
+	hasRecoveryWord                     // one of recoveryWords at word boundaries: a recovery line
+	hasProbeWord                        // one of probeWords at word boundaries: a batch-size finder's step
+	hasSocketWord                       // one of socketAttemptWords at word boundaries: c10d's connect attempt
+	// one of the words of exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords
+	hasExitWord
+	hasSignalWord
+	hasFatalWord
+	hasLauncherWord
+	hasErrorLineWord
+	hasErrorWordWord
+)
+
+// tailWordList is tailWords' literals: endWords, recoveryWords, probeWords, then the words
+// of each gated expression classify runs; tailWordBits is the bit each sets, tailWordEdged
+// whether it counts only at word boundaries.
+var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
+	{list: endWordList, bit: hasEndWord},
+	{list: recoveryWords, bit: hasRecoveryWord},
+	{list: probeWords, bit: hasProbeWord},
+	{list: socketAttemptWords, bit: hasSocketWord},
+	exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords,
+})
+
+func tailWordTable(lists []gated) (words []string, bits []wordSet, edged []bool) {
+	for _, g := range lists {
+		for _, w := range g.list {
+			words, bits = append(words, w), append(bits, g.bit)
+			edged = append(edged, g.bit == hasRecoveryWord || g.bit == hasProbeWord || g.bit == hasSocketWord)
+		}
+	}
+	return words, bits, edged
+}
+
+// newTailFilter says which lines of a shape can hold a tail word, as shapeFilter says it for
+// the rules' literals: the tail lines of a log are mostly its progress lines, whose shape
+// holds none, so most need no pass for their terminal failure.
+func newTailFilter(sh *logscan.Shape) *shapeFilter {
+	f := &shapeFilter{}
+	for _, w := range tailWordList {
+		always, needs := sh.Literal(literal.Lower(w))
+		if always {
+			return &shapeFilter{all: true}
+		}
+		for _, n := range needs {
+			f.needs = logscan.AddNeed(f.needs, n)
+		}
+	}
+	return f
+}
+
+// tailMemo returns the memo of a shape's tail filter, made once per shape key for the logs a
+// scratch space serves.
+func (sc *Scratch) tailMemo(sh *logscan.Shape) *shapeMemo {
+	if m, ok := sc.tails[sh.Key]; ok {
+		return m
+	}
+	return sc.keepMemo(&sc.tails, sh.Key, newShapeMemo(newTailFilter(sh)))
+}
+
+// tailWordsOf reads line t once for tailWords.
+func tailWordsOf(t []byte) wordSet {
+	var buf [8]literal.Hit
+	var w wordSet
+	for _, h := range literal.Append(tailWords, t, buf[:0]) {
+		bit := tailWordBits[h.ID]
+		if w&bit != 0 {
+			continue
+		}
+		if n := len(tailWordList[h.ID]); tailWordEdged[h.ID] && !(wordEdge(t, h.End-n) && wordEdge(t, h.End)) {
+			continue
+		}
+		w |= bit
+	}
+	return w
 }
 
 // ncclReturn says whether t is a line of NCCL's error trace: with NCCL_DEBUG=INFO, NCCL's
@@ -435,6 +546,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	last := lines[len(lines)-1].line
 	tf := &terminalFailure{log: log, pod: pod, container: container, lastLine: last, lastProgress: t.lastProgress}
 	kinds := make([]lineKind, len(lines))
+	words := make([]wordSet, len(lines))
 	inFrames := make([]bool, len(lines))
 	tb, header := false, -1
 	ignored := false // after "Exception ignored in ...": the next exception was survived (recovered.go)
@@ -442,7 +554,10 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		// The message after an error-level logging header (logheader.go): a traceback logged
 		// at ERROR is read as a traceback. A line with such a header is of some kind (its
 		// level word is an error word), so most lines, of no kind, are never parsed for one.
-		k := kindOf(l.text)
+		if !l.quiet {
+			words[i] = tailWordsOf(l.text)
+		}
+		k := kindWith(l.text, words[i])
 		msg := l.text
 		if k != kindNone {
 			msg = logMessage(l.text)
@@ -485,7 +600,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
-	forgetRecovered(lines, kinds)
+	forgetRecovered(lines, kinds, words)
 	if tb && !ignored {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where.

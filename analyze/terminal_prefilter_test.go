@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/coroner-dev/coroner/internal/literal"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,9 +65,11 @@ func TestGatesAreSupersets(t *testing.T) {
 		if len(tr) == 0 {
 			continue
 		}
+		w := tailWordsOf(tr)
 		for name, g := range gates {
 			want := g.re.Match(tr)
 			require.Equal(t, want, g.Match(tr), "%s on %q: the gate and code must say what the expression says", name, l)
+			require.Equal(t, want, g.matchWith(tr, w&g.bit != 0), "%s on %q: the one pass must find its words", name, l)
 			if want {
 				matched[name]++
 				require.True(t, mayEnd(tr), "%s matches %q but mayEnd says no", name, l)
@@ -74,10 +78,32 @@ func TestGatesAreSupersets(t *testing.T) {
 		if bytes.Contains(tr, []byte("what():")) {
 			require.True(t, mayEnd(tr), "%q", l)
 		}
+		want := wordSet(0)
+		if literal.Any(endWords, []byte(l)) {
+			want |= hasEndWord
+		}
+		if hasWords(literal.NewMatcher(recoveryWords), recoveryWords, []byte(l)) {
+			want |= hasRecoveryWord
+		}
+		if hasWords(literal.NewMatcher(probeWords), probeWords, []byte(l)) {
+			want |= hasProbeWord
+		}
+		require.Equal(t, want, tailWordsOf([]byte(l))&(hasEndWord|hasRecoveryWord|hasProbeWord), "%q: one pass must find what a pass per list finds", l)
 	}
 	for name := range gates {
 		require.Positive(t, matched[name], "no line exercises %s", name)
 	}
+}
+
+// hasWords says whether line t holds one of words (m matches them) at word boundaries: a
+// pass of its own, which tailWordsOf folds into one.
+func hasWords(m *literal.Matcher, words []string, t []byte) bool {
+	for _, h := range literal.Append(m, t, nil) {
+		if n := len(words[h.ID]); wordEdge(t, h.End-n) && wordEdge(t, h.End) {
+			return true
+		}
+	}
+	return false
 }
 
 // BenchmarkKindOf classifies the last lines of a rank of a collective timeout: progress lines

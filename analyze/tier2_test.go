@@ -18,7 +18,7 @@ func tailOf(lines ...string) *tailBuf {
 	t := &tailBuf{}
 	for i, l := range lines {
 		text, pre := splitPrefix([]byte(l))
-		t.add(i+1, 0, text, pre.stream, pre.rank)
+		t.add(i+1, 0, text, pre.stream, pre.rank, false)
 	}
 	return t
 }

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"io"
 	"io/fs"
 	"os"
@@ -17,6 +18,8 @@ import (
 type dirFS struct {
 	osDirFS
 	dir string
+	// held are small logs the sniff of Open read whole (see heldLogs).
+	held *heldLogs
 }
 
 // osDirFS is what os.DirFS implements, so that dirFS keeps all of it.
@@ -27,7 +30,7 @@ type osDirFS interface {
 }
 
 func newDirFS(dir string) fs.FS {
-	return dirFS{osDirFS: os.DirFS(dir).(osDirFS), dir: dir}
+	return dirFS{osDirFS: os.DirFS(dir).(osDirFS), dir: dir, held: &heldLogs{}}
 }
 
 // join is os.DirFS's: a valid slash-separated name below the directory.
@@ -42,6 +45,9 @@ func (d dirFS) Open(name string) (fs.File, error) {
 	full, err := d.join(name)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	if data, ok := d.held.open(name); ok {
+		return heldFile{Reader: bytes.NewReader(data), full: full}, nil
 	}
 	f, err := openPlain(full)
 	if err != nil {

@@ -49,3 +49,45 @@ func TestDirFSIsADirFS(t *testing.T) {
 		require.True(t, errors.Is(err, fs.ErrInvalid), bad)
 	}
 }
+
+// TestHeldLogs: a directory bundle's small plain logs, which Open's sniff read whole, are read
+// once more from what it read (no second open of the file), then from their files; every read
+// of every log gives the file's bytes, and the held bytes are let go once each was read.
+func TestHeldLogs(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, maxHeldLog+1)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+		if i%80 == 79 {
+			big[i] = '\n'
+		}
+	}
+	files := map[string][]byte{
+		"logs/ns/a/x.log":              []byte("2026-03-14T08:00:00Z one\n2026-03-14T08:00:01Z two\n"),
+		"logs/ns/a/y.log":              nil,
+		"logs/ns/b/big.log":            big,
+		"logs/ns/c/crlf.log":           []byte("one\rtwo\r"), // read decoded: never held
+		"resources/core/Pod/ns/a.yaml": []byte("kind: Pod\n"),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+	}
+	b, err := Open(t.Context(), dir, DefaultLimits())
+	require.NoError(t, err)
+	defer b.Close()
+	base := b.FS.(*overlayFS).base // the decoded copy of crlf.log is the overlay's
+	held := base.(dirFS).held
+	require.Equal(t, []string{"logs/ns/a/x.log", "logs/ns/a/y.log"}, held.paths)
+	require.NoError(t, fstest.TestFS(base, "logs/ns/a/x.log", "logs/ns/a/y.log", "logs/ns/b/big.log"))
+	require.Nil(t, held.chunks, "every held log was read: the bytes are let go")
+	for name, data := range files {
+		if name == "logs/ns/c/crlf.log" {
+			continue
+		}
+		got, err := fs.ReadFile(b.FS, name)
+		require.NoError(t, err)
+		require.Equal(t, string(data), string(got), name)
+	}
+}

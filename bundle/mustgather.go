@@ -151,7 +151,7 @@ func openGather(ctx context.Context, source, root, layout string, lim Limits) (*
 // decodeInPlace gives the logs of a bundle read in place through vfs their decoded copies
 // (decodeLogs), read in their place.
 func (b *Bundle) decodeInPlace(ctx context.Context, vfs *pathFS) (*Bundle, error) {
-	over, err := b.decodeLogs(ctx, vfs.real)
+	over, err := b.decodeLogs(ctx, vfs.real, nil)
 	if err != nil {
 		b.Close()
 		return nil, err

@@ -293,7 +293,7 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 	}
 	// Each log's real file is joined as it is read: a map of every file's would hold 200,000
 	// paths twice over for one loop.
-	over, err := b.decodeLogs(ctx, func(p string) (string, bool) { return filepath.Join(dir, filepath.FromSlash(p)), true })
+	over, err := b.decodeLogs(ctx, func(p string) (string, bool) { return filepath.Join(dir, filepath.FromSlash(p)), true }, b.FS.(dirFS).held)
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -427,8 +427,8 @@ func (b *Bundle) useDecodedSizes(decoded map[string]int64) {
 // decodeLogs gives the logs of a bundle read in place (a directory, plain files) that are not
 // UTF-8 lines ended by "\n" a decoded copy in a private temporary directory, read in their
 // place, and warns about logs that look binary. real gives the real file of a path, false for
-// a path it does not have.
-func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool)) (map[string]string, error) {
+// a path it does not have. held, when not nil, keeps the small plain logs the sniff read whole.
+func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool), held *heldLogs) (map[string]string, error) {
 	var tmp *scratch.Dir
 	decoded := map[string]int64{}
 	out := map[string]string{}
@@ -460,6 +460,9 @@ func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool
 		n, _ := io.ReadFull(f, want)
 		form, bad := sniff(head[:n])
 		if form == formPlain {
+			if int64(n) == b.Files[i].Size {
+				held.hold(p, head[:n]) // read whole: the scan reads it from here
+			}
 			if bad >= binaryShare {
 				_, _, warning := textLog(p, bytes.NewReader(head[:n]))
 				b.Warnings = append(b.Warnings, warning)

@@ -125,7 +125,7 @@ func (b *Bundle) addPlainLogs(ctx context.Context, paths []string, stdin io.Read
 	}
 	sortFiles(b.Files)
 	// A log saved by PowerShell (UTF-16) or an old Mac tool ("\r" line ends) is read decoded.
-	over, err := b.decodeLogs(ctx, vfs.real)
+	over, err := b.decodeLogs(ctx, vfs.real, nil)
 	if err != nil {
 		return err
 	}

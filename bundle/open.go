@@ -252,7 +252,7 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 		return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 	}
 	var sigs []Sig // b.Files' signatures, in walk order
-	err = walkSigned(dir, func(rel string, typ fs.FileMode, sig Sig) error {
+	err = walkSigned(dir, lim.MaxEntries, func(rel string, typ fs.FileMode, sig Sig) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -275,6 +275,9 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 		sigs = append(sigs, sig)
 		return nil
 	})
+	if errors.Is(err, errTooManyEntries) { // read ahead of the visits, past the limit
+		err = &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,13 @@ package bundle
 
 import (
 	"encoding/binary"
+	"errors"
 	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -14,19 +18,65 @@ import (
 // each regular file is signed by an fstatat on its directory's descriptor, so no path is
 // resolved again per file (an lstat of the whole path was most of a walk of 200,000 files).
 // Entries whose type the directory does not record are looked at with the same fstatat.
-func walkSigned(root string, visit walkVisit) error {
-	fd, err := openDirFD(root)
+//
+// The directories are read and signed by one worker per CPU, a few ahead of the visits, which
+// stay in order: a warm search of 16,384 pods' logs is mostly these system calls, and one CPU
+// made them one at a time. No more than maxEntries entries are read in all (else
+// errTooManyEntries), however far ahead the workers are.
+func walkSigned(root string, maxEntries int, visit walkVisit) error {
+	w := &treeWalk{visit: visit, budget: int64(maxEntries), jobs: make(chan *dirJob, walkAhead)}
+	workers := min(runtime.GOMAXPROCS(0), maxWalkWorkers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 32<<10)
+			for j := range w.jobs {
+				if w.stopped.Load() {
+					j.err = errWalkStopped
+				} else {
+					j.ents, j.err = w.readDir(j.path, buf)
+				}
+				close(j.done)
+			}
+		}()
+	}
+	defer func() {
+		w.stopped.Store(true) // what is still queued is not read
+		close(w.jobs)
+		wg.Wait()
+	}()
+	ents, err := w.readDir(root, make([]byte, 32<<10))
 	if err != nil {
 		return err
 	}
-	w := &treeWalk{root: root, visit: visit, buf: make([]byte, 32<<10)}
-	return w.dir(fd, root, "")
+	return w.dir(root, "", ents)
 }
 
+// walkAhead is how many directories of one level are queued for the workers ahead of the
+// visits; maxWalkWorkers bounds the workers (the system calls of one file system scale no
+// further).
+const (
+	walkAhead      = 64
+	maxWalkWorkers = 4
+)
+
+var errWalkStopped = errors.New("walk stopped")
+
 type treeWalk struct {
-	root  string
-	visit walkVisit
-	buf   []byte
+	visit   walkVisit
+	budget  int64 // entries left to read
+	jobs    chan *dirJob
+	stopped atomic.Bool
+}
+
+// dirJob is a directory a worker reads: its entries, signed and sorted, once done is closed.
+type dirJob struct {
+	path string
+	ents []dirent
+	err  error
+	done chan struct{}
 }
 
 func openDirFD(p string) (int, error) {
@@ -50,19 +100,37 @@ type dirent struct {
 	sig  Sig
 }
 
-// dir walks the directory open as fd, at full path p and rel under the root. Its entries are
-// read and signed first and fd closed before any subdirectory is walked, so a deep tree holds
-// one directory open at a time, not one per level.
-func (w *treeWalk) dir(fd int, p, rel string) error {
-	ents, err := w.read(fd, p)
+// readDir reads the directory at p and signs its entries, sorted by name. The directory is
+// closed before any subdirectory is read, so a deep tree holds a directory open per worker,
+// not one per level.
+func (w *treeWalk) readDir(p string, buf []byte) ([]dirent, error) {
+	fd, err := openDirFD(p)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := w.read(fd, p, buf)
 	if err == nil {
 		err = signEntries(fd, p, ents)
 	}
 	syscall.Close(fd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
+	return ents, nil
+}
+
+// dir visits the entries of the directory at full path p, rel under the root, in order, and
+// walks each subdirectory when its turn comes. The subdirectories ahead are queued for the
+// workers meanwhile, up to walkAhead of them.
+func (w *treeWalk) dir(p, rel string, ents []dirent) error {
+	var subs []*dirJob
+	for _, e := range ents {
+		if e.mode.IsDir() {
+			subs = append(subs, &dirJob{path: p + "/" + e.name, done: make(chan struct{})})
+		}
+	}
+	queued, next := 0, 0
 	for _, e := range ents {
 		child := e.name
 		if rel != "" {
@@ -71,14 +139,21 @@ func (w *treeWalk) dir(fd int, p, rel string) error {
 		if err := w.visit(child, e.mode, e.sig); err != nil {
 			return err
 		}
-		if e.mode.IsDir() {
-			sub, err := openDirFD(p + "/" + e.name)
-			if err != nil {
-				return err
-			}
-			if err := w.dir(sub, p+"/"+e.name, child); err != nil {
-				return err
-			}
+		if !e.mode.IsDir() {
+			continue
+		}
+		for ; queued < len(subs) && queued < next+walkAhead; queued++ {
+			w.jobs <- subs[queued]
+		}
+		j := subs[next]
+		subs[next] = nil // its entries are garbage once walked
+		next++
+		<-j.done
+		if j.err != nil {
+			return j.err
+		}
+		if err := w.dir(j.path, child, j.ents); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -103,11 +178,11 @@ func signEntries(fd int, p string, ents []dirent) error {
 	return nil
 }
 
-// read lists a directory's entries but "." and "..".
-func (w *treeWalk) read(fd int, p string) ([]dirent, error) {
+// read lists a directory's entries but "." and "..", each counted against the walk's budget.
+func (w *treeWalk) read(fd int, p string, buf []byte) ([]dirent, error) {
 	var ents []dirent
 	for {
-		n, err := syscall.ReadDirent(fd, w.buf)
+		n, err := syscall.ReadDirent(fd, buf)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -117,7 +192,8 @@ func (w *treeWalk) read(fd int, p string) ([]dirent, error) {
 		if n <= 0 {
 			return ents, nil
 		}
-		for b := w.buf[:n]; len(b) >= 19; {
+		had := len(ents)
+		for b := buf[:n]; len(b) >= 19; {
 			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-ended.
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < 19 || reclen > len(b) {
@@ -134,6 +210,9 @@ func (w *treeWalk) read(fd int, p string) ([]dirent, error) {
 				ents = append(ents, dirent{name: s, typ: b[18]})
 			}
 			b = b[reclen:]
+		}
+		if atomic.AddInt64(&w.budget, -int64(len(ents)-had)) < 0 {
+			return nil, errTooManyEntries
 		}
 	}
 }

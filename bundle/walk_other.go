@@ -8,7 +8,8 @@ import (
 )
 
 // walkSigned walks the tree under root with filepath.WalkDir and an lstat per regular file.
-func walkSigned(root string, visit walkVisit) error {
+// It reads no directory ahead of the visits: maxEntries is the visit's to enforce.
+func walkSigned(root string, maxEntries int, visit walkVisit) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

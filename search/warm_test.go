@@ -133,7 +133,7 @@ func TestWarmSearchSeesLogsAppendedRemovedAndAdded(t *testing.T) {
 		return texts
 	}
 	require.Len(t, search("first"), 200) // the default limit
-	warmSearch(t, dir, c, "first")        // found in the cache
+	warmSearch(t, dir, c, "first")       // found in the cache
 
 	f, err := os.OpenFile(logOf(7), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)

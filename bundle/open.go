@@ -131,6 +131,10 @@ type Bundle struct {
 	// (see WalkSig); walkHint is where the last lookup found its file.
 	walked   []walkedFile
 	walkHint atomic.Int64
+	// treeMemo is the listing of the walk's directories, when the context asked for it (see
+	// WithTreeMemo); treeChanged when it differs from the memo the walk was given.
+	treeMemo    []byte
+	treeChanged bool
 	// sigsOf is the bundle whose files this one reads beside those it made (see Beside).
 	sigsOf *Bundle
 	made   func(string) bool
@@ -280,7 +284,8 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 		return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 	}
 	var sigs []Sig // b.Files' signatures, in walk order
-	err = walkSigned(dir, lim.MaxEntries, func(rel string, typ fs.FileMode, sig Sig) error {
+	memo, keepMemo := treeMemoOf(ctx, dir)
+	mw, err := walkMemo(dir, lim.MaxEntries, memo, keepMemo, func(rel string, typ fs.FileMode, sig Sig) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -308,6 +313,9 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if keepMemo {
+		b.treeMemo, b.treeChanged = mw.done(), mw.changed
 	}
 	b.walked = make([]walkedFile, len(sigs))
 	for i, sig := range sigs {

@@ -12,7 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
+
+const _AT_FDCWD = -100
 
 // walkSigned walks the tree under root. Each directory is opened once and read with getdents;
 // each regular file is signed by an fstatat on its directory's descriptor, so no path is
@@ -24,7 +27,17 @@ import (
 // made them one at a time. No more than maxEntries entries are read in all (else
 // errTooManyEntries), however far ahead the workers are.
 func walkSigned(root string, maxEntries int, visit walkVisit) error {
-	w := &treeWalk{visit: visit, budget: int64(maxEntries), jobs: make(chan *dirJob, walkAhead)}
+	_, err := walkMemo(root, maxEntries, nil, false, visit)
+	return err
+}
+
+// walkMemo is walkSigned taking the listings of memo's unchanged directories (see treeMemo),
+// and, when keep is set, returns the memo of this walk.
+func walkMemo(root string, maxEntries int, memo *treeMemo, keep bool, visit walkVisit) (*memoWriter, error) {
+	w := &treeWalk{visit: visit, budget: int64(maxEntries), jobs: make(chan *dirJob, walkAhead), memo: memo}
+	if keep {
+		w.out = newMemoWriter(root, time.Now())
+	}
 	workers := min(runtime.GOMAXPROCS(0), maxWalkWorkers)
 	var wg sync.WaitGroup
 	for range workers {
@@ -36,7 +49,7 @@ func walkSigned(root string, maxEntries int, visit walkVisit) error {
 				if w.stopped.Load() {
 					j.err = errWalkStopped
 				} else {
-					j.ents, j.err = w.readDir(j.path, buf)
+					j.ents, j.listing, j.err = w.readDir(j.path, j.rel, buf)
 				}
 				close(j.done)
 			}
@@ -47,11 +60,18 @@ func walkSigned(root string, maxEntries int, visit walkVisit) error {
 		close(w.jobs)
 		wg.Wait()
 	}()
-	ents, err := w.readDir(root, make([]byte, 32<<10))
-	if err != nil {
-		return err
+	root0 := &dirJob{path: root}
+	var err error
+	if root0.ents, root0.listing, err = w.readDir(root, "", make([]byte, 32<<10)); err != nil {
+		return nil, err
 	}
-	return w.dir(root, "", ents)
+	if err := w.dir(root0); err != nil {
+		return nil, err
+	}
+	if w.out != nil && w.out.fromMemo != memo.dirs() {
+		w.out.changed = true // a directory remembered was not walked
+	}
+	return w.out, nil
 }
 
 // walkAhead is how many directories of one level are queued for the workers ahead of the
@@ -69,14 +89,18 @@ type treeWalk struct {
 	budget  int64 // entries left to read
 	jobs    chan *dirJob
 	stopped atomic.Bool
+	memo    *treeMemo
+	out     *memoWriter // nil: none kept; else written by the visiting goroutine only
 }
 
-// dirJob is a directory a worker reads: its entries, signed and sorted, once done is closed.
+// dirJob is a directory a worker reads: its entries, signed and sorted, once done is closed;
+// listing is its signature and entries as a memo keeps them, fromMemo when they came from one.
 type dirJob struct {
-	path string
-	ents []dirent
-	err  error
-	done chan struct{}
+	path, rel string
+	ents      []dirent
+	listing   *memoDir
+	err       error
+	done      chan struct{}
 }
 
 func openDirFD(p string) (int, error) {
@@ -100,41 +124,89 @@ type dirent struct {
 	sig  Sig
 }
 
-// readDir reads the directory at p and signs its entries, sorted by name. The directory is
-// closed before any subdirectory is read, so a deep tree holds a directory open per worker,
-// not one per level.
-func (w *treeWalk) readDir(p string, buf []byte) ([]dirent, error) {
+// readDir reads the directory at p (rel under the root) and signs its entries, sorted by
+// name. The directory is closed before any subdirectory is read, so a deep tree holds a
+// directory open per worker, not one per level. A directory the memo lists with the same
+// signature is not read: its entries are the memo's, each file signed by its path.
+func (w *treeWalk) readDir(p, rel string, buf []byte) ([]dirent, *memoDir, error) {
+	if md := w.memo.dir(rel); md != nil {
+		var st syscall.Stat_t
+		if err := fstatat(_AT_FDCWD, p, &st); err != nil {
+			return nil, nil, &fs.PathError{Op: "lstat", Path: p, Err: err}
+		}
+		if statType(st.Mode).IsDir() && st.Ino == md.ino && timeOf(st.Mtim) == md.mtime && timeOf(st.Ctim) == md.ctime {
+			if atomic.AddInt64(&w.budget, -int64(len(md.ents))) < 0 {
+				return nil, nil, errTooManyEntries
+			}
+			ents := make([]dirent, len(md.ents))
+			for i, e := range md.ents {
+				ents[i] = dirent{name: e.name, typ: e.typ}
+			}
+			if err := signEntries(_AT_FDCWD, p, p+"/", ents); err != nil {
+				return nil, nil, err
+			}
+			return ents, md, nil
+		}
+	}
 	fd, err := openDirFD(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ents, err := w.read(fd, p, buf)
+	// The directory's signature before its entries are read: a change while they are read
+	// leaves a newer one, which the next walk does not take for this listing.
+	var st syscall.Stat_t
+	err = syscall.Fstat(fd, &st)
+	var ents []dirent
 	if err == nil {
-		err = signEntries(fd, p, ents)
+		ents, err = w.read(fd, p, buf)
+	}
+	if err == nil {
+		err = signEntries(fd, p, "", ents)
 	}
 	syscall.Close(fd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
-	return ents, nil
+	if w.out == nil {
+		return ents, nil, nil
+	}
+	md := &memoDir{mtime: timeOf(st.Mtim), ctime: timeOf(st.Ctim), ino: st.Ino, ents: make([]memoEnt, len(ents))}
+	for i, e := range ents {
+		md.ents[i] = memoEnt{e.name, e.typ}
+	}
+	return ents, md, nil
 }
 
-// dir visits the entries of the directory at full path p, rel under the root, in order, and
+func timeOf(t syscall.Timespec) int64 { return t.Sec*1e9 + t.Nsec }
+
+// dir visits the entries of a directory read (j.path, rel j.rel under the root) in order, and
 // walks each subdirectory when its turn comes. The subdirectories ahead are queued for the
 // workers meanwhile, up to walkAhead of them.
-func (w *treeWalk) dir(p, rel string, ents []dirent) error {
+func (w *treeWalk) dir(j *dirJob) error {
+	if w.out != nil && j.listing != nil {
+		if w.memo != nil && w.memo.dir(j.rel) == j.listing {
+			w.out.fromMemo++
+		} else {
+			w.out.changed = true
+		}
+		w.out.add(j.rel, j.listing)
+	}
 	var subs []*dirJob
-	for _, e := range ents {
+	for _, e := range j.ents {
 		if e.mode.IsDir() {
-			subs = append(subs, &dirJob{path: p + "/" + e.name, done: make(chan struct{})})
+			rel := e.name
+			if j.rel != "" {
+				rel = j.rel + "/" + e.name
+			}
+			subs = append(subs, &dirJob{path: j.path + "/" + e.name, rel: rel, done: make(chan struct{})})
 		}
 	}
 	queued, next := 0, 0
-	for _, e := range ents {
+	for _, e := range j.ents {
 		child := e.name
-		if rel != "" {
-			child = rel + "/" + e.name
+		if j.rel != "" {
+			child = j.rel + "/" + e.name
 		}
 		if err := w.visit(child, e.mode, e.sig); err != nil {
 			return err
@@ -145,14 +217,14 @@ func (w *treeWalk) dir(p, rel string, ents []dirent) error {
 		for ; queued < len(subs) && queued < next+walkAhead; queued++ {
 			w.jobs <- subs[queued]
 		}
-		j := subs[next]
+		sub := subs[next]
 		subs[next] = nil // its entries are garbage once walked
 		next++
-		<-j.done
-		if j.err != nil {
-			return j.err
+		<-sub.done
+		if sub.err != nil {
+			return sub.err
 		}
-		if err := w.dir(j.path, child, j.ents); err != nil {
+		if err := w.dir(sub); err != nil {
 			return err
 		}
 	}
@@ -160,8 +232,9 @@ func (w *treeWalk) dir(p, rel string, ents []dirent) error {
 }
 
 // signEntries sets each entry's type, and signs each regular file (and each entry whose type
-// the directory does not record) with an fstatat on the directory's descriptor.
-func signEntries(fd int, p string, ents []dirent) error {
+// the directory does not record) with an fstatat on the directory's descriptor (prefix "") or,
+// fd being _AT_FDCWD, on prefix+name.
+func signEntries(fd int, p, prefix string, ents []dirent) error {
 	for i := range ents {
 		e := &ents[i]
 		e.mode = direntType(e.typ)
@@ -169,11 +242,11 @@ func signEntries(fd int, p string, ents []dirent) error {
 			continue
 		}
 		var st syscall.Stat_t
-		if err := fstatat(fd, e.name, &st); err != nil {
+		if err := fstatat(fd, prefix+e.name, &st); err != nil {
 			return &fs.PathError{Op: "lstat", Path: p + "/" + e.name, Err: err}
 		}
 		e.mode = statType(st.Mode)
-		e.sig = Sig{Size: st.Size, Mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec, Ino: st.Ino}
+		e.sig = Sig{Size: st.Size, Mtime: timeOf(st.Mtim), Ctime: timeOf(st.Ctim), Ino: st.Ino}
 	}
 	return nil
 }

@@ -130,6 +130,42 @@ func (c *Cache) statPath(source string) string {
 	return filepath.Join(c.Dir, "stat", hex.EncodeToString(h[:16])+".json")
 }
 
+// TreeMemo is the listing of the directory bundle at path that its last search kept (see
+// bundle.WithTreeMemo), or nil.
+func (c *Cache) TreeMemo(path string) []byte {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	data, err := os.ReadFile(c.treePath(abs))
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+// KeepTreeMemo keeps the listing b's walk took (bundle.Bundle.TreeMemo), when it differs from
+// the one kept. A cache that cannot be written is done without.
+func (c *Cache) KeepTreeMemo(b *bundle.Bundle) {
+	memo, changed := b.TreeMemo()
+	if !changed || b.Plain {
+		return
+	}
+	p := c.treePath(sourceID(b))
+	if len(memo) == 0 {
+		os.Remove(p)
+		return
+	}
+	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+		_ = writeAtomic(p, memo)
+	}
+}
+
+// treePath is where the tree memo of a bundle is kept, beside its stat entry.
+func (c *Cache) treePath(source string) string {
+	return strings.TrimSuffix(c.statPath(source), ".json") + ".tree"
+}
+
 func (c *Cache) readStat(source string) *statEntry {
 	data, err := os.ReadFile(c.statPath(source))
 	if err != nil {

@@ -73,50 +73,59 @@ func treeMemoOf(ctx context.Context, root string) (*treeMemo, bool) {
 	return m, asked
 }
 
-// TreeMemo is the listing the walk of a directory bundle read (see WithTreeMemo), and whether
-// it differs from the memo the walk was given; nil for other bundles and when not asked for.
+// TreeMemo is the listing the walk of a directory bundle read (see WithTreeMemo), when it
+// differs from the memo the walk was given (changed); nil for other bundles, when not asked
+// for, and when unchanged.
 func (b *Bundle) TreeMemo() (memo []byte, changed bool) {
 	return b.treeMemo, b.treeChanged
 }
 
-// memoWriter encodes the directories a walk settled, in the walk's order.
+// memoWriter collects the directories a walk settled, in the walk's order; they are encoded
+// only when they differ from the memo the walk was given.
 type memoWriter struct {
-	buf      []byte
-	n        int
+	root     string
+	dirs     []memoEntry
 	settled  int64 // a directory changed at or after this is not remembered
 	changed  bool  // a directory was listed afresh, or one remembered was left out
 	fromMemo int
 }
 
+type memoEntry struct {
+	rel string
+	d   *memoDir
+}
+
 func newMemoWriter(root string, start time.Time) *memoWriter {
-	w := &memoWriter{settled: start.Add(-settleMargin).UnixNano()}
-	w.buf = append(w.buf, treeMemoMagic...)
-	w.buf = appendBytes(w.buf, root)
-	return w
+	return &memoWriter{root: root, settled: start.Add(-settleMargin).UnixNano()}
 }
 
 func (w *memoWriter) add(rel string, d *memoDir) {
 	if d.ctime >= w.settled || d.mtime >= w.settled {
 		return
 	}
-	w.n++
-	w.buf = appendBytes(w.buf, rel)
-	w.buf = binary.AppendVarint(w.buf, d.mtime)
-	w.buf = binary.AppendVarint(w.buf, d.ctime)
-	w.buf = binary.AppendUvarint(w.buf, d.ino)
-	w.buf = binary.AppendUvarint(w.buf, uint64(len(d.ents)))
-	for _, e := range d.ents {
-		w.buf = appendBytes(w.buf, e.name)
-		w.buf = append(w.buf, e.typ)
-	}
+	w.dirs = append(w.dirs, memoEntry{rel, d})
 }
 
-// done is the memo: the directories, then their count; nil when the walk kept none.
+// done is the memo: the directories, then their count; nil when the walk kept none or
+// nothing changed.
 func (w *memoWriter) done() []byte {
-	if len(w.buf) == 0 {
+	if !w.changed {
 		return nil
 	}
-	return binary.BigEndian.AppendUint32(w.buf, uint32(w.n))
+	b := append([]byte(treeMemoMagic), 0)[:len(treeMemoMagic)]
+	b = appendBytes(b, w.root)
+	for _, e := range w.dirs {
+		b = appendBytes(b, e.rel)
+		b = binary.AppendVarint(b, e.d.mtime)
+		b = binary.AppendVarint(b, e.d.ctime)
+		b = binary.AppendUvarint(b, e.d.ino)
+		b = binary.AppendUvarint(b, uint64(len(e.d.ents)))
+		for _, ent := range e.d.ents {
+			b = appendBytes(b, ent.name)
+			b = append(b, ent.typ)
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, uint32(len(w.dirs)))
 }
 
 func appendBytes(b []byte, s string) []byte {

@@ -15,8 +15,6 @@ import (
 	"time"
 )
 
-const _AT_FDCWD = -100
-
 // walkSigned walks the tree under root. Each directory is opened once and read with getdents;
 // each regular file is signed by an fstatat on its directory's descriptor, so no path is
 // resolved again per file (an lstat of the whole path was most of a walk of 200,000 files).
@@ -34,7 +32,16 @@ func walkSigned(root string, maxEntries int, visit walkVisit) error {
 // walkMemo is walkSigned taking the listings of memo's unchanged directories (see treeMemo),
 // and, when keep is set, returns the memo of this walk.
 func walkMemo(root string, maxEntries int, memo *treeMemo, keep bool, visit walkVisit) (*memoWriter, error) {
-	w := &treeWalk{visit: visit, budget: int64(maxEntries), jobs: make(chan *dirJob, walkAhead), memo: memo}
+	w := &treeWalk{visit: visit, budget: int64(maxEntries), jobs: make(chan *dirJob, walkAhead), memo: memo, rootFD: -1}
+	if memo != nil {
+		// Names resolved under the root, not from "/": a few components a file fewer.
+		fd, err := openPathFD(root)
+		if err != nil {
+			return nil, err
+		}
+		defer syscall.Close(fd)
+		w.rootFD = fd
+	}
 	if keep {
 		w.out = newMemoWriter(root, time.Now())
 	}
@@ -90,6 +97,7 @@ type treeWalk struct {
 	jobs    chan *dirJob
 	stopped atomic.Bool
 	memo    *treeMemo
+	rootFD  int         // the root, open while a memo is used: its files are signed by their paths under it
 	out     *memoWriter // nil: none kept; else written by the visiting goroutine only
 }
 
@@ -103,9 +111,17 @@ type dirJob struct {
 	done      chan struct{}
 }
 
-func openDirFD(p string) (int, error) {
+func openDirFD(p string) (int, error) { return openDirAs(p, syscall.O_RDONLY) }
+
+// openPathFD opens the directory p for use as a base of paths only (O_PATH: nothing read).
+func openPathFD(p string) (int, error) { return openDirAs(p, _O_PATH) }
+
+// _O_PATH is Linux's O_PATH (the same on amd64 and arm64), which the syscall package lacks.
+const _O_PATH = 0x200000
+
+func openDirAs(p string, mode int) (int, error) {
 	for {
-		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+		fd, err := syscall.Open(p, mode|syscall.O_DIRECTORY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -131,7 +147,11 @@ type dirent struct {
 func (w *treeWalk) readDir(p, rel string, buf []byte) ([]dirent, *memoDir, error) {
 	if md := w.memo.dir(rel); md != nil {
 		var st syscall.Stat_t
-		if err := fstatat(_AT_FDCWD, p, &st); err != nil {
+		name, prefix := ".", ""
+		if rel != "" {
+			name, prefix = rel, rel+"/"
+		}
+		if err := fstatat(w.rootFD, name, &st); err != nil {
 			return nil, nil, &fs.PathError{Op: "lstat", Path: p, Err: err}
 		}
 		if statType(st.Mode).IsDir() && st.Ino == md.ino && timeOf(st.Mtim) == md.mtime && timeOf(st.Ctim) == md.ctime {
@@ -142,7 +162,7 @@ func (w *treeWalk) readDir(p, rel string, buf []byte) ([]dirent, *memoDir, error
 			for i, e := range md.ents {
 				ents[i] = dirent{name: e.name, typ: e.typ}
 			}
-			if err := signEntries(_AT_FDCWD, p, p+"/", ents); err != nil {
+			if err := signEntries(w.rootFD, p, prefix, ents); err != nil {
 				return nil, nil, err
 			}
 			return ents, md, nil
@@ -233,7 +253,7 @@ func (w *treeWalk) dir(j *dirJob) error {
 
 // signEntries sets each entry's type, and signs each regular file (and each entry whose type
 // the directory does not record) with an fstatat on the directory's descriptor (prefix "") or,
-// fd being _AT_FDCWD, on prefix+name.
+// fd being the root's, on prefix+name.
 func signEntries(fd int, p, prefix string, ents []dirent) error {
 	for i := range ents {
 		e := &ents[i]

@@ -285,6 +285,10 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 	}
 	var sigs []Sig // b.Files' signatures, in walk order
 	memo, keepMemo := treeMemoOf(ctx, dir)
+	if n := min(memo.entries(), lim.MaxEntries); n > 0 {
+		// Made at about their size: grown a file at a time, 25 MB at 200,000 files.
+		b.Files, sigs = make([]File, 0, n), make([]Sig, 0, n)
+	}
 	mw, err := walkMemo(dir, lim.MaxEntries, memo, keepMemo, func(rel string, typ fs.FileMode, sig Sig) error {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -40,6 +40,15 @@ type memoEnt struct {
 type treeMemo struct {
 	root    string
 	listing map[string]*memoDir // by path under the root ("" for the root)
+	ents    int                 // entries of every directory listed
+}
+
+// entries is how many entries the memo's directories hold.
+func (m *treeMemo) entries() int {
+	if m == nil {
+		return 0
+	}
+	return m.ents
 }
 
 // dirs is how many directories the memo lists.
@@ -154,6 +163,7 @@ func decodeTreeMemo(data []byte) (*treeMemo, error) {
 			return nil, errBadTreeMemo
 		}
 		md.ents = make([]memoEnt, k)
+		m.ents += int(k)
 		for i := range md.ents {
 			md.ents[i].name = d.str()
 			md.ents[i].typ = d.byte()

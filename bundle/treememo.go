@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -165,7 +166,11 @@ func decodeTreeMemo(data []byte) (*treeMemo, error) {
 		md.ents = make([]memoEnt, k)
 		m.ents += int(k)
 		for i := range md.ents {
-			md.ents[i].name = d.str()
+			name := d.str()
+			if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+				return nil, errBadTreeMemo // a name getdents never gives: not a memo of ours
+			}
+			md.ents[i].name = name
 			md.ents[i].typ = d.byte()
 		}
 		m.listing[rel] = md

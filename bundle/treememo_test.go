@@ -138,4 +138,10 @@ func TestDamagedTreeMemoIsNotUsed(t *testing.T) {
 	require.Empty(t, other)
 	_, _, changed := openWithMemo(t, dir, []byte("coroner-tree-memo-1\n\xff\xff\xff\xff\xff"))
 	require.True(t, changed)
+
+	// A name no directory holds (a forged memo) would have the walk sign a file outside the
+	// bundle: the memo is refused.
+	forged := &memoWriter{root: dir, changed: true, dirs: []memoEntry{{"", &memoDir{ents: []memoEnt{{"../x", 0}}}}}}
+	_, err := decodeTreeMemo(forged.done())
+	require.ErrorIs(t, err, errBadTreeMemo)
 }

@@ -55,10 +55,17 @@ type Stream struct {
 	cpLen    int
 	bodyOnce sync.Once
 	bodyErr  error
-	cpData   []byte
-	cpOnce   sync.Once
-	cps      []checkpoint
-	cpErr    error
+	// cp is the checkpoints, once the body is read: most logs of an opened index are never
+	// read, and a Stream is made for each (225,000 at 200,000 files).
+	cp *checkpoints
+}
+
+// checkpoints are a stream's checkpoints, encoded in its body and decoded on first use.
+type checkpoints struct {
+	data []byte
+	once sync.Once
+	cps  []checkpoint
+	err  error
 }
 
 // template is one line shape of one stream: its variable words masked, with where it occurs.
@@ -80,7 +87,7 @@ type template struct {
 type overflow struct {
 	count, nsegs     int
 	linesLen, segLen int
-	lines, segs      []byte // body
+	lines            []byte // body
 	descs            []segDesc
 }
 
@@ -415,7 +422,8 @@ func (s *Stream) setBody(body []byte) error {
 	if n, _ := binary.Uvarint(body); n != uint64((s.Lines+checkpointEvery-1)/checkpointEvery) {
 		return errCorrupt
 	}
-	s.cpData, body = body[:s.cpLen:s.cpLen], body[s.cpLen:]
+	s.cp = &checkpoints{data: body[:s.cpLen:s.cpLen]}
+	body = body[s.cpLen:]
 	for k := range s.templates {
 		t := &s.templates[k]
 		t.lines, body = body[:t.linesLen:t.linesLen], body[t.linesLen:]
@@ -423,8 +431,7 @@ func (s *Stream) setBody(body []byte) error {
 	}
 	o := &s.over
 	o.lines, body = body[:o.linesLen:o.linesLen], body[o.linesLen:]
-	o.segs = body
-	d := &decoder{b: o.segs}
+	d := &decoder{b: body} // the segments
 	o.descs = make([]segDesc, 0, o.nsegs)
 	total := 0
 	for k := 0; k < o.nsegs && d.err == nil; k++ {
@@ -637,8 +644,12 @@ func (d *decoder) fail() {
 
 // checkpoint returns the stream's checkpoint i, decoding them all on first use.
 func (s *Stream) checkpoint(i int) (checkpoint, error) {
-	s.cpOnce.Do(func() {
-		d := &decoder{b: s.cpData}
+	c := s.cp
+	if c == nil {
+		return checkpoint{}, fmt.Errorf("%s: checkpoints: the log's body was not read", s.Path)
+	}
+	c.once.Do(func() {
+		d := &decoder{b: c.data}
 		cps := make([]checkpoint, d.count())
 		var off, t int64
 		for k := range cps {
@@ -649,15 +660,15 @@ func (s *Stream) checkpoint(i int) (checkpoint, error) {
 		if d.err == nil && len(d.b) != 0 {
 			d.fail()
 		}
-		s.cps, s.cpErr = cps, d.err
+		c.cps, c.err = cps, d.err
 	})
-	if s.cpErr != nil {
-		return checkpoint{}, fmt.Errorf("%s: checkpoints: %w", s.Path, s.cpErr)
+	if c.err != nil {
+		return checkpoint{}, fmt.Errorf("%s: checkpoints: %w", s.Path, c.err)
 	}
-	if i < 0 || i >= len(s.cps) {
+	if i < 0 || i >= len(c.cps) {
 		return checkpoint{}, fmt.Errorf("%s: no checkpoint %d: the index does not fit the bundle", s.Path, i)
 	}
-	return s.cps[i], nil
+	return c.cps[i], nil
 }
 
 // eachBlock decodes a template's block summaries in line order, handing each to fn. The

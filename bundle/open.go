@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coroner-dev/coroner/internal/scratch"
@@ -126,8 +127,14 @@ type Bundle struct {
 	// rawSizes are the sizes the bundle holds of the logs that are read decoded (UTF-16,
 	// lines ended by "\r"): the manifest describes those bytes.
 	rawSizes map[string]int64
-	// walked holds each file's signature from the walk of a directory bundle (see WalkSig).
-	walked map[string]Sig
+	// walked holds each file's signature from the walk of a directory bundle, sorted by path
+	// (see WalkSig); walkHint is where the last lookup found its file.
+	walked   []walkedFile
+	walkHint atomic.Int64
+	// treeMemo is the listing of the walk's directories, when the context asked for it (see
+	// WithTreeMemo); treeChanged when it differs from the memo the walk was given.
+	treeMemo    []byte
+	treeChanged bool
 	// sigsOf is the bundle whose files this one reads beside those it made (see Beside).
 	sigsOf *Bundle
 	made   func(string) bool
@@ -153,8 +160,33 @@ func (b *Bundle) WalkSig(path string) (Sig, bool) {
 		}
 		return b.sigsOf.WalkSig(path)
 	}
-	sig, ok := b.walked[path]
-	return sig, ok
+	return b.walkedSig(path)
+}
+
+// walkedFile is a file's signature from the walk.
+type walkedFile struct {
+	path string
+	sig  Sig
+}
+
+// walkedSig looks a path up among the walk's signatures. Callers ask in path order (a cache
+// signing every log): the entries just after the last one found are tried before a binary
+// search, and a map of 200,000 paths is not made for it.
+func (b *Bundle) walkedSig(path string) (Sig, bool) {
+	w := b.walked
+	from := int(b.walkHint.Load())
+	for i := from; i < min(from+4, len(w)); i++ {
+		if w[i].path == path {
+			b.walkHint.Store(int64(i + 1))
+			return w[i].sig, true
+		}
+	}
+	i, ok := slices.BinarySearchFunc(w, path, func(f walkedFile, p string) int { return strings.Compare(f.path, p) })
+	if !ok {
+		return Sig{}, false
+	}
+	b.walkHint.Store(int64(i + 1))
+	return w[i].sig, true
 }
 
 // Beside is a bundle named source that reads through fsys the files of b, unchanged, and
@@ -252,7 +284,12 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 		return nil, &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
 	}
 	var sigs []Sig // b.Files' signatures, in walk order
-	err = walkSigned(dir, func(rel string, typ fs.FileMode, sig Sig) error {
+	memo, keepMemo := treeMemoOf(ctx, dir)
+	if n := min(memo.entries(), lim.MaxEntries); n > 0 {
+		// Made at about their size: grown a file at a time, 25 MB at 200,000 files.
+		b.Files, sigs = make([]File, 0, n), make([]Sig, 0, n)
+	}
+	mw, err := walkMemo(dir, lim.MaxEntries, memo, keepMemo, func(rel string, typ fs.FileMode, sig Sig) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -275,15 +312,20 @@ func openDir(ctx context.Context, source string, lim Limits) (*Bundle, error) {
 		sigs = append(sigs, sig)
 		return nil
 	})
+	if errors.Is(err, errTooManyEntries) { // read ahead of the visits, past the limit
+		err = &LimitError{What: "number of entries", Limit: int64(lim.MaxEntries), Kind: LimitEntries}
+	}
 	if err != nil {
 		return nil, err
 	}
-	// Made once at its size: grown a file at a time, its rehashing was 5% of a warm search
-	// of 16,384 logs.
-	b.walked = make(map[string]Sig, len(sigs))
-	for i, sig := range sigs {
-		b.walked[b.Files[i].Path] = sig
+	if keepMemo {
+		b.treeMemo, b.treeChanged = mw.done(), mw.changed
 	}
+	b.walked = make([]walkedFile, len(sigs))
+	for i, sig := range sigs {
+		b.walked[i] = walkedFile{b.Files[i].Path, sig}
+	}
+	slices.SortFunc(b.walked, func(x, y walkedFile) int { return strings.Compare(x.path, y.path) })
 	sortFiles(b.Files)
 	if m := formMemo(ctx); m != nil {
 		if d := b.logsDigest(); d != "" && m.AllPlain(b, d) {

@@ -1,8 +1,12 @@
 package bundle
 
 import (
+	"errors"
 	"io/fs"
 )
+
+// errTooManyEntries: a walk read more entries than it was allowed.
+var errTooManyEntries = errors.New("too many entries")
 
 // Sig is a file's signature as a walk took it: size, modification and status-change times
 // (nanoseconds) and inode. A rewritten file never keeps all four: no program can set the

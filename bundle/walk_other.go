@@ -8,7 +8,8 @@ import (
 )
 
 // walkSigned walks the tree under root with filepath.WalkDir and an lstat per regular file.
-func walkSigned(root string, visit walkVisit) error {
+// It reads no directory ahead of the visits: maxEntries is the visit's to enforce.
+func walkSigned(root string, maxEntries int, visit walkVisit) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -30,4 +31,10 @@ func walkSigned(root string, visit walkVisit) error {
 		}
 		return visit(filepath.ToSlash(rel), d.Type(), sig)
 	})
+}
+
+// walkMemo walks as walkSigned does: every directory is read, none is taken from memo, and
+// none is kept.
+func walkMemo(root string, maxEntries int, memo *treeMemo, keep bool, visit walkVisit) (*memoWriter, error) {
+	return &memoWriter{}, walkSigned(root, maxEntries, visit)
 }

@@ -44,7 +44,7 @@ func TestWalkSignsEveryFileAsLstatDoes(t *testing.T) {
 		return nil
 	}))
 	var got []seen
-	require.NoError(t, walkSigned(root, func(rel string, typ fs.FileMode, sig Sig) error {
+	require.NoError(t, walkSigned(root, 1<<20, func(rel string, typ fs.FileMode, sig Sig) error {
 		got = append(got, seen{rel, typ, sig})
 		return nil
 	}))
@@ -104,7 +104,7 @@ func TestWalkOfADeepTreeHoldsFewDirectoriesOpen(t *testing.T) {
 	before, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
 	atBottom := -1
-	require.NoError(t, walkSigned(root, func(rel string, typ fs.FileMode, sig Sig) error {
+	require.NoError(t, walkSigned(root, 1<<20, func(rel string, typ fs.FileMode, sig Sig) error {
 		if filepath.Base(rel) == "x.log" {
 			fds, err := os.ReadDir("/proc/self/fd")
 			require.NoError(t, err)

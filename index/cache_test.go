@@ -399,7 +399,7 @@ func TestSigsHashKeepsEarlierStatEntries(t *testing.T) {
 	sigs := []fileSig{
 		{Path: "logs/ml/w-0/trainer.log", Size: 80, Mtime: 1_700_000_000_123_456_789, Ctime: 1_700_000_001_000_000_000, Ino: 1 << 63},
 		{Path: "logs/ml/\"odd\" pod/ü\x01\xff.log", Size: 0, Mtime: -5, Ctime: 0, Ino: 0},
-		// each edge of the ASCII that quotes as itself (see appendQuoted)
+		// each edge of the ASCII that quotes as itself (see bundle.AppendQuoted)
 		{Path: " ~ space, tilde/a.log"}, {Path: "back\\slash"}, {Path: "tab\t"}, {Path: "del\x7f"}, {Path: "nul\x00"}, {Path: ""},
 	}
 	h := sha256.New()

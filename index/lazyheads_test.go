@@ -92,7 +92,7 @@ func TestBodiesLoadedTogether(t *testing.T) {
 	for i, s := range alone.streams {
 		require.NoError(t, alone.load(s))
 		o := together.streams[i]
-		require.Equal(t, s.cpData, o.cpData, s.Path)
+		require.Equal(t, s.cp.data, o.cp.data, s.Path)
 		require.Equal(t, s.over.lines, o.over.lines, s.Path)
 		for k := range s.templates {
 			require.Equal(t, s.templates[k].blob, o.templates[k].blob, s.Path)

@@ -65,6 +65,10 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 		// A bundle whose logs were all plain text when indexed, unchanged since, is opened
 		// without looking at each log's head again.
 		ctx = bundle.WithFormMemo(ctx, opts.Cache.FormMemo(opts.Version))
+		if len(inputs) == 1 && inputs[0] != "-" {
+			// The directories unchanged since the last search are not listed again.
+			ctx = bundle.WithTreeMemo(ctx, opts.Cache.TreeMemo(inputs[0]))
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -91,6 +95,9 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 		}
 	}
 	b := s.b
+	if opts.Cache != nil {
+		opts.Cache.KeepTreeMemo(b)
+	}
 	logs, _ := bundle.LogStreams(b)
 	if len(s.ixs) == 0 && len(logs) > 0 {
 		ix, err := s.build(ctx, b, logs, opts.Progress)

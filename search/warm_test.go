@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,49 @@ func TestWarmSearchSeesAChangedObject(t *testing.T) {
 	rewriteKeepingModTime(t, pod, strings.Replace(yaml, "alpha", "omega", 1))
 	texts, _ := warmSearch(t, dir, c, "flavour")
 	require.Equal(t, []string{"    flavour: omega"}, texts)
+}
+
+// TestWarmSearchSeesLogsAppendedRemovedAndAdded: in a bundle of many pods (their directories
+// read ahead of the walk's visits), a warm search finds a line appended to a log, no longer
+// finds the lines of a log removed, finds those of a log added, and lists the hits in the
+// same order as a search of a fresh cache.
+func TestWarmSearchSeesLogsAppendedRemovedAndAdded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bundle")
+	logOf := func(i int) string {
+		return filepath.Join(dir, "logs", "ml", fmt.Sprintf("job-%03d", i), "trainer.log")
+	}
+	line := func(i int, word string) string {
+		return fmt.Sprintf("2026-03-14T10:%02d:%02dZ NCCL watchdog timeout %s\n", i/60, i%60, word)
+	}
+	for i := range 300 {
+		require.NoError(t, os.MkdirAll(filepath.Dir(logOf(i)), 0o755))
+		require.NoError(t, os.WriteFile(logOf(i), []byte("2026-03-14T09:00:00Z step 1 loss 2.5\n"+line(i, "first")), 0o644))
+	}
+	c := &index.Cache{Dir: t.TempDir()}
+	search := func(q string) []string {
+		texts, _ := warmSearch(t, dir, c, q)
+		fresh, _ := warmSearch(t, dir, &index.Cache{Dir: t.TempDir()}, q)
+		require.Equal(t, fresh, texts, "a warm search lists what a fresh one does")
+		return texts
+	}
+	require.Len(t, search("first"), 200) // the default limit
+	warmSearch(t, dir, c, "first")       // found in the cache
+
+	f, err := os.OpenFile(logOf(7), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(line(400, "appended"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.Equal(t, []string{"NCCL watchdog timeout appended"}, search("appended"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(logOf(9)), "extra.log"), []byte(line(500, "removed")), 0o644))
+	require.Equal(t, []string{"NCCL watchdog timeout removed"}, search("removed"))
+	require.NoError(t, os.Remove(filepath.Join(filepath.Dir(logOf(9)), "extra.log")))
+	require.Empty(t, search("removed"))
+
+	require.NoError(t, os.MkdirAll(filepath.Dir(logOf(300)), 0o755))
+	require.NoError(t, os.WriteFile(logOf(300), []byte(line(600, "added")), 0o644))
+	require.Equal(t, []string{"NCCL watchdog timeout added"}, search("added"))
 }
 
 // rewriteKeepingModTime writes text over path and sets its modification time back to what it

@@ -104,6 +104,17 @@ var (
 	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|ABORT!!! Out of all \d+ trainers`,
 		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
 		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT", "ABORT!!!")
+	// coordinationLine is JAX's (and TensorFlow's) coordination service ending a task: its
+	// agent's error callback ("Coordination service agent in error status: ...", logged by
+	// xla's pjrt/distributed/client.cc before the callback that terminates the process by
+	// default), the leader giving up on tasks that never registered ("Stopping coordination
+	// service as cluster registration failed"), and a task's own registration that failed,
+	// which gRPC and absl name by its RPC ("while calling /tensorflow.CoordinationService/
+	// RegisterTask:", "RPC: /tensorflow.CoordinationService/RegisterTask"): the RPC is named
+	// only in an error, and jax.distributed.initialize raises on it. jax-ml/jax#39095's
+	// fault-tolerance notes and marin-community/levanter#432 print these lines.
+	coordinationLine = gate(`Coordination service agent in error status|cluster registration failed|(?:while calling|RPC:) /tensorflow\.CoordinationService/RegisterTask\b`,
+		nil, "coordination service agent", "cluster registration failed", "coordinationservice/registertask")
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
 	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
@@ -316,7 +327,7 @@ func classify(t []byte) lineKind {
 		return kindException
 	case bytes.Contains(t, []byte("what():")):
 		return kindWhat
-	case fatalLine.Match(t):
+	case fatalLine.Match(t) || coordinationLine.Match(t):
 		return kindFatal
 	case signalLine.Match(t):
 		return kindSignal
@@ -340,6 +351,7 @@ var endWords = literal.NewMatcher([]string{
 	"non-zero", "termination", "cancelled", "warning", "reason:",
 	"failed", "refused", "denied", "timed out", "unable to", "cannot", "could not", "out of memory",
 	"oom", "xid", "evicted", "preempted", "unschedulable", "backoff", "insufficient", "exceeded",
+	"coordinationservice/registertask",
 })
 
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line

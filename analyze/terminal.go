@@ -85,8 +85,11 @@ var (
 	// or an exception whose class name does not say so but whose module does: a class of a
 	// package's exceptions module ("torch._dynamo.exc.Unsupported: ...",
 	// "google.api_core.exceptions.NotFound: 404 ...") or of pyarrow's ("pyarrow.lib.ArrowInvalid:
-	// ..."; pyarrow defines them in its compiled lib). Anchored: it never searches the line.
-	exceptionLine = gated{re: regexp.MustCompile(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|` +
+	// ..."; pyarrow defines them in its compiled lib), or Python's base class itself, which
+	// scripts and launchers raise with their message ("Exception: Timed out waiting for tasks
+	// to start. ...", horovodrun's: horovod/horovod#1414, #3971). Anchored: it never searches
+	// the line.
+	exceptionLine = gated{re: regexp.MustCompile(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
 		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,

@@ -293,6 +293,12 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'RegisterTask'"},
 		{"a status and the coordination service's RPC it came from", false, "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/RegisterTask\n",
 			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'RegisterTask'"},
+		// horovodrun's driver raises Python's base class with its message, and a paste often
+		// keeps only that line (horovod/horovod#1414, #3971).
+		{"a bare Exception line that ends a paste", false, "Exception: Timed out waiting for tasks to start. Please check connectivity between servers. You may need to increase the --start-timeout parameter if you have too many servers.\n",
+			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'Timed out waiting for tasks to start', 'check connectivity between servers'"},
+		{"a bare Exception line the run went on after", false, "Exception: Timed out waiting for tasks to start.\n" + progress + progress,
+			VerdictUnknown, "", "", ""},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
 		{"an exception logged at ERROR before the process exited", false, progress +

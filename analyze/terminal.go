@@ -113,10 +113,11 @@ var (
 	// default), the leader giving up on tasks that never registered ("Stopping coordination
 	// service as cluster registration failed"), and a task's own registration that failed,
 	// which gRPC and absl name by its RPC ("while calling /tensorflow.CoordinationService/
-	// RegisterTask:", "RPC: /tensorflow.CoordinationService/RegisterTask"): the RPC is named
-	// only in an error, and jax.distributed.initialize raises on it. jax-ml/jax#39095's
+	// RegisterTask:", "RPC: /tensorflow.CoordinationService/RegisterTask"; newer xla calls the
+	// service /xla.coordination.CoordinationService, marin-community/marin#5480): the RPC is
+	// named only in an error, and jax.distributed.initialize raises on it. jax-ml/jax#39095's
 	// fault-tolerance notes and marin-community/levanter#432 print these lines.
-	coordinationLine = gate(`Coordination service agent in error status|cluster registration failed|(?:while calling|RPC:) /tensorflow\.CoordinationService/RegisterTask\b`,
+	coordinationLine = gate(`Coordination service agent in error status|cluster registration failed|(?:while calling|RPC:|from) /[\w.]*CoordinationService/RegisterTask\b`,
 		nil, "coordination service agent", "cluster registration failed", "coordinationservice/registertask")
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.

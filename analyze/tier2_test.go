@@ -291,7 +291,7 @@ func TestSecondTier(t *testing.T) {
 				":{\"description\":\"Deadline Exceeded\",\"grpc_status\":4}\n" +
 				"2024-01-25 19:34:15.371885: E external/xla/xla/pjrt/distributed/client.cc:96] Coordination service agent in error status: DEADLINE_EXCEEDED: Deadline Exceeded\n",
 			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'RegisterTask'"},
-		{"a status and the coordination service's RPC it came from", false, "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/RegisterTask\n",
+		{"a status and the coordination service's RPC it came from", false, "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /xla.coordination.CoordinationService/RegisterTask\n",
 			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'RegisterTask'"},
 		// horovodrun's driver raises Python's base class with its message, and a paste often
 		// keeps only that line (horovod/horovod#1414, #3971).

@@ -57,6 +57,9 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	}
 	switch s[0] {
 	case '[':
+		if n, stream := kubectlPrefixAt(s); n > 0 {
+			return s[n:], -1, stream, true
+		}
 		// [rank3]:  [default0]:  [1,3]<stderr>:
 		end := bytes.IndexByte(s, ']')
 		if end < 2 || end > 40 {
@@ -228,6 +231,26 @@ func numberAt(b []byte) (n, width int) {
 		width++
 	}
 	return n, width
+}
+
+// kubectlPrefixAt reads the prefix of kubectl logs --prefix, "[pod/<pod>/<container>] "
+// (geerlingguy/ansible-for-kubernetes#75, kubernetes/kubernetes#123874), at the start of b:
+// its width with the blank and the process it names ("<pod>/<container>"), or 0.
+func kubectlPrefixAt(b []byte) (int, string) {
+	const head = "[pod/"
+	if !bytes.HasPrefix(b, []byte(head)) {
+		return 0, ""
+	}
+	end := bytes.IndexByte(b[:min(len(b), len(head)+256)], ']')
+	if end < 0 || end+1 >= len(b) || b[end+1] != ' ' {
+		return 0, ""
+	}
+	name := b[len(head):end]
+	slash := bytes.IndexByte(name, '/')
+	if slash <= 0 || slash == len(name)-1 || !isWord(name[:slash]) || !isWord(name[slash+1:]) {
+		return 0, ""
+	}
+	return end + 2, string(name)
 }
 
 // hostAt returns the length of the host name pdsh puts in front of a line, or 0: letters,

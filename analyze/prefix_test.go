@@ -34,6 +34,12 @@ func TestSplitPrefix(t *testing.T) {
 		{"Jan  2 03:04:05 node1 python[1234]: ValueError: x", "ValueError: x", "pid 1234", -1},
 		{"Dec 12 03:04:05 gpu-node-07 torchrun[77]: [rank3]: ValueError: x", "ValueError: x", "rank 3", 3},
 		{"[pytorch-job-worker-0] ValueError: x", "ValueError: x", "pytorch-job-worker-0", -1},
+		// kubectl logs --prefix (geerlingguy/ansible-for-kubernetes#75, kubernetes#123874).
+		{"[pod/echo-req-7cfd7bf68f-nk5kr/hello] ValueError: x", "ValueError: x", "echo-req-7cfd7bf68f-nk5kr/hello", -1},
+		{"[pod/train-worker-1/pytorch] [rank1]: ValueError: x", "ValueError: x", "rank 1", 1},
+		// kubectl logs --timestamps and GitHub Actions' log (pytorch/pytorch#107651): a time.
+		{"2024-03-07T21:10:16.123456789Z ValueError: x", "ValueError: x", "", -1},
+		{"2023-08-28T23:31:52.4840189Z Traceback (most recent call last):", "Traceback (most recent call last):", "", -1},
 		// Not prefixes.
 		{"step 3 | loss 2.1 | lr 1e-4", "step 3 | loss 2.1 | lr 1e-4", "", -1},
 		{"epoch 1 |  loss 2.1", "epoch 1 |  loss 2.1", "", -1},
@@ -48,6 +54,8 @@ func TestSplitPrefix(t *testing.T) {
 		// A kernel line names no process; it stays whole.
 		{"Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48", "Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48", "", -1},
 		{"[INFO] start", "[INFO] start", "", -1},
+		{"[pod/x] start", "[pod/x] start", "", -1},
+		{"[pod/a/b/c] start", "[pod/a/b/c] start", "", -1},
 		{"[cuda-12.1] installed", "[cuda-12.1] installed", "", -1},
 		{"2021-03-10T13:22:37Zulu time", "2021-03-10T13:22:37Zulu time", "", -1},
 		{"12345678: not a rank", "12345678: not a rank", "", -1},

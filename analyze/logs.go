@@ -61,6 +61,8 @@ type logScanner struct {
 	rank int
 	// ignored follows a traceback Python printed as ignored (recovered.go).
 	ignored ignoredTrace
+	// numbers follows a log viewer's line numbers in front of the lines (prefix.go).
+	numbers lineNumbers
 }
 
 // textFact is an object fact read from a log line.
@@ -140,7 +142,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if s.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
 		s.rank = logscan.RankPrefix(l.Text)
 	}
-	text, pre := splitPrefix(l.Text)
+	text, pre := splitPrefix(s.numbers.strip(l.Text))
 	match := s.mayMatch(l)
 	// A line the progress patterns and the rules both look at is read for their literals
 	// once: the progress patterns' pass finds the rules' literals too.

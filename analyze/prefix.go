@@ -57,6 +57,9 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	}
 	switch s[0] {
 	case '[':
+		if n, stream := kubectlPrefixAt(s); n > 0 {
+			return s[n:], -1, stream, true
+		}
 		// [rank3]:  [default0]:  [1,3]<stderr>:
 		end := bytes.IndexByte(s, ']')
 		if end < 2 || end > 40 {
@@ -168,6 +171,90 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		}
 	}
 	return nil, 0, "", false
+}
+
+// A log viewer or a CI page copied with its gutter puts the line's number in brackets in front
+// of every line ("[1757] {'loss': 0.0, ...}", "[80746] [rank0]:[E321 ...] Watchdog caught ...").
+// Intel MPI's -l (-prepend-rank) and a paste of NCCL's "[3] NCCL INFO" print the same form with
+// the rank inside, so one line never says which it is: the numbers of a log viewer grow by one
+// per line and never go back, a rank's repeat and jump. lineNumbers takes the number off a line
+// that continues a run of minNumberRun lines, each numbered one more than the line above; a
+// rank's bracket stays (the rules read its text as they did). Ranks printing in turn ("[0] ",
+// "[1] ", "[2] ") make such a run too, but from 0, where no viewer starts; and once a number goes
+// back, the log's brackets are ranks for good.
+
+// minNumberRun is how many lines in a row, each numbered one more than the last, make a run of
+// line numbers: two ranks printing in turn ("[0] ", "[1] ") look like two.
+const minNumberRun = 3
+
+// lineNumbers follows the bracketed numbers at the start of a log's lines.
+type lineNumbers struct {
+	last, run, first int
+	// ranks: a number went back, so the brackets are no line numbers.
+	ranks bool
+}
+
+// strip returns line without its line number when the line continues a run of them, and
+// line itself otherwise. Every line is looked at, numbered or not: a line without one ends
+// the run.
+func (r *lineNumbers) strip(line []byte) []byte {
+	n, width := numberAt(line)
+	switch {
+	case width == 0:
+		r.run = 0
+		return line
+	case r.run > 0 && n == r.last+1:
+		r.run++
+	default:
+		r.ranks = r.ranks || r.run > 0 && n <= r.last
+		r.run, r.first = 1, n
+	}
+	r.last = n
+	if r.ranks || r.first == 0 || r.run < minNumberRun {
+		return line
+	}
+	return line[width:]
+}
+
+// numberAt reads "[N] " (or "[N]" alone: an empty line of the paste) at the start of b: the
+// number and the width of the prefix with its blank, or 0.
+func numberAt(b []byte) (n, width int) {
+	if len(b) < 3 || b[0] != '[' {
+		return 0, 0
+	}
+	d := digitsAt(b[1:])
+	if d == 0 || d > 7 || 1+d >= len(b) || b[1+d] != ']' {
+		return 0, 0
+	}
+	n, _ = atoi(b[1 : 1+d])
+	width = 2 + d
+	if width < len(b) {
+		if b[width] != ' ' {
+			return 0, 0
+		}
+		width++
+	}
+	return n, width
+}
+
+// kubectlPrefixAt reads the prefix of kubectl logs --prefix, "[pod/<pod>/<container>] "
+// (geerlingguy/ansible-for-kubernetes#75, kubernetes/kubernetes#123874), at the start of b:
+// its width with the blank and the process it names ("<pod>/<container>"), or 0.
+func kubectlPrefixAt(b []byte) (int, string) {
+	const head = "[pod/"
+	if !bytes.HasPrefix(b, []byte(head)) {
+		return 0, ""
+	}
+	end := bytes.IndexByte(b[:min(len(b), len(head)+256)], ']')
+	if end < 0 || end+1 >= len(b) || b[end+1] != ' ' {
+		return 0, ""
+	}
+	name := b[len(head):end]
+	slash := bytes.IndexByte(name, '/')
+	if slash <= 0 || slash == len(name)-1 || !isWord(name[:slash]) || !isWord(name[slash+1:]) {
+		return 0, ""
+	}
+	return end + 2, string(name)
 }
 
 // hostAt returns the length of the host name pdsh puts in front of a line, or 0: letters,

@@ -37,6 +37,12 @@ func TestSplitPrefix(t *testing.T) {
 		{"Jan  2 03:04:05 node1 python[1234]: ValueError: x", "ValueError: x", "pid 1234", -1},
 		{"Dec 12 03:04:05 gpu-node-07 torchrun[77]: [rank3]: ValueError: x", "ValueError: x", "rank 3", 3},
 		{"[pytorch-job-worker-0] ValueError: x", "ValueError: x", "pytorch-job-worker-0", -1},
+		// kubectl logs --prefix (geerlingguy/ansible-for-kubernetes#75, kubernetes#123874).
+		{"[pod/echo-req-7cfd7bf68f-nk5kr/hello] ValueError: x", "ValueError: x", "echo-req-7cfd7bf68f-nk5kr/hello", -1},
+		{"[pod/train-worker-1/pytorch] [rank1]: ValueError: x", "ValueError: x", "rank 1", 1},
+		// kubectl logs --timestamps and GitHub Actions' log (pytorch/pytorch#107651): a time.
+		{"2024-03-07T21:10:16.123456789Z ValueError: x", "ValueError: x", "", -1},
+		{"2023-08-28T23:31:52.4840189Z Traceback (most recent call last):", "Traceback (most recent call last):", "", -1},
 		// Not prefixes.
 		{"step 3 | loss 2.1 | lr 1e-4", "step 3 | loss 2.1 | lr 1e-4", "", -1},
 		{"epoch 1 |  loss 2.1", "epoch 1 |  loss 2.1", "", -1},
@@ -51,6 +57,8 @@ func TestSplitPrefix(t *testing.T) {
 		// A kernel line names no process; it stays whole.
 		{"Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48", "Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48", "", -1},
 		{"[INFO] start", "[INFO] start", "", -1},
+		{"[pod/x] start", "[pod/x] start", "", -1},
+		{"[pod/a/b/c] start", "[pod/a/b/c] start", "", -1},
 		{"[cuda-12.1] installed", "[cuda-12.1] installed", "", -1},
 		{"2021-03-10T13:22:37Zulu time", "2021-03-10T13:22:37Zulu time", "", -1},
 		{"12345678: not a rank", "12345678: not a rank", "", -1},
@@ -120,4 +128,41 @@ func TestSplitPrefixOfManyTimes(t *testing.T) {
 	rest, p := splitPrefix(line)
 	require.Equal(t, len(line)-maxPrefixes*len("2021-03-10T13:22:37.443Z: "), len(rest))
 	require.Equal(t, -1, p.rank)
+}
+
+// TestLineNumbers: a log viewer's line numbers come off the lines once they run on, one more
+// per line (pspot4's excerpt of LlamaFactory#8261 and the corpus's row 250 are pasted so);
+// Intel MPI's "-l" rank in the same brackets repeats and jumps, and stays (the corpus's 171).
+func TestLineNumbers(t *testing.T) {
+	strip := func(lines ...string) []string {
+		var r lineNumbers
+		var out []string
+		for _, l := range lines {
+			out = append(out, string(r.strip([]byte(l))))
+		}
+		return out
+	}
+	require.Equal(t, []string{"[1743] a", "[1744]", "b", "", "c"},
+		strip("[1743] a", "[1744]", "[1745] b", "[1746]", "[1747] c"))
+	ranks := []string{"[3] NCCL INFO x", "[1] NCCL WARN y", "[1] NCCL WARN z", "[0] NCCL WARN y", "[1] NCCL INFO w", "[2] NCCL INFO w", "[3] NCCL INFO w"}
+	require.Equal(t, ranks, strip(ranks...))
+	inTurn := []string{"[0] NCCL INFO x", "[1] NCCL INFO x", "[2] NCCL INFO x", "[3] NCCL INFO x"}
+	require.Equal(t, inTurn, strip(inTurn...))
+	// A line without a number ends the run; a run starts again from its third line.
+	require.Equal(t, []string{"[7] a", "[8] b", "c", "plain", "[10] d", "[11] e", "f"},
+		strip("[7] a", "[8] b", "[9] c", "plain", "[10] d", "[11] e", "[12] f"))
+	require.Equal(t, []string{"[12]x", "[13]x", "[14]x"}, strip("[12]x", "[13]x", "[14]x"))
+}
+
+// TestLineNumbersSecondTier: a traceback pasted with a log viewer's line numbers is read as a
+// traceback: its frames are frames and its last line the exception.
+func TestLineNumbersSecondTier(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "[101] epoch 1 step 10 loss 2.1\n[102] epoch 1 step 20 loss 2.0\n[103] Traceback (most recent call last):\n" +
+		"[104]   File \"/app/train.py\", line 40, in main\n[105]     batch = next(it)\n[106] KeyError: 'labels'\n"
+	res := analyzeLogs(t, WithoutSpecific(all), log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryUserCodeError, res.RootCause.Category)
+	require.Contains(t, res.RootCause.Title, "KeyError")
 }

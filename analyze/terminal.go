@@ -88,8 +88,11 @@ var (
 	// or an exception whose class name does not say so but whose module does: a class of a
 	// package's exceptions module ("torch._dynamo.exc.Unsupported: ...",
 	// "google.api_core.exceptions.NotFound: 404 ...") or of pyarrow's ("pyarrow.lib.ArrowInvalid:
-	// ..."; pyarrow defines them in its compiled lib). Anchored: it never searches the line.
-	exceptionLine = gated{re: regexp.MustCompile(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|` +
+	// ..."; pyarrow defines them in its compiled lib), or Python's base class itself, which
+	// scripts and launchers raise with their message ("Exception: Timed out waiting for tasks
+	// to start. ...", horovodrun's: horovod/horovod#1414, #3971). Anchored: it never searches
+	// the line.
+	exceptionLine = gated{re: regexp.MustCompile(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
 		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
@@ -107,6 +110,18 @@ var (
 	launcherLine = gate(`ChildFailedError|Primary job\s+terminated normally, but|mpirun noticed that process|mpirun detected that one or more processes exited|exits with return code|exit with status code|^\s*(?:exitcode|error_file|traceback)\s*:|non-zero exit|process returned a non-zero|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT|ABORT!!! Out of all \d+ trainers`,
 		nil, "ChildFailedError", "Primary job", "mpirun", "exits with return code", "exit with status code", "exitcode", "error_file",
 		"traceback", "non-zero", "BAD TERMINATION", "CANCELLED AT", "ABORT!!!").as(hasLauncherWord)
+	// coordinationLine is JAX's (and TensorFlow's) coordination service ending a task: its
+	// agent's error callback ("Coordination service agent in error status: ...", logged by
+	// xla's pjrt/distributed/client.cc before the callback that terminates the process by
+	// default), the leader giving up on tasks that never registered ("Stopping coordination
+	// service as cluster registration failed"), and a task's own registration that failed,
+	// which gRPC and absl name by its RPC ("while calling /tensorflow.CoordinationService/
+	// RegisterTask:", "RPC: /tensorflow.CoordinationService/RegisterTask"; newer xla calls the
+	// service /xla.coordination.CoordinationService, marin-community/marin#5480): the RPC is
+	// named only in an error, and jax.distributed.initialize raises on it. jax-ml/jax#39095's
+	// fault-tolerance notes and marin-community/levanter#432 print these lines.
+	coordinationLine = gate(`Coordination service agent in error status|cluster registration failed|(?:while calling|RPC:|from) /[\w.]*CoordinationService/RegisterTask\b`,
+		nil, "coordination service agent", "cluster registration failed", "coordinationservice/registertask").as(hasCoordinationWord)
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
 	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
@@ -336,7 +351,7 @@ func classify(t []byte, w wordSet) lineKind {
 		return kindException
 	case bytes.Contains(t, []byte("what():")):
 		return kindWhat
-	case match(fatalLine):
+	case match(fatalLine) || match(coordinationLine):
 		return kindFatal
 	case match(signalLine):
 		return kindSignal
@@ -362,6 +377,7 @@ var endWordList = []string{
 	"non-zero", "termination", "cancelled", "warning", "reason:",
 	"failed", "refused", "denied", "timed out", "unable to", "cannot", "could not", "out of memory",
 	"oom", "xid", "evicted", "preempted", "unschedulable", "backoff", "insufficient", "exceeded",
+	"coordinationservice/registertask",
 }
 
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line
@@ -390,6 +406,7 @@ const (
 	hasExitWord
 	hasSignalWord
 	hasFatalWord
+	hasCoordinationWord
 	hasLauncherWord
 	hasErrorLineWord
 	hasErrorWordWord
@@ -403,7 +420,7 @@ var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
 	{list: recoveryWords, bit: hasRecoveryWord},
 	{list: probeWords, bit: hasProbeWord},
 	{list: socketAttemptWords, bit: hasSocketWord},
-	exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords,
+	exitLine, signalLine, fatalLine, coordinationLine, launcherLine, errorLine, errorWords,
 })
 
 func tailWordTable(lists []gated) (words []string, bits []wordSet, edged []bool) {

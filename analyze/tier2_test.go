@@ -284,6 +284,21 @@ func TestSecondTier(t *testing.T) {
 	}{
 		{"a bare Killed after training", false, progress + "/bin/sh: line 1:   812 Killed   python train.py\n",
 			VerdictUnhealthy, CategoryHostOOM, ConfidenceMedium, "likely host-oom: 'Killed'"},
+		// JAX's coordination service, as xla's distributed client logs it (jax-ml/jax#39095,
+		// marin-community/levanter#432): a task that could not register, then the agent's error.
+		{"a JAX task whose registration with the coordination service timed out", false,
+			"Additional GRPC error information from remote target unknown_target_for_coordination_leader while calling /tensorflow.CoordinationService/RegisterTask:\n" +
+				":{\"description\":\"Deadline Exceeded\",\"grpc_status\":4}\n" +
+				"2024-01-25 19:34:15.371885: E external/xla/xla/pjrt/distributed/client.cc:96] Coordination service agent in error status: DEADLINE_EXCEEDED: Deadline Exceeded\n",
+			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'RegisterTask'"},
+		{"a status and the coordination service's RPC it came from", false, "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /xla.coordination.CoordinationService/RegisterTask\n",
+			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'RegisterTask'"},
+		// horovodrun's driver raises Python's base class with its message, and a paste often
+		// keeps only that line (horovod/horovod#1414, #3971).
+		{"a bare Exception line that ends a paste", false, "Exception: Timed out waiting for tasks to start. Please check connectivity between servers. You may need to increase the --start-timeout parameter if you have too many servers.\n",
+			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'Timed out waiting for tasks to start', 'check connectivity between servers'"},
+		{"a bare Exception line the run went on after", false, "Exception: Timed out waiting for tasks to start.\n" + progress + progress,
+			VerdictUnknown, "", "", ""},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
 		{"an exception logged at ERROR before the process exited", false, progress +

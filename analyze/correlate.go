@@ -257,20 +257,27 @@ func progressBetween(p *procState, lo, hi int) bool {
 	return p.progress > n && p.first.line < hi && oldest.line > lo
 }
 
+// anyException says whether catch-all f says only that some exception was raised: a
+// symptom of its unit says more. A catch-all that names a class (a CUDA error, a failed
+// image pull) is what the symptoms after it follow from.
+func (u failureUnit) anyException(f *Finding) bool {
+	return u.catchAll(f) && (f.Category == CategoryUserCodeError || f.Category == CategoryUnknown)
+}
+
 // explains is explains (the function) with the unit of a catch-all exception: a specific
 // symptom of its own unit (a collective's timeout the device reports below a generic
 // RuntimeError) explains it, and the exception does not explain that symptom; a symptom
 // printed before its unit, with progress or many lines between, explains nothing of it.
 func (u failureUnit) explains(g, f *Finding) bool {
 	switch {
-	case u.catchAll(f) && g.symptom && !g.generic && !g.fallback && !g.derived && g.log == f.log:
+	case u.anyException(f) && g.symptom && !g.generic && !g.fallback && !g.derived && g.log == f.log:
 		if u.same(f, g) {
 			return (g.Severity >= SeverityError || explainsUntilRecovered(g, f)) && sameProcess(f, g)
 		}
 		if !after(g, f) {
 			return false
 		}
-	case u.catchAll(g) && f.symptom && !f.generic && !f.fallback && !f.derived && u.same(g, f):
+	case u.anyException(g) && f.symptom && !f.generic && !f.fallback && !f.derived && u.same(g, f):
 		return false
 	}
 	return explains(g, f)

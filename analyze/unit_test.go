@@ -61,6 +61,12 @@ func TestFailureUnit(t *testing.T) {
 		rule: "user-code-error/python-exception", confidence: ConfidenceLow, pod: "a",
 		root: line{85, "ValueError: too many values to unpack (expected 2)"},
 	}, {
+		name: "a catch-all that names a class is what the symptom after it follows from",
+		logs: []string{"  Warning  Failed     70s (x4 over 2m34s)  kubelet  Failed to pull image \"registry.example/team/train:v1\": rpc error: code = Unknown desc = unexpected EOF\n" +
+			"  Normal   BackOff    3s (x9 over 2m33s)   kubelet  Back-off pulling image \"registry.example/team/train:v1\"\n"},
+		rule: "image-pull/failed-generic", confidence: ConfidenceMedium, pod: "a",
+		root: line{1, "  Warning  Failed     70s (x4 over 2m34s)  kubelet  Failed to pull image \"registry.example/team/train:v1\": rpc error: code = Unknown desc = unexpected EOF"},
+	}, {
 		name: "the rank whose exception came first stays the root, named by its specific line",
 		logs: []string{"2024-05-01 10:00:05,000 INFO saving checkpoint\n" +
 			traceback("dist.all_reduce(t)", "RuntimeError: ACL stream synchronize failed.") +

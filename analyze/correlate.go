@@ -33,9 +33,9 @@ func (a *analyzer) correlate() {
 	for i, f := range a.findings {
 		f.ID = fmt.Sprintf("f%d", i+1)
 	}
-	a.linkWeak()
+	carried := a.linkWeak()
 	a.nodeContext()
-	root := a.secondTier(a.hardwareBehind(a.rootCause()))
+	root := a.secondTier(a.hardwareBehind(a.rootCause(carried)))
 	if root != nil {
 		// The same failure on other pods (the same rule): what follows on such a pod follows
 		// from that pod's own finding, as on the root's pod from the root.
@@ -159,8 +159,10 @@ func (a *analyzer) resolvedLater() {
 }
 
 // linkWeak points each generic finding, catch-all and symptom at the specific finding of
-// the same process that explains it (see explains).
-func (a *analyzer) linkWeak() {
+// the same process that explains it (see explains and failureUnit.explains). It returns the
+// catch-all exceptions that a specific line of their own failure explains, with that line:
+// the line names the failure where the exception stood (rootCause).
+func (a *analyzer) linkWeak() (carried map[*Finding]*Finding) {
 	// Only findings of the same pod can explain each other: one list per pod, in order, keeps
 	// this linear in pods (a 4,096-rank job has thousands of findings).
 	byPod := map[string][]*Finding{}
@@ -169,20 +171,127 @@ func (a *analyzer) linkWeak() {
 		byPod[g.Pod] = append(byPod[g.Pod], g)
 		byID[g.ID] = g
 	}
+	u := a.failureUnits()
 	for _, f := range a.findings {
 		if !(f.generic || f.fallback || f.symptom || f.derived) || f.Pod == "" {
 			continue
 		}
 		var best *Finding
 		for _, g := range byPod[f.Pod] {
-			if g != f && explains(g, f) && !(g.symptom && explains(f, g)) && !followsFrom(g, f, byID) && (best == nil || betterExplanation(f, g, best)) {
+			if g != f && u.explains(g, f) && !(g.symptom && u.explains(f, g)) && !followsFrom(g, f, byID) && (best == nil || betterExplanation(f, g, best)) {
 				best = g
 			}
 		}
 		if best != nil {
 			f.SecondaryOf = best.ID
+			if u.catchAll(f) && u.same(f, best) {
+				if carried == nil {
+					carried = map[*Finding]*Finding{}
+				}
+				carried[f] = best
+			}
 		}
 	}
+	return carried
+}
+
+// unitLines bounds a failure's unit: a traceback with the exceptions chained to it and the
+// lines a framework prints right around it. Deep frames of two chained tracebacks fit.
+const unitLines = 120
+
+// failureUnit tells whether two lines of one log belong to one failure of its process: a
+// traceback from its header to its last exception, across "During handling of the above
+// exception" and "The above exception was the direct cause", and the lines printed right
+// around it. Within a unit, a specific line says what the catch-all exception means (a
+// generic RuntimeError above the device's own error, the KeyError a hub error was raised
+// from); outside it, an earlier line is another moment of the process (a retry, a warning,
+// an error training went on past) and says nothing of how it ended.
+type failureUnit struct {
+	// progress are the processes that showed training progress, by log.
+	progress map[string][]*procState
+}
+
+func (a *analyzer) failureUnits() failureUnit {
+	u := failureUnit{progress: map[string][]*procState{}}
+	for _, p := range a.procs {
+		if p.progress > 0 {
+			u.progress[p.log] = append(u.progress[p.log], p)
+		}
+	}
+	return u
+}
+
+// catchAll says whether f is a catch-all exception line: the findings a unit's specific
+// line explains.
+func (failureUnit) catchAll(f *Finding) bool {
+	return f.fallback && !f.generic && !f.symptom && !f.derived && f.log != ""
+}
+
+// same says whether f and g are lines of one failure of one process: the same log and
+// stream, a few lines apart, printed in the same minute, with no training progress between
+// them.
+func (u failureUnit) same(f, g *Finding) bool {
+	if f.log == "" || f.log != g.log || !shareStream(f, g) || abs64(int64(f.order-g.order)) > unitLines {
+		return false
+	}
+	if f.at != nil && g.at != nil && abs64(int64(f.at.Sub(*g.at))) > int64(nearTime) {
+		return false
+	}
+	lo, hi := min(f.order, g.order), max(f.order, g.order)
+	for _, p := range u.progress[f.log] {
+		if (p.stream == f.stream || p.stream == "") && progressBetween(p, lo, hi) {
+			return false
+		}
+	}
+	return true
+}
+
+// progressBetween says whether p showed progress between lines lo and hi (both excluded),
+// or may have: only its first and last maxPeriods progress lines are kept.
+func progressBetween(p *procState, lo, hi int) bool {
+	n := min(p.progress, maxPeriods)
+	oldest := mark{line: hi}
+	for k := range n {
+		m, _ := p.progressBack(k)
+		if m.line > lo && m.line < hi {
+			return true
+		}
+		if m.line <= lo {
+			return false // newest first: the rest are before lo too
+		}
+		oldest = m
+	}
+	if p.first.line > lo && p.first.line < hi {
+		return true
+	}
+	// Progress lines not kept lie between the first and the oldest kept.
+	return p.progress > n && p.first.line < hi && oldest.line > lo
+}
+
+// anyException says whether catch-all f says only that some exception was raised: a
+// symptom of its unit says more. A catch-all that names a class (a CUDA error, a failed
+// image pull) is what the symptoms after it follow from.
+func (u failureUnit) anyException(f *Finding) bool {
+	return u.catchAll(f) && (f.Category == CategoryUserCodeError || f.Category == CategoryUnknown)
+}
+
+// explains is explains (the function) with the unit of a catch-all exception: a specific
+// symptom of its own unit (a collective's timeout the device reports below a generic
+// RuntimeError) explains it, and the exception does not explain that symptom; a symptom
+// printed before its unit, with progress or many lines between, explains nothing of it.
+func (u failureUnit) explains(g, f *Finding) bool {
+	switch {
+	case u.anyException(f) && g.symptom && !g.generic && !g.fallback && !g.derived && g.log == f.log:
+		if u.same(f, g) {
+			return (g.Severity >= SeverityError || explainsUntilRecovered(g, f)) && sameProcess(f, g)
+		}
+		if !after(g, f) {
+			return false
+		}
+	case u.anyException(g) && f.symptom && !f.generic && !f.fallback && !f.derived && u.same(g, f):
+		return false
+	}
+	return explains(g, f)
 }
 
 // followsFrom says whether g already follows from f, directly or through others: then g
@@ -410,8 +519,10 @@ func (a *analyzer) nameFailingPod(root *Finding, nodeOf map[string]string) {
 // rootCause is the earliest primary failure: at least an error, not a symptom, not generic,
 // not explained by another finding. Failing that, the earliest symptom or generic finding: a
 // job whose only evidence is a watchdog timeout still has that as its best explanation, and
-// a generic line that names a cause comes before a symptom.
-func (a *analyzer) rootCause() *Finding {
+// a generic line that names a cause comes before a symptom. A catch-all exception that a
+// specific line of its own failure explains (carried, from linkWeak) is named by that line,
+// in the exception's place: which process failed first does not change.
+func (a *analyzer) rootCause(carried map[*Finding]*Finding) *Finding {
 	pick := func(ok func(f *Finding) bool) *Finding {
 		for _, f := range a.findings { // sorted by time: the first is the earliest
 			if f.Severity >= SeverityError && f.SecondaryOf == "" && ok(f) {
@@ -420,8 +531,16 @@ func (a *analyzer) rootCause() *Finding {
 		}
 		return nil
 	}
-	if f := pick(func(f *Finding) bool { return !f.generic && !f.symptom }); f != nil {
-		return a.collectiveBefore(f)
+	for _, f := range a.findings {
+		if f.Severity < SeverityError {
+			continue
+		}
+		if s := carriedBy(carried, f); s != nil {
+			return a.collectiveBefore(s)
+		}
+		if f.SecondaryOf == "" && !f.generic && !f.symptom {
+			return a.collectiveBefore(f)
+		}
 	}
 	// A generic line that still names a cause (a rank killed by signal 9: likely out of
 	// memory) says more than a symptom that something failed.
@@ -429,6 +548,16 @@ func (a *analyzer) rootCause() *Finding {
 		return f
 	}
 	return pick(func(f *Finding) bool { return true })
+}
+
+// carriedBy is the line that explains catch-all f within its failure, when that line is
+// itself unexplained and an error.
+func carriedBy(carried map[*Finding]*Finding, f *Finding) *Finding {
+	s := carried[f]
+	if s == nil || s.SecondaryOf != "" || s.Severity < SeverityError {
+		return nil
+	}
+	return s
 }
 
 // collectiveBefore returns, for a CUDA error chosen as the root, the NCCL error its process

@@ -379,6 +379,9 @@ func groupsAt(re *regexp.Regexp, text []byte, loc []int) map[string]string {
 	return g
 }
 
+// dropFallbacks leaves out the catch-all hits of a line another rule matched. Across lines,
+// a catch-all exception yields to a specific line of its own failure in correlation
+// (failureUnit).
 func dropFallbacks(hits []Hit) []Hit {
 	specific := false
 	for _, h := range hits {

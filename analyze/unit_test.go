@@ -33,12 +33,12 @@ func TestFailureUnit(t *testing.T) {
 		generic    *line
 	}{{
 		name: "during handling: the specific exception the generic one led to",
-		logs: []string{chain(traceback("addr = os.environ[\"MASTER_ADDR\"]", "KeyError: 'MASTER_ADDR'"),
+		logs: []string{chain(traceback("ifname = os.environ[\"NCCL_SOCKET_IFNAME\"]", "KeyError: 'NCCL_SOCKET_IFNAME'"),
 			"During handling of the above exception, another exception occurred:",
 			traceback("dist.init_process_group(\"nccl\")", "torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to connect to (10.0.0.1, 29500)."))},
 		rule: "rendezvous-failure/client-socket-timeout", confidence: ConfidenceHigh, pod: "a",
 		root:    line{11, "torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to connect to (10.0.0.1, 29500)."},
-		generic: &line{4, "KeyError: 'MASTER_ADDR'"},
+		generic: &line{4, "KeyError: 'NCCL_SOCKET_IFNAME'"},
 	}, {
 		name: "direct cause: a generic RuntimeError was the direct cause of the specific one",
 		logs: []string{chain(traceback("store.wait([\"key\"])", "RuntimeError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0"),

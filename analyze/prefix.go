@@ -180,18 +180,25 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 // per line and never go back, a rank's repeat and jump. lineNumbers takes the number off a line
 // that continues a run of minNumberRun lines, each numbered one more than the line above; a
 // rank's bracket stays (the rules read its text as they did). Ranks printing in turn ("[0] ",
-// "[1] ", "[2] ") make such a run too, but from 0, where no viewer starts; and once a number goes
-// back, the log's brackets are ranks for good.
+// "[1] ", "[2] ") make such a run too, but from a small number: a run of line numbers starts
+// above minNumberStart (a paste of a log's first lines keeps its numbers, as it would keep a
+// rank's); and once a number goes back, even across lines without one, the log's brackets are
+// ranks for good.
 
 // minNumberRun is how many lines in a row, each numbered one more than the last, make a run of
 // line numbers: two ranks printing in turn ("[0] ", "[1] ") look like two.
 const minNumberRun = 3
 
+// minNumberStart is the number a run of line numbers starts above: ranks in turn from 1 or 5
+// make runs too, and most jobs a paste comes from have more ranks than lines of a run.
+const minNumberStart = 16
+
 // lineNumbers follows the bracketed numbers at the start of a log's lines.
 type lineNumbers struct {
 	last, run, first int
-	// ranks: a number went back, so the brackets are no line numbers.
-	ranks bool
+	// seen: a numbered line was read (last is its number); ranks: a number went back, so the
+	// brackets are no line numbers.
+	seen, ranks bool
 }
 
 // strip returns line without its line number when the line continues a run of them, and
@@ -206,11 +213,11 @@ func (r *lineNumbers) strip(line []byte) []byte {
 	case r.run > 0 && n == r.last+1:
 		r.run++
 	default:
-		r.ranks = r.ranks || r.run > 0 && n <= r.last
+		r.ranks = r.ranks || r.seen && n <= r.last
 		r.run, r.first = 1, n
 	}
-	r.last = n
-	if r.ranks || r.first == 0 || r.run < minNumberRun {
+	r.last, r.seen = n, true
+	if r.ranks || r.first <= minNumberStart || r.run < minNumberRun {
 		return line
 	}
 	return line[width:]

@@ -149,9 +149,15 @@ func TestLineNumbers(t *testing.T) {
 	inTurn := []string{"[0] NCCL INFO x", "[1] NCCL INFO x", "[2] NCCL INFO x", "[3] NCCL INFO x"}
 	require.Equal(t, inTurn, strip(inTurn...))
 	// A line without a number ends the run; a run starts again from its third line.
-	require.Equal(t, []string{"[7] a", "[8] b", "c", "plain", "[10] d", "[11] e", "f"},
-		strip("[7] a", "[8] b", "[9] c", "plain", "[10] d", "[11] e", "[12] f"))
+	require.Equal(t, []string{"[70] a", "[71] b", "c", "plain", "[73] d", "[74] e", "f"},
+		strip("[70] a", "[71] b", "[72] c", "plain", "[73] d", "[74] e", "[75] f"))
 	require.Equal(t, []string{"[12]x", "[13]x", "[14]x"}, strip("[12]x", "[13]x", "[14]x"))
+	// Ranks in turn from a small number are no run, and a number that goes back across a
+	// line without one still says ranks.
+	fromOne := []string{"[1] NCCL INFO x", "[2] NCCL INFO x", "[3] NCCL WARN y"}
+	require.Equal(t, fromOne, strip(fromOne...))
+	across := []string{"plain", "[25] a", "[26] a", "[27] a", "plain", "[21] b", "[22] b", "[23] b"}
+	require.Equal(t, []string{"plain", "[25] a", "[26] a", "a", "plain", "[21] b", "[22] b", "[23] b"}, strip(across...))
 }
 
 // TestLineNumbersSecondTier: a traceback pasted with a log viewer's line numbers is read as a

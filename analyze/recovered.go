@@ -56,9 +56,15 @@ func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) {
 	if last < 0 {
 		return
 	}
-	wentOn := last < len(lines)-1
-	for _, k := range kinds[last+1:] {
-		wentOn = wentOn && k == kindNone
+	// The log went on: something was printed after the recovery line (a blank line is not
+	// something), and none of it was a failure.
+	wentOn := false
+	for i, k := range kinds[last+1:] {
+		if k != kindNone {
+			wentOn = false
+			break
+		}
+		wentOn = wentOn || len(bytes.TrimSpace(lines[last+1+i].text)) > 0
 	}
 	for i := 0; i <= last; i++ {
 		if kinds[i] == kindError && (i < last || wentOn || words[i]&hasProbeWord != 0) {

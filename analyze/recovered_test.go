@@ -116,6 +116,12 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n" +
 			"[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).\n",
 			"rendezvous-failure", "failed to connect", false},
+		// Blank lines after the last retry are no sign that the log went on.
+		{"a retry the log ends in, then blank lines", "epoch 0 step 10 loss 2.10\n" +
+			"[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n" +
+			"[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).\n" +
+			" \n\t\n",
+			"rendezvous-failure", "failed to connect", false},
 	} {
 		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
 			res := analyzeLogs(t, rules, c.log)

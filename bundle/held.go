@@ -95,12 +95,26 @@ func (h *heldLogs) release() {
 	h.paths, h.spans, h.chunks, h.bytes, h.left = nil, nil, nil, 0, 0
 }
 
-// heldFile is a held log opened: read from memory, stat from the file.
+// heldFile is a held log opened: read from memory, stat from the file (not through a link)
+// with the size of the held bytes, which is all a reader will get.
 type heldFile struct {
 	*bytes.Reader
 	full string
 }
 
-func (f heldFile) Stat() (fs.FileInfo, error) { return os.Stat(f.full) }
+func (f heldFile) Stat() (fs.FileInfo, error) {
+	info, err := os.Lstat(f.full)
+	if err != nil {
+		return nil, err
+	}
+	return heldInfo{info, f.Reader.Size()}, nil
+}
+
+type heldInfo struct {
+	fs.FileInfo
+	size int64
+}
+
+func (i heldInfo) Size() int64 { return i.size }
 
 func (f heldFile) Close() error { return nil }

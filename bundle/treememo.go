@@ -152,7 +152,10 @@ func decodeTreeMemo(data []byte) (*treeMemo, error) {
 	body := data[len(treeMemoMagic) : len(data)-4]
 	d := memoReader{b: body, all: string(body)} // names are substrings of one string
 	m := &treeMemo{root: d.str()}
-	if n > len(d.b) { // each directory takes a few bytes at least
+	// Each directory takes 5 bytes at least (its path's length, three times and its count),
+	// each entry 3 (a name's length, one byte of name, its type): a count the bytes left
+	// cannot hold is refused before anything is made for it.
+	if n > len(d.b)/5 {
 		return nil, errBadTreeMemo
 	}
 	m.listing = make(map[string]*memoDir, n)
@@ -160,7 +163,7 @@ func decodeTreeMemo(data []byte) (*treeMemo, error) {
 		rel := d.str()
 		md := &memoDir{mtime: d.varint(), ctime: d.varint(), ino: d.uvarint()}
 		k := d.uvarint()
-		if d.err || k > uint64(len(d.b)) {
+		if _, dup := m.listing[rel]; d.err || dup || k > uint64(len(d.b)/3) {
 			return nil, errBadTreeMemo
 		}
 		md.ents = make([]memoEnt, k)
@@ -169,6 +172,9 @@ func decodeTreeMemo(data []byte) (*treeMemo, error) {
 			name := d.str()
 			if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 				return nil, errBadTreeMemo // a name getdents never gives: not a memo of ours
+			}
+			if i > 0 && name <= md.ents[i-1].name {
+				return nil, errBadTreeMemo // a listing is sorted and names are unique
 			}
 			md.ents[i].name = name
 			md.ents[i].typ = d.byte()

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"encoding/binary"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -143,5 +144,29 @@ func TestDamagedTreeMemoIsNotUsed(t *testing.T) {
 	// bundle: the memo is refused.
 	forged := &memoWriter{root: dir, changed: true, dirs: []memoEntry{{"", &memoDir{ents: []memoEnt{{"../x", 0}}}}}}
 	_, err := decodeTreeMemo(forged.done())
+	require.ErrorIs(t, err, errBadTreeMemo)
+
+	// A listing holds each name once, sorted, and each directory once: a forged memo that
+	// repeats a log would have the bundle hold it twice.
+	for _, dirs := range [][]memoEntry{
+		{{"", &memoDir{ents: []memoEnt{{"main.log", 0}, {"main.log", 0}}}}},
+		{{"", &memoDir{ents: []memoEnt{{"b.log", 0}, {"a.log", 0}}}}},
+		{{"p", &memoDir{ents: []memoEnt{{"a.log", 0}}}}, {"p", &memoDir{ents: []memoEnt{{"b.log", 0}}}}},
+	} {
+		forged := &memoWriter{root: dir, changed: true, dirs: dirs}
+		_, err := decodeTreeMemo(forged.done())
+		require.ErrorIs(t, err, errBadTreeMemo)
+	}
+
+	// A count is a claim: 2^40 entries in a few bytes are refused before anything is made.
+	b := appendBytes([]byte(treeMemoMagic), dir)
+	b = appendBytes(b, "")
+	b = append(b, 0, 0, 0)
+	b = binary.AppendUvarint(b, 1<<40)
+	b = appendBytes(b, "main.log")
+	b = append(b, 0)
+	_, err = decodeTreeMemo(binary.BigEndian.AppendUint32(b, 1))
+	require.ErrorIs(t, err, errBadTreeMemo)
+	_, err = decodeTreeMemo(binary.BigEndian.AppendUint32(b, 1<<30))
 	require.ErrorIs(t, err, errBadTreeMemo)
 }

@@ -252,6 +252,11 @@ func pack(magic string, raw []byte) []byte {
 const maxPackRatio = 1032
 
 // unpack is the content of an index file written by pack with the given magic.
+// maxUnpackAtOnce bounds the buffer unpack makes before it has read anything: a forged file
+// claims 64 times its size and a ratio of at most maxPackRatio, both of which a heads file of
+// tens of megabytes makes gigabytes.
+const maxUnpackAtOnce = 64 << 20
+
 func unpack(magic string, data []byte) ([]byte, error) {
 	if len(data) < len(magic) || string(data[:len(magic)]) != magic {
 		return nil, errors.New("not an index " + strings.TrimSpace(strings.TrimPrefix(magic, "coroner-index-")) + " file")
@@ -264,14 +269,15 @@ func unpack(magic string, data []byte) ([]byte, error) {
 	// The length is a claim: the buffer grows with what the stream really holds (a forged
 	// length of 2 GiB over a few bytes of stream allocates a few bytes), and reading one byte
 	// past it tells a longer stream. Heads compress 10 to 40 times: a buffer of the claimed
-	// size (and the byte past it) is made at once, within 64 times the file's size, so that
-	// it is not made twice over (bytes.Buffer grows by doubling whenever less than 512
-	// bytes are free: 35 MB a search at 16,384 logs).
+	// size (and the byte past it) is made at once, within 64 times the file's size and
+	// maxUnpackAtOnce, so that it is not made twice over (bytes.Buffer grows by doubling
+	// whenever less than 512 bytes are free: 35 MB a search at 16,384 logs); past that it
+	// grows with what the stream holds.
 	// A bytes.Reader is an io.ByteReader: flate reads no byte past the stream's end, so any
 	// left over is data after it.
 	br := bytes.NewReader(data[k:])
 	zr := flate.NewReader(br)
-	raw := make([]byte, 0, min(n, uint64(len(data))*64+4096)+1)
+	raw := make([]byte, 0, min(n, uint64(len(data))*64+4096, maxUnpackAtOnce)+1)
 	for lr := io.LimitReader(zr, int64(n)+1); ; {
 		if len(raw) == cap(raw) {
 			raw = append(raw, 0)[:len(raw)]

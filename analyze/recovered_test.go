@@ -116,6 +116,15 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n" +
 			"[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).\n",
 			"rendezvous-failure", "failed to connect", false},
+		// A watchdog's line, then training went on, then a traceback: the line above the
+		// progress was survived and says nothing of how the log ended (it was the second
+		// tier's cause before, at medium confidence, even with every rule).
+		{"an error line training went on after", "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600123 milliseconds before timing out.\n" +
+			"epoch 1 step 10 loss 2.10\nepoch 1 step 20 loss 2.05\nepoch 1 step 30 loss 2.01\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 88, in <module>\n" +
+			"    batch = next(it)\n" +
+			"ValueError: too many values to unpack (expected 2)\n", "user-code-error", "ValueError", false},
 		// Blank lines after the last retry are no sign that the log went on.
 		{"a retry the log ends in, then blank lines", "epoch 0 step 10 loss 2.10\n" +
 			"[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n" +

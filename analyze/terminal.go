@@ -612,8 +612,8 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		} else if !tb {
 			ignored = false
 		}
-		if k == kindError && last-l.line > errorNearEnd {
-			k = kindNone
+		if k == kindError && (last-l.line > errorNearEnd || l.line < t.lastProgress) {
+			k = kindNone // far from the end, or training went on after it: survived
 		}
 		kinds[i] = k
 	}

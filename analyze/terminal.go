@@ -412,6 +412,10 @@ const (
 	hasErrorWordWord
 )
 
+// edgedWords are the lists whose phrases count only at word boundaries: the recovery lines'
+// (recovered.go), which a longer word must not make ("retrying" in "retryingly" is none).
+const edgedWords = hasRecoveryWord | hasProbeWord | hasSocketWord
+
 // tailWordList is tailWords' literals: endWords, recoveryWords, probeWords, then the words
 // of each gated expression classify runs; tailWordBits is the bit each sets, tailWordEdged
 // whether it counts only at word boundaries.
@@ -427,7 +431,7 @@ func tailWordTable(lists []gated) (words []string, bits []wordSet, edged []bool)
 	for _, g := range lists {
 		for _, w := range g.list {
 			words, bits = append(words, w), append(bits, g.bit)
-			edged = append(edged, g.bit == hasRecoveryWord || g.bit == hasProbeWord || g.bit == hasSocketWord)
+			edged = append(edged, g.bit&edgedWords != 0)
 		}
 	}
 	return words, bits, edged

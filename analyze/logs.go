@@ -142,7 +142,11 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if s.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
 		s.rank = logscan.RankPrefix(l.Text)
 	}
-	text, pre := splitPrefix(s.numbers.strip(l.Text))
+	text, bracket := s.numbers.strip(l.Text)
+	text, pre := splitPrefix(text)
+	if pre.stream == "" && bracket >= 0 {
+		pre.rank, pre.stream = bracket, rankStream(bracket)
+	}
 	match := s.mayMatch(l)
 	// A line the progress patterns and the rules both look at is read for their literals
 	// once: the progress patterns' pass finds the rules' literals too.

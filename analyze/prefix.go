@@ -10,8 +10,9 @@ import (
 
 // Launchers and pastes put a prefix in front of every line of a training process: torchrun's
 // "[rank3]:" and "[default0]:", Slurm's "srun -l" and torchrun --redirects "10: ", Open MPI's
-// --tag-output "[1,0]<stderr>:", Ray's "(RayTrainWorker pid=123, ip=10.0.0.1) ", docker
-// compose's "trainer-1  | ", and the "> " of a quoted paste. Rules match the line without them
+// --tag-output "[1,0]<stderr>:", Intel MPI's -l "[1] " (read with a log viewer's line numbers,
+// below), torch_xla's xla_dist "10.164.0.60 [2] ", Ray's "(RayTrainWorker pid=123,
+// ip=10.0.0.1) ", docker compose's "trainer-1  | ", and the "> " of a quoted paste. Rules match the line without them
 // (a pattern anchored at ^ sees the program's own text) and the finding keeps the whole line as
 // evidence; the prefix says which process printed the line.
 
@@ -69,9 +70,13 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		if n, ok := cutNumber(inner, "rank"); ok && hasColon(after) {
 			return skipColon(after), n, rankStream(n), true
 		}
+		// "[1]<stdout>:" (MPICH's and Open MPI's rank tag without the job: horovod/horovod#3827).
+		if n, ok := atoi(inner); ok && stdStream(after) && hasColon(after[len("<stdout>"):]) {
+			return skipColon(after[len("<stdout>"):]), n, rankStream(n), true
+		}
 		if j := bytes.IndexByte(inner, ','); j > 0 {
 			if _, ok := atoi(inner[:j]); ok {
-				if n, ok := atoi(inner[j+1:]); ok && (bytes.HasPrefix(after, []byte("<stdout>")) || bytes.HasPrefix(after, []byte("<stderr>"))) {
+				if n, ok := atoi(inner[j+1:]); ok && stdStream(after) {
 					after = after[len("<stdout>"):]
 					if hasColon(after) {
 						return skipColon(after), n, rankStream(n), true
@@ -158,6 +163,14 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 			return s[n+2:], -1, string(s[:n]), true
 		}
 	}
+	// "10.164.0.60 [2] " (torch_xla's xla_dist, after its time: pytorch/xla#2552,
+	// huggingface/accelerate#501): the worker's address and its index among the hosts, which
+	// is no rank of the job.
+	if n := hostAt(s); n > 0 && n == k && n < len(s) {
+		if _, width := numberAt(s[n+1:]); width > 0 && n+1+width < len(s) && s[n+width] == ' ' {
+			return s[n+1+width:], -1, string(s[:n+width]), true
+		}
+	}
 	// "trainer-1  | " (docker compose): a service name, blanks, a bar.
 	// The name is the line's first word, then two blanks or more: a bar further on ("step 3 |
 	// loss") is never looked for.
@@ -175,15 +188,16 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 
 // A log viewer or a CI page copied with its gutter puts the line's number in brackets in front
 // of every line ("[1757] {'loss': 0.0, ...}", "[80746] [rank0]:[E321 ...] Watchdog caught ...").
-// Intel MPI's -l (-prepend-rank) and a paste of NCCL's "[3] NCCL INFO" print the same form with
-// the rank inside, so one line never says which it is: the numbers of a log viewer grow by one
-// per line and never go back, a rank's repeat and jump. lineNumbers takes the number off a line
-// that continues a run of minNumberRun lines, each numbered one more than the line above; a
-// rank's bracket stays (the rules read its text as they did). Ranks printing in turn ("[0] ",
-// "[1] ", "[2] ") make such a run too, but from a small number: a run of line numbers starts
-// above minNumberStart (a paste of a log's first lines keeps its numbers, as it would keep a
-// rank's); and once a number goes back, even across lines without one, the log's brackets are
-// ranks for good.
+// Intel MPI's -l (-prepend-rank), MPICH's and torch_xla's multi-host launchers and a paste of
+// NCCL's "[3] NCCL INFO" print the same form with the rank inside, so one line never says which
+// it is: the numbers of a log viewer grow by one per line and never go back, a rank's repeat and
+// jump. Either way the bracket is no text of the program, and lineNumbers takes it off every
+// line (a rule anchored at ^ and the second tier then see the program's own "Traceback" or
+// "RuntimeError:"); it names a rank only when it cannot be a line number. Ranks printing in turn
+// ("[0] ", "[1] ", "[2] ") make a run of numbers one more than the line above too, but from a
+// small number: a run of line numbers starts above minNumberStart (a paste of a log's first
+// lines, numbered from 1, makes no rank either once its run is long enough to show); and once a
+// number goes back, even across lines without one, the log's brackets are ranks for good.
 
 // minNumberRun is how many lines in a row, each numbered one more than the last, make a run of
 // line numbers: two ranks printing in turn ("[0] ", "[1] ") look like two.
@@ -201,15 +215,15 @@ type lineNumbers struct {
 	seen, ranks bool
 }
 
-// strip returns line without its line number when the line continues a run of them, and
-// line itself otherwise. Every line is looked at, numbered or not: a line without one ends
-// the run.
-func (r *lineNumbers) strip(line []byte) []byte {
+// strip returns line without the bracketed number in front of it, and the rank the number
+// names, or -1 (a line number, a number that may be one, or no number). Every line is looked
+// at, numbered or not: a line without one ends the run.
+func (r *lineNumbers) strip(line []byte) ([]byte, int) {
 	n, width := numberAt(line)
 	switch {
 	case width == 0:
 		r.run = 0
-		return line
+		return line, -1
 	case r.run > 0 && n == r.last+1:
 		r.run++
 	default:
@@ -217,10 +231,10 @@ func (r *lineNumbers) strip(line []byte) []byte {
 		r.run, r.first = 1, n
 	}
 	r.last, r.seen = n, true
-	if r.ranks || r.first <= minNumberStart || r.run < minNumberRun {
-		return line
+	if r.ranks || n <= minNumberStart && r.run < minNumberRun {
+		return line[width:], n
 	}
-	return line[width:]
+	return line[width:], -1
 }
 
 // numberAt reads "[N] " (or "[N]" alone: an empty line of the paste) at the start of b: the
@@ -392,6 +406,11 @@ func syslogAt(b []byte) (int, []byte) {
 		return 0, nil
 	}
 	return j + p + 3, b[j : j+p]
+}
+
+// stdStream says whether b starts with Open MPI's "<stdout>" or "<stderr>" tag.
+func stdStream(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("<stdout>")) || bytes.HasPrefix(b, []byte("<stderr>"))
 }
 
 func hasColon(b []byte) bool { return len(b) > 0 && b[0] == ':' }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,7 +44,16 @@ func TestSplitPrefix(t *testing.T) {
 		// kubectl logs --timestamps and GitHub Actions' log (pytorch/pytorch#107651): a time.
 		{"2024-03-07T21:10:16.123456789Z ValueError: x", "ValueError: x", "", -1},
 		{"2023-08-28T23:31:52.4840189Z Traceback (most recent call last):", "Traceback (most recent call last):", "", -1},
+		// torch_xla's xla_dist after its time (pytorch/xla#2552, huggingface/accelerate#501): the
+		// host and its index among the hosts, no rank. MPICH's "[1]<stdout>:" is a rank.
+		{"2022-12-19 23:26:54 172.16.96.185 [2] RuntimeError: boom", "RuntimeError: boom", "172.16.96.185 [2]", -1},
+		{"2020-12-05 12:02:26 10.164.15.249 [0]   File \"train.py\", line 268, in <module>", "  File \"train.py\", line 268, in <module>", "10.164.15.249 [0]", -1},
+		{"[1]<stdout>:test_common.py::CommonTests::test_gloo_built PASSED", "test_common.py::CommonTests::test_gloo_built PASSED", "rank 1", 1},
 		// Not prefixes.
+		{"172.16.96.185", "172.16.96.185", "", -1},
+		{"worker-1 [2]", "worker-1 [2]", "", -1},
+		{"worker-1 [2] ", "worker-1 [2] ", "", -1},
+		{"worker-1 [x] y", "worker-1 [x] y", "", -1},
 		{"step 3 | loss 2.1 | lr 1e-4", "step 3 | loss 2.1 | lr 1e-4", "", -1},
 		{"epoch 1 |  loss 2.1", "epoch 1 |  loss 2.1", "", -1},
 		{"[2026-03-14 10:00:00] INFO start", "[2026-03-14 10:00:00] INFO start", "", -1},
@@ -130,34 +140,42 @@ func TestSplitPrefixOfManyTimes(t *testing.T) {
 	require.Equal(t, -1, p.rank)
 }
 
-// TestLineNumbers: a log viewer's line numbers come off the lines once they run on, one more
-// per line (pspot4's excerpt of LlamaFactory#8261 and the corpus's row 250 are pasted so);
-// Intel MPI's "-l" rank in the same brackets repeats and jumps, and stays (the corpus's 171).
+// TestLineNumbers: the bracketed number in front of a line comes off it; it names a rank when
+// it repeats or jumps (Intel MPI's "-l", the corpus's 171) and none once the numbers run on,
+// one more per line, as a log viewer's do (pspot4's excerpt of LlamaFactory#8261 and the
+// corpus's row 250 are pasted so). Each line comes out as "rank|text", "-" for no rank.
 func TestLineNumbers(t *testing.T) {
 	strip := func(lines ...string) []string {
 		var r lineNumbers
 		var out []string
 		for _, l := range lines {
-			out = append(out, string(r.strip([]byte(l))))
+			text, rank := r.strip([]byte(l))
+			who := "-"
+			if rank >= 0 {
+				who = strconv.Itoa(rank)
+			}
+			out = append(out, who+"|"+string(text))
 		}
 		return out
 	}
-	require.Equal(t, []string{"[1743] a", "[1744]", "b", "", "c"},
+	require.Equal(t, []string{"-|a", "-|", "-|b", "-|", "-|c"},
 		strip("[1743] a", "[1744]", "[1745] b", "[1746]", "[1747] c"))
-	ranks := []string{"[3] NCCL INFO x", "[1] NCCL WARN y", "[1] NCCL WARN z", "[0] NCCL WARN y", "[1] NCCL INFO w", "[2] NCCL INFO w", "[3] NCCL INFO w"}
-	require.Equal(t, ranks, strip(ranks...))
-	inTurn := []string{"[0] NCCL INFO x", "[1] NCCL INFO x", "[2] NCCL INFO x", "[3] NCCL INFO x"}
-	require.Equal(t, inTurn, strip(inTurn...))
-	// A line without a number ends the run; a run starts again from its third line.
-	require.Equal(t, []string{"[70] a", "[71] b", "c", "plain", "[73] d", "[74] e", "f"},
+	require.Equal(t, []string{"3|NCCL INFO x", "1|NCCL WARN y", "1|NCCL WARN z", "0|NCCL WARN y", "1|NCCL INFO w", "2|NCCL INFO w", "3|NCCL INFO w"},
+		strip("[3] NCCL INFO x", "[1] NCCL WARN y", "[1] NCCL WARN z", "[0] NCCL WARN y", "[1] NCCL INFO w", "[2] NCCL INFO w", "[3] NCCL INFO w"))
+	// Ranks in turn from 0 cannot be told from a paste's first lines once they run on: the
+	// third names none, until a number goes back.
+	require.Equal(t, []string{"0|x", "1|x", "-|x", "-|x", "3|y"},
+		strip("[0] x", "[1] x", "[2] x", "[3] x", "[3] y"))
+	// A line without a number ends the run; a run starts again from its third line, and a
+	// large number names no rank before the numbers went back.
+	require.Equal(t, []string{"-|a", "-|b", "-|c", "-|plain", "-|d", "-|e", "-|f"},
 		strip("[70] a", "[71] b", "[72] c", "plain", "[73] d", "[74] e", "[75] f"))
-	require.Equal(t, []string{"[12]x", "[13]x", "[14]x"}, strip("[12]x", "[13]x", "[14]x"))
-	// Ranks in turn from a small number are no run, and a number that goes back across a
-	// line without one still says ranks.
-	fromOne := []string{"[1] NCCL INFO x", "[2] NCCL INFO x", "[3] NCCL WARN y"}
-	require.Equal(t, fromOne, strip(fromOne...))
-	across := []string{"plain", "[25] a", "[26] a", "[27] a", "plain", "[21] b", "[22] b", "[23] b"}
-	require.Equal(t, []string{"plain", "[25] a", "[26] a", "a", "plain", "[21] b", "[22] b", "[23] b"}, strip(across...))
+	require.Equal(t, []string{"-|[12]x", "-|[13]x"}, strip("[12]x", "[13]x"))
+	// A number that goes back across a line without one says ranks.
+	require.Equal(t, []string{"-|plain", "-|a", "-|a", "-|a", "-|plain", "21|b", "22|b", "23|b"},
+		strip("plain", "[25] a", "[26] a", "[27] a", "plain", "[21] b", "[22] b", "[23] b"))
+	// Intel MPI's rank on a one-line excerpt: rank 1's exception.
+	require.Equal(t, []string{"1|RuntimeError: x"}, strip("[1] RuntimeError: x"))
 }
 
 // TestLineNumbersSecondTier: a traceback pasted with a log viewer's line numbers is read as a

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "f5abff671c8dea9ffba477130c8fabc452ec93aa8886d289f24c712ba285b601"
+const builtinDigest = "9a53e568de04e687f08059e4a2f2795737d2f4610422b8fc91c2c90af26f7646"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -10924,6 +10924,49 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"severity",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/rendezvous-endpoint-invalid",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The rendezvous endpoint {endpoint} is no host and port",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"The (?:port number|hostname) of the rendezvous endpoint '(?P<endpoint>[^']{0,200})' must be (?:an integer|a dot-separated list)",
+							},
+						},
+						Explanation: "The launcher built a rendezvous endpoint it cannot parse: no host, or a port that is no number (\"None:None\" when the master address and port were never set, \":8080\" when the address is empty). Nothing was tried on the network; the launch arguments are wrong.\n",
+						Remediation: "Pass the master address and port the launcher expects (torchrun --master_addr/--master_port or --rdzv_endpoint host:port; accelerate's --main_process_ip/--main_process_port, with its boolean flags such as --same_network given without a value), or export MASTER_ADDR and MASTER_PORT on every node.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: The hostname of the rendezvous endpoint ':8080' must be a dot-separated list of labels, an IPv4 address, or an IPv6 address.",
+								},
+								{
+									Text: "ValueError: The port number of the rendezvous endpoint '127.0.0.1:None' must be an integer between 0 and 65536.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[W socket.cpp:601] [c10d] The IPv6 network addresses of (train-master-0, 29500) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
+								},
+								{
+									Text: "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "9a53e568de04e687f08059e4a2f2795737d2f4610422b8fc91c2c90af26f7646"
+const builtinDigest = "e4924e124027e1755bba4332449709b190d4194dbca8bc54e7c65f3496d6f8e6"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -9093,9 +9093,10 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"^(?:\\S+: )?error: (?:unrecognized arguments|the following arguments are required|argument \\S+: invalid)",
 								"Some specified arguments are not used by the HfArgumentParser: ",
+								"^Error: (?:[Nn]o such (?:command|option)|Missing (?:option|argument)|Invalid value for|Got unexpected extra arguments?)\\b",
 							},
 						},
-						Explanation: "The training script rejected its arguments: the job spec passes flags the script does not know, or omits required ones.\n",
+						Explanation: "The training script or the command that starts it rejected its arguments: the job spec passes flags or a subcommand it does not know (or another package's command of the same name is first on PATH), or omits required ones.\n",
 						Remediation: "Compare the container command/args in the job spec with the script's --help for the script version in the image.\n",
 						Examples: Examples{
 							Match: []Example{
@@ -9111,10 +9112,19 @@ func builtinFiles() []Named {
 								{
 									Text: "general_train.py: error: unrecognized arguments: --local-rank=0",
 								},
+								{
+									Text: "Error: No such option: --no-config-cache",
+								},
+								{
+									Text: "Error: no such option: -i",
+								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "usage: train.py [-h] [--lr LR] [--epochs EPOCHS]",
+								},
+								{
+									Text: "Error: SSH command failed.",
 								},
 								{
 									Text: "2024-01-01 10:00:00 error_rate: 0.01",

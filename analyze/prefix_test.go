@@ -190,3 +190,24 @@ func TestLineNumbersSecondTier(t *testing.T) {
 	require.Equal(t, CategoryUserCodeError, res.RootCause.Category)
 	require.Contains(t, res.RootCause.Title, "KeyError")
 }
+
+// TestRankBracketSecondTier: a traceback printed under Intel MPI's -l, each line behind its
+// rank's "[1] ", is read by the second tier as a traceback of rank 1, and torch_xla's
+// xla_dist line (time, host, host index) as the exception it carries, of no rank.
+func TestRankBracketSecondTier(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "[0] step 10 loss 2.1\n[1] step 10 loss 2.0\n[1] Traceback (most recent call last):\n" +
+		"[1]   File \"/app/train.py\", line 40, in main\n[1]     batch = next(it)\n[1] KeyError: 'labels'\n"
+	res := analyzeLogs(t, WithoutSpecific(all), log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Contains(t, res.RootCause.Title, "KeyError")
+	require.Equal(t, 1, res.RootCause.Rank)
+
+	// pytorch/xla#2552's form, in huggingface/accelerate#501's words.
+	log = "2022-12-19 23:26:54 172.16.96.185 [2] RuntimeError: tensorflow/compiler/xla/xla_client/mesh_service.cc:377 : Failed to meet rendezvous 'checking_out': Socket closed (14)\n"
+	res = analyzeLogs(t, WithoutSpecific(all), log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Contains(t, res.RootCause.Title, "RuntimeError")
+	require.Equal(t, -1, res.RootCause.Rank)
+}

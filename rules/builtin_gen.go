@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "e4924e124027e1755bba4332449709b190d4194dbca8bc54e7c65f3496d6f8e6"
+const builtinDigest = "b5dd206f6f58c7d0e5aa1da288de87e86131e1f9c329f4548e0b8eda0bd0d739"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -2966,6 +2966,52 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "2020-03-13 01:30:26.765111: W tensorflow/core/common_runtime/bfc_allocator.cc:243] Allocator (GPU_0_bfc) ran out of memory trying to allocate 34.11MiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-oom/tf-bfc-allocator",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "TensorFlow/XLA ran out of memory on GPU {gpu} ({size} for an op)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Allocator \\(GPU_(?P<gpu>\\d+)_bfc\\) ran out of memory trying to allocate (?P<size>\\S+) \\(rounded to \\d+\\)\\s*requested by op",
+							},
+						},
+						Explanation: "The GPU's BFC allocator could not find the memory an operation asked for: the tensors the model keeps (weights, activations, optimizer state, a batch) do not fit in the GPU's memory next to what is already allocated, or the free memory is too fragmented.\n",
+						Remediation: "Reduce the batch size or the model's size per GPU (sharding, rematerialisation, mixed precision); set TF_GPU_ALLOCATOR=cuda_malloc_async if the allocation summary shows much free memory in small chunks; check that no other process holds memory on the GPU.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "2023-04-23 01:00:16.820335: W tensorflow/core/common_runtime/bfc_allocator.cc:479] Allocator (GPU_0_bfc) ran out of memory trying to allocate 560.44MiB (rounded to 587661312)requested by op _EagerConst",
+								},
+								{
+									Text: "2021-03-15 17:16:57.309165: W tensorflow/core/common_runtime/bfc_allocator.cc:433] Allocator (GPU_0_bfc) ran out of memory trying to allocate 18.00MiB (rounded to 18874368)requested by op Mul",
+								},
+								{
+									Text: "9:07:50.044545: W external/local_xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to allocate 34.10MiB (rounded to 35758080)requested by op StatefulPartitionedCall/model_new14_1/batch_normalization_36_1/moments/SquaredDifference",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "2026-08-17 16:23:20.472136: W external/local_xla/xla/tsl/framework/bfc_allocator.cc:310] Allocator (GPU_0_bfc) ran out of memory trying to allocate 4.64GiB with freed_by_count=0. The caller indicates that this is not a failure, but this may mean that there could be performance gains if more memory were available.",
+								},
+								{
+									Text: "2017-07-31 11:36:02.747322: W tensorflow/core/common_runtime/bfc_allocator.cc:273] Allocator (cuda_host_bfc) ran out of memory trying to allocate 3.72GiB.  Current allocation summary follows.",
 								},
 							},
 						},

@@ -70,7 +70,7 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 		if n, ok := cutNumber(inner, "rank"); ok && hasColon(after) {
 			return skipColon(after), n, rankStream(n), true
 		}
-		// "[1]<stdout>:" (MPICH's and Open MPI's rank tag without the job: horovod/horovod#3827).
+		// "[1]<stdout>:" (horovodrun's rank tag: Open MPI's without the job, horovod/horovod#3827).
 		if n, ok := atoi(inner); ok && stdStream(after) && hasColon(after[len("<stdout>"):]) {
 			return skipColon(after[len("<stdout>"):]), n, rankStream(n), true
 		}

@@ -45,7 +45,7 @@ func TestSplitPrefix(t *testing.T) {
 		{"2024-03-07T21:10:16.123456789Z ValueError: x", "ValueError: x", "", -1},
 		{"2023-08-28T23:31:52.4840189Z Traceback (most recent call last):", "Traceback (most recent call last):", "", -1},
 		// torch_xla's xla_dist after its time (pytorch/xla#2552, huggingface/accelerate#501): the
-		// host and its index among the hosts, no rank. MPICH's "[1]<stdout>:" is a rank.
+		// host and its index among the hosts, no rank. horovodrun's "[1]<stdout>:" is a rank.
 		{"2022-12-19 23:26:54 172.16.96.185 [2] RuntimeError: boom", "RuntimeError: boom", "172.16.96.185 [2]", -1},
 		{"2020-12-05 12:02:26 10.164.15.249 [0]   File \"train.py\", line 268, in <module>", "  File \"train.py\", line 268, in <module>", "10.164.15.249 [0]", -1},
 		{"[1]<stdout>:test_common.py::CommonTests::test_gloo_built PASSED", "test_common.py::CommonTests::test_gloo_built PASSED", "rank 1", 1},

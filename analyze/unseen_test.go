@@ -37,6 +37,34 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 				" Original exception:\n" +
 				"[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete\n",
 			CategoryCollectiveTimeout, "collective-timeout/monitored-barrier-peer", 0},
+		// Failures of the machine under the job, not of its code (the rules' cited examples).
+		{"an uncorrectable NVLink error is the hardware, not the CUDA error it is raised as",
+			progress + "terminate called after throwing an instance of 'c10::Error'\n" +
+				"  what():  CUDA error: uncorrectable NVLink error detected during the execution\n",
+			CategoryGPUHardware, "gpu-hardware/nvlink-uncorrectable", -1},
+		{"the display watchdog's kill is a CUDA error, not the Python exception it is raised as",
+			progress + "Traceback (most recent call last):\n  File \"main.py\", line 30, in train\n" +
+				"RuntimeError: cuda runtime error (6) : the launch timed out and was terminated at /work/aten/src/THC/generic/THCTensorCopy.cpp:21\n",
+			CategoryCUDAError, "cuda-error/launch-timeout", -1},
+		{"GPUs held in exclusive mode, in error 46's older words",
+			"THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorRandom.cu line=25 error=46 : all CUDA-capable devices are busy or unavailable\n" +
+				"Traceback (most recent call last):\n  File \"train.py\", line 289, in train\n" +
+				"RuntimeError: cuda runtime error (46) : all CUDA-capable devices are busy or unavailable at /pytorch/aten/src/THC/THCTensorRandom.cu:25\n",
+			CategoryCUDAError, "cuda-error/device-busy-unavailable", -1},
+		{"ssh cannot resolve a host of the hostfile",
+			"ssh: Could not resolve hostname train-worker-1.train-worker: Name or service not known\n",
+			CategoryRendezvous, "rendezvous-failure/remote-launch-ssh", -1},
+		{"Slurm has no node that can hold the request",
+			"sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+			CategoryScheduling, "scheduling/slurm-node-config-unavailable", -1},
+		{"Slurm lost a node of the allocation",
+			"salloc: Granted job allocation 4711\nsrun: error: Node failure on gpu-node-17\nsrun: Force Terminated job 4711\n",
+			CategoryPreemptedEvicted, "preempted-evicted/slurm-node-failure", -1},
+		{"a failed verbs call followed only by NCCL's INFO lines",
+			"node08:6561:6600 [0] misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed\n" +
+				"node08:6561:6600 [0] NCCL INFO transport/net_ib.cc:371 -> 2\n" +
+				"node08:6563:6563 [1] NCCL INFO Bootstrap : Using [0]ibs3:10.252.0.211<0>\n",
+			CategoryCollectiveError, "collective-error/nccl-net-transport", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

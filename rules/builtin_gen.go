@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "b5dd206f6f58c7d0e5aa1da288de87e86131e1f9c329f4548e0b8eda0bd0d739"
+const builtinDigest = "eaee5b6c8dc1ef92f3d0e69ecf6ea7a59f8ca96e8263bfe1f676abda58e08ed0"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1098,6 +1098,7 @@ func builtinFiles() []Named {
 								"NET/IB\\w* ?: (?:req \\d+/\\d+ tag \\w+ peer \\S+ )?collective mismatch error",
 								"NET/IB\\w* ?: \\S+ Got async event : [^\\n]*(?:error|fatal)",
 								"NCCL WARN NET/OFI (?:[^a\\n]|a[^w\\n])[^\\n]*(?:failed|[Ee]rror|Couldn't|[Uu]nable to)",
+								"\\bCall to ibv_\\w+ failed",
 							},
 						},
 						Explanation: "NCCL's network transport (InfiniBand/RoCE verbs, or libfabric/EFA through the OFI plugin) reported an error of its own: a work-queue or port error on the HCA, a size mismatch between the two sides of a transfer, or a libfabric provider that cannot be opened. These are fabric, driver or configuration problems, not a peer that died.\n",
@@ -1118,6 +1119,15 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "NCCL WARN NET/OFI Request completed with error. RC: 21. Error: unknown error",
+								},
+								{
+									Text: "ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out.",
+								},
+								{
+									Text: "NCCL WARN Call to ibv_modify_qp failed with error No such device",
+								},
+								{
+									Text: "Call to ibv_modify_qp failed with error No such device",
 								},
 							},
 							NotMatch: []Example{
@@ -2108,6 +2118,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"CUDA-capable device\\(s\\) is/are busy or unavailable",
+								"all CUDA-capable devices are busy or unavailable",
 								"(?:synStatus=\\d+ \\[[\\w ]+\\] )?Device acquire failed",
 							},
 						},
@@ -2126,6 +2137,15 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "RuntimeError: synStatus=26 [Generic failure] Device acquire failed.",
+								},
+								{
+									Text: "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorRandom.cu line=25 error=46 : all CUDA-capable devices are busy or unavailable",
+								},
+								{
+									Text: "Check failed: error == cudaSuccess (46 vs. 0)  all CUDA-capable devices are busy or unavailable",
+								},
+								{
+									Text: "RuntimeError: cuda runtime error (46) : all CUDA-capable devices are busy or unavailable at /opt/conda/conda-bld/pytorch_1502004572321/work/torch/lib/THC/generic/THCStorage.cu:66",
 								},
 							},
 							NotMatch: []Example{
@@ -2177,6 +2197,54 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Launching training on 8 GPUs.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/launch-timeout",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "CUDA kernel killed by the launch watchdog",
+						Fault:    "platform",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"the launch timed out and was terminated",
+								"\\bCUDA_ERROR_LAUNCH_TIMEOUT\\b",
+								"\\bcudaErrorLaunchTimeout\\b",
+							},
+						},
+						Explanation: "A kernel ran longer than the run-time limit the driver enforces on a GPU that also drives a display (the X server's or Windows' watchdog, TDR), and the driver killed it; the CUDA context is unusable afterwards. It is a property of the GPU's setup, not of the training code, and it comes back at any long kernel.\n",
+						Remediation: "Run on a GPU that drives no display (or stop the display server on it), or raise/disable the watchdog (Windows TdrDelay); shorter kernels (smaller batches) only make it rarer.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "2018-11-06 11:32:27.452268: E tensorflow/stream_executor/cuda/cuda_event.cc:48] Error polling for event status: failed to query event: CUDA_ERROR_LAUNCH_TIMEOUT: the launch timed out and was terminated",
+								},
+								{
+									Text: "  what():  CUDA error: the launch timed out and was terminated",
+								},
+								{
+									Text: "Check failed: error == cudaSuccess (6 vs. 0)  the launch timed out and was terminated",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: CUDA error: unspecified launch failure",
+								},
+								{
+									Text: "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out.",
 								},
 							},
 						},
@@ -2797,6 +2865,64 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "ECC Mode: Enabled",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explainsOnNode",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"severity",
+							"title",
+						},
+					},
+					{
+						ID:       "gpu-hardware/nvlink-uncorrectable",
+						Severity: "critical",
+						Layer:    "execution",
+						Title:    "Uncorrectable NVLink error",
+						Fault:    "hardware",
+						Retry:    "transient",
+						ExplainsOnNode: []string{
+							"cuda-error",
+							"collective-error",
+							"collective-timeout",
+							"crash-signal",
+							"nan-loss",
+							"hang",
+							"unknown",
+						},
+						Match: Match{
+							Patterns: []string{
+								"uncorrectable NVLink error",
+								"\\bcudaErrorNvlinkUncorrectable\\b",
+							},
+						},
+						Explanation: "CUDA reported cudaErrorNvlinkUncorrectable: the NVLink between this GPU and a peer hit an error the link could not recover from. The error is sticky: the context is dead and the call it surfaces in (an allocator free, a copy) is only where it was noticed.\n",
+						Remediation: "Drain the node and check the links (nvidia-smi nvlink -e, the kernel log's NVLink Xids 74 or 144-150); reset the GPUs or reboot, and have the node serviced if it repeats. Resume from the last checkpoint on healthy nodes.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+								},
+								{
+									Text: "CUDA error: uncorrectable NVLink error detected during the execution",
+								},
+								{
+									Text: "uncorrectable NVLink error",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "\t Link 0: Replay Errors: 0",
+								},
+								{
+									Text: "NCCL INFO Channel 01 : 2[3b000] -> 1[11000] via P2P/IPC/read",
 								},
 							},
 						},
@@ -6667,6 +6793,92 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "slurmstepd: error: *** JOB 494583 ON ... CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/slurm-node-config-unavailable",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Slurm has no node that can hold the request",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"(?:Batch job submission failed|Unable to allocate resources|Unable to create job step): Requested node configuration is not available",
+							},
+						},
+						Explanation: "Slurm refused the job because no node of the partition can ever satisfy the request: more GPUs, CPUs or memory per node than any node has (or than the node definitions advertise, for example a GRES the nodes do not report), a feature or GPU type no node has, or more nodes than the partition holds. The job never ran.\n",
+						Remediation: "Compare the request (--gres/--gpus-per-node, --cpus-per-task x --ntasks-per-node, --mem, --constraint, --nodes) with what the partition's nodes offer (sinfo -N -o \"%N %c %m %G %f\" or scontrol show node); ask for less per node, or spread the job over more nodes.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "sbatch: error: Batch job submission failed: Requested node configuration is not available",
+								},
+								{
+									Text: "Unable to allocate resources: Requested node configuration is not available",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "srun: error: Unable to allocate resources: Requested time limit is invalid (missing or exceeds some limit)",
+								},
+								{
+									Text: "Submitted batch job 229282",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "preempted-evicted/slurm-node-failure",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Slurm lost a node of the job ({node})",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"\\berror: Node failure on (?P<node>\\S+)",
+							},
+						},
+						Explanation: "A node of the job stopped answering Slurm (it crashed, rebooted, lost its network, or, on a cloud partition, never finished booting) and Slurm took it out of the allocation; the step's processes there are gone and the others are killed or left waiting. Nothing in the training failed.\n",
+						Remediation: "Resubmit excluding the node (--exclude) and tell the administrators; submit with --requeue (and checkpoints) so that a node failure requeues the job instead of ending it.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "srun: error: Node failure on hpcsmall-debug-ghpc-0",
+								},
+								{
+									Text: "srun: error: Node failure on multinode-test-dy-hpc7a-efa-1",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "srun: error: Nodes hpcsmall-debug-ghpc-[0-2] are still not ready",
+								},
+								{
+									Text: "srun: error: c002: task 0: Killed",
 								},
 							},
 						},
@@ -11315,6 +11527,7 @@ func builtinFiles() []Named {
 								"was not reachable via ssh",
 								"Command 'ssh -o PasswordAuthentication=no \\S+ hostname' returned non-zero exit status 255",
 								"pdsh@\\S+: \\S+: ssh exited with exit code 255",
+								"ssh: Could not resolve hostname \\S+: (?:Name or service not known|Temporary failure in name resolution)",
 							},
 						},
 						Explanation: "The launcher (DeepSpeed's pdsh runner, mpirun's rsh agent) starts the workers on each host over ssh, and ssh to a host failed: passwordless key authentication is not set up, sshd is not running in the worker, or the host name does not resolve. No worker process started there.\n",
@@ -11326,6 +11539,15 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no 192.168.3.100 hostname' returned non-zero exit status 255.",
+								},
+								{
+									Text: "ssh: Could not resolve hostname localhost:4: Name or service not known",
+								},
+								{
+									Text: "ssh: Could not resolve hostname metricset-sample-w-0-0: Temporary failure in name resolution",
+								},
+								{
+									Text: "ssh: Could not resolve hostname localhost:1: Temporary failure in name resolution",
 								},
 							},
 							NotMatch: []Example{

@@ -234,7 +234,8 @@ func hasBegin(b []byte) bool {
 		if i < 0 {
 			return false
 		}
-		if bytes.HasPrefix(b[i:], []byte("-----BEGIN")) {
+		// A constant string compared: loads, where bytes.HasPrefix calls memequal.
+		if len(b)-i >= len("-----BEGIN") && string(b[i:i+len("-----BEGIN")]) == "-----BEGIN" {
 			return true
 		}
 		b = b[i+1:]

@@ -76,6 +76,9 @@ func NewCarry(red *redact.Redactor, logs []bundle.LogStream) *Carry {
 
 // Log returns what sees the lines of log i.
 func (c *Carry) Log(i int) func(*logscan.Scanned) {
+	// never[id] is 1 when no line of the log's shape id carries (redact.NeverCarries), 2
+	// when one may: the lines of a shape are then not looked at one by one.
+	var never []uint8
 	return func(s *logscan.Scanned) {
 		if c.all[i] {
 			return
@@ -83,6 +86,19 @@ func (c *Carry) Log(i int) func(*logscan.Scanned) {
 		text := s.Text
 		if len(text) > analyze.MaxExcerpt {
 			text = []byte(analyze.Excerpt(string(text)))
+		} else if sh := s.Shape; sh != nil {
+			if sh.ID >= len(never) {
+				never = append(never, make([]uint8, sh.ID+1-len(never))...)
+			}
+			if never[sh.ID] == 0 {
+				never[sh.ID] = 2
+				if redact.NeverCarries(sh.Parts) {
+					never[sh.ID] = 1
+				}
+			}
+			if never[sh.ID] == 1 {
+				return
+			}
 		}
 		if !c.red.Carries(text) {
 			return

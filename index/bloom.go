@@ -103,6 +103,25 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 			continue
 		}
 		j, n, seen := i, 0, byte(0)
+		// Eight bytes at a time while they last: the word's bytes among them, folded; the
+		// loop below reads the rest, or stops at once at the byte that ends the word.
+		for j+8 <= len(text) {
+			x := binary.LittleEndian.Uint64(text[j:])
+			word, upper := wordBytes8(x)
+			binary.LittleEndian.PutUint64(buf[n:], x+upper>>2)
+			if end := ^word & hi8; end != 0 {
+				k := bits.TrailingZeros64(end) / 8
+				if x&hi8&(1<<(8*k)-1) != 0 {
+					seen = utf8.RuneSelf
+				}
+				j, n = j+k, n+k
+				break
+			}
+			if x&hi8 != 0 {
+				seen = utf8.RuneSelf
+			}
+			j, n = j+8, n+8
+		}
 		for ; j < len(text); j++ {
 			b := text[j]
 			f := foldWord[b]
@@ -159,6 +178,24 @@ var foldWord = func() (t [256]byte) {
 	return t
 }()
 
+// hi8 is the high bit of each of eight bytes.
+const hi8 = 0x8080808080808080
+
+// wordBytes8 reads eight bytes as a little-endian word: the high bit of each byte of word is
+// set when that byte belongs to a word (logscan.IsWordByte: an ASCII letter, digit or
+// underscore, or a byte past ASCII), and of upper when it is an ASCII capital, whose folding
+// adds upper>>2 (0x20) to it. Each byte's low seven bits are compared with the bounds of
+// the classes with its high bit set, so that no subtraction borrows from the next byte.
+func wordBytes8(x uint64) (word, upper uint64) {
+	const ones = 0x0101010101010101
+	a, ascii := x|hi8, ^x&hi8
+	upper = ((a - ones*'A') &^ (a - ones*('Z'+1))) & ascii
+	lower := (a - ones*'a') &^ (a - ones*('z'+1))
+	digit := (a - ones*'0') &^ (a - ones*('9'+1))
+	under := (a - ones*'_') &^ (a - ones*('_'+1))
+	return x&hi8 | (upper|lower|digit|under)&ascii, upper & hi8
+}
+
 // prefixHash is itemHash(itemPrefix, w[:prefixLen]) without copying the item.
 func prefixHash(w []byte) uint64 {
 	t := uint64(itemPrefix)
@@ -168,15 +205,18 @@ func prefixHash(w []byte) uint64 {
 	return logscan.HashShort(t, prefixLen+1)
 }
 
-// add sets the item's bits, counting those it sets, without a branch per bit.
+// add sets the item's bits, counting those it sets, without a branch per bit. Its positions
+// are filterPos(h, 0..filterK-1), each the one before plus h's second half (no multiply).
 func (c *chunkBuilder) add(h uint64) {
+	p, step := uint32(h), uint32(h>>32)|1
+	f := &c.filter
 	fill := c.fill // a local: the filter's stores would otherwise reload it
-	for i := 0; i < filterK; i++ {
-		p := filterPos(h, i)
-		w, s := p/64, p%64
-		old := c.filter[w]
-		c.filter[w] = old | 1<<s
-		fill += int(^old >> s & 1)
+	for range filterK {
+		q := p & (filterBits - 1)
+		old := f[q/64]
+		f[q/64] = old | 1<<(q%64)
+		fill += int(^old >> (q % 64) & 1)
+		p += step
 	}
 	c.fill = fill
 }

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"testing"
 
@@ -12,6 +13,18 @@ import (
 // and rank), and no other bits: addLine folds and hashes a word in one pass, which must agree
 // with the search's Fold and itemHash on every kind of word.
 func TestChunkFilterHoldsTheQueryItems(t *testing.T) {
+	// Random lines of the bytes at the edges of every class a word's bytes are told apart
+	// by, eight at a time or one at a time near a line's end.
+	const edges = "/09:@AZ[^_`az{ \x7f\x80\xc3\xa9\xff-."
+	rng := rand.New(rand.NewPCG(3, 4))
+	var random []string
+	for range 2000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = edges[rng.IntN(len(edges))]
+		}
+		random = append(random, string(b))
+	}
 	lines := []string{
 		"[rank12]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
 		"ERROR Ünïcödé ÄBC straße İstanbul ǅemal x\xffy café",
@@ -21,6 +34,7 @@ func TestChunkFilterHoldsTheQueryItems(t *testing.T) {
 		"[rank7] no colon but a rank",
 		"abcdefg abcdefgh abcdefghi x1234567890abcdefXYZ_0123 SIXTEEN_BYTES_AB Ab",
 	}
+	lines = append(lines, random...)
 	for _, line := range lines {
 		var got chunkBuilder
 		got.addLine([]byte(line))

@@ -127,3 +127,45 @@ func TestHasBegin(t *testing.T) {
 		require.Equal(t, strings.Contains(s, "-----BEGIN"), hasBegin([]byte(s)), "%q", s)
 	}
 }
+
+// TestNeverCarries: whenever NeverCarries says no line of some parts carries, no line made of
+// them does, whatever its variable words: random parts of the bytes and words each check of
+// Carries looks for, with random words of digits and letters between them.
+func TestNeverCarries(t *testing.T) {
+	r := newTest(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"[", "]", "(", "|", "*", ",", "@", "<", " ", "  ", "\t", "-", "--", "-----", "-----BEGIN",
+		"#", ":", "=", ">", "+", "a", "B", "x", "n", "name:", " name: ", " bearer", " Bearer", " --token", "password:",
+		"HF_TOKEN=", " step ", " | loss ", ".", "GiB", " ms", "T", "2026-03-14T", "]: ", "_", "/"}
+	words := []string{"0", "7", "42", "2026", "x1", "1b", "0xdeadbeef", "3GiB", "rank5", "12345678901234567890"}
+	never := 0
+	for round := 0; round < 20000; round++ {
+		parts := make([]string, 1+rng.IntN(4))
+		for i := range parts {
+			var sb strings.Builder
+			if i == 0 && rng.IntN(2) == 0 {
+				sb.WriteString("[")
+			}
+			for k := rng.IntN(4); k > 0; k-- {
+				sb.WriteString(pieces[rng.IntN(len(pieces))])
+			}
+			parts[i] = sb.String()
+		}
+		if !NeverCarries(parts) {
+			continue
+		}
+		never++
+		for k := 0; k < 20; k++ {
+			var sb strings.Builder
+			sb.WriteString(parts[0])
+			for _, p := range parts[1:] {
+				sb.WriteString(words[rng.IntN(len(words))])
+				sb.WriteString(p)
+			}
+			line := sb.String()
+			require.False(t, r.Carries([]byte(line)), "parts %q: %q carries", parts, line)
+		}
+	}
+	require.Greater(t, never, 1000)
+	require.True(t, NeverCarries([]string{"[rank", "]: step ", " | loss ", ".", " | lr ", ".", "e-", " | mem ", ".", "GiB"}))
+}

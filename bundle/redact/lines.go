@@ -222,15 +222,15 @@ func (r *Redactor) announced(text []byte, p, ind int, spans []span) pending {
 		return pending{} // the line's end is masked already
 	}
 	col := ind
-	for bytes.HasPrefix(t[col:], []byte("- ")) {
+	for col+1 < len(t) && t[col] == '-' && t[col+1] == ' ' {
 		col += 2
 		for col < len(t) && t[col] == ' ' {
 			col++
 		}
 	}
 	// name: PGPASSWORD, as an env list item has it; its value follows.
-	if rest, ok := bytes.CutPrefix(t[col:], []byte("name:")); ok {
-		name := bytes.Trim(bytes.TrimSpace(rest), `"'`)
+	if len(t)-col >= len("name:") && string(t[col:col+len("name:")]) == "name:" {
+		name := bytes.Trim(bytes.TrimSpace(t[col+len("name:"):]), `"'`)
 		if m, secret := r.envRule(string(name)); secret && len(name) > 0 && bytes.IndexFunc(name, func(r rune) bool { return !isNameChar(byte(r)) }) < 0 {
 			return pending{kind: pendEnv, col: col, m: m}
 		}

@@ -226,6 +226,63 @@ func (r *Redactor) Carries(line []byte) bool {
 	return r.announced(text, p, ind, nil).kind != pendNone
 }
 
+// NeverCarries reports whether Carries is false for every line made of parts with a variable
+// word between each two: a non-empty run of word bytes (ASCII letters, digits, underscores,
+// bytes past ASCII) that holds an ASCII digit, as the scan's shapes have them. It decides only
+// from what the parts fix, and errs on the side of false. Each of Carries' checks is false:
+//   - no kubelet timestamp: the first part has a byte at 4, 7 or 10 that a timestamp has not;
+//   - the first part has a non-blank byte, which is then the body's first: neither a key
+//     body's byte (candBody), nor a token's (tokenWord: so no list item's "- ", no "name:");
+//   - no part holds "-----" (a word byte is no dash: five dashes are within one part) or '#';
+//   - the last part ends, past its blanks, with a byte that ends no YAML key, NAME= or flag;
+//     or with a letter, when the line's last word starts with no dash and is no "bearer"
+//     (a word that reaches into a variable word holds a digit).
+func NeverCarries(parts []string) bool {
+	p0 := parts[0]
+	if !(len(p0) > 4 && p0[4] != '-' || len(p0) > 7 && p0[7] != '-' || len(p0) > 10 && p0[10] != 'T') {
+		return false
+	}
+	ind := firstNonBlank([]byte(p0))
+	if ind == len(p0) {
+		return false
+	}
+	if c := p0[ind]; c >= utf8.RuneSelf || asciiSpace(c) || base64Byte(c) || isTokenChar(c) {
+		return false
+	}
+	for _, p := range parts {
+		if strings.Contains(p, "-----") || strings.IndexByte(p, '#') >= 0 {
+			return false
+		}
+	}
+	t := string(trimBlankEnd([]byte(parts[len(parts)-1])))
+	if t == "" {
+		return false
+	}
+	switch last := t[len(t)-1]; {
+	case last == ':' || last == '|' || last == '>' || last == '+' || last == '-' || last == '=' || last >= '0' && last <= '9':
+		return false
+	case !(last >= 'a' && last <= 'z' || last >= 'A' && last <= 'Z'):
+		return true
+	}
+	// The last word: after the last blank of the last part that has one.
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		if i == len(parts)-1 {
+			p = t
+		}
+		k := strings.LastIndexAny(p, " \t")
+		if k < 0 {
+			continue
+		}
+		if i == len(parts)-1 {
+			word := p[k+1:] // all of it fixed
+			return word[0] != '-' && !strings.EqualFold(word, "bearer")
+		}
+		return k+1 == len(p) || p[k+1] != '-'
+	}
+	return true // no blank: the word is the line, which starts with p0[ind], no dash
+}
+
 // hasBegin is bytes.Contains(b, "-----BEGIN") for a line with a dash or two (a log line's
 // dates and exponents), where bytes.Index costs more than looking at each dash.
 func hasBegin(b []byte) bool {
@@ -234,7 +291,8 @@ func hasBegin(b []byte) bool {
 		if i < 0 {
 			return false
 		}
-		if bytes.HasPrefix(b[i:], []byte("-----BEGIN")) {
+		// A constant string compared: loads, where bytes.HasPrefix calls memequal.
+		if len(b)-i >= len("-----BEGIN") && string(b[i:i+len("-----BEGIN")]) == "-----BEGIN" {
 			return true
 		}
 		b = b[i+1:]

@@ -19,7 +19,7 @@ import (
 
 // FormatVersion is the on-disk format of an index; part of the cache key. An index of
 // another format is never read: it is rebuilt (see openDir).
-const FormatVersion = 7
+const FormatVersion = 8
 
 const headsMagic = "coroner-index-heads\n"
 
@@ -630,6 +630,19 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) string() string { return string(d.bytes()) }
 
+// filter reads a block's filter of a slot's numbers (see numFilter): a count of 64-bit words,
+// a power of two up to filterWords, then the words.
+func (d *decoder) filter() []byte {
+	n := int(d.byte())
+	if d.err != nil || n == 0 || n > filterWords || n&(n-1) != 0 || len(d.b) < 8*n {
+		d.fail()
+		return nil
+	}
+	s := d.b[: 8*n : 8*n]
+	d.b = d.b[8*n:]
+	return s
+}
+
 func (d *decoder) byte() byte {
 	if d.err != nil || len(d.b) == 0 {
 		d.fail()
@@ -707,6 +720,10 @@ func (t *template) eachBlock(fn func(bl *block) error) error {
 				} else {
 					r.numMax = d.number()
 				}
+			}
+			r.filter = nil
+			if flags&rangeFilter != 0 {
+				r.filter = d.filter()
 			}
 			if r.hasStr {
 				r.strMin, r.strMax = d.bytes(), d.bytes()

@@ -189,6 +189,9 @@ func (m *queryMatch) block(s *Stream, t *template, d *doc, bl *block) tri {
 					return no
 				}
 			}
+			if phrasePinned(d, bl, n.Words) {
+				return yes
+			}
 		case *syntax.Prefix:
 			if logscan.HasDigit(n.Prefix) {
 				return maybe
@@ -230,14 +233,47 @@ func rankInRange(r *slotRange, rank int) tri {
 	return maybe
 }
 
-// slotMayHold: could a slot of the word's shape hold the word's value in this block?
+// slotMayHold: could a slot of the word's shape hold the word's value in this block? It
+// does in every line when the slot holds that one number throughout (see pinned).
 func slotMayHold(d *doc, bl *block, w *syntax.Word) tri {
+	v := no
 	for _, tok := range d.toks() {
 		if tok.kind != tokConst && tok.shape == w.Shape && bl.ranges[tok.slot].mayHold(w.Value) {
-			return maybe
+			if pinned(&bl.ranges[tok.slot], w.Value) {
+				return yes
+			}
+			v = maybe
 		}
 	}
-	return no
+	return v
+}
+
+// pinned reports whether every value of a slot in a block is the number v: every line of the
+// block then holds the word that v is the varying part of, since the slot's shape is the
+// word's (an NCCL watchdog's "SeqNum=48120", one line a log).
+func pinned(r *slotRange, v logscan.Value) bool {
+	return v.Numeric && r.hasNum && !r.hasStr && r.numMin == v.Num && r.numMax == v.Num
+}
+
+// phrasePinned reports whether every line of a block holds a phrase: its words are, in a row,
+// words of the template, each constant word the template's own and each word with digits in
+// a slot of its shape pinned to its value.
+func phrasePinned(d *doc, bl *block, ws []*syntax.Word) bool {
+	toks := d.toks()
+	for i := 0; i+len(ws) <= len(toks); i++ {
+		k := 0
+		for ; k < len(ws); k++ {
+			tok, w := toks[i+k], ws[k]
+			if tok.shape != w.Shape || (tok.kind == tokConst) == w.Digit ||
+				w.Digit && !pinned(&bl.ranges[tok.slot], w.Value) {
+				break
+			}
+		}
+		if k == len(ws) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *queryMatch) chunks(ix *Index) (func(*chunkSeg, *Stream, int) tri, error) {

@@ -456,14 +456,20 @@ func (s *Stream) setBody(body []byte) error {
 
 const docsMagic = "coroner-index-docs\n"
 
-// encodeDocs encodes the template texts and, after each, the templates that have it (refs[i]:
-// the logs, ascending, and the template's number in each), so that a search decodes the heads
-// of the logs a text it finds is in, and no others.
-func encodeDocs(keys []string, refs [][]tref) []byte {
+// encodeDocs encodes the template texts and, after each, the levels of its templates (see
+// doc.levels) and the templates that have it (refs[i]: the logs, ascending, and the
+// template's number in each), so that a search decodes the heads of the logs a text it finds
+// is in, and no others.
+func encodeDocs(keys []string, refs [][]tref, levels []byte) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(keys)))
 	var r []byte
 	for i, k := range keys {
 		b = appendString(b, k)
+		var l byte
+		if i < len(levels) {
+			l = levels[i]
+		}
+		b = append(b, l)
 		r = binary.AppendUvarint(r[:0], uint64(len(refs[i])))
 		var prev int32
 		for _, t := range refs[i] {
@@ -488,6 +494,7 @@ func decodeDocs(data []byte) ([]doc, error) {
 	for i := range docs {
 		docs[i].idx = i
 		docs[i].key = d.string()
+		docs[i].levels = d.byte()
 		docs[i].refData = d.bytes()
 	}
 	if d.err == nil && len(d.b) != 0 {

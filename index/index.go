@@ -67,6 +67,9 @@ type doc struct {
 	tokOnce  sync.Once
 	tokens   []token
 	rankSlot bool // the text starts with torchrun's "[rankN]:" (see logscan.RankPrefix)
+	// levels has bit levelCode(l) set for the level l of each of its templates, so that a
+	// level clause rules out a text without decoding its templates
+	levels   byte
 	textOnce sync.Once
 	text     string
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -78,11 +79,34 @@ func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error
 
 func (m *queryMatch) doc(d *doc) tri {
 	return eval(m.root, func(l syntax.Node) tri {
-		if _, ok := l.(*syntax.Field); ok {
-			return maybe
+		if f, ok := l.(*syntax.Field); ok {
+			return docField(f, d)
 		}
 		return m.leafText(l, d)
 	})
+}
+
+// docField answers a field clause for every template of a text, as leafTemplate would for
+// each: a level from the levels of its templates, a rank for a text without one.
+func docField(f *syntax.Field, d *doc) tri {
+	switch f.Field {
+	case "level":
+		if levelVaries(d) {
+			return maybe
+		}
+		code := slices.Index(levels, f.Value)
+		switch {
+		case code < 0 || d.levels&(1<<code) == 0:
+			return no
+		case d.levels == 1<<code:
+			return yes
+		}
+	case "rank":
+		if !d.rankSlot {
+			return no
+		}
+	}
+	return maybe
 }
 
 // leafText answers a word, phrase or prefix leaf for every line of a template text.

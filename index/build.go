@@ -289,12 +289,11 @@ type building struct {
 	budget *logscan.Budget
 	heads  [][]byte
 	tdocs  [][]int32 // the text of each template of each log
-	// docLevels has, for each template text, bit levelCode(l) set for the level l of each of
-	// its templates (under mu)
-	docLevels []byte
-	builders  []*streamBuilder
-	mu        sync.Mutex
-	werr      error
+	// docSums summarise each template text's templates (under mu)
+	docSums  []docSum
+	builders []*streamBuilder
+	mu       sync.Mutex
+	werr     error
 }
 
 // startBuilding opens the files of an index being built in dir, for a scan of logs by
@@ -367,10 +366,10 @@ func (g *building) Done(i int, st logscan.Stats, err error) {
 	g.mu.Lock()
 	for k, tb := range sb.templates {
 		g.tdocs[i][k] = int32(tb.doc)
-		if tb.doc >= len(g.docLevels) {
-			g.docLevels = append(g.docLevels, make([]byte, tb.doc+1-len(g.docLevels))...)
+		if tb.doc >= len(g.docSums) {
+			g.docSums = append(g.docSums, make([]docSum, tb.doc+1-len(g.docSums))...)
 		}
-		g.docLevels[tb.doc] |= 1 << levelCode(tb.level)
+		g.docSums[tb.doc].add(tb)
 	}
 	g.mu.Unlock()
 }
@@ -407,7 +406,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 	if keyed {
 		want.Key = contentKey(want, logs, stats)
 	}
-	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.bodies.frames, g.tdocs, g.budget.Keys(), g.docLevels, g.cw, want); err != nil {
+	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.bodies.frames, g.tdocs, g.budget.Keys(), g.docSums, g.cw, want); err != nil {
 		return nil, err
 	}
 	return openDir(dir, b.FS, false, &want)
@@ -415,7 +414,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the
 // documents (and their bleve index), the chunk table, and meta.json last.
-func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, frames []frame, tdocs [][]int32, docs []string, docLevels []byte, cw *chunkWriter, want meta) error {
+func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, frames []frame, tdocs [][]int32, docs []string, docSums []docSum, cw *chunkWriter, want meta) error {
 	var h []byte
 	h = binary.AppendUvarint(h, uint64(len(heads)))
 	var prev bundle.LogStream
@@ -436,7 +435,7 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 			refs[d] = append(refs[d], tref{int32(i), int32(k)})
 		}
 	}
-	files := map[string][]byte{headsFile: pack(headsMagic, h), docsFile: encodeDocs(docs, refs, docLevels), chunksFile: encodeChunks(cw)}
+	files := map[string][]byte{headsFile: pack(headsMagic, h), docsFile: encodeDocs(docs, refs, docSums), chunksFile: encodeChunks(cw)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err

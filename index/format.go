@@ -456,20 +456,36 @@ func (s *Stream) setBody(body []byte) error {
 
 const docsMagic = "coroner-index-docs\n"
 
-// encodeDocs encodes the template texts and, after each, the levels of its templates (see
-// doc.levels) and the templates that have it (refs[i]: the logs, ascending, and the
+// encodeDocs encodes the template texts and, after each, the summary of its templates (see
+// docSum) and the templates that have it (refs[i]: the logs, ascending, and the
 // template's number in each), so that a search decodes the heads of the logs a text it finds
 // is in, and no others.
-func encodeDocs(keys []string, refs [][]tref, levels []byte) []byte {
+func encodeDocs(keys []string, refs [][]tref, sums []docSum) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(keys)))
 	var r []byte
 	for i, k := range keys {
 		b = appendString(b, k)
-		var l byte
-		if i < len(levels) {
-			l = levels[i]
+		var sum docSum
+		if i < len(sums) {
+			sum = sums[i]
 		}
-		b = append(b, l)
+		b = append(b, sum.levels)
+		// The spans: how many (0: none kept), then each one's flags and numbers.
+		b = binary.AppendUvarint(b, uint64(len(sum.spans)))
+		for _, s := range sum.spans {
+			var flags byte
+			if s.hasNum {
+				flags |= rangeNum
+			}
+			if s.hasStr {
+				flags |= rangeStr
+			}
+			b = append(b, flags)
+			if s.hasNum {
+				b = binary.AppendUvarint(b, s.min)
+				b = binary.AppendUvarint(b, s.max)
+			}
+		}
 		r = binary.AppendUvarint(r[:0], uint64(len(refs[i])))
 		var prev int32
 		for _, t := range refs[i] {
@@ -495,6 +511,18 @@ func decodeDocs(data []byte) ([]doc, error) {
 		docs[i].idx = i
 		docs[i].key = d.string()
 		docs[i].levels = d.byte()
+		if n := d.count(); n > 0 && d.err == nil {
+			spans := make([]numSpan, n)
+			for k := range spans {
+				s := &spans[k]
+				flags := d.byte()
+				s.hasNum, s.hasStr = flags&rangeNum != 0, flags&rangeStr != 0
+				if s.hasNum {
+					s.min, s.max = d.uvarint(), d.uvarint()
+				}
+			}
+			docs[i].spans = spans
+		}
 		docs[i].refData = d.bytes()
 	}
 	if d.err == nil && len(d.b) != 0 {

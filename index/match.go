@@ -115,7 +115,7 @@ func (m *queryMatch) leafText(l syntax.Node, d *doc) tri {
 	switch n := l.(type) {
 	case *syntax.Word:
 		switch {
-		case !in:
+		case !in || n.Digit && !spansMayHold(d, n):
 			return no
 		case n.Digit:
 			return maybe
@@ -125,12 +125,16 @@ func (m *queryMatch) leafText(l syntax.Node, d *doc) tri {
 		if !in {
 			return no
 		}
+		v := yes
 		for _, w := range n.Words {
 			if w.Digit {
-				return maybe
+				if !spansMayHold(d, w) {
+					return no
+				}
+				v = maybe
 			}
 		}
-		return yes
+		return v
 	case *syntax.Prefix:
 		// Without digits, a shape starting with the prefix means every word there does (digits
 		// only replace digits); with digits, any variable word may.
@@ -255,6 +259,20 @@ func rankInRange(r *slotRange, rank int) tri {
 		return yes
 	}
 	return maybe
+}
+
+// spansMayHold: could a slot of the word's shape hold the word's value in some template of
+// the text (see docSum)?
+func spansMayHold(d *doc, w *syntax.Word) bool {
+	if d.spans == nil {
+		return true
+	}
+	for _, tok := range d.toks() {
+		if tok.kind != tokConst && tok.shape == w.Shape && (tok.slot >= len(d.spans) || d.spans[tok.slot].mayHold(w.Value)) {
+			return true
+		}
+	}
+	return false
 }
 
 // slotMayHold: could a slot of the word's shape hold the word's value in this block? It

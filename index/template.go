@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -142,6 +143,56 @@ type tmplBuilder struct {
 	// seen is, for each slot in turn, the bits of its numbers' values modulo 1024 in the
 	// block being filled (see numFilter).
 	seen [][filterWords]uint64
+	// spans are each slot's values over every block written
+	spans []numSpan
+}
+
+// numSpan summarises a slot's values over many blocks: the least and greatest number, and
+// whether any value was not a number.
+type numSpan struct {
+	hasNum, hasStr bool
+	min, max       uint64
+}
+
+func (s *numSpan) add(hasNum, hasStr bool, lo, hi uint64) {
+	s.hasStr = s.hasStr || hasStr
+	switch {
+	case !hasNum:
+	case !s.hasNum:
+		s.hasNum, s.min, s.max = true, lo, hi
+	default:
+		s.min, s.max = min(s.min, lo), max(s.max, hi)
+	}
+}
+
+// mayHold reports whether a slot of the span may hold a word's value.
+func (s *numSpan) mayHold(v logscan.Value) bool {
+	return s.hasStr || !v.Numeric || s.hasNum && v.Num >= s.min && v.Num <= s.max
+}
+
+// docSum summarises the templates of a text, so that a search rules a text out before it
+// decodes the templates of its logs: the levels of its templates (bit levelCode(l) for level
+// l) and each slot's values over all of them (none when its templates disagree on the slots,
+// which a text's never do).
+type docSum struct {
+	levels byte
+	spans  []numSpan
+	mixed  bool
+}
+
+func (d *docSum) add(t *tmplBuilder) {
+	d.levels |= 1 << levelCode(t.level)
+	switch {
+	case d.mixed:
+	case d.spans == nil:
+		d.spans = slices.Clone(t.spans)
+	case len(d.spans) != len(t.spans):
+		d.spans, d.mixed = nil, true
+	default:
+		for i, s := range t.spans {
+			d.spans[i].add(s.hasNum, s.hasStr, s.min, s.max)
+		}
+	}
 }
 
 func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, text []byte) {
@@ -204,6 +255,11 @@ func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, t
 	}
 }
 
+func newTmplBuilder(doc int, level string, slots int) *tmplBuilder {
+	return &tmplBuilder{doc: doc, level: level, masks: make([]uint64, slots), ranges: make([]slotRange, slots),
+		seen: make([][filterWords]uint64, slots), spans: make([]numSpan, slots)}
+}
+
 // flushRun encodes the run being filled, if any.
 func (t *tmplBuilder) flushRun() {
 	if t.runLen > 0 {
@@ -230,6 +286,7 @@ func (t *tmplBuilder) flushBlock() {
 	t.blockTmax = t.tmax
 	for i := range t.ranges {
 		r := &t.ranges[i]
+		t.spans[i].add(r.hasNum, r.hasStr, r.numMin, r.numMax)
 		var flags byte
 		var filter []uint64
 		if r.hasNum {
@@ -354,11 +411,7 @@ func (b *streamBuilder) finish() error {
 // newTemplate starts the template of a shape first seen in line text.
 func (b *streamBuilder) newTemplate(sh *logscan.Shape, text []byte) *tmplBuilder {
 	b.words.reset(text[:min(len(text), 256)])
-	t := &tmplBuilder{
-		doc: sh.Doc, level: b.words.level(),
-		masks: make([]uint64, len(sh.Vars)), ranges: make([]slotRange, len(sh.Vars)),
-		seen: make([][filterWords]uint64, len(sh.Vars)),
-	}
+	t := newTmplBuilder(sh.Doc, b.words.level(), len(sh.Vars))
 	b.byShape = append(b.byShape, t)
 	b.templates = append(b.templates, t)
 	return t

@@ -74,7 +74,7 @@ func TestLineRunsAndBlocks(t *testing.T) {
 func TestBlockFilterRulesOutAbsentNumbers(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	for _, n := range []int{8, 40, 100, blockSize} {
-		tb := &tmplBuilder{masks: make([]uint64, 2), ranges: make([]slotRange, 2), seen: make([][filterWords]uint64, 2)}
+		tb := newTmplBuilder(0, "", 2)
 		had := map[uint64]bool{}
 		for i := 1; i <= n; i++ {
 			frac := logscan.NumberValue(3, uint64(rng.Intn(1000)))

@@ -285,10 +285,12 @@ type building struct {
 	bodiesW *bufio.Writer
 	bodies  bodyWriter
 	// free holds the chunk builders, one per worker: a worker takes one for each log it scans.
-	free     chan *chunkBuilder
-	budget   *logscan.Budget
-	heads    [][]byte
-	tdocs    [][]int32 // the text of each template of each log
+	free   chan *chunkBuilder
+	budget *logscan.Budget
+	heads  [][]byte
+	tdocs  [][]int32 // the text of each template of each log
+	// docSums summarise each template text's templates (under mu)
+	docSums  []docSum
 	builders []*streamBuilder
 	mu       sync.Mutex
 	werr     error
@@ -361,9 +363,15 @@ func (g *building) Done(i int, st logscan.Stats, err error) {
 	}
 	g.heads[i] = appendHead(nil, st, sb, off, body, cpLen)
 	g.tdocs[i] = make([]int32, len(sb.templates))
+	g.mu.Lock()
 	for k, tb := range sb.templates {
 		g.tdocs[i][k] = int32(tb.doc)
+		if tb.doc >= len(g.docSums) {
+			g.docSums = append(g.docSums, make([]docSum, tb.doc+1-len(g.docSums))...)
+		}
+		g.docSums[tb.doc].add(tb)
 	}
+	g.mu.Unlock()
 }
 
 // finish closes the files of the index after the scan (stats and err are what it returned)
@@ -398,7 +406,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 	if keyed {
 		want.Key = contentKey(want, logs, stats)
 	}
-	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.bodies.frames, g.tdocs, g.budget.Keys(), g.cw, want); err != nil {
+	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.bodies.frames, g.tdocs, g.budget.Keys(), g.docSums, g.cw, want); err != nil {
 		return nil, err
 	}
 	return openDir(dir, b.FS, false, &want)
@@ -406,7 +414,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the
 // documents (and their bleve index), the chunk table, and meta.json last.
-func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, frames []frame, tdocs [][]int32, docs []string, cw *chunkWriter, want meta) error {
+func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, frames []frame, tdocs [][]int32, docs []string, docSums []docSum, cw *chunkWriter, want meta) error {
 	var h []byte
 	h = binary.AppendUvarint(h, uint64(len(heads)))
 	var prev bundle.LogStream
@@ -427,7 +435,7 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 			refs[d] = append(refs[d], tref{int32(i), int32(k)})
 		}
 	}
-	files := map[string][]byte{headsFile: pack(headsMagic, h), docsFile: encodeDocs(docs, refs), chunksFile: encodeChunks(cw)}
+	files := map[string][]byte{headsFile: pack(headsMagic, h), docsFile: encodeDocs(docs, refs, docSums), chunksFile: encodeChunks(cw)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err

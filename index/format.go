@@ -19,7 +19,7 @@ import (
 
 // FormatVersion is the on-disk format of an index; part of the cache key. An index of
 // another format is never read: it is rebuilt (see openDir).
-const FormatVersion = 7
+const FormatVersion = 8
 
 const headsMagic = "coroner-index-heads\n"
 
@@ -456,14 +456,36 @@ func (s *Stream) setBody(body []byte) error {
 
 const docsMagic = "coroner-index-docs\n"
 
-// encodeDocs encodes the template texts and, after each, the templates that have it (refs[i]:
-// the logs, ascending, and the template's number in each), so that a search decodes the heads
-// of the logs a text it finds is in, and no others.
-func encodeDocs(keys []string, refs [][]tref) []byte {
+// encodeDocs encodes the template texts and, after each, the summary of its templates (see
+// docSum) and the templates that have it (refs[i]: the logs, ascending, and the
+// template's number in each), so that a search decodes the heads of the logs a text it finds
+// is in, and no others.
+func encodeDocs(keys []string, refs [][]tref, sums []docSum) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(keys)))
 	var r []byte
 	for i, k := range keys {
 		b = appendString(b, k)
+		var sum docSum
+		if i < len(sums) {
+			sum = sums[i]
+		}
+		b = append(b, sum.levels)
+		// The spans: how many (0: none kept), then each one's flags and numbers.
+		b = binary.AppendUvarint(b, uint64(len(sum.spans)))
+		for _, s := range sum.spans {
+			var flags byte
+			if s.hasNum {
+				flags |= rangeNum
+			}
+			if s.hasStr {
+				flags |= rangeStr
+			}
+			b = append(b, flags)
+			if s.hasNum {
+				b = binary.AppendUvarint(b, s.min)
+				b = binary.AppendUvarint(b, s.max)
+			}
+		}
 		r = binary.AppendUvarint(r[:0], uint64(len(refs[i])))
 		var prev int32
 		for _, t := range refs[i] {
@@ -488,6 +510,19 @@ func decodeDocs(data []byte) ([]doc, error) {
 	for i := range docs {
 		docs[i].idx = i
 		docs[i].key = d.string()
+		docs[i].levels = d.byte()
+		if n := d.count(); n > 0 && d.err == nil {
+			spans := make([]numSpan, n)
+			for k := range spans {
+				s := &spans[k]
+				flags := d.byte()
+				s.hasNum, s.hasStr = flags&rangeNum != 0, flags&rangeStr != 0
+				if s.hasNum {
+					s.min, s.max = d.uvarint(), d.uvarint()
+				}
+			}
+			docs[i].spans = spans
+		}
 		docs[i].refData = d.bytes()
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -630,6 +665,19 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) string() string { return string(d.bytes()) }
 
+// filter reads a block's filter of a slot's numbers (see numFilter): a count of 64-bit words,
+// a power of two up to filterWords, then the words.
+func (d *decoder) filter() []byte {
+	n := int(d.byte())
+	if d.err != nil || n == 0 || n > filterWords || n&(n-1) != 0 || len(d.b) < 8*n {
+		d.fail()
+		return nil
+	}
+	s := d.b[: 8*n : 8*n]
+	d.b = d.b[8*n:]
+	return s
+}
+
 func (d *decoder) byte() byte {
 	if d.err != nil || len(d.b) == 0 {
 		d.fail()
@@ -707,6 +755,10 @@ func (t *template) eachBlock(fn func(bl *block) error) error {
 				} else {
 					r.numMax = d.number()
 				}
+			}
+			r.filter = nil
+			if flags&rangeFilter != 0 {
+				r.filter = d.filter()
 			}
 			if r.hasStr {
 				r.strMin, r.strMax = d.bytes(), d.bytes()

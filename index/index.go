@@ -67,6 +67,12 @@ type doc struct {
 	tokOnce  sync.Once
 	tokens   []token
 	rankSlot bool // the text starts with torchrun's "[rankN]:" (see logscan.RankPrefix)
+	// levels has bit levelCode(l) set for the level l of each of its templates, so that a
+	// level clause rules out a text without decoding its templates
+	levels byte
+	// spans are each slot's values over all its templates (nil: not kept), so that a number
+	// rules out a text before its templates are decoded
+	spans    []numSpan
 	textOnce sync.Once
 	text     string
 }

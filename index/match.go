@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -78,11 +79,34 @@ func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error
 
 func (m *queryMatch) doc(d *doc) tri {
 	return eval(m.root, func(l syntax.Node) tri {
-		if _, ok := l.(*syntax.Field); ok {
-			return maybe
+		if f, ok := l.(*syntax.Field); ok {
+			return docField(f, d)
 		}
 		return m.leafText(l, d)
 	})
+}
+
+// docField answers a field clause for every template of a text, as leafTemplate would for
+// each: a level from the levels of its templates, a rank for a text without one.
+func docField(f *syntax.Field, d *doc) tri {
+	switch f.Field {
+	case "level":
+		if levelVaries(d) {
+			return maybe
+		}
+		code := slices.Index(levels, f.Value)
+		switch {
+		case code < 0 || d.levels&(1<<code) == 0:
+			return no
+		case d.levels == 1<<code:
+			return yes
+		}
+	case "rank":
+		if !d.rankSlot {
+			return no
+		}
+	}
+	return maybe
 }
 
 // leafText answers a word, phrase or prefix leaf for every line of a template text.
@@ -91,7 +115,7 @@ func (m *queryMatch) leafText(l syntax.Node, d *doc) tri {
 	switch n := l.(type) {
 	case *syntax.Word:
 		switch {
-		case !in:
+		case !in || n.Digit && !spansMayHold(d, n):
 			return no
 		case n.Digit:
 			return maybe
@@ -101,12 +125,16 @@ func (m *queryMatch) leafText(l syntax.Node, d *doc) tri {
 		if !in {
 			return no
 		}
+		v := yes
 		for _, w := range n.Words {
 			if w.Digit {
-				return maybe
+				if !spansMayHold(d, w) {
+					return no
+				}
+				v = maybe
 			}
 		}
-		return yes
+		return v
 	case *syntax.Prefix:
 		// Without digits, a shape starting with the prefix means every word there does (digits
 		// only replace digits); with digits, any variable word may.
@@ -189,6 +217,9 @@ func (m *queryMatch) block(s *Stream, t *template, d *doc, bl *block) tri {
 					return no
 				}
 			}
+			if phrasePinned(d, bl, n.Words) {
+				return yes
+			}
 		case *syntax.Prefix:
 			if logscan.HasDigit(n.Prefix) {
 				return maybe
@@ -230,14 +261,61 @@ func rankInRange(r *slotRange, rank int) tri {
 	return maybe
 }
 
-// slotMayHold: could a slot of the word's shape hold the word's value in this block?
-func slotMayHold(d *doc, bl *block, w *syntax.Word) tri {
+// spansMayHold: could a slot of the word's shape hold the word's value in some template of
+// the text (see docSum)?
+func spansMayHold(d *doc, w *syntax.Word) bool {
+	if d.spans == nil {
+		return true
+	}
 	for _, tok := range d.toks() {
-		if tok.kind != tokConst && tok.shape == w.Shape && bl.ranges[tok.slot].mayHold(w.Value) {
-			return maybe
+		if tok.kind != tokConst && tok.shape == w.Shape && (tok.slot >= len(d.spans) || d.spans[tok.slot].mayHold(w.Value)) {
+			return true
 		}
 	}
-	return no
+	return false
+}
+
+// slotMayHold: could a slot of the word's shape hold the word's value in this block? It
+// does in every line when the slot holds that one number throughout (see pinned).
+func slotMayHold(d *doc, bl *block, w *syntax.Word) tri {
+	v := no
+	for _, tok := range d.toks() {
+		if tok.kind != tokConst && tok.shape == w.Shape && bl.ranges[tok.slot].mayHold(w.Value) {
+			if pinned(&bl.ranges[tok.slot], w.Value) {
+				return yes
+			}
+			v = maybe
+		}
+	}
+	return v
+}
+
+// pinned reports whether every value of a slot in a block is the number v: every line of the
+// block then holds the word that v is the varying part of, since the slot's shape is the
+// word's (an NCCL watchdog's "SeqNum=48120", one line a log).
+func pinned(r *slotRange, v logscan.Value) bool {
+	return v.Numeric && r.hasNum && !r.hasStr && r.numMin == v.Num && r.numMax == v.Num
+}
+
+// phrasePinned reports whether every line of a block holds a phrase: its words are, in a row,
+// words of the template, each constant word the template's own and each word with digits in
+// a slot of its shape pinned to its value.
+func phrasePinned(d *doc, bl *block, ws []*syntax.Word) bool {
+	toks := d.toks()
+	for i := 0; i+len(ws) <= len(toks); i++ {
+		k := 0
+		for ; k < len(ws); k++ {
+			tok, w := toks[i+k], ws[k]
+			if tok.shape != w.Shape || (tok.kind == tokConst) == w.Digit ||
+				w.Digit && !pinned(&bl.ranges[tok.slot], w.Value) {
+				break
+			}
+		}
+		if k == len(ws) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *queryMatch) chunks(ix *Index) (func(*chunkSeg, *Stream, int) tri, error) {

@@ -133,12 +133,15 @@ func (ix *Index) Search(ctx context.Context, opts SearchOptions) (*Result, error
 // group is the matching lines of one shape (key) in one log: those of its template that
 // surely match (whole), and those read and checked.
 type group struct {
-	s       *Stream
-	si      int
-	key     string
-	whole   *template
-	lines   []int
-	times   []int64
+	s     *Stream
+	si    int
+	key   string
+	whole *template
+	lines []int
+	times []int64
+	// bound[i]: times[i] is no earlier than the line's time, not its time (a line of a block
+	// that matches throughout, given the block's last time: see searcher.templates)
+	bound   []bool
 	pending bool    // lines that may match were left unread: the count is a lower bound
 	skipped []*unit // units left unread because the group was settled (see searcher.partial)
 	// its entries in the hit clock (see hitClock.regroup)
@@ -407,6 +410,7 @@ func (sr *searcher) templates(ctx context.Context) error {
 					g.lines = append(g.lines, u.lines...)
 					for range u.lines {
 						g.times = append(g.times, bl.tmax)
+						g.bound = append(g.bound, bl.n > 1)
 					}
 					return nil
 				}
@@ -491,6 +495,7 @@ func (sr *searcher) add(u *unit, n int, ts int64, text []byte) {
 	}
 	g.lines = append(g.lines, n)
 	g.times = append(g.times, ts)
+	g.bound = append(g.bound, false)
 	if sr.clock != nil && g.count() <= CollapseAt+1 {
 		sr.clock.regroup(g)
 	}
@@ -935,7 +940,9 @@ func (g *group) knownTimes() map[int]int64 {
 		known[int(g.whole.lastLine)] = g.whole.last
 	}
 	for i, n := range g.lines {
-		known[n] = g.times[i]
+		if !g.bound[i] {
+			known[n] = g.times[i]
+		}
 	}
 	return known
 }

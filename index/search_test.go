@@ -458,7 +458,7 @@ func TestLimitedSearchStopsEarly(t *testing.T) {
 	}{
 		{"step 100", and(has("step"), has("100"))},
 		{"samples 17", and(has("samples"), has("17"))},
-		{"loss 3", and(has("loss"), has("3"))},
+		{"grad_norm 1", and(has("grad_norm"), has("1"))},
 	} {
 		for _, limit := range []int{1, 5, 200} {
 			res, err := ix.Search(t.Context(), SearchOptions{Query: c.q, Limit: limit})
@@ -501,6 +501,12 @@ func TestLimitedSearchStopsEarly(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("%s:%d", first.path, first.n), fmt.Sprintf("%s:%d", res.Hits[0].Path, res.Hits[0].Number), "%s --limit %d", c.q, limit)
 		}
 	}
+	// A number that every line of its blocks holds ("loss 3.xxxx": the slot is 3 throughout)
+	// needs no line read to be counted: exact, whatever the budget.
+	res, err := ix.Search(t.Context(), SearchOptions{Query: "loss 3", Limit: 5})
+	require.NoError(t, err)
+	require.False(t, res.Partial)
+	require.Len(t, bruteSet(lines, and(has("loss"), has("3"))), res.Lines)
 	// Listing every line reads everything: exact again.
 	require.Equal(t, bruteSet(lines, and(has("step"), has("100"))), searchSet(t, ix, SearchOptions{Query: "step 100"}))
 }

@@ -3,6 +3,8 @@ package index
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -32,6 +34,55 @@ type slotRange struct {
 	hasNum, hasStr bool
 	numMin, numMax uint64
 	strMin, strMax []byte
+	// filter, when the block keeps one for the slot, has bit v mod len(filter)*8 set for the
+	// value v of each of its numbers (see numFilter); nil when it keeps none.
+	filter []byte
+}
+
+// filterWords is the most 64-bit words a block's filter of a slot's numbers has.
+const filterWords = 16
+
+// numFilter chooses the filter of a slot's numbers that a block keeps, from the bits of its
+// values modulo 1024 (seen): the fewest bits, 64 to 1024, of which at most a quarter are set
+// (a value not in the block is then ruled out three times in four), else all 1024 when at
+// most half are. It keeps none (0 bits) when it would rule out nothing the range does not (a
+// block of consecutive numbers, a step counter's) or too little (more than half set). A
+// number's value modulo a power of two is its low bits, so consecutive values never share a
+// bit, and 64 to 512 bits are the bits modulo 1024 folded.
+func numFilter(r *slotRange, seen *[filterWords]uint64) []uint64 {
+	set := 0
+	for _, w := range seen {
+		set += bits.OnesCount64(w)
+	}
+	const lenShift = 59
+	if width := r.numMax - r.numMin; r.numMin>>lenShift == r.numMax>>lenShift && width < 64*filterWords && set == int(width)+1 {
+		return nil
+	}
+	for n := 1; n <= filterWords; n *= 2 {
+		var folded [filterWords]uint64
+		for i, w := range seen {
+			folded[i%n] |= w
+		}
+		ones := 0
+		for _, w := range folded[:n] {
+			ones += bits.OnesCount64(w)
+		}
+		if ones*4 <= 64*n || n == filterWords && ones*2 <= 64*n {
+			copy(seen[:n], folded[:n])
+			return seen[:n]
+		}
+	}
+	return nil
+}
+
+// mayHoldNum reports whether the block's filter of the slot, if it keeps one, may hold a
+// number.
+func (r *slotRange) mayHoldNum(num uint64) bool {
+	if r.filter == nil {
+		return true
+	}
+	i := num & uint64(len(r.filter)*8-1)
+	return r.filter[i>>3]&(1<<(i&7)) != 0
 }
 
 // addStr adds a value that is not a number (numbers are added in tmplBuilder.add).
@@ -52,7 +103,7 @@ func (r *slotRange) addStr(str []byte) {
 // mayHold reports whether a value could be in the range.
 func (r *slotRange) mayHold(v logscan.Value) bool {
 	if v.Numeric {
-		return r.hasNum && v.Num >= r.numMin && v.Num <= r.numMax
+		return r.hasNum && v.Num >= r.numMin && v.Num <= r.numMax && r.mayHoldNum(v.Num)
 	}
 	return r.hasStr && logscan.CompareFolded(r.strMin, v.Str) <= 0 && logscan.CompareFolded(r.strMax, v.Str) >= 0
 }
@@ -89,6 +140,59 @@ type tmplBuilder struct {
 	tmin, tmax                     int64
 	blockTmax                      int64 // of the last block written
 	ranges                         []slotRange
+	// seen is, for each slot in turn, the bits of its numbers' values modulo 1024 in the
+	// block being filled (see numFilter).
+	seen [][filterWords]uint64
+	// spans are each slot's values over every block written
+	spans []numSpan
+}
+
+// numSpan summarises a slot's values over many blocks: the least and greatest number, and
+// whether any value was not a number.
+type numSpan struct {
+	hasNum, hasStr bool
+	min, max       uint64
+}
+
+func (s *numSpan) add(hasNum, hasStr bool, lo, hi uint64) {
+	s.hasStr = s.hasStr || hasStr
+	switch {
+	case !hasNum:
+	case !s.hasNum:
+		s.hasNum, s.min, s.max = true, lo, hi
+	default:
+		s.min, s.max = min(s.min, lo), max(s.max, hi)
+	}
+}
+
+// mayHold reports whether a slot of the span may hold a word's value.
+func (s *numSpan) mayHold(v logscan.Value) bool {
+	return s.hasStr || !v.Numeric || s.hasNum && v.Num >= s.min && v.Num <= s.max
+}
+
+// docSum summarises the templates of a text, so that a search rules a text out before it
+// decodes the templates of its logs: the levels of its templates (bit levelCode(l) for level
+// l) and each slot's values over all of them (none when its templates disagree on the slots,
+// which a text's never do).
+type docSum struct {
+	levels byte
+	spans  []numSpan
+	mixed  bool
+}
+
+func (d *docSum) add(t *tmplBuilder) {
+	d.levels |= 1 << levelCode(t.level)
+	switch {
+	case d.mixed:
+	case d.spans == nil:
+		d.spans = slices.Clone(t.spans)
+	case len(d.spans) != len(t.spans):
+		d.spans, d.mixed = nil, true
+	default:
+		for i, s := range t.spans {
+			d.spans[i].add(s.hasNum, s.hasStr, s.min, s.max)
+		}
+	}
 }
 
 func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, text []byte) {
@@ -107,6 +211,7 @@ func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, t
 		t.blockFirst, t.tmin, t.tmax = n, ts, ts
 		for i := range t.ranges {
 			t.ranges[i].hasNum, t.ranges[i].hasStr = false, false
+			t.seen[i] = [filterWords]uint64{}
 		}
 	}
 	t.blockN++
@@ -127,11 +232,15 @@ func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, t
 	masks = masks[:len(vals)]
 	ranges := t.ranges[:len(vals)]
 	tmasks := t.masks[:len(vals)]
+	seen := t.seen[:len(vals)]
 	for i, v := range vals {
 		// A value joins its range: a number (see logscan.Var), else the string text[v.Start:v.End].
 		// Written out here rather than as a method, which would not be inlined: this runs for
 		// every variable word of the logs.
 		r := &ranges[i]
+		if v.Num != 0 {
+			seen[i][v.Num>>6%filterWords] |= 1 << (v.Num % 64)
+		}
 		switch {
 		case v.Num == 0:
 			r.addStr(text[v.Start:v.End])
@@ -144,6 +253,11 @@ func (t *tmplBuilder) add(n int, ts int64, vals []logscan.Var, masks []uint64, t
 		}
 		tmasks[i] |= masks[i]
 	}
+}
+
+func newTmplBuilder(doc int, level string, slots int) *tmplBuilder {
+	return &tmplBuilder{doc: doc, level: level, masks: make([]uint64, slots), ranges: make([]slotRange, slots),
+		seen: make([][filterWords]uint64, slots), spans: make([]numSpan, slots)}
 }
 
 // flushRun encodes the run being filled, if any.
@@ -172,11 +286,16 @@ func (t *tmplBuilder) flushBlock() {
 	t.blockTmax = t.tmax
 	for i := range t.ranges {
 		r := &t.ranges[i]
+		t.spans[i].add(r.hasNum, r.hasStr, r.numMin, r.numMax)
 		var flags byte
+		var filter []uint64
 		if r.hasNum {
 			flags |= rangeNum
 			if r.numMin>>59 == r.numMax>>59 {
 				flags |= rangeSameLen
+			}
+			if filter = numFilter(r, &t.seen[i]); filter != nil {
+				flags |= rangeFilter
 			}
 		}
 		if r.hasStr {
@@ -195,6 +314,13 @@ func (t *tmplBuilder) flushBlock() {
 				b = append(b, byte(r.numMax>>lenShift))
 				b = binary.AppendUvarint(b, r.numMax&valMask)
 			}
+			if filter != nil {
+				// How many words, then the words, little-endian: bit v mod 64*len of the bytes.
+				b = append(b, byte(len(filter)))
+				for _, w := range filter {
+					b = binary.LittleEndian.AppendUint64(b, w)
+				}
+			}
 		}
 		if r.hasStr {
 			b = appendBytes(b, r.strMin)
@@ -209,6 +335,7 @@ const (
 	rangeNum     = 1
 	rangeStr     = 2
 	rangeSameLen = 4 // the numbers have as many digits
+	rangeFilter  = 8 // a filter of the numbers' values follows their range (see numFilter)
 )
 
 func appendBytes(b, s []byte) []byte {
@@ -284,10 +411,7 @@ func (b *streamBuilder) finish() error {
 // newTemplate starts the template of a shape first seen in line text.
 func (b *streamBuilder) newTemplate(sh *logscan.Shape, text []byte) *tmplBuilder {
 	b.words.reset(text[:min(len(text), 256)])
-	t := &tmplBuilder{
-		doc: sh.Doc, level: b.words.level(),
-		masks: make([]uint64, len(sh.Vars)), ranges: make([]slotRange, len(sh.Vars)),
-	}
+	t := newTmplBuilder(sh.Doc, b.words.level(), len(sh.Vars))
 	b.byShape = append(b.byShape, t)
 	b.templates = append(b.templates, t)
 	return t

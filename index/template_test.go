@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // TestLineRunsAndBlocks: a template's lines come back from its runs, whole and block by
@@ -63,4 +65,48 @@ func TestLineRunsAndBlocks(t *testing.T) {
 	}
 	tb.flushRun()
 	require.Less(t, len(tb.lines), 500)
+}
+
+// TestBlockFilterRulesOutAbsentNumbers: a block keeps, for a slot whose numbers spread over a
+// range far wider than the block (a loss's or a gradient norm's last digits), a filter that
+// rules out most numbers of the range that no line of the block has, and never one it has; a
+// slot of consecutive numbers (a step counter) keeps none, its range being exact.
+func TestBlockFilterRulesOutAbsentNumbers(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for _, n := range []int{8, 40, 100, blockSize} {
+		tb := newTmplBuilder(0, "", 2)
+		had := map[uint64]bool{}
+		for i := 1; i <= n; i++ {
+			frac := logscan.NumberValue(3, uint64(rng.Intn(1000)))
+			had[frac] = true
+			vals := []logscan.Var{{Num: logscan.NumberValue(4, uint64(1000+i))}, {Num: frac}}
+			tb.add(i, int64(i), vals, make([]uint64, 2), nil)
+		}
+		tb.flushRun()
+		tb.flushBlock()
+		tmpl := &template{count: int32(tb.count), masks: tb.masks, lines: tb.lines, blob: tb.blocks}
+		blocks := 0
+		require.NoError(t, tmpl.eachBlock(func(bl *block) error {
+			blocks++
+			require.Nil(t, bl.ranges[0].filter, "%d steps: consecutive numbers keep no filter", n)
+			require.NotNil(t, bl.ranges[1].filter, "%d fractions", n)
+			ruledOut, absent := 0, 0
+			for v := range uint64(1000) {
+				num := logscan.NumberValue(3, v)
+				in := bl.ranges[1].mayHold(logscan.Value{Num: num, Numeric: true})
+				switch {
+				case had[num]:
+					require.True(t, in, "%d fractions: %03d is in the block", n, v)
+				case num >= bl.ranges[1].numMin && num <= bl.ranges[1].numMax:
+					absent++
+					if !in {
+						ruledOut++
+					}
+				}
+			}
+			require.Greater(t, ruledOut*2, absent, "%d fractions: most absent numbers within the range are ruled out", n)
+			return nil
+		}))
+		require.Equal(t, 1, blocks)
+	}
 }

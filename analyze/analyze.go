@@ -54,7 +54,8 @@ type Result struct {
 	Confidence Confidence
 	// Findings are sorted by time (findings without a time last), ids f1, f2... in that order.
 	Findings []*Finding
-	Timeline []TimelineEntry
+	// Timeline is the job's life in time order.
+	Timeline *Timeline
 	// Logs summarises each scanned log.
 	Logs []LogSummary
 	// Warnings are problems met while analysing (unreadable logs, cut lines).

@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -27,35 +28,132 @@ type TimelineEntry struct {
 	FindingID string
 }
 
-// kindOrder orders entries of one moment: the job, pods, containers, events, findings.
-func kindOrder(kind string) int {
-	switch kind {
-	case "pod":
-		return 1
-	case "container":
-		return 2
-	case "event":
-		return 3
-	case "finding":
-		return 4
-	}
-	return 0
+// timelineKinds are the kinds of the timeline's entries, in the order of the entries of one
+// moment: the job, pods, containers, events, findings.
+var timelineKinds = [...]string{"job", "pod", "container", "event", "finding"}
+
+// Kinds of a timelineItem: indexes of timelineKinds.
+const (
+	kindJob uint8 = iota
+	kindPod
+	kindContainer
+	kindEvent
+	kindFinding
+)
+
+// Timeline is the job's life in time order (by time, kind, pod and text): the job's, the
+// pods' and the containers' lifecycle changes, events and findings. It is kept compact and
+// All makes each entry whole as it is read: a timeline of 200,000 containers has 650,000
+// entries, most of them a pod's or a container's, which are a time and three numbers here
+// (a fifth of a TimelineEntry's size).
+type Timeline struct {
+	items []timelineItem
+	// pods are the pods the items of pods and containers name; texts the texts of those
+	// items, each once; others the job's and the events' entries; findings the findings.
+	pods     []*corev1.Pod
+	texts    []string
+	others   []TimelineEntry
+	findings []*Finding
 }
 
-// timelineCmp orders the timeline: by time, kind, pod and text. It is called some twenty
-// times per entry on a timeline of 600,000 entries (200,000 containers): each key is
-// compared only when the ones before it are equal.
-func timelineCmp(a, b TimelineEntry) int {
-	if c := a.Time.Compare(b.Time); c != 0 {
+// timelineItem is an entry of a Timeline: its time (its instant: a finding's own time is
+// read from the finding) and kind; of a pod's or container's entry, the pod (Timeline.pods),
+// the container's status (its index in the pod's container statuses, or -2-i in the init
+// containers', -1 for none) and the text (Timeline.texts); of another entry, ref is its index
+// in others or findings.
+type timelineItem struct {
+	sec            int64
+	nsec           int32
+	kind           uint8
+	ref, container int32
+	text           int32
+}
+
+// Len is how many entries the timeline has (none in a nil one).
+func (t *Timeline) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.items)
+}
+
+// All yields the timeline's entries in order (none of a nil one).
+func (t *Timeline) All() iter.Seq[TimelineEntry] {
+	return func(yield func(TimelineEntry) bool) {
+		for i := range t.Len() {
+			if !yield(t.entry(&t.items[i])) {
+				return
+			}
+		}
+	}
+}
+
+func (t *Timeline) entry(it *timelineItem) TimelineEntry {
+	switch it.kind {
+	case kindPod, kindContainer:
+		return TimelineEntry{Time: time.Unix(it.sec, int64(it.nsec)).UTC(), Kind: timelineKinds[it.kind],
+			Pod: t.pods[it.ref].Name, Container: t.container(it), Text: t.texts[it.text]}
+	case kindFinding:
+		f := t.findings[it.ref]
+		return TimelineEntry{Time: *f.Time, Kind: "finding", Pod: f.Pod, Container: f.Container, Text: f.Title,
+			Severity: f.Severity, FindingID: f.ID}
+	}
+	return t.others[it.ref]
+}
+
+func (t *Timeline) container(it *timelineItem) string {
+	st := &t.pods[it.ref].Status
+	switch c := it.container; {
+	case c >= 0:
+		return st.ContainerStatuses[c].Name
+	case c <= -2:
+		return st.InitContainerStatuses[-2-c].Name
+	}
+	return ""
+}
+
+// pod and text are an item's pod and text as the entry has them, for ordering.
+func (t *Timeline) pod(it *timelineItem) string {
+	switch it.kind {
+	case kindPod, kindContainer:
+		return t.pods[it.ref].Name
+	case kindFinding:
+		return t.findings[it.ref].Pod
+	}
+	return t.others[it.ref].Pod
+}
+
+func (t *Timeline) text(it *timelineItem) string {
+	switch it.kind {
+	case kindPod, kindContainer:
+		return t.texts[it.text]
+	case kindFinding:
+		return t.findings[it.ref].Title
+	}
+	return t.others[it.ref].Text
+}
+
+// cmp orders the timeline: by time, kind, pod and text. It is called some twenty times per
+// entry on a timeline of 650,000 entries (200,000 containers): each key is compared only
+// when the ones before it are equal.
+func (t *Timeline) cmp(a, b timelineItem) int {
+	if c := cmp.Compare(a.sec, b.sec); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)); c != 0 {
+	if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.Pod, b.Pod); c != 0 {
+	if c := cmp.Compare(a.kind, b.kind); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Text, b.Text)
+	if c := strings.Compare(t.pod(&a), t.pod(&b)); c != 0 {
+		return c
+	}
+	return strings.Compare(t.text(&a), t.text(&b))
+}
+
+func itemAt(tm time.Time, kind uint8, ref int) timelineItem {
+	return timelineItem{sec: tm.Unix(), nsec: int32(tm.Nanosecond()), kind: kind, ref: int32(ref), container: -1}
 }
 
 func (a *analyzer) timeline() {
@@ -64,14 +162,31 @@ func (a *analyzer) timeline() {
 	if j := a.m.Job; j != nil && j.Object != nil {
 		n += 1 + len(j.Conditions)
 	}
-	tl := make([]TimelineEntry, 0, n)
-	add := func(t time.Time, kind, pod, container, text string) {
+	tl := &Timeline{items: make([]timelineItem, 0, n), pods: pods, findings: a.findings}
+	other := func(t time.Time, kind uint8, pod, text string) {
 		if !t.IsZero() {
-			tl = append(tl, TimelineEntry{Time: t.UTC(), Kind: kind, Pod: pod, Container: container, Text: text})
+			tl.items = append(tl.items, itemAt(t, kind, len(tl.others)))
+			tl.others = append(tl.others, TimelineEntry{Time: t.UTC(), Kind: timelineKinds[kind], Pod: pod, Text: text})
 		}
 	}
+	// The texts of thousands of pods are mostly alike: each is numbered once.
+	textOf := map[string]int32{}
+	add := func(t time.Time, kind uint8, pod, container int, text string) {
+		if t.IsZero() {
+			return
+		}
+		k, ok := textOf[text]
+		if !ok {
+			k = int32(len(tl.texts))
+			textOf[text] = k
+			tl.texts = append(tl.texts, text)
+		}
+		it := itemAt(t, kind, pod)
+		it.container, it.text = int32(container), k
+		tl.items = append(tl.items, it)
+	}
 	if j := a.m.Job; j != nil && j.Object != nil {
-		add(j.Created, "job", "", "", j.Kind+" created")
+		other(j.Created, kindJob, "", j.Kind+" created")
 		for _, c := range j.Conditions {
 			text := fmt.Sprintf("condition %s=%s", c.Type, c.Status)
 			if c.Reason != "" {
@@ -80,10 +195,9 @@ func (a *analyzer) timeline() {
 			if c.Message != "" {
 				text += ": " + truncateText(c.Message)
 			}
-			add(c.Time, "job", "", "", text)
+			other(c.Time, kindJob, "", text)
 		}
 	}
-	// The texts of thousands of pods are mostly alike: one string each.
 	scheduled := map[string]string{}
 	type ending struct {
 		previous bool
@@ -91,8 +205,8 @@ func (a *analyzer) timeline() {
 		code     int32
 	}
 	terminated := map[ending]string{}
-	for _, p := range pods {
-		add(p.CreationTimestamp.Time, "pod", p.Name, "", "pod created")
+	for pi, p := range pods {
+		add(p.CreationTimestamp.Time, kindPod, pi, -1, "pod created")
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
 				text, ok := scheduled[p.Spec.NodeName]
@@ -100,29 +214,33 @@ func (a *analyzer) timeline() {
 					text = "scheduled on " + p.Spec.NodeName
 					scheduled[p.Spec.NodeName] = text
 				}
-				add(c.LastTransitionTime.Time, "pod", p.Name, "", text)
+				add(c.LastTransitionTime.Time, kindPod, pi, -1, text)
 			}
 		}
-		for _, all := range [2][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for si, all := range [2][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 			for ci := range all {
 				cs := &all[ci]
+				at := ci
+				if si == 0 {
+					at = -2 - ci
+				}
 				for i, st := range [2]*corev1.ContainerState{&cs.LastTerminationState, &cs.State} {
 					prefix := ""
 					if i == 0 {
 						prefix = "previous "
 					}
 					if st.Running != nil {
-						add(st.Running.StartedAt.Time, "container", p.Name, cs.Name, prefix+"container started")
+						add(st.Running.StartedAt.Time, kindContainer, pi, at, prefix+"container started")
 					}
 					if te := st.Terminated; te != nil {
-						add(te.StartedAt.Time, "container", p.Name, cs.Name, prefix+"container started")
+						add(te.StartedAt.Time, kindContainer, pi, at, prefix+"container started")
 						k := ending{i == 0, te.Reason, te.ExitCode}
 						text, ok := terminated[k]
 						if !ok {
 							text = fmt.Sprintf("%scontainer terminated: %s, exit code %d", prefix, te.Reason, te.ExitCode)
 							terminated[k] = text
 						}
-						add(te.FinishedAt.Time, "container", p.Name, cs.Name, text)
+						add(te.FinishedAt.Time, kindContainer, pi, at, text)
 					}
 				}
 			}
@@ -146,19 +264,17 @@ func (a *analyzer) timeline() {
 		if e.InvolvedObject.Kind == "Pod" {
 			pod = e.InvolvedObject.Name
 		}
-		add(parse.EventFirstTime(e), "event", pod, "", text)
+		other(parse.EventFirstTime(e), kindEvent, pod, text)
 	}
 	if events > maxTimelineEvents {
 		a.warnf("the timeline shows the first %d of %d events; the events table has them all", maxTimelineEvents, events)
 	}
-	for _, f := range a.findings {
-		if f.Time == nil {
-			continue
+	for i, f := range a.findings {
+		if f.Time != nil {
+			tl.items = append(tl.items, itemAt(*f.Time, kindFinding, i))
 		}
-		tl = append(tl, TimelineEntry{Time: *f.Time, Kind: "finding", Pod: f.Pod, Container: f.Container,
-			Text: f.Title, Severity: f.Severity, FindingID: f.ID})
 	}
-	slices.SortStableFunc(tl, timelineCmp)
+	slices.SortStableFunc(tl.items, tl.cmp)
 	a.res.Timeline = tl
 }
 

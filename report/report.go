@@ -224,8 +224,8 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 		r.FormatVersion = FormatVersion
 	}
 	tf := timelineFolder{findings: ff, pods: pg}
-	for i := range res.Timeline {
-		tf.add(timelineEntryOf(&res.Timeline[i]))
+	for e := range res.Timeline.All() {
+		tf.add(timelineEntryOf(&e))
 	}
 	r.Timeline = tf.entries()
 	lf := logFolder{pods: pg}

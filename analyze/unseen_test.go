@@ -116,6 +116,10 @@ func TestVocabularyOfDataStorageAndTrainerFailures(t *testing.T) {
 			"Running tokenizer on dataset (num_proc=64):  98%|#########8| 81273/82730\n" +
 				"RuntimeError: One of the subprocesses has abruptly died during map operation.To debug the error, disable multiprocessing.\n",
 			CategoryHostOOM},
+		{"TensorFlow 1's op error naming its traceback above, of nvJPEG that cannot decode an image",
+			progress + "InternalError (see above for traceback): Critical error in pipeline: Error in thread 0: NVJPEG error \"3\"\n" +
+				"Current pipeline object is no longer valid.\n",
+			CategoryDataError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

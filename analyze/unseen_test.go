@@ -120,6 +120,13 @@ func TestVocabularyOfDataStorageAndTrainerFailures(t *testing.T) {
 			progress + "InternalError (see above for traceback): Critical error in pipeline: Error in thread 0: NVJPEG error \"3\"\n" +
 				"Current pipeline object is no longer valid.\n",
 			CategoryDataError},
+		{"PIL meeting a damaged image in a DataLoader worker",
+			progress + "OSError: Caught OSError in DataLoader worker process 3.\n" +
+				"Original Traceback (most recent call last):\n" +
+				"  File \"/env/lib/python3.8/site-packages/PIL/ImageFile.py\", line 269, in load\n" +
+				"    raise OSError(\"broken data stream when reading image file\")\n" +
+				"OSError: broken data stream when reading image file\n",
+			CategoryDataError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

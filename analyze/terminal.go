@@ -90,10 +90,14 @@ var (
 	// "google.api_core.exceptions.NotFound: 404 ...") or of pyarrow's ("pyarrow.lib.ArrowInvalid:
 	// ..."; pyarrow defines them in its compiled lib), or Python's base class itself, which
 	// scripts and launchers raise with their message ("Exception: Timed out waiting for tasks
-	// to start. ...", horovodrun's: horovod/horovod#1414, #3971). Anchored: it never searches
-	// the line.
+	// to start. ...", horovodrun's: horovod/horovod#1414, #3971). TensorFlow 1's session
+	// names the op's error with a pointer to the op's traceback printed above it
+	// ("ResourceExhaustedError (see above for traceback): OOM when allocating tensor ...",
+	// "DataLossError (see above for traceback): corrupted record at 12":
+	// tensorflow/tensorflow#13463).
+	// Anchored: it never searches the line.
 	exceptionLine = gated{re: regexp.MustCompile(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
-		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?::|$)`)}
+		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?: \(see above for traceback\))?(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
 		nil, "exit", "return code", "returncode").as(hasExitWord)

@@ -299,6 +299,10 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'Timed out waiting for tasks to start', 'check connectivity between servers'"},
 		{"a bare Exception line the run went on after", false, "Exception: Timed out waiting for tasks to start.\n" + progress + progress,
 			VerdictUnknown, "", "", ""},
+		// TensorFlow 1's session names an op's error with a pointer to its traceback above
+		// (tensorflow/tensorflow#13463).
+		{"a TensorFlow 1 op error that points at its traceback above", false, progress + "DataLossError (see above for traceback): corrupted record at 12\n",
+			VerdictUnhealthy, CategoryDataError, ConfidenceMedium, "likely data-error: 'corrupted'"},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
 		{"an exception logged at ERROR before the process exited", false, progress +

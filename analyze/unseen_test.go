@@ -6,13 +6,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// progress is two training steps: the log trained before it failed.
+const progress = "epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\n"
+
 // TestFailureClassesOfUnseenLogs: failure wordings first met in logs no rule was written from
 // (a spot check of public threads) are named by their class, by a specific rule with all
 // tiers and by the vocabulary alone, and the peer a symptom blames is the root rank.
 func TestFailureClassesOfUnseenLogs(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
-	progress := "epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\n"
 	tests := []struct {
 		name     string
 		log      string
@@ -106,4 +108,64 @@ func TestPastedDescribeOfAnUnscheduledPod(t *testing.T) {
 
 	res = analyzeLogs(t, all, "Conditions:\n  Type           Status\n  PodScheduled   True\n  Ready          True\n")
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "a scheduled pod")
+}
+
+// TestVocabularyOfDataStorageAndTrainerFailures: failures of data pipelines, remote file
+// systems and trainer libraries that no specific rule names are named by the vocabulary, the
+// same with all tiers as with the second tier alone, at medium confidence. The lines are those
+// of the public threads the terms cite.
+func TestVocabularyOfDataStorageAndTrainerFailures(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		log      string
+		category Category
+	}{
+		{"a shard whose tar stream ends early",
+			progress + "Traceback (most recent call last):\n" +
+				"  File \"/usr/lib/python3.8/tarfile.py\", line 2312, in next\n" +
+				"    raise ReadError(\"unexpected end of data\")\n" +
+				"tarfile.ReadError: unexpected end of data\n",
+			CategoryDataError},
+		{"fsspec's timeout on a remote file system, re-raised from a DataLoader worker",
+			progress + "fsspec.exceptions.FSTimeoutError: Caught FSTimeoutError in DataLoader worker process 2.\n",
+			CategoryStorageError},
+		{"a ZeRO checkpoint saved at another data-parallel size",
+			progress + "[rank5]: deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used a DP world size of 8 " +
+				"but the current world size is 16. Automatic adjustment of ZeRO's optimizer state partitioning with a new world size is not currently supported.\n",
+			CategoryConfigError},
+		{"DataLoader workers out of file descriptors",
+			progress + "Traceback (most recent call last):\n" +
+				"  File \"/usr/lib/python3.8/multiprocessing/reduction.py\", line 164, in recvfds\n" +
+				"RuntimeError: received 0 items of ancdata\n",
+			CategoryConfigError},
+		{"a worker of datasets' multiprocess map dies",
+			"Running tokenizer on dataset (num_proc=64):  98%|#########8| 81273/82730\n" +
+				"RuntimeError: One of the subprocesses has abruptly died during map operation.To debug the error, disable multiprocessing.\n",
+			CategoryHostOOM},
+		{"TensorFlow 1's op error naming its traceback above, of nvJPEG that cannot decode an image",
+			progress + "InternalError (see above for traceback): Critical error in pipeline: Error in thread 0: NVJPEG error \"3\"\n" +
+				"Current pipeline object is no longer valid.\n",
+			CategoryDataError},
+		{"PIL meeting a damaged image in a DataLoader worker",
+			progress + "OSError: Caught OSError in DataLoader worker process 3.\n" +
+				"Original Traceback (most recent call last):\n" +
+				"  File \"/env/lib/python3.8/site-packages/PIL/ImageFile.py\", line 269, in load\n" +
+				"    raise OSError(\"broken data stream when reading image file\")\n" +
+				"OSError: broken data stream when reading image file\n",
+			CategoryDataError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+				res := analyzeLogs(t, rules, tt.log)
+				require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+				require.NotNil(t, res.RootCause)
+				require.Equal(t, tt.category, res.RootCause.Category, res.RootCause.Title)
+				require.Equal(t, SecondTierRuleID+string(tt.category), res.RootCause.RuleID)
+				require.Equal(t, ConfidenceMedium, res.Confidence)
+			}
+		})
+	}
 }

@@ -207,6 +207,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		}
 	}
 	proc := p
+	if progress && proc.progress == 0 {
+		proc.lend(s.sc)
+	}
 	if progress || len(s.sc.state) > 0 {
 		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, &s.line, rank, s.addFinding)
 	}

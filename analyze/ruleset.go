@@ -257,6 +257,10 @@ type Scratch struct {
 	tail     tailBuf
 	shapes   []shapeSeen
 	progress []progressMemo
+	// rings are progress rings and gap buffers the processes of earlier logs let go
+	// (procState.settle), lent to the next process that shows progress (procState.lend): a
+	// ring grown by append in every log was most of what a scan of many small logs allocated.
+	rings []progressBufs
 	// rules and tails are the memos of the rules' and the tail filters of the shapes the
 	// logs it served showed, by shape key (keepMemo).
 	rules, tails map[string]*shapeMemo

@@ -384,7 +384,7 @@ func (s *logScanner) progressOf(l *logscan.Scanned, text []byte) (bool, int64) {
 	}
 	sh := l.Shape
 	if sh == nil {
-		return s.rs.matchProgress(text, s.sc)
+		return s.matchProgress(text)
 	}
 	for sh.ID >= len(s.progress) {
 		s.progress = append(s.progress, progressMemo{})
@@ -399,9 +399,9 @@ func (s *logScanner) progressOf(l *logscan.Scanned, text []byte) (bool, int64) {
 		case m.stepVar == -1:
 			return true, -1
 		}
-		return s.rs.matchProgress(text, s.sc)
+		return s.matchProgress(text)
 	}
-	ok, step := s.rs.matchProgress(text, s.sc)
+	ok, step := s.matchProgress(text)
 	m.seen++
 	if ok {
 		m.matched++

@@ -107,7 +107,7 @@ const filterAfter = 16
 
 func newLogScanner(ls bundle.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
 	s := &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}, rank: -1}
-	s.tail = tailBuf{lines: sc.tail.lines}
+	s.tail = tailBuf{lines: sc.tail.lines, marks: sc.tail.marks}
 	s.shapes, s.progress = sc.shapes[:0], sc.progress[:0]
 	return s
 }

@@ -132,6 +132,10 @@ func (s *Scan) Done(i int, st logscan.Stats, err error) {
 	}
 }
 
+// maxSpareMap bounds the maps a log's scan hands to the next log's: a log of thousands of
+// processes leaves no map that costs its size to clear.
+const maxSpareMap = 64
+
 // scannedLog is what analyze reads of a log once its scan has ended.
 type scannedLog struct {
 	procs    []*procState
@@ -148,6 +152,12 @@ func (s *logScanner) scanned(st logscan.Stats, spare *Scratch) scannedLog {
 	procs := s.finish(st)
 	for _, p := range procs {
 		p.settle(spare)
+	}
+	if spare != nil && len(s.byRule) <= maxSpareMap && len(s.procs) <= maxSpareMap {
+		// The log's maps, emptied, serve the next log (newLogScanner).
+		clear(s.byRule)
+		clear(s.procs)
+		spare.byRule, spare.procs, s.byRule, s.procs = s.byRule, s.procs, nil, nil
 	}
 	return scannedLog{procs: procs, findings: s.findings, terminal: s.terminal, facts: s.facts, rank: s.rank}
 }

@@ -106,7 +106,14 @@ type shapeSeen struct {
 const filterAfter = 16
 
 func newLogScanner(ls bundle.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
-	s := &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}, rank: -1}
+	s := &logScanner{ls: ls, rs: rs, sc: sc, byRule: sc.byRule, procs: sc.procs, rank: -1}
+	sc.byRule, sc.procs = nil, nil
+	if s.byRule == nil {
+		s.byRule = map[*Rule]*Finding{}
+	}
+	if s.procs == nil {
+		s.procs = map[string]*procState{}
+	}
 	s.tail = tailBuf{lines: sc.tail.lines, marks: sc.tail.marks}
 	s.shapes, s.progress = sc.shapes[:0], sc.progress[:0]
 	return s

@@ -289,6 +289,10 @@ type Scratch struct {
 	// (procState.settle), lent to the next process that shows progress (procState.lend): a
 	// ring grown by append in every log was most of what a scan of many small logs allocated.
 	rings []progressBufs
+	// byRule and procs are the maps of the last log's scan, emptied, for the next
+	// (logScanner.scanned).
+	byRule map[*Rule]*Finding
+	procs  map[string]*procState
 	// rules and tails are the memos of the rules' and the tail filters of the shapes the
 	// logs it served showed, by shape key (keepMemo).
 	rules, tails map[string]*shapeMemo

@@ -124,13 +124,18 @@ func (s *Scan) Log(i int) func(*logscan.Scanned) {
 func (s *Scan) Done(i int, st logscan.Stats, err error) {
 	if sc := s.scanners[i]; sc != nil {
 		sc.terminal = terminalOf(&sc.tail, sc.ls.Path, sc.ls.Pod, sc.ls.Container)
-		s.scratch.Put(sc.release())
+		scratch := sc.release()
 		if err == nil {
-			s.done[i] = sc.scanned(st)
+			s.done[i] = sc.scanned(st, scratch)
 			s.scanners[i] = nil
 		}
+		s.scratch.Put(scratch)
 	}
 }
+
+// maxSpareMap bounds the maps a log's scan hands to the next log's: a log of thousands of
+// processes leaves no map that costs its size to clear.
+const maxSpareMap = 64
 
 // scannedLog is what analyze reads of a log once its scan has ended.
 type scannedLog struct {
@@ -143,10 +148,17 @@ type scannedLog struct {
 
 // scanned closes the log's processes and settles them (see procState.settle): the scan's
 // end, where every log's processes are live together, is the peak of a bundle of many logs.
-func (s *logScanner) scanned(st logscan.Stats) scannedLog {
+// What the processes let go goes to spare (may be nil), for the next log's.
+func (s *logScanner) scanned(st logscan.Stats, spare *Scratch) scannedLog {
 	procs := s.finish(st)
 	for _, p := range procs {
-		p.settle()
+		p.settle(spare)
+	}
+	if spare != nil && len(s.byRule) <= maxSpareMap && len(s.procs) <= maxSpareMap {
+		// The log's maps, emptied, serve the next log (newLogScanner).
+		clear(s.byRule)
+		clear(s.procs)
+		spare.byRule, spare.procs, s.byRule, s.procs = s.byRule, s.procs, nil, nil
 	}
 	return scannedLog{procs: procs, findings: s.findings, terminal: s.terminal, facts: s.facts, rank: s.rank}
 }
@@ -156,7 +168,7 @@ func (s *logScanner) scanned(st logscan.Stats) scannedLog {
 func (s *Scan) scannedLogs(stats []logscan.Stats) []scannedLog {
 	for i, sc := range s.scanners {
 		if sc != nil {
-			s.done[i], s.scanners[i] = sc.scanned(stats[i]), nil
+			s.done[i], s.scanners[i] = sc.scanned(stats[i], nil), nil
 		}
 	}
 	return s.done

@@ -106,8 +106,15 @@ type shapeSeen struct {
 const filterAfter = 16
 
 func newLogScanner(ls bundle.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
-	s := &logScanner{ls: ls, rs: rs, sc: sc, byRule: map[*Rule]*Finding{}, procs: map[string]*procState{}, rank: -1}
-	s.tail = tailBuf{lines: sc.tail.lines}
+	s := &logScanner{ls: ls, rs: rs, sc: sc, byRule: sc.byRule, procs: sc.procs, rank: -1}
+	sc.byRule, sc.procs = nil, nil
+	if s.byRule == nil {
+		s.byRule = map[*Rule]*Finding{}
+	}
+	if s.procs == nil {
+		s.procs = map[string]*procState{}
+	}
+	s.tail = tailBuf{lines: sc.tail.lines, marks: sc.tail.marks}
 	s.shapes, s.progress = sc.shapes[:0], sc.progress[:0]
 	return s
 }
@@ -211,6 +218,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		}
 	}
 	proc := p
+	if progress && proc.progress == 0 {
+		proc.lend(s.sc)
+	}
 	if progress || len(s.sc.state) > 0 {
 		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, &s.line, rank, s.addFinding)
 	}
@@ -385,7 +395,7 @@ func (s *logScanner) progressOf(l *logscan.Scanned, text []byte) (bool, int64) {
 	}
 	sh := l.Shape
 	if sh == nil {
-		return s.rs.matchProgress(text, s.sc)
+		return s.matchProgress(text)
 	}
 	for sh.ID >= len(s.progress) {
 		s.progress = append(s.progress, progressMemo{})
@@ -400,9 +410,9 @@ func (s *logScanner) progressOf(l *logscan.Scanned, text []byte) (bool, int64) {
 		case m.stepVar == -1:
 			return true, -1
 		}
-		return s.rs.matchProgress(text, s.sc)
+		return s.matchProgress(text)
 	}
-	ok, step := s.rs.matchProgress(text, s.sc)
+	ok, step := s.matchProgress(text)
 	m.seen++
 	if ok {
 		m.matched++

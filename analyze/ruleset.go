@@ -35,6 +35,9 @@ type RuleSet struct {
 	progPats    []pattern
 	progAC      *literal.Matcher
 	progLitPats [][]patSet
+	// progBlind: the progress patterns and literals cannot tell digits apart (digitBlind),
+	// so a scan worker may remember their answers by masked line (logScanner.matchProgress).
+	progBlind bool
 }
 
 type pattern struct {
@@ -163,6 +166,11 @@ func (rs *RuleSet) compileProgress() {
 	}
 	rs.progLitPats = table.pats
 	rs.progAC = literal.NewMatcher(table.lits)
+	res := make([]*regexp.Regexp, len(rs.progPats))
+	for i, p := range rs.progPats {
+		res[i] = p.re
+	}
+	rs.progBlind = digitBlind(res, table.lits)
 	rs.ac = literal.NewMatcher(append(slices.Clip(rs.lits), table.lits...))
 }
 
@@ -192,6 +200,29 @@ func (rs *RuleSet) progressLiterals(text []byte, sc *Scratch) {
 // matchProgress says whether a line shows training progress, and its step when the
 // pattern has a step group (-1 otherwise).
 func (rs *RuleSet) matchProgress(text []byte, sc *Scratch) (ok bool, step int64) {
+	i, loc := rs.progressMatch(text, sc)
+	if i < 0 {
+		return false, -1
+	}
+	return true, rs.stepAt(i, loc, text)
+}
+
+// stepAt is the step progress pattern i shows in text, which it matched at loc (-1: none).
+func (rs *RuleSet) stepAt(i int, loc []int, text []byte) int64 {
+	step := int64(-1)
+	for g, name := range rs.progPats[i].re.SubexpNames() {
+		if name == "step" && loc[2*g] >= 0 {
+			if n, ok := atoi(text[loc[2*g]:loc[2*g+1]]); ok {
+				step = int64(n)
+			}
+		}
+	}
+	return step
+}
+
+// progressMatch returns the first progress pattern that matches text and where (its
+// submatches), or -1.
+func (rs *RuleSet) progressMatch(text []byte, sc *Scratch) (int, []int) {
 	rs.progressLiterals(text, sc)
 	seen := sc.progSeen[:0]
 	for range rs.progPats {
@@ -207,21 +238,11 @@ func (rs *RuleSet) matchProgress(text []byte, sc *Scratch) (ok bool, step int64)
 		if seen[i] != p.full {
 			continue
 		}
-		loc := p.re.FindSubmatchIndex(text)
-		if loc == nil {
-			continue
+		if loc := p.re.FindSubmatchIndex(text); loc != nil {
+			return i, loc
 		}
-		step = -1
-		for i, name := range p.re.SubexpNames() {
-			if name == "step" && loc[2*i] >= 0 {
-				if n, ok := atoi(text[loc[2*i]:loc[2*i+1]]); ok {
-					step = int64(n)
-				}
-			}
-		}
-		return true, step
 	}
-	return false, -1
+	return -1, nil
 }
 
 // Rules returns the rules sorted by id.
@@ -249,6 +270,13 @@ type Scratch struct {
 	// progHits and progSeen are matchProgress's hits and sets seen by pattern.
 	progHits []literal.Hit
 	progSeen []uint8
+	// progMemo, progKey, progAnswered and progOff are the memo of the progress patterns'
+	// answers by masked line, its key's buffer, the lines it answered and whether it gave
+	// up (logScanner.matchProgress).
+	progMemo     map[string]progressSeen
+	progKey      []byte
+	progAnswered int
+	progOff      bool
 	// both asks matchProgress to find the rules' literals of the line too, for the Match
 	// that follows it; found says hits holds them.
 	both, found bool
@@ -257,6 +285,14 @@ type Scratch struct {
 	tail     tailBuf
 	shapes   []shapeSeen
 	progress []progressMemo
+	// rings are progress rings and gap buffers the processes of earlier logs let go
+	// (procState.settle), lent to the next process that shows progress (procState.lend): a
+	// ring grown by append in every log was most of what a scan of many small logs allocated.
+	rings []progressBufs
+	// byRule and procs are the maps of the last log's scan, emptied, for the next
+	// (logScanner.scanned).
+	byRule map[*Rule]*Finding
+	procs  map[string]*procState
 	// rules and tails are the memos of the rules' and the tail filters of the shapes the
 	// logs it served showed, by shape key (keepMemo).
 	rules, tails map[string]*shapeMemo

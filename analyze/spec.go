@@ -30,12 +30,22 @@ func (a *analyzer) spec() {
 			maxGPU = q.Value()
 		}
 	}
+	// Each pod's role, as Job.RoleOf says it (the first replica that lists the pod), looked up
+	// once: RoleOf per pod reads every replica's pods, 134M comparisons at 16,384 pods.
+	roles := map[*corev1.Pod]string{}
+	if a.m.Job != nil {
+		for _, r := range a.m.Job.Replicas {
+			for _, q := range r.Pods {
+				if _, ok := roles[q]; !ok {
+					roles[q] = r.Role
+				}
+			}
+		}
+	}
 	for _, p := range a.jobPods() {
 		role := p.Name
-		if a.m.Job != nil {
-			if r := a.m.Job.RoleOf(p); r != "" {
-				role = r
-			}
+		if r := roles[p]; r != "" {
+			role = r
 		}
 		at := p.CreationTimestamp.Time
 		ev := func(text string) Evidence {

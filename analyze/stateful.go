@@ -363,14 +363,22 @@ func procOfReport(procs []*procState, rep seqReport) *procState {
 	return procs[0]
 }
 
+// without returns the numbers of all that are not in drop, in all's order. A long drop is
+// looked up sorted: the ranks that did not report, the world without 16,384 reporters, were
+// 268M comparisons.
 func without(all, drop []int) []int {
+	in := func(n int) bool { return slices.Contains(drop, n) }
+	if len(drop) > 16 {
+		sorted := slices.Clone(drop)
+		slices.Sort(sorted)
+		in = func(n int) bool {
+			_, found := slices.BinarySearch(sorted, n)
+			return found
+		}
+	}
 	var out []int
 	for _, n := range all {
-		keep := true
-		for _, d := range drop {
-			keep = keep && n != d
-		}
-		if keep {
+		if !in(n) {
 			out = append(out, n)
 		}
 	}

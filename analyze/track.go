@@ -79,6 +79,28 @@ type progressMarks struct {
 	median int64
 }
 
+// progressBufs are a process's ring of recent marks and its gaps, empty, at their bound.
+type progressBufs struct {
+	recent    []mark
+	intervals []int64
+}
+
+// maxSpareRings bounds the rings a scratch keeps for later logs: a log of thousands of
+// processes does not leave thousands behind.
+const maxSpareRings = 16
+
+// lend gives the process a ring and gaps an earlier log's process let go, if sc has one,
+// before its first progress line.
+func (p *procState) lend(sc *Scratch) {
+	if sc == nil || len(sc.rings) == 0 || p.progress > 0 || p.settled {
+		return
+	}
+	b := sc.rings[len(sc.rings)-1]
+	sc.rings = sc.rings[:len(sc.rings)-1]
+	l := p.marks()
+	l.recent, l.intervals = b.recent, b.intervals
+}
+
 // marks returns the process's progress lines, made at the first.
 func (p *procState) marks() *progressMarks {
 	if p.progressMarks == nil {
@@ -169,8 +191,9 @@ func (p *procState) period() time.Duration {
 // settle keeps of the process's progress what analyze reads once its log's scan has ended
 // (finish has run): the period instead of the gaps it is the median of, the ring of recent
 // marks packed (pack) and the last progress line too. 16,384 ranks keep 16,384 processes until
-// the end of the scan, the bundle's peak.
-func (p *procState) settle() {
+// the end of the scan, the bundle's peak. The ring and the gaps, at their bound, go to sc (may
+// be nil) for a later log's processes (lend).
+func (p *procState) settle(sc *Scratch) {
 	if p.settled {
 		return
 	}
@@ -180,8 +203,13 @@ func (p *procState) settle() {
 		return
 	}
 	p.median, p.settled = int64(p.period()), true
+	spare := progressBufs{recent: p.recent, intervals: p.intervals}
 	p.intervals = nil
 	p.pack()
+	p.recent = nil
+	if sc != nil && cap(spare.recent) == maxPeriods && cap(spare.intervals) == maxIntervals && len(sc.rings) < maxSpareRings {
+		sc.rings = append(sc.rings, progressBufs{recent: spare.recent[:0], intervals: spare.intervals[:0]})
+	}
 	if len(p.lastText) < cap(p.lastText) {
 		p.lastText = slices.Clone(p.lastText)
 	}
@@ -222,6 +250,9 @@ func (p *procState) sawProgress(m mark, text []byte) {
 	p.marks()
 	if p.progress > 0 {
 		if last := p.lastProgress(); last.time != 0 && m.time > last.time {
+			if p.intervals == nil {
+				p.intervals = make([]int64, 0, maxIntervals)
+			}
 			if len(p.intervals) < maxIntervals {
 				p.intervals = append(p.intervals, m.time-last.time)
 			} else {
@@ -238,6 +269,9 @@ func (p *procState) sawProgress(m mark, text []byte) {
 		m.step = p.step
 	}
 	p.progress++
+	if p.recent == nil {
+		p.recent = make([]mark, 0, maxPeriods)
+	}
 	if len(p.recent) < maxPeriods {
 		p.recent = append(p.recent, m)
 	} else {

@@ -73,15 +73,32 @@ func TestSettledProcessReadsAsBefore(t *testing.T) {
 		{"no progress", 0, 1, 10, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := newProcState("logs/w0", "", "w0", "train", 0)
-			at := int64(time.Hour)
-			for i := range c.lines {
-				at += int64(time.Second) * int64(1+i%3)
-				p.sawProgress(mark{line: c.first + 2*i, time: at, step: c.step * int64(i)}, []byte("step "+strconv.Itoa(i)))
+			saw := func(sc *Scratch) *procState {
+				p := newProcState("logs/w0", "", "w0", "train", 0)
+				p.lend(sc)
+				at := int64(time.Hour)
+				for i := range c.lines {
+					at += int64(time.Second) * int64(1+i%3)
+					p.sawProgress(mark{line: c.first + 2*i, time: at, step: c.step * int64(i)}, []byte("step "+strconv.Itoa(i)))
+				}
+				return p
 			}
+			p := saw(nil)
 			before := readOf(p)
-			p.settle()
+			p.settle(nil)
 			require.Equal(t, before, readOf(p))
+			// A process lent the ring and gaps of one that settled before it reads the same.
+			sc := &Scratch{}
+			other := newProcState("logs/w1", "", "w1", "train", 1)
+			for i := range 2 * maxIntervals {
+				other.sawProgress(mark{line: 7 * i, time: int64(i) * 3, step: int64(i)}, []byte("step"))
+			}
+			other.settle(sc)
+			require.Len(t, sc.rings, 1, "a full ring is kept for the next process")
+			lent := saw(sc)
+			require.Equal(t, before, readOf(lent))
+			lent.settle(sc)
+			require.Equal(t, before, readOf(lent))
 			if c.lines == 0 {
 				require.Nil(t, p.progressMarks, "a process without progress has no marks")
 				return

@@ -114,3 +114,30 @@ func traceback(code, exception string) string {
 func chain(first, joint, second string) string {
 	return first + "\n" + joint + "\n\n" + second
 }
+
+// TestWithoutKeepsOrderAndDuplicates: the ranks left once others are dropped are the same,
+// in the same order, whether the dropped list is short (compared one by one) or long (looked
+// up sorted), unsorted or with repeats.
+func TestWithoutKeepsOrderAndDuplicates(t *testing.T) {
+	all := []int{9, 3, 3, 40, 0, 17, 2, 40, 5}
+	naive := func(all, drop []int) []int {
+		var out []int
+		for _, n := range all {
+			keep := true
+			for _, d := range drop {
+				keep = keep && n != d
+			}
+			if keep {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	long := []int{40, 1, 3}
+	for i := 100; i > 70; i-- {
+		long = append(long, i, i)
+	}
+	for _, drop := range [][]int{nil, {3}, {40, 9}, long, append(long, 9, 3, 40, 0, 17, 2, 5)} {
+		require.Equal(t, naive(all, drop), without(all, drop), "dropping %v", drop)
+	}
+}

@@ -488,10 +488,6 @@ func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, err := openPlain(file)
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: file, Err: err}
-		}
 		// A log shorter than the head is read to the size the walk saw, in one read: a
 		// read more for its end of file was a fifth of the sniff's system calls at 200,000
 		// logs of 80 bytes.
@@ -499,7 +495,10 @@ func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool
 		if size := b.Files[i].Size; size > 0 && size < int64(len(head)) {
 			want = head[:size]
 		}
-		n, _ := io.ReadFull(f, want)
+		n, err := readHead(file, want)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: file, Err: err}
+		}
 		form, bad := sniff(head[:n])
 		if form == formPlain {
 			if int64(n) == b.Files[i].Size {
@@ -509,20 +508,19 @@ func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool
 				_, _, warning := textLog(p, bytes.NewReader(head[:n]))
 				b.Warnings = append(b.Warnings, warning)
 			}
-			f.Close()
 			continue
 		}
 		if tmp == nil {
 			scratch.Sweep("", decodedPrefix)
 			if tmp, err = scratch.MkdirTemp("", decodedPrefix+"*"); err != nil {
-				f.Close()
 				return nil, err
 			}
 			b.onClose(tmp.Remove)
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			f.Close()
-			return nil, err
+		// A log to decode (compressed, UTF-16) is opened again and read from its start.
+		f, err := openPlain(file)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: file, Err: err}
 		}
 		dst := filepath.Join(tmp.Path, fmt.Sprintf("%d.log", i))
 		w, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)

@@ -4,6 +4,7 @@ package bundle
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -16,4 +17,16 @@ func openPlain(name string) (*os.File, error) {
 		return nil, pe.Err
 	}
 	return f, err
+}
+
+// readHead reads the start of a file into buf until it is full or the file ends. Errors are
+// the bare cause of the open.
+func readHead(name string, buf []byte) (int, error) {
+	f, err := openPlain(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, _ := io.ReadFull(f, buf)
+	return n, nil
 }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,51 @@ func TestVolumeMountPaste(t *testing.T) {
 			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 			require.Equal(t, tc.rule, res.RootCause.RuleID, findingsOf(res))
 			require.Contains(t, res.VerdictReason, tc.reason)
+		})
+	}
+}
+
+// A pasted pod's events that show its container created after a start-up complaint (a
+// volume, a node, an image) show a wait the pod got past; a crash loop after the start, or a
+// complaint after it, or about another pod, is no such thing.
+func TestStartupWaitEnded(t *testing.T) {
+	// https://github.com/Azure/kubernetes-keyvault-flexvol/issues/68
+	mounted := `Events:
+  Type     Reason       Age   From                               Message
+  ----     ------       ----  ----                               -------
+  Normal   Scheduled    23s   default-scheduler                  Successfully assigned flexvoltest/nginx-flex-kv-podid to aks-agentpool-11854310-5
+  Warning  FailedMount  22s   kubelet, aks-agentpool-11854310-5  MountVolume.SetUp failed for volume "test" : mount command failed, status: Failure, reason: /etc/kubernetes/volumeplugins/azure~kv/azurekeyvault-flexvolume failed, failed to get key vault
+  Normal   Pulling      16s   kubelet, aks-agentpool-11854310-5  pulling image "nginx"
+  Normal   Pulled       15s   kubelet, aks-agentpool-11854310-5  Successfully pulled image "nginx"
+  Normal   Created      14s   kubelet, aks-agentpool-11854310-5  Created container
+  Normal   Started      14s   kubelet, aks-agentpool-11854310-5  Started container
+`
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, mounted)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+	}
+	res := analyzeLogs(t, all, mounted)
+	require.Contains(t, findingsOf(res), "storage-error/volume-mount-failed warning")
+
+	for _, tc := range []struct{ name, text, category string }{
+		// The events of tarantool/tarantool-operator#88's guide, the crash loop's start first.
+		{"a crash loop after the start", `  Normal   Created           37m (x5 over 39m)      kubelet, minikube  Created container pim-storage
+  Normal   Started           37m (x5 over 39m)      kubelet, minikube  Started container pim-storage
+  Warning  BackOff           4m25s (x157 over 38m)  kubelet, minikube  Back-off restarting failed container
+`, "user-code-error"},
+		// The complaint comes after the creation: the volume of a later start.
+		{"a mount after the start", strings.Join(strings.Split(mounted, "\n")[6:10], "\n") + "\n" + strings.Split(mounted, "\n")[4] + "\n", "storage-error"},
+		// kubectl get events of a namespace: another pod's container started.
+		{"another pod's start", `9m32s       Warning   FailedMount   pod/trainer-0   MountVolume.SetUp failed for volume "data" : mount failed: exit status 32
+9m28s       Normal    Started       pod/loader-1    Started container loader
+`, "storage-error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tc.text)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+			require.Equal(t, Category(tc.category), res.RootCause.Category, findingsOf(res))
 		})
 	}
 }

@@ -41,6 +41,10 @@ type tailBuf struct {
 	n     int
 	// lastProgress is the line number of the log's last training progress line (0: none).
 	lastProgress int
+	// started is the line number of the tail's last line that says a container was created
+	// (0: none) and startedPod the pod it names, found with the terminal failure (recovered.go).
+	started    int
+	startedPod []byte
 }
 
 func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int, quiet bool) {
@@ -402,6 +406,7 @@ const (
 	hasRecoveryWord                     // one of recoveryWords at word boundaries: a recovery line
 	hasProbeWord                        // one of probeWords at word boundaries: a batch-size finder's step
 	hasSocketWord                       // one of socketAttemptWords at word boundaries: c10d's connect attempt
+	hasStartWord                        // one of startWords at word boundaries: a container created (recovered.go)
 	// one of the words of exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords
 	hasExitWord
 	hasSignalWord
@@ -414,7 +419,7 @@ const (
 
 // edgedWords are the lists whose phrases count only at word boundaries: the recovery lines'
 // (recovered.go), which a longer word must not make ("retrying" in "retryingly" is none).
-const edgedWords = hasRecoveryWord | hasProbeWord | hasSocketWord
+const edgedWords = hasRecoveryWord | hasProbeWord | hasSocketWord | hasStartWord
 
 // tailWordList is tailWords' literals: endWords, recoveryWords, probeWords, then the words
 // of each gated expression classify runs; tailWordBits is the bit each sets, tailWordEdged
@@ -424,6 +429,7 @@ var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
 	{list: recoveryWords, bit: hasRecoveryWord},
 	{list: probeWords, bit: hasProbeWord},
 	{list: socketAttemptWords, bit: hasSocketWord},
+	{list: startWords, bit: hasStartWord},
 	exitLine, signalLine, fatalLine, coordinationLine, launcherLine, errorLine, errorWords,
 })
 
@@ -621,7 +627,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
-	forgetRecovered(lines, kinds, words)
+	t.started, t.startedPod = forgetRecovered(lines, kinds, words)
 	if tb && !ignored {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where.

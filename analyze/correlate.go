@@ -132,11 +132,17 @@ func sameEvidence(evs []Evidence, ev Evidence) bool {
 // resolvedLater lowers findings whose rule says when they are a root cause (rootOnlyIf) and
 // whose pod shows otherwise: a job that waited for GPUs for a while did not fail of it, and
 // a volume that failed to mount at first did not stop a container that then ran (its
-// object says so, or, pasted, an event of its container's creation after the wait). A finding
+// object says so, or, pasted, an event of its container's creation after the wait); and an
+// out-of-memory error its trainer caught, skipping the batch, with nothing failing after. A finding
 // of the job's own objects (a queue's Workload, a PodGroup: no pod) is resolved when every
 // pod of the job shows otherwise: the queue admitted the job and its pods were scheduled.
 func (a *analyzer) resolvedLater() {
 	for _, f := range a.findings {
+		if f.skipped && f.Severity >= SeverityError {
+			f.Severity = SeverityWarning
+			f.Title += " (caught: the batch was skipped)"
+			continue
+		}
 		if f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
 			continue
 		}

@@ -84,24 +84,69 @@ func podNamed(t []byte) []byte {
 	return ref
 }
 
-// markStarted marks the findings of a log's start-up waits (a rule's rootOnlyIf: its node,
-// its volumes, its image) that a container creation printed after them ended: when no pod
-// object says otherwise, they are resolved (analyzer.resolvedLater). The tail's terminal
-// failure found the creation (forgetRecovered).
-func (s *logScanner) markStarted() {
-	if s.tail.started == 0 {
+// markSurvived marks the findings of a log that its later lines show were survived, as its
+// terminal failure found them: a start-up wait (a rule's rootOnlyIf: its node, its volumes,
+// its image) that a container creation printed after it ended, when no pod object says
+// otherwise (forgetRecovered); an out-of-memory error whose batch was skipped with nothing
+// failing after the skip (caught). analyzer.resolvedLater lowers them.
+func (s *logScanner) markSurvived() {
+	if s.tail.started == 0 && s.tail.skipped == 0 {
 		return
 	}
 	for _, f := range s.findings {
-		if f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
+		if f.rule == nil || len(f.Evidence) == 0 {
 			continue
 		}
 		last := 0
 		for _, e := range f.Evidence {
 			last = max(last, e.Line, e.LastLine)
 		}
-		f.startedLater = last < s.tail.started && samePod(podNamed([]byte(f.Evidence[0].Text)), s.tail.startedPod)
+		if len(f.rule.rootOnlyIf) > 0 {
+			f.startedLater = last < s.tail.started && samePod(podNamed([]byte(f.Evidence[0].Text)), s.tail.startedPod)
+		}
+		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
+			f.skipped = last < s.tail.skipped
+		}
 	}
+}
+
+// A trainer that runs out of memory on one batch can catch the error, drop the batch and go
+// on: fairseq logs "| WARNING: ran out of memory with exception: CUDA out of memory. ..." and
+// " Skipping batch", other trainers "Skipping training batch with index 43 due to OOM error..."
+// (BioinfoMachineLearning/bio-diffusion#7; OpenNMT-py discards such batches, its #1385). The
+// out-of-memory error was caught and is not how the process ended, as long as nothing failed
+// after the last skip: a handler that cannot recover fails after it, and that failure, with
+// the error it could not handle, is the end (TestFailureAfterRecovery).
+// skipWords are such lines' phrases, as recoveryWords are matched.
+var skipWords = []string{"skipping batch", "skipping training batch", "skipping this batch", "skip this batch"}
+
+// oomWords say that a line is about memory running out: the errors a skipped batch survives.
+var oomWords = literal.NewMatcher([]string{"out of memory", "oom"})
+
+// caught drops the out-of-memory error lines of a log whose last skipped batch (see
+// skipWords) no line that shows a process ended comes after (a failure word is no such line:
+// fairseq's progress counts the batches it skipped, "oom=0.0017"), and returns that line's
+// number (0 when none, or when something failed after it).
+func caught(lines []tailLine, kinds []lineKind, words []wordSet) int {
+	last := -1
+	for i := len(words) - 1; i >= 0; i-- {
+		if words[i]&hasSkipWord != 0 {
+			last = i
+			break
+		}
+		if kinds[i].strong() {
+			return 0
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	for i := range kinds {
+		if kinds[i] != kindNone && (i <= last || kinds[i] == kindError) && literal.Any(oomWords, lines[i].text) {
+			kinds[i] = kindNone
+		}
+	}
+	return lines[last].line
 }
 
 // isRecovery says whether a tail line (t, with words its tailWordsOf) says that something

@@ -45,6 +45,9 @@ type tailBuf struct {
 	// (0: none) and startedPod the pod it names, found with the terminal failure (recovered.go).
 	started    int
 	startedPod []byte
+	// skipped is the line number of the tail's last line that says a batch was skipped after
+	// running out of memory, when nothing failed after it (0: none; recovered.go).
+	skipped int
 }
 
 func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int, quiet bool) {
@@ -407,6 +410,7 @@ const (
 	hasProbeWord                        // one of probeWords at word boundaries: a batch-size finder's step
 	hasSocketWord                       // one of socketAttemptWords at word boundaries: c10d's connect attempt
 	hasStartWord                        // one of startWords at word boundaries: a container created (recovered.go)
+	hasSkipWord                         // one of skipWords at word boundaries: a batch skipped (recovered.go)
 	// one of the words of exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords
 	hasExitWord
 	hasSignalWord
@@ -419,7 +423,7 @@ const (
 
 // edgedWords are the lists whose phrases count only at word boundaries: the recovery lines'
 // (recovered.go), which a longer word must not make ("retrying" in "retryingly" is none).
-const edgedWords = hasRecoveryWord | hasProbeWord | hasSocketWord | hasStartWord
+const edgedWords = hasRecoveryWord | hasProbeWord | hasSocketWord | hasStartWord | hasSkipWord
 
 // tailWordList is tailWords' literals: endWords, recoveryWords, probeWords, then the words
 // of each gated expression classify runs; tailWordBits is the bit each sets, tailWordEdged
@@ -430,6 +434,7 @@ var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
 	{list: probeWords, bit: hasProbeWord},
 	{list: socketAttemptWords, bit: hasSocketWord},
 	{list: startWords, bit: hasStartWord},
+	{list: skipWords, bit: hasSkipWord},
 	exitLine, signalLine, fatalLine, coordinationLine, launcherLine, errorLine, errorWords,
 })
 
@@ -627,6 +632,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
+	t.skipped = caught(lines, kinds, words)
 	t.started, t.startedPod = forgetRecovered(lines, kinds, words)
 	if tb && !ignored {
 		// The log ends inside a traceback, before its exception line: the process was raising

@@ -214,6 +214,16 @@ func isIgnoredHeader(t []byte) bool {
 	return bytes.HasPrefix(t, []byte("Exception ignored "))
 }
 
+// isThreadHeader says whether trimmed line t is how Python's threading reports the exception
+// that ended a thread other than the main one: "Exception in thread Thread-5:", then the
+// traceback (wandb/wandb#1526: wandb's file-stream thread died while training ran on). The
+// thread ended, not its process: a traceback it opens that is cut before its exception line
+// says nothing of how the process ended. Its exception, when printed, is read as any other
+// (a helper thread's gloo timeout or unreadable file is often what stops the run).
+func isThreadHeader(t []byte) bool {
+	return bytes.HasPrefix(t, []byte("Exception in thread "))
+}
+
 // ignoredTrace follows, in a log's scan, a traceback Python printed as ignored: from its
 // "Exception ignored in:" header through its frames to the exception line that closes it.
 // No rule's finding is made of those lines: the process went on, so the exception (an

@@ -61,6 +61,17 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 		"an out-of-memory batch skipped, fairseq": "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.75 GiB total capacity; 11.71 GiB already allocated; 584.94 MiB free; 2.38 GiB cached);\n" +
 			" Skipping batch\n" +
 			"| epoch 001:   1%|▍  | 594/72115 [02:39<5:20:01,  3.72it/s, loss=11.02, oom=0.0017]\n",
+		// wandb/wandb#2130: wandb's file-stream thread dies during training, its traceback cut
+		// before its exception; the thread ended, not the run.
+		"a thread's cut traceback": "wandb: Network error (ReadTimeout), entering retry loop. See wandb/debug-internal.log for full traceback.\n" +
+			"Exception in thread Thread-5:\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/home/bne215/anaconda3/lib/python3.8/threading.py\", line 932, in _bootstrap_inner\n" +
+			"    self.run()\n" +
+			"  File \"/home/bne215/anaconda3/lib/python3.8/threading.py\", line 870, in run\n" +
+			"    self._target(*self._args, **self._kwargs)\n" +
+			"  File \"/home/bne215/anaconda3/lib/python3.8/site-packages/wandb/sdk/internal/file_stream.py\", line 260, in _thread_body\n" +
+			"    self._handle_response(\n",
 		// A retry the log went on from without another failure.
 		"a retried upload, then training": "wandb: Network error (ConnectionError), entering retry loop.\n" +
 			"{'loss': 1.8125, 'grad_norm': 2.41, 'learning_rate': 1.9e-05, 'epoch': 0.31}\n" +
@@ -130,6 +141,15 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"    trainer.fit(model)\n" +
 			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
 			"cuda-oom", "OutOfMemoryError", true},
+		// A helper thread's traceback with its exception (the lines made up, the gloo message
+		// as its rule's examples print it): what stopped the thread may stop the run, and is
+		// read as any exception.
+		{"a thread's exception", "Exception in thread Thread-2:\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 61, in receive\n" +
+			"    dist.recv(buf, src=0)\n" +
+			"RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete\n",
+			"collective-timeout", "Timed out waiting", false},
 		// A log that ends retrying ends in its error: the store's connect attempts are its
 		// last lines (ofsoundof/GRL-Image-Restoration#27, cut before c10d gave up).
 		{"a retry the log ends in", "epoch 0 step 10 loss 2.10\n" +

@@ -582,6 +582,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	inFrames := make([]bool, len(lines))
 	tb, header := false, -1
 	ignored := false // after "Exception ignored in ...": the next exception was survived (recovered.go)
+	// thread: the traceback is a thread's (after "Exception in thread ...:"; recovered.go),
+	// threadNext: the line before was such a header.
+	thread, threadNext := false, false
 	for i, l := range lines {
 		// The message after an error-level logging header (logheader.go): a traceback logged
 		// at ERROR is read as a traceback. A line with such a header is of some kind (its
@@ -602,13 +605,18 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			ignored = true
 			continue
 		}
+		if isThreadHeader(trim) {
+			threadNext = true
+			continue
+		}
 		if isTracebackHeader(trim) {
 			if tb {
 				ignored = false // the ignored traceback ended in a line of no kind
 			}
-			tb, header = true, i
+			tb, header, thread, threadNext = true, i, threadNext, false
 			continue
 		}
+		threadNext = false
 		if bytes.HasPrefix(trim, []byte("The above exception was")) || bytes.HasPrefix(trim, []byte("During handling of the above exception")) {
 			continue // joins two tracebacks of one chain; says nothing itself
 		}
@@ -634,9 +642,10 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	}
 	t.skipped = caught(lines, kinds, words)
 	t.started, t.startedPod = forgetRecovered(lines, kinds, words)
-	if tb && !ignored {
+	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
-		// when its output stopped (or the paste was cut there), and its frames say where.
+		// when its output stopped (or the paste was cut there), and its frames say where. A
+		// thread's traceback says that a thread was.
 		kinds[header] = kindException
 	}
 	var picked []int

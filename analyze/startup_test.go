@@ -83,3 +83,20 @@ func TestStartupWaitEnded(t *testing.T) {
 		})
 	}
 }
+
+// A SIGTERM the job's own launcher sends is its teardown after another failure, not the
+// scheduler taking the pod away: the second tier does not call it a preemption.
+func TestLauncherSIGTERMIsNoPreemption(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// https://github.com/pytorch/pytorch/issues/88251
+	log := "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 59460 closing signal SIGTERM\n" +
+		"WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 59461 closing signal SIGTERM\n" +
+		"WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 59462 closing signal SIGTERM\n" +
+		"ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 5 (pid: 59469) of binary: /home/user/.\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict)
+		require.NotEqual(t, CategoryPreemptedEvicted, res.RootCause.Category, findingsOf(res))
+	}
+}

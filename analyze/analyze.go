@@ -124,6 +124,7 @@ func (s *Scan) Log(i int) func(*logscan.Scanned) {
 func (s *Scan) Done(i int, st logscan.Stats, err error) {
 	if sc := s.scanners[i]; sc != nil {
 		sc.terminal = terminalOf(&sc.tail, sc.ls.Path, sc.ls.Pod, sc.ls.Container)
+		sc.markSurvived()
 		scratch := sc.release()
 		if err == nil {
 			s.done[i] = sc.scanned(st, scratch)

@@ -139,11 +139,18 @@ func sameEvidence(evs []Evidence, ev Evidence) bool {
 
 // resolvedLater lowers findings whose rule says when they are a root cause (rootOnlyIf) and
 // whose pod shows otherwise: a job that waited for GPUs for a while did not fail of it, and
-// a volume that failed to mount at first did not stop a container that then ran. A finding
+// a volume that failed to mount at first did not stop a container that then ran (its
+// object says so, or, pasted, an event of its container's creation after the wait); and an
+// out-of-memory error its trainer caught, skipping the batch, with nothing failing after. A finding
 // of the job's own objects (a queue's Workload, a PodGroup: no pod) is resolved when every
 // pod of the job shows otherwise: the queue admitted the job and its pods were scheduled.
 func (a *analyzer) resolvedLater() {
 	for _, f := range a.findings {
+		if f.skipped && f.Severity >= SeverityError {
+			f.Severity = SeverityWarning
+			f.Title += " (caught: the batch was skipped)"
+			continue
+		}
 		if f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
 			continue
 		}
@@ -151,7 +158,9 @@ func (a *analyzer) resolvedLater() {
 		switch {
 		case f.Pod != "":
 			p := a.m.Pod("", f.Pod)
-			resolved = p != nil && !f.rule.rootOnlyIf.holds(a.podFields(p))
+			// Without the pod's object, its pasted events say it: a container created after
+			// the wait (recovered.go).
+			resolved = p != nil && !f.rule.rootOnlyIf.holds(a.podFields(p)) || p == nil && f.startedLater
 		case f.Node == "":
 			pods := a.jobPods()
 			resolved = len(pods) > 0

@@ -70,6 +70,12 @@ type Finding struct {
 	// waitPrinted is the longest wait (kubectl's ages, "(x25 over 116s)") that the lines of a
 	// finding about waiting to start print, also those after its first, which only count it.
 	waitPrinted time.Duration
+	// startedLater: a log line after the finding's last says its pod's container was created
+	// (a pasted event): the start-up wait it is about ended (recovered.go).
+	startedLater bool
+	// skipped: the finding's out-of-memory error was caught, its batch skipped, and nothing
+	// failed in its log after that (recovered.go).
+	skipped bool
 	// order keeps findings of one stream in line order when times are equal or missing.
 	order int
 	// log is the log file of a log finding and stream the process within it that printed

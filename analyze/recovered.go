@@ -1,6 +1,10 @@
 package analyze
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/coroner-dev/coroner/internal/literal"
+)
 
 // A library that fails an attempt and goes on says so: c10d's "..., will retry" while the
 // rendezvous store is not yet listening, the Hugging Face Hub client's "Retrying in 1s [Retry
@@ -32,6 +36,119 @@ var probeWords = []string{"trying batch size", "batch size finder"}
 // socketAttemptWords are such lines' phrases, as recoveryWords are matched.
 var socketAttemptWords = []string{"client socket has failed to connect to", "client socket cannot be initialized to connect to"}
 
+// The kubelet records creating and starting a container as events: "Created container
+// nginx", "Started container" (kubectl describe, Azure/kubernetes-keyvault-flexvol#68, and
+// kubectl get events), "Created container with id b45ed5fe..." (kubernetes/kubernetes#53062)
+// and, in its first format, "Created with docker id 5eb2da3af876". A container is created
+// only once its pod was scheduled, its volumes mounted and its image pulled: a complaint about
+// one of those printed before such a line was a wait the pod got past ("the mount did
+// succeed, but the user still sees this failure msg in the events", kubernetes/kubernetes#42867).
+// startWords are such lines' phrases, as recoveryWords are matched.
+var startWords = []string{"created container", "started container", "created with docker id", "started with docker id"}
+
+// startupWords name what a pod waits for before its container is created: its node, its
+// volumes, its image, its sandbox ("Error syncing pod" is the old kubelet's wrapper of these).
+var startupWords = literal.NewMatcher([]string{"schedul", "mount", "attach", "volume", "pull", "image", "sandbox", "syncing pod"})
+
+// ranWords name what happens to a container that ran: a crash loop's back-off, a kill, an
+// eviction, a failing probe. A complaint about them is about the container itself, and a
+// later start is its restart, not the end of a wait.
+var ranWords = literal.NewMatcher([]string{"restarting failed container", "crashloop", "oomkill", "evict", "unhealthy", "killing"})
+
+// isStartupWait says whether failure line t is a complaint about what its pod waits for
+// before its container is created (see startWords), and about the pod of the creation line
+// c when both name theirs: kubectl get events lists every pod of a namespace as
+// "pod/<name>".
+func isStartupWait(t, c []byte) bool {
+	if !literal.Any(startupWords, t) || literal.Any(ranWords, t) {
+		return false
+	}
+	return samePod(podNamed(t), podNamed(c))
+}
+
+// samePod says whether two lines that name pods a and b (nil: none) may be about one pod.
+func samePod(a, b []byte) bool {
+	return a == nil || b == nil || bytes.Equal(a, b)
+}
+
+// podNamed is the "pod/<name>" a line names, nil when it names none.
+func podNamed(t []byte) []byte {
+	i := bytes.Index(t, []byte("pod/"))
+	if i < 0 || i > 0 && t[i-1] != ' ' && t[i-1] != '\t' {
+		return nil
+	}
+	ref := t[i:]
+	if j := bytes.IndexAny(ref, " \t"); j >= 0 {
+		ref = ref[:j]
+	}
+	return ref
+}
+
+// markSurvived marks the findings of a log that its later lines show were survived, as its
+// terminal failure found them: a start-up wait (a rule's rootOnlyIf: its node, its volumes,
+// its image) that a container creation printed after it ended, when no pod object says
+// otherwise (forgetRecovered); an out-of-memory error whose batch was skipped with nothing
+// failing after the skip (caught). analyzer.resolvedLater lowers them.
+func (s *logScanner) markSurvived() {
+	if s.tail.started == 0 && s.tail.skipped == 0 {
+		return
+	}
+	for _, f := range s.findings {
+		if f.rule == nil || len(f.Evidence) == 0 {
+			continue
+		}
+		last := 0
+		for _, e := range f.Evidence {
+			last = max(last, e.Line, e.LastLine)
+		}
+		if len(f.rule.rootOnlyIf) > 0 {
+			f.startedLater = last < s.tail.started && samePod(podNamed([]byte(f.Evidence[0].Text)), s.tail.startedPod)
+		}
+		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
+			f.skipped = last < s.tail.skipped
+		}
+	}
+}
+
+// A trainer that runs out of memory on one batch can catch the error, drop the batch and go
+// on: fairseq logs "| WARNING: ran out of memory with exception: CUDA out of memory. ..." and
+// " Skipping batch", other trainers "Skipping training batch with index 43 due to OOM error..."
+// (BioinfoMachineLearning/bio-diffusion#7; OpenNMT-py discards such batches, its #1385). The
+// out-of-memory error was caught and is not how the process ended, as long as nothing failed
+// after the last skip: a handler that cannot recover fails after it, and that failure, with
+// the error it could not handle, is the end (TestFailureAfterRecovery).
+// skipWords are such lines' phrases, as recoveryWords are matched.
+var skipWords = []string{"skipping batch", "skipping training batch", "skipping this batch", "skip this batch"}
+
+// oomWords say that a line is about memory running out: the errors a skipped batch survives.
+var oomWords = literal.NewMatcher([]string{"out of memory", "oom"})
+
+// caught drops the out-of-memory error lines of a log whose last skipped batch (see
+// skipWords) no line that shows a process ended comes after (a failure word is no such line:
+// fairseq's progress counts the batches it skipped, "oom=0.0017"), and returns that line's
+// number (0 when none, or when something failed after it).
+func caught(lines []tailLine, kinds []lineKind, words []wordSet) int {
+	last := -1
+	for i := len(words) - 1; i >= 0; i-- {
+		if words[i]&hasSkipWord != 0 {
+			last = i
+			break
+		}
+		if kinds[i].strong() {
+			return 0
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	for i := range kinds {
+		if kinds[i] != kindNone && (i <= last || kinds[i] == kindError) && literal.Any(oomWords, lines[i].text) {
+			kinds[i] = kindNone
+		}
+	}
+	return lines[last].line
+}
+
 // isRecovery says whether a tail line (t, with words its tailWordsOf) says that something
 // that failed is retried or replaced.
 func isRecovery(t []byte, words wordSet) bool {
@@ -44,8 +161,23 @@ func isRecovery(t []byte, words wordSet) bool {
 // recovery line itself keeps its kind when it is how the log ends (nothing but failures
 // after it), so a log that ends retrying still ends in its error; it is dropped too when the
 // log went on after it without another failure, and when it is a batch-size finder's step,
-// whose failure the finder caught. words are the lines' tailWordsOf.
-func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) {
+// whose failure the finder caught. It drops the complaints about a pod's start-up waits of
+// any kind (an event row is a strong line) printed before a container was created, and
+// returns the line number of the last such creation (0 when none) and the pod it names.
+// words are the lines' tailWordsOf.
+func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) (started int, pod []byte) {
+	for i := len(words) - 1; i >= 0; i-- {
+		if words[i]&hasStartWord == 0 {
+			continue
+		}
+		started, pod = lines[i].line, bytes.Clone(podNamed(lines[i].text))
+		for j := range i {
+			if kinds[j] != kindNone && isStartupWait(lines[j].text, lines[i].text) {
+				kinds[j] = kindNone
+			}
+		}
+		break
+	}
 	last := -1
 	for i := len(words) - 1; i >= 0; i-- {
 		if isRecovery(lines[i].text, words[i]) {
@@ -54,7 +186,7 @@ func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) {
 		}
 	}
 	if last < 0 {
-		return
+		return started, pod
 	}
 	// The log went on: something was printed after the recovery line (a blank line is not
 	// something), and none of it was a failure.
@@ -71,6 +203,7 @@ func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) {
 			kinds[i] = kindNone
 		}
 	}
+	return started, pod
 }
 
 // isIgnoredHeader says whether trimmed line t is how Python reports an exception it caught
@@ -79,6 +212,16 @@ func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) {
 // then the traceback and the exception. The process went on; that exception is not its end.
 func isIgnoredHeader(t []byte) bool {
 	return bytes.HasPrefix(t, []byte("Exception ignored "))
+}
+
+// isThreadHeader says whether trimmed line t is how Python's threading reports the exception
+// that ended a thread other than the main one: "Exception in thread Thread-5:", then the
+// traceback (wandb/wandb#1526: wandb's file-stream thread died while training ran on). The
+// thread ended, not its process: a traceback it opens that is cut before its exception line
+// says nothing of how the process ended. Its exception, when printed, is read as any other
+// (a helper thread's gloo timeout or unreadable file is often what stops the run).
+func isThreadHeader(t []byte) bool {
+	return bytes.HasPrefix(t, []byte("Exception in thread "))
 }
 
 // ignoredTrace follows, in a log's scan, a traceback Python printed as ignored: from its

@@ -50,6 +50,28 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 		"a store connect attempt, then the run": "[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot assign requested address).\n" +
 			"GPU available: True (cuda), used: True\n" +
 			"Epoch 0:  12%|#2        | 120/1000 [00:30<03:40,  4.00it/s, loss=2.31]\n",
+		// BioinfoMachineLearning/bio-diffusion#7: the trainer catches an out-of-memory error,
+		// skips the batch and trains on.
+		"an out-of-memory batch skipped": "Skipping training batch with index 43 due to OOM error...\n" +
+			"/home/ai4s-liuhaifeng/anaconda3/envs/bio-diffusion/lib/python3.9/site-packages/pytorch_lightning/loops/optimization/optimizer_loop.py:135: UserWarning: `training_step` returned `None`. If this was on \n" +
+			"purpose, ignore this warning...\n" +
+			"Epoch 210/4999 ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╸━━━━━━━━━ 44/57 0:02:03 • 0:00:35 0.38it/s loss: 3.88\n",
+		// The same in fairseq's words (its trainer.py; the numbers made up): the CUDA error's
+		// own rule names it, and the skip says it was caught.
+		"an out-of-memory batch skipped, fairseq": "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.75 GiB total capacity; 11.71 GiB already allocated; 584.94 MiB free; 2.38 GiB cached);\n" +
+			" Skipping batch\n" +
+			"| epoch 001:   1%|▍  | 594/72115 [02:39<5:20:01,  3.72it/s, loss=11.02, oom=0.0017]\n",
+		// wandb/wandb#2130: wandb's file-stream thread dies during training, its traceback cut
+		// before its exception; the thread ended, not the run.
+		"a thread's cut traceback": "wandb: Network error (ReadTimeout), entering retry loop. See wandb/debug-internal.log for full traceback.\n" +
+			"Exception in thread Thread-5:\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/home/bne215/anaconda3/lib/python3.8/threading.py\", line 932, in _bootstrap_inner\n" +
+			"    self.run()\n" +
+			"  File \"/home/bne215/anaconda3/lib/python3.8/threading.py\", line 870, in run\n" +
+			"    self._target(*self._args, **self._kwargs)\n" +
+			"  File \"/home/bne215/anaconda3/lib/python3.8/site-packages/wandb/sdk/internal/file_stream.py\", line 260, in _thread_body\n" +
+			"    self._handle_response(\n",
 		// A retry the log went on from without another failure.
 		"a retried upload, then training": "wandb: Network error (ConnectionError), entering retry loop.\n" +
 			"{'loss': 1.8125, 'grad_norm': 2.41, 'learning_rate': 1.9e-05, 'epoch': 0.31}\n" +
@@ -110,6 +132,24 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).\n" +
 			"[E socket.cpp:610] [c10d] The client socket has failed to connect to any network address of (05, 40323).\n",
 			"rendezvous-failure", "failed to connect", false},
+		// A skipped batch's out-of-memory error (BioinfoMachineLearning/bio-diffusion#7's line),
+		// then the next batch runs out too and is not caught (made up): the handler did not save
+		// the run, and both tiers name the error it could not handle.
+		{"out of memory after a skipped batch", "Skipping training batch with index 43 due to OOM error...\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 40, in <module>\n" +
+			"    trainer.fit(model)\n" +
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n",
+			"cuda-oom", "OutOfMemoryError", true},
+		// A helper thread's traceback with its exception (the lines made up, the gloo message
+		// as its rule's examples print it): what stopped the thread may stop the run, and is
+		// read as any exception.
+		{"a thread's exception", "Exception in thread Thread-2:\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 61, in receive\n" +
+			"    dist.recv(buf, src=0)\n" +
+			"RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete\n",
+			"collective-timeout", "Timed out waiting", false},
 		// A log that ends retrying ends in its error: the store's connect attempts are its
 		// last lines (ofsoundof/GRL-Image-Restoration#27, cut before c10d gave up).
 		{"a retry the log ends in", "epoch 0 step 10 loss 2.10\n" +

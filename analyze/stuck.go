@@ -40,8 +40,13 @@ func (a *analyzer) stuckPhase() bool {
 
 // waiting says whether a finding is about a job or pod waiting for what it needs to start,
 // rather than about something that failed: a pull, scheduling, a container that cannot be
-// created or keeps crashing, a runtime or configuration the job refers to and cannot get.
+// created or keeps crashing, a runtime or configuration the job refers to and cannot get, a
+// volume that does not mount (any rule that is a root cause only until its pod gets
+// somewhere: rootOnlyIf).
 func waiting(f *Finding) bool {
+	if f.rule != nil && len(f.rule.rootOnlyIf) > 0 {
+		return true
+	}
 	switch f.Category {
 	case CategoryScheduling, CategoryImagePull:
 		return true
@@ -135,7 +140,7 @@ func (a *analyzer) waited(root *Finding) (wait time.Duration, how string, collec
 // (see waited): a pasted describe names the wait in a condition without an age, then in
 // its events with one.
 func (f *Finding) notePrintedWait(line []byte) {
-	if f.rule == nil || !waitingCategory(f.rule.Category) {
+	if f.rule == nil || !waitingCategory(f.rule.Category) && len(f.rule.rootOnlyIf) == 0 {
 		return
 	}
 	if d, ok := printedWait(string(line)); ok && d > f.waitPrinted {

@@ -44,6 +44,13 @@ type tailBuf struct {
 	// marks is terminalOf's scratch of what it found of each line, handed from one log to
 	// the next with the lines (at 16,384 logs it was 19 MB of garbage).
 	marks tailMarks
+	// started is the line number of the tail's last line that says a container was created
+	// (0: none) and startedPod the pod it names, found with the terminal failure (recovered.go).
+	started    int
+	startedPod []byte
+	// skipped is the line number of the tail's last line that says a batch was skipped after
+	// running out of memory, when nothing failed after it (0: none; recovered.go).
+	skipped int
 }
 
 // tailMarks are what terminalOf finds of each kept line: its kind, tail words and whether
@@ -425,6 +432,8 @@ const (
 	hasRecoveryWord                     // one of recoveryWords at word boundaries: a recovery line
 	hasProbeWord                        // one of probeWords at word boundaries: a batch-size finder's step
 	hasSocketWord                       // one of socketAttemptWords at word boundaries: c10d's connect attempt
+	hasStartWord                        // one of startWords at word boundaries: a container created (recovered.go)
+	hasSkipWord                         // one of skipWords at word boundaries: a batch skipped (recovered.go)
 	// one of the words of exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords
 	hasExitWord
 	hasSignalWord
@@ -437,7 +446,7 @@ const (
 
 // edgedWords are the lists whose phrases count only at word boundaries: the recovery lines'
 // (recovered.go), which a longer word must not make ("retrying" in "retryingly" is none).
-const edgedWords = hasRecoveryWord | hasProbeWord | hasSocketWord
+const edgedWords = hasRecoveryWord | hasProbeWord | hasSocketWord | hasStartWord | hasSkipWord
 
 // tailWordList is tailWords' literals: endWords, recoveryWords, probeWords, then the words
 // of each gated expression classify runs; tailWordBits is the bit each sets, tailWordEdged
@@ -447,6 +456,8 @@ var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
 	{list: recoveryWords, bit: hasRecoveryWord},
 	{list: probeWords, bit: hasProbeWord},
 	{list: socketAttemptWords, bit: hasSocketWord},
+	{list: startWords, bit: hasStartWord},
+	{list: skipWords, bit: hasSkipWord},
 	exitLine, signalLine, fatalLine, coordinationLine, launcherLine, errorLine, errorWords,
 })
 
@@ -592,6 +603,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	kinds, words, inFrames := t.marks.reset(len(lines))
 	tb, header := false, -1
 	ignored := false // after "Exception ignored in ...": the next exception was survived (recovered.go)
+	// thread: the traceback is a thread's (after "Exception in thread ...:"; recovered.go),
+	// threadNext: the line before was such a header.
+	thread, threadNext := false, false
 	for i, l := range lines {
 		// The message after an error-level logging header (logheader.go): a traceback logged
 		// at ERROR is read as a traceback. A line with such a header is of some kind (its
@@ -612,13 +626,18 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			ignored = true
 			continue
 		}
+		if isThreadHeader(trim) {
+			threadNext = true
+			continue
+		}
 		if isTracebackHeader(trim) {
 			if tb {
 				ignored = false // the ignored traceback ended in a line of no kind
 			}
-			tb, header = true, i
+			tb, header, thread, threadNext = true, i, threadNext, false
 			continue
 		}
+		threadNext = false
 		if bytes.HasPrefix(trim, []byte("The above exception was")) || bytes.HasPrefix(trim, []byte("During handling of the above exception")) {
 			continue // joins two tracebacks of one chain; says nothing itself
 		}
@@ -642,10 +661,12 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
-	forgetRecovered(lines, kinds, words)
-	if tb && !ignored {
+	t.skipped = caught(lines, kinds, words)
+	t.started, t.startedPod = forgetRecovered(lines, kinds, words)
+	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
-		// when its output stopped (or the paste was cut there), and its frames say where.
+		// when its output stopped (or the paste was cut there), and its frames say where. A
+		// thread's traceback says that a thread was.
 		kinds[header] = kindException
 	}
 	var picked []int

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "eaee5b6c8dc1ef92f3d0e69ecf6ea7a59f8ca96e8263bfe1f676abda58e08ed0"
+const builtinDigest = "15b71e348cd39f7b846771101e05739978e9affd470a6bbd0a52e868e9753e4b"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6082,25 +6082,21 @@ func builtinFiles() []Named {
 						},
 						Match: Match{
 							Patterns: []string{
-								"MountVolume\\.(?:SetUp|MountDevice) failed for volume \"(?P<volume>[^\"]+)\"",
-								"Unable to attach or mount volumes: unmounted volumes=\\[(?P<volumes>[^\\]]*)\\]",
+								"MountVolume\\.SetUp failed for volume \"(?P<volume>[^\"]+)\" : (?:(?:secrets?|configmaps?) \"[^\"]+\" not found|failed to sync (?:secret|configmap) cache|couldn't propagate object cache)",
 							},
 						},
-						Explanation: "The kubelet could not mount a volume: missing Secret/ConfigMap/PVC, NFS or CSI server unreachable, or an attach timeout. The container never starts.\n",
-						Remediation: "Read the rest of the message (the underlying mount error), check the storage backend and the referenced objects.\n",
+						Explanation: "The kubelet could not mount a volume made from a Secret or ConfigMap: the object does not exist (wrong name, other namespace, not created yet) or the kubelet could not read it in time. The container never starts.\n",
+						Remediation: "Create the referenced Secret/ConfigMap in the pod's namespace or fix its name in the pod spec; a cache that did not sync in time is retried by the kubelet.\n",
 						Examples: Examples{
 							Match: []Example{
-								{
-									Text: "MountVolume.SetUp failed for volume \"data\" : mount failed: exit status 32",
-								},
-								{
-									Text: "Unable to attach or mount volumes: unmounted volumes=[dataset], unattached volumes=[dataset kube-api-access-7xq2k dshm]: timed out waiting for the condition",
-								},
 								{
 									Text: "Warning  FailedMount  98s (x1198 over 40h)  kubelet  MountVolume.SetUp failed for volume \"certs\" : secret \"coturn\" not found",
 								},
 								{
-									Text: "Warning  FailedMount         4m1s (x29 over 81m)  kubelet                  Unable to attach or mount volumes: unmounted volumes=[webroot], unattached volumes=[webroot kube-api-access-ctdgx]: timed out waiting for the condition",
+									Text: "MountVolume.SetUp failed for volume \"kube-dns-token-5nbrm\" : couldn't propagate object cache: timed out waiting for the condition",
+								},
+								{
+									Text: "MountVolume.SetUp failed for volume \"train-config\" : failed to sync configmap cache: timed out waiting for the condition",
 								},
 							},
 							NotMatch: []Example{
@@ -6108,7 +6104,7 @@ func builtinFiles() []Named {
 									Text: "MountVolume.SetUp succeeded for volume \"data\"",
 								},
 								{
-									Text: "Successfully assigned default/train-worker-0 to node-1",
+									Text: "MountVolume.SetUp failed for volume \"nfs-subdir-external-provisioner-root\" : mount failed: exit status 32",
 								},
 							},
 						},
@@ -6120,6 +6116,114 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
+						ID:       "storage-error/volume-mount-failed",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Volume {volume} could not be mounted",
+						Fault:    "platform",
+						Retry:    "transient",
+						RootOnlyIf: Where{
+							"started": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"MountVolume\\.(?:SetUp|MountDevice|WaitForAttach) failed for volume \"(?P<volume>[^\"]+)\" : (?:mount(?: command)? failed|rpc error|kubernetes\\.io/|exit status|Post |context deadline|failed to (?:mount|attach|stage|publish)|Mount failed)",
+								"AttachVolume\\.Attach failed for volume \"(?P<volume>[^\"]+)\"",
+								"Multi-Attach error for volume \"(?P<volume>[^\"]+)\"",
+							},
+						},
+						Explanation: "The kubelet could not attach or mount a volume backed by storage: the NFS or object-store server did not answer, the CSI/flex driver failed, or a ReadWriteOnce volume is still attached to another node. The container never starts while it lasts.\n",
+						Remediation: "Read the mount error after the volume name: check that the storage server is reachable from the node (network, firewall, export path), the CSI driver's pods and logs, and stale VolumeAttachment objects of a node the pod left.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "MountVolume.SetUp failed for volume \"nfs-subdir-external-provisioner-root\" : mount failed: exit status 32",
+								},
+								{
+									Text: "MountVolume.SetUp failed for volume \"pvc-5fac2bac-b21f-4d7d-ab7a-d5a56381ac77\" : rpc error: code = Internal desc = error mounting NFS volume <myip>:/my:storagePrefix_pvc_5fac2bac_b21f_4d7d_ab7a_d5a56381ac77 on mountpoint /var/lib/kubelet/pods/0cef26a5-8966-472e-b7c1-7cd4d568ff66/volumes/kubernetes.io~csi/pvc-5fac2bac-b21f-4d7d-ab7a-d5a56381ac77/mount: exit status 32",
+								},
+								{
+									Text: "MountVolume.SetUp failed for volume \"pvc-\" : rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+								},
+								{
+									Text: "Multi-Attach error for volume \"pvc-xxxx\" Volume is already exclusively attached to one node and can't be attached to another",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "MountVolume.SetUp succeeded for volume \"data\"",
+								},
+								{
+									Text: "AttachVolume.Attach succeeded for volume \"pvc-7a81d56f\"",
+								},
+								{
+									Text: "Warning  FailedMount  98s (x1198 over 40h)  kubelet  MountVolume.SetUp failed for volume \"certs\" : secret \"coturn\" not found",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
+						ID:       "storage-error/volume-mount-timeout",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Volumes not mounted in time",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic",
+						RootOnlyIf: Where{
+							"started": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"Unable to attach or mount volumes: unmounted volumes=\\[(?P<volumes>[^\\]]*)\\]",
+								"timeout expired waiting for volumes to attach(?:/| or )mount for pod",
+							},
+						},
+						Explanation: "The kubelet gave up waiting for the pod's volumes to attach and mount. The container does not start; the kubelet retries. Another event (FailedMount, FailedAttachVolume) says why.\n",
+						Remediation: "Look for the FailedMount or FailedAttachVolume event of the same pod: the storage server or driver that did not answer, or a missing Secret/ConfigMap.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Unable to attach or mount volumes: unmounted volumes=[dataset], unattached volumes=[dataset kube-api-access-7xq2k dshm]: timed out waiting for the condition",
+								},
+								{
+									Text: "Warning  FailedMount         4m1s (x29 over 81m)  kubelet                  Unable to attach or mount volumes: unmounted volumes=[webroot], unattached volumes=[webroot kube-api-access-ctdgx]: timed out waiting for the condition",
+								},
+								{
+									Text: "  Warning  FailedMount            30s   kubelet, spck5hh55n-worker-1  Unable to mount volumes for pod \"test_default(28f0ce36-4746-11e8-86dd-bea08d3d0487)\": timeout expired waiting for volumes to attach/mount for pod \"default\"/\"test\". list of unattached/unmounted volumes=[html]",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "MountVolume.SetUp succeeded for volume \"data\"",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
 							"rootOnlyIf",
 							"title",
 						},

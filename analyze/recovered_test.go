@@ -184,3 +184,29 @@ func TestFailureAfterRecovery(t *testing.T) {
 		}
 	}
 }
+
+// TestSSHResolveRetriedIsRecovered: the MPI operator's launcher starts before its workers
+// are in DNS; ssh's resolve failure, then a later try that reached the worker (ssh added its
+// key), is a recovered warning, and neither it nor the attempt's other lines are the root
+// cause (kubeflow/mpi-operator#481's lines). The same failure with nothing reached after it
+// is still the launcher's failure (ECP-copa/ExaMPM#56).
+func TestSSHResolveRetriedIsRecovered(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, all, "Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
+		"ssh: Could not resolve hostname pi-worker-1.pi-worker: Name or service not known\n"+
+		"Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
+		"Warning: Permanently added 'pi-worker-1.pi-worker,10.244.0.28' (ECDSA) to the list of known hosts.\n"+
+		"Workers: 2\n"+
+		"Rank 0 on host pi-worker-0\n"+
+		"Rank 1 on host pi-worker-1\n"+
+		"pi is approximately 3.1410376000000002\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "root cause: %+v", res.RootCause)
+
+	res = analyzeLogs(t, all, "# mpirun --hostfile ./hostlist.txt --allow-run-as-root -N 2 ./DamBreak 0.05 2 0 0.001 1.0 50 serial\n"+
+		"ssh: Could not resolve hostname metricset-sample-w-0-0: Temporary failure in name resolution\n"+
+		"--------------------------------------------------------------------------\n"+
+		"ORTE was unable to reliably start one or more daemons.\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict)
+	require.Equal(t, "rendezvous-failure", string(res.RootCause.Category))
+}

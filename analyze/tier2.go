@@ -123,6 +123,9 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 		}
 	}
 	for _, tf := range cands {
+		if a.streakRecovered(tf) {
+			continue
+		}
 		c := a.vocab.Classify(tf.failureText())
 		if tf.above != nil {
 			// A warning or error line right above the failure that names a cause by itself, more
@@ -139,6 +142,24 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 		}
 	}
 	return nil, Classification{}
+}
+
+// streakRecovered says whether tf's failure lines all come before the line where a
+// specific rule's streak in the same log recovered (ssh could not resolve a host, then
+// connected to it on the launcher's next try): that rule read what followed and found the
+// process got past it, as training progress after an error says (errorNearEnd), so the
+// lines of that attempt are no terminal failure.
+func (a *analyzer) streakRecovered(tf *terminalFailure) bool {
+	if len(tf.lines) == 0 {
+		return false
+	}
+	last := tf.lines[len(tf.lines)-1].line
+	for _, f := range a.findings {
+		if f.recovered != nil && f.log == tf.log && f.rule != nil && f.rule.Match.Streak != nil && last < f.recovered.line {
+			return true
+		}
+	}
+	return false
 }
 
 // unexplainedEnd is the first log, in bundle order, that ends in a line showing on its own

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "15b71e348cd39f7b846771101e05739978e9affd470a6bbd0a52e868e9753e4b"
+const builtinDigest = "eb22b34f0359f2a8ebe68d2dae172e41604c4e7dd0f93f914b6d624ddd2d9d8b"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11631,7 +11631,6 @@ func builtinFiles() []Named {
 								"was not reachable via ssh",
 								"Command 'ssh -o PasswordAuthentication=no \\S+ hostname' returned non-zero exit status 255",
 								"pdsh@\\S+: \\S+: ssh exited with exit code 255",
-								"ssh: Could not resolve hostname \\S+: (?:Name or service not known|Temporary failure in name resolution)",
 							},
 						},
 						Explanation: "The launcher (DeepSpeed's pdsh runner, mpirun's rsh agent) starts the workers on each host over ssh, and ssh to a host failed: passwordless key authentication is not set up, sshd is not running in the worker, or the host name does not resolve. No worker process started there.\n",
@@ -11644,6 +11643,46 @@ func builtinFiles() []Named {
 								{
 									Text: "subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no 192.168.3.100 hostname' returned non-zero exit status 255.",
 								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "pdsh@rocks7: compute-0-0: ssh exited with exit code 127",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "rendezvous-failure/ssh-host-unresolved",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Launcher cannot resolve a host's name for ssh",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"ssh: Could not resolve hostname \\S+: (?:Name or service not known|Temporary failure in name resolution)",
+								},
+								Recover: []string{
+									"Warning: Permanently added '[^']+' \\([\\w-]+\\) to the list of known hosts",
+								},
+								Min: 1,
+							},
+						},
+						Explanation: "The launcher (mpirun's rsh agent, horovodrun, DeepSpeed's pdsh runner) starts the workers on each host over ssh, and a host's name in the hostfile does not resolve: it is misspelt or carries a slot count (host:4 where a host belongs), or on Kubernetes the worker's headless-service name never came into DNS (the worker pod is not running or not ready, the service or subdomain is missing). No worker process started there.\n",
+						Remediation: "Check the hostfile's names (slots go in \"host slots=N\", not \"host:N\" for ssh), and on Kubernetes that every worker pod is Running and its headless service and subdomain exist; a launcher that starts before its workers must retry until their names resolve.\n",
+						Examples: Examples{
+							Match: []Example{
 								{
 									Text: "ssh: Could not resolve hostname localhost:4: Name or service not known",
 								},
@@ -11656,7 +11695,7 @@ func builtinFiles() []Named {
 							},
 							NotMatch: []Example{
 								{
-									Text: "pdsh@rocks7: compute-0-0: ssh exited with exit code 127",
+									Text: "Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.",
 								},
 							},
 						},

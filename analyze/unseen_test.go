@@ -55,7 +55,7 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 			CategoryCUDAError, "cuda-error/device-busy-unavailable", -1},
 		{"ssh cannot resolve a host of the hostfile",
 			"ssh: Could not resolve hostname train-worker-1.train-worker: Name or service not known\n",
-			CategoryRendezvous, "rendezvous-failure/remote-launch-ssh", -1},
+			CategoryRendezvous, "rendezvous-failure/ssh-host-unresolved", -1},
 		{"Slurm has no node that can hold the request",
 			"sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
 			CategoryScheduling, "scheduling/slurm-node-config-unavailable", -1},

@@ -203,6 +203,16 @@ func TestSSHResolveRetriedIsRecovered(t *testing.T) {
 		"pi is approximately 3.1410376000000002\n")
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "root cause: %+v", res.RootCause)
 
+	// Another host reached is no recovery: worker-1 never resolved.
+	res = analyzeLogs(t, all, "ssh: Could not resolve hostname pi-worker-1.pi-worker: Name or service not known\n"+
+		"Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
+		"ORTE was unable to reliably start one or more daemons.\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict)
+	require.Equal(t, "rendezvous-failure", string(res.RootCause.Category))
+	for _, f := range res.Findings {
+		require.NotContains(t, f.Title, "recovered", "finding %s", f.ID)
+	}
+
 	res = analyzeLogs(t, all, "# mpirun --hostfile ./hostlist.txt --allow-run-as-root -N 2 ./DamBreak 0.05 2 0 0.001 1.0 50 serial\n"+
 		"ssh: Could not resolve hostname metricset-sample-w-0-0: Temporary failure in name resolution\n"+
 		"--------------------------------------------------------------------------\n"+

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"encoding/binary"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -388,7 +389,7 @@ func (p *procState) recover(text []byte, hits []stateHit, m mark) {
 			continue
 		}
 		for _, cp := range r.res {
-			if cp.kind == kindRecover && cp.re.Match(text) {
+			if cp.kind == kindRecover && cp.re.Match(text) && sameGroups(cp.re, text, s.lastGroups) {
 				s.recovered(m)
 				s.n, s.found = 0, nil
 				p.active--
@@ -396,6 +397,23 @@ func (p *procState) recover(text []byte, hits []stateHit, m mark) {
 			}
 		}
 	}
+}
+
+// sameGroups says whether a recovering line's named groups hold what the streak's last
+// condition line held under the same names: ssh that later reached a host recovers from that
+// host's failure to resolve, not from another's. A pattern without named groups (a finite
+// loss) needs no agreement.
+func sameGroups(re *regexp.Regexp, text []byte, last map[string]string) bool {
+	if re.NumSubexp() == 0 {
+		return true
+	}
+	m := re.FindSubmatch(text)
+	for i, name := range re.SubexpNames() {
+		if v, ok := last[name]; ok && name != "" && i < len(m) && string(m[i]) != v {
+			return false
+		}
+	}
+	return true
 }
 
 // streakLine counts a streak rule's condition line.

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "eb22b34f0359f2a8ebe68d2dae172e41604c4e7dd0f93f914b6d624ddd2d9d8b"
+const builtinDigest = "7004bff8de6e5f69358be462daa54d0806bb66efd98bc3f0fc21d650ebd2057d"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11671,10 +11671,10 @@ func builtinFiles() []Named {
 						Match: Match{
 							Streak: &Streak{
 								Patterns: []string{
-									"ssh: Could not resolve hostname \\S+: (?:Name or service not known|Temporary failure in name resolution)",
+									"ssh: Could not resolve hostname (?P<host>[^\\s:]+)\\S*: (?:Name or service not known|Temporary failure in name resolution)",
 								},
 								Recover: []string{
-									"Warning: Permanently added '[^']+' \\([\\w-]+\\) to the list of known hosts",
+									"Warning: Permanently added '\\[?(?P<host>[^]',:]+)[^']*' \\([\\w-]+\\) to the list of known hosts",
 								},
 								Min: 1,
 							},

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/coroner-dev/coroner/internal/literal"
 )
@@ -50,6 +51,11 @@ var startWords = []string{"created container", "started container", "created wit
 // volumes, its image, its sandbox ("Error syncing pod" is the old kubelet's wrapper of these).
 var startupWords = literal.NewMatcher([]string{"schedul", "mount", "attach", "volume", "pull", "image", "sandbox", "syncing pod"})
 
+// pullWords name a wait that is one container's, not its pod's: its image. The kubelet pulls
+// a pod's images container by container and, when one fails, goes on to create the others
+// (a sidecar): only its own container's creation, or its image pulled after it, ends it.
+var pullWords = literal.NewMatcher([]string{"pull", "image"})
+
 // ranWords name what happens to a container that ran: a crash loop's back-off, a kill, an
 // eviction, a failing probe. A complaint about them is about the container itself, and a
 // later start is its restart, not the end of a wait.
@@ -57,18 +63,23 @@ var ranWords = literal.NewMatcher([]string{"restarting failed container", "crash
 
 // isStartupWait says whether failure line t is a complaint about what its pod waits for
 // before its container is created (see startWords), and about the pod of the creation line
-// c when both name theirs: kubectl get events lists every pod of a namespace as
-// "pod/<name>".
-func isStartupWait(t, c []byte) bool {
+// c: kubectl get events lists every pod of a namespace as "pod/<name>"; a line that names
+// none is about the one pod of a log that holds one pod's text (many: it holds more).
+func isStartupWait(t, c []byte, many bool) bool {
 	if !literal.Any(startupWords, t) || literal.Any(ranWords, t) {
 		return false
 	}
-	return samePod(podNamed(t), podNamed(c))
+	return samePod(podNamed(t), podNamed(c), many)
 }
 
-// samePod says whether two lines that name pods a and b (nil: none) may be about one pod.
-func samePod(a, b []byte) bool {
-	return a == nil || b == nil || bytes.Equal(a, b)
+// samePod says whether two lines that name pods a and b (nil: none) may be about one pod:
+// when both name theirs, the same; when one does not, only in a log of one pod's text
+// (many: kubectl describe of two pods pasted together, or lines that name two pods).
+func samePod(a, b []byte, many bool) bool {
+	if a == nil || b == nil {
+		return !many
+	}
+	return bytes.Equal(a, b)
 }
 
 // podNamed is the "pod/<name>" a line names, nil when it names none.
@@ -84,10 +95,95 @@ func podNamed(t []byte) []byte {
 	return ref
 }
 
+// describeName is how kubectl describe starts an object's block: "Name:         trainer-0".
+var describeName = []byte("Name:")
+
+// described follows the "Name:" lines of kubectl describe (at the line's start; the fields
+// of a volume or a container are indented): a second, other name is a second object's text.
+func (t *tailBuf) described(line []byte) {
+	name := bytes.TrimSpace(line[len(describeName):])
+	switch {
+	case len(name) == 0 || t.describedPods:
+	case t.describedPod == nil:
+		t.describedPod = bytes.Clone(name)
+	case !bytes.Equal(name, t.describedPod):
+		t.describedPods = true
+	}
+}
+
+// containerCreated is the container a creation line names ("Created container pytorch"),
+// nil when it names none ("Created container", "Created container with id ...").
+func containerCreated(t []byte) []byte {
+	lower := bytes.ToLower(t)
+	for _, w := range []string{"created container ", "started container "} {
+		i := bytes.Index(lower, []byte(w))
+		if i < 0 {
+			continue
+		}
+		name := t[i+len(w):]
+		if j := bytes.IndexAny(name, " \t\"'"); j >= 0 {
+			name = name[:j]
+		}
+		if len(name) == 0 || bytes.Equal(name, []byte("with")) {
+			return nil
+		}
+		return name
+	}
+	return nil
+}
+
+// imageNamed is the image a kubelet line names in quotes ("Failed to pull image \"x:1\"",
+// "Container image \"x:1\" already present on machine"), nil when it names none.
+func imageNamed(t []byte) []byte {
+	i := bytes.Index(bytes.ToLower(t), []byte("image \""))
+	if i < 0 {
+		return nil
+	}
+	name := t[i+len("image \""):]
+	j := bytes.IndexByte(name, '"')
+	if j <= 0 {
+		return nil
+	}
+	return name[:j]
+}
+
+// isPulled says whether kubelet line t says that its image is on the node: pulled, or
+// there already.
+func isPulled(t []byte) bool {
+	lower := bytes.ToLower(t)
+	return bytes.Contains(lower, []byte("successfully pulled image")) || bytes.Contains(lower, []byte("already present on machine"))
+}
+
+// pullEnded says whether the image complaint lines[j] was ended by the creation lines[c]:
+// the complaint names the created container ("for \"pytorch\"", "spec.containers{pytorch}"),
+// or a line between them says that its image (the one it names, or, for "Error:
+// ErrImagePull", the last one named above it) is on the node.
+func pullEnded(lines []tailLine, j, c int, container []byte) bool {
+	t := lines[j].text
+	if container != nil && (bytes.Contains(t, append(append([]byte{'"'}, container...), '"')) ||
+		bytes.Contains(t, append(append([]byte{'{'}, container...), '}'))) {
+		return true
+	}
+	img := imageNamed(t)
+	for k := j - 1; img == nil && k >= 0; k-- {
+		img = imageNamed(lines[k].text)
+	}
+	if img == nil {
+		return false
+	}
+	for k := j + 1; k < c; k++ {
+		if isPulled(lines[k].text) && bytes.Equal(imageNamed(lines[k].text), img) {
+			return true
+		}
+	}
+	return false
+}
+
 // markSurvived marks the findings of a log that its later lines show were survived, as its
 // terminal failure found them: a start-up wait (a rule's rootOnlyIf: its node, its volumes,
 // its image) that a container creation printed after it ended, when no pod object says
-// otherwise (forgetRecovered); an out-of-memory error whose batch was skipped with nothing
+// otherwise (forgetRecovered; an image complaint only when forgetRecovered found it ended);
+// an out-of-memory error whose batch was skipped, on its stream, just after it, with nothing
 // failing after the skip (caught). analyzer.resolvedLater lowers them.
 func (s *logScanner) markSurvived() {
 	if s.tail.started == 0 && s.tail.skipped == 0 {
@@ -98,16 +194,30 @@ func (s *logScanner) markSurvived() {
 			continue
 		}
 		last := 0
+		pull := false
 		for _, e := range f.Evidence {
 			last = max(last, e.Line, e.LastLine)
+			pull = pull || literal.Any(pullWords, e.Text)
 		}
-		if len(f.rule.rootOnlyIf) > 0 {
-			f.startedLater = last < s.tail.started && samePod(podNamed([]byte(f.Evidence[0].Text)), s.tail.startedPod)
+		if len(f.rule.rootOnlyIf) > 0 && s.tail.started > 0 {
+			f.startedLater = last < s.tail.started && samePod(podNamed([]byte(f.Evidence[0].Text)), s.tail.startedPod, s.tail.manyPods) &&
+				(!pull || evidenceIn(f.Evidence, s.tail.endedPulls))
 		}
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
-			f.skipped = last < s.tail.skipped
+			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)
 		}
 	}
+}
+
+// evidenceIn says whether every line of evidence es (its first and, repeated, its last) is
+// one of lines.
+func evidenceIn(es []Evidence, lines []int) bool {
+	for _, e := range es {
+		if !slices.Contains(lines, e.Line) || e.LastLine > e.Line && !slices.Contains(lines, e.LastLine) {
+			return false
+		}
+	}
+	return true
 }
 
 // A trainer that runs out of memory on one batch can catch the error, drop the batch and go
@@ -120,33 +230,90 @@ func (s *logScanner) markSurvived() {
 // skipWords are such lines' phrases, as recoveryWords are matched.
 var skipWords = []string{"skipping batch", "skipping training batch", "skipping this batch", "skip this batch"}
 
-// oomWords say that a line is about memory running out: the errors a skipped batch survives.
-var oomWords = literal.NewMatcher([]string{"out of memory", "oom"})
+// oomWords say that a line is about memory running out: the errors a skipped batch survives
+// ("oom" only as a word: not in "room", "Bloom"; see isOOMLine).
+var oomWordList = []string{"out of memory", "oom"}
 
-// caught drops the out-of-memory error lines of a log whose last skipped batch (see
-// skipWords) no line that shows a process ended comes after (a failure word is no such line:
-// fairseq's progress counts the batches it skipped, "oom=0.0017"), and returns that line's
-// number (0 when none, or when something failed after it).
-func caught(lines []tailLine, kinds []lineKind, words []wordSet) int {
+var oomWords = literal.NewMatcher(oomWordList)
+
+// isOOMLine says whether t is about memory running out (oomWords).
+func isOOMLine(t []byte) bool {
+	var buf [4]literal.Hit
+	for _, h := range literal.Append(oomWords, t, buf[:0]) {
+		w := oomWordList[h.ID]
+		if w != "oom" || wordEdge(t, h.End-len(w)) && wordEdge(t, h.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// skipNear is how many of its stream's lines above a skip (see skipWords) the out-of-memory
+// error it skips the batch of may be: fairseq prints the skip on the line after the warning.
+const skipNear = 3
+
+// skippedOOM returns the out-of-memory lines that the skip line lines[s] follows: itself
+// when it says so ("Skipping training batch ... due to OOM error"), and those of the skip's
+// stream and rank among its skipNear lines above it. Another rank's error is not this one's
+// to skip.
+func skippedOOM(lines []tailLine, s int, oom []int) []int {
+	if isOOMLine(lines[s].text) {
+		oom = append(oom, s)
+	}
+	seen := 0
+	for k := s - 1; k >= 0 && k >= s-8*skipNear && seen < skipNear; k-- {
+		if lines[k].stream != lines[s].stream || lines[k].rank != lines[s].rank {
+			continue
+		}
+		seen++
+		if isOOMLine(lines[k].text) {
+			oom = append(oom, k)
+		}
+	}
+	return oom
+}
+
+// caught drops the out-of-memory error lines of a log that a skipped batch (see skipWords)
+// follows, on their stream, within skipNear lines, when no line that shows a process ended
+// comes after the last such skip (a failure word is no such line: fairseq's progress counts
+// the batches it skipped, "oom=0.0017", and such error lines of the skip's stream after it
+// are dropped too). It returns that skip's line number (0 when none,
+// or when something failed after it) and the dropped lines' numbers.
+func caught(lines []tailLine, kinds []lineKind, words []wordSet) (int, []int) {
 	last := -1
+	var oom []int
 	for i := len(words) - 1; i >= 0; i-- {
 		if words[i]&hasSkipWord != 0 {
-			last = i
-			break
+			if oom = skippedOOM(lines, i, oom[:0]); len(oom) > 0 {
+				last = i
+				break
+			}
 		}
 		if kinds[i].strong() {
-			return 0
+			return 0, nil
 		}
 	}
 	if last < 0 {
-		return 0
+		return 0, nil
 	}
-	for i := range kinds {
-		if kinds[i] != kindNone && (i <= last || kinds[i] == kindError) && literal.Any(oomWords, lines[i].text) {
+	var dropped []int
+	for i := last + 1; i < len(kinds); i++ {
+		// After the skip, its stream's error lines about memory: fairseq's progress counts
+		// the batches it skipped ("oom=0.0017").
+		if kinds[i] == kindError && lines[i].stream == lines[last].stream && lines[i].rank == lines[last].rank && isOOMLine(lines[i].text) {
 			kinds[i] = kindNone
 		}
 	}
-	return lines[last].line
+	for i := last; i >= 0; i-- {
+		if words[i]&hasSkipWord == 0 {
+			continue
+		}
+		for _, j := range skippedOOM(lines, i, oom[:0]) {
+			kinds[j] = kindNone
+			dropped = append(dropped, lines[j].line)
+		}
+	}
+	return lines[last].line, dropped
 }
 
 // isRecovery says whether a tail line (t, with words its tailWordsOf) says that something
@@ -162,19 +329,37 @@ func isRecovery(t []byte, words wordSet) bool {
 // after it), so a log that ends retrying still ends in its error; it is dropped too when the
 // log went on after it without another failure, and when it is a batch-size finder's step,
 // whose failure the finder caught. It drops the complaints about a pod's start-up waits of
-// any kind (an event row is a strong line) printed before a container was created, and
-// returns the line number of the last such creation (0 when none) and the pod it names.
-// words are the lines' tailWordsOf.
-func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) (started int, pod []byte) {
+// any kind (an event row is a strong line) printed before a container was created, of that
+// container's pod (isStartupWait) and, for an image, of that container (pullEnded), and
+// records in t the last such creation (its line number, pod and container), the image
+// complaints it ended and whether the log names more than one pod. words are the lines'
+// tailWordsOf.
+func forgetRecovered(t *tailBuf, lines []tailLine, kinds []lineKind, words []wordSet) {
 	for i := len(words) - 1; i >= 0; i-- {
 		if words[i]&hasStartWord == 0 {
 			continue
 		}
-		started, pod = lines[i].line, bytes.Clone(podNamed(lines[i].text))
-		for j := range i {
-			if kinds[j] != kindNone && isStartupWait(lines[j].text, lines[i].text) {
-				kinds[j] = kindNone
+		t.started, t.startedPod = lines[i].line, bytes.Clone(podNamed(lines[i].text))
+		t.startedContainer = bytes.Clone(containerCreated(lines[i].text))
+		t.manyPods = t.describedPods
+		var pod []byte
+		for _, l := range lines {
+			if p := podNamed(l.text); p != nil && !t.manyPods {
+				t.manyPods = pod != nil && !bytes.Equal(p, pod)
+				pod = p
 			}
+		}
+		for j := range i {
+			if !isStartupWait(lines[j].text, lines[i].text, t.manyPods) {
+				continue
+			}
+			if literal.Any(pullWords, lines[j].text) {
+				if !pullEnded(lines, j, i, t.startedContainer) {
+					continue
+				}
+				t.endedPulls = append(t.endedPulls, lines[j].line)
+			}
+			kinds[j] = kindNone
 		}
 		break
 	}
@@ -186,7 +371,7 @@ func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) (start
 		}
 	}
 	if last < 0 {
-		return started, pod
+		return
 	}
 	// The log went on: something was printed after the recovery line (a blank line is not
 	// something), and none of it was a failure.
@@ -203,7 +388,6 @@ func forgetRecovered(lines []tailLine, kinds []lineKind, words []wordSet) (start
 			kinds[i] = kindNone
 		}
 	}
-	return started, pod
 }
 
 // isIgnoredHeader says whether trimmed line t is how Python reports an exception it caught

@@ -3,6 +3,7 @@ package analyze
 import (
 	"testing"
 
+	"github.com/coroner-dev/coroner/internal/literal"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,6 +73,19 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"    self._target(*self._args, **self._kwargs)\n" +
 			"  File \"/home/bne215/anaconda3/lib/python3.8/site-packages/wandb/sdk/internal/file_stream.py\", line 260, in _thread_body\n" +
 			"    self._handle_response(\n",
+		// A pull that failed, then the same image pulled and its container created (the
+		// kubelet's event wording, the pod made up), in one pod's kubectl describe.
+		"an image pulled on a retry": "Name:         trainer-0\n" +
+			"Namespace:    ml\n" +
+			"Events:\n" +
+			"  Type     Reason   Age                From     Message\n" +
+			"  ----     ------   ----               ----     -------\n" +
+			"  Warning  Failed   5m                 kubelet  Failed to pull image \"registry.local/ml/train:1.2\": rpc error: code = NotFound desc = failed to pull and unpack image \"registry.local/ml/train:1.2\": failed to resolve reference \"registry.local/ml/train:1.2\": registry.local/ml/train:1.2: not found\n" +
+			"  Warning  Failed   5m                 kubelet  Error: ErrImagePull\n" +
+			"  Normal   Pulling  4m                 kubelet  Pulling image \"registry.local/ml/train:1.2\"\n" +
+			"  Normal   Pulled   4m                 kubelet  Successfully pulled image \"registry.local/ml/train:1.2\" in 2.1s\n" +
+			"  Normal   Created  4m                 kubelet  Created container pytorch\n" +
+			"  Normal   Started  4m                 kubelet  Started container pytorch\n",
 		// A retry the log went on from without another failure.
 		"a retried upload, then training": "wandb: Network error (ConnectionError), entering retry loop.\n" +
 			"{'loss': 1.8125, 'grad_norm': 2.41, 'learning_rate': 1.9e-05, 'epoch': 0.31}\n" +
@@ -219,4 +233,86 @@ func TestSSHResolveRetriedIsRecovered(t *testing.T) {
 		"ORTE was unable to reliably start one or more daemons.\n")
 	require.Equal(t, VerdictUnhealthy, res.Verdict)
 	require.Equal(t, "rendezvous-failure", string(res.RootCause.Category))
+}
+
+// TestOtherStartIsNoRecovery: a container creation ends only its own pod's start-up waits,
+// and an image that failed to pull only its own container's: two pods' describe output
+// pasted together, one pod whose sidecar started after the trainer's image failed to pull
+// (the kubelet starts a pod's other containers when one container's pull fails).
+func TestOtherStartIsNoRecovery(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, c := range []struct{ name, log, category string }{
+		{"another pod's describe", "Name:         trainer-0\n" +
+			"Namespace:    ml\n" +
+			"Status:       Pending\n" +
+			"Events:\n" +
+			"  Type     Reason       Age               From     Message\n" +
+			"  ----     ------       ----              ----     -------\n" +
+			"  Warning  FailedMount  2m (x9 over 20m)  kubelet  MountVolume.SetUp failed for volume \"data\" : mount failed: exit status 32\n" +
+			"Name:         trainer-1\n" +
+			"Namespace:    ml\n" +
+			"Status:       Running\n" +
+			"Events:\n" +
+			"  Type     Reason   Age   From     Message\n" +
+			"  ----     ------   ----  ----     -------\n" +
+			"  Normal   Created  20m   kubelet  Created container pytorch\n" +
+			"  Normal   Started  20m   kubelet  Started container pytorch\n", "storage-error"},
+		{"a sidecar started after the trainer's pull failed", "Events:\n" +
+			"  Type     Reason   Age                From     Message\n" +
+			"  ----     ------   ----               ----     -------\n" +
+			"  Normal   Pulling  3m (x4 over 5m)    kubelet  Pulling image \"registry.local/ml/train:1.2\"\n" +
+			"  Warning  Failed   3m (x4 over 5m)    kubelet  Failed to pull image \"registry.local/ml/train:1.2\": rpc error: code = NotFound desc = failed to pull and unpack image \"registry.local/ml/train:1.2\": failed to resolve reference \"registry.local/ml/train:1.2\": registry.local/ml/train:1.2: not found\n" +
+			"  Warning  Failed   3m (x4 over 5m)    kubelet  Error: ErrImagePull\n" +
+			"  Normal   Pulled   5m                 kubelet  Container image \"docker.io/istio/proxyv2:1.20.0\" already present on machine\n" +
+			"  Normal   Created  5m                 kubelet  Created container istio-proxy\n" +
+			"  Normal   Started  5m                 kubelet  Started container istio-proxy\n", "image-pull"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, c.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+			require.Equal(t, Category(c.category), res.RootCause.Category, findingsOf(res))
+			require.Equal(t, ConfidenceHigh, res.Confidence)
+		})
+	}
+}
+
+// TestOtherRankSkipIsNoCatch: a batch skipped on one rank does not catch another rank's
+// out-of-memory crash, and "oom" inside a longer word is no out-of-memory error.
+func TestOtherRankSkipIsNoCatch(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "[rank0]: epoch 1 step 100 loss 2.31\n" +
+		"[rank1]: Traceback (most recent call last):\n" +
+		"[rank1]:   File \"train.py\", line 88, in <module>\n" +
+		"[rank1]:     loss.backward()\n" +
+		"[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n" +
+		"[rank0]: Skipping batch 101: loss is NaN\n" +
+		"[rank0]: epoch 1 step 102 loss 2.29\n"
+	res := analyzeLogs(t, all, log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceHigh, res.Confidence)
+	require.Equal(t, 1, res.RootCause.Rank, findingsOf(res))
+	res = analyzeLogs(t, WithoutSpecific(all), log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, findingsOf(res))
+
+	// On its own stream, a skip far below the error, about no memory, catches nothing either.
+	log = "[rank0]: Traceback (most recent call last):\n" +
+		"[rank0]:   File \"train.py\", line 88, in <module>\n" +
+		"[rank0]:     loss.backward()\n" +
+		"[rank0]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.12 GiB is free.\n" +
+		"[rank0]: epoch 1 step 98 loss 2.31\n[rank0]: epoch 1 step 99 loss 2.31\n[rank0]: epoch 1 step 100 loss 2.30\n" +
+		"[rank0]: Skipping batch 101: loss is NaN\n" +
+		"[rank0]: epoch 1 step 102 loss 2.29\n"
+	res = analyzeLogs(t, all, log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, findingsOf(res))
+
+	// "oom" is a word of its own: not the one in "room" or "Bloom".
+	require.True(t, literal.Any(oomWords, []byte("Skipping training batch with index 43 due to OOM error...")))
+	require.False(t, isOOMLine([]byte("not enough room in the queue")))
+	require.False(t, isOOMLine([]byte("loading bigscience/bloom-560m")))
+	require.True(t, isOOMLine([]byte("Skipping training batch with index 43 due to OOM error...")))
 }

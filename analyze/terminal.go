@@ -49,8 +49,21 @@ type tailBuf struct {
 	started    int
 	startedPod []byte
 	// skipped is the line number of the tail's last line that says a batch was skipped after
-	// running out of memory, when nothing failed after it (0: none; recovered.go).
-	skipped int
+	// running out of memory, when nothing failed after it (0: none; recovered.go), and
+	// caughtLines the numbers of the out-of-memory lines such skips follow.
+	skipped     int
+	caughtLines []int
+	// startedContainer is the container the last creation line names (nil: none),
+	// endedPulls the numbers of the image complaints it ended, and manyPods whether the log
+	// holds more than one pod's text: two kubectl describe names, or two pods its tail names
+	// (recovered.go).
+	startedContainer []byte
+	endedPulls       []int
+	manyPods         bool
+	// describedPod is the first name a "Name:" line of kubectl describe gave (of a pod, or
+	// of any object pasted with it), and describedPods whether a second, other name followed.
+	describedPod  []byte
+	describedPods bool
 }
 
 // tailMarks are what terminalOf finds of each kept line: its kind, tail words and whether
@@ -77,6 +90,9 @@ func (t *tailBuf) add(line int, time int64, text []byte, stream string, rank int
 	l.line, l.time, l.stream, l.rank, l.quiet = line, time, stream, rank, quiet
 	l.text = append(l.text[:0], text[:min(len(text), maxTailLineBytes)]...)
 	t.n++
+	if len(text) > 5 && text[0] == 'N' && bytes.HasPrefix(text, describeName) {
+		t.described(text)
+	}
 }
 
 // ordered returns the kept lines, oldest first.
@@ -661,8 +677,8 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
-	t.skipped = caught(lines, kinds, words)
-	t.started, t.startedPod = forgetRecovered(lines, kinds, words)
+	t.skipped, t.caughtLines = caught(lines, kinds, words)
+	forgetRecovered(t, lines, kinds, words)
 	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where. A

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "eb22b34f0359f2a8ebe68d2dae172e41604c4e7dd0f93f914b6d624ddd2d9d8b"
+const builtinDigest = "181f659c40e163721592223452b2b429ed1515f80c0e4a56a0c6d14954002926"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12065,7 +12065,7 @@ func builtinFiles() []Named {
 									"\\[PG (?:ID )?(?P<pg>\\d+)[^\\]]* Rank (?P<rank>\\d+)\\]\\s+(?:failure detected by watchdog at work sequence id: (?P<seq>\\d+) PG status: last enqueued work: (?P<enqueued>\\d+)|Exception \\(either an error or timeout\\) detected by watchdog at work: (?P<seq>\\d+), last enqueued NCCL work: (?P<enqueued>\\d+))",
 								},
 								Culprit: []string{
-									"^\\s*(?:- )?\\[(?P<ranks>\\d+(?:, \\d+)*)\\] (?:finished collective #\\d+, but didn.t join collective #\\d+|joined but didn.t finish collective #\\d+)",
+									"^\\s*(?:- )?(?:\\[(?P<ranks>\\d+(?:, \\d+)*)\\] )?(?:finished collective #\\d+, but didn.t join collective #\\d+|joined but didn.t finish collective #\\d+)",
 									"ranks \\[(?P<ranks>\\d+(?:, \\d+)*)\\] are the lagging ranks that caused this timeout",
 								},
 							},

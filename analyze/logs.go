@@ -222,7 +222,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		proc.lend(s.sc)
 	}
 	if progress || len(s.sc.state) > 0 {
-		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, &s.line, rank, s.addFinding)
+		proc.sawState(s.sc.state, progress, mark{line: l.Number, time: s.latest, step: step}, &s.line, rank, s.numbers.number, s.addFinding)
 	}
 	if len(hits) == 0 {
 		return

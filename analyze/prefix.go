@@ -189,49 +189,88 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 // A log viewer or a CI page copied with its gutter puts the line's number in brackets in front
 // of every line ("[1757] {'loss': 0.0, ...}", "[80746] [rank0]:[E321 ...] Watchdog caught ...").
 // Intel MPI's -l (-prepend-rank), MPICH's and torch_xla's multi-host launchers and a paste of
-// NCCL's "[3] NCCL INFO" print the same form with the rank inside, so one line never says which
-// it is: the numbers of a log viewer grow by one per line and never go back, a rank's repeat and
-// jump. Either way the bracket is no text of the program, and lineNumbers takes it off every
-// line (a rule anchored at ^ and the second tier then see the program's own "Traceback" or
-// "RuntimeError:"); it names a rank only when it cannot be a line number. Ranks printing in turn
-// ("[0] ", "[1] ", "[2] ") make a run of numbers one more than the line above too, but from a
-// small number: a run of line numbers starts above minNumberStart (a paste of a log's first
-// lines, numbered from 1, makes no rank either once its run is long enough to show); and once a
-// number goes back, even across lines without one, the log's brackets are ranks for good.
+// NCCL's "[3] NCCL INFO" print the same form with the rank inside, and so do a shell's job
+// number ("[1] 4242") and R's vectors ("[1] 0.5"), so one line never says which it is. Either
+// way the bracket is no text of the program, and lineNumbers takes it off every line (a rule
+// anchored at ^ and the second tier then see the program's own "Traceback" or
+// "RuntimeError:"). It names a rank only once the log has shown that its brackets are ranks:
+// the same numbers recur, interleaved, as ranks printing in turn do and line numbers never do.
+// That is, at least two distinct numbers have each been read on minRankRecur lines or more,
+// and the numbered lines read so far are not mostly counting up: no more of them are one more
+// than the numbered line before than are not. A single numbered line, the first lines of a
+// numbered paste, and pastes numbered from 1 one after another (each run counts up, and only
+// their restarts do not) name no rank. The decision is read again at every numbered line, and
+// the third line of a run counting up and the lines after it name none: line numbers pasted
+// after a log of ranks name no rank past their second line.
 
-// minNumberRun is how many lines in a row, each numbered one more than the last, make a run of
-// line numbers: two ranks printing in turn ("[0] ", "[1] ") look like two.
+// minNumberRun is how many numbered lines in a row, each numbered one more than the last, are
+// read as line numbers whatever the lines before them said: two ranks printing in turn ("[0] ",
+// "[1] ") make two.
 const minNumberRun = 3
 
-// minNumberStart is the number a run of line numbers starts above: ranks in turn from 1 or 5
-// make runs too, and most jobs a paste comes from have more ranks than lines of a run.
-const minNumberStart = 16
+// minRankRecur is how many lines each of two distinct numbers is read on before the numbers
+// can be ranks.
+const minRankRecur = 2
+
+// maxTrackedNumbers bounds how many distinct numbers lineNumbers counts: a log numbered by its
+// viewer has one per line, and none of them recurs.
+const maxTrackedNumbers = 4096
 
 // lineNumbers follows the bracketed numbers at the start of a log's lines.
 type lineNumbers struct {
-	last, run, first int
-	// seen: a numbered line was read (last is its number); ranks: a number went back, so the
-	// brackets are no line numbers.
-	seen, ranks bool
+	// last is the number of the last numbered line (seen: there was one).
+	last int
+	seen bool
+	// number is the bracketed number stripped from the line strip read last, or -1: a
+	// desync report's "[1] finished collective #3, ..." names the lagging rank so, whether
+	// the log's brackets are ranks or not (sawState).
+	number int
+	// steps counts the numbered lines one more than the numbered line before, others the
+	// numbered lines after the first that are not; run is how many numbered lines in a row
+	// have counted up so (1: the last did not).
+	steps, others, run int
+	// counts holds how many lines each number was read on, until recurring numbers reach two
+	// (then it is dropped).
+	counts map[int]int
+	// recurring counts the distinct numbers read on minRankRecur lines or more.
+	recurring int
 }
 
 // strip returns line without the bracketed number in front of it, and the rank the number
-// names, or -1 (a line number, a number that may be one, or no number). Every line is looked
-// at, numbered or not: a line without one ends the run.
+// names, or -1 (no number, or numbers the log has not shown to be ranks).
 func (r *lineNumbers) strip(line []byte) ([]byte, int) {
 	n, width := numberAt(line)
-	switch {
-	case width == 0:
-		r.run = 0
+	if width == 0 {
+		r.number = -1
 		return line, -1
-	case r.run > 0 && n == r.last+1:
+	}
+	r.number = n
+	switch {
+	case r.seen && n == r.last+1:
+		r.steps++
 		r.run++
+	case r.seen:
+		r.others++
+		r.run = 1
 	default:
-		r.ranks = r.ranks || r.seen && n <= r.last
-		r.run, r.first = 1, n
+		r.run = 1
 	}
 	r.last, r.seen = n, true
-	if r.ranks || n <= minNumberStart && r.run < minNumberRun {
+	if r.recurring < 2 {
+		if r.counts == nil {
+			r.counts = map[int]int{}
+		}
+		if c, ok := r.counts[n]; ok || len(r.counts) < maxTrackedNumbers {
+			r.counts[n] = c + 1
+			if c+1 == minRankRecur {
+				r.recurring++
+			}
+		}
+		if r.recurring >= 2 {
+			r.counts = nil
+		}
+	}
+	if r.recurring >= 2 && r.steps <= r.others && r.run < minNumberRun {
 		return line[width:], n
 	}
 	return line[width:], -1

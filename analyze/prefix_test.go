@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,42 +141,73 @@ func TestSplitPrefixOfManyTimes(t *testing.T) {
 	require.Equal(t, -1, p.rank)
 }
 
-// TestLineNumbers: the bracketed number in front of a line comes off it; it names a rank when
-// it repeats or jumps (Intel MPI's "-l", the corpus's 171) and none once the numbers run on,
-// one more per line, as a log viewer's do (pspot4's excerpt of LlamaFactory#8261 and the
-// corpus's row 250 are pasted so). Each line comes out as "rank|text", "-" for no rank.
+// TestLineNumbers: the bracketed number in front of a line comes off it; it names a rank only
+// once at least two numbers have each recurred and the numbers do not mostly count up (Intel
+// MPI's "-l", the corpus's 171), and never on a log viewer's line numbers (pspot4's excerpt of
+// LlamaFactory#8261 and the corpus's row 250 are pasted so). Each line comes out as
+// "rank|text", "-" for no rank.
 func TestLineNumbers(t *testing.T) {
-	strip := func(lines ...string) []string {
-		var r lineNumbers
-		var out []string
-		for _, l := range lines {
-			text, rank := r.strip([]byte(l))
-			who := "-"
-			if rank >= 0 {
-				who = strconv.Itoa(rank)
-			}
-			out = append(out, who+"|"+string(text))
-		}
-		return out
-	}
+	strip := stripNumbers
 	require.Equal(t, []string{"-|a", "-|", "-|b", "-|", "-|c"},
 		strip("[1743] a", "[1744]", "[1745] b", "[1746]", "[1747] c"))
-	require.Equal(t, []string{"3|NCCL INFO x", "1|NCCL WARN y", "1|NCCL WARN z", "0|NCCL WARN y", "1|NCCL INFO w", "2|NCCL INFO w", "3|NCCL INFO w"},
-		strip("[3] NCCL INFO x", "[1] NCCL WARN y", "[1] NCCL WARN z", "[0] NCCL WARN y", "[1] NCCL INFO w", "[2] NCCL INFO w", "[3] NCCL INFO w"))
-	// Ranks in turn from 0 cannot be told from a paste's first lines once they run on: the
-	// third names none, until a number goes back.
-	require.Equal(t, []string{"0|x", "1|x", "-|x", "-|x", "3|y"},
+	// A paste of NCCL's lines: no rank while they count up (0 1 2 3); ranks once two numbers
+	// (1 and 3) have recurred and the numbers went back or repeated as often as they counted up.
+	require.Equal(t, []string{"-|NCCL INFO x", "-|NCCL WARN y", "-|NCCL WARN z", "-|NCCL WARN y", "-|NCCL INFO w", "-|NCCL INFO w", "-|NCCL INFO w", "1|NCCL WARN v", "3|NCCL WARN v"},
+		strip("[3] NCCL INFO x", "[1] NCCL WARN y", "[1] NCCL WARN z", "[0] NCCL WARN y", "[1] NCCL INFO w", "[2] NCCL INFO w", "[3] NCCL INFO w", "[1] NCCL WARN v", "[3] NCCL WARN v"))
+	// Two ranks interleaved: from the fourth line, where 0 and 1 have each been read twice.
+	require.Equal(t, []string{"-|a", "-|b", "-|c", "0|d", "1|e", "0|f"},
+		strip("[0] a", "[1] b", "[1] c", "[0] d", "[1] e", "[0] f"))
+	// Ranks in turn from 0 cannot be told from a paste's first lines: none.
+	require.Equal(t, []string{"-|x", "-|x", "-|x", "-|x", "-|y"},
 		strip("[0] x", "[1] x", "[2] x", "[3] x", "[3] y"))
-	// A line without a number ends the run; a run starts again from its third line, and a
-	// large number names no rank before the numbers went back.
 	require.Equal(t, []string{"-|a", "-|b", "-|c", "-|plain", "-|d", "-|e", "-|f"},
 		strip("[70] a", "[71] b", "[72] c", "plain", "[73] d", "[74] e", "[75] f"))
 	require.Equal(t, []string{"-|[12]x", "-|[13]x"}, strip("[12]x", "[13]x"))
-	// A number that goes back across a line without one says ranks.
-	require.Equal(t, []string{"-|plain", "-|a", "-|a", "-|a", "-|plain", "21|b", "22|b", "23|b"},
+	// A number that goes back across a line without one is a second excerpt, no rank.
+	require.Equal(t, []string{"-|plain", "-|a", "-|a", "-|a", "-|plain", "-|b", "-|b", "-|b"},
 		strip("plain", "[25] a", "[26] a", "[27] a", "plain", "[21] b", "[22] b", "[23] b"))
-	// Intel MPI's rank on a one-line excerpt: rank 1's exception.
-	require.Equal(t, []string{"1|RuntimeError: x"}, strip("[1] RuntimeError: x"))
+	// Line numbers pasted after ranks name none from the third line of a run counting up (0 1
+	// 2 3 4 from c on).
+	require.Equal(t, []string{"-|a", "-|b", "-|c", "1|d", "-|e", "-|f", "-|g"},
+		strip("[1] a", "[0] b", "[0] c", "[1] d", "[2] e", "[3] f", "[4] g"))
+}
+
+// stripNumbers strips lines as a log's scan does, each coming out as "rank|text", "-" for no
+// rank.
+func stripNumbers(lines ...string) []string {
+	var r lineNumbers
+	var out []string
+	for _, l := range lines {
+		text, rank := r.strip([]byte(l))
+		who := "-"
+		if rank >= 0 {
+			who = strconv.Itoa(rank)
+		}
+		out = append(out, who+"|"+string(text))
+	}
+	return out
+}
+
+// TestLineNumbersNameNoRank: numbers that may be line numbers, a shell's job or a one-line
+// excerpt's name no rank.
+func TestLineNumbersNameNoRank(t *testing.T) {
+	t.Run("one numbered line", func(t *testing.T) {
+		require.Equal(t, []string{"-|RuntimeError: x"}, stripNumbers("[1] RuntimeError: x"))
+		require.Equal(t, []string{"-|step 1", "-|4242", "-|step 2"}, stripNumbers("step 1", "[1] 4242", "step 2"))
+	})
+	t.Run("a paste's first two lines", func(t *testing.T) {
+		require.Equal(t, []string{"-|a", "-|b"}, stripNumbers("[1] a", "[2] b"))
+	})
+	t.Run("two excerpts numbered from 1", func(t *testing.T) {
+		require.Equal(t, []string{"-|a", "-|b", "-|c", "-|d", "-|e", "-|f", "-|g", "-|h"},
+			stripNumbers("[1] a", "[2] b", "[3] c", "[4] d", "[1] e", "[2] f", "[3] g", "[4] h"))
+		require.Equal(t, []string{"-|a", "-|b", "-|c", "-|d", "-|e", "-|f"},
+			stripNumbers("[20] a", "[21] b", "[22] c", "[20] d", "[21] e", "[22] f"))
+	})
+	t.Run("a large number", func(t *testing.T) {
+		// The docs once said a number "repeats or jumps": a jump alone is no rank either.
+		require.Equal(t, []string{"-|a", "-|b"}, stripNumbers("[40] a", "[7] b"))
+	})
 }
 
 // TestLineNumbersSecondTier: a traceback pasted with a log viewer's line numbers is read as a
@@ -192,12 +224,13 @@ func TestLineNumbersSecondTier(t *testing.T) {
 }
 
 // TestRankBracketSecondTier: a traceback printed under Intel MPI's -l, each line behind its
-// rank's "[1] ", is read by the second tier as a traceback of rank 1, and torch_xla's
+// rank's "[1] ", is read by the second tier as a traceback of rank 1 (once ranks 0 and 1 have
+// each printed twice, interleaved), and torch_xla's
 // xla_dist line (time, host, host index) as the exception it carries, of no rank.
 func TestRankBracketSecondTier(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
-	log := "[0] step 10 loss 2.1\n[1] step 10 loss 2.0\n[1] Traceback (most recent call last):\n" +
+	log := "[0] step 10 loss 2.1\n[1] step 10 loss 2.0\n[1] step 20 loss 1.9\n[0] step 20 loss 2.0\n[1] Traceback (most recent call last):\n" +
 		"[1]   File \"/app/train.py\", line 40, in main\n[1]     batch = next(it)\n[1] KeyError: 'labels'\n"
 	res := analyzeLogs(t, WithoutSpecific(all), log)
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
@@ -210,4 +243,34 @@ func TestRankBracketSecondTier(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Contains(t, res.RootCause.Title, "RuntimeError")
 	require.Equal(t, -1, res.RootCause.Rank)
+}
+
+// TestBracketNamesNoRank: a bracketed number the log has not shown to be a rank gives the
+// root cause no rank: a shell's job number in a log of one process, and two log-viewer
+// excerpts each numbered from 1 (the second's line 23 is no rank 23).
+func TestBracketNamesNoRank(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	cuda := "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+	check := func(t *testing.T, log string) {
+		res := analyzeLogs(t, all, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Contains(t, res.VerdictReason, "illegal memory access")
+		require.NotContains(t, res.VerdictReason, "rank")
+		require.Equal(t, -1, res.RootCause.Rank)
+	}
+	t.Run("a shell's job number", func(t *testing.T) {
+		check(t, "step 1 loss 2.1\n[1] 4242\nstep 2 loss 2.0\n"+cuda)
+	})
+	t.Run("two excerpts numbered from 1", func(t *testing.T) {
+		var b strings.Builder
+		for i := 1; i <= 30; i++ {
+			fmt.Fprintf(&b, "[%d] step %d loss 2.1\n", i, i)
+		}
+		for i := 1; i <= 22; i++ {
+			fmt.Fprintf(&b, "[%d] step %d loss 2.0\n", i, 100+i)
+		}
+		b.WriteString("[23] " + cuda)
+		check(t, b.String())
+	})
 }

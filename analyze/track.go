@@ -315,8 +315,10 @@ type seqReport struct {
 }
 
 // sawState records a line in its process: a progress line (m.step its step, -1 when it has
-// none) and the stateful matches.
-func (p *procState) sawState(hits []stateHit, progress bool, m mark, t *lineText, rank int, onFinding func(*Finding)) {
+// none) and the stateful matches. bracket is the number taken off the front of the line
+// ("[1] "), or -1: a culprit pattern that matched without its own rank group (the bracket was
+// taken off) names it.
+func (p *procState) sawState(hits []stateHit, progress bool, m mark, t *lineText, rank, bracket int, onFinding func(*Finding)) {
 	if progress {
 		p.sawProgress(m, t.b)
 	}
@@ -342,6 +344,14 @@ func (p *procState) sawState(hits []stateHit, progress bool, m mark, t *lineText
 			}
 			if v, ok := h.groups["ranks"]; ok {
 				r.ranks = parseRanks(v)
+			}
+			if _, named := h.groups["rank"]; r.culprit && !named && len(r.ranks) == 0 {
+				// No rank in the text: the number taken off the front of the line names the
+				// culprit, and without one the line names none (not the line's process).
+				if bracket < 0 {
+					continue
+				}
+				r.ranks = []int{bracket}
 			}
 			if r.culprit && r.rank >= 0 && len(r.ranks) == 0 {
 				r.ranks = []int{r.rank}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "7004bff8de6e5f69358be462daa54d0806bb66efd98bc3f0fc21d650ebd2057d"
+const builtinDigest = "26db3d856606f64eddb0cf05bb51cfb3f72e34899826c5139af2be3cd11fce1b"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12065,7 +12065,7 @@ func builtinFiles() []Named {
 									"\\[PG (?:ID )?(?P<pg>\\d+)[^\\]]* Rank (?P<rank>\\d+)\\]\\s+(?:failure detected by watchdog at work sequence id: (?P<seq>\\d+) PG status: last enqueued work: (?P<enqueued>\\d+)|Exception \\(either an error or timeout\\) detected by watchdog at work: (?P<seq>\\d+), last enqueued NCCL work: (?P<enqueued>\\d+))",
 								},
 								Culprit: []string{
-									"^\\s*(?:- )?\\[(?P<ranks>\\d+(?:, \\d+)*)\\] (?:finished collective #\\d+, but didn.t join collective #\\d+|joined but didn.t finish collective #\\d+)",
+									"^\\s*(?:- )?(?:\\[(?P<ranks>\\d+(?:, \\d+)*)\\] )?(?:finished collective #\\d+, but didn.t join collective #\\d+|joined but didn.t finish collective #\\d+)",
 									"ranks \\[(?P<ranks>\\d+(?:, \\d+)*)\\] are the lagging ranks that caused this timeout",
 								},
 							},

@@ -134,3 +134,16 @@ func TestStallIsLong(t *testing.T) {
 	require.Nil(t, hang(res))
 	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category)
 }
+
+// TestDesyncReportNamesTheCollective: a desync report's line names the lagging rank, not the
+// collective; the finding names the collective the waiting ranks' watchdogs report, never
+// "collective #0" (NVIDIA/nccl#2213's lines).
+func TestDesyncReportNamesTheCollective(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, all, "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1155874, OpType=ALLREDUCE, NumelIn=9445376, NumelOut=9445376, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out.\n"+
+		"[1] finished collective #1155873, but didn't join collective #1155874\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, "Rank 1 held up collective #1155874 (ALLREDUCE): the desync report names it", res.RootCause.Title)
+	require.Equal(t, 1, res.RootCause.Rank)
+}

@@ -219,7 +219,18 @@ func evalSequence(r *Rule, procs []*procState, findings []*Finding) []*Finding {
 	}
 	culprit := culprits[0]
 	vars["rank"], vars["ranks"], vars["why"] = strconv.Itoa(culprit), rankList(culprits), why
-	vars["seq"], vars["op"] = strconv.FormatInt(first.seq, 10), first.op
+	seq, op := first.seq, first.op
+	if first.culprit {
+		// A desync report's line names the ranks, not the collective: the one held up is
+		// the one the waiting ranks' watchdogs report.
+		for _, rep := range reports {
+			if !rep.culprit && rep.seq > 0 {
+				seq, op = rep.seq, rep.op
+				break
+			}
+		}
+	}
+	vars["seq"], vars["op"] = strconv.FormatInt(seq, 10), op
 	if waited := without(reporters, culprits); len(waited) > 0 {
 		// The ranks that waited, never the culprit itself (a desync report may name a rank
 		// whose own watchdog fired too).

@@ -113,10 +113,18 @@ Events:
 			"config-error/status-listed", "Pod listed in CreateContainerConfigError"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": tc.text}, time.Time{}, Options{})
-			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
-			require.Equal(t, tc.rule, res.RootCause.RuleID, findingsOf(res))
-			require.Contains(t, res.VerdictReason, tc.reason)
+			requireStuckPaste(t, tc.text, tc.rule, tc.reason)
 		})
 	}
+}
+
+// requireStuckPaste: pasted text of a pod waiting to start, as one log of a bundle with no
+// collection time, is unhealthy with rule as its root cause and reason in the verdict's
+// reason (the wait the text prints is past the threshold).
+func requireStuckPaste(t *testing.T, text, rule, reason string) {
+	t.Helper()
+	res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": text}, time.Time{}, Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, rule, res.RootCause.RuleID, findingsOf(res))
+	require.Contains(t, res.VerdictReason, reason)
 }

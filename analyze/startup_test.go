@@ -3,7 +3,6 @@ package analyze
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -31,10 +30,7 @@ func TestVolumeMountPaste(t *testing.T) {
 			"config-error/missing-secret-configmap", "pending for 40 h"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": tc.text}, time.Time{}, Options{})
-			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
-			require.Equal(t, tc.rule, res.RootCause.RuleID, findingsOf(res))
-			require.Contains(t, res.VerdictReason, tc.reason)
+			requireStuckPaste(t, tc.text, tc.rule, tc.reason)
 		})
 	}
 }

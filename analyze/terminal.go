@@ -110,6 +110,7 @@ type lineKind int
 const (
 	kindNone      lineKind = iota
 	kindError              // an ERROR line (counts only near the end of the log)
+	kindRetried            // the last of the retries a log ends in (retriedEnd)
 	kindExit               // a non-zero exit code or a launcher's summary
 	kindSignal             // a signal, "Killed", a segfault, a bus error
 	kindFatal              // FATAL, glog F lines, "Fatal Python error"
@@ -118,7 +119,7 @@ const (
 )
 
 // strong says whether a kind shows on its own that the process failed.
-func (k lineKind) strong() bool { return k >= kindExit }
+func (k lineKind) strong() bool { return k >= kindRetried }
 
 // The expressions that say what a line is. Each runs only on a line that holds one of its
 // literals (gated.words, ASCII case folded; a superset, checked on every sample and corpus line
@@ -679,6 +680,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	}
 	t.skipped, t.caughtLines = caught(lines, kinds, words)
 	forgetRecovered(t, lines, kinds, words)
+	retriedEnd(lines, kinds, words)
 	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where. A
@@ -722,6 +724,63 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 	}
 	return tf
+}
+
+// A library that retries a failed attempt says so on every try, and says when it gives up
+// only at the end, if at all: NCCL's socket layer retries a refused or unreachable connect
+// ("NCCL INFO Call to connect returned Connection refused, retrying"; since 2.2x
+// "socketPollConnect: connect returned Connection timed out, retrying (1/34) after sleep for
+// 100 msec", up to a fixed number of tries: NVIDIA/nccl#1515, NVIDIA/nccl#1618, #1311), the
+// Hugging Face Hub client a request ("Retrying in 1s [Retry 1/5]"), a setup script its command
+// ("command failed, retrying after 5 seconds"). A log whose last line is such a try, printed
+// again and again (minRetries times in its tail) or numbered as the last ("(34/34)", "[Retry
+// 5/5]", "attempt 3 of 3"), ends in the failure it retried: nothing after it says the attempt
+// ever succeeded, and the process printed nothing else. Its error is read as any other (its
+// words name the cause), and it shows on its own that the process did not get past it.
+
+// minRetries is how many times a log's tail must print its last retry for it to be an end.
+const minRetries = 3
+
+// retriedEnd marks the log's last line as kindRetried when it is a retry its tail printed at
+// least minRetries times (same line but for its numbers: pids, counts, addresses' digits) or
+// the last try of a numbered count, and nothing that failed more strongly came after it.
+func retriedEnd(lines []tailLine, kinds []lineKind, words []wordSet) {
+	end := len(lines) - 1
+	for end >= 0 && len(bytes.TrimSpace(lines[end].text)) == 0 {
+		end--
+	}
+	if end < 0 || words[end]&hasRecoveryWord == 0 || kinds[end] > kindError {
+		return
+	}
+	shape := retryShape(lines[end].text)
+	n := 0
+	for i := range end + 1 {
+		if words[i]&hasRecoveryWord != 0 && bytes.Equal(retryShape(lines[i].text), shape) {
+			n++
+		}
+	}
+	if n >= minRetries || lastTry(lines[end].text) {
+		kinds[end] = kindRetried
+	}
+}
+
+// retryShape is a line without its digits: the same retry of another process or try.
+func retryShape(t []byte) []byte {
+	return bytes.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, bytes.TrimSpace(t))
+}
+
+// lastTryCount is a retry's count, "retrying (34/34)", "[Retry 5/5]", "attempt 3 of 3".
+var lastTryCount = regexp.MustCompile(`(?i)\b(?:retry|retrying|attempt)\D{0,3}(\d{1,4}) ?(?:/|of) ?(\d{1,4})\b`)
+
+// lastTry says whether retry line t numbers itself as the last of its count.
+func lastTry(t []byte) bool {
+	m := lastTryCount.FindSubmatch(t)
+	return m != nil && bytes.Equal(m[1], m[2])
 }
 
 // errorRecordException returns the exception of a line of a JSON error record, nil when t is

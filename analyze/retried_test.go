@@ -1,0 +1,56 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLogEndingInRetries: a log whose last line is a retry its tail printed again and again,
+// or the last try of a count, ends in the failure it retried, with all tiers and with the
+// second tier alone; a retry the log got past, or the first of a count, is no end. The retry
+// lines are NCCL's (NVIDIA/nccl#1515, NVIDIA/nccl#1618).
+func TestLogEndingInRetries(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	refused := "node-1:941227:943077 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
+	tests := []struct {
+		name       string
+		log        string
+		unhealthy  bool
+		category   Category
+		confidence Confidence
+	}{
+		{"the same refused connect, again and again, from two processes",
+			"node-1:16:63 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>\n" + refused + refused +
+				"node-1:18:64 [2] NCCL INFO Call to connect returned Connection refused, retrying\n" + refused,
+			true, CategoryRendezvous, ConfidenceMedium},
+		{"the last try of a count",
+			"node-2:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (34/34) after sleep for 3400 msec\n",
+			true, CategoryRendezvous, ConfidenceMedium},
+		{"a last try whose words name no cause",
+			"probe: command failed, retrying (5/5)\n",
+			true, CategoryUnknown, ConfidenceLow},
+		{"retries the log got past",
+			refused + refused + refused + "node-1:941227:943077 [0] NCCL INFO Connected all rings\n",
+			false, "", ""},
+		{"the first try of a count",
+			"node-2:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (1/34) after sleep for 100 msec\n",
+			false, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+				res := analyzeLogs(t, rules, tt.log)
+				if !tt.unhealthy {
+					require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+					continue
+				}
+				require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+				require.NotNil(t, res.RootCause)
+				require.Equal(t, tt.category, res.RootCause.Category, res.RootCause.Title)
+				require.Equal(t, tt.confidence, res.Confidence)
+			}
+		})
+	}
+}

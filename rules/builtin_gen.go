@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "26db3d856606f64eddb0cf05bb51cfb3f72e34899826c5139af2be3cd11fce1b"
+const builtinDigest = "5755abde21e913dbbd07b339a9ba67c6d37242a625178f77895d8ffe975c5705"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -10985,6 +10985,152 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "from PIL import ImageFile",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+				},
+			},
+		},
+		{
+			Path: "ray.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "execution",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "scheduling/ray-no-node-type",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "No Ray node type can hold the request {request}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"No available node types can fulfill resource request (?:defaultdict\\(<class .float.>, )?(?P<request>\\{[^}]{0,300}\\})",
+							},
+						},
+						Explanation: "Ray's autoscaler has no node type in the cluster's configuration whose resources can hold this request (a task, an actor or one bundle of a placement group): no node it could add would fit it, so the job waits forever. Typical causes: more GPUs or CPUs per worker than any node type offers, a custom resource or accelerator type no node type declares, or a cluster started without the GPUs the job asks for.\n",
+						Remediation: "Compare the request with the node types' resources (the cluster config, `ray status`): lower num_gpus/num_cpus per worker or the placement group's bundle sizes, or add a node type that declares those resources.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "(autoscaler +8m46s) Error: No available node types can fulfill resource request defaultdict(<class 'float'>, {'CPU': 2.0, 'GPU': 2.0}). Add suitable node types to this cluster to resolve this issue.",
+								},
+								{
+									Text: "(autoscaler +34s) Error: No available node types can fulfill resource request defaultdict(<class 'float'>, {'CPU': 8.0, 'GPU': 8.0}). Add suitable node types to this cluster to resolve this issue.",
+								},
+								{
+									Text: "(scheduler +27s) Error: No available node types can fulfill resource request {'bob': 1.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this issue.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "(autoscaler +2m) Adding 1 node(s) of type gpu_worker.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/ray-request-unschedulable",
+						Severity: "warning",
+						Layer:    "execution",
+						Title:    "Ray cannot schedule the request {request}",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"The following resource request cannot be scheduled right now: (?P<request>\\{[^}]{0,300}\\})",
+							},
+						},
+						Explanation: "Ray could not place a task or actor with these resources on any node for a while: the cluster's resources are held by other actors, or the cluster cannot grow to fit it. Until it is placed, what asked for it makes no progress; a request placed later was a wait.\n",
+						Remediation: "Check `ray status` for what holds the cluster's resources; create fewer actors or ask for fewer resources per actor (a fraction of a GPU, fewer CPUs per rollout worker), or add nodes.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "(scheduler +2m13s) Warning: The following resource request cannot be scheduled right now: {'GPU': 0.125, 'CPU': 0.5}. This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster.",
+								},
+								{
+									Text: "(autoscaler +2m17s) Warning: The following resource request cannot be scheduled right now: {'CPU': 1.0, 'GPU': 1.0}. This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster.",
+								},
+								{
+									Text: "(scheduler +38s) Warning: The following resource request cannot be scheduled right now: {'CPU': 1.0, 'alice': 1.0}. This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "2020-12-04 13:02:42,028 WARNING worker.py:1011 -- The actor or task with ID ffffffffffffffff7b65236502000000 cannot be scheduled right now. It requires {CPU: 1.000000} for placement",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"severity",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/ray-unmet-demands",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Ray's resource demands were never met ({demand})",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"^\\s*(?P<demand>\\{[^}]{1,300}\\}(?: \\* \\d+)?(?: \\([A-Z_]+\\))?): \\d+\\+ pending (?:placement groups|tasks/actors)",
+								},
+								Recover: []string{
+									"^\\s*\\(no resource demands\\)",
+								},
+								Min:   1,
+								ToEnd: true,
+							},
+						},
+						Explanation: "The last status report of Ray's autoscaler still lists resource demands: tasks, actors or placement groups (with their bundles and strategy) that no node can take, and that the autoscaler did not or could not add a node for. A placement group whose bundles must be packed or spread over nodes (STRICT_PACK, SPREAD) waits until nodes with that shape exist, even when the cluster's total is enough.\n",
+						Remediation: "Compare the demand with the nodes in the report (`ray status`): lower the per-bundle resources or the number of workers, relax the placement strategy, or add nodes (or node types the autoscaler may launch) that fit it.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Demands:\n {'GPU': 1.0, 'CPU': 1.0} * 8 (STRICT_PACK): 1+ pending placement groups\n",
+								},
+								{
+									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2023-09-19 10:16:05.945390 ========\nDemands:\n (no resource demands)\n",
 								},
 							},
 						},

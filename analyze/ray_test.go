@@ -1,0 +1,60 @@
+package analyze
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRayRequestsThatNeverGetResources: a Ray job whose tasks, actors or placement groups wait
+// for resources no node gives them is a scheduling failure, named by the autoscaler's own
+// sentences or by its last status report; a wait the job got past is none. The lines are
+// those of the threads rules/ray.yaml cites.
+func TestRayRequestsThatNeverGetResources(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	status := "======== Autoscaler status: 2025-02-17 18:36:14.406028 ========\n" +
+		"Node status\n---------------------------------------------------------------\n" +
+		"Active:\n 1 node_9ce4595c6c9628208ab67348060cfe32348196bec94f997ee553da82\n" +
+		"Pending:\n (no pending nodes)\nRecent failures:\n (no failures)\n\n" +
+		"Resources\n---------------------------------------------------------------\n" +
+		"Usage:\n 0.0/112.0 CPU\n 0.0/1.0 GPU\n\n" +
+		"Demands:\n {'GPU': 1.0, 'CPU': 1.0} * 8 (STRICT_PACK): 1+ pending placement groups\n"
+	training := "(RayTrainWorker pid=82347) epoch 1 step 10 loss 2.1\n(RayTrainWorker pid=82347) epoch 1 step 20 loss 2.0\n" +
+		"(RayTrainWorker pid=82347) epoch 1 step 30 loss 1.9\n(RayTrainWorker pid=82347) epoch 1 step 40 loss 1.8\n"
+	unschedulable := "(autoscaler +2m17s) Warning: The following resource request cannot be scheduled right now: {'CPU': 1.0, 'GPU': 1.0}. " +
+		"This is likely due to all cluster resources being claimed by actors. Consider creating fewer actors or adding more nodes to this Ray cluster.\n"
+	tests := []struct {
+		name   string
+		log    string
+		ruleID string // with want "": the warning the log shows, if any
+		want   Verdict
+	}{
+		{"the last status report still lists a placement group", status, "scheduling/ray-unmet-demands", VerdictUnhealthy},
+		{"a later report lists no demand",
+			status + "======== Autoscaler status: 2025-02-17 18:37:14.406028 ========\nDemands:\n (no resource demands)\n", "", ""},
+		{"no node type can hold the request",
+			"(autoscaler +34s) Error: No available node types can fulfill resource request defaultdict(<class 'float'>, {'CPU': 8.0, 'GPU': 8.0}). " +
+				"Add suitable node types to this cluster to resolve this issue.\n", "scheduling/ray-no-node-type", VerdictUnhealthy},
+		{"a request waiting is shown, not the failure: it may be placed later",
+			unschedulable + training, "scheduling/ray-request-unschedulable", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tt.log)
+			if tt.want == "" {
+				require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+				if tt.ruleID != "" {
+					require.True(t, slices.ContainsFunc(res.Findings, func(f *Finding) bool {
+						return f.RuleID == tt.ruleID && f.Severity == SeverityWarning
+					}), "the warning %s", tt.ruleID)
+				}
+				return
+			}
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.Equal(t, CategoryScheduling, res.RootCause.Category)
+			require.Equal(t, tt.ruleID, res.RootCause.RuleID)
+		})
+	}
+}

@@ -34,6 +34,11 @@ func TestLogEndingInRetries(t *testing.T) {
 		{"retries the log got past",
 			refused + refused + refused + "node-1:941227:943077 [0] NCCL INFO Connected all rings\n",
 			false, "", ""},
+		{"each rank of a healthy start replacing its network plugin",
+			"node-1:16:63 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n" +
+				"node-1:16:63 [0] NCCL INFO Using network Socket\nnode-1:17:64 [1] NCCL INFO Using network Socket\n" +
+				"node-1:18:65 [2] NCCL INFO Using network Socket\n",
+			false, "", ""},
 		{"the first try of a count",
 			"node-2:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (1/34) after sleep for 100 msec\n",
 			false, "", ""},

@@ -741,15 +741,20 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 // minRetries is how many times a log's tail must print its last retry for it to be an end.
 const minRetries = 3
 
-// retriedEnd marks the log's last line as kindRetried when it is a retry its tail printed at
-// least minRetries times (same line but for its numbers: pids, counts, addresses' digits) or
-// the last try of a numbered count, and nothing that failed more strongly came after it.
+// retryWord is in every retry line; the other recovery lines ("falling back", "Using network
+// Socket") say what replaced a failed attempt, and each rank of a healthy start prints them.
+var retryWord = literal.NewMatcher([]string{"retry"})
+
+// retriedEnd marks the log's last line as kindRetried when it is a retry (a recovery line that
+// says it retries) its tail printed at least minRetries times (the same line but for its
+// numbers: pids, counts, addresses' digits) or the last try of a numbered count, and nothing
+// that failed more strongly came after it.
 func retriedEnd(lines []tailLine, kinds []lineKind, words []wordSet) {
 	end := len(lines) - 1
 	for end >= 0 && len(bytes.TrimSpace(lines[end].text)) == 0 {
 		end--
 	}
-	if end < 0 || words[end]&hasRecoveryWord == 0 || kinds[end] > kindError {
+	if end < 0 || words[end]&hasRecoveryWord == 0 || kinds[end] > kindError || !literal.Any(retryWord, lines[end].text) {
 		return
 	}
 	shape := retryShape(lines[end].text)

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -103,5 +104,30 @@ func BenchmarkChunkAddLine(b *testing.B) {
 			c.addLine(l)
 		}
 		c.filter, c.fill, c.bytes = [filterBits / 64]uint64{}, 0, 0
+	}
+}
+
+// TestChunkFilterAddSetsTheQueryBits: add sets exactly the bits a search reads for the item
+// (filterPos), all in one 64-bit word of the filter, and counts them.
+func TestChunkFilterAddSetsTheQueryBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10000 {
+		h := rng.Uint64()
+		var c chunkBuilder
+		c.add(h)
+		var want [filterBits / 64]uint64
+		for i := range filterK {
+			p := filterPos(h, i)
+			want[p/64] |= 1 << (p % 64)
+			if p/64 != filterPos(h, 0)/64 {
+				t.Fatalf("hash %#x: bit %d in word %d, bit 0 in word %d", h, i, p/64, filterPos(h, 0)/64)
+			}
+		}
+		if c.filter != want {
+			t.Fatalf("hash %#x: add set other bits than filterPos's", h)
+		}
+		if set := bits.OnesCount64(want[filterPos(h, 0)/64]); c.fill != set {
+			t.Fatalf("hash %#x: fill %d, %d bits set", h, c.fill, set)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -83,6 +84,7 @@ type chunkBuilder struct {
 	segs   []chunkSeg
 	scr    []byte
 	fold   []byte // a non-ASCII word folded
+	kept   rune   // a rune past ASCII that folding keeps (see keepsCase), or 0
 }
 
 var tracebackWord = []byte("traceback")
@@ -137,7 +139,7 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 		}
 		w := buf[:n]
 		var h uint64
-		if seen < utf8.RuneSelf {
+		if seen < utf8.RuneSelf || c.keepsCase(text[i:j]) {
 			h = logscan.HashIn(buf, n)
 		} else {
 			c.fold = logscan.Fold(c.fold[:0], text[i:j])
@@ -147,7 +149,7 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 		if len(w) > prefixLen {
 			c.add(prefixHash(w))
 		}
-		if nwords < levelWords && level == "" {
+		if nwords < levelWords && level == "" && mayBeLevel(w) {
 			level = levelWord(prev, w)
 		}
 		prev = nil // the word before, as far as levelWord needs it
@@ -165,6 +167,52 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 		c.add(itemHash(itemRank, c.scr, c.scr[len(c.scr):]))
 	}
 	return c.bytes >= chunkMax || (c.bytes >= chunkMin && c.fill >= fullFill)
+}
+
+// keepsCase reports whether logscan.Fold keeps each of w's runes past ASCII as it is (valid
+// UTF-8 that has no lower case of its own, such as a tokenizer's '▁'), so that w with its
+// ASCII capitals folded is its fold. It remembers the last such rune: a line's words mostly
+// hold the same one.
+func (c *chunkBuilder) keepsCase(w []byte) bool {
+	for i := 0; i < len(w); {
+		if w[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(w[i:])
+		if r != c.kept {
+			if r == utf8.RuneError && size == 1 || unicode.ToLower(r) != r {
+				return false
+			}
+			c.kept = r
+		}
+		i += size
+	}
+	return true
+}
+
+// levelLens is, by a folded word's last byte, the lengths (bit n, 15 for 15 or more) at
+// which levelWord may name a level, so that most words of a line are ruled out by one load:
+// its words, glog's letter and four digits, and its classes' suffixes.
+var levelLens = func() (t [256]uint16) {
+	const long = 0xffff &^ (1<<6 - 1) // 6 bytes or more: a class's suffix
+	t['l'] = 1<<5 | 1<<8              // fatal, critical
+	t['c'] = 1 << 5                   // panic
+	t['r'] = 1<<3 | 1<<5 | long       // err, error, ...error
+	t['g'] = 1<<5 | 1<<7 | long       // debug, warning, ...warning
+	t['n'] = 1<<4 | long              // warn, ...exception
+	t['o'] = 1 << 4                   // info
+	t['e'] = 1 << 5                   // trace
+	t['t'] = 1 << 4                   // most
+	for d := '0'; d <= '9'; d++ {
+		t[d] = 1<<4 | 1<<5 // E0314
+	}
+	return t
+}()
+
+// mayBeLevel is false for a folded word levelWord gives no level (see levelLens).
+func mayBeLevel(w []byte) bool {
+	return len(w) > 0 && levelLens[w[len(w)-1]]>>min(len(w), 15)&1 != 0
 }
 
 // foldWord is a word byte lower-cased (any byte of a word but A-Z is itself), 0 for a byte

@@ -34,6 +34,7 @@ func TestChunkFilterHoldsTheQueryItems(t *testing.T) {
 		"",
 		"[rank7] no colon but a rank",
 		"abcdefg abcdefgh abcdefghi x1234567890abcdefXYZ_0123 SIXTEEN_BYTES_AB Ab",
+		"tokens: ['▁Yovisena', '▁senoweha', '▁▁', 'ÉCOLE▁École', '▁x\xe2\x96', 'ẞ▁straße', '▁Ω▁Ω']",
 	}
 	lines = append(lines, random...)
 	for _, line := range lines {
@@ -128,6 +129,30 @@ func TestChunkFilterAddSetsTheQueryBits(t *testing.T) {
 		}
 		if set := bits.OnesCount64(want[filterPos(h, 0)/64]); c.fill != set {
 			t.Fatalf("hash %#x: fill %d, %d bits set", h, c.fill, set)
+		}
+	}
+}
+
+// TestMayBeLevelRulesOutOnlyWordsWithoutALevel: the one-load check addLine makes before
+// levelWord is false only for words levelWord gives no level, whatever the word before.
+func TestMayBeLevelRulesOutOnlyWordsWithoutALevel(t *testing.T) {
+	words := []string{"", "e", "fatal", "critical", "panic", "error", "err", "warning", "warn", "info",
+		"debug", "trace", "most", "e0314", "w1127", "i0101", "f9999", "e123", "e12345", "runtimeerror",
+		"torch_outofmemoryerror", "valueexception", "userwarning", "futurewarning", "xerror", "errors"}
+	const letters = "abcdefgilmnoprstuwx0123456789_"
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 200000 {
+		b := make([]byte, rng.IntN(17))
+		for i := range b {
+			b[i] = letters[rng.IntN(len(letters))]
+		}
+		words = append(words, string(b))
+	}
+	for _, w := range words {
+		for _, prev := range [][]byte{nil, tracebackWord} {
+			if level := levelWord(prev, []byte(w)); level != "" && !mayBeLevel([]byte(w)) {
+				t.Errorf("mayBeLevel(%q) is false, levelWord gives %q", w, level)
+			}
 		}
 	}
 }

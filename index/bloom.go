@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -47,11 +48,14 @@ const (
 	prefixLen  = 3
 )
 
-// filterPos is the i-th bit position of an item's hash (double hashing), in a filter of
-// filterBits; a folded filter of m bits uses it modulo m.
+// filterPos is the i-th bit position of an item's hash in a filter of filterBits; a folded
+// filter of m bits uses it modulo m. The filter is blocked: an item's filterK bits are in one
+// 64-bit word, picked by the hash's low bits, each bit by six of its high bits, so that adding
+// an item is one load and one store (a chunk's lines add two items a word), and folding the
+// filter in half keeps each item's bits in one word. It costs more false positives than bits
+// spread over the whole filter (some chunks read and found without the words), never a miss.
 func filterPos(h uint64, i int) uint32 {
-	h1, h2 := uint32(h), uint32(h>>32)|1
-	return (h1 + uint32(i)*h2) & (filterBits - 1)
+	return uint32(h)%(filterBits/64)*64 | uint32(h>>(32+6*i))&63
 }
 
 // itemHash is the hash of an item of a kind (0 for a folded word).
@@ -80,6 +84,7 @@ type chunkBuilder struct {
 	segs   []chunkSeg
 	scr    []byte
 	fold   []byte // a non-ASCII word folded
+	kept   rune   // a rune past ASCII that folding keeps (see keepsCase), or 0
 }
 
 var tracebackWord = []byte("traceback")
@@ -134,7 +139,7 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 		}
 		w := buf[:n]
 		var h uint64
-		if seen < utf8.RuneSelf {
+		if seen < utf8.RuneSelf || c.keepsCase(text[i:j]) {
 			h = logscan.HashIn(buf, n)
 		} else {
 			c.fold = logscan.Fold(c.fold[:0], text[i:j])
@@ -144,7 +149,7 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 		if len(w) > prefixLen {
 			c.add(prefixHash(w))
 		}
-		if nwords < levelWords && level == "" {
+		if nwords < levelWords && level == "" && mayBeLevel(w) {
 			level = levelWord(prev, w)
 		}
 		prev = nil // the word before, as far as levelWord needs it
@@ -162,6 +167,52 @@ func (c *chunkBuilder) addLine(text []byte) bool {
 		c.add(itemHash(itemRank, c.scr, c.scr[len(c.scr):]))
 	}
 	return c.bytes >= chunkMax || (c.bytes >= chunkMin && c.fill >= fullFill)
+}
+
+// keepsCase reports whether logscan.Fold keeps each of w's runes past ASCII as it is (valid
+// UTF-8 that has no lower case of its own, such as a tokenizer's '▁'), so that w with its
+// ASCII capitals folded is its fold. It remembers the last such rune: a line's words mostly
+// hold the same one.
+func (c *chunkBuilder) keepsCase(w []byte) bool {
+	for i := 0; i < len(w); {
+		if w[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(w[i:])
+		if r != c.kept {
+			if r == utf8.RuneError && size == 1 || unicode.ToLower(r) != r {
+				return false
+			}
+			c.kept = r
+		}
+		i += size
+	}
+	return true
+}
+
+// levelLens is, by a folded word's last byte, the lengths (bit n, 15 for 15 or more) at
+// which levelWord may name a level, so that most words of a line are ruled out by one load:
+// its words, glog's letter and four digits, and its classes' suffixes.
+var levelLens = func() (t [256]uint16) {
+	const long = 0xffff &^ (1<<6 - 1) // 6 bytes or more: a class's suffix
+	t['l'] = 1<<5 | 1<<8              // fatal, critical
+	t['c'] = 1 << 5                   // panic
+	t['r'] = 1<<3 | 1<<5 | long       // err, error, ...error
+	t['g'] = 1<<5 | 1<<7 | long       // debug, warning, ...warning
+	t['n'] = 1<<4 | long              // warn, ...exception
+	t['o'] = 1 << 4                   // info
+	t['e'] = 1 << 5                   // trace
+	t['t'] = 1 << 4                   // most
+	for d := '0'; d <= '9'; d++ {
+		t[d] = 1<<4 | 1<<5 // E0314
+	}
+	return t
+}()
+
+// mayBeLevel is false for a folded word levelWord gives no level (see levelLens).
+func mayBeLevel(w []byte) bool {
+	return len(w) > 0 && levelLens[w[len(w)-1]]>>min(len(w), 15)&1 != 0
 }
 
 // foldWord is a word byte lower-cased (any byte of a word but A-Z is itself), 0 for a byte
@@ -205,20 +256,13 @@ func prefixHash(w []byte) uint64 {
 	return logscan.HashShort(t, prefixLen+1)
 }
 
-// add sets the item's bits, counting those it sets, without a branch per bit. Its positions
-// are filterPos(h, 0..filterK-1), each the one before plus h's second half (no multiply).
+// add sets the item's bits (filterPos(h, 0..filterK-1), all in one word), counting those it
+// sets.
 func (c *chunkBuilder) add(h uint64) {
-	p, step := uint32(h), uint32(h>>32)|1
-	f := &c.filter
-	fill := c.fill // a local: the filter's stores would otherwise reload it
-	for range filterK {
-		q := p & (filterBits - 1)
-		old := f[q/64]
-		f[q/64] = old | 1<<(q%64)
-		fill += int(^old >> (q % 64) & 1)
-		p += step
-	}
-	c.fill = fill
+	w := &c.filter[uint32(h)%(filterBits/64)]
+	bits4 := uint64(1)<<(h>>32&63) | 1<<(h>>38&63) | 1<<(h>>44&63) | 1<<(h>>50&63)
+	c.fill += bits.OnesCount64(bits4 &^ *w)
+	*w |= bits4
 }
 
 // close hands the chunk to the writer, if it holds lines, and starts the next.

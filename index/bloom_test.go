@@ -1,6 +1,7 @@
 package index
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -33,6 +34,7 @@ func TestChunkFilterHoldsTheQueryItems(t *testing.T) {
 		"",
 		"[rank7] no colon but a rank",
 		"abcdefg abcdefgh abcdefghi x1234567890abcdefXYZ_0123 SIXTEEN_BYTES_AB Ab",
+		"tokens: ['▁Yovisena', '▁senoweha', '▁▁', 'ÉCOLE▁École', '▁x\xe2\x96', 'ẞ▁straße', '▁Ω▁Ω']",
 	}
 	lines = append(lines, random...)
 	for _, line := range lines {
@@ -103,5 +105,54 @@ func BenchmarkChunkAddLine(b *testing.B) {
 			c.addLine(l)
 		}
 		c.filter, c.fill, c.bytes = [filterBits / 64]uint64{}, 0, 0
+	}
+}
+
+// TestChunkFilterAddSetsTheQueryBits: add sets exactly the bits a search reads for the item
+// (filterPos), all in one 64-bit word of the filter, and counts them.
+func TestChunkFilterAddSetsTheQueryBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10000 {
+		h := rng.Uint64()
+		var c chunkBuilder
+		c.add(h)
+		var want [filterBits / 64]uint64
+		for i := range filterK {
+			p := filterPos(h, i)
+			want[p/64] |= 1 << (p % 64)
+			if p/64 != filterPos(h, 0)/64 {
+				t.Fatalf("hash %#x: bit %d in word %d, bit 0 in word %d", h, i, p/64, filterPos(h, 0)/64)
+			}
+		}
+		if c.filter != want {
+			t.Fatalf("hash %#x: add set other bits than filterPos's", h)
+		}
+		if set := bits.OnesCount64(want[filterPos(h, 0)/64]); c.fill != set {
+			t.Fatalf("hash %#x: fill %d, %d bits set", h, c.fill, set)
+		}
+	}
+}
+
+// TestMayBeLevelRulesOutOnlyWordsWithoutALevel: the one-load check addLine makes before
+// levelWord is false only for words levelWord gives no level, whatever the word before.
+func TestMayBeLevelRulesOutOnlyWordsWithoutALevel(t *testing.T) {
+	words := []string{"", "e", "fatal", "critical", "panic", "error", "err", "warning", "warn", "info",
+		"debug", "trace", "most", "e0314", "w1127", "i0101", "f9999", "e123", "e12345", "runtimeerror",
+		"torch_outofmemoryerror", "valueexception", "userwarning", "futurewarning", "xerror", "errors"}
+	const letters = "abcdefgilmnoprstuwx0123456789_"
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 200000 {
+		b := make([]byte, rng.IntN(17))
+		for i := range b {
+			b[i] = letters[rng.IntN(len(letters))]
+		}
+		words = append(words, string(b))
+	}
+	for _, w := range words {
+		for _, prev := range [][]byte{nil, tracebackWord} {
+			if level := levelWord(prev, []byte(w)); level != "" && !mayBeLevel([]byte(w)) {
+				t.Errorf("mayBeLevel(%q) is false, levelWord gives %q", w, level)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
@@ -408,4 +409,32 @@ func TestSigsHashKeepsEarlierStatEntries(t *testing.T) {
 	}
 	require.Equal(t, hex.EncodeToString(h.Sum(nil)), sigsHash(sigs))
 	require.Equal(t, "", sigsHash(append(sigs, fileSig{Path: "gone.log", Size: -1})), "a log that could not be signed")
+}
+
+// TestCacheOfAnEarlierFormatIsRebuilt: an index a coroner of format 8 left in the cache (its
+// chunk filters spread an item's bits over the whole filter, where format 9 keeps them in one
+// 64-bit word) is never read with the new positions: it is reported, rebuilt in place, and
+// the rebuilt index answers as the first did.
+func TestCacheOfAnEarlierFormatIsRebuilt(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	c := &Cache{Dir: t.TempDir()}
+	first, _ := cachedBuild(t, dir, c, "v1")
+	want := hitCount(t, first, "NCCL AND timeout")
+	idx := first.Dir()
+	require.NoError(t, first.Close())
+	p := filepath.Join(idx, metaName)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(data, &m))
+	require.EqualValues(t, FormatVersion, m["format"])
+	m["format"] = 8
+	data, err = json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+
+	again, msgs := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, idx, again.Dir(), "rebuilt in place")
+	require.Contains(t, strings.Join(msgs, "\n"), fmt.Sprintf("index format 8, this coroner reads %d", FormatVersion))
+	require.Equal(t, want, hitCount(t, again, "NCCL AND timeout"))
 }

@@ -18,8 +18,9 @@ import (
 )
 
 // FormatVersion is the on-disk format of an index; part of the cache key. An index of
-// another format is never read: it is rebuilt (see openDir).
-const FormatVersion = 8
+// another format is never read: it is rebuilt (see openDir). Format 9 keeps a chunk filter's
+// item in one 64-bit word (see filterPos).
+const FormatVersion = 9
 
 const headsMagic = "coroner-index-heads\n"
 

@@ -65,7 +65,7 @@ type shaper struct {
 	// hashes of the keys seen once; max bounds the shapes; budget, when set, numbers them
 	// across logs.
 	eager, max int
-	seen       map[uint64]struct{}
+	seen       onceSet
 	budget     *Budget
 	// recent holds the last two shapes (of ASCII text) seen, tried first on a new line.
 	recent [2]*Shape
@@ -100,7 +100,7 @@ const maxKnown = 1 << 14
 func (b *shaper) reset() {
 	clear(b.byKey)
 	b.shapes = 0
-	clear(b.seen)
+	b.seen.reset()
 	b.recent = [2]*Shape{}
 	b.cur = nil
 }
@@ -145,14 +145,13 @@ func (b *shaper) newShape() *Shape {
 	}
 	if b.shapes >= b.eager {
 		h := Hash(b.key)
-		if _, ok := b.seen[h]; !ok {
-			if b.seen == nil || len(b.seen) >= seenOnce {
-				b.seen = make(map[uint64]struct{}, 1024)
+		if !b.seen.take(h) {
+			if b.seen.n >= seenOnce {
+				b.seen.empty()
 			}
-			b.seen[h] = struct{}{}
+			b.seen.add(h)
 			return nil
 		}
-		delete(b.seen, h)
 	}
 	if k := b.known[string(b.key)]; k != nil {
 		// Made in an earlier log: the same parts, kinds and number across logs (a budget
@@ -362,4 +361,117 @@ type Keyer struct {
 func (k *Keyer) Key(text []byte) []byte {
 	k.s.tokenize(text)
 	return k.s.key
+}
+
+// onceSet is a set of hashes (those of the keys of lines seen once), open-addressed with
+// linear probing and a load of at most a half: on lines that never repeat every line looks a
+// hash up and adds it, which a Go map of up to seenOnce hashes did with more probes. Its
+// slots start small, so that the many small logs of a job clear little.
+type onceSet struct {
+	slots []uint64 // 0 is an empty slot; the hash 0 is kept in zero
+	n     int
+	zero  bool
+}
+
+const onceMinSlots = 1 << 10
+
+// take removes h and reports whether it was in the set.
+func (s *onceSet) take(h uint64) bool {
+	if h == 0 {
+		had := s.zero
+		if had {
+			s.zero = false
+			s.n--
+		}
+		return had
+	}
+	if s.n == 0 {
+		return false
+	}
+	mask := uint64(len(s.slots) - 1)
+	i := h & mask
+	for {
+		switch s.slots[i] {
+		case 0:
+			return false
+		case h:
+			s.remove(i, mask)
+			s.n--
+			return true
+		}
+		i = (i + 1) & mask
+	}
+}
+
+// remove empties slot i and moves back the entries after it that their probe reached past
+// it, so that every entry stays reachable from its home slot without tombstones.
+func (s *onceSet) remove(i, mask uint64) {
+	for j := i; ; {
+		s.slots[i] = 0
+		for {
+			j = (j + 1) & mask
+			x := s.slots[j]
+			if x == 0 {
+				return
+			}
+			// x stays when its home slot k lies cyclically in (i, j].
+			k := x & mask
+			if i <= j && i < k && k <= j || i > j && (i < k || k <= j) {
+				continue
+			}
+			s.slots[i] = x
+			i = j
+			break
+		}
+	}
+}
+
+// add puts h, which is not in the set, in it.
+func (s *onceSet) add(h uint64) {
+	s.n++
+	if h == 0 {
+		s.zero = true
+		return
+	}
+	if 2*s.n > len(s.slots) {
+		s.grow()
+	}
+	mask := uint64(len(s.slots) - 1)
+	i := h & mask
+	for s.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.slots[i] = h
+}
+
+// grow doubles the slots (makes the first ones) and puts the entries back.
+func (s *onceSet) grow() {
+	old := s.slots
+	s.slots = make([]uint64, max(onceMinSlots, 2*len(old)))
+	mask := uint64(len(s.slots) - 1)
+	for _, x := range old {
+		if x != 0 {
+			i := x & mask
+			for s.slots[i] != 0 {
+				i = (i + 1) & mask
+			}
+			s.slots[i] = x
+		}
+	}
+}
+
+// empty empties the set, keeping its slots.
+func (s *onceSet) empty() {
+	if s.n > 0 {
+		clear(s.slots)
+		s.n, s.zero = 0, false
+	}
+}
+
+// reset empties the set for the next log; slots grown past their first size are let go.
+func (s *onceSet) reset() {
+	if s.n > 0 && len(s.slots) > onceMinSlots {
+		s.slots, s.n, s.zero = nil, 0, false
+	}
+	s.empty()
 }

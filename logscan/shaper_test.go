@@ -240,3 +240,40 @@ func TestShapeLiteral(t *testing.T) {
 	require.False(t, always)
 	require.Empty(t, needs)
 }
+
+// TestOnceSetIsASet: the shaper's set of hashes seen once answers as a Go map does, through
+// additions, removals that move entries back over a wrapped probe, growth, the hash 0, and
+// emptying; hashes drawn from a small range collide in their home slots.
+func TestOnceSetIsASet(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for _, span := range []int64{3, 50, 5000, 1 << 40} {
+		var s onceSet
+		want := map[uint64]bool{}
+		for step := range 200000 {
+			h := uint64(rng.Int63n(span))
+			if rng.Intn(4) == 0 {
+				h = h<<10 | uint64(onceMinSlots-1) // the last home slots: probes wrap
+			}
+			if got := s.take(h); got != want[h] {
+				t.Fatalf("span %d, step %d: take(%#x) = %v, want %v", span, step, h, got, want[h])
+			}
+			if want[h] {
+				delete(want, h)
+			} else {
+				s.add(h)
+				want[h] = true
+			}
+			if s.n != len(want) {
+				t.Fatalf("span %d, step %d: %d entries, want %d", span, step, s.n, len(want))
+			}
+			switch rng.Intn(20000) {
+			case 0:
+				s.empty()
+				clear(want)
+			case 1:
+				s.reset()
+				clear(want)
+			}
+		}
+	}
+}

@@ -97,6 +97,12 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		}
 	}
 	a.res.Confidence = ConfidenceMedium
+	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) {
+		// Retries printed again and again to the end of the log show the attempt never
+		// succeeded, not that the process gave up (the last try of a count does): a log cut
+		// while it still retries is a hang as much as a failure.
+		a.res.Confidence = ConfidenceLow
+	}
 	return f
 }
 

@@ -11,7 +11,7 @@ func (rc *RootCause) ConfidenceText() string {
 	case analyze.ConfidenceMedium:
 		return "medium — likely: no specific rule matched, the cause was named from the words of the failure (the terms in its title)"
 	case analyze.ConfidenceLow:
-		return "low — could not tell why: only an exit code, a signal or a generic exception says that it failed"
+		return "low — could not tell for sure: only an exit code, a signal, a generic exception or retries that never succeed say that it failed"
 	}
 	return ""
 }

@@ -2,8 +2,6 @@ package yamlbound
 
 import (
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // The fast path: one document of the YAML that Kubernetes clients write (sigs.k8s.io/yaml's
@@ -245,7 +243,7 @@ func (p *fastParser) nested(indent int, key bool, depth int) {
 			return
 		}
 	}
-	p.scalar("", 0)
+	p.scalar("", "")
 }
 
 // scalarLine decodes the value that ends the current line; the next line may not continue it.
@@ -271,12 +269,15 @@ func (p *fastParser) inline(text string, depth int) {
 	}
 }
 
-func (p *fastParser) scalar(value string, style yaml.Style) {
-	v, size, err := p.c.scalar(&yaml.Node{Kind: yaml.ScalarNode, Style: style, Value: value})
-	if err != nil || !p.t.scalar(v) {
+// scalar adds the scalar value of the given tag: "" for a plain one, strTag for a quoted one.
+func (p *fastParser) scalar(value, tag string) {
+	tok, size, err := p.c.scalarToken(value, tag, 0)
+	if err != nil {
 		p.ok = false
 		return
 	}
+	tok.End = int32(len(p.t.toks) + 1)
+	p.t.toks = append(p.t.toks, tok)
 	p.charge(size)
 }
 
@@ -299,7 +300,7 @@ func (p *fastParser) flowValue(s string, i int, flow bool, depth int) int {
 			p.ok = false
 			return i
 		}
-		p.scalar(text, yaml.DoubleQuotedStyle)
+		p.scalar(text, strTag)
 		i += n
 	default:
 		end := len(s)
@@ -312,7 +313,7 @@ func (p *fastParser) flowValue(s string, i int, flow bool, depth int) int {
 			p.ok = false
 			return i
 		}
-		p.scalar(text, 0)
+		p.scalar(text, "")
 		i = end
 	}
 	for i < len(s) && s[i] == ' ' {
@@ -375,15 +376,15 @@ func (p *fastParser) flowMap(s string, i, depth int) int {
 
 // key decodes a mapping key (keyEnd found it, without its ':') and charges it.
 func (p *fastParser) key(text string, flow bool) string {
-	style := yaml.Style(0)
+	tag := ""
 	if text[0] == '"' || text[0] == '\'' {
 		text, _ = quoted(text)
-		style = yaml.DoubleQuotedStyle
+		tag = strTag
 	} else if flow && strings.ContainsAny(text, ",[]{}#:") {
 		p.ok = false
 		return ""
 	}
-	key, err := p.c.key(&yaml.Node{Kind: yaml.ScalarNode, Style: style, Value: text})
+	key, err := p.c.keyOf(text, tag, 0)
 	if err != nil {
 		p.ok = false
 		return ""

@@ -1,6 +1,7 @@
 package yamlbound
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -45,12 +46,15 @@ func fastDecode(data []byte, opts Options) (v any, ok bool) {
 // fastTape decodes data as one document through the fast path into a tape (reusing t's
 // tokens when t is not nil), or declines.
 func fastTape(data []byte, opts Options, t *Tape) (*Tape, bool) {
-	lines, ok := fastLines(data)
-	if !ok || len(lines) == 0 {
-		return nil, false
-	}
 	if t == nil {
 		t = &Tape{}
+	}
+	lines, ok := fastLines(data, t.lines[:0])
+	if cap(lines) > cap(t.lines) {
+		t.lines = lines[:0]
+	}
+	if !ok || len(lines) == 0 {
+		return nil, false
 	}
 	t.toks = t.toks[:0]
 	p := &fastParser{lines: lines, c: &converter{opts: opts}, ok: true, t: t}
@@ -69,16 +73,16 @@ func fastTape(data []byte, opts Options, t *Tape) (*Tape, bool) {
 	return t, true
 }
 
-// fastLines splits data into its non-blank lines, declining at a byte or a line outside the
-// subset.
-func fastLines(data []byte) ([]fastLine, bool) {
+// fastLines splits data into its non-blank lines, appended to lines (a tape's, reused from
+// one document to the next), declining at a byte or a line outside the subset.
+func fastLines(data []byte, lines []fastLine) ([]fastLine, bool) {
 	for _, b := range data {
 		if b >= 0x7f || b < ' ' && b != '\n' {
 			return nil, false
 		}
 	}
 	s := string(data)
-	lines := make([]fastLine, 0, strings.Count(s, "\n")+1)
+	lines = slices.Grow(lines, strings.Count(s, "\n")+1)
 	for len(s) > 0 {
 		line := s
 		if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -13,6 +13,8 @@ import (
 // (docs/performance.md).
 type Tape struct {
 	toks []Token
+	// lines is the fast path's scratch, kept for the next document decoded into this tape.
+	lines []fastLine
 }
 
 // Kind is what a token holds.

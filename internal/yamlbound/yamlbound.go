@@ -490,9 +490,10 @@ func resolve(s string) resolved {
 			return resolved{kind: String} // "100Gi", "8x": the parses below would each fail, and allocate to say so
 		}
 		plain := strings.ReplaceAll(s, "_", "")
-		// No integer of any base has a point: both parses of an address such as 10.0.0.1
-		// would fail, each allocating its error.
-		if !strings.Contains(plain, ".") {
+		// No integer of any base has a point, or a sign but in front: both parses of an
+		// address such as 10.0.0.1 or a uid such as 5b9e0c8e-... would fail, each allocating
+		// its error.
+		if !strings.ContainsAny(plain[1:], ".+-") {
 			if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
 				return resolved{kind: Float, n: number{f: float64(i), text: strconv.FormatInt(i, 10)}}
 			}

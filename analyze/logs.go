@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -372,7 +373,7 @@ func mergeProcs(a, b *procState) *procState {
 	}
 	base.said.merge(other.said)
 	base.reports = append(base.reports, other.reports...)
-	sort.SliceStable(base.reports, func(i, j int) bool { return base.reports[i].line.line < base.reports[j].line.line })
+	slices.SortStableFunc(base.reports, func(x, y seqReport) int { return cmp.Compare(x.line.line, y.line.line) })
 	for r, st := range other.streaks {
 		if base.streaks == nil {
 			base.streaks = map[*Rule]*streak{}

@@ -590,8 +590,12 @@ func groups(re *regexp.Regexp, m []string) map[string]string {
 // with no value is dropped, with the parentheses around it when it stands in some
 // ("failed (exit code {code})" becomes "failed").
 func (r *Rule) TitleFor(g map[string]string) string {
-	var out strings.Builder
 	t := r.Title
+	if strings.IndexByte(t, '{') < 0 {
+		return strings.TrimSpace(t) // nothing to fill: no copy (a finding of each rank asks)
+	}
+	var out strings.Builder
+	out.Grow(len(t) + 32)
 	for {
 		i := strings.IndexByte(t, '{')
 		j := strings.IndexByte(t, '}')

@@ -67,8 +67,8 @@ func (d dirFS) ReadFile(name string) ([]byte, error) {
 	}
 	defer f.Close()
 	size := 512
-	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() < 1<<40 {
-		size = max(int(info.Size())+1, size) // one byte more, to see the end without growing
+	if n, regular := plainSize(f); regular && n < 1<<40 {
+		size = max(int(n)+1, size) // one byte more, to see the end without growing
 	}
 	data := make([]byte, 0, size)
 	for {

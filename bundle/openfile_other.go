@@ -19,6 +19,15 @@ func openPlain(name string) (*os.File, error) {
 	return f, err
 }
 
+// plainSize is the size of an open file and whether it is a regular file.
+func plainSize(f *os.File) (int64, bool) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	return info.Size(), info.Mode().IsRegular()
+}
+
 // readHead reads the start of a file into buf until it is full or the file ends. Errors are
 // the bare cause of the open.
 func readHead(name string, buf []byte) (int, error) {

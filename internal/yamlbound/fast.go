@@ -1,9 +1,8 @@
 package yamlbound
 
 import (
+	"slices"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // The fast path: one document of the YAML that Kubernetes clients write (sigs.k8s.io/yaml's
@@ -47,12 +46,15 @@ func fastDecode(data []byte, opts Options) (v any, ok bool) {
 // fastTape decodes data as one document through the fast path into a tape (reusing t's
 // tokens when t is not nil), or declines.
 func fastTape(data []byte, opts Options, t *Tape) (*Tape, bool) {
-	lines, ok := fastLines(data)
-	if !ok || len(lines) == 0 {
-		return nil, false
-	}
 	if t == nil {
 		t = &Tape{}
+	}
+	lines, ok := fastLines(data, t.lines[:0])
+	if cap(lines) > cap(t.lines) {
+		t.lines = lines[:0]
+	}
+	if !ok || len(lines) == 0 {
+		return nil, false
 	}
 	t.toks = t.toks[:0]
 	p := &fastParser{lines: lines, c: &converter{opts: opts}, ok: true, t: t}
@@ -71,16 +73,16 @@ func fastTape(data []byte, opts Options, t *Tape) (*Tape, bool) {
 	return t, true
 }
 
-// fastLines splits data into its non-blank lines, declining at a byte or a line outside the
-// subset.
-func fastLines(data []byte) ([]fastLine, bool) {
+// fastLines splits data into its non-blank lines, appended to lines (a tape's, reused from
+// one document to the next), declining at a byte or a line outside the subset.
+func fastLines(data []byte, lines []fastLine) ([]fastLine, bool) {
 	for _, b := range data {
 		if b >= 0x7f || b < ' ' && b != '\n' {
 			return nil, false
 		}
 	}
 	s := string(data)
-	lines := make([]fastLine, 0, strings.Count(s, "\n")+1)
+	lines = slices.Grow(lines, strings.Count(s, "\n")+1)
 	for len(s) > 0 {
 		line := s
 		if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -245,7 +247,7 @@ func (p *fastParser) nested(indent int, key bool, depth int) {
 			return
 		}
 	}
-	p.scalar("", 0)
+	p.scalar("", "")
 }
 
 // scalarLine decodes the value that ends the current line; the next line may not continue it.
@@ -271,12 +273,15 @@ func (p *fastParser) inline(text string, depth int) {
 	}
 }
 
-func (p *fastParser) scalar(value string, style yaml.Style) {
-	v, size, err := p.c.scalar(&yaml.Node{Kind: yaml.ScalarNode, Style: style, Value: value})
-	if err != nil || !p.t.scalar(v) {
+// scalar adds the scalar value of the given tag: "" for a plain one, strTag for a quoted one.
+func (p *fastParser) scalar(value, tag string) {
+	tok, size, err := p.c.scalarToken(value, tag, 0)
+	if err != nil {
 		p.ok = false
 		return
 	}
+	tok.End = int32(len(p.t.toks) + 1)
+	p.t.toks = append(p.t.toks, tok)
 	p.charge(size)
 }
 
@@ -299,7 +304,7 @@ func (p *fastParser) flowValue(s string, i int, flow bool, depth int) int {
 			p.ok = false
 			return i
 		}
-		p.scalar(text, yaml.DoubleQuotedStyle)
+		p.scalar(text, strTag)
 		i += n
 	default:
 		end := len(s)
@@ -312,7 +317,7 @@ func (p *fastParser) flowValue(s string, i int, flow bool, depth int) int {
 			p.ok = false
 			return i
 		}
-		p.scalar(text, 0)
+		p.scalar(text, "")
 		i = end
 	}
 	for i < len(s) && s[i] == ' ' {
@@ -375,15 +380,15 @@ func (p *fastParser) flowMap(s string, i, depth int) int {
 
 // key decodes a mapping key (keyEnd found it, without its ':') and charges it.
 func (p *fastParser) key(text string, flow bool) string {
-	style := yaml.Style(0)
+	tag := ""
 	if text[0] == '"' || text[0] == '\'' {
 		text, _ = quoted(text)
-		style = yaml.DoubleQuotedStyle
+		tag = strTag
 	} else if flow && strings.ContainsAny(text, ",[]{}#:") {
 		p.ok = false
 		return ""
 	}
-	key, err := p.c.key(&yaml.Node{Kind: yaml.ScalarNode, Style: style, Value: text})
+	key, err := p.c.keyOf(text, tag, 0)
 	if err != nil {
 		p.ok = false
 		return ""

@@ -13,6 +13,8 @@ import (
 // (docs/performance.md).
 type Tape struct {
 	toks []Token
+	// lines is the fast path's scratch, kept for the next document decoded into this tape.
+	lines []fastLine
 }
 
 // Kind is what a token holds.
@@ -157,24 +159,3 @@ func (t *Tape) open(tok Token) int {
 }
 
 func (t *Tape) close(at int) { t.toks[at].End = int32(len(t.toks)) }
-
-// scalar adds a resolved scalar (converter.scalar's value); false for a type a tape does not
-// hold.
-func (t *Tape) scalar(v any) bool {
-	tok := Token{End: int32(len(t.toks) + 1)}
-	switch x := v.(type) {
-	case nil:
-	case string:
-		tok.Kind, tok.Str = String, x
-	case float64:
-		tok.Kind, tok.Num = Float, x
-	case bool:
-		tok.Kind, tok.True = Bool, x
-	case json.Number:
-		tok.Kind, tok.Str = Number, string(x)
-	default:
-		return false
-	}
-	t.toks = append(t.toks, tok)
-	return true
-}

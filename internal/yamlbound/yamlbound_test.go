@@ -63,6 +63,7 @@ func TestSameAsSigsYAML(t *testing.T) {
 		"a: yes\nb: No\nc: on\nd: OFF\ne: y\nf: n\ng: true\nh: ~\ni: null\nj:\n",
 		"a: 0x1F\nb: 017\nc: 0b101\nd: -0b11\ne: 1_000\nf: 1e3\ng: .5\nh: -2.50\ni: 18446744073709551615\nj: 99999999999999999999\n",
 		"a: 100Gi\nb: 8x\nc: 500m\nd: 10.0.0.1\ne: 0o17\nf: +12\ng: -1_0\nh: 0xBEEF\ni: 1E-3\nj: 1e3x\nk: 12:30\nl: 0b2\n",
+		"a: 5b9e0c8e-1f2a-4c3d\nb: 1-2\nc: +-3\nd: 1e+5\ne: -1.5e-3\nf: 0b-101\ng: 12+3\nh: 0x1-2\ni: -0x1F\nj: 1.\n",
 		"a: 2026-03-14T10:00:00Z\nb: 2026-03-14\nc: '123'\nd: \"true\"\ne: !!str 42\nf: !!int \"7\"\ng: !!float 3\n",
 		"a: |\n  literal\n  text\nb: >\n  folded\n  text\nc: plain text with: colon\n",
 		"base: &base {x: 1, y: 2}\nderived:\n  <<: *base\n  y: 3\nlist: &l [1, 2]\nagain: *l\n",

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "26db3d856606f64eddb0cf05bb51cfb3f72e34899826c5139af2be3cd11fce1b"
+const builtinDigest = "0c6a216c46d5e20bf94f35a0e979db6a799ce93767d964b661732f93147706c2"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -10437,6 +10437,9 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*(?:Error|Exception)): \\S",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*\\.exc\\.[A-Z]\\w*): \\S",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*\\.exceptions\\.[A-Z]\\w*): \\S",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*\\.errors\\.[A-Z]\\w*): \\S",
 							},
 						},
 						Explanation: "The training program raised an exception that no more specific rule recognises; this is the last line of its traceback.\n",
@@ -10455,8 +10458,20 @@ func builtinFiles() []Named {
 								{
 									Text: "[rank4]: AssertionError: 2 is not divisible by 4",
 								},
+								{
+									Text: "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with one_graph=True. Excessive recompilations can degrade performance due to the compilation overhead of each recompilation. To monitor recompilations, enable TORCH_LOGS=recompiles. If recompilations are expected, consider increasing torch._dynamo.config.cache_size_limit to an appropriate value.",
+								},
+								{
+									Text: "torch._dynamo.exc.FailOnRecompileLimitHit: Hard failure due to fullgraph=True",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "  Developer debug context: Limit type: recompile_limit",
+								},
+								{
+									Text: "    raise FailOnRecompileLimitHit(",
+								},
 								{
 									Text: "2024-05-08 08:47:31 | INFO | max_grad_norm_error_if_nonfinite=False",
 								},

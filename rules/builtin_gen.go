@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0c6a216c46d5e20bf94f35a0e979db6a799ce93767d964b661732f93147706c2"
+const builtinDigest = "51fe1e760420af5135a5d2347dc8c4e5a320688f93364c046ecaf7310afe546d"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -10900,6 +10900,53 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "--tensor_model_parallel_size 8 \\",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/deepspeed-batch-size",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DeepSpeed batch sizes do not fit the world size",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Check batch related parameters\\. train_batch_size is not\\b",
+								"train_batch_size is not equal to micro_batch_per_gpu \\* gradient_acc_step \\* world_size",
+							},
+						},
+						Explanation: "DeepSpeed requires train_batch_size = micro batch per GPU x gradient accumulation steps x data-parallel world size, and the three values it was given do not multiply out. Usually the config file fixes train_batch_size for another number of GPUs, or the processes were not started by a distributed launcher, so each sees a world size of 1.\n",
+						Remediation: "Set train_batch_size (or train_micro_batch_size_per_gpu and gradient_accumulation_steps) to \"auto\" when the HF Trainer or Accelerate fills them in, or make the product match the number of ranks; start the script with deepspeed/torchrun/accelerate so every rank sees the world size.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 16 != 1 * 8 * 1",
+								},
+								{
+									Text: "AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 256 != 8 * 1 * 8",
+								},
+								{
+									Text: "AssertionError: Check batch related parameters. train_batch_size is not",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[INFO] [config.py:1005:print]   train_batch_size ............. 256",
+								},
+								{
+									Text: "  \"train_batch_size\": \"auto\",",
 								},
 							},
 						},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "51fe1e760420af5135a5d2347dc8c4e5a320688f93364c046ecaf7310afe546d"
+const builtinDigest = "f95cbc897806510827881bafc50cc3af89bf420214f1e641a74b145280514336"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -3227,6 +3227,56 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "GPU 0: NVIDIA H100 80GB HBM3 (sm_90)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/triton-out-of-resources",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Triton kernel needs more {resource} than this GPU has",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bOutOfResources: out of resource: (?P<resource>[a-z][a-z ]*[a-z])",
+								"out of resource: (?P<resource>shared memory|registers), Required: \\d+, Hardware limit",
+							},
+						},
+						Explanation: "A Triton kernel (an attention or MoE kernel of the model code, or one Inductor generated for torch.compile) was compiled with tile sizes and pipeline stages that need more on-chip shared memory per block than this GPU architecture has; it can never launch here, whatever the batch. Consumer and older GPUs (sm_75, sm_86) have far less than the A100/H100 the kernel was tuned on.\n",
+						Remediation: "Run on the GPU model the kernel supports, or lower the kernel's block sizes / num_stages (its config or autotune list, often a head dimension or chunk size option); for torch.compile try mode=\"default\" instead of max-autotune, or disable the fused kernel in the model's config.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 49152. Reducing block sizes or `num_stages` may help.",
+								},
+								{
+									Text: "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 126978, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.",
+								},
+								{
+									Text: "[16:10:33] stdout/INFO  triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536. Reducing block sizes or `num_stages` may help.",
+								},
+								{
+									Text: "out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    raise OutOfResources(self.metadata.shared, max_shared, \"shared memory\")",
+								},
+								{
+									Text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
 								},
 							},
 						},

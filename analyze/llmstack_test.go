@@ -6,6 +6,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestRDMACompletionError: the mlx5 provider's line for a work request that completed in
+// error (here under a colocated RL job's weight sync) names the RDMA transfer with all tiers;
+// the provider's name in NCCL's INFO lines and a CQE's hex rows alone are no failure.
+func TestRDMACompletionError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, all,
+		"(LLMRayActor pid=4410, ip=10.0.0.7) update weight: model.layers.0.mlp.up_proj.weight, dtype: torch.bfloat16\n"+
+			"(LLMRayActor pid=4410, ip=10.0.0.7) mlx5: gpu-node-7: got completion with error:\n"+
+			"(LLMRayActor pid=4410, ip=10.0.0.7) 00000000 00000000 00000000 00000000\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryCollectiveError, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, "collective-error/mlx5-completion-error", res.RootCause.RuleID)
+	require.Equal(t, "RDMA completion with error on gpu-node-7", res.RootCause.Title)
+
+	res = analyzeLogs(t, all, progress+
+		"node3:771:771 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.3<0>\n"+
+		"00000000 00000000 00000000 00000000\n"+progress)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}
+
 // TestTorchCompileExceptionIsAnException: torch.compile's exceptions, whose class names do
 // not end in Error (FailOnRecompileLimitHit, BackendCompilerFailed), are the failing
 // program's exception like any other, with all tiers and with the second tier alone.

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "f95cbc897806510827881bafc50cc3af89bf420214f1e641a74b145280514336"
+const builtinDigest = "efc0c0e8439a21fc4dbcc2bfc25f4d27d7e36402519d032af8d5f98d42b2161c"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -691,6 +691,49 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-error/mlx5-completion-error",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "RDMA completion with error on {host}",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"^\\s*(?:\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?)?mlx5: (?P<host>[\\w.-]+): got completion with error:",
+							},
+						},
+						Explanation: "An RDMA transfer on a Mellanox/NVIDIA ConnectX HCA completed with an error: the memory it touched was not registered for that access, the remote side refused it, or the fabric broke the connection. The collective or weight transfer running over it fails.\n",
+						Remediation: "Check the HCA and port (ibstat, ibv_devinfo, port counters) on the host named, GPUDirect RDMA (nvidia-peermem) when GPU buffers are sent, and the RoCE/GID settings; retry with NCCL_IB_DISABLE=1 to confirm the InfiniBand path is at fault.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "mlx5: cn10: got completion with error:",
+								},
+								{
+									Text: "mlx5: nid003244: got completion with error:",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "00000000 20009232 00000000 00000300",
+								},
+								{
+									Text: "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.5<0>",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

@@ -45,3 +45,20 @@ func TestTorchCompileExceptionIsAnException(t *testing.T) {
 		require.Equal(t, "torch._dynamo.exc.FailOnRecompileLimitHit", res.RootCause.Title)
 	}
 }
+
+// TestRayCannotReachItsGCS: a Ray process that gives up on the head's GCS could not join the
+// cluster (a rendezvous failure); the first attempt's warning, after which the client retries
+// and the job trains, is no failure.
+func TestRayCannotReachItsGCS(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	retry := "[2026-01-05 09:12:01,112 W 5120 5120] gcs_rpc_client.h:151: Failed to connect to GCS at address 10.1.2.3:6379 within 5 seconds.\n"
+	res := analyzeLogs(t, all, "2026-01-05 09:11:56,001 INFO worker.py:1636 -- Connecting to existing Ray cluster at address: 10.1.2.3:6379...\n"+retry+
+		"[2026-01-05 09:12:31,114 W 5120 5120] gcs_client.cc:183: Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryRendezvous, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, "rendezvous-failure/ray-gcs-unreachable", res.RootCause.RuleID)
+
+	res = analyzeLogs(t, all, retry+progress+progress)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "efc0c0e8439a21fc4dbcc2bfc25f4d27d7e36402519d032af8d5f98d42b2161c"
+const builtinDigest = "70646ce032dc272bbdf6773d6b9d4b90c5a366dffec31181da78246d5790f7f0"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11633,6 +11633,57 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "rendezvous-failure/ray-gcs-unreachable",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Ray could not reach the cluster's GCS",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"Failed to get cluster ID from GCS server: TimedOut",
+								"RpcError: Timed out while waiting for GCS to become available",
+								"Unable to connect to GCS at \\S+ Check that \\(1\\) Ray GCS",
+							},
+						},
+						Explanation: "A Ray process could not connect to the Global Control Store on the head node, so it could not join the cluster: the head is not running (it died, or a stale session from an earlier run is still configured), the address or port is wrong, the Ray versions differ, or a firewall or network policy blocks the GCS port between the nodes.\n",
+						Remediation: "Check that the head is up (ray status on the head) at the address the job was given; run `ray stop` to clear a stale local session before starting again; open the GCS port (6379 by default) between nodes and use the same Ray version on all of them.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "[2025-02-16 16:06:26,552 W 350061 350061] gcs_client.cc:178: Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.",
+								},
+								{
+									Text: "ray.exceptions.RpcError: Timed out while waiting for GCS to become available.",
+								},
+								{
+									Text: "2022-03-30 17:22:35,502 WARNING node.py:1465 -- Unable to connect to GCS at 127.0.0.1:6379. Check that (1) Ray GCS with matching version started successfully at the specified address, and (2) there is no firewall setting preventing access.",
+								},
+								{
+									Text: "2023-03-18 06:51:17,521 WARNING utils.py:1446 -- Unable to connect to GCS at head-node-gcs.company.internal.domain.com:80. Check that (1) Ray GCS with matching version started successfully at the specified address, and (2) there is no firewall setting preventing access.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[2025-02-16 16:05:55,537 E 350061 350061] gcs_rpc_client.h:179: Failed to connect to GCS at address 172.23.15.13:20000 within 5 seconds.",
+								},
+								{
+									Text: "02-16 16:05:50,467 INFO worker.py:1636 -- Connecting to existing Ray cluster at address: 172.23.15.13:20000...",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

@@ -62,6 +62,19 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 		{"Slurm lost a node of the allocation",
 			"salloc: Granted job allocation 4711\nsrun: error: Node failure on gpu-node-17\nsrun: Force Terminated job 4711\n",
 			CategoryPreemptedEvicted, "preempted-evicted/slurm-node-failure", -1},
+		// Failures of the LLM training stacks (session 16): DeepSpeed's batch check, and a
+		// Triton kernel tuned for a GPU with more shared memory.
+		{"DeepSpeed's batch sizes written for another world size",
+			"[rank0]: Traceback (most recent call last):\n" +
+				"[rank0]:   File \"/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/config.py\", line 900, in _batch_assertion\n" +
+				"[rank0]: AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 32 != 4 * 2 * 2\n",
+			CategoryConfigError, "config-error/deepspeed-batch-size", 0},
+		{"a Triton kernel that needs more shared memory than the GPU has",
+			progress + "Traceback (most recent call last):\n" +
+				"  File \"/usr/local/lib/python3.11/site-packages/triton/compiler/compiler.py\", line 483, in _init_handles\n" +
+				"    raise OutOfResources(self.metadata.shared, max_shared, \"shared memory\")\n" +
+				"triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 114688, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.\n",
+			CategoryCUDAError, "cuda-error/triton-out-of-resources", -1},
 		{"a failed verbs call followed only by NCCL's INFO lines",
 			"node08:6561:6600 [0] misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed\n" +
 				"node08:6561:6600 [0] NCCL INFO transport/net_ib.cc:371 -> 2\n" +

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "5755abde21e913dbbd07b339a9ba67c6d37242a625178f77895d8ffe975c5705"
+const builtinDigest = "6ab5e0ffcec32191a57fc514294b2ab855c4fed51dc29f3ea28cf31fc2a763f7"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -691,6 +691,49 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-error/mlx5-completion-error",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "RDMA completion with error on {host}",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"^\\s*(?:\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?)?mlx5: (?P<host>[\\w.-]+): got completion with error:",
+							},
+						},
+						Explanation: "An RDMA transfer on a Mellanox/NVIDIA ConnectX HCA completed with an error: the memory it touched was not registered for that access, the remote side refused it, or the fabric broke the connection. The collective or weight transfer running over it fails.\n",
+						Remediation: "Check the HCA and port (ibstat, ibv_devinfo, port counters) on the host named, GPUDirect RDMA (nvidia-peermem) when GPU buffers are sent, and the RoCE/GID settings; retry with NCCL_IB_DISABLE=1 to confirm the InfiniBand path is at fault.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "mlx5: cn10: got completion with error:",
+								},
+								{
+									Text: "mlx5: nid003244: got completion with error:",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "00000000 20009232 00000000 00000300",
+								},
+								{
+									Text: "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.5<0>",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},
@@ -3227,6 +3270,56 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "GPU 0: NVIDIA H100 80GB HBM3 (sm_90)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/triton-out-of-resources",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Triton kernel needs more {resource} than this GPU has",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bOutOfResources: out of resource: (?P<resource>[a-z][a-z ]*[a-z])",
+								"out of resource: (?P<resource>shared memory|registers), Required: \\d+, Hardware limit",
+							},
+						},
+						Explanation: "A Triton kernel (an attention or MoE kernel of the model code, or one Inductor generated for torch.compile) was compiled with tile sizes and pipeline stages that need more on-chip shared memory per block than this GPU architecture has; it can never launch here, whatever the batch. Consumer and older GPUs (sm_75, sm_86) have far less than the A100/H100 the kernel was tuned on.\n",
+						Remediation: "Run on the GPU model the kernel supports, or lower the kernel's block sizes / num_stages (its config or autotune list, often a head dimension or chunk size option); for torch.compile try mode=\"default\" instead of max-autotune, or disable the fused kernel in the model's config.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 49152. Reducing block sizes or `num_stages` may help.",
+								},
+								{
+									Text: "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 126978, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.",
+								},
+								{
+									Text: "[16:10:33] stdout/INFO  triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536. Reducing block sizes or `num_stages` may help.",
+								},
+								{
+									Text: "out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    raise OutOfResources(self.metadata.shared, max_shared, \"shared memory\")",
+								},
+								{
+									Text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
 								},
 							},
 						},
@@ -10437,6 +10530,9 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*(?:Error|Exception)): \\S",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*\\.exc\\.[A-Z]\\w*): \\S",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*\\.exceptions\\.[A-Z]\\w*): \\S",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|[\\w.-]+ +\\| |> ))*(?P<exception>[A-Za-z_][\\w.]*\\.errors\\.[A-Z]\\w*): \\S",
 							},
 						},
 						Explanation: "The training program raised an exception that no more specific rule recognises; this is the last line of its traceback.\n",
@@ -10455,8 +10551,20 @@ func builtinFiles() []Named {
 								{
 									Text: "[rank4]: AssertionError: 2 is not divisible by 4",
 								},
+								{
+									Text: "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with one_graph=True. Excessive recompilations can degrade performance due to the compilation overhead of each recompilation. To monitor recompilations, enable TORCH_LOGS=recompiles. If recompilations are expected, consider increasing torch._dynamo.config.cache_size_limit to an appropriate value.",
+								},
+								{
+									Text: "torch._dynamo.exc.FailOnRecompileLimitHit: Hard failure due to fullgraph=True",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "  Developer debug context: Limit type: recompile_limit",
+								},
+								{
+									Text: "    raise FailOnRecompileLimitHit(",
+								},
 								{
 									Text: "2024-05-08 08:47:31 | INFO | max_grad_norm_error_if_nonfinite=False",
 								},
@@ -10885,6 +10993,53 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "--tensor_model_parallel_size 8 \\",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/deepspeed-batch-size",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DeepSpeed batch sizes do not fit the world size",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Check batch related parameters\\. train_batch_size is not\\b",
+								"train_batch_size is not equal to micro_batch_per_gpu \\* gradient_acc_step \\* world_size",
+							},
+						},
+						Explanation: "DeepSpeed requires train_batch_size = micro batch per GPU x gradient accumulation steps x data-parallel world size, and the three values it was given do not multiply out. Usually the config file fixes train_batch_size for another number of GPUs, or the processes were not started by a distributed launcher, so each sees a world size of 1.\n",
+						Remediation: "Set train_batch_size (or train_micro_batch_size_per_gpu and gradient_accumulation_steps) to \"auto\" when the HF Trainer or Accelerate fills them in, or make the product match the number of ranks; start the script with deepspeed/torchrun/accelerate so every rank sees the world size.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 16 != 1 * 8 * 1",
+								},
+								{
+									Text: "AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 256 != 8 * 1 * 8",
+								},
+								{
+									Text: "AssertionError: Check batch related parameters. train_batch_size is not",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[INFO] [config.py:1005:print]   train_batch_size ............. 256",
+								},
+								{
+									Text: "  \"train_batch_size\": \"auto\",",
 								},
 							},
 						},
@@ -11624,6 +11779,57 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "rendezvous-failure/ray-gcs-unreachable",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Ray could not reach the cluster's GCS",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"Failed to get cluster ID from GCS server: TimedOut",
+								"RpcError: Timed out while waiting for GCS to become available",
+								"Unable to connect to GCS at \\S+ Check that \\(1\\) Ray GCS",
+							},
+						},
+						Explanation: "A Ray process could not connect to the Global Control Store on the head node, so it could not join the cluster: the head is not running (it died, or a stale session from an earlier run is still configured), the address or port is wrong, the Ray versions differ, or a firewall or network policy blocks the GCS port between the nodes.\n",
+						Remediation: "Check that the head is up (ray status on the head) at the address the job was given; run `ray stop` to clear a stale local session before starting again; open the GCS port (6379 by default) between nodes and use the same Ray version on all of them.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "[2025-02-16 16:06:26,552 W 350061 350061] gcs_client.cc:178: Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.",
+								},
+								{
+									Text: "ray.exceptions.RpcError: Timed out while waiting for GCS to become available.",
+								},
+								{
+									Text: "2022-03-30 17:22:35,502 WARNING node.py:1465 -- Unable to connect to GCS at 127.0.0.1:6379. Check that (1) Ray GCS with matching version started successfully at the specified address, and (2) there is no firewall setting preventing access.",
+								},
+								{
+									Text: "2023-03-18 06:51:17,521 WARNING utils.py:1446 -- Unable to connect to GCS at head-node-gcs.company.internal.domain.com:80. Check that (1) Ray GCS with matching version started successfully at the specified address, and (2) there is no firewall setting preventing access.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[2025-02-16 16:05:55,537 E 350061 350061] gcs_rpc_client.h:179: Failed to connect to GCS at address 172.23.15.13:20000 within 5 seconds.",
+								},
+								{
+									Text: "02-16 16:05:50,467 INFO worker.py:1636 -- Connecting to existing Ray cluster at address: 172.23.15.13:20000...",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

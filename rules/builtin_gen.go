@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "26db3d856606f64eddb0cf05bb51cfb3f72e34899826c5139af2be3cd11fce1b"
+const builtinDigest = "bb8d83d2a9783610bc6bb907832aba3c583d5c0a6067081d3bf355a1a6ebe1de"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11388,6 +11388,64 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/store-barrier-oversubscribed",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "{joined} processes joined a process group of world size {world}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"store based barrier[^\\n]{0,120}\\(world_size=(?P<world>\\d+), (?:worker_count|num_workers_joined)=(?P<joined>\\d+)",
+								},
+								Min: 1,
+								Last: Where{
+									"joined": ">world",
+								},
+							},
+						},
+						Explanation: "More processes registered in the rendezvous store's barrier than the world size the process group was created with. The barrier waits for the count to equal the world size, so it never completes: every rank waits until init_process_group times out. Two jobs (or an earlier run's leftover processes) share the same master address and port, or the script starts more processes than WORLD_SIZE counts (srun or torchrun starting N tasks that each spawn their own workers, nproc_per_node larger than the world size given).\n",
+						Remediation: "Give each job its own MASTER_PORT and kill what is left of earlier runs on it; make the world size equal the number of processes started (nnodes x nproc_per_node), and do not spawn workers inside a script a launcher already started once per GPU.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 2, for key: store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:30:00)",
+								},
+								{
+									Text: "2022-05-10 05:38:33 | INFO | torch.distributed.distributed_c10d | Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=2, worker_count=3, timeout=0:30:00)",
+								},
+								{
+									Text: "Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=4, worker_count=16, timeout=0:01:00)",
+								},
+								{
+									Text: "Timed out initializing process group in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:02:00)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 4330, for key: store_based_barrier_key:522 (world_size=2048, worker_count=1792, timeout=0:30:00)",
+								},
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)",
+								},
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/coroner-dev/coroner/internal/literal"
@@ -320,4 +321,34 @@ func TestOtherRankSkipIsNoCatch(t *testing.T) {
 	require.False(t, isOOMLine([]byte("not enough room in the queue")))
 	require.False(t, isOOMLine([]byte("loading bigscience/bloom-560m")))
 	require.True(t, isOOMLine([]byte("Skipping training batch with index 43 due to OOM error...")))
+}
+
+// TestLLMStackProgressAfterError: MaxText's "completed step" lines and verl's step metrics
+// are training progress, so an exception printed before them (a metrics upload that failed,
+// a rollout worker's traceback) is not the end of the log: the run goes on, and the verdict
+// is not unhealthy. The same exception after the last step still ends the log.
+func TestLLMStackProgressAfterError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	exc := "Traceback (most recent call last):\n" +
+		"  File \"/app/upload.py\", line 12, in upload\n" +
+		"    blob.upload_from_string(data)\n" +
+		"google.api_core.exceptions.ServiceUnavailable: 503 Backend Error\n"
+	// The step line of https://github.com/AI-Hypercomputer/maxtext/pull/2232 under glog heads.
+	maxtext := ""
+	for i, ts := range []string{"21:54:55", "21:55:46", "21:56:37"} {
+		maxtext += fmt.Sprintf("I0811 %s.531340 138304841739136 metric_logger.py:226] completed step: %d, seconds: 5.667, "+
+			"TFLOP/s/device: 134.924, Tokens/s/device: 8672.758, total_weights: 196608, loss: 10.374\n", ts, 9+i)
+	}
+	// https://github.com/verl-project/verl/issues/1208's step line, shortened.
+	verl := ""
+	for i := range 3 {
+		verl += fmt.Sprintf("(TaskRunner pid=16292) step:%d - global_seqlen/min:538646.000 - global_seqlen/max:556412.000 - actor/kl_loss:0.001 - actor/pg_loss:0.001\n", 2+i)
+	}
+	for name, steps := range map[string]string{"maxtext": maxtext, "verl": verl} {
+		res := analyzeLogs(t, all, exc+steps)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
+		res = analyzeLogs(t, all, steps+exc)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
+	}
 }

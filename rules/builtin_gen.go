@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "bb8d83d2a9783610bc6bb907832aba3c583d5c0a6067081d3bf355a1a6ebe1de"
+const builtinDigest = "f838e1db2fa9516e55ffea047d3bb8f3dabd9db42ef817bfe87f1b832af8131b"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -9226,6 +9226,58 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "--max-update 50000 --save-interval-updates 1000",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"patterns",
+						},
+					},
+					{
+						ID: "progress/maxtext-step",
+						Patterns: []string{
+							"\\bcompleted step: (?P<step>\\d+), seconds: [\\d.]+,",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, Tokens/s/device: 8672.758, total_weights: 196608, loss: 10.374",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Training completed step 9 of 10",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"patterns",
+						},
+					},
+					{
+						ID: "progress/verl-step-metrics",
+						Patterns: []string{
+							"(?:^|\\) )step:(?P<step>\\d+) - (?:global_seqlen|actor|critic|training|timing_s|perf|response_length)/",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "(TaskRunner pid=222265) step:34 - global_seqlen/min:419336 - global_seqlen/max:497506 - global_seqlen/minmax_diff:78170 - global_seqlen/balanced_min:458960 - global_seqlen/balanced_max:458975 - global_seqlen/mean:458966.5 - actor/entropy:0.22266578674316406 - perf/mfu/actor_infer:0.0 - actor/pg_clipfrac:0.0007935191160472839",
+								},
+								{
+									Text: "(TaskRunner pid=16292) step:2 - global_seqlen/min:538646.000 - global_seqlen/max:556412.000 - global_seqlen/minmax_diff:17766.000 - actor/kl_loss:0.001 - actor/kl_coef:0.001",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "step:0 - val-aux/openai/gsm8k/reward/mean@1:0.565 - val-aux/openai/gsm8k/score/mean@1:0.565 - val-core/openai/gsm8k/acc/mean@1:0.508",
+								},
+								{
+									Text: "(TaskRunner pid=4617) 'timestep: 3 - actor/lr'",
 								},
 							},
 						},

@@ -19,6 +19,7 @@ var propagating = map[Category]bool{
 
 // correlate merges, orders and links findings, picks the root cause and the verdict.
 func (a *analyzer) correlate() {
+	a.dropUnrecovered()
 	a.launcherMasksFailure()
 	for _, f := range a.findings {
 		if f.at == nil {

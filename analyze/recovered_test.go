@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/coroner-dev/coroner/internal/literal"
@@ -207,32 +208,37 @@ func TestFailureAfterRecovery(t *testing.T) {
 func TestSSHResolveRetriedIsRecovered(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
-	res := analyzeLogs(t, all, "Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
-		"ssh: Could not resolve hostname pi-worker-1.pi-worker: Name or service not known\n"+
-		"Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
-		"Warning: Permanently added 'pi-worker-1.pi-worker,10.244.0.28' (ECDSA) to the list of known hosts.\n"+
-		"Workers: 2\n"+
-		"Rank 0 on host pi-worker-0\n"+
-		"Rank 1 on host pi-worker-1\n"+
-		"pi is approximately 3.1410376000000002\n")
-	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "root cause: %+v", res.RootCause)
+	// The second tier alone knows it too: a failure the process got past is no terminal
+	// failure for it to classify, and one it did not get past is still named.
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, "Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
+			"ssh: Could not resolve hostname pi-worker-1.pi-worker: Name or service not known\n"+
+			"Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
+			"Warning: Permanently added 'pi-worker-1.pi-worker,10.244.0.28' (ECDSA) to the list of known hosts.\n"+
+			"Workers: 2\n"+
+			"Rank 0 on host pi-worker-0\n"+
+			"Rank 1 on host pi-worker-1\n"+
+			"pi is approximately 3.1410376000000002\n")
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "root cause: %+v", res.RootCause)
+		require.Contains(t, findingsOf(res), "rendezvous-failure/ssh-host-unresolved warning")
 
-	// Another host reached is no recovery: worker-1 never resolved.
-	res = analyzeLogs(t, all, "ssh: Could not resolve hostname pi-worker-1.pi-worker: Name or service not known\n"+
-		"Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
-		"ORTE was unable to reliably start one or more daemons.\n")
-	require.Equal(t, VerdictUnhealthy, res.Verdict)
-	require.Equal(t, "rendezvous-failure", string(res.RootCause.Category))
-	for _, f := range res.Findings {
-		require.NotContains(t, f.Title, "recovered", "finding %s", f.ID)
+		// Another host reached is no recovery: worker-1 never resolved.
+		res = analyzeLogs(t, rules, "ssh: Could not resolve hostname pi-worker-1.pi-worker: Name or service not known\n"+
+			"Warning: Permanently added 'pi-worker-0.pi-worker,10.244.0.26' (ECDSA) to the list of known hosts.\n"+
+			"ORTE was unable to reliably start one or more daemons.\n")
+		require.Equal(t, VerdictUnhealthy, res.Verdict)
+		require.Equal(t, "rendezvous-failure", string(res.RootCause.Category))
+		for _, f := range res.Findings {
+			require.NotContains(t, f.Title, "recovered", "finding %s", f.ID)
+		}
+
+		res = analyzeLogs(t, rules, "# mpirun --hostfile ./hostlist.txt --allow-run-as-root -N 2 ./DamBreak 0.05 2 0 0.001 1.0 50 serial\n"+
+			"ssh: Could not resolve hostname metricset-sample-w-0-0: Temporary failure in name resolution\n"+
+			"--------------------------------------------------------------------------\n"+
+			"ORTE was unable to reliably start one or more daemons.\n")
+		require.Equal(t, VerdictUnhealthy, res.Verdict)
+		require.Equal(t, "rendezvous-failure", string(res.RootCause.Category))
 	}
-
-	res = analyzeLogs(t, all, "# mpirun --hostfile ./hostlist.txt --allow-run-as-root -N 2 ./DamBreak 0.05 2 0 0.001 1.0 50 serial\n"+
-		"ssh: Could not resolve hostname metricset-sample-w-0-0: Temporary failure in name resolution\n"+
-		"--------------------------------------------------------------------------\n"+
-		"ORTE was unable to reliably start one or more daemons.\n")
-	require.Equal(t, VerdictUnhealthy, res.Verdict)
-	require.Equal(t, "rendezvous-failure", string(res.RootCause.Category))
 }
 
 // TestOtherStartIsNoRecovery: a container creation ends only its own pod's start-up waits,
@@ -315,4 +321,34 @@ func TestOtherRankSkipIsNoCatch(t *testing.T) {
 	require.False(t, isOOMLine([]byte("not enough room in the queue")))
 	require.False(t, isOOMLine([]byte("loading bigscience/bloom-560m")))
 	require.True(t, isOOMLine([]byte("Skipping training batch with index 43 due to OOM error...")))
+}
+
+// TestLLMStackProgressAfterError: MaxText's "completed step" lines and verl's step metrics
+// are training progress, so an exception printed before them (a metrics upload that failed,
+// a rollout worker's traceback) is not the end of the log: the run goes on, and the verdict
+// is not unhealthy. The same exception after the last step still ends the log.
+func TestLLMStackProgressAfterError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	exc := "Traceback (most recent call last):\n" +
+		"  File \"/app/upload.py\", line 12, in upload\n" +
+		"    blob.upload_from_string(data)\n" +
+		"google.api_core.exceptions.ServiceUnavailable: 503 Backend Error\n"
+	// The step line of https://github.com/AI-Hypercomputer/maxtext/pull/2232 under glog heads.
+	maxtext := ""
+	for i, ts := range []string{"21:54:55", "21:55:46", "21:56:37"} {
+		maxtext += fmt.Sprintf("I0811 %s.531340 138304841739136 metric_logger.py:226] completed step: %d, seconds: 5.667, "+
+			"TFLOP/s/device: 134.924, Tokens/s/device: 8672.758, total_weights: 196608, loss: 10.374\n", ts, 9+i)
+	}
+	// https://github.com/verl-project/verl/issues/1208's step line, shortened.
+	verl := ""
+	for i := range 3 {
+		verl += fmt.Sprintf("(TaskRunner pid=16292) step:%d - global_seqlen/min:538646.000 - global_seqlen/max:556412.000 - actor/kl_loss:0.001 - actor/pg_loss:0.001\n", 2+i)
+	}
+	for name, steps := range map[string]string{"maxtext": maxtext, "verl": verl} {
+		res := analyzeLogs(t, all, exc+steps)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
+		res = analyzeLogs(t, all, steps+exc)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
+	}
 }

@@ -76,6 +76,24 @@ func (a *analyzer) recoveredByRestart() {
 	}
 }
 
+// recoveryOnly is a copy of streak rule r that tells the second tier alone which failures a
+// process got past, and names no cause: what a later line showed (ssh reached the host it
+// could not resolve on the launcher's next try, the loss was finite again) is no wording
+// of a failure, and without it the tier would take a failure that was retried for the end.
+func recoveryOnly(r *Rule) *Rule {
+	c := *r
+	c.recoveryOnly = true
+	return &c
+}
+
+// dropUnrecovered removes the findings of recoveryOnly rules that did not recover: such a
+// rule is there for its recovery alone, and a failure it names is the first tier's to name.
+func (a *analyzer) dropUnrecovered() {
+	a.findings = slices.DeleteFunc(a.findings, func(f *Finding) bool {
+		return f.rule != nil && f.rule.recoveryOnly && f.recovered == nil
+	})
+}
+
 // markRecovered lowers a finding the job recovered from to a warning that says how.
 func (a *analyzer) markRecovered(f *Finding) {
 	f.Severity = SeverityWarning

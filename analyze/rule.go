@@ -59,6 +59,9 @@ type Rule struct {
 	rootOnlyIf where // conditions on the finding's pod
 	last       where // streak: conditions on the last line's groups
 	atLeast    time.Duration
+	// recoveryOnly: a streak rule kept for the second tier alone only to say which failures
+	// the process got past (WithoutSpecific); a finding of it that did not recover is dropped.
+	recoveryOnly bool
 }
 
 // compiledPattern is one of a rule's regular expressions and what its match means.

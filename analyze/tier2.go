@@ -35,13 +35,17 @@ func weak(f *Finding) bool {
 }
 
 // WithoutSpecific keeps of rules those that name no specific cause: progress and fact
-// entries, generic and catch-all rules. Analysing with them measures the second tier alone
-// (coroner analyze --tiers fallback).
+// entries, generic and catch-all rules, and the streak rules that know when a failure was
+// recovered from, for that alone (recoveryOnly). Analysing with them measures the second
+// tier alone (coroner analyze --tiers fallback).
 func WithoutSpecific(rules []*Rule) []*Rule {
 	var out []*Rule
 	for _, r := range rules {
-		if k := r.Kind(); k == "progress" || k == "fact" || r.Role.Generic() || r.Role.Fallback() || r.Category == CategoryUnknown {
+		switch k := r.Kind(); {
+		case k == "progress" || k == "fact" || r.Role.Generic() || r.Role.Fallback() || r.Category == CategoryUnknown:
 			out = append(out, r)
+		case k == "streak" && len(r.Match.Streak.Recover) > 0:
+			out = append(out, recoveryOnly(r))
 		}
 	}
 	return out

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "6ab5e0ffcec32191a57fc514294b2ab855c4fed51dc29f3ea28cf31fc2a763f7"
+const builtinDigest = "bb19e328caa5e8ef1735ffa7abb49ebb1b4514e7425fd1168476a8d91c2b935a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -9328,6 +9328,58 @@ func builtinFiles() []Named {
 							"patterns",
 						},
 					},
+					{
+						ID: "progress/maxtext-step",
+						Patterns: []string{
+							"\\bcompleted step: (?P<step>\\d+), seconds: [\\d.]+,",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, Tokens/s/device: 8672.758, total_weights: 196608, loss: 10.374",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Training completed step 9 of 10",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"patterns",
+						},
+					},
+					{
+						ID: "progress/verl-step-metrics",
+						Patterns: []string{
+							"(?:^|\\) )step:(?P<step>\\d+) - (?:global_seqlen|actor|critic|training|timing_s|perf|response_length)/",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "(TaskRunner pid=222265) step:34 - global_seqlen/min:419336 - global_seqlen/max:497506 - global_seqlen/minmax_diff:78170 - global_seqlen/balanced_min:458960 - global_seqlen/balanced_max:458975 - global_seqlen/mean:458966.5 - actor/entropy:0.22266578674316406 - perf/mfu/actor_infer:0.0 - actor/pg_clipfrac:0.0007935191160472839",
+								},
+								{
+									Text: "(TaskRunner pid=16292) step:2 - global_seqlen/min:538646.000 - global_seqlen/max:556412.000 - global_seqlen/minmax_diff:17766.000 - actor/kl_loss:0.001 - actor/kl_coef:0.001",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "step:0 - val-aux/openai/gsm8k/reward/mean@1:0.565 - val-aux/openai/gsm8k/score/mean@1:0.565 - val-core/openai/gsm8k/acc/mean@1:0.508",
+								},
+								{
+									Text: "(TaskRunner pid=4617) 'timestep: 3 - actor/lr'",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"patterns",
+						},
+					},
 				},
 			},
 		},
@@ -11689,6 +11741,64 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/store-barrier-oversubscribed",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "{joined} processes joined a process group of world size {world}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"store based barrier[^\\n]{0,120}\\(world_size=(?P<world>\\d+), (?:worker_count|num_workers_joined)=(?P<joined>\\d+)",
+								},
+								Min: 1,
+								Last: Where{
+									"joined": ">world",
+								},
+							},
+						},
+						Explanation: "More processes registered in the rendezvous store's barrier than the world size the process group was created with. The barrier waits for the count to equal the world size, so it never completes: every rank waits until init_process_group times out. Two jobs (or an earlier run's leftover processes) share the same master address and port, or the script starts more processes than WORLD_SIZE counts (srun or torchrun starting N tasks that each spawn their own workers, nproc_per_node larger than the world size given).\n",
+						Remediation: "Give each job its own MASTER_PORT and kill what is left of earlier runs on it; make the world size equal the number of processes started (nnodes x nproc_per_node), and do not spawn workers inside a script a launcher already started once per GPU.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 2, for key: store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:30:00)",
+								},
+								{
+									Text: "2022-05-10 05:38:33 | INFO | torch.distributed.distributed_c10d | Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=2, worker_count=3, timeout=0:30:00)",
+								},
+								{
+									Text: "Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=4, worker_count=16, timeout=0:01:00)",
+								},
+								{
+									Text: "Timed out initializing process group in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:02:00)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 4330, for key: store_based_barrier_key:522 (world_size=2048, worker_count=1792, timeout=0:30:00)",
+								},
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)",
+								},
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

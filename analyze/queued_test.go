@@ -177,6 +177,12 @@ func TestPodCannotStartPaste(t *testing.T) {
 		// https://github.com/openkruise/kruise/issues/1863
 		{"admission", "  Warning  FailedCreatePod  108s (x17 over 7m15s)  pytorchjob-controller  Error creating: admission webhook \"mpod.kb.io\" denied the request: Internal error occurred: the spec replicas field \".spec.pytorchReplicaSpecs.Worker.replicas\" does not exist\n",
 			"config-error/admission-denied", "Admission webhook mpod.kb.io denied the request"},
+		// https://github.com/ray-project/kuberay/issues/2210
+		{"invalid object", `{"level":"error","ts":"2024-08-28T19:56:13.072Z","logger":"controllers.RayJob","msg":"failed to create k8s Job","error":"Job.batch \"ray-job-s9rqx\" is invalid: [spec.template.spec.containers[0].name: Required value]"}` + "\n",
+			"config-error/object-invalid", "Job.batch ray-job-s9rqx is invalid: spec.template.spec.containers[0].name"},
+		// https://github.com/pangeo-data/pangeo-cloud-federation/issues/260 (GKE's notice)
+		{"gke notice", "PodUnschedulable\n  Cannot schedule pods: Insufficient cpu.\n",
+			"scheduling/insufficient-resource", "Insufficient cpu"},
 	})
 	// https://github.com/LibreTexts/metalc/issues/133: evicted pods are no wait to start.
 	res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": "binderhub   binder-7c5df8bbf6-2vqvt   0/1     Evicted    0          38d     <none>           chick18\n"}, time.Time{}, Options{})

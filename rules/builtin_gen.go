@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "689c4f9cca69b0eec8ecc2c05c0444af065abf12914eae4b753f35983cbb25ad"
+const builtinDigest = "0a87eee8ec3f4b8c04f001f14b69cb03dd97a5ade981ea99cf70cd391df31461"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -4728,6 +4728,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"(?P<nodes>\\d+) [Ii]nsufficient (?P<resource>[\\w.-]*\\w(?:/[\\w.-]*\\w)?)",
+								"Cannot schedule pods: [Ii]nsufficient (?P<resource>[\\w.-]*\\w(?:/[\\w.-]*\\w)?)",
 							},
 						},
 						Explanation: "No node has enough free allocatable capacity for the pod's requests of this resource. For GPUs this also happens when the device plugin is not running or GPUs were marked unhealthy.\n",
@@ -4746,8 +4747,17 @@ func builtinFiles() []Named {
 								{
 									Text: "0/3 nodes are available: 3 insufficient nvidia.com/gpu.",
 								},
+								{
+									Text: "1.PodUnschedulable Cannot schedule pods: Insufficient nvidia ",
+								},
+								{
+									Text: "  Cannot schedule pods: Insufficient cpu.",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "  Cannot schedule pods: node(s) didn't match node selector.",
+								},
 								{
 									Text: "0/1 nodes are available: 1 node(s) had untolerated taint {gpu: }. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..",
 								},
@@ -6927,6 +6937,52 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/object-invalid",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "{kind} {name} is invalid: {field}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"(?P<kind>[A-Z]\\w*(?:\\.[a-z][\\w-]*)+) \\\\?\"(?P<name>[^\"\\\\]+)\\\\?\" is invalid: \\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
+							},
+						},
+						Explanation: "The API server rejected an object (a Job, a pod, a JobSet) because a field of its spec is missing or invalid; the controller that builds it from the training job's spec gets the same answer on every retry, so the job's pods are never created.\n",
+						Remediation: "Read the field the message names and fix it in the training job's spec (the replica's pod template: container names, resources, restartPolicy, labels the controller sets itself), then resubmit.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "E0714 14:03:39.426857       1 execution_controller.go:236] Failed to create resource in the given member cluster member2, err is Job.batch \"pi\" is invalid: [spec.template.metadata.labels[controller-uid]: Invalid value: map[string]string{\"controller-uid\":\"7ade503c-dc0b-416e-8939-e5e1e4bc6b15\", \"job-name\":\"pi\"}: must be '8b65be30-5875-4c11-89f3-c9f50e8da2e7'",
+								},
+								{
+									Text: "{\"level\":\"error\",\"ts\":\"2024-08-28T19:56:13.072Z\",\"logger\":\"controllers.RayJob\",\"msg\":\"failed to create k8s Job\",\"RayJob\":{\"name\":\"ray-job-s9rqx\",\"namespace\":\"hyperkube\"},\"error\":\"Job.batch \\\"ray-job-s9rqx\\\" is invalid: [spec.template.spec.containers[0].name: Required value, spec.template.spec.restartPolicy: Required value: valid values: \\\"OnFailure\\\", \\\"Never\\\"]\"}",
+								},
+								{
+									Text: "2021-07-20T21:02:45.3134048Z     logger.go:130: 2021-07-20T21:02:45.235Z\tERROR\tfailed to reconcile job only err\t{\"action\": \"Crdb Version Validator\", \"CrdbCluster\": \"crdb-test-bp9jv5/crdb\", \"error\": \"Job.batch \\\"crdb-vcheck-27113582\\\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "job.batch/pi created",
+								},
+								{
+									Text: "The Job \"pi\" is invalid",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

@@ -180,6 +180,12 @@ func TestPodCannotStartPaste(t *testing.T) {
 		// https://github.com/ray-project/kuberay/issues/2210
 		{"invalid object", `{"level":"error","ts":"2024-08-28T19:56:13.072Z","logger":"controllers.RayJob","msg":"failed to create k8s Job","error":"Job.batch \"ray-job-s9rqx\" is invalid: [spec.template.spec.containers[0].name: Required value]"}` + "\n",
 			"config-error/object-invalid", "Job.batch ray-job-s9rqx is invalid: spec.template.spec.containers[0].name"},
+		// https://github.com/NVIDIA/nvidia-container-toolkit/issues/237, as a kubelet event
+		{"gpu hook", "  Warning  Failed  5s (x3 over 19s)  kubelet  Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: driver rpc error: timed out: unknown\n",
+			"cuda-error/container-gpu-hook-failed", "driver rpc error: timed out"},
+		// The same line naming a driver/library version mismatch: cuda.yaml's rule says more.
+		{"gpu hook mismatch", "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy' nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown\n",
+			"cuda-error/nvml-driver-mismatch", "version mismatch"},
 		// https://github.com/pangeo-data/pangeo-cloud-federation/issues/260 (GKE's notice)
 		{"gke notice", "PodUnschedulable\n  Cannot schedule pods: Insufficient cpu.\n",
 			"scheduling/insufficient-resource", "Insufficient cpu"},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0a87eee8ec3f4b8c04f001f14b69cb03dd97a5ade981ea99cf70cd391df31461"
+const builtinDigest = "440d2408c3f508db184def7cd09de8f5f8a3c873827dd90cdf38e194323bcecf"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6983,6 +6983,54 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/container-gpu-hook-failed",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "NVIDIA container hook could not initialise the GPU: {why}",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"nvidia-container-cli(?:\\.real)?: initialization error: (?P<why>[a-z]+(?: [a-z]+)? error: [\\w ./-]*\\w)",
+							},
+						},
+						Explanation: "nvidia-container-cli, run as the container runtime's prestart hook, failed to initialise the NVIDIA driver on the node before starting the container: the driver is not loaded or is broken, does not answer (rpc timed out), or a GPU is in a bad state. Every container that requests a GPU on that node fails to start.\n",
+						Remediation: "On the node, check nvidia-smi and the kernel log (Xid, a failed driver load), reload the driver or reboot; cordon the node until containers with GPUs start again.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "nvidia-container-cli: initialization error: cuda error: unknown error",
+								},
+								{
+									Text: "stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
+								},
+								{
+									Text: "nvidia-container-cli: initialization error: driver rpc error: timed out",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.2, please update your driver to a newer version",
+								},
+								{
+									Text: "nvidia-container-cli info",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
 							"title",
 						},
 					},

@@ -326,10 +326,13 @@ func followsFrom(g, f *Finding, byID map[string]*Finding) bool {
 	return false
 }
 
-// specificity ranks what a finding says about why: that a process failed (generic), that it
+// specificity ranks what a finding says about why: that a pod waits for a node (a listing's
+// Pending, which a pull that fails also shows), that a process failed (generic), that it
 // raised some exception (fallback), or what failed (specific).
 func specificity(f *Finding) int {
 	switch {
+	case onlyWaits(f):
+		return -1
 	case f.generic:
 		return 0
 	case f.fallback:

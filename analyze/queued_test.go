@@ -88,7 +88,7 @@ func TestQueuedJob(t *testing.T) {
 // TestQueuedPaste: the text of a queueing layer pasted on its own (a describe of the
 // Workload, the autoscaler's or Karpenter's word on a pending pod) names why the job waits.
 func TestQueuedPaste(t *testing.T) {
-	for _, tc := range []struct{ name, text, rule, reason string }{
+	requireStuckPastes(t, []stuckPaste{
 		// https://github.com/kubernetes-sigs/kueue/issues/1937
 		{"kueue workload", `Status:
   Conditions:
@@ -111,7 +111,17 @@ Events:
 		// https://github.com/ibm-cloud-labs/iks-handson/issues/7
 		{"listing", "NAME                              READY   STATUS                            RESTARTS   AGE\nsample-mychart-6bfc89db65-j9g9z   0/1     Init:CreateContainerConfigError   0          108s\n",
 			"config-error/status-listed", "Pod listed in CreateContainerConfigError"},
-	} {
+	})
+}
+
+// stuckPaste is a case of requireStuckPastes: pasted text of a pod waiting to start, the
+// rule its root cause must be and words of the verdict's reason.
+type stuckPaste struct{ name, text, rule, reason string }
+
+// requireStuckPastes runs requireStuckPaste on each case as a subtest.
+func requireStuckPastes(t *testing.T, cases []stuckPaste) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			requireStuckPaste(t, tc.text, tc.rule, tc.reason)
 		})
@@ -127,4 +137,73 @@ func requireStuckPaste(t *testing.T, text, rule, reason string) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, rule, res.RootCause.RuleID, findingsOf(res))
 	require.Contains(t, res.VerdictReason, reason)
+}
+
+// TestPendingListing: kubectl get pods listing a pod Pending says that it waits for a node,
+// not why. Past the threshold by its Age column it is a scheduling failure; below it, a
+// queued job looks the same, so the verdict is unknown; a pod bound to a node
+// (ContainerCreating) is no scheduling wait at all.
+func TestPendingListing(t *testing.T) {
+	// https://github.com/dask/dask-kubernetes/issues/205
+	long := "NAME        READY   STATUS    RESTARTS   AGE\nworkerpod   0/1     Pending   0          19m\n"
+	requireStuckPaste(t, long, "scheduling/pending-listed", "pending for 19 min")
+
+	short := strings.Replace(long, "19m", "3m", 1)
+	res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": short}, time.Time{}, Options{})
+	require.Equal(t, VerdictUnknown, res.Verdict, res.VerdictReason)
+	require.Nil(t, res.RootCause)
+	require.Contains(t, res.VerdictReason, "pending for at least 3 min when the text was taken, below the 5 min threshold; so far: scheduling: Pod listed Pending")
+
+	// The same pod with its FailedScheduling event: the event says why.
+	res = analyzeBundle(t, map[string]string{"logs/ml/x/c.log": long +
+		"  Warning  FailedScheduling  2m (x12 over 19m)  default-scheduler  0/2 nodes are available: 2 Insufficient nvidia.com/gpu.\n"}, time.Time{}, Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "scheduling/insufficient-resource", res.RootCause.RuleID, findingsOf(res))
+
+	res = analyzeBundle(t, map[string]string{"logs/ml/x/c.log": strings.Replace(long, "Pending", "ContainerCreating", 1)}, time.Time{}, Options{})
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}
+
+// TestPodCannotStartPaste: pasted kubectl output of pods that cannot start names the
+// class of cause, not only the crash loop or the pod's state.
+func TestPodCannotStartPaste(t *testing.T) {
+	requireStuckPastes(t, []stuckPaste{
+		// https://github.com/aquasecurity/tracee/issues/2757
+		{"exec format", "NAME           READY   STATUS             RESTARTS   AGE\ntracee-x2k9d   0/1     CrashLoopBackOff   6          9m\nexec /tracee/entrypoint.sh: exec format error\n",
+			"config-error/exec-format-error", "exec format error"},
+		// https://github.com/NVIDIA/gpu-operator/issues/413
+		{"runtime handler", "  Warning  FailedCreatePodSandBox  3m (x40 over 12m)  kubelet  Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for \"nvidia\" is configured\n",
+			"config-error/runtime-handler-missing", "pending for 12 min"},
+		// https://github.com/openkruise/kruise/issues/1863
+		{"admission", "  Warning  FailedCreatePod  108s (x17 over 7m15s)  pytorchjob-controller  Error creating: admission webhook \"mpod.kb.io\" denied the request: Internal error occurred: the spec replicas field \".spec.pytorchReplicaSpecs.Worker.replicas\" does not exist\n",
+			"config-error/admission-denied", "Admission webhook mpod.kb.io denied the request"},
+		// https://github.com/ray-project/kuberay/issues/2210
+		{"invalid object", `{"level":"error","ts":"2024-08-28T19:56:13.072Z","logger":"controllers.RayJob","msg":"failed to create k8s Job","error":"Job.batch \"ray-job-s9rqx\" is invalid: [spec.template.spec.containers[0].name: Required value]"}` + "\n",
+			"config-error/object-invalid", "Job.batch ray-job-s9rqx is invalid: spec.template.spec.containers[0].name"},
+		// https://github.com/NVIDIA/nvidia-container-toolkit/issues/237, as a kubelet event
+		{"gpu hook", "  Warning  Failed  5s (x3 over 19s)  kubelet  Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: driver rpc error: timed out: unknown\n",
+			"cuda-error/container-gpu-hook-failed", "driver rpc error: timed out"},
+		// The same line naming a driver/library version mismatch: cuda.yaml's rule says more.
+		{"gpu hook mismatch", "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy' nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown\n",
+			"cuda-error/nvml-driver-mismatch", "version mismatch"},
+		// https://github.com/pangeo-data/pangeo-cloud-federation/issues/260 (GKE's notice)
+		{"gke notice", "PodUnschedulable\n  Cannot schedule pods: Insufficient cpu.\n",
+			"scheduling/insufficient-resource", "Insufficient cpu"},
+	})
+	// https://github.com/LibreTexts/metalc/issues/133: evicted pods are no wait to start.
+	res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": "binderhub   binder-7c5df8bbf6-2vqvt   0/1     Evicted    0          38d     <none>           chick18\n"}, time.Time{}, Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "preempted-evicted/status-listed", res.RootCause.RuleID, findingsOf(res))
+}
+
+// TestPendingListingExplained: kubectl lists a pod whose image cannot be pulled as Pending
+// too (corpus excerpt 228's shape): what the pod's log says names the cause.
+func TestPendingListingExplained(t *testing.T) {
+	// https://github.com/kubernetes/kubernetes/issues/30148 (kubectl logs of a pod that cannot
+	// pull its image), under a listing of it.
+	text := "NAME     READY   STATUS    RESTARTS   AGE\nupload   0/1     Pending   0          27m\n" +
+		"Error from server: container \"upload\" in pod \"upload\" is waiting to start: trying and failing to pull image\n"
+	res := analyzeBundle(t, map[string]string{"logs/ml/x/c.log": text}, time.Time{}, Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "image-pull/waiting-to-start", res.RootCause.RuleID, findingsOf(res))
 }

@@ -70,6 +70,12 @@ func (a *analyzer) stuckVerdict(where string) bool {
 	case !ok:
 		// Nothing measures the wait: the finding stands, as a pasted describe without ages.
 		return false
+	case !collected && d < a.stuckAfter && onlyWaits(root):
+		// A pasted text that says only that pods wait for a node, not why, and ages below the
+		// threshold: a queued job looks the same.
+		r.Verdict = VerdictUnknown
+		r.RootCause = nil
+		r.VerdictReason = fmt.Sprintf("%s for at least %s when the text was taken, below the %s threshold; so far: %s", how, roundDuration(d), roundDuration(a.stuckAfter), what)
 	case !collected && d < a.stuckAfter:
 		// A pasted text has no "now": its ages are when it was taken, a lower bound of a wait
 		// that someone found worth pasting. The finding stands, with what the text shows.
@@ -84,6 +90,12 @@ func (a *analyzer) stuckVerdict(where string) bool {
 		r.VerdictReason = fmt.Sprintf("%s; %s for %s", what, how, roundDuration(d))
 	}
 	return true
+}
+
+// onlyWaits says whether a finding says only that a pod waits for a node, not why (a pod
+// listed Pending, PodScheduled False): a generic scheduling finding.
+func onlyWaits(f *Finding) bool {
+	return f.Category == CategoryScheduling && f.rule != nil && f.rule.Role.Generic()
 }
 
 // waited measures how long the job has been waiting in the root's condition, and says how

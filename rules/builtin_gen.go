@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "bb19e328caa5e8ef1735ffa7abb49ebb1b4514e7425fd1168476a8d91c2b935a"
+const builtinDigest = "5b8cc0d6097cd69bfc226227b35d8386eda69ad9f632bfe2af14b7ff2b1a7ee4"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -4821,6 +4821,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"(?P<nodes>\\d+) [Ii]nsufficient (?P<resource>[\\w.-]*\\w(?:/[\\w.-]*\\w)?)",
+								"Cannot schedule pods: [Ii]nsufficient (?P<resource>[\\w.-]*\\w(?:/[\\w.-]*\\w)?)",
 							},
 						},
 						Explanation: "No node has enough free allocatable capacity for the pod's requests of this resource. For GPUs this also happens when the device plugin is not running or GPUs were marked unhealthy.\n",
@@ -4839,8 +4840,17 @@ func builtinFiles() []Named {
 								{
 									Text: "0/3 nodes are available: 3 insufficient nvidia.com/gpu.",
 								},
+								{
+									Text: "1.PodUnschedulable Cannot schedule pods: Insufficient nvidia ",
+								},
+								{
+									Text: "  Cannot schedule pods: Insufficient cpu.",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "  Cannot schedule pods: node(s) didn't match node selector.",
+								},
 								{
 									Text: "0/1 nodes are available: 1 node(s) had untolerated taint {gpu: }. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..",
 								},
@@ -4947,6 +4957,58 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  Type           Status",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/pending-listed",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Pod listed Pending, not scheduled",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic",
+						RootOnlyIf: Where{
+							"scheduled": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"^(?:\\S+\\s+)?\\S+\\s+0/\\d+\\s+Pending\\s+\\d+\\s+(?P<age>\\d+[mhdy]\\w*)(?:\\s|$)",
+							},
+						},
+						Explanation: "kubectl lists the pod as Pending with no container state: the scheduler has not bound it to a node (a pod on a node shows ContainerCreating or a waiting reason instead). The listing does not say why; the pod's FailedScheduling events do, or a queue (Kueue, Volcano) that has not admitted the job yet.\n",
+						Remediation: "kubectl describe the pod for its FailedScheduling events (resources, selectors, taints, volumes) and, for a queued job, the queue's Workload or PodGroup conditions.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "default       workerpod                            0/1     Pending   0          19m   <none>         <none>         <none>           <none>",
+								},
+								{
+									Text: "svclb-hello-kubernetes-custom-snkgf        0/1     Pending            0          13m",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "wildfly-pod   0/1       Pending   0          2s",
+								},
+								{
+									Text: "tfjob-11-h72ntjsl-worker-0         0/2     ContainerCreating   0          0s",
+								},
+								{
+									Text: "deathstar-f449b9b55-4glpb   1/1     Running            0             34s",
 								},
 							},
 						},
@@ -6762,6 +6824,294 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Pod ml/vit-finetune-master-0: container pytorch waiting: CrashLoopBackOff: back-off 5m0s restarting failed container=pytorch pod=vit-finetune-master-0_ml(afc3a4f9-c7f4-577f-a38a-000ce3c4717e)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/exec-format-error",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Container's program cannot run on this node: exec format error",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"exec user process caused:? \"?exec format error",
+								"^\\s*exec \\S+: exec format error\\b",
+							},
+						},
+						Explanation: "The kernel refused to run the container's entrypoint: \"exec format error\" means the binary (or its interpreter) is for another CPU architecture than the node's, typically an amd64-only image scheduled on an arm64 node (or the reverse), or a script without a shebang line. The container exits as soon as it starts, and the pod crash-loops.\n",
+						Remediation: "Build or pull the image for the node's architecture (a multi-arch image, docker buildx --platform), or keep the pod on nodes of the image's architecture with a nodeSelector on kubernetes.io/arch; give a script entrypoint its #! line.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "exec /tracee/entrypoint.sh: exec format error",
+								},
+								{
+									Text: "exec /usr/bin/bash: exec format error",
+								},
+								{
+									Text: "standard_init_linux.go:207: exec user process caused \"exec format error\"",
+								},
+								{
+									Text: "standard_init_linux.go:211: exec user process caused \"exec format error\"",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "exec /usr/bin/bash: no such file or directory",
+								},
+								{
+									Text: "standard_init_linux.go:228: exec user process caused: no such file or directory",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/runtime-handler-missing",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Container runtime has no handler {handler}",
+						Fault:    "platform",
+						Retry:    "permanent",
+						RootOnlyIf: Where{
+							"started": "false",
+						},
+						Match: Match{
+							Patterns: []string{
+								"no runtime for [\"“](?P<handler>[^\"”]+)[\"”] is configured",
+							},
+						},
+						Explanation: "The pod's RuntimeClass (or the GPU operator's default runtime) names a runtime handler that the node's containerd or CRI-O is not configured with: the kubelet fails to create the pod sandbox and retries, and the pod never starts. On GPU nodes it is usually the NVIDIA container toolkit not installed or not yet registered in containerd's configuration.\n",
+						Remediation: "Install the container toolkit on the node (or let the GPU operator's toolkit daemonset finish) and restart containerd so that the handler is registered; or keep the pod off nodes without it, or drop runtimeClassName if the default runtime already exposes GPUs.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for \"nvidia\" is configured",
+								},
+								{
+									Text: "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for “nvidia” is configured",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Successfully pulled image \"nvcr.io/nvidia/k8s-device-plugin:v0.14.1\"",
+								},
+								{
+									Text: "runtimeclass.node.k8s.io/nvidia created",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"rootOnlyIf",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/admission-denied",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Admission webhook {hook} denied the request",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"admission webhook \"(?P<hook>[^\"]+)\" denied the request",
+								"admission webhook \\\\\"(?P<hook>[^\"\\\\]+)\\\\\" denied the request",
+							},
+						},
+						Explanation: "The API server asked an admission webhook about the pod (or the job) and the webhook refused it: a policy the spec does not satisfy (limits, labels, images, service accounts), or a webhook that fails on it. The object is never created, so the controller keeps retrying and the job does not start.\n",
+						Remediation: "Read the webhook's reason after \"denied the request\" and change the spec to satisfy it (or ask the cluster's administrators about the policy); a webhook that errors on every request is the webhook's own problem to fix or to scope out.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "  Warning  FailedCreatePod  108s (x17 over 7m15s)  pytorchjob-controller  Error creating: admission webhook \"mpod.kb.io\" denied the request: Internal error occurred: the spec replicas field \".spec.pytorchReplicaSpecs.Worker.replicas\" does not exist",
+								},
+								{
+									Text: "E1012 15:13:21.264860       1 job_controller_actions.go:387] Failed to create pod azureml-f1fa11ae25d7a3a01eb3af77c3f59244-worker-0 for Job azureml-f1fa11ae25d7a3a01eb3af77c3f59244, err &errors.StatusError{ErrStatus:v1.Status{TypeMeta:v1.TypeMeta{Kind:\"\", APIVersion:\"\"}, ListMeta:v1.ListMeta{SelfLink:\"\", ResourceVersion:\"\", Continue:\"\", RemainingItemCount:(*int64)(nil)}, Status:\"Failure\", Message:\"admission webhook \\\"sidecar-injector.dapr.io\\\" denied the request: service account 'system:serviceaccount:azureml:volcano-controllers' not on the list of allowed controller accounts\", Reason:\"\", Details:(*v1.StatusDetails)(nil), Code:400}}",
+								},
+								{
+									Text: "Error from server: error when creating \"pods/echod.yaml\": admission webhook \"image-signature.hightowerlabs.com\" denied the request without explanation",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "mutatingwebhookconfiguration.admissionregistration.k8s.io/volcano-admission-service-pods-mutate created",
+								},
+								{
+									Text: "Successfully created pod: pytorch-simple-worker-0",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "preempted-evicted/status-listed",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Pod listed as Evicted",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"^(?:\\S+\\s+)?\\S+\\s+\\d+/\\d+\\s+Evicted\\s+\\d+",
+							},
+						},
+						Explanation: "kubectl lists the pod as Evicted: the kubelet killed it and failed it, most often because the node ran short of memory or disk (pods using more than they requested go first), and its controller created a replacement. A training job loses that rank.\n",
+						Remediation: "kubectl describe the evicted pod for the resource the node was low on; set requests equal to real use (Guaranteed QoS for training pods) and keep caches and checkpoints on volumes rather than the container's filesystem.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "huan-a             account-local-8447bc8dbc-l5z7b                                 0/1       Evicted             0          32m       <none>            10.171.2.38",
+								},
+								{
+									Text: "binderhub        binder-7c5df8bbf6-2vqvt                                     0/1     Evicted    0          38d     <none>           chick18   <none>           <none>",
+								},
+								{
+									Text: "jupyter-...-488           0/1       Evicted             0          20h",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "binder-7c5df8bbf6-xk2p9                                     1/1     Running    0          38d",
+								},
+								{
+									Text: "Status:         Failed",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/object-invalid",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "{kind} {name} is invalid: {field}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"(?P<kind>[A-Z]\\w*(?:\\.[a-z][\\w-]*)+) \\\\?\"(?P<name>[^\"\\\\]+)\\\\?\" is invalid: \\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
+							},
+						},
+						Explanation: "The API server rejected an object (a Job, a pod, a JobSet) because a field of its spec is missing or invalid; the controller that builds it from the training job's spec gets the same answer on every retry, so the job's pods are never created.\n",
+						Remediation: "Read the field the message names and fix it in the training job's spec (the replica's pod template: container names, resources, restartPolicy, labels the controller sets itself), then resubmit.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "E0714 14:03:39.426857       1 execution_controller.go:236] Failed to create resource in the given member cluster member2, err is Job.batch \"pi\" is invalid: [spec.template.metadata.labels[controller-uid]: Invalid value: map[string]string{\"controller-uid\":\"7ade503c-dc0b-416e-8939-e5e1e4bc6b15\", \"job-name\":\"pi\"}: must be '8b65be30-5875-4c11-89f3-c9f50e8da2e7'",
+								},
+								{
+									Text: "{\"level\":\"error\",\"ts\":\"2024-08-28T19:56:13.072Z\",\"logger\":\"controllers.RayJob\",\"msg\":\"failed to create k8s Job\",\"RayJob\":{\"name\":\"ray-job-s9rqx\",\"namespace\":\"hyperkube\"},\"error\":\"Job.batch \\\"ray-job-s9rqx\\\" is invalid: [spec.template.spec.containers[0].name: Required value, spec.template.spec.restartPolicy: Required value: valid values: \\\"OnFailure\\\", \\\"Never\\\"]\"}",
+								},
+								{
+									Text: "2021-07-20T21:02:45.3134048Z     logger.go:130: 2021-07-20T21:02:45.235Z\tERROR\tfailed to reconcile job only err\t{\"action\": \"Crdb Version Validator\", \"CrdbCluster\": \"crdb-test-bp9jv5/crdb\", \"error\": \"Job.batch \\\"crdb-vcheck-27113582\\\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "job.batch/pi created",
+								},
+								{
+									Text: "The Job \"pi\" is invalid",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/container-gpu-hook-failed",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "NVIDIA container hook could not initialise the GPU: {why}",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"nvidia-container-cli(?:\\.real)?: initialization error: (?P<why>[a-z]+(?: [a-z]+)? error: [\\w ./-]*\\w)",
+							},
+						},
+						Explanation: "nvidia-container-cli, run as the container runtime's prestart hook, failed to initialise the NVIDIA driver on the node before starting the container: the driver is not loaded or is broken, does not answer (rpc timed out), or a GPU is in a bad state. Every container that requests a GPU on that node fails to start.\n",
+						Remediation: "On the node, check nvidia-smi and the kernel log (Xid, a failed driver load), reload the driver or reboot; cordon the node until containers with GPUs start again.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "nvidia-container-cli: initialization error: cuda error: unknown error",
+								},
+								{
+									Text: "stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
+								},
+								{
+									Text: "nvidia-container-cli: initialization error: driver rpc error: timed out",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.2, please update your driver to a newer version",
+								},
+								{
+									Text: "nvidia-container-cli info",
 								},
 							},
 						},

@@ -72,12 +72,14 @@ type LogSummary struct {
 	Path      string
 	Pod       string
 	Container string
+	// Previous and Truncated sit together: a LogSummary is kept for each of 200,000 logs
+	// (bools between words take a word each: 152 -> 144 bytes).
 	Previous  bool
+	Truncated bool
 	Bytes     int64
 	Lines     int
 	// First and Last are the first and last times the log showed (nil: none).
 	First, Last *time.Time
-	Truncated   bool
 	// Rank is the first torchrun rank the log's lines show ("[rank3]:"), or -1.
 	Rank int
 	// Findings counts the findings of the log's lines.

@@ -36,6 +36,9 @@ type Finding struct {
 	Explanation string
 	Remediation string
 
+	// The flags come together: a Finding is made for every container at 200,000 containers,
+	// and bools between pointers each take a word (416 -> 384 bytes a Finding).
+
 	// symptom: the rule says this message usually follows another failure.
 	symptom bool
 	// generic: the finding says that something failed, not why (an abort, a launcher's
@@ -54,28 +57,28 @@ type Finding struct {
 	// noProgressAfter: in a job that succeeded, its process showed training progress before
 	// it and none after (it was not recovered from).
 	noProgressAfter bool
-	// recovered, for a streak's finding, is the line where its process showed a good value
-	// again (a finite loss after the NaNs, a loss scale that grew); nil while nothing after the
-	// streak's last bad line did. For another finding, the first progress its process (or its
-	// container after a restart) made past it, when training went on (see recoveredByRestart).
-	recovered *mark
 	// restarted: the progress that recovered from the finding came after a restart.
 	restarted bool
 	// nodeEvidence: the finding is a node's own (a node condition or event, a line of a GPU
 	// agent's log on the node), not a pod's; context: such a finding of a GPU fault that does
 	// not line up in time with the failures on its node (nodeContext).
 	nodeEvidence, context bool
-	// rule is the rule that made the finding.
-	rule *Rule
-	// waitPrinted is the longest wait (kubectl's ages, "(x25 over 116s)") that the lines of a
-	// finding about waiting to start print, also those after its first, which only count it.
-	waitPrinted time.Duration
 	// startedLater: a log line after the finding's last says its pod's container was created
 	// (a pasted event): the start-up wait it is about ended (recovered.go).
 	startedLater bool
 	// skipped: the finding's out-of-memory error was caught, its batch skipped, and nothing
 	// failed in its log after that (recovered.go).
 	skipped bool
+	// recovered, for a streak's finding, is the line where its process showed a good value
+	// again (a finite loss after the NaNs, a loss scale that grew); nil while nothing after the
+	// streak's last bad line did. For another finding, the first progress its process (or its
+	// container after a restart) made past it, when training went on (see recoveredByRestart).
+	recovered *mark
+	// rule is the rule that made the finding.
+	rule *Rule
+	// waitPrinted is the longest wait (kubectl's ages, "(x25 over 116s)") that the lines of a
+	// finding about waiting to start print, also those after its first, which only count it.
+	waitPrinted time.Duration
 	// order keeps findings of one stream in line order when times are equal or missing.
 	order int
 	// log is the log file of a log finding and stream the process within it that printed

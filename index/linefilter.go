@@ -45,11 +45,19 @@ func newFoldedWord(w string) *foldedWord {
 	return fw
 }
 
-// newLineFilter returns the filter of a query, nil when a line may match without holding any
-// word it can look for (a clause of fields alone, a negation, a word with non-ASCII letters).
-func newLineFilter(root syntax.Node) *lineFilter {
+// newLineFilter returns the filter of clauses (see needs), nil when there are none: a line may
+// match without holding any word it can look for (a clause of fields alone, a negation, a
+// word with non-ASCII letters). A clause with a word that is not plain lower-case ASCII is
+// left out.
+func newLineFilter(clauses [][]string) *lineFilter {
 	f := &lineFilter{}
-	for _, c := range needs(root) {
+next:
+	for _, c := range clauses {
+		for _, w := range c {
+			if len(foldedClause(w)) == 0 {
+				continue next
+			}
+		}
 		var clause []*foldedWord
 		for _, w := range c {
 			fw := newFoldedWord(w)

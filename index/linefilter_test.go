@@ -115,8 +115,9 @@ func TestLineFilterFindsWhatLinesHold(t *testing.T) {
 	}
 }
 
-// TestFilteredReadEqualsFullRead: reading every line of each log with a query's filter gives
-// the lines that match, and their times, that reading them all and checking each gives.
+// TestFilteredReadEqualsFullRead: reading every line of each log with a query's filter (or a
+// regular expression's) gives the lines that match, and their times, that reading them all
+// and checking each gives.
 func TestFilteredReadEqualsFullRead(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "read")
 	var log strings.Builder
@@ -144,9 +145,18 @@ func TestFilteredReadEqualsFullRead(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte(log.String()), 0o644))
 	_, ix := buildIndex(t, dir)
+	var ms []matcher
 	for _, q := range []string{"tokens", "tokens AND peda", "peda OR tokens", "tok*", `"tokens peda"`} {
 		m, err := ix.queryMatcher(t.Context(), q)
 		require.NoError(t, err)
+		ms = append(ms, m)
+	}
+	for _, expr := range []string{`tokens`, `(?i)tokens\b`, `TOKENS.*[Pp]eda`, `to[kK]ens`} {
+		m, err := ix.regexMatcher(expr)
+		require.NoError(t, err)
+		ms = append(ms, m)
+	}
+	for q, m := range ms {
 		require.NotNil(t, m.filter(), q)
 		for _, s := range ix.streams {
 			all := make([]int, s.Lines)

@@ -53,7 +53,7 @@ func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error
 		return nil, &QueryError{err}
 	}
 	m := &queryMatch{root: root, leaves: syntax.Leaves(root), sets: map[syntax.Node][]bool{}, leafTmpl: map[syntax.Node]tri{},
-		lines: newLineFilter(root)}
+		lines: newLineFilter(needs(root))}
 	for _, l := range m.leaves {
 		var bq query.Query
 		switch n := l.(type) {
@@ -445,8 +445,9 @@ func (m *queryMatch) line(s *Stream, text []byte) bool {
 // the template's constant text or could overlap one of its variable words, or whose whole
 // words the chunk's filter may hold.
 type regexMatch struct {
-	re   *regexp.Regexp
-	sets [][]string
+	re    *regexp.Regexp
+	sets  [][]string
+	lines *lineFilter
 }
 
 func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
@@ -454,7 +455,8 @@ func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
 	if err != nil {
 		return nil, &QueryError{&RegexError{err}}
 	}
-	return &regexMatch{re: re, sets: literal.Required(expr)}, nil
+	sets := literal.Required(expr)
+	return &regexMatch{re: re, sets: sets, lines: newLineFilter(sets)}, nil
 }
 
 func (m *regexMatch) doc(d *doc) tri {
@@ -556,7 +558,7 @@ func innerWords(lit string) []uint64 {
 
 func (m *regexMatch) line(_ *Stream, text []byte) bool { return m.re.Match(text) }
 
-func (m *regexMatch) filter() *lineFilter { return nil }
+func (m *regexMatch) filter() *lineFilter { return m.lines }
 
 // mayHoldFolded reports whether text may hold a word (or a word starting with w) that folds to
 // w: false when w is ASCII and text holds no run of bytes equal to w in any case. Only two

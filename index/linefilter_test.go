@@ -146,7 +146,7 @@ func TestFilteredReadEqualsFullRead(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte(log.String()), 0o644))
 	_, ix := buildIndex(t, dir)
 	var ms []matcher
-	for _, q := range []string{"tokens", "tokens AND peda", "peda OR tokens", "tok*", `"tokens peda"`} {
+	for _, q := range []string{"tokens", "tokens AND peda", "peda OR tokens", "tok*", `"tokens peda"`, "alpha* AND NOT tokens"} {
 		m, err := ix.queryMatcher(t.Context(), q)
 		require.NoError(t, err)
 		ms = append(ms, m)

@@ -568,10 +568,15 @@ func mayHoldFolded(text []byte, w string) bool {
 	if w == "" || bytes.Contains(text, unsafe.Slice(unsafe.StringData(w), len(w))) {
 		return true
 	}
+	letters := false
 	for i := 0; i < len(w); i++ {
 		if w[i] >= 0x80 {
 			return true
 		}
+		letters = letters || w[i] >= 'a' && w[i] <= 'z'
+	}
+	if !letters {
+		return false // no other case to look for
 	}
 	if strings.IndexByte(w, 'i') >= 0 && hasRune(text, "\u0130") || strings.IndexByte(w, 'k') >= 0 && hasRune(text, "\u212a") {
 		return true

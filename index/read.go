@@ -128,7 +128,15 @@ func (src *lineSource) read(ctx context.Context, lines []int, f *lineFilter, fn 
 			if f != nil {
 				if at == len(region) {
 					region, at, ci = lr.Buffered(), 0, 0
+					if len(region) > filterRegion {
+						region = region[:bytes.LastIndexByte(region[:filterRegion], '\n')+1]
+					}
 					src.cands, all = f.candidates(src.cands[:0], region)
+					if !all && 2*len(src.cands) > bytes.Count(region, newline) {
+						// Most lines hold the words: looking for them costs more than
+						// it skips, in this log.
+						f, region = nil, nil
+					}
 				}
 				if at < len(region) {
 					for ci < len(src.cands) && src.cands[ci] < at {
@@ -186,6 +194,10 @@ func (src *lineSource) read(ctx context.Context, lines []int, f *lineFilter, fn 
 }
 
 var newline = []byte{'\n'}
+
+// filterRegion bounds the lines a filter looks at ahead of the reader: a read that seeks to
+// the next wanted line soon does not pay for a whole buffer.
+const filterRegion = 16 << 10
 
 // lastTime sets the clock from whole lines skipped unread: the time of the last of them that
 // has one of its own (the clock then is as if it had read them all).

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/logscan"
@@ -361,7 +362,7 @@ func decodeHeads(file []byte) ([]*Stream, []frame, error) {
 	if d.err != nil {
 		return nil, nil, fmt.Errorf("heads: %w", d.err)
 	}
-	names := string(arena)
+	names := unsafe.String(unsafe.SliceData(arena), len(arena)) // the arena is not written again
 	for i, w := range where {
 		s := &slab[i]
 		s.Path, s.Namespace, s.Pod, s.Container = names[w[0].start:w[0].end], names[w[1].start:w[1].end],

@@ -28,6 +28,8 @@ type matcher interface {
 	// chunks prepares the answers for chunk segments, from the chunks' filters.
 	chunks(ix *Index) (func(seg *chunkSeg, s *Stream, chunk int) tri, error)
 	line(s *Stream, text []byte) bool
+	// filter finds the lines that may match among many (nil: every line may).
+	filter() *lineFilter
 }
 
 // queryMatch evaluates a parsed query: leaves are answered for template texts by bleve, for
@@ -42,6 +44,7 @@ type queryMatch struct {
 	leafOf   *template
 	leafTmpl map[syntax.Node]tri
 	words    lineWords
+	lines    *lineFilter
 }
 
 func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error) {
@@ -49,7 +52,8 @@ func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error
 	if err != nil {
 		return nil, &QueryError{err}
 	}
-	m := &queryMatch{root: root, leaves: syntax.Leaves(root), sets: map[syntax.Node][]bool{}, leafTmpl: map[syntax.Node]tri{}}
+	m := &queryMatch{root: root, leaves: syntax.Leaves(root), sets: map[syntax.Node][]bool{}, leafTmpl: map[syntax.Node]tri{},
+		lines: newLineFilter(needs(root))}
 	for _, l := range m.leaves {
 		var bq query.Query
 		switch n := l.(type) {
@@ -391,6 +395,8 @@ func (ix *Index) chunksHolding(items []uint64) ([]byte, error) {
 	return out, nil
 }
 
+func (m *queryMatch) filter() *lineFilter { return m.lines }
+
 func (m *queryMatch) line(s *Stream, text []byte) bool {
 	// A line without a word's longest digit run cannot hold the word, and digits have no case,
 	// so that is settled before the line is split into words; so is a line that does not hold
@@ -439,8 +445,9 @@ func (m *queryMatch) line(s *Stream, text []byte) bool {
 // the template's constant text or could overlap one of its variable words, or whose whole
 // words the chunk's filter may hold.
 type regexMatch struct {
-	re   *regexp.Regexp
-	sets [][]string
+	re    *regexp.Regexp
+	sets  [][]string
+	lines *lineFilter
 }
 
 func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
@@ -448,7 +455,8 @@ func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
 	if err != nil {
 		return nil, &QueryError{&RegexError{err}}
 	}
-	return &regexMatch{re: re, sets: literal.Required(expr)}, nil
+	sets := literal.Required(expr)
+	return &regexMatch{re: re, sets: sets, lines: newLineFilter(sets)}, nil
 }
 
 func (m *regexMatch) doc(d *doc) tri {
@@ -550,6 +558,8 @@ func innerWords(lit string) []uint64 {
 
 func (m *regexMatch) line(_ *Stream, text []byte) bool { return m.re.Match(text) }
 
+func (m *regexMatch) filter() *lineFilter { return m.lines }
+
 // mayHoldFolded reports whether text may hold a word (or a word starting with w) that folds to
 // w: false when w is ASCII and text holds no run of bytes equal to w in any case. Only two
 // runes outside ASCII fold into it (U+0130 to "i", U+212A, the Kelvin sign, to "k"): a line
@@ -558,57 +568,21 @@ func mayHoldFolded(text []byte, w string) bool {
 	if w == "" || bytes.Contains(text, unsafe.Slice(unsafe.StringData(w), len(w))) {
 		return true
 	}
-	anchor := 0
+	letters := false
 	for i := 0; i < len(w); i++ {
-		c := w[i]
-		if c >= 0x80 {
+		if w[i] >= 0x80 {
 			return true
 		}
-		if byteRank[c] > byteRank[w[anchor]] {
-			anchor = i
-		}
+		letters = letters || w[i] >= 'a' && w[i] <= 'z'
+	}
+	if !letters {
+		return false // no other case to look for
 	}
 	if strings.IndexByte(w, 'i') >= 0 && hasRune(text, "\u0130") || strings.IndexByte(w, 'k') >= 0 && hasRune(text, "\u212a") {
 		return true
 	}
 	// Not there in lower case: in any other only if the line has a capital.
-	if !hasUpperASCII(text) {
-		return false
-	}
-	lo, up := w[anchor], w[anchor]
-	if lo >= 'a' && lo <= 'z' {
-		up = lo - 'a' + 'A'
-	}
-	// The next place of the anchor byte in each case, -1 when there is none left.
-	end := len(text) - (len(w) - 1 - anchor)
-	next := func(c byte, from int) int {
-		if from >= end {
-			return -1
-		}
-		if j := bytes.IndexByte(text[from:end], c); j >= 0 {
-			return from + j
-		}
-		return -1
-	}
-	pl, pu := next(lo, anchor), -1
-	if up != lo {
-		pu = next(up, anchor)
-	}
-	for pl >= 0 || pu >= 0 {
-		p := pl
-		if p < 0 || (pu >= 0 && pu < p) {
-			p = pu
-		}
-		if equalFoldASCII(text[p-anchor:p-anchor+len(w)], w) {
-			return true
-		}
-		if p == pl {
-			pl = next(lo, p+1)
-		} else {
-			pu = next(up, p+1)
-		}
-	}
-	return false
+	return hasUpperASCII(text) && newFoldedWord(w).next(text, 0, true) >= 0
 }
 
 // hasRune reports whether text holds r (encoded, two or three bytes), looking for its last

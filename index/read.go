@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -46,6 +47,7 @@ type lineSource struct {
 	lr    *logscan.LineReader
 	pool  *sync.Pool // where lr goes back
 	clean []byte
+	cands []int // the lines a filter passes in the buffered lines (read)
 }
 
 // source opens a log to read about n of its lines back.
@@ -90,11 +92,12 @@ func (ix *Index) readLines(ctx context.Context, s *Stream, lines []int, fn func(
 		return err
 	}
 	defer src.close()
-	return src.read(ctx, lines, fn)
+	return src.read(ctx, lines, nil, fn)
 }
 
-// read reads the given lines (sorted, 1-based), starting from the nearest checkpoints.
-func (src *lineSource) read(ctx context.Context, lines []int, fn func(n int, t int64, text []byte) error) error {
+// read reads the given lines (sorted, 1-based), starting from the nearest checkpoints. Given
+// a filter, fn is called only for the wanted lines it passes: the others cannot match.
+func (src *lineSource) read(ctx context.Context, lines []int, f *lineFilter, fn func(n int, t int64, text []byte) error) error {
 	s, lr := src.s, src.lr
 	i := 0
 	for i < len(lines) {
@@ -110,13 +113,59 @@ func (src *lineSource) read(ctx context.Context, lines []int, fn func(n int, t i
 		}
 		clock := logscan.Clock{Last: c.time}
 		lr.Reset(io.NewSectionReader(src.ra, c.off, 1<<62), c.off)
-		for ; i < len(lines); n++ {
+		// With a filter: the whole lines buffered (region), the reader at its byte at, and
+		// the starts of the lines that may match (cands, from ci on; every line when all).
+		var region []byte
+		at, ci, all := 0, 0, false
+		for i < len(lines) {
 			// Seek when the next wanted line is more than a checkpoint ahead.
 			if (lines[i]-1)/checkpointEvery > (n-1)/checkpointEvery+1 {
 				break
 			}
 			if (n-1)%checkpointEvery == 0 && ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if f != nil {
+				if at == len(region) {
+					region, at, ci = lr.Buffered(), 0, 0
+					if len(region) > filterRegion {
+						region = region[:bytes.LastIndexByte(region[:filterRegion], '\n')+1]
+					}
+					src.cands, all = f.candidates(src.cands[:0], region)
+					if !all && 2*len(src.cands) > bytes.Count(region, newline) {
+						// Most lines hold the words: looking for them costs more than
+						// it skips, in this log.
+						f, region = nil, nil
+					}
+				}
+				if at < len(region) {
+					for ci < len(src.cands) && src.cands[ci] < at {
+						ci++
+					}
+					next := len(region)
+					if all {
+						next = at
+					} else if ci < len(src.cands) {
+						next = src.cands[ci]
+					}
+					if next > at {
+						// None of these lines can match: count them, and take the time of
+						// the last that has one, from the end.
+						skip := region[at:next]
+						n += bytes.Count(skip, newline)
+						lastTime(&clock, lr, skip)
+						lr.Discard(len(skip))
+						at = next
+						for i < len(lines) && lines[i] < n {
+							i++
+						}
+						if ctx.Err() != nil {
+							return ctx.Err()
+						}
+						continue
+					}
+					at += bytes.IndexByte(region[at:], '\n') + 1
+				}
 			}
 			raw, _, err := lr.Next()
 			if raw == nil && err != nil {
@@ -126,20 +175,38 @@ func (src *lineSource) read(ctx context.Context, lines []int, fn func(n int, t i
 				return err
 			}
 			text, _ := clock.Split(raw)
-			if n != lines[i] {
-				continue
+			if n == lines[i] {
+				if logscan.NeedsClean(text) {
+					src.clean = logscan.Clean(src.clean[:0], text)
+					text = src.clean
+				}
+				if err := fn(n, clock.Last, text); err != nil {
+					return err
+				}
+				for i < len(lines) && lines[i] == n { // tolerate duplicates
+					i++
+				}
 			}
-			if logscan.NeedsClean(text) {
-				src.clean = logscan.Clean(src.clean[:0], text)
-				text = src.clean
-			}
-			if err := fn(n, clock.Last, text); err != nil {
-				return err
-			}
-			for i < len(lines) && lines[i] == n { // tolerate duplicates
-				i++
-			}
+			n++
 		}
 	}
 	return nil
+}
+
+var newline = []byte{'\n'}
+
+// filterRegion bounds the lines a filter looks at ahead of the reader: a read that seeks to
+// the next wanted line soon does not pay for a whole buffer.
+const filterRegion = 16 << 10
+
+// lastTime sets the clock from whole lines skipped unread: the time of the last of them that
+// has one of its own (the clock then is as if it had read them all).
+func lastTime(clock *logscan.Clock, lr *logscan.LineReader, lines []byte) {
+	for end := len(lines); end > 0; {
+		start := bytes.LastIndexByte(lines[:end-1], '\n') + 1
+		if _, own := clock.Split(lr.Cut(lines[start:end])); own {
+			return
+		}
+		end = start
+	}
 }

@@ -525,8 +525,15 @@ func (sr *searcher) readUnitLines(ctx context.Context, src *lineSource, units []
 	for i, c := range cands {
 		nums[i] = c.line
 	}
+	// The lines of units that need no check are hits without holding the query's words.
+	f := sr.m.filter()
+	for _, u := range units {
+		if !u.check {
+			f = nil
+		}
+	}
 	k := 0
-	return src.read(ctx, nums, func(n int, ts int64, text []byte) error {
+	return src.read(ctx, nums, f, func(n int, ts int64, text []byte) error {
 		for k < len(cands) && cands[k].line < n {
 			k++
 		}

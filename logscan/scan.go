@@ -129,6 +129,36 @@ func (r *LineReader) Next() (line []byte, off int64, err error) {
 	return line, off, err
 }
 
+// Buffered returns the whole lines the reader holds and has not returned, each ending with
+// '\n', first filling its buffer when it holds no whole line: a search looks for what it wants
+// in many lines at once and skips the rest (Discard). It is empty at the end of the input and
+// when the next line does not fit the buffer. It is valid until the next call of any method.
+func (r *LineReader) Buffered() []byte {
+	b, _ := r.br.Peek(r.br.Buffered())
+	if bytes.IndexByte(b, '\n') < 0 {
+		b, _ = r.br.Peek(r.br.Size())
+	}
+	return b[:bytes.LastIndexByte(b, '\n')+1]
+}
+
+// Discard skips the first n bytes of Buffered's lines (whole lines).
+func (r *LineReader) Discard(n int) {
+	d, _ := r.br.Discard(n)
+	r.off += int64(d)
+}
+
+// Cut returns a whole line of Buffered (with its '\n') as Next returns it: cut at the limit,
+// without its line ending.
+func (r *LineReader) Cut(line []byte) []byte {
+	if len(line) > r.max && !(len(line) == r.max+1 && line[r.max] == '\n') {
+		line = line[:r.max]
+	}
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line
+}
+
 // Clock gives each line its time: the kubelet prefix, else a time the program printed at the
 // start of the line, else the last time seen.
 type Clock struct {

@@ -21,7 +21,7 @@ func TestConfidenceInEveryForm(t *testing.T) {
 	}{
 		{analyze.ConfidenceHigh, "high — a specific rule matched", false},
 		{analyze.ConfidenceMedium, "medium — likely", true},
-		{analyze.ConfidenceLow, "low — could not tell why", true},
+		{analyze.ConfidenceLow, "low — could not tell for sure", true},
 	} {
 		t.Run(string(tt.c), func(t *testing.T) {
 			r := hostileReport("a", "b", "c")

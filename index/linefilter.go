@@ -14,8 +14,9 @@ import (
 // passes is checked whole, as before.
 type lineFilter struct {
 	clauses [][]*foldedWord
-	// special is set when a word holds 'i' or 'k': U+0130 and U+212A fold into them, and a
-	// region of lines that holds either is read line by line.
+	// special is set when a word holds 'i', 'k' or 's': U+0130, U+212A and U+017F fold into
+	// them (the last two as a case-insensitive regular expression folds), and a region of
+	// lines that holds any of them is read line by line.
 	special bool
 }
 
@@ -61,7 +62,7 @@ next:
 		var clause []*foldedWord
 		for _, w := range c {
 			fw := newFoldedWord(w)
-			f.special = f.special || strings.ContainsAny(w, "ik")
+			f.special = f.special || strings.ContainsAny(w, "iks")
 			clause = append(clause, fw)
 		}
 		f.clauses = append(f.clauses, clause)
@@ -126,7 +127,7 @@ func foldedClause(w string) [][]string {
 // that cleaning removes from within a line (an escape, a NUL), which the caller then reads
 // line by line.
 func (f *lineFilter) candidates(dst []int, buf []byte) (_ []int, all bool) {
-	if f.special && (bytes.Contains(buf, []byte("\u0130")) || bytes.Contains(buf, []byte("\u212a"))) {
+	if f.special && (bytes.Contains(buf, []byte("\u0130")) || bytes.Contains(buf, []byte("\u212a")) || bytes.Contains(buf, []byte("\u017f"))) {
 		return dst, true
 	}
 	if bytes.IndexByte(buf, 0x1b) >= 0 || bytes.IndexByte(buf, 0) >= 0 {

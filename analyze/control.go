@@ -279,17 +279,18 @@ func (a *analyzer) loggedFacts() {
 const joinWithin = 8
 
 // joinTerminated reads a container's end pasted as text in several lines as one fact: a
-// reason and an exit code a few lines apart in one log, of no pod the line names (a kubectl
+// reason and an exit code a few lines apart in one log, on lines that name no pod (a kubectl
 // describe block, the pod's YAML or JSON), are the same container's. A field seen twice
 // begins the next container.
 func joinTerminated(facts []loggedFact) []loggedFact {
 	out := facts[:0]
 	open := -1 // the fact in out that the next part may complete
 	for _, f := range facts {
-		partial := f.rule.factKind == "container-terminated" && f.fields["pod"] == ""
+		partial := f.rule.factKind == "container-terminated" && f.part
 		if partial && open >= 0 {
 			o := &out[open]
-			if o.ls.Path == f.ls.Path && f.line-o.line <= joinWithin && disjoint(o.fields, f.fields) {
+			if o.ls.Path == f.ls.Path && f.line-o.line <= joinWithin && o.fields["pod"] == f.fields["pod"] &&
+				disjoint(o.fields, f.fields, "pod") {
 				fields := maps.Clone(o.fields)
 				maps.Copy(fields, f.fields)
 				o.fields = fields
@@ -307,10 +308,10 @@ func joinTerminated(facts []loggedFact) []loggedFact {
 	return out
 }
 
-// disjoint says whether two facts set no field in common.
-func disjoint(a, b map[string]string) bool {
+// disjoint says whether two facts set no field in common but except.
+func disjoint(a, b map[string]string, except string) bool {
 	for k := range b {
-		if _, ok := a[k]; ok {
+		if _, ok := a[k]; ok && k != except {
 			return false
 		}
 	}

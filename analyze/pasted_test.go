@@ -52,6 +52,20 @@ func TestPastedContainerState(t *testing.T) {
 			evidence: "Reason:       OOMKilled; Exit Code:    137",
 		},
 		{
+			name: "describe names its pod",
+			log: "Name:         train-worker-1\n" +
+				"Namespace:    default\n" +
+				"Containers:\n" +
+				"  pytorch:\n" +
+				"    State:          Waiting\n" +
+				"      Reason:       CrashLoopBackOff\n" +
+				"    Last State:     Terminated\n" +
+				"      Reason:       OOMKilled\n" +
+				"      Exit Code:    137\n",
+			category: CategoryHostOOM, confidence: ConfidenceHigh, pod: "train-worker-1",
+			evidence: "Reason:       OOMKilled; Exit Code:    137",
+		},
+		{
 			name: "describe: a signal's exit code",
 			log: "    Last State:     Terminated\n" +
 				"      Reason:       Error\n" +

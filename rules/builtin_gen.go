@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "d986cc53fe02d0140a12f4c2c198a667275cb4a4b40d8cabcc1f3caa67c532d9"
+const builtinDigest = "e5355b1b94860728cfc9336c0f6def0ad246843818f54b24b89a6d208e6a76b6"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6243,7 +6243,6 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"Reason:\\s+OOMKilled",
 								"Memory cgroup out of memory: Killed process (?P<pid>\\d+) \\((?P<comm>[^)]+)\\)",
 								"Out of memory: Killed process (?P<pid>\\d+) \\((?P<comm>[^)]+)\\)",
 								"Out of memory: Kill process (?P<pid>\\d+) \\((?P<comm>[^)]+)\\) score \\d+ or sacrifice child",
@@ -6254,9 +6253,6 @@ func builtinFiles() []Named {
 						Remediation: "Raise the memory limit/request, reduce host-side memory (DataLoader workers, in-memory datasets, CPU offload), and load checkpoints with mmap or on one rank.\n",
 						Examples: Examples{
 							Match: []Example{
-								{
-									Text: "      Reason:       OOMKilled",
-								},
 								{
 									Text: "Memory cgroup out of memory: Killed process 23456 (python) total-vm:52438412kB, anon-rss:31457280kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:62000kB oom_score_adj:-997",
 								},

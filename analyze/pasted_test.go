@@ -118,3 +118,19 @@ func TestPastedContainerStateNoFailure(t *testing.T) {
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
 	}
 }
+
+// TestPastedListingBesideTheError: a listed Error row says only that a process failed; the
+// error its log shows is the root cause, and the row follows from it.
+func TestPastedListingBesideTheError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "NAME             READY   STATUS    RESTARTS      AGE\n" +
+		"train-worker-0   0/1     Error     0             5m\n" +
+		"train-worker-1   1/1     Running   1 (3m ago)    5m\n" +
+		"$ kubectl logs train-worker-0\n" +
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.14 GiB of which 1.2 GiB is free.\n"
+	res := analyzeLogs(t, all, log)
+	require.NotNil(t, res.RootCause, findingsOf(res))
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceHigh, res.Confidence)
+}

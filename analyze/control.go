@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,6 +229,7 @@ type loggedFact struct {
 // own status would be: the facts of one pod and container are read together, so that its
 // last exit code and its waiting reason meet.
 func (a *analyzer) loggedFacts() {
+	a.textFacts = joinTerminated(a.textFacts)
 	type key struct{ pod, container string }
 	waiting := map[key]string{}
 	lastExit := map[key]string{}
@@ -270,6 +272,50 @@ func (a *analyzer) loggedFacts() {
 		ev := Evidence{Source: SourceLog, File: f.ls.Path, Line: f.line, Time: nsPtr(f.time), Text: f.text}
 		a.observe(fact{f.rule.factKind, fields}, seen{pod: k.pod, container: k.container, t: timeOrZero(f.time), ev: ev, log: f.ls.Path, line: f.line})
 	}
+}
+
+// joinWithin is how many lines apart a container's pasted reason and exit code may be: a
+// kubectl describe puts its Message (a line or a few) between them, YAML its finishedAt.
+const joinWithin = 8
+
+// joinTerminated reads a container's end pasted as text in several lines as one fact: a
+// reason and an exit code a few lines apart in one log, on lines that name no pod (a kubectl
+// describe block, the pod's YAML or JSON), are the same container's. A field seen twice
+// begins the next container.
+func joinTerminated(facts []loggedFact) []loggedFact {
+	out := facts[:0]
+	open := -1 // the fact in out that the next part may complete
+	for _, f := range facts {
+		partial := f.rule.factKind == "container-terminated" && f.part
+		if partial && open >= 0 {
+			o := &out[open]
+			if o.ls.Path == f.ls.Path && f.line-o.line <= joinWithin && o.fields["pod"] == f.fields["pod"] &&
+				disjoint(o.fields, f.fields, "pod") {
+				fields := maps.Clone(o.fields)
+				maps.Copy(fields, f.fields)
+				o.fields = fields
+				o.text = strings.TrimRight(strings.TrimSpace(o.text), ",") + "; " + strings.TrimRight(strings.TrimSpace(f.text), ",")
+				open = -1
+				continue
+			}
+		}
+		out = append(out, f)
+		open = -1
+		if partial {
+			open = len(out) - 1
+		}
+	}
+	return out
+}
+
+// disjoint says whether two facts set no field in common but except.
+func disjoint(a, b map[string]string, except string) bool {
+	for k := range b {
+		if _, ok := a[k]; ok && k != except {
+			return false
+		}
+	}
+	return true
 }
 
 func timeOrZero(ns int64) time.Time {

@@ -73,6 +73,9 @@ type textFact struct {
 	line   int
 	time   int64
 	text   string
+	// part: the line did not name the pod (a describe block's or YAML's line), and may be
+	// one part of a fact written on several lines (joinTerminated).
+	part bool
 }
 
 // progressMemo decides once per shape whether its lines are progress lines, and which of
@@ -215,7 +218,12 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 			for k, v := range h.groups {
 				fields[k] = v
 			}
-			s.facts = append(s.facts, textFact{rule: h.rule, fields: fields, line: l.Number, time: l.Time, text: s.line.excerpt()})
+			_, named := fields["pod"]
+			if !named && s.tail.describedPod != nil && !s.tail.describedPods {
+				// A line of a kubectl describe block: the pod is the one its "Name:" gave.
+				fields["pod"] = string(s.tail.describedPod)
+			}
+			s.facts = append(s.facts, textFact{rule: h.rule, fields: fields, line: l.Number, time: l.Time, text: s.line.excerpt(), part: !named})
 		}
 	}
 	proc := p

@@ -206,16 +206,13 @@ func newTextFact(tf *rules.TextFact) (*Rule, error) {
 	}
 	problems = append(problems, r.compile(tf.Patterns, kindFact)...)
 	known := func(f string) bool { return f == "pod" || f == "container" || slices.Contains(fields, f) }
+	// A pattern without a (?P<pod>...) group reads a fact of the paste's own pod: a kubectl
+	// describe block or the pod's YAML names it on another line.
 	for _, cp := range r.res {
-		hasPod := false
 		for _, n := range cp.re.SubexpNames() {
-			hasPod = hasPod || n == "pod"
 			if n != "" && ok && !known(n) {
 				problems = append(problems, fmt.Sprintf("group %q is not a field of %s", n, tf.Kind))
 			}
-		}
-		if !hasPod {
-			problems = append(problems, fmt.Sprintf("pattern %q has no (?P<pod>...) group: whose fact is it?", cp.re))
 		}
 	}
 	for f := range tf.Set {

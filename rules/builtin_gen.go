@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "5b8cc0d6097cd69bfc226227b35d8386eda69ad9f632bfe2af14b7ff2b1a7ee4"
+const builtinDigest = "e5355b1b94860728cfc9336c0f6def0ad246843818f54b24b89a6d208e6a76b6"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -3670,6 +3670,121 @@ func builtinFiles() []Named {
 							"set",
 						},
 					},
+					{
+						ID:   "fact/status-listed",
+						Kind: "container-terminated",
+						Patterns: []string{
+							"^\\s*(?:[a-z0-9][a-z0-9-]*\\s+)?(?:pod/)?(?P<pod>[a-z0-9][a-z0-9.-]*)\\s+\\d+/\\d+\\s+(?:Init:)?(?P<reason>OOMKilled|Error|ContainerCannotRun|StartError)(?:\\s+\\d+\\b.*)?\\s*$",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "      impt           pod/user-directory-646bbbc878-lf4tq                 2/3     OOMKilled   16 (5m13s ago)   57m",
+								},
+								{
+									Text: "tls-app-dc7787455-69rhx   0/1       Init:Error   1          6s",
+								},
+								{
+									Text: "oomkill-test   0/1     OOMKilled   0          6s",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "      impt           pod/weight-uploader-7r64n                           0/2     Completed   0                104m",
+								},
+								{
+									Text: "      impt           pod/reloader-5c5fb754d4-7mgj8                       1/1     Running     0                57m",
+								},
+								{
+									Text: "tls-app-dc7787455-69rhx   0/1       Init:CrashLoopBackOff   1          12s",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"kind",
+							"patterns",
+						},
+					},
+					{
+						ID:   "fact/terminated-reason",
+						Kind: "container-terminated",
+						Patterns: []string{
+							"^\\s+Reason:\\s+(?P<reason>OOMKilled|Error|ContainerCannotRun|StartError)\\s*$",
+							"^\\s*(?:- )?reason:\\s+[\"']?(?P<reason>OOMKilled|Error|ContainerCannotRun|StartError)[\"']?\\s*$",
+							"\"reason\":\\s*\"(?P<reason>OOMKilled|Error|ContainerCannotRun|StartError)\"",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "      Reason:       OOMKilled",
+								},
+								{
+									Text: "      Reason:       Error",
+								},
+								{
+									Text: "        reason: OOMKilled",
+								},
+								{
+									Text: "  \"reason\": \"Error\",",
+								},
+								{
+									Text: "  \"reason\": \"OOMKilled\",",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "      Reason:       CrashLoopBackOff",
+								},
+								{
+									Text: "    reason: ContainersNotReady",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"kind",
+							"patterns",
+						},
+					},
+					{
+						ID:   "fact/terminated-exit-code",
+						Kind: "container-terminated",
+						Patterns: []string{
+							"^\\s+Exit Code:\\s+(?P<exitCode>\\d+)\\s*$",
+							"^\\s*(?:- )?exitCode:\\s+(?P<exitCode>\\d+)\\s*$",
+							"\"exitCode\":\\s*(?P<exitCode>\\d+)\\b",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "      Exit Code:    137",
+								},
+								{
+									Text: "      Exit Code:    1",
+								},
+								{
+									Text: "        exitCode: 137",
+								},
+								{
+									Text: "                    \"exitCode\": 137,",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "      Restart Count:  3",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"kind",
+							"patterns",
+						},
+					},
 				},
 			},
 		},
@@ -6128,7 +6243,6 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"Reason:\\s+OOMKilled",
 								"Memory cgroup out of memory: Killed process (?P<pid>\\d+) \\((?P<comm>[^)]+)\\)",
 								"Out of memory: Killed process (?P<pid>\\d+) \\((?P<comm>[^)]+)\\)",
 								"Out of memory: Kill process (?P<pid>\\d+) \\((?P<comm>[^)]+)\\) score \\d+ or sacrifice child",
@@ -6139,9 +6253,6 @@ func builtinFiles() []Named {
 						Remediation: "Raise the memory limit/request, reduce host-side memory (DataLoader workers, in-memory datasets, CPU offload), and load checkpoints with mmap or on one rank.\n",
 						Examples: Examples{
 							Match: []Example{
-								{
-									Text: "      Reason:       OOMKilled",
-								},
 								{
 									Text: "Memory cgroup out of memory: Killed process 23456 (python) total-vm:52438412kB, anon-rss:31457280kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:62000kB oom_score_adj:-997",
 								},
@@ -8164,7 +8275,7 @@ func builtinFiles() []Named {
 							Object: &Object{
 								Kind: "container-terminated",
 								Where: Where{
-									"exitCode": "!0",
+									"exitCode": "<0|>0",
 								},
 							},
 						},
@@ -8190,6 +8301,59 @@ func builtinFiles() []Named {
 									Object: Where{
 										"exitCode": "0",
 										"reason":   "Completed",
+									},
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "unknown/container-failed",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "Container ended in {reason} (its exit code is not shown)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Object: &Object{
+								Kind: "container-terminated",
+								Where: Where{
+									"exitCode": "!<0|>=0",
+									"reason":   "Error|ContainerCannotRun|StartError",
+								},
+							},
+						},
+						Explanation: "The container's main process ended in failure. Its exit code is not shown, and on its own this says only that it failed; the container's log usually says why.\n",
+						Remediation: "Read the end of the container's log (kubectl logs --previous if it restarted) and its exit code (kubectl describe pod).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Object: Where{
+										"reason": "Error",
+									},
+								},
+							},
+							NotMatch: []Example{
+								{
+									Object: Where{
+										"exitCode": "1",
+										"reason":   "Error",
+									},
+								},
+								{
+									Object: Where{
+										"reason": "OOMKilled",
 									},
 								},
 							},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "5b8cc0d6097cd69bfc226227b35d8386eda69ad9f632bfe2af14b7ff2b1a7ee4"
+const builtinDigest = "201647c7d2e9fd5e1367dc11032fc6eefd7dfd2901062b339249d37bb0b8aaf4"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11665,12 +11665,17 @@ func builtinFiles() []Named {
 						Match: Match{
 							Streak: &Streak{
 								Patterns: []string{
-									"^\\s*(?P<demand>\\{[^}]{1,300}\\}(?: \\* \\d+)?(?: \\([A-Z_]+\\))?): \\d+\\+ pending (?:placement groups|tasks/actors)",
+									"^\\s*\\(no pending nodes\\)\\s*$",
+									"^\\s*(?P<demand>\\{[^}]{1,300}\\}(?: \\* \\d+)?(?: \\([A-Z_]+\\))?): \\d+\\+ (?P<pending>pending) (?:placement groups|tasks/actors)",
 								},
 								Recover: []string{
 									"^\\s*\\(no resource demands\\)",
+									"^\\s*Pending:\\s*$",
 								},
-								Min:   1,
+								Min: 2,
+								Last: Where{
+									"pending": "pending",
+								},
 								ToEnd: true,
 							},
 						},
@@ -11679,15 +11684,21 @@ func builtinFiles() []Named {
 						Examples: Examples{
 							Match: []Example{
 								{
-									Text: "Demands:\n {'GPU': 1.0, 'CPU': 1.0} * 8 (STRICT_PACK): 1+ pending placement groups\n",
+									Text: "Pending:\n (no pending nodes)\nDemands:\n {'GPU': 1.0, 'CPU': 1.0} * 8 (STRICT_PACK): 1+ pending placement groups\n",
 								},
 								{
-									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n",
+									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2023-09-19 10:16:05.945390 ========\nDemands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n",
 								},
 							},
 							NotMatch: []Example{
 								{
-									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2023-09-19 10:16:05.945390 ========\nDemands:\n (no resource demands)\n",
+									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n",
+								},
+								{
+									Text: "Pending:\n (no pending nodes)\nDemands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2023-09-19 10:16:05.945390 ========\nDemands:\n (no resource demands)\n",
+								},
+								{
+									Text: "Pending:\n (no pending nodes)\nDemands:\n {'CPU': 0.1, 'memory': 136106870.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2025-03-26 17:46:23.816931 ========\nPending:\n IP not yet assigned: large, pending\nDemands:\n {'CPU': 0.1, 'memory': 136106870.0}: 1+ pending tasks/actors\n",
 								},
 							},
 						},

@@ -57,6 +57,8 @@ func (a *analyzer) correlate() {
 			after := !after(root, f)
 			samePod := f.Pod == root.Pod || f.Pod == "" && f.Node == "" || f.Node != "" && f.Node == root.Node
 			switch {
+			case waitsForOtherPod(f, root):
+				// Another pod's wait for a node: the root does not say why it waits.
 			case (f.symptom || f.generic) && (after || samePod):
 				// A symptom of the root's own pod may be dated before the root's evidence: a
 				// crash loop's first back-off predates the last restart's log.
@@ -142,7 +144,8 @@ func sameEvidence(evs []Evidence, ev Evidence) bool {
 // whose pod shows otherwise: a job that waited for GPUs for a while did not fail of it, and
 // a volume that failed to mount at first did not stop a container that then ran (its
 // object says so, or, pasted, an event of its container's creation after the wait); and an
-// out-of-memory error its trainer caught, skipping the batch, with nothing failing after. A finding
+// out-of-memory error its trainer caught, skipping the batch, with nothing failing after;
+// and a pasted listing's evicted pods beside other workloads that run (recovered.go). A finding
 // of the job's own objects (a queue's Workload, a PodGroup: no pod) is resolved when every
 // pod of the job shows otherwise: the queue admitted the job and its pods were scheduled.
 func (a *analyzer) resolvedLater() {
@@ -150,6 +153,11 @@ func (a *analyzer) resolvedLater() {
 		if f.skipped && f.Severity >= SeverityError {
 			f.Severity = SeverityWarning
 			f.Title += " (caught: the batch was skipped)"
+			continue
+		}
+		if f.leftover && f.Severity >= SeverityError {
+			f.Severity = SeverityWarning
+			f.Title += " (a leftover: other workloads listed with it run)"
 			continue
 		}
 		if f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
@@ -375,7 +383,7 @@ const (
 // printed anywhere in the same failure, or by a symptom before it or right after it (an
 // abort carries its cause on the next lines).
 func explains(g, f *Finding) bool {
-	if g.Severity < SeverityError && !explainsUntilRecovered(g, f) || !sameProcess(f, g) {
+	if g.Severity < SeverityError && !explainsUntilRecovered(g, f) || !sameProcess(f, g) || waitsForOtherPod(f, g) {
 		return false
 	}
 	if f.derived {
@@ -400,6 +408,53 @@ func explains(g, f *Finding) bool {
 		return !after(g, f) || near(f, g)
 	}
 	return true
+}
+
+// waitsForOtherPod says whether f says only that pods a pasted listing names wait for a
+// node (onlyWaits) and g names none of them: the rows of every pod of a listing share one
+// stream, and another pod's failure does not say why these wait.
+func waitsForOtherPod(f, g *Finding) bool {
+	if !onlyWaits(f) {
+		return false
+	}
+	rows := rowsOf(f.Evidence)
+	if rows == nil {
+		return false
+	}
+	for _, e := range g.Evidence {
+		for _, r := range rows {
+			if namesPod(e.Text, r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// namesPod says whether line t is about row r's pod: a row of the same pod, or a line that
+// names it as a word of its own ("pod \"upload\"", "pod/upload", "ml/upload").
+func namesPod(t string, r listedPod) bool {
+	if o, ok := listedRow([]byte(t)); ok {
+		return r.samePodRow(o)
+	}
+	name := string(r.name)
+	for i := 0; i <= len(t)-len(name); {
+		j := strings.Index(t[i:], name)
+		if j < 0 {
+			return false
+		}
+		j += i
+		if (j == 0 || !podNameByte(t[j-1])) && (j+len(name) == len(t) || !podNameByte(t[j+len(name)])) {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+// podNameByte says whether c may be part of a pod's name (a DNS label, with dots).
+func podNameByte(c byte) bool {
+	return c == '-' || c == '.' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // explainsUntilRecovered says whether g, an error training went on past, may still explain
@@ -564,7 +619,11 @@ func (a *analyzer) rootCause(carried map[*Finding]*Finding) *Finding {
 		}
 	}
 	// A generic line that still names a cause (a rank killed by signal 9: likely out of
-	// memory) says more than a symptom that something failed.
+	// memory) says more than a symptom that something failed, and more than a pod's wait for
+	// a node that it does not explain (another pod's).
+	if f := pick(func(f *Finding) bool { return !f.symptom && !weak(f) && !onlyWaits(f) }); f != nil {
+		return f
+	}
 	if f := pick(func(f *Finding) bool { return !f.symptom && !weak(f) }); f != nil {
 		return f
 	}

@@ -66,6 +66,9 @@ type Finding struct {
 	// startedLater: a log line after the finding's last says its pod's container was created
 	// (a pasted event): the start-up wait it is about ended (recovered.go).
 	startedLater bool
+	// leftover: the finding is of Evicted rows of a pasted kubectl listing in which other
+	// workloads' pods run: evicted pods stay listed until collected (recovered.go).
+	leftover bool
 	// skipped: the finding's out-of-memory error was caught, its batch skipped, and nothing
 	// failed in its log after that (recovered.go).
 	skipped bool

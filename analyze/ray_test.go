@@ -58,3 +58,23 @@ func TestRayRequestsThatNeverGetResources(t *testing.T) {
 		})
 	}
 }
+
+// TestRayDemandsWithoutWait: one status report's demand is a moment of a wait; a last report
+// that adds a node for it, or training after it, is no failure.
+func TestRayDemandsWithoutWait(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	report := "======== Autoscaler status: 2023-09-19 10:15:05.945390 ========\nDemands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n"
+	for _, tc := range []struct{ name, text string }{
+		{"training after the report", report +
+			"(RolloutWorker pid=123) step:1 - actor/entropy:0.2 - actor/pg_loss:0.1\n(RolloutWorker pid=123) step:2 - actor/entropy:0.2 - actor/pg_loss:0.1\n"},
+		{"the last report adds a node", report +
+			"======== Autoscaler status: 2023-09-19 10:15:10.945390 ========\nPending:\n 10.0.0.5: gpu_worker, setting up\n" +
+			"Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tc.text)
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+		})
+	}
+}

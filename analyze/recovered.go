@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	"github.com/coroner-dev/coroner/internal/literal"
 )
@@ -184,11 +185,11 @@ func pullEnded(lines []tailLine, j, c int, container []byte) bool {
 // its image) that a container creation printed after it ended, when no pod object says
 // otherwise (forgetRecovered; an image complaint only when forgetRecovered found it ended);
 // an out-of-memory error whose batch was skipped, on its stream, just after it, with nothing
-// failing after the skip (caught). analyzer.resolvedLater lowers them.
+// failing after the skip (caught); a pasted listing's Pending row of a pod the listing or
+// the log shows got past it (pendingStarted), and its Evicted rows beside other workloads'
+// running pods (leftoverEvicted). analyzer.resolvedLater lowers them.
 func (s *logScanner) markSurvived() {
-	if s.tail.started == 0 && s.tail.skipped == 0 {
-		return
-	}
+	var lines []tailLine // the kept lines, read once a listing row needs them
 	for _, f := range s.findings {
 		if f.rule == nil || len(f.Evidence) == 0 {
 			continue
@@ -202,6 +203,17 @@ func (s *logScanner) markSurvived() {
 		if len(f.rule.rootOnlyIf) > 0 && s.tail.started > 0 {
 			f.startedLater = last < s.tail.started && samePod(podNamed([]byte(f.Evidence[0].Text)), s.tail.startedPod, s.tail.manyPods) &&
 				(!pull || evidenceIn(f.Evidence, s.tail.endedPulls))
+		}
+		if rows := rowsOf(f.Evidence); rows != nil {
+			if lines == nil {
+				lines = s.tail.ordered()
+			}
+			switch listedAs(rows) {
+			case "Pending":
+				f.startedLater = f.startedLater || len(f.rule.rootOnlyIf) > 0 && pendingStarted(rows, lines, last, s.tail.lastProgress)
+			case "Evicted":
+				f.leftover = leftoverEvicted(rows, lines)
+			}
 		}
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
 			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)
@@ -448,4 +460,164 @@ func (g *ignoredTrace) survived(text []byte, stream string) bool {
 	}
 	g.on = false
 	return kindOf(t) == kindException
+}
+
+// kubectl get pods lists a pod as a row: [NAMESPACE] NAME READY STATUS RESTARTS AGE, READY
+// a count of ready containers over all ("0/1"). A pasted listing says more than one row:
+// a watch (-w) prints the same pod again when its status changes, and a listing of many pods
+// shows which of them run.
+
+// listedPod is a row of a kubectl get pods listing: its namespace (nil without the column),
+// name and status.
+type listedPod struct{ ns, name, status []byte }
+
+// listedRow reads line t as a row of a kubectl get pods listing; ok is false when it is none.
+func listedRow(t []byte) (row listedPod, ok bool) {
+	var f [5][]byte
+	n := 0
+	for rest := t; n < len(f); n++ {
+		rest = bytes.TrimLeft(rest, " \t")
+		j := bytes.IndexAny(rest, " \t")
+		if j < 0 {
+			j = len(rest)
+		}
+		if j == 0 {
+			break
+		}
+		f[n], rest = rest[:j], rest[j:]
+	}
+	for i := 1; i <= 2 && i+2 < n; i++ {
+		if isReadyCount(f[i]) && len(f[i+2]) > 0 && isDigits(f[i+2]) {
+			row = listedPod{name: f[i-1], status: f[i+1]}
+			if i == 2 {
+				row.ns = f[0]
+			}
+			return row, true
+		}
+	}
+	return listedPod{}, false
+}
+
+// isReadyCount says whether w is a READY column's value: "0/1", "2/2".
+func isReadyCount(w []byte) bool {
+	i := bytes.IndexByte(w, '/')
+	return i > 0 && i < len(w)-1 && isDigits(w[:i]) && isDigits(w[i+1:])
+}
+
+// samePodRow says whether two rows are of the same pod: the same name and, when both list
+// it, namespace.
+func (r listedPod) samePodRow(o listedPod) bool {
+	return bytes.Equal(r.name, o.name) && (r.ns == nil || o.ns == nil || bytes.Equal(r.ns, o.ns))
+}
+
+// runs says whether the row's pod runs or ran to completion.
+func (r listedPod) runs() bool {
+	s := string(r.status)
+	return s == "Running" || s == "Completed" || s == "Succeeded"
+}
+
+// workload is the row's pod name without its last dash-separated part: what names the
+// controller's pods (a ReplicaSet's "serve-84fb7dbbd7", a job's "train-worker") and not one
+// of them (its generated suffix, its index).
+func (r listedPod) workload() []byte {
+	if i := bytes.LastIndexByte(r.name, '-'); i > 0 {
+		return r.name[:i]
+	}
+	return r.name
+}
+
+// assignedWords is how the scheduler's Scheduled event says it bound a pod to a node:
+// "Successfully assigned ml/train-worker-0 to gpu-1" (older releases name no namespace).
+var assignedWords = []byte("Successfully assigned ")
+
+// assigned is the pod a Scheduled event's line names as bound to a node, nil when it is
+// no such line: its namespace (nil when not named) and name.
+func assigned(t []byte) (listedPod, bool) {
+	i := bytes.Index(t, assignedWords)
+	if i < 0 {
+		return listedPod{}, false
+	}
+	ref := t[i+len(assignedWords):]
+	if j := bytes.IndexAny(ref, " \t"); j >= 0 {
+		ref = ref[:j]
+	}
+	p := listedPod{name: ref}
+	if j := bytes.IndexByte(ref, '/'); j >= 0 {
+		p.ns, p.name = ref[:j], ref[j+1:]
+	}
+	return p, len(p.name) > 0
+}
+
+// listedAs is the status every row of rows lists, "" when they list more than one.
+func listedAs(rows []listedPod) string {
+	for _, r := range rows[1:] {
+		if !bytes.Equal(r.status, rows[0].status) {
+			return ""
+		}
+	}
+	return string(rows[0].status)
+}
+
+// rowsOf is the listing rows of evidence es, nil when one of its lines is no row.
+func rowsOf(es []Evidence) []listedPod {
+	var rows []listedPod
+	for _, e := range es {
+		if strings.IndexByte(e.Text, '/') < 0 {
+			return nil // no READY count
+		}
+		r, ok := listedRow([]byte(e.Text))
+		if !ok {
+			return nil
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// pendingStarted says whether every listed Pending row of rows (the evidence of a finding
+// whose last line is last) got past its wait for a node, as the log's kept lines show: a
+// later row of the same pod with another status (a watch: ContainerCreating, Running),
+// the scheduler's event that bound it to a node (before or after the row), or training
+// progress after it.
+func pendingStarted(rows []listedPod, lines []tailLine, last, lastProgress int) bool {
+	if last < lastProgress {
+		return true
+	}
+	for _, r := range rows {
+		started := false
+		for _, l := range lines {
+			if o, ok := listedRow(l.text); ok && l.line > last && r.samePodRow(o) && string(o.status) != "Pending" {
+				started = true
+			} else if a, ok := assigned(l.text); ok && r.samePodRow(a) {
+				started = true
+			}
+		}
+		if !started {
+			return false
+		}
+	}
+	return true
+}
+
+// leftoverEvicted says whether the Evicted rows of rows are leftovers beside other pods
+// that run (lines: the log's kept lines): a pod the kubelet evicted stays listed, Failed,
+// until it is garbage-collected, days later, so a listing of all namespaces shows old
+// evictions of other workloads next to a job that runs. An evicted row beside running pods
+// of its own workload (its replacement, its job's other ranks) is the workload's failure,
+// and one beside nothing that runs is the listing's only news: neither is a leftover.
+func leftoverEvicted(rows []listedPod, lines []tailLine) bool {
+	running := false
+	for _, l := range lines {
+		o, ok := listedRow(l.text)
+		if !ok || !o.runs() {
+			continue
+		}
+		running = true
+		for _, r := range rows {
+			if bytes.Equal(r.workload(), o.workload()) && (r.ns == nil || o.ns == nil || bytes.Equal(r.ns, o.ns)) {
+				return false
+			}
+		}
+	}
+	return running
 }

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "e5355b1b94860728cfc9336c0f6def0ad246843818f54b24b89a6d208e6a76b6"
+const builtinDigest = "0f674ddd6bcb3bb7499b584064b878f9a3b138deac301a8e0af53e82881f99d9"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11829,12 +11829,17 @@ func builtinFiles() []Named {
 						Match: Match{
 							Streak: &Streak{
 								Patterns: []string{
-									"^\\s*(?P<demand>\\{[^}]{1,300}\\}(?: \\* \\d+)?(?: \\([A-Z_]+\\))?): \\d+\\+ pending (?:placement groups|tasks/actors)",
+									"^\\s*\\(no pending nodes\\)\\s*$",
+									"^\\s*(?P<demand>\\{[^}]{1,300}\\}(?: \\* \\d+)?(?: \\([A-Z_]+\\))?): \\d+\\+ (?P<pending>pending) (?:placement groups|tasks/actors)",
 								},
 								Recover: []string{
 									"^\\s*\\(no resource demands\\)",
+									"^\\s*Pending:\\s*$",
 								},
-								Min:   1,
+								Min: 2,
+								Last: Where{
+									"pending": "pending",
+								},
 								ToEnd: true,
 							},
 						},
@@ -11843,15 +11848,21 @@ func builtinFiles() []Named {
 						Examples: Examples{
 							Match: []Example{
 								{
-									Text: "Demands:\n {'GPU': 1.0, 'CPU': 1.0} * 8 (STRICT_PACK): 1+ pending placement groups\n",
+									Text: "Pending:\n (no pending nodes)\nDemands:\n {'GPU': 1.0, 'CPU': 1.0} * 8 (STRICT_PACK): 1+ pending placement groups\n",
 								},
 								{
-									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n",
+									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2023-09-19 10:16:05.945390 ========\nDemands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n",
 								},
 							},
 							NotMatch: []Example{
 								{
-									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2023-09-19 10:16:05.945390 ========\nDemands:\n (no resource demands)\n",
+									Text: "Demands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n",
+								},
+								{
+									Text: "Pending:\n (no pending nodes)\nDemands:\n {'CPU': 1.0, 'GPU': 1.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2023-09-19 10:16:05.945390 ========\nDemands:\n (no resource demands)\n",
+								},
+								{
+									Text: "Pending:\n (no pending nodes)\nDemands:\n {'CPU': 0.1, 'memory': 136106870.0}: 1+ pending tasks/actors\n======== Autoscaler status: 2025-03-26 17:46:23.816931 ========\nPending:\n IP not yet assigned: large, pending\nDemands:\n {'CPU': 0.1, 'memory': 136106870.0}: 1+ pending tasks/actors\n",
 								},
 							},
 						},

@@ -1,0 +1,63 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPastedListingRows: what a row of a pasted kubectl get pods listing says depends on the
+// rest of the paste. A Pending row is no wait for a node once the paste shows the pod got
+// past it (a watch's later row, its Scheduled event, training progress after it); an Evicted
+// row is a leftover beside other workloads that run (evicted pods stay listed until they are
+// collected); and a row's wait is not explained by another pod's failure.
+func TestPastedListingRows(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const head = "NAME             READY   STATUS    RESTARTS   AGE\n"
+	pending := "train-worker-0   0/1     Pending   0          6m\n"
+	for _, tc := range []struct{ name, text string }{
+		{"a watch: the pod is created, then runs", head + pending +
+			"train-worker-0   0/1     ContainerCreating   0          6m\ntrain-worker-0   1/1     Running   0          7m\n"},
+		{"training after the row", head + pending +
+			"[rank0]: Epoch 1 step 100 loss 2.31\n[rank0]: Epoch 1 step 200 loss 2.10\n[rank0]: Epoch 1 step 300 loss 1.95\n"},
+		{"its Scheduled event: bound to a node",
+			"Events:\n  Type    Reason     Age   From               Message\n" +
+				"  Normal  Scheduled  6m    default-scheduler  Successfully assigned ml/train-worker-0 to gpu-1\n" + head + pending},
+		{"an old eviction of another namespace's daemon",
+			"NAMESPACE   NAME                       READY   STATUS      RESTARTS   AGE\n" +
+				"ml          train-worker-0             1/1     Running     0          3h\n" +
+				"ml          train-worker-1             1/1     Running     0          3h\n" +
+				"kube-system fluentd-x7k2p              0/1     Evicted     0          38d\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tc.text)
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+			require.Nil(t, res.RootCause, findingsOf(res))
+		})
+	}
+
+	// The pod still Pending at the end of the watch, another pod bound: still waiting.
+	res := analyzeLogs(t, all, head+pending+"train-worker-1   1/1     Running   0          6m\n"+
+		"  Normal  Scheduled  6m    default-scheduler  Successfully assigned ml/train-worker-1 to gpu-1\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "scheduling/pending-listed", res.RootCause.RuleID, findingsOf(res))
+
+	// Evicted beside its own workload's running pods (https://github.com/SeldonIO/seldon-core/issues/515):
+	// the workload lost pods.
+	res = analyzeLogs(t, all, "serve0315-serve0315-a4e34ed-84fb7dbbd7-rlgj8          0/2     Evicted            0          3h\n"+
+		"serve0315-serve0315-a4e34ed-84fb7dbbd7-xsqhd          2/2     Running            0          3h\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "preempted-evicted/status-listed", res.RootCause.RuleID, findingsOf(res))
+
+	// One pod Pending, another Evicted: the eviction is the failure, and it does not say why
+	// the other pod waits.
+	res = analyzeLogs(t, all, head+"train-worker-0   0/1     Pending   0          2m\ntrain-worker-1   0/1     Evicted   0          2m\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "preempted-evicted/status-listed", res.RootCause.RuleID, findingsOf(res))
+	for _, f := range res.Findings {
+		if f.RuleID == "scheduling/pending-listed" {
+			require.Empty(t, f.SecondaryOf, findingsOf(res))
+		}
+	}
+}

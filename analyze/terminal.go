@@ -680,7 +680,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	}
 	t.skipped, t.caughtLines = caught(lines, kinds, words)
 	forgetRecovered(t, lines, kinds, words)
-	retriedEnd(lines, kinds, words)
+	retriedEnd(lines, kinds, words, t.lastProgress)
 	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where. A
@@ -732,41 +732,95 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 // "socketPollConnect: connect returned Connection timed out, retrying (1/34) after sleep for
 // 100 msec", up to a fixed number of tries: NVIDIA/nccl#1515, NVIDIA/nccl#1618, #1311), the
 // Hugging Face Hub client a request ("Retrying in 1s [Retry 1/5]"), a setup script its command
-// ("command failed, retrying after 5 seconds"). A log whose last line is such a try, printed
-// again and again (minRetries times in its tail) or numbered as the last ("(34/34)", "[Retry
-// 5/5]", "attempt 3 of 3"), ends in the failure it retried: nothing after it says the attempt
-// ever succeeded, and the process printed nothing else. Its error is read as any other (its
-// words name the cause), and it shows on its own that the process did not get past it.
+// ("command failed, retrying after 5 seconds"). A log whose last line is such a try ends in the
+// failure it retried when the log's end is nothing but that retry: the same try printed again
+// and again (minRetries times, with nothing between the tries but the lines each try repeats,
+// and no training progress among them), or a try numbered as the last ("(34/34)", "[Retry
+// 5/5]", "attempt 3 of 3"). Nothing after it says the attempt ever succeeded, and the process
+// printed nothing else. Its error is read as any other (its words name the cause), and it
+// shows on its own that the process did not get past it.
+//
+// Three retries are no end. One whose count says tries remain ("[Retry 3/5]", urllib3's
+// "Retrying (Retry(total=2, ...))", which counts the tries left: pip's download retries,
+// pypa/pip#9489) had not given up when the log stopped. One between training lines is a
+// client retrying beside the training, which went on. And one that says a retry loop is
+// entered is wandb's: it prints that once as its uploader starts retrying on its own thread
+// and retries silently while training goes on (wandb/wandb#805, #2039); a failed run ends in
+// what wandb raises after it ("wandb.errors.CommError: Error communicating with wandb
+// process", wandb/wandb#5017), not in the retry.
 
-// minRetries is how many times a log's tail must print its last retry for it to be an end.
+// minRetries is how many times a log's end must print its last retry for it to be an end.
 const minRetries = 3
+
+// maxRetryCycle is how many lines one try may print, its retry line included: a setup
+// script's "running command ...", the command's error and "command failed, retrying".
+const maxRetryCycle = 4
 
 // retryWord is in every retry line; the other recovery lines ("falling back", "Using network
 // Socket") say what replaced a failed attempt, and each rank of a healthy start prints them.
 var retryWord = literal.NewMatcher([]string{"retry"})
 
+// enteredLoop is in a line that says a client entered its retry loop, not that it tried again.
+var enteredLoop = literal.NewMatcher([]string{"entering retry loop"})
+
 // retriedEnd marks the log's last line as kindRetried when it is a retry (a recovery line that
-// says it retries) its tail printed at least minRetries times (the same line but for its
-// numbers: pids, counts, addresses' digits) or the last try of a numbered count, and nothing
-// that failed more strongly came after it.
-func retriedEnd(lines []tailLine, kinds []lineKind, words []wordSet) {
+// says it retries) that ends the log: the last try of a numbered count, or an uncounted try the
+// log's end repeats at least minRetries times after its last training progress (retriesAtEnd),
+// with nothing that failed more strongly after it.
+func retriedEnd(lines []tailLine, kinds []lineKind, words []wordSet, lastProgress int) {
 	end := len(lines) - 1
 	for end >= 0 && len(bytes.TrimSpace(lines[end].text)) == 0 {
 		end--
 	}
-	if end < 0 || words[end]&hasRecoveryWord == 0 || kinds[end] > kindError || !literal.Any(retryWord, lines[end].text) {
+	if end < 0 || words[end]&hasRecoveryWord == 0 || kinds[end] > kindError {
 		return
 	}
-	shape := retryShape(lines[end].text)
+	t := lines[end].text
+	if !literal.Any(retryWord, t) || literal.Any(enteredLoop, t) {
+		return
+	}
+	if counted, last := retryCount(t); counted {
+		if last {
+			kinds[end] = kindRetried
+		}
+		return
+	}
+	if retriesAtEnd(lines, end, lastProgress) >= minRetries {
+		kinds[end] = kindRetried
+	}
+}
+
+// retriesAtEnd counts the tries of line end's retry in the run of lines that ends the log
+// repeating it. Walking back from end over the non-blank lines after the last training
+// progress, a try is a cycle of at most maxRetryCycle lines that ends in the retry (one line
+// for NCCL's, whose ranks print the same line but for their numbers); each line of the run
+// must have the shape of the line one cycle later, and the first that does not ends the run.
+func retriesAtEnd(lines []tailLine, end, lastProgress int) int {
+	var shapes [][]byte // shapes of the non-blank lines from end back, newest first
+	retry := retryShape(lines[end].text)
+	cycle := 0
 	n := 0
-	for i := range end + 1 {
-		if words[i]&hasRecoveryWord != 0 && bytes.Equal(retryShape(lines[i].text), shape) {
+	for i := end; i >= 0 && lines[i].line > lastProgress; i-- {
+		if len(bytes.TrimSpace(lines[i].text)) == 0 {
+			continue
+		}
+		s := retryShape(lines[i].text)
+		k := len(shapes)
+		switch {
+		case k == 0:
+		case cycle == 0 && bytes.Equal(s, retry):
+			cycle = k
+		case cycle == 0 && k >= maxRetryCycle:
+			return n
+		case cycle != 0 && !bytes.Equal(s, shapes[k-cycle]):
+			return n
+		}
+		shapes = append(shapes, s)
+		if bytes.Equal(s, retry) {
 			n++
 		}
 	}
-	if n >= minRetries || lastTry(lines[end].text) {
-		kinds[end] = kindRetried
-	}
+	return n
 }
 
 // retryShape is a line without its digits: the same retry of another process or try.
@@ -779,13 +833,27 @@ func retryShape(t []byte) []byte {
 	}, bytes.TrimSpace(t))
 }
 
-// lastTryCount is a retry's count, "retrying (34/34)", "[Retry 5/5]", "attempt 3 of 3".
-var lastTryCount = regexp.MustCompile(`(?i)\b(?:retry|retrying|attempt)\D{0,3}(\d{1,4}) ?(?:/|of) ?(\d{1,4})\b`)
+// retryCounter is a retry's count, "retrying (34/34)", "[Retry 5/5]", "attempt 3 of 3", or
+// the tries left in urllib3's "Retry(total=0, ...)".
+var retryCounter = regexp.MustCompile(`(?i)\b(?:retry|retrying|attempt)\D{0,3}(\d{1,4}) ?(?:/|of) ?(\d{1,4})\b|\bRetry\(total=(\d{1,4})\b`)
+
+// retryCount says whether retry line t counts its tries, and whether it numbers itself the
+// last of them.
+func retryCount(t []byte) (counted, last bool) {
+	m := retryCounter.FindSubmatch(t)
+	switch {
+	case m == nil:
+		return false, false
+	case m[3] != nil:
+		return true, bytes.Equal(m[3], []byte("0"))
+	}
+	return true, bytes.Equal(m[1], m[2])
+}
 
 // lastTry says whether retry line t numbers itself as the last of its count.
 func lastTry(t []byte) bool {
-	m := lastTryCount.FindSubmatch(t)
-	return m != nil && bytes.Equal(m[1], m[2])
+	_, last := retryCount(t)
+	return last
 }
 
 // errorRecordException returns the exception of a line of a JSON error record, nil when t is

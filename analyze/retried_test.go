@@ -45,6 +45,12 @@ func TestLogEndingInRetries(t *testing.T) {
 		{"a last try whose words name no cause",
 			"probe: command failed, retrying (5/5)\n",
 			true, CategoryUnknown, ConfidenceLow},
+		// pip's last try of a download (pypa/pip#9487's line, total=0): an HTTP read timeout
+		// names no collective.
+		{"the last try of an HTTP download",
+			"Collecting torch\n  WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by " +
+				"'ReadTimeoutError(\"HTTPSConnectionPool(host='files.pythonhosted.org', port=443): Read timed out. (read timeout=15)\")': /packages/torch.whl\n",
+			true, CategoryUnknown, ConfidenceLow},
 		{"retries the log got past",
 			refused + refused + refused + "node-1:941227:943077 [0] NCCL INFO Connected all rings\n",
 			false, "", ""},

@@ -507,7 +507,13 @@ func isReadyCount(w []byte) bool {
 // samePodRow says whether two rows are of the same pod: the same name and, when both list
 // it, namespace.
 func (r listedPod) samePodRow(o listedPod) bool {
-	return bytes.Equal(r.name, o.name) && (r.ns == nil || o.ns == nil || bytes.Equal(r.ns, o.ns))
+	return bytes.Equal(r.name, o.name) && r.sameNamespace(o)
+}
+
+// sameNamespace says whether two rows may be of one namespace: the same, or one of them
+// does not list it.
+func (r listedPod) sameNamespace(o listedPod) bool {
+	return r.ns == nil || o.ns == nil || bytes.Equal(r.ns, o.ns)
 }
 
 // runs says whether the row's pod runs or ran to completion.
@@ -583,20 +589,18 @@ func pendingStarted(rows []listedPod, lines []tailLine, last, lastProgress int) 
 	if last < lastProgress {
 		return true
 	}
-	for _, r := range rows {
-		started := false
-		for _, l := range lines {
-			if o, ok := listedRow(l.text); ok && l.line > last && r.samePodRow(o) && string(o.status) != "Pending" {
-				started = true
-			} else if a, ok := assigned(l.text); ok && r.samePodRow(a) {
-				started = true
-			}
+	started := make([]bool, len(rows))
+	for _, l := range lines {
+		o, ok := listedRow(l.text)
+		if ok && (l.line <= last || string(o.status) == "Pending") {
+			ok = false
 		}
-		if !started {
-			return false
+		a, bound := assigned(l.text)
+		for i, r := range rows {
+			started[i] = started[i] || ok && r.samePodRow(o) || bound && r.samePodRow(a)
 		}
 	}
-	return true
+	return !slices.Contains(started, false)
 }
 
 // leftoverEvicted says whether the Evicted rows of rows are leftovers beside other pods
@@ -614,7 +618,7 @@ func leftoverEvicted(rows []listedPod, lines []tailLine) bool {
 		}
 		running = true
 		for _, r := range rows {
-			if bytes.Equal(r.workload(), o.workload()) && (r.ns == nil || o.ns == nil || bytes.Equal(r.ns, o.ns)) {
+			if bytes.Equal(r.workload(), o.workload()) && r.sameNamespace(o) {
 				return false
 			}
 		}

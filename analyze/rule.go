@@ -567,7 +567,9 @@ func (r *Rule) matchText(text string) (map[string]string, bool) {
 			continue
 		}
 		if m := cp.re.FindStringSubmatch(text); m != nil {
-			return groups(cp.re, m), true
+			if g := groups(cp.re, m); !evaluationMetric(g["metric"]) {
+				return g, true
+			}
 		}
 	}
 	return nil, false

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/coroner-dev/coroner/internal/literal"
@@ -396,9 +397,28 @@ func (rs *RuleSet) confirm(text []byte, sc *Scratch) []Hit {
 			sc.state = append(sc.state, stateHit{rule: pat.rule, kind: pat.kind, groups: groupsAt(pat.re, text, loc)})
 			continue
 		}
-		hits = append(hits, Hit{Rule: pat.rule, Groups: groupsAt(pat.re, text, loc)})
+		g := groupsAt(pat.re, text, loc)
+		if evaluationMetric(g["metric"]) {
+			continue
+		}
+		hits = append(hits, Hit{Rule: pat.rule, Groups: g})
 	}
 	return dropFallbacks(hits)
+}
+
+// evaluationMetric says whether a pattern's group metric names a metric of an evaluation
+// split ("eval_loss", "val_loss", "test_loss"): such a line is no finding, since an
+// evaluation can be non-finite (an empty or padded batch) while training is fine.
+func evaluationMetric(metric string) bool {
+	split, _, found := strings.Cut(strings.ToLower(metric), "_")
+	if !found {
+		return false
+	}
+	switch split {
+	case "eval", "evaluation", "val", "valid", "validation", "test", "dev":
+		return true
+	}
+	return false
 }
 
 func groupsAt(re *regexp.Regexp, text []byte, loc []int) map[string]string {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0f674ddd6bcb3bb7499b584064b878f9a3b138deac301a8e0af53e82881f99d9"
+const builtinDigest = "1b88b1bd26f5372d4ff6b0d565a5b0bbf235e646f3e1efcf98728780a9a05538"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -10270,7 +10270,7 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"\\b(?:[A-Za-z]\\w*_)?[Ll]oss(?:_[A-Za-z]\\w*)?'?\"?\\s*[:=]?\\s*'?(?P<value>nan|NaN|-?inf)\\b",
+								"(?P<metric>\\b(?:[A-Za-z]\\w*_)?[Ll]oss(?:_[A-Za-z]\\w*)?)'?\"?\\]?\\s*[:=]?\\s*'?(?P<value>nan|NaN|-?inf)\\b",
 								"Loss is (?P<value>nan|inf), stopping training",
 							},
 						},
@@ -10299,8 +10299,20 @@ func builtinFiles() []Named {
 								{
 									Text: "[09/19 14:39:44 lb.utils.events]:  eta: 22:07:07  iteration: 88/18660  consumed_samples: 712  total_loss: nan  time: 4.2889 s/iter  data_time: 0.0104 s/iter total_throughput: 1.87 samples/s lr: 7.07e-07",
 								},
+								{
+									Text: "2023-01-25 00:42:19.352 | INFO | trainer:train_epochs:256 - [R0] | E55 iter[ 14/ 15] | [Loss] nan | [step]   839",
+								},
+								{
+									Text: "100/100 [==============================] - 332s 3s/step - loss: nan - val_loss: nan",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "{'eval_loss': nan, 'eval_runtime': 107.7586, 'eval_samples_per_second': 0.009, 'eval_steps_per_second': 0.009, 'epoch': 1.0}",
+								},
+								{
+									Text: "100/100 [==============================] - 328s 3s/step - loss: 0.2445 - val_loss: nan",
+								},
 								{
 									Text: "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1.313247675185968e-07, 'epoch': 0.0}",
 								},
@@ -11208,7 +11220,7 @@ func builtinFiles() []Named {
 								"reducing loss scale to (?P<scale>0(?:\\.\\d+)?|\\d(?:\\.\\d+)?e-\\d+)\\b",
 								"setting loss scale to: (?P<scale>0(?:\\.\\d+)?|\\d(?:\\.\\d+)?e-\\d+)\\b",
 								"num_updates[ =]\\d+.*\\bloss_scale[ =](?P<scale>0(?:\\.\\d+)?)\\b",
-								"Attempted loss scale: (?P<scale>1)(?:\\.0)?, reducing to 1(?:\\.0)?\\b",
+								"Attempted loss scale: (?P<scale>1(?:\\.0)?|0(?:\\.\\d+)?), reducing to [01](?:\\.\\d+)?\\b",
 							},
 						},
 						Explanation: "Dynamic fp16 loss scaling halves the scale after every step whose gradients overflow. A scale below 1 (or stuck at DeepSpeed's floor of 1) means the gradients overflow even unscaled: they are Inf/NaN on almost every step, the steps are skipped and the model no longer learns. It ends in \"Minimum loss scale reached\" or in NaN weights.\n",
@@ -11230,8 +11242,20 @@ func builtinFiles() []Named {
 								{
 									Text: "| epoch 028 | loss 3.976 | nll_loss 2.204 | ppl 4.61 | wps 279460 | ups 3 | wpb 110529.673 | bsz 3780.211 | num_updates 9165 | lr 0.000330319 | gnorm 0.635 | clip 0.000 | oom 0.000 | loss_scale 0.000 | wall 4043 | train_wall 3606",
 								},
+								{
+									Text: "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1, reducing to 1",
+								},
+								{
+									Text: "[2021-06-01 05:04:21,527] [INFO] [stage2.py:1357:step] [deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 0.0, reducing to 0.0",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 65536",
+								},
+								{
+									Text: "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16, reducing to 8",
+								},
 								{
 									Text: "[2023-02-28 20:08:24,338] [INFO] [stage_1_and_2.py:1769:step] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 64.0, reducing to 32.0",
 								},

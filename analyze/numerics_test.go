@@ -1,0 +1,37 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestNonFiniteTrainingOnly: a non-finite training loss is named nan-loss in the forms trainers
+// print it, and a loss scale that fell to 0 is a collapse; a NaN evaluation while the training
+// loss stays finite is no failure. The lines are made up in the trainers' formats.
+func TestNonFiniteTrainingOnly(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name, log string
+		unhealthy bool
+	}{
+		{"the loss in brackets", "E54 iter[ 14/ 15] | [Loss] 0.8123 | [step]   824\n" +
+			"E55 iter[ 14/ 15] | [Loss] nan | [step]   839\n", true},
+		{"the training loss and the validation's", "100/100 [==============================] - 332s 3s/step - loss: nan - val_loss: nan\n", true},
+		{"a DeepSpeed loss scale fallen to 0", "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 0.0, reducing to 0.0\n", true},
+		{"a NaN evaluation, training finite", "{'loss': 1.2034, 'grad_norm': 0.91, 'learning_rate': 2e-05, 'epoch': 0.08}\n" +
+			"{'eval_loss': nan, 'eval_accuracy': 0.0, 'eval_runtime': 17.3, 'epoch': 0.08}\n" +
+			"{'loss': 1.1876, 'grad_norm': 0.88, 'learning_rate': 2e-05, 'epoch': 0.09}\n", false},
+		{"a NaN validation loss in Keras", "100/100 [==============================] - 328s 3s/step - loss: 0.2445 - val_loss: nan\n", false},
+		{"a ZeRO-2 overflow at the initial scale", "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 65536\n", false},
+	} {
+		res := analyzeLogs(t, all, tt.log)
+		if !tt.unhealthy {
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: root cause: %+v", tt.name, res.RootCause)
+			continue
+		}
+		require.Equal(t, VerdictUnhealthy, res.Verdict, tt.name)
+		require.Equal(t, CategoryNaNLoss, res.RootCause.Category, tt.name)
+	}
+}

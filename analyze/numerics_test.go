@@ -7,8 +7,8 @@ import (
 )
 
 // TestNonFiniteTrainingOnly: a non-finite training loss is named nan-loss in the forms trainers
-// print it, and a loss scale that fell to 0 is a collapse; a NaN evaluation while the training
-// loss stays finite is no failure. The lines are made up in the trainers' formats.
+// print it, a loss scale that fell to 0 is a collapse, and an exception that says what is NaN
+// names it too; a NaN evaluation while the training loss stays finite is no failure. The lines are made up in the trainers' formats.
 func TestNonFiniteTrainingOnly(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -19,6 +19,11 @@ func TestNonFiniteTrainingOnly(t *testing.T) {
 		{"the loss in brackets", "E54 iter[ 14/ 15] | [Loss] 0.8123 | [step]   824\n" +
 			"E55 iter[ 14/ 15] | [Loss] nan | [step]   839\n", true},
 		{"the training loss and the validation's", "100/100 [==============================] - 332s 3s/step - loss: nan - val_loss: nan\n", true},
+		{"a project's own NaN guard", "epoch 3 step 120 loss 0.4123\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 88, in <module>\n" +
+			"    raise ValueError(\"Network outputs is NAN! Stop Training\")\n" +
+			"ValueError: Network outputs is NAN! Stop Training\n", true},
 		{"a DeepSpeed loss scale fallen to 0", "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 0.0, reducing to 0.0\n", true},
 		{"a NaN evaluation, training finite", "{'loss': 1.2034, 'grad_norm': 0.91, 'learning_rate': 2e-05, 'epoch': 0.08}\n" +
 			"{'eval_loss': nan, 'eval_accuracy': 0.0, 'eval_runtime': 17.3, 'epoch': 0.08}\n" +

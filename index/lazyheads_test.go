@@ -93,7 +93,7 @@ func TestBodiesLoadedTogether(t *testing.T) {
 		require.NoError(t, alone.load(s))
 		o := together.streams[i]
 		require.Equal(t, s.cp.data, o.cp.data, s.Path)
-		require.Equal(t, s.over.lines, o.over.lines, s.Path)
+		require.Equal(t, s.cp.overLines, o.cp.overLines, s.Path)
 		for k := range s.templates {
 			require.Equal(t, s.templates[k].blob, o.templates[k].blob, s.Path)
 		}

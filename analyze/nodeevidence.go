@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -84,7 +83,7 @@ type NodeAttribution struct {
 // gpuWords tells a node condition or event about GPUs from the others, by the words agents put
 // in their types and reasons: NVSentinel's SysLogsXIDError and GpuNvlinkWatch, EKS's
 // AcceleratedHardwareReady, an NPD GPU plugin's GPUProblem or XidErrorsProblem.
-var gpuWords = regexp.MustCompile(`(?i)gpu|xid|nvlink|nvswitch|ecc\b|ecc[A-Z]|accelerat|NVRM|dcgm`)
+var gpuWords = lazyRegexp(`(?i)gpu|xid|nvlink|nvswitch|ecc\b|ecc[A-Z]|accelerat|NVRM|dcgm`)
 
 // npdConditions are the node conditions node-problem-detector sets with its default monitors
 // (kernel, docker, containerd, systemd): they show that it runs on the node, not that it
@@ -272,7 +271,7 @@ func (a *analyzer) nodeCoverage() *NodeEvidence {
 		}
 		for _, cond := range n.Status.Conditions {
 			switch {
-			case gpuWords.MatchString(string(cond.Type)):
+			case gpuWords().MatchString(string(cond.Type)):
 				see(n.Name, AgentGPUConditions)
 			case slices.Contains(npdConditions, string(cond.Type)):
 				see(n.Name, AgentNPD)
@@ -292,7 +291,7 @@ func (a *analyzer) nodeCoverage() *NodeEvidence {
 			see(e.InvolvedObject.Name, AgentNPD)
 		}
 		// Node names often say "gpu": the message is read without the node's name.
-		if gpuWords.MatchString(e.Reason) || gpuWords.MatchString(strings.ReplaceAll(e.Message, e.InvolvedObject.Name, "")) {
+		if gpuWords().MatchString(e.Reason) || gpuWords().MatchString(strings.ReplaceAll(e.Message, e.InvolvedObject.Name, "")) {
 			see(e.InvolvedObject.Name, AgentGPUEvents)
 		}
 	}

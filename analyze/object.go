@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -139,14 +138,14 @@ func parseRef(s string) (factor float64, ref string, ok bool) {
 		}
 		factor, s = v, strings.TrimSpace(name)
 	}
-	if !fieldName.MatchString(s) {
+	if !fieldName().MatchString(s) {
 		return 0, "", false
 	}
 	return factor, s, true
 }
 
 // fieldName is what a condition may name: a fact's field or a pattern's group.
-var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var fieldName = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // refs are the fields the condition compares with.
 func (c cond) refs() []string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/coroner-dev/coroner/internal/literal"
 	"github.com/coroner-dev/coroner/logscan"
@@ -139,7 +140,7 @@ var (
 	// "DataLossError (see above for traceback): corrupted record at 12":
 	// tensorflow/tensorflow#13463).
 	// Anchored: it never searches the line.
-	exceptionLine = gated{re: regexp.MustCompile(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
+	exceptionLine = gated{re: lazyRegexp(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
 		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?: \(see above for traceback\))?(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
@@ -171,7 +172,7 @@ var (
 		nil, "coordination service agent", "cluster registration failed", "coordinationservice/registertask").as(hasCoordinationWord)
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
-	objectLine = gated{re: regexp.MustCompile(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
+	objectLine = gated{re: lazyRegexp(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
 	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, PyTorch's c10 E line
 	// ("[E ProcessGroupNCCL.cpp:737] ..."), or a status as TensorFlow, XLA, absl and gRPC print
 	// one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
@@ -195,7 +196,7 @@ var (
 // the expression written out by hand where the regexp costs too much on the lines that pass
 // the gate (TestGatesAreSupersets checks that both say the same on every line it has).
 type gated struct {
-	re    *regexp.Regexp
+	re    func() *regexp.Regexp // compiled on first use (lazyRegexp)
 	words *literal.Matcher
 	head  func([]byte) bool
 	code  func([]byte) bool
@@ -209,7 +210,14 @@ func (g gated) by(code func([]byte) bool) gated { g.code = code; return g }
 func (g gated) as(bit wordSet) gated { g.bit = bit; return g }
 
 func gate(expr string, head func([]byte) bool, words ...string) gated {
-	return gated{re: regexp.MustCompile(expr), words: literal.NewMatcher(words), head: head, list: words}
+	return gated{re: lazyRegexp(expr), words: literal.NewMatcher(words), head: head, list: words}
+}
+
+// lazyRegexp compiles expr when it is first used, not as the package starts: every process
+// starts it (coroner search, version), few read a log's end, and compiling these expressions
+// was most of the package's start-up (2 of a warm search's 28 ms of start-up CPU).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 // Match says whether t matches the expression, reading t for its words.
@@ -225,7 +233,7 @@ func (g gated) matchWith(t []byte, found bool) bool {
 	if g.code != nil {
 		return g.code(t)
 	}
-	return g.re.Match(t)
+	return g.re().Match(t)
 }
 
 // isErrorLine is errorLine's expression written out.

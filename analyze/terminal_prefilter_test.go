@@ -67,7 +67,7 @@ func TestGatesAreSupersets(t *testing.T) {
 		}
 		w := tailWordsOf(tr)
 		for name, g := range gates {
-			want := g.re.Match(tr)
+			want := g.re().Match(tr)
 			require.Equal(t, want, g.Match(tr), "%s on %q: the gate and code must say what the expression says", name, l)
 			require.Equal(t, want, g.matchWith(tr, w&g.bit != 0), "%s on %q: the one pass must find its words", name, l)
 			if want {

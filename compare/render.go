@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/coroner-dev/coroner/report"
 )
@@ -214,16 +215,20 @@ func renderMarkdown(w io.Writer, r *Report) error {
 //go:embed diff.html.tmpl
 var htmlTemplate string
 
-var htmlTmpl = htmltemplate.Must(htmltemplate.New("diff").Funcs(htmltemplate.FuncMap{
-	"verdictLine": verdictLine,
-	"title":       func(s string) string { return sectionTitles[s] },
-	"occurrence":  occurrenceText,
-	"chart":       paceChart,
-	"curve":       curveChart,
-	"seriesText":  seriesText,
-	"roleName":    roleName,
-	"runs":        paceRuns,
-}).Parse(htmlTemplate))
+// htmlTmpl is parsed when a page is first written, not as the package starts (every
+// process starts it: a warm coroner search paid for parsing it).
+var htmlTmpl = sync.OnceValue(func() *htmltemplate.Template {
+	return htmltemplate.Must(htmltemplate.New("diff").Funcs(htmltemplate.FuncMap{
+		"verdictLine": verdictLine,
+		"title":       func(s string) string { return sectionTitles[s] },
+		"occurrence":  occurrenceText,
+		"chart":       paceChart,
+		"curve":       curveChart,
+		"seriesText":  seriesText,
+		"roleName":    roleName,
+		"runs":        paceRuns,
+	}).Parse(htmlTemplate))
+})
 
 // roleName names a role in headings ("" is a job's logs without roles).
 func roleName(role string) string {
@@ -276,7 +281,7 @@ func renderHTML(w io.Writer, r *Report) error {
 			secs = append(secs, htmlSection{Name: s, Changes: cs, Omitted: r.Omitted[s]})
 		}
 	}
-	return report.WriteHTML(w, htmlTmpl, struct {
+	return report.WriteHTML(w, htmlTmpl(), struct {
 		R        *Report
 		Sections []htmlSection
 		Top      *Change

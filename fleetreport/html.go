@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/coroner-dev/coroner/report"
 )
@@ -14,23 +15,27 @@ import (
 //go:embed fleet.html.tmpl
 var htmlSource string
 
-var htmlTmpl = template.Must(template.New("fleet").Funcs(template.FuncMap{
-	"hours":     hours,
-	"duration":  duration,
-	"percent":   percent,
-	"dimension": dimensionTitle,
-	"retry":     retryTitle,
-	"xids":      xids,
-	"count":     count,
-	"delta":     func(from, to int) string { return fmt.Sprintf("%+d", to-from) },
-	"date":      func(t interface{ Format(string) string }) string { return t.Format("2006-01-02") },
-	"width": func(share float64) string {
-		return strconv.FormatFloat(math.Max(0, math.Min(100, share)), 'f', 1, 64) + "%"
-	},
-	"rateWidth": func(rate float64) string {
-		return strconv.FormatFloat(math.Max(0, math.Min(1, rate))*100, 'f', 1, 64) + "%"
-	},
-}).Parse(htmlSource))
+// htmlTmpl is parsed when a page is first written, not as the package starts (every
+// process starts it: a warm coroner search paid for parsing it).
+var htmlTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("fleet").Funcs(template.FuncMap{
+		"hours":     hours,
+		"duration":  duration,
+		"percent":   percent,
+		"dimension": dimensionTitle,
+		"retry":     retryTitle,
+		"xids":      xids,
+		"count":     count,
+		"delta":     func(from, to int) string { return fmt.Sprintf("%+d", to-from) },
+		"date":      func(t interface{ Format(string) string }) string { return t.Format("2006-01-02") },
+		"width": func(share float64) string {
+			return strconv.FormatFloat(math.Max(0, math.Min(100, share)), 'f', 1, 64) + "%"
+		},
+		"rateWidth": func(rate float64) string {
+			return strconv.FormatFloat(math.Max(0, math.Min(1, rate))*100, 'f', 1, 64) + "%"
+		},
+	}).Parse(htmlSource))
+})
 
 func renderHTML(w io.Writer, v *view) error {
 	data := struct {
@@ -41,7 +46,7 @@ func renderHTML(w io.Writer, v *view) error {
 		data.CauseChart = newChart(v, v.ByCause, "Interruptions per week, by root cause")
 		data.FaultChart = newChart(v, v.ByFault, "Interruptions per week, by fault")
 	}
-	return report.WriteHTML(w, htmlTmpl, data)
+	return report.WriteHTML(w, htmlTmpl(), data)
 }
 
 // svgChart is a stacked bar chart as SVG primitives; the template draws them, and

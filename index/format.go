@@ -57,17 +57,22 @@ type Stream struct {
 	cpLen    int
 	bodyOnce sync.Once
 	bodyErr  error
-	// cp is the checkpoints, once the body is read: most logs of an opened index are never
-	// read, and a Stream is made for each (225,000 at 200,000 files).
+	// cp is the checkpoints and the overflow's lines and segments, once the body is read:
+	// most logs of an opened index are never read, and a Stream is made for each (225,000 at
+	// 200,000 files).
 	cp *checkpoints
 }
 
-// checkpoints are a stream's checkpoints, encoded in its body and decoded on first use.
+// checkpoints are a stream's checkpoints, encoded in its body and decoded on first use, and
+// the sections of its overflow (see overflow), which only a body read has.
 type checkpoints struct {
 	data []byte
 	once sync.Once
 	cps  []checkpoint
 	err  error
+
+	overLines []byte    // the runs of the overflow's lines
+	overDescs []segDesc // where each segment's lines are in overLines
 }
 
 // template is one line shape of one stream: its variable words masked, with where it occurs.
@@ -84,13 +89,12 @@ type template struct {
 	blob                []byte // body: its blocks (see eachBlock)
 }
 
-// overflow is where a stream's lines without a template are: their runs, and their segments
-// (one per chunk the stream has lines in).
+// overflow is how many of a stream's lines have no template, and the sizes of their runs and
+// of their segments (one per chunk the stream has lines in) in its body; the runs and segments
+// themselves are in checkpoints, once the body is read.
 type overflow struct {
 	count, nsegs     int
 	linesLen, segLen int
-	lines            []byte // body
-	descs            []segDesc
 }
 
 // segDesc is where a segment's lines are in the overflow runs (see block).
@@ -302,6 +306,11 @@ func unpack(magic string, data []byte) ([]byte, error) {
 	return raw, nil
 }
 
+// namesPerStream is about what a stream's path, namespace, pod and container take in the
+// arena decodeHeads makes: a Kubernetes log's path ("logs/<namespace>/<pod>/<container>.log")
+// and its parts, some shared with the stream before.
+const namesPerStream = 128
+
 // decodeHeads reads the heads file: every stream's names, sizes and the place of its body,
 // then the frames of the bodies file (see frame). A stream's templates stay encoded, a slice
 // of data, until they are first needed; the streams are one allocation and their names
@@ -315,9 +324,12 @@ func decodeHeads(file []byte) ([]*Stream, []frame, error) {
 	slab := make([]Stream, d.count())
 	streams := make([]*Stream, len(slab))
 	where := make([][4]span, len(slab))
-	// The names are most of the heads file: made at about its size, the arena is not copied
-	// as it grows (a fifth of decoding 200,000 heads).
-	arena := make([]byte, 0, len(data))
+	// The arena is made at once at the size the names take, about, so that it is not copied
+	// as it grows (a fifth of decoding 200,000 heads): namesPerStream bytes a stream, or the
+	// heads' own size when smaller. Where the templates' heads are most of the file (a log
+	// of many templates), the file's size was eight times the names (13.5 MB for 1.75 MB of
+	// names at 16,384 logs, every search).
+	arena := make([]byte, 0, min(len(data), len(slab)*namesPerStream))
 	var prev [4]span
 	var prevFirst int64
 	for i := range slab {
@@ -437,18 +449,18 @@ func (s *Stream) setBody(body []byte) error {
 		t.lines, body = body[:t.linesLen:t.linesLen], body[t.linesLen:]
 		t.blob, body = body[:t.blobLen:t.blobLen], body[t.blobLen:]
 	}
-	o := &s.over
-	o.lines, body = body[:o.linesLen:o.linesLen], body[o.linesLen:]
+	o, c := &s.over, s.cp
+	c.overLines, body = body[:o.linesLen:o.linesLen], body[o.linesLen:]
 	d := &decoder{b: body} // the segments
-	o.descs = make([]segDesc, 0, o.nsegs)
+	c.overDescs = make([]segDesc, 0, o.nsegs)
 	total := 0
 	for k := 0; k < o.nsegs && d.err == nil; k++ {
 		sd := segDesc{lineOff: d.int(), skip: d.int(), prevLine: d.int(), n: d.int()}
-		if sd.lineOff > len(o.lines) || sd.n < 1 {
+		if sd.lineOff > len(c.overLines) || sd.n < 1 {
 			d.fail()
 		}
 		total += sd.n
-		o.descs = append(o.descs, sd)
+		c.overDescs = append(c.overDescs, sd)
 	}
 	if d.err == nil && (len(d.b) != 0 || total != o.count) {
 		d.fail()
@@ -727,12 +739,18 @@ func (s *Stream) checkpoint(i int) (checkpoint, error) {
 	return c.cps[i], nil
 }
 
-// eachBlock decodes a template's block summaries in line order, handing each to fn. The
-// block and its ranges are reused from one call to the next (a step template of a large log
-// has hundreds of blocks of a dozen ranges: search reads them all and keeps none).
-func (t *template) eachBlock(fn func(bl *block) error) error {
+// eachBlock decodes a template's block summaries in line order into bl, handing it to fn
+// after each. The block and its ranges are reused from one block to the next and, when the
+// caller passes the same bl, from one template to the next (a step template of a large log
+// has hundreds of blocks of a dozen ranges, and a search of 16,384 logs goes through a
+// template or more of each: it reads them all and keeps none).
+func (t *template) eachBlock(bl *block, fn func(bl *block) error) error {
 	d := &decoder{b: t.blob}
-	bl := &block{ranges: make([]slotRange, len(t.masks))}
+	if cap(bl.ranges) < len(t.masks) {
+		bl.ranges = make([]slotRange, len(t.masks))
+	}
+	bl.ranges = bl.ranges[:len(t.masks)]
+	clear(bl.ranges) // as made: nothing of the template before is left in a range it does not set
 	var tmax int64
 	for total := 0; total < int(t.count); {
 		bl.lineOff, bl.skip, bl.prevLine, bl.n = d.int(), d.int(), d.int(), d.int()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -93,7 +95,7 @@ func TestBodiesLoadedTogether(t *testing.T) {
 		require.NoError(t, alone.load(s))
 		o := together.streams[i]
 		require.Equal(t, s.cp.data, o.cp.data, s.Path)
-		require.Equal(t, s.over.lines, o.over.lines, s.Path)
+		require.Equal(t, s.cp.overLines, o.cp.overLines, s.Path)
 		for k := range s.templates {
 			require.Equal(t, s.templates[k].blob, o.templates[k].blob, s.Path)
 		}
@@ -109,4 +111,37 @@ func TestBodiesLoadedTogether(t *testing.T) {
 	err = damaged.loadAll(damaged.streams)
 	require.ErrorIs(t, err, errCorrupt)
 	require.ErrorContains(t, err, victim.Path)
+}
+
+// TestLongNamesSurviveOpen: logs whose names are longer than the room decodeHeads makes for a
+// stream's names at first (the arena then grows) are opened with every name whole, each log's
+// hits under its own name.
+func TestLongNamesSurviveOpen(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("a-very-long-namespace-segment-", 6) // 180 bytes, past namesPerStream
+	var want []string
+	for i := range 5 {
+		pod := fmt.Sprintf("%s-worker-%d", long[:100+i*20], i)
+		container := fmt.Sprintf("%s%d", long[:60+i*10], i)
+		p := filepath.Join(dir, "logs", long, pod)
+		require.NoError(t, os.MkdirAll(p, 0o755))
+		text := fmt.Sprintf("2026-03-14T10:00:00Z worker %d says hello\n", i)
+		require.NoError(t, os.WriteFile(filepath.Join(p, container+".log"), []byte(text), 0o644))
+		want = append(want, "logs/"+long+"/"+pod+"/"+container+".log")
+	}
+	slices.Sort(want)
+	c := &Cache{Dir: t.TempDir()}
+	first, _ := cachedBuild(t, dir, c, "v1")
+	require.NoError(t, first.Close())
+	ix, _ := cachedBuild(t, dir, c, "v1")
+	require.Equal(t, first.Dir(), ix.Dir(), "the cached index is opened")
+	var got []string
+	for _, s := range ix.Streams() {
+		got = append(got, s.Path)
+		require.Equal(t, long, s.Namespace)
+		require.True(t, strings.HasPrefix(s.Pod, long[:100]), s.Pod)
+		require.True(t, strings.HasPrefix(s.Container, long[:60]), s.Container)
+	}
+	require.Equal(t, want, got)
+	require.Equal(t, 5, hitCount(t, ix, "hello"))
 }

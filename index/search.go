@@ -175,7 +175,7 @@ func (u *unit) runs() []byte {
 	if u.t != nil {
 		return u.t.lines
 	}
-	return u.s.over.lines
+	return u.s.cp.overLines
 }
 
 func (u *unit) decode() error {
@@ -210,6 +210,8 @@ type searcher struct {
 	partial      bool
 	// While reading in time order (readPartial): the hits found so far, by time.
 	clock *hitClock
+	// blk is where the block summaries of one template after another are decoded.
+	blk block
 }
 
 // hitClock counts, while units are read in time order, the hits found so far that are
@@ -389,7 +391,7 @@ func (sr *searcher) templates(ctx context.Context) error {
 			if err := ix.load(s); err != nil {
 				return err
 			}
-			err := t.eachBlock(func(bl *block) error {
+			err := t.eachBlock(&sr.blk, func(bl *block) error {
 				if sr.outside(bl.tmin, bl.tmax) {
 					return nil
 				}
@@ -453,7 +455,7 @@ func (sr *searcher) chunks(ctx context.Context) error {
 			if err := ix.load(s); err != nil {
 				return err
 			}
-			sd := s.over.descs[seg.seg]
+			sd := s.cp.overDescs[seg.seg]
 			if sd.n != int(seg.n) {
 				return fmt.Errorf("%s: chunks: %w", s.Path, errCorrupt)
 			}

@@ -43,7 +43,7 @@ func TestLineRunsAndBlocks(t *testing.T) {
 		require.Equal(t, want, all)
 		var got []int
 		blocks := 0
-		require.NoError(t, tmpl.eachBlock(func(bl *block) error {
+		require.NoError(t, tmpl.eachBlock(&block{}, func(bl *block) error {
 			blocks++
 			lines, err := tmpl.blockLines(bl, nil)
 			require.Len(t, lines, bl.n)
@@ -86,7 +86,7 @@ func TestBlockFilterRulesOutAbsentNumbers(t *testing.T) {
 		tb.flushBlock()
 		tmpl := &template{count: int32(tb.count), masks: tb.masks, lines: tb.lines, blob: tb.blocks}
 		blocks := 0
-		require.NoError(t, tmpl.eachBlock(func(bl *block) error {
+		require.NoError(t, tmpl.eachBlock(&block{}, func(bl *block) error {
 			blocks++
 			require.Nil(t, bl.ranges[0].filter, "%d steps: consecutive numbers keep no filter", n)
 			require.NotNil(t, bl.ranges[1].filter, "%d fractions", n)

@@ -380,6 +380,8 @@ type streamBuilder struct {
 	rank        int            // the first torchrun "[rankN]:" prefix seen, or -1
 	unordered   bool           // see Stream.unordered
 	spare       []*tmplBuilder // builders of earlier logs' templates, to reuse (see start)
+	// body, head and scratch are buffers Done encodes the log's part of the index in
+	body, head, scratch []byte
 }
 
 // start makes b the builder of log idx, keeping its chunk builder and, for the log's
@@ -391,24 +393,29 @@ func (b *streamBuilder) start(idx int) {
 		// the first template on top: a job's logs have their shapes in much the same order,
 		// so that a builder goes to a template of as many slots
 		t := b.templates[k]
-		if cap(t.lines) > maxBytes || cap(t.blocks) > maxBytes {
-			t.lines, t.blocks = nil, nil
-		}
+		t.lines, t.blocks = bounded(t.lines, maxBytes), bounded(t.blocks, maxBytes)
 		b.spare = append(b.spare, t)
 	}
 	clear(b.templates)
 	clear(b.byShape)
 	o := &b.over
-	*o = overflowBuilder{lines: o.lines[:0], segs: o.segs[:0]}
-	if cap(o.lines) > maxBytes || cap(o.segs) > maxBytes {
-		o.lines, o.segs = nil, nil
-	}
+	*o = overflowBuilder{lines: bounded(o.lines, maxBytes), segs: bounded(o.segs, maxBytes)}
 	cps := b.checkpoints[:0]
 	if cap(cps) > maxBytes/16 {
 		cps = nil
 	}
 	*b = streamBuilder{idx: idx, templates: b.templates[:0], byShape: b.byShape[:0], over: *o, chunk: b.chunk,
-		checkpoints: cps, words: b.words, rank: -1, spare: b.spare}
+		checkpoints: cps, words: b.words, rank: -1, spare: b.spare,
+		body: bounded(b.body, maxBytes), head: bounded(b.head, maxBytes), scratch: bounded(b.scratch, maxBytes)}
+}
+
+// bounded is buf emptied, or nil when it is over max bytes: a long log's buffers are not
+// kept for the next.
+func bounded(buf []byte, limit int) []byte {
+	if cap(buf) > limit {
+		return nil
+	}
+	return buf[:0]
 }
 
 // add records a scanned line.

@@ -655,7 +655,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			threadNext = true
 			continue
 		}
-		if isTracebackHeader(trim) {
+		// A header holds "Traceback", one of the end words: a line without one is not read for
+		// it (at 16,384 logs of 100 lines, a search of every line).
+		if words[i]&hasEndWord != 0 && isTracebackHeader(trim) {
 			if tb {
 				ignored = false // the ignored traceback ended in a line of no kind
 			}

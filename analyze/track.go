@@ -203,7 +203,12 @@ func (p *procState) settle(sc *Scratch) {
 		p.settled = true
 		return
 	}
-	p.median, p.settled = int64(p.period()), true
+	// period's median, sorting the gaps where they are: they are let go below
+	if n := len(p.intervals); n > 0 {
+		slices.Sort(p.intervals)
+		p.median = p.intervals[n/2]
+	}
+	p.settled = true
 	spare := progressBufs{recent: p.recent, intervals: p.intervals}
 	p.intervals = nil
 	p.pack()

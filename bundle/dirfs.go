@@ -57,6 +57,12 @@ func (d dirFS) Open(name string) (fs.File, error) {
 }
 
 func (d dirFS) ReadFile(name string) ([]byte, error) {
+	return d.readFileTo(nil, name, -1)
+}
+
+// readFileTo is ReadFile into buf's memory, of a file whose size the walk saw (size), which
+// is not asked again; -1 asks it.
+func (d dirFS) readFileTo(buf []byte, name string, size int64) ([]byte, error) {
 	full, err := d.join(name)
 	if err != nil {
 		return nil, &fs.PathError{Op: "readfile", Path: name, Err: err}
@@ -66,11 +72,25 @@ func (d dirFS) ReadFile(name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer f.Close()
-	size := 512
-	if n, regular := plainSize(f); regular && n < 1<<40 {
-		size = max(int(n)+1, size) // one byte more, to see the end without growing
+	if size < 0 {
+		if n, regular := plainSize(f); regular {
+			size = n
+		}
 	}
-	data := make([]byte, 0, size)
+	return readToEnd(f, name, buf, size)
+}
+
+// readToEnd reads f, file name, to its end into buf's memory, made at size (-1: not known)
+// and one byte more, to see the end without growing.
+func readToEnd(f io.Reader, name string, buf []byte, size int64) ([]byte, error) {
+	want := 512
+	if size >= 0 && size < 1<<40 {
+		want = max(int(size)+1, want)
+	}
+	data := buf[:0]
+	if cap(data) < want {
+		data = make([]byte, 0, want)
+	}
 	for {
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]

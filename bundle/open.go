@@ -550,6 +550,17 @@ func (b *Bundle) decodeLogs(ctx context.Context, real func(string) (string, bool
 	return out, nil
 }
 
+// ReadFileTo reads the bundle's file name into buf's memory, grown when it is short, and
+// returns it: a caller that reads many files one after another (Load reads every pod's)
+// reuses one buffer. size is the size the walk saw (File.Size), which a directory's file is
+// read at without asking for it again; the file is read to its end whatever its size.
+func (b *Bundle) ReadFileTo(buf []byte, name string, size int64) ([]byte, error) {
+	if d, ok := b.FS.(dirFS); ok {
+		return d.readFileTo(buf, name, size)
+	}
+	return fs.ReadFile(b.FS, name)
+}
+
 // decodedPrefix names the directories of decoded copies of logs, in the temporary directory.
 const decodedPrefix = "coroner-decoded-"
 

@@ -111,17 +111,19 @@ type block struct {
 	ranges                  []slotRange
 }
 
-// encodeBody is the body of a stream (see Stream) and the length of its checkpoints.
-func encodeBody(sb *streamBuilder) (body []byte, cpLen int) {
+// encodeBody appends the body of a stream (see Stream) to b and returns it with the length
+// of its checkpoints.
+func encodeBody(b []byte, sb *streamBuilder) (body []byte, cpLen int) {
 	// The checkpoints as one section: only the logs whose lines are read decode theirs.
-	b := binary.AppendUvarint(nil, uint64(len(sb.checkpoints)))
+	start := len(b)
+	b = binary.AppendUvarint(b, uint64(len(sb.checkpoints)))
 	var off, t int64
 	for _, c := range sb.checkpoints {
 		b = binary.AppendUvarint(b, uint64(c.off-off))
 		b = binary.AppendVarint(b, c.time-t)
 		off, t = c.off, c.time
 	}
-	cpLen = len(b)
+	cpLen = len(b) - start
 	for _, tb := range sb.templates {
 		tb.flushRun() // the last run and block are still open
 		tb.flushBlock()
@@ -212,8 +214,7 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 	b = binary.AppendUvarint(b, uint64(o.nsegs))
 	b = binary.AppendUvarint(b, uint64(len(o.lines)))
 	b = binary.AppendUvarint(b, uint64(len(o.segs)))
-	var t []byte
-	t = binary.AppendUvarint(t, uint64(len(sb.templates)))
+	t := binary.AppendUvarint(sb.scratch[:0], uint64(len(sb.templates)))
 	nmasks := 0
 	for _, tb := range sb.templates {
 		nmasks += len(tb.masks)
@@ -235,6 +236,7 @@ func appendHead(b []byte, st logscan.Stats, sb *streamBuilder, bodyOff int64, bo
 		t = binary.AppendUvarint(t, uint64(len(tb.blocks)))
 	}
 	b = binary.AppendUvarint(b, uint64(len(t)))
+	sb.scratch = t
 	return append(b, t...)
 }
 

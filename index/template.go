@@ -260,6 +260,27 @@ func newTmplBuilder(doc int, level string, slots int) *tmplBuilder {
 		seen: make([][filterWords]uint64, slots), spans: make([]numSpan, slots)}
 }
 
+// reuse makes t, a builder of a log whose part of the index is written, a new one as
+// newTmplBuilder's, on the memory it has: its slices and each slot's string bounds. The
+// filters of the slots' numbers (seen) are cleared as each block begins.
+func (t *tmplBuilder) reuse(doc int, level string, slots int) {
+	if cap(t.masks) < slots {
+		lines, blocks := t.lines[:0], t.blocks[:0]
+		*t = *newTmplBuilder(doc, level, slots)
+		t.lines, t.blocks = lines, blocks
+		return
+	}
+	ranges := t.ranges[:slots]
+	for i := range ranges {
+		ranges[i] = slotRange{strMin: ranges[i].strMin[:0], strMax: ranges[i].strMax[:0]}
+	}
+	masks, spans := t.masks[:slots], t.spans[:slots]
+	clear(masks)
+	clear(spans)
+	*t = tmplBuilder{doc: doc, level: level, masks: masks, ranges: ranges, seen: t.seen[:slots], spans: spans,
+		lines: t.lines[:0], blocks: t.blocks[:0]}
+}
+
 // flushRun encodes the run being filled, if any.
 func (t *tmplBuilder) flushRun() {
 	if t.runLen > 0 {
@@ -356,12 +377,45 @@ type streamBuilder struct {
 	checkpoints []checkpoint
 	err         error
 	words       lineWords
-	rank        int  // the first torchrun "[rankN]:" prefix seen, or -1
-	unordered   bool // see Stream.unordered
+	rank        int            // the first torchrun "[rankN]:" prefix seen, or -1
+	unordered   bool           // see Stream.unordered
+	spare       []*tmplBuilder // builders of earlier logs' templates, to reuse (see start)
+	// body, head and scratch are buffers Done encodes the log's part of the index in
+	body, head, scratch []byte
 }
 
-func newStreamBuilder(idx int, chunk *chunkBuilder) *streamBuilder {
-	return &streamBuilder{idx: idx, chunk: chunk, rank: -1}
+// start makes b the builder of log idx, keeping its chunk builder and, for the log's
+// templates, the builders of the last log's (see reuse) within bounds: a log's thousands of
+// shapes, or a long log's runs and blocks, are not held on to for the next.
+func (b *streamBuilder) start(idx int) {
+	const maxSpare, maxBytes = 1024, 64 << 10
+	for k := len(b.templates) - 1; k >= 0 && len(b.spare) < maxSpare; k-- {
+		// the first template on top: a job's logs have their shapes in much the same order,
+		// so that a builder goes to a template of as many slots
+		t := b.templates[k]
+		t.lines, t.blocks = bounded(t.lines, maxBytes), bounded(t.blocks, maxBytes)
+		b.spare = append(b.spare, t)
+	}
+	clear(b.templates)
+	clear(b.byShape)
+	o := &b.over
+	*o = overflowBuilder{lines: bounded(o.lines, maxBytes), segs: bounded(o.segs, maxBytes)}
+	cps := b.checkpoints[:0]
+	if cap(cps) > maxBytes/16 {
+		cps = nil
+	}
+	*b = streamBuilder{idx: idx, templates: b.templates[:0], byShape: b.byShape[:0], over: *o, chunk: b.chunk,
+		checkpoints: cps, words: b.words, rank: -1, spare: b.spare,
+		body: bounded(b.body, maxBytes), head: bounded(b.head, maxBytes), scratch: bounded(b.scratch, maxBytes)}
+}
+
+// bounded is buf emptied, or nil when it is over max bytes: a long log's buffers are not
+// kept for the next.
+func bounded(buf []byte, limit int) []byte {
+	if cap(buf) > limit {
+		return nil
+	}
+	return buf[:0]
 }
 
 // add records a scanned line.
@@ -411,7 +465,15 @@ func (b *streamBuilder) finish() error {
 // newTemplate starts the template of a shape first seen in line text.
 func (b *streamBuilder) newTemplate(sh *logscan.Shape, text []byte) *tmplBuilder {
 	b.words.reset(text[:min(len(text), 256)])
-	t := newTmplBuilder(sh.Doc, b.words.level(), len(sh.Vars))
+	var t *tmplBuilder
+	if n := len(b.spare); n > 0 {
+		t = b.spare[n-1]
+		b.spare[n-1] = nil
+		b.spare = b.spare[:n-1]
+		t.reuse(sh.Doc, b.words.level(), len(sh.Vars))
+	} else {
+		t = newTmplBuilder(sh.Doc, b.words.level(), len(sh.Vars))
+	}
 	b.byShape = append(b.byShape, t)
 	b.templates = append(b.templates, t)
 	return t

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"runtime"
 	"sort"
 	"strings"
@@ -53,6 +52,8 @@ type Model struct {
 	// its pods and events share (valueMemo).
 	tape *yamlbound.Tape
 	memo *valueMemo
+	// buf is a Load worker's buffer of a resource file's bytes, reused from file to file.
+	buf *[]byte
 	// Warnings are problems met while reading (an unreadable resource file, an odd path).
 	Warnings []string
 }
@@ -196,6 +197,10 @@ var direct = true
 // few hundred).
 const maxKeptTape = 1 << 14
 
+// maxKeptBuf bounds the bytes of one file a Load worker keeps the buffer of for the next (a
+// pod is a few KiB).
+const maxKeptBuf = 1 << 20
+
 // loadResources reads the resource files on every CPU (a bundle of 25,000 pods holds 90 MB of
 // YAML), each into a model of its own, and joins them in file order: the model, its warnings
 // and their order are those of reading the files one after the other.
@@ -215,12 +220,16 @@ func (m *Model) loadResources() {
 			defer wg.Done()
 			tape := &yamlbound.Tape{} // the tokens of a worker's files, one after the other
 			memo := newValueMemo()
+			var buf []byte // the bytes of a worker's files, one after the other
 			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs, tape: tape, memo: memo}
+				part := &Model{Bundle: m.Bundle, paths: map[string]string{}, spare: m.spare, strs: m.strs, tape: tape, memo: memo, buf: &buf}
 				part.loadResource(files[i])
 				parts[i] = part
 				if len(tape.Tokens()) > maxKeptTape {
 					tape = &yamlbound.Tape{} // a large file's tokens: not kept for the next ones
+				}
+				if cap(buf) > maxKeptBuf {
+					buf = nil // nor its bytes
 				}
 			}
 		}()
@@ -248,7 +257,8 @@ func (m *Model) loadResource(f bundle.File) {
 		m.warnf("%s: %d bytes exceeds the %s of %d; skipped", f.Path, f.Size, bundle.LimitResourceBytes, m.Bundle.Limits.MaxResourceBytes)
 		return
 	}
-	data, err := fs.ReadFile(m.Bundle.FS, f.Path)
+	data, err := m.Bundle.ReadFileTo(*m.buf, f.Path, f.Size)
+	*m.buf = data[:0] // the next file's buffer: the tape below holds no byte of data
 	if err != nil {
 		m.warnf("%s: %v; skipped", f.Path, err)
 		return

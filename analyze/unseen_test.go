@@ -95,6 +95,12 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 				"[rank0]:     states = torch.load(input_dir.joinpath(f\"{RNG_STATE_NAME}_{process_index}.pkl\"))\n" +
 				"[rank0]: _pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two options, do those steps only if you trust the source of the checkpoint.\n",
 			CategoryUserCodeError, "user-code-error/torch-load-weights-only", 0},
+		{"a resume from a directory without the weights the Trainer loads",
+			progress + "Traceback (most recent call last):\n" +
+				"  File \"/env/lib/python3.10/site-packages/transformers/trainer.py\", line 2159, in _load_from_checkpoint\n" +
+				"    raise ValueError(f\"Can't find a valid checkpoint at {resume_from_checkpoint}\")\n" +
+				"ValueError: Can't find a valid checkpoint at ./output/checkpoint-500\n",
+			CategoryFileNotFound, "file-not-found/checkpoint-not-valid", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

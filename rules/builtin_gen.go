@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "46fc193a0c3b242405130587334356625296cb7bf2d76746ddcb1d3bbfdc0c80"
+const builtinDigest = "8b7e7fd9bd4671c0d6ce16803e9efd0b92e17fe40495b244b9b029aea7641c5c"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -100,6 +100,52 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "_pickle.UnpicklingError: invalid load key, '<'.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "file-not-found/checkpoint-not-valid",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Resume checkpoint has no loadable state",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Can't find a valid checkpoint at\\b",
+							},
+						},
+						Explanation: "resume_from_checkpoint points at a directory that lacks what the Trainer loads: the model's weights (a LoRA or save_only_model checkpoint, a directory still being written or copied) or, under DeepSpeed, the engine's global_step folder with the optimizer and model states.\n",
+						Remediation: "Point resume_from_checkpoint at a complete checkpoint-N directory of the same setup; save full states (save_only_model=False, DeepSpeed's save_checkpoint on every rank) in runs that must resume; for an adapter-only checkpoint load the adapter as initial weights instead.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: Can't find a valid checkpoint at /finetune-sft/outputs-sft-v2/checkpoint-32500",
+								},
+								{
+									Text: "ValueError: Can't find a valid checkpoint at ./output/checkpoint-500",
+								},
+								{
+									Text: "    raise ValueError(f\"Can't find a valid checkpoint at {checkpoint_path}\")",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Loading model from ./output/checkpoint-500.",
+								},
+								{
+									Text: "ValueError: No valid checkpoint found in output directory (./output)",
 								},
 							},
 						},

@@ -80,6 +80,27 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 				"node08:6561:6600 [0] NCCL INFO transport/net_ib.cc:371 -> 2\n" +
 				"node08:6563:6563 [1] NCCL INFO Bootstrap : Using [0]ibs3:10.252.0.211<0>\n",
 			CategoryCollectiveError, "collective-error/nccl-net-transport", -1},
+		// Resuming from a checkpoint (session 17): one saved from a model of another
+		// configuration, and one torch.load refuses under weights_only.
+		{"a checkpoint saved from a model of another configuration",
+			progress + "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n" +
+				"    model.load_state_dict(ckpt[\"model\"])\n" +
+				"RuntimeError: Error(s) in loading state_dict for TORCHIEKF:\n" +
+				"        size mismatch for mes_net.cov_net.4.weight: copying a param with shape torch.Size([64, 32, 5]) from checkpoint, the shape in current model is torch.Size([32, 32, 5]).\n" +
+				"        size mismatch for mes_net.cov_net.4.bias: copying a param with shape torch.Size([64]) from checkpoint, the shape in current model is torch.Size([32]).\n",
+			CategoryConfigError, "config-error/checkpoint-shape-mismatch", -1},
+		{"a resume that torch.load refuses under weights_only",
+			progress + "[rank0]: Traceback (most recent call last):\n" +
+				"[rank0]:   File \"/env/lib/python3.11/site-packages/accelerate/checkpointing.py\", line 190, in load_accelerator_state\n" +
+				"[rank0]:     states = torch.load(input_dir.joinpath(f\"{RNG_STATE_NAME}_{process_index}.pkl\"))\n" +
+				"[rank0]: _pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two options, do those steps only if you trust the source of the checkpoint.\n",
+			CategoryUserCodeError, "user-code-error/torch-load-weights-only", 0},
+		{"a resume from a directory without the weights the Trainer loads",
+			progress + "Traceback (most recent call last):\n" +
+				"  File \"/env/lib/python3.10/site-packages/transformers/trainer.py\", line 2159, in _load_from_checkpoint\n" +
+				"    raise ValueError(f\"Can't find a valid checkpoint at {resume_from_checkpoint}\")\n" +
+				"ValueError: Can't find a valid checkpoint at ./output/checkpoint-500\n",
+			CategoryFileNotFound, "file-not-found/checkpoint-not-valid", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

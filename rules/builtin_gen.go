@@ -3,10 +3,166 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "1b88b1bd26f5372d4ff6b0d565a5b0bbf235e646f3e1efcf98728780a9a05538"
+const builtinDigest = "348993ddaf4f39bac0b992ef3b5c48683345c168a37f2cfbd4af9c3e490ec18e"
 
 func builtinFiles() []Named {
 	return []Named{
+		{
+			Path: "checkpoint.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "execution",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "config-error/checkpoint-shape-mismatch",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Checkpoint does not fit the model",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"size mismatch for \\S+: copying a param with shape torch\\.Size\\(\\[[0-9, ]*\\]\\) from checkpoint, the shape in current model is torch\\.Size",
+								"size mismatch for \\S+: copying a param of torch\\.Size\\(\\[[0-9, ]*\\]\\) from checkpoint, where the shape is torch\\.Size",
+							},
+						},
+						Explanation: "load_state_dict found tensors whose shapes differ between the checkpoint and the model built to receive it: the model was built with another configuration (hidden size, layer width, vocabulary or class count, parallel layout) than the run that saved the checkpoint, or the checkpoint holds partitioned placeholders (a ZeRO-3 or FSDP shard saved without gathering) instead of full tensors.\n",
+						Remediation: "Build the model from the configuration the checkpoint was saved with (or load the matching checkpoint); for ZeRO-3/FSDP checkpoints, consolidate them (zero_to_fp32, a full state dict) before loading them into an unsharded model; resize embeddings or heads on purpose (ignore_mismatched_sizes, a new head) only when that is intended.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "        size mismatch for mes_net.cov_net.4.weight: copying a param with shape torch.Size([64, 32, 5]) from checkpoint, the shape in current model is torch.Size([32, 32, 5]).",
+								},
+								{
+									Text: "        size mismatch for conv_filt: copying a param with shape torch.Size([96, 1, 11, 11]) from checkpoint, the shape in current model is torch.Size([96, 1, 9, 9]).",
+								},
+								{
+									Text: "\tsize mismatch for block_level.position_enc.weight: copying a param of torch.Size([51, 30]) from checkpoint, where the shape is torch.Size([18290, 30]) in current model.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: Error(s) in loading state_dict for DistributedDataParallel:",
+								},
+								{
+									Text: "\tMissing key(s) in state_dict: \"module.fc.weight\", \"module.fc.bias\".",
+								},
+								{
+									Text: "RuntimeError: The size of tensor a (4096) must match the size of tensor b (1024) at non-singleton dimension 1",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/torch-load-weights-only",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "torch.load refused the checkpoint (weights_only)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Weights only load failed\\.",
+								"WeightsUnpickler error: Unsupported (?:global|class|operand)\\b",
+								"to learn more about types accepted by default with weights_only\\b",
+							},
+						},
+						Explanation: "torch.load ran with weights_only=True (the default since PyTorch 2.6) and the checkpoint holds an object that is not a plain tensor or container: an optimizer or scheduler state with numpy values, an RNG state, a config object (omegaconf, argparse), a custom class. The code that loads it was written for an older PyTorch; resuming from such a checkpoint fails on every rank.\n",
+						Remediation: "Upgrade the training framework (Transformers, Accelerate, Lightning and others load their own states with the right allowlist in newer releases); otherwise allowlist the named global with torch.serialization.add_safe_globals or safe_globals, or pass weights_only=False for a checkpoint you wrote yourself; or pin PyTorch below 2.6.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two options, do those steps only if you trust the source of the checkpoint. (1) In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will likely succeed, but it can result in arbitrary code execution. Do it only if you got the file from a trusted source. (2) Alternatively, to load with `weights_only=True` please check the recommended steps in the following error message.",
+								},
+								{
+									Text: "> _pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have two options, do those steps only if you trust the source of the checkpoint. ",
+								},
+								{
+									Text: "torch.load to learn more about types accepted by default with weights_only https://pytorch.org/docs/stable/generated/torch.load.html.')",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "FutureWarning: You are using `torch.load` with `weights_only=False` (the current default value), which uses the default pickle module implicitly.",
+								},
+								{
+									Text: "_pickle.UnpicklingError: invalid load key, '<'.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "file-not-found/checkpoint-not-valid",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Resume checkpoint has no loadable state",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Can't find a valid checkpoint at\\b",
+							},
+						},
+						Explanation: "resume_from_checkpoint points at a directory that lacks what the Trainer loads: the model's weights (a LoRA or save_only_model checkpoint, a directory still being written or copied) or, under DeepSpeed, the engine's global_step folder with the optimizer and model states.\n",
+						Remediation: "Point resume_from_checkpoint at a complete checkpoint-N directory of the same setup; save full states (save_only_model=False, DeepSpeed's save_checkpoint on every rank) in runs that must resume; for an adapter-only checkpoint load the adapter as initial weights instead.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: Can't find a valid checkpoint at /finetune-sft/outputs-sft-v2/checkpoint-32500",
+								},
+								{
+									Text: "ValueError: Can't find a valid checkpoint at ./output/checkpoint-500",
+								},
+								{
+									Text: "    raise ValueError(f\"Can't find a valid checkpoint at {checkpoint_path}\")",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Loading model from ./output/checkpoint-500.",
+								},
+								{
+									Text: "ValueError: No valid checkpoint found in output directory (./output)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+				},
+			},
+		},
 		{
 			Path: "collective.yaml",
 			File: &File{

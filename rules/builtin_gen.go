@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0f674ddd6bcb3bb7499b584064b878f9a3b138deac301a8e0af53e82881f99d9"
+const builtinDigest = "ee831833e1a6ea635069e15fcf10c0799879496f9dbf8aa8f30e230280de97d5"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -7494,6 +7494,61 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Submitted batch job 229282",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/slurm-pending-nodes-down",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Slurm holds the job pending on nodes that are down or drained",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"\\b(?:PD|PENDING)\\s.*\\((?:ReqNodeNotAvail, UnavailableNodes:[^)\\s]+|Nodes required for job are DOWN, DRAINED[^)]*|NodeDown)\\)",
+							},
+						},
+						Explanation: "The job waits in Slurm's queue and will not start on its own soon: nodes it needs (those it asked for by name, or all of its partition's free ones) are down, drained or draining, or reserved, and Slurm says so as the job's pending reason. The job has not failed; it never started, and will start only when an administrator returns the nodes to service (a drain for maintenance ends) or the job is moved.\n",
+						Remediation: "Look at the nodes' states (sinfo -R lists why they are down or drained, scontrol show node the detail). Ask the administrators to resume them, or resubmit to another partition or without the nodes named (-w/--nodelist, --exclude, fewer --nodes).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "  1290410       cpu     bash     user PD       0:00      1 (ReqNodeNotAvail, UnavailableNodes:d[001-032],f[001-024])",
+								},
+								{
+									Text: "           8724936         gpu_titanrtx                sleep  <myuser> PENDING     0:00      5:00      1     689130  2022-02-01T18:32:40          (ReqNodeNotAvail, UnavailableNodes:r34n5)",
+								},
+								{
+									Text: "    3021     defq     bash     user PD       0:00      3 (Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu PD       0:00      1 (NodeDown)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "           8724937         gpu_titanrtx                sleep  <myuser> PENDING     0:00      5:00      1     689129  2022-02-01T18:32:40   (ReqNodeNotAvail, May be reserved for other job)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu PD       0:00      1 (Resources)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu PD       0:00      1 (Priority)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu NF       2:55      1 ip-10-0-2-231",
 								},
 							},
 						},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "ee831833e1a6ea635069e15fcf10c0799879496f9dbf8aa8f30e230280de97d5"
+const builtinDigest = "5c8a2eb13edaf2a638d5da6ac903282b3962667255f93dd274ed19837b3c2c6a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11125,6 +11125,58 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "from torch.distributed.elastic.multiprocessing.errors import record",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/reraised-from-worker",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "{exception} raised in a worker and re-raised by the main process",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"\\bCaught (?P<exception>[A-Za-z_][\\w.]*) in (?:DataLoader worker process \\d+|pin memory thread|replica \\d+ on device \\d+)",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|> ))*(?P<exception>[A-Za-z_][\\w.]*(?:Error|Exception)): Traceback \\(most recent call last\\):?\\s*$",
+							},
+						},
+						Explanation: "An exception was raised in one of PyTorch's DataLoader worker processes (reading or collating a sample), its pin-memory thread, or a DataParallel replica, and the main process raised it again. This line only says where it came from: the worker's own traceback, printed right after it (\"Original Traceback\"), ends in the exception that says why.\n",
+						Remediation: "Read the last line of the worker's traceback below this one. To see it in the main process with a debugger, load with num_workers=0 (or run the model without DataParallel).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "KeyError: Caught KeyError in DataLoader worker process 0.",
+								},
+								{
+									Text: "RuntimeError: Caught RuntimeError in replica 1 on device 1.",
+								},
+								{
+									Text: "TypeError: Traceback (most recent call last):",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Original Traceback (most recent call last):",
+								},
+								{
+									Text: "KeyError: 0",
+								},
+								{
+									Text: "Traceback (most recent call last):",
 								},
 							},
 						},

@@ -220,3 +220,31 @@ func TestReraisedFromWorker(t *testing.T) {
 		})
 	}
 }
+
+// TestKubernetesRefusalsInPastes: the API server's and the kubelet's refusals as users paste
+// them: kubectl's "The Job ... is invalid" (not only the controllers' "Job.batch ..."), and a
+// pod the kubelet rejected at device admission, its message wrapped in the pasted status.
+func TestKubernetesRefusalsInPastes(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name, log, ruleID string
+		category          Category
+	}{
+		{"kubectl create of a Job the API server refuses",
+			"$ kubectl create -f job.yaml\n" +
+				"The Job \"netpol\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\"\n",
+			"config-error/object-invalid", CategoryConfigError},
+		{"a pod status whose admission message a paste wrapped",
+			"status:\n  message: Pod Allocate failed due to rpc error: code = Unavailable desc = transport\n" +
+				"    is closing, which is unexpected\n  phase: Failed\n  reason: UnexpectedAdmissionError\n",
+			"scheduling/device-admission", CategoryScheduling},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tt.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.Equal(t, tt.ruleID, res.RootCause.RuleID)
+			require.Equal(t, tt.category, res.RootCause.Category)
+		})
+	}
+}

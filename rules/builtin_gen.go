@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "5c8a2eb13edaf2a638d5da6ac903282b3962667255f93dd274ed19837b3c2c6a"
+const builtinDigest = "ca604fb0ed041664fc941dfccd6f08fd37db98743cb359f1cef496caa922421a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -5576,6 +5576,8 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"Allocate failed due to requested number of devices unavailable for (?P<resource>\\S+)",
+								"Allocate failed due to .*, which is unexpected",
+								"\\bUnexpectedAdmissionError\\b",
 							},
 						},
 						Explanation: "The scheduler placed the pod but the kubelet found fewer healthy devices than counted (UnexpectedAdmissionError): devices went unhealthy or the device plugin restarted.\n",
@@ -5590,6 +5592,18 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 8, Available: 7, which is unexpected",
+								},
+								{
+									Text: "  Warning  UnexpectedAdmissionError  73s               kubelet        Allocate failed due to rpc error: code = Unavailable desc = transport is closing, which is unexpected",
+								},
+								{
+									Text: "Message:          Pod was rejected: Allocate failed due to no healthy devices present; cannot allocate unhealthy devices squat.ai/zigbee, which is unexpected",
+								},
+								{
+									Text: "rojin-2q6ld   0/1     UnexpectedAdmissionError   0          4s",
+								},
+								{
+									Text: "I0818 03:11:26.852365 3825764 allocation_manager.go:676] \"Pod admission denied\" podUID=\"c468170d-758d-454a-975b-0994d04cb9ff\" pod=\"juicefs-models/vllm-test-0\" reason=\"UnexpectedAdmissionError\" message=\"Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: rpc error: code = ResourceExhausted desc = grpc: received message larger than max (20181048 vs. 4194304), which is unexpected\"",
 								},
 							},
 							NotMatch: []Example{
@@ -7154,6 +7168,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"(?P<kind>[A-Z]\\w*(?:\\.[a-z][\\w-]*)+) \\\\?\"(?P<name>[^\"\\\\]+)\\\\?\" is invalid: \\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
+								"\\bThe (?P<kind>[A-Z]\\w*) (?:\"(?P<name>[^\"]*)\" )?is invalid: ?\\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
 							},
 						},
 						Explanation: "The API server rejected an object (a Job, a pod, a JobSet) because a field of its spec is missing or invalid; the controller that builds it from the training job's spec gets the same answer on every retry, so the job's pods are never created.\n",
@@ -7168,6 +7183,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "2021-07-20T21:02:45.3134048Z     logger.go:130: 2021-07-20T21:02:45.235Z\tERROR\tfailed to reconcile job only err\t{\"action\": \"Crdb Version Validator\", \"CrdbCluster\": \"crdb-test-bp9jv5/crdb\", \"error\": \"Job.batch \\\"crdb-vcheck-27113582\\\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{",
+								},
+								{
+									Text: "The Job \"netpol\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\"",
+								},
+								{
+									Text: "The Job \"local-hello-v1\" is invalid: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
 								},
 							},
 							NotMatch: []Example{

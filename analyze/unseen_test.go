@@ -248,3 +248,18 @@ func TestKubernetesRefusalsInPastes(t *testing.T) {
 		})
 	}
 }
+
+// TestPastedNodeNotReady: a pasted kubectl get nodes whose node is NotReady (after
+// kubernetes/kubernetes#98511) says the node stopped reporting; a Ready listing says nothing.
+func TestPastedNodeNotReady(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	head := "NAME                  STATUS     ROLES                  AGE   VERSION\n" +
+		"cdh-k8s-1.novalocal   Ready      control-plane,master   15d   v1.20.0\n"
+	res := analyzeLogs(t, all, head+"cdh-k8s-3.novalocal   NotReady   <none>                 9d    v1.20.0\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "preempted-evicted/node-not-ready-message", res.RootCause.RuleID)
+
+	res = analyzeLogs(t, all, head+"cdh-k8s-3.novalocal   Ready      <none>                 9d    v1.20.0\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}

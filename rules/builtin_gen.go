@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "ca604fb0ed041664fc941dfccd6f08fd37db98743cb359f1cef496caa922421a"
+const builtinDigest = "6f4de14d82747dc05f1c2525b82f299f3b7ad1dfe296e1de26af4c53d6b620f5"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6209,6 +6209,7 @@ func builtinFiles() []Named {
 								"Node is not ready",
 								"Kubelet stopped posting node status",
 								"status is now: NodeNotReady",
+								"^\\s*(?:node/)?[\\w.-]+\\s+NotReady(?:,SchedulingDisabled)?\\s+(?:[\\w,<>.-]+\\s+)?\\d+[smhdy]\\w*\\s+v\\d+\\.\\d+",
 							},
 						},
 						Explanation: "The node stopped reporting to the control plane (kubelet down, network partition, node crash or hang). Its pods are lost or evicted after the toleration period.\n",
@@ -6227,10 +6228,22 @@ func builtinFiles() []Named {
 								{
 									Text: "MemoryPressure  Unknown   Sun, 23 Apr 2017 07:47:26 +0300   Sun, 23 Apr 2017 07:48:07 +0300   NodeStatusUnknown   Kubelet stopped posting node status.",
 								},
+								{
+									Text: "cdh-k8s-3.novalocal   NotReady   <none>                 9d    v1.20.0",
+								},
+								{
+									Text: "kube-worker-1   NotReady   <none>    2d        v1.11.0",
+								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "Node gpu-node-3 status is now: NodeReady",
+								},
+								{
+									Text: "cdh-k8s-2.novalocal   Ready      <none>                 9d    v1.20.0",
+								},
+								{
+									Text: "NAME                  STATUS     ROLES                  AGE   VERSION",
 								},
 								{
 									Text: "kubelet is posting ready status. AppArmor enabled",

@@ -207,3 +207,22 @@ func TestPendingListingExplained(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, "image-pull/waiting-to-start", res.RootCause.RuleID, findingsOf(res))
 }
+
+// TestPastedSqueuePending: a pasted squeue listing whose job waits on nodes that are down or
+// drained is a scheduling failure, named from the row; the queue's ordinary waits (resources,
+// priority, nodes in use by others) name nothing.
+func TestPastedSqueuePending(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	head := "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+	res := analyzeLogs(t, all, head+
+		"           1020391 gpu2080ti pythonjo    rnath PD       0:00      1 (Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions)\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "scheduling/slurm-pending-nodes-down", res.RootCause.RuleID)
+	require.Equal(t, CategoryScheduling, res.RootCause.Category)
+
+	for _, reason := range []string{"(Resources)", "(Priority)", "(ReqNodeNotAvail, May be reserved for other job)", "(QOSMaxGRESPerUser)"} {
+		res := analyzeLogs(t, all, head+"           1020391 gpu2080ti pythonjo    rnath PD       0:00      1 "+reason+"\n")
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", reason, res.VerdictReason)
+	}
+}

@@ -377,6 +377,16 @@ func TestSecondTier(t *testing.T) {
 			"    \"message\": \"RuntimeError: Address already in use\",\n" +
 			"    \"extraInfo\": {\n",
 			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure: 'Address already in use'"},
+		// Session 17 (plever3): a proxy that refuses a download (huggingface/transformers#28934),
+		// and a decoder's short read of a damaged file (python-pillow/Pillow#1480).
+		{"a download whose proxy refused it, raised without the host", true,
+			"Traceback (most recent call last):\n  File \"/env/lib/python3.10/site-packages/urllib3/connectionpool.py\", line 776, in urlopen\n    self._prepare_proxy(conn)\n" +
+				"urllib3.exceptions.ProxyError: ('Unable to connect to proxy', RemoteDisconnected('Remote end closed connection without response'))\n",
+			VerdictUnhealthy, CategoryHubOffline, ConfidenceMedium, "likely hub-offline: 'Unable to connect to proxy'"},
+		{"a struct unpack short of bytes in an image decoder", true,
+			progress + "Traceback (most recent call last):\n  File \"/env/lib/python3.6/site-packages/PIL/_binary.py\", line 76, in i32be\n    return unpack(\">I\", c[o:o+4])[0]\n" +
+				"struct.error: unpack requires a buffer of 4 bytes\n",
+			VerdictUnhealthy, CategoryDataError, ConfidenceMedium, "likely data-error: 'unpack requires a buffer of'"},
 		{"a failure training went on after is not the end", false, "/bin/sh: line 1:   812 Killed   python prepare.py\n" + progress,
 			VerdictUnknown, "", "", ""},
 		{"a specific rule is sure", true, progress + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",

@@ -203,3 +203,84 @@ func TestVocabularyOfDataStorageAndTrainerFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestReraisedFromWorker: an exception a DataLoader worker (or a DataParallel replica) raised is
+// printed by the main process first as its re-raise, then as the worker's own traceback; the
+// worker's exception, not the re-raise, is the root cause, named by its own line, with all
+// tiers and with the second alone.
+func TestReraisedFromWorker(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// After sgrvinod/a-PyTorch-Tutorial-to-Transformers#1 and milesial/Pytorch-UNet#250.
+	modern := progress + "Traceback (most recent call last):\n" +
+		"  File \"train.py\", line 89, in train_net\n    for batch in train_loader:\n" +
+		"  File \"/opt/conda/lib/python3.8/site-packages/torch/_utils.py\", line 428, in reraise\n    raise self.exc_type(msg)\n" +
+		"KeyError: Caught KeyError in DataLoader worker process 0.\n" +
+		"Original Traceback (most recent call last):\n" +
+		"  File \"/opt/conda/lib/python3.8/site-packages/torch/utils/data/_utils/worker.py\", line 178, in _worker_loop\n    data = fetcher.fetch(index)\n" +
+		"  File \"/content/datasets.py\", line 67, in __getitem__\n    img = Image.open(self.images[i], mode='r')\n" +
+		"KeyError: 0\n"
+	// After cedias/Hierarchical-Sentiment#6: PyTorch 0.4 raised the worker's class with its
+	// formatted traceback as the message.
+	old := progress + "Traceback (most recent call last):\n" +
+		"  File \"/env/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 307, in _process_next_batch\n    raise batch.exc_type(batch.exc_msg)\n" +
+		"TypeError: Traceback (most recent call last):\n" +
+		"  File \"/env/lib/python3.6/site-packages/torch/utils/data/dataloader.py\", line 57, in _worker_loop\n    samples = collate_fn([dataset[i] for i in batch_indices])\n" +
+		"TypeError: object of type 'int' has no len()\n"
+	for _, tt := range []struct{ name, log, line string }{
+		{"a worker's KeyError under its re-raise", modern, "KeyError: 0"},
+		{"a worker's TypeError in PyTorch 0.4's words", old, "TypeError: object of type 'int' has no len()"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+				res := analyzeLogs(t, rules, tt.log)
+				require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+				require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
+				require.Equal(t, tt.line, res.RootCause.Evidence[0].Text, res.RootCause.Title)
+			}
+		})
+	}
+}
+
+// TestKubernetesRefusalsInPastes: the API server's and the kubelet's refusals as users paste
+// them: kubectl's "The Job ... is invalid" (not only the controllers' "Job.batch ..."), and a
+// pod the kubelet rejected at device admission, its message wrapped in the pasted status.
+func TestKubernetesRefusalsInPastes(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name, log, ruleID string
+		category          Category
+	}{
+		{"kubectl create of a Job the API server refuses",
+			"$ kubectl create -f job.yaml\n" +
+				"The Job \"netpol\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\"\n",
+			"config-error/object-invalid", CategoryConfigError},
+		{"a pod status whose admission message a paste wrapped",
+			"status:\n  message: Pod Allocate failed due to rpc error: code = Unavailable desc = transport\n" +
+				"    is closing, which is unexpected\n  phase: Failed\n  reason: UnexpectedAdmissionError\n",
+			"scheduling/device-admission", CategoryScheduling},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tt.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.Equal(t, tt.ruleID, res.RootCause.RuleID)
+			require.Equal(t, tt.category, res.RootCause.Category)
+		})
+	}
+}
+
+// TestPastedNodeNotReady: a pasted kubectl get nodes whose node is NotReady (after
+// kubernetes/kubernetes#98511) says the node stopped reporting; a Ready listing says nothing.
+func TestPastedNodeNotReady(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	head := "NAME                  STATUS     ROLES                  AGE   VERSION\n" +
+		"cdh-k8s-1.novalocal   Ready      control-plane,master   15d   v1.20.0\n"
+	res := analyzeLogs(t, all, head+"cdh-k8s-3.novalocal   NotReady   <none>                 9d    v1.20.0\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "preempted-evicted/node-not-ready-message", res.RootCause.RuleID)
+
+	res = analyzeLogs(t, all, head+"cdh-k8s-3.novalocal   Ready      <none>                 9d    v1.20.0\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "348993ddaf4f39bac0b992ef3b5c48683345c168a37f2cfbd4af9c3e490ec18e"
+const builtinDigest = "1fbe6a0840a27256ddaf0bbaa892494638f5c599bbe589a257a09b8b33c162ac"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -5732,6 +5732,8 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"Allocate failed due to requested number of devices unavailable for (?P<resource>\\S+)",
+								"Allocate failed due to .*, which is unexpected",
+								"\\bUnexpectedAdmissionError\\b",
 							},
 						},
 						Explanation: "The scheduler placed the pod but the kubelet found fewer healthy devices than counted (UnexpectedAdmissionError): devices went unhealthy or the device plugin restarted.\n",
@@ -5746,6 +5748,18 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 8, Available: 7, which is unexpected",
+								},
+								{
+									Text: "  Warning  UnexpectedAdmissionError  73s               kubelet        Allocate failed due to rpc error: code = Unavailable desc = transport is closing, which is unexpected",
+								},
+								{
+									Text: "Message:          Pod was rejected: Allocate failed due to no healthy devices present; cannot allocate unhealthy devices squat.ai/zigbee, which is unexpected",
+								},
+								{
+									Text: "rojin-2q6ld   0/1     UnexpectedAdmissionError   0          4s",
+								},
+								{
+									Text: "I0818 03:11:26.852365 3825764 allocation_manager.go:676] \"Pod admission denied\" podUID=\"c468170d-758d-454a-975b-0994d04cb9ff\" pod=\"juicefs-models/vllm-test-0\" reason=\"UnexpectedAdmissionError\" message=\"Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: rpc error: code = ResourceExhausted desc = grpc: received message larger than max (20181048 vs. 4194304), which is unexpected\"",
 								},
 							},
 							NotMatch: []Example{
@@ -6351,6 +6365,7 @@ func builtinFiles() []Named {
 								"Node is not ready",
 								"Kubelet stopped posting node status",
 								"status is now: NodeNotReady",
+								"^\\s*(?:node/)?[\\w.-]+\\s+NotReady(?:,SchedulingDisabled)?\\s+(?:[\\w,<>.-]+\\s+)?\\d+[smhdy]\\w*\\s+v\\d+\\.\\d+",
 							},
 						},
 						Explanation: "The node stopped reporting to the control plane (kubelet down, network partition, node crash or hang). Its pods are lost or evicted after the toleration period.\n",
@@ -6369,10 +6384,22 @@ func builtinFiles() []Named {
 								{
 									Text: "MemoryPressure  Unknown   Sun, 23 Apr 2017 07:47:26 +0300   Sun, 23 Apr 2017 07:48:07 +0300   NodeStatusUnknown   Kubelet stopped posting node status.",
 								},
+								{
+									Text: "cdh-k8s-3.novalocal   NotReady   <none>                 9d    v1.20.0",
+								},
+								{
+									Text: "kube-worker-1   NotReady   <none>    2d        v1.11.0",
+								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "Node gpu-node-3 status is now: NodeReady",
+								},
+								{
+									Text: "cdh-k8s-2.novalocal   Ready      <none>                 9d    v1.20.0",
+								},
+								{
+									Text: "NAME                  STATUS     ROLES                  AGE   VERSION",
 								},
 								{
 									Text: "kubelet is posting ready status. AppArmor enabled",
@@ -7310,6 +7337,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"(?P<kind>[A-Z]\\w*(?:\\.[a-z][\\w-]*)+) \\\\?\"(?P<name>[^\"\\\\]+)\\\\?\" is invalid: \\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
+								"\\bThe (?P<kind>[A-Z]\\w*) (?:\"(?P<name>[^\"]*)\" )?is invalid: ?\\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
 							},
 						},
 						Explanation: "The API server rejected an object (a Job, a pod, a JobSet) because a field of its spec is missing or invalid; the controller that builds it from the training job's spec gets the same answer on every retry, so the job's pods are never created.\n",
@@ -7324,6 +7352,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "2021-07-20T21:02:45.3134048Z     logger.go:130: 2021-07-20T21:02:45.235Z\tERROR\tfailed to reconcile job only err\t{\"action\": \"Crdb Version Validator\", \"CrdbCluster\": \"crdb-test-bp9jv5/crdb\", \"error\": \"Job.batch \\\"crdb-vcheck-27113582\\\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{",
+								},
+								{
+									Text: "The Job \"netpol\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\"",
+								},
+								{
+									Text: "The Job \"local-hello-v1\" is invalid: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
 								},
 							},
 							NotMatch: []Example{
@@ -7650,6 +7684,61 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Submitted batch job 229282",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "scheduling/slurm-pending-nodes-down",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Slurm holds the job pending on nodes that are down or drained",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"\\b(?:PD|PENDING)\\s.*\\((?:ReqNodeNotAvail, UnavailableNodes:[^)\\s]+|Nodes required for job are DOWN, DRAINED[^)]*|NodeDown)\\)",
+							},
+						},
+						Explanation: "The job waits in Slurm's queue and will not start on its own soon: nodes it needs (those it asked for by name, or all of its partition's free ones) are down, drained or draining, or reserved, and Slurm says so as the job's pending reason. The job has not failed; it never started, and will start only when an administrator returns the nodes to service (a drain for maintenance ends) or the job is moved.\n",
+						Remediation: "Look at the nodes' states (sinfo -R lists why they are down or drained, scontrol show node the detail). Ask the administrators to resume them, or resubmit to another partition or without the nodes named (-w/--nodelist, --exclude, fewer --nodes).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "  1290410       cpu     bash     user PD       0:00      1 (ReqNodeNotAvail, UnavailableNodes:d[001-032],f[001-024])",
+								},
+								{
+									Text: "           8724936         gpu_titanrtx                sleep  <myuser> PENDING     0:00      5:00      1     689130  2022-02-01T18:32:40          (ReqNodeNotAvail, UnavailableNodes:r34n5)",
+								},
+								{
+									Text: "    3021     defq     bash     user PD       0:00      3 (Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu PD       0:00      1 (NodeDown)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "           8724937         gpu_titanrtx                sleep  <myuser> PENDING     0:00      5:00      1     689129  2022-02-01T18:32:40   (ReqNodeNotAvail, May be reserved for other job)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu PD       0:00      1 (Resources)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu PD       0:00      1 (Priority)",
+								},
+								{
+									Text: "                 2   compute     wrap   ubuntu NF       2:55      1 ip-10-0-2-231",
 								},
 							},
 						},
@@ -11238,6 +11327,58 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "from torch.distributed.elastic.multiprocessing.errors import record",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/reraised-from-worker",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "{exception} raised in a worker and re-raised by the main process",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"\\bCaught (?P<exception>[A-Za-z_][\\w.]*) in (?:DataLoader worker process \\d+|pin memory thread|replica \\d+ on device \\d+)",
+								"^(?:\\s*(?:\\d+: |\\[\\d+,\\d+\\]<std(?:out|err)>: ?|\\[default\\d+\\]: ?|\\[rank\\d+\\]: ?|\\([\\w.-]+ pid=\\d+(?:, ip=[\\d.]+)?\\) ?|> ))*(?P<exception>[A-Za-z_][\\w.]*(?:Error|Exception)): Traceback \\(most recent call last\\):?\\s*$",
+							},
+						},
+						Explanation: "An exception was raised in one of PyTorch's DataLoader worker processes (reading or collating a sample), its pin-memory thread, or a DataParallel replica, and the main process raised it again. This line only says where it came from: the worker's own traceback, printed right after it (\"Original Traceback\"), ends in the exception that says why.\n",
+						Remediation: "Read the last line of the worker's traceback below this one. To see it in the main process with a debugger, load with num_workers=0 (or run the model without DataParallel).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "KeyError: Caught KeyError in DataLoader worker process 0.",
+								},
+								{
+									Text: "RuntimeError: Caught RuntimeError in replica 1 on device 1.",
+								},
+								{
+									Text: "TypeError: Traceback (most recent call last):",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Original Traceback (most recent call last):",
+								},
+								{
+									Text: "KeyError: 0",
+								},
+								{
+									Text: "Traceback (most recent call last):",
 								},
 							},
 						},

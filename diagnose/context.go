@@ -15,7 +15,6 @@ import (
 // rank. The windows are those analyze asked for, so a report is the same as when they were
 // read at once.
 type laterContext struct {
-	ix   *index.Index
 	mu   sync.Mutex
 	want map[evidenceAt][2]int // before, after
 }
@@ -25,8 +24,8 @@ type evidenceAt struct {
 	line int
 }
 
-func newLaterContext(ix *index.Index) *laterContext {
-	return &laterContext{ix: ix, want: map[evidenceAt][2]int{}}
+func newLaterContext() *laterContext {
+	return &laterContext{want: map[evidenceAt][2]int{}}
 }
 
 // laterMark is the one context line record gives: it marks the evidence whose window is to be
@@ -55,16 +54,16 @@ func marked(e *report.Evidence) bool {
 	return false
 }
 
-// fill reads back the windows analyze asked for of the evidence the report kept; a window
-// that cannot be read is a warning, as it was in analyze.
-func (c *laterContext) fill(r *report.Report) {
+// fill reads back from ix the windows analyze asked for of the evidence the report kept; a
+// window that cannot be read is a warning, as it was in analyze.
+func (c *laterContext) fill(ix *index.Index, r *report.Report) {
 	r.AddContext(func(e *report.Evidence) error {
 		if !marked(e) {
 			return nil
 		}
 		e.Before, e.After = nil, nil
 		n := c.want[evidenceAt{e.File, e.Line}]
-		lines, err := c.ix.Window(e.File, e.Line, n[0], n[1])
+		lines, err := ix.Window(e.File, e.Line, n[0], n[1])
 		if err != nil {
 			return err
 		}

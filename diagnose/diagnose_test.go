@@ -72,6 +72,41 @@ func TestRunErrors(t *testing.T) {
 	require.ErrorIs(t, err, broken, "a rule file's error comes before the input's")
 }
 
+// TestRunIndexLifetime: the index is written and opened once the report is made (its heads
+// are not held through the analysis): the report's evidence still has its context lines,
+// the diagnosis answers windows until Close, and neither a diagnosis that fails after the
+// scan nor a closed one leaves its private index behind.
+func TestRunIndexLifetime(t *testing.T) {
+	ctx := t.Context()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	private := func() []string {
+		t.Helper()
+		dirs, err := filepath.Glob(filepath.Join(tmp, "coroner-index-*"))
+		require.NoError(t, err)
+		return dirs
+	}
+	d, err := Run(ctx, Input{Paths: []string{"../samples/pytorchjob-cuda-oom-rank"}}, Options{Rules: builtin(t), Limits: bundle.DefaultLimits()})
+	require.NoError(t, err)
+	require.NotNil(t, d.Index)
+	require.Len(t, private(), 1)
+	ev := d.Report.RootCause.Evidence[0]
+	require.NotEmpty(t, ev.Before, "the root cause's evidence has the lines before it")
+	lines, err := d.Index.Window(ev.File, ev.Line, 1, 0)
+	require.NoError(t, err)
+	require.Len(t, lines, 2)
+	require.Nil(t, d.Result.Findings, "the report holds the findings")
+	require.Len(t, d.Result.Logs, len(d.Report.Logs))
+	require.NoError(t, d.Close())
+	require.Empty(t, private(), "Close removes the private index")
+
+	empty := filepath.Join(t.TempDir(), "empty.log")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	_, err = Run(ctx, Input{Paths: []string{empty}}, Options{Rules: builtin(t), Limits: bundle.DefaultLimits()})
+	require.ErrorContains(t, err, "0 lines read")
+	require.Empty(t, private(), "a failed diagnosis removes its private index")
+}
+
 // TestReferencesAreTyped: the report says where its verdict points and which object each
 // piece of evidence and each event is about as data, so a consumer (diff, watch's Event, an
 // agent) never parses a sentence back. A plain log is named by its file, in the sentence and

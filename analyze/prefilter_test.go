@@ -83,3 +83,11 @@ func TestGateFindsEveryExample(t *testing.T) {
 		t.Fatalf("only %d examples checked", checked)
 	}
 }
+
+func TestGateLiterals(t *testing.T) {
+	got := gateLiterals([]string{"nccl info ", "processgroupnccl's watchdog", "nccl", "loss", "loss", "grad_norm"})
+	want := []string{"processg", "nccl", "loss", "grad_nor"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("gateLiterals (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/coroner-dev/coroner/internal/literal"
@@ -184,8 +185,35 @@ func (rs *RuleSet) compileProgress(rare []string) {
 	}
 	rs.progBlind = digitBlind(res, table.lits)
 	rs.ac = literal.NewMatcher(append(slices.Clip(rs.lits), table.lits...))
-	rs.gate = literal.NewMatcher(append(slices.Clip(rare), progRare...))
-	rs.progGate = literal.NewMatcher(progRare)
+	rs.gate = literal.NewMatcher(gateLiterals(append(slices.Clip(rare), progRare...)))
+	rs.progGate = literal.NewMatcher(gateLiterals(progRare))
+}
+
+// gateMax is the longest literal a gate holds: a line that holds a literal holds its first
+// gateMax bytes, and a gate only says whether a line may hold one (see gate); its automaton
+// is the smaller for it.
+const gateMax = 8
+
+// gateLiterals returns lits cut to gateMax bytes, without duplicates and without those that
+// hold another (the line holds that one too), in their order.
+func gateLiterals(lits []string) []string {
+	for i, l := range lits {
+		lits[i] = l[:min(len(l), gateMax)]
+	}
+	var out []string
+	for i, l := range lits {
+		redundant := false
+		for j, o := range lits {
+			if j != i && strings.Contains(l, o) && (len(o) < len(l) || j < i) {
+				redundant = true
+				break
+			}
+		}
+		if !redundant {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // appendRarest appends the literals of the rarest of sets (a pattern's required sets, see

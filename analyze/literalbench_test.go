@@ -59,3 +59,21 @@ func BenchmarkLiteralsDistinct(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGateDistinct is what the rules' literal pass costs those lines now: the gate
+// (each pattern's rarest required set) and, on the lines where it finds one, ac.
+func BenchmarkGateDistinct(b *testing.B) {
+	rs := defaultRuleSet(b)
+	lines := distinctText(4000)
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	b.SetBytes(int64(n))
+	var hits []literal.Hit
+	for b.Loop() {
+		for _, l := range lines {
+			hits = literals(rs.gate, rs.ac, l, hits)
+		}
+	}
+}

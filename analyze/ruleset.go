@@ -29,6 +29,13 @@ type RuleSet struct {
 	litPats [][]patSet // literal id -> the pattern sets it belongs to
 	always  []int32    // patterns with no usable literal
 	shapes  sync.Map   // shape key -> *shapeFilter, shared by the logs
+	// gate finds the literals of each rule's and progress pattern's rarest required set
+	// (literal.Rarest), and progGate those of the progress patterns. No pattern can match a
+	// line without its rarest set, so on a line where the gate finds none, no pattern is a
+	// candidate, and ac (or progAC) reads only the others (see literals). On lines of
+	// words that never repeat, the sets of common literals (`": `, "rank", " - ") are what
+	// kept ac's automaton away from its root, where it skips.
+	gate, progGate *literal.Matcher
 
 	// The progress patterns, in the order they are tried, and their own prefilter (as pats
 	// and ac): a log's first lines of each shape run them, and the 250-byte lines of a
@@ -89,6 +96,7 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 	}
 
 	var table litTable
+	var rare []string // each pattern's rarest set (see gate)
 	rs.objects = map[string][]*Rule{}
 	for _, r := range rs.rules {
 		switch {
@@ -114,10 +122,11 @@ func NewRuleSet(lists ...[]*Rule) (*RuleSet, error) {
 				continue
 			}
 			rs.pats[idx].full = table.add(idx, sets)
+			rare = appendRarest(rare, sets)
 		}
 	}
 	rs.lits, rs.litPats = table.lits, table.pats
-	rs.compileProgress()
+	rs.compileProgress(rare)
 	return rs, nil
 }
 
@@ -155,13 +164,16 @@ func (t *litTable) add(idx int32, sets [][]string) (full uint8) {
 // compileProgress builds the progress patterns' prefilter: a pattern runs only on a line
 // that holds one literal of each set it requires (see literal.Required), which every line it
 // matches does.
-func (rs *RuleSet) compileProgress() {
+func (rs *RuleSet) compileProgress(rare []string) {
 	var table litTable
+	var progRare []string
 	for _, r := range rs.progress {
 		for _, cp := range r.res {
 			idx := int32(len(rs.progPats))
 			p := pattern{rule: r, re: cp.re, kind: cp.kind}
-			p.full = table.add(idx, literal.Required(cp.re.String()))
+			sets := literal.Required(cp.re.String())
+			p.full = table.add(idx, sets)
+			progRare = appendRarest(progRare, sets)
 			rs.progPats = append(rs.progPats, p)
 		}
 	}
@@ -173,17 +185,64 @@ func (rs *RuleSet) compileProgress() {
 	}
 	rs.progBlind = digitBlind(res, table.lits)
 	rs.ac = literal.NewMatcher(append(slices.Clip(rs.lits), table.lits...))
+	rs.gate = literal.NewMatcher(gateLiterals(append(slices.Clip(rare), progRare...)))
+	rs.progGate = literal.NewMatcher(gateLiterals(progRare))
+}
+
+// gateMax is the longest literal a gate holds: a line that holds a literal holds its first
+// gateMax bytes, and a gate only says whether a line may hold one (see gate); its automaton
+// is the smaller for it.
+const gateMax = 8
+
+// gateLiterals returns lits cut to gateMax bytes, without duplicates and without those that
+// hold another (the line holds that one too), in their order.
+func gateLiterals(lits []string) []string {
+	for i, l := range lits {
+		lits[i] = l[:min(len(l), gateMax)]
+	}
+	var out []string
+	for i, l := range lits {
+		redundant := false
+		for j, o := range lits {
+			if j != i && strings.Contains(l, o) && (len(o) < len(l) || j < i) {
+				redundant = true
+				break
+			}
+		}
+		if !redundant {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// appendRarest appends the literals of the rarest of sets (a pattern's required sets, see
+// literal.Rarest) to lits.
+func appendRarest(lits []string, sets [][]string) []string {
+	if i := literal.Rarest(sets); i >= 0 {
+		lits = append(lits, sets[i]...)
+	}
+	return lits
+}
+
+// literals appends to hits[:0] the literals m finds in text when gate finds one of its own,
+// and returns them; else none, as then no pattern m serves has every set it requires.
+func literals(gate, m *literal.Matcher, text []byte, hits []literal.Hit) []literal.Hit {
+	if !literal.Any(gate, text) {
+		return hits[:0]
+	}
+	return literal.Append(m, text, hits[:0])
 }
 
 // progressLiterals puts the progress literals of text in sc.progHits; when sc.both is set,
 // the rules' literals too, in sc.hits, in the same pass, for the Match that follows.
 func (rs *RuleSet) progressLiterals(text []byte, sc *Scratch) {
 	if !sc.both {
-		sc.progHits = literal.Append(rs.progAC, text, sc.progHits[:0])
+		sc.progHits = literals(rs.progGate, rs.progAC, text, sc.progHits)
 		return
 	}
 	sc.both, sc.found = false, true
-	sc.progHits = literal.Append(rs.ac, text, sc.progHits[:0])
+	sc.progHits = literals(rs.gate, rs.ac, text, sc.progHits)
 	n := int32(len(rs.lits))
 	sc.hits = sc.hits[:0]
 	rest := sc.progHits[:0] // filtered in place
@@ -322,7 +381,7 @@ func (rs *RuleSet) Match(text []byte, sc *Scratch) []Hit {
 	sc.cands, sc.touch, sc.state = sc.cands[:0], sc.touch[:0], sc.state[:0]
 	gen := sc.gen
 	if !sc.found {
-		sc.hits = literal.Append(rs.ac, text, sc.hits[:0])
+		sc.hits = literals(rs.gate, rs.ac, text, sc.hits)
 	}
 	sc.found = false
 	n := int32(len(rs.lits))

@@ -188,3 +188,21 @@ func BenchmarkAppend(b *testing.B) {
 		hits = Append(m, line, hits[:0])
 	}
 }
+
+func TestRarest(t *testing.T) {
+	tests := []struct {
+		sets [][]string
+		want int
+	}{
+		{[][]string{{"rank"}, {"failed to pass monitored barrier"}}, 1},
+		{[][]string{{"failed to pull image \""}, {"\": "}}, 0},
+		{[][]string{{"nan", "inf"}, {"found "}, {"in local grad norm"}}, 2},
+		{[][]string{{"abc"}, {"abc"}}, 0}, // a tie: the first
+		{nil, -1},
+	}
+	for _, tt := range tests {
+		if got := Rarest(tt.sets); got != tt.want {
+			t.Errorf("Rarest(%q) = %d, want %d", tt.sets, got, tt.want)
+		}
+	}
+}

@@ -80,17 +80,18 @@ func NewMatcher(literals []string) *Matcher {
 	next := make([]int32, nodes*nclass) // plain transitions, by state and class
 	fail := make([]int32, nodes)
 	out := make([][]int32, nodes)
-	// Breadth-first: a state's fail target is complete before the state is.
-	queue := []int32{}
+	// Breadth-first: a state's fail target is complete before the state is. The queue, the
+	// root first, is also the states' new numbering: by depth, so that the shallow states
+	// most bytes visit share cache lines.
+	queue := make([]int32, 1, nodes)
 	for c := 0; c < nclass; c++ {
 		if n := trie[c]; n >= 0 {
 			next[c] = n
 			queue = append(queue, n)
 		}
 	}
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
+	for k := 1; k < len(queue); k++ {
+		s := queue[k]
 		f := fail[s]
 		if len(outs[s]) == 0 {
 			out[s] = out[f]
@@ -107,21 +108,10 @@ func NewMatcher(literals []string) *Matcher {
 			}
 		}
 	}
-	// Number the states breadth-first, so the shallow states that most bytes visit share
-	// cache lines.
-	order := []int32{0}
+	order := queue
 	renum := make([]int32, nodes)
-	seen := make([]bool, nodes)
-	seen[0] = true
-	for k := 0; k < len(order); k++ {
-		s := order[k]
-		for c := 0; c < nclass; c++ {
-			if n := next[int(s)*nclass+c]; !seen[n] {
-				seen[n] = true
-				renum[n] = int32(len(order))
-				order = append(order, n)
-			}
-		}
+	for k, s := range order {
+		renum[s] = int32(k)
 	}
 	m.delta = make([]uint32, len(order)*nclass)
 	m.out = make([][]int32, len(order))

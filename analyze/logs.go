@@ -64,6 +64,9 @@ type logScanner struct {
 	ignored ignoredTrace
 	// numbers follows a log viewer's line numbers in front of the lines (prefix.go).
 	numbers lineNumbers
+	// record holds the line a structured log record carried (recordMessage), for the line
+	// being visited.
+	recordText []byte
 }
 
 // textFact is an object fact read from a log line.
@@ -153,7 +156,13 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if s.rank < 0 && len(l.Text) > 0 && l.Text[0] == '[' {
 		s.rank = logscan.RankPrefix(l.Text)
 	}
-	text, bracket := s.numbers.strip(l.Text)
+	line := l.Text
+	if len(line) > 0 && (line[0] == '{' || line[0] == ' ') {
+		if msg, ok := recordMessage(s.recordText[:0], line); ok {
+			s.recordText, line = msg, msg
+		}
+	}
+	text, bracket := s.numbers.strip(line)
 	text, pre := splitPrefix(text)
 	if pre.stream == "" && bracket >= 0 {
 		pre.rank, pre.stream = bracket, rankStream(bracket)

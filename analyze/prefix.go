@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/logscan"
 )
@@ -153,6 +154,12 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	// The next two end in a colon and the line's first blank (neither a number nor a host name
 	// holds a blank or a colon): a first word that does not end in a colon is neither.
 	if k > 0 && s[k-1] == ':' {
+		// "stderr: " and "stdout: ": the stream a runner that captures a child's output
+		// names in front of each of its lines (accelerate test prints the training script's
+		// so: huggingface/accelerate#1573, #1606); it names no process.
+		if k == len("stderr:") && k < len(s) && (bytes.HasPrefix(s, []byte("stderr:")) || bytes.HasPrefix(s, []byte("stdout:"))) {
+			return s[k+1:], -1, "", true
+		}
 		// "10: " (srun -l, torchrun --redirects): a short number, a colon and a space.
 		if n := digitsAt(s); n > 0 && n <= 5 && len(s) > n+1 && s[n] == ':' && s[n+1] == ' ' {
 			r, _ := atoi(s[:n])
@@ -628,4 +635,126 @@ func (c contentRanks) get() int {
 		return -1
 	}
 	return c.rank
+}
+
+// A log shipped as structured records arrives one JSON object a line, the program's line in
+// one of its fields: Docker's json-file driver and fluent-bit keep it in "log"
+// ({"log":"Traceback (most recent call last):\n","stream":"stderr","time":"..."}:
+// docker-library/docker#224), a Cloud Logging export in "textPayload" or
+// "jsonPayload":{"message": ...} (ai2cm/fv3net#1910), journald's JSON output in "MESSAGE".
+// recordMessage reads that field, so that the rules (a pattern anchored at ^ among them) and
+// both tiers see the program's line; the finding keeps the record as written.
+
+// recordFields are the fields that hold a record's line, most specific first: a record with a
+// "log" is a container runtime's, whose "message" (if any) is metadata.
+var recordFields = [...]string{`"log"`, `"textPayload"`, `"MESSAGE"`, `"message"`, `"msg"`}
+
+// maxRecordBytes bounds the message read out of one record.
+const maxRecordBytes = 16 << 10
+
+// recordMessage appends to dst the line a JSON log record holds and says whether line is such
+// a record: an object ("{" first) with one of recordFields as a string; a logger's record
+// (a "message" or "msg") is followed by the record itself. The string is unescaped: "\n" and "\r" inside it (a traceback logged as one record) become blanks, so that
+// the record stays one line; control characters other than tabs are dropped.
+func recordMessage(dst, line []byte) ([]byte, bool) {
+	t := bytes.TrimLeft(line, " \t")
+	if len(t) < 8 || t[0] != '{' {
+		return dst, false
+	}
+	for i, key := range recordFields {
+		v := fieldString(t, key)
+		if v == nil {
+			continue
+		}
+		dst = unescapeJSON(dst, v)
+		if i >= firstLoggerField {
+			// A logger's record: its other fields say more ("error":"Job.batch ... is
+			// invalid" beside "msg":"failed to create k8s Job"), and stay after the message.
+			dst = append(append(dst, ' ', ' '), t[:min(len(t), maxRecordBytes)]...)
+		}
+		return dst, true
+	}
+	return dst, false
+}
+
+// firstLoggerField is the index in recordFields of the first field a logger's own record
+// (zap's, structlog's, python-json-logger's) holds its message in, beside fields of its own.
+const firstLoggerField = 3
+
+// fieldString returns the raw (still escaped) string value of key ("\"log\"", quoted) in the
+// object t, or nil: the key must be a key (not inside a string: the byte before it is no
+// backslash) followed by a colon and a string. An unterminated string runs to the line's end
+// (a record cut at the line limit).
+func fieldString(t []byte, key string) []byte {
+	for off := 0; off < len(t); {
+		i := bytes.Index(t[off:], []byte(key))
+		if i < 0 {
+			return nil
+		}
+		i += off
+		off = i + len(key)
+		if t[i-1] == '\\' {
+			continue
+		}
+		j := off
+		for j < len(t) && (t[j] == ' ' || t[j] == '\t') {
+			j++
+		}
+		if j >= len(t) || t[j] != ':' {
+			continue
+		}
+		j++
+		for j < len(t) && (t[j] == ' ' || t[j] == '\t') {
+			j++
+		}
+		if j >= len(t) || t[j] != '"' {
+			continue
+		}
+		j++
+		k := j
+		for k < len(t) && t[k] != '"' {
+			if t[k] == '\\' {
+				k++
+			}
+			k++
+		}
+		return t[j:min(k, len(t))]
+	}
+	return nil
+}
+
+// unescapeJSON appends the JSON string body v, unescaped, to dst, up to maxRecordBytes.
+func unescapeJSON(dst, v []byte) []byte {
+	start := len(dst)
+	for i := 0; i < len(v) && len(dst)-start < maxRecordBytes; i++ {
+		c := v[i]
+		if c != '\\' || i+1 >= len(v) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch v[i] {
+		case 'n', 'r':
+			if len(dst) > start && dst[len(dst)-1] != ' ' {
+				dst = append(dst, ' ')
+			}
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			if i+4 < len(v) {
+				if r, err := strconv.ParseUint(string(v[i+1:i+5]), 16, 32); err == nil {
+					i += 4
+					if r >= 0x20 && r != 0x7f {
+						dst = utf8.AppendRune(dst, rune(r))
+					}
+					continue
+				}
+			}
+			dst = append(dst, '\\', 'u')
+		case 'b', 'f':
+		default: // \" \\ \/
+			dst = append(dst, v[i])
+		}
+	}
+	return bytes.TrimRight(dst, " ")
 }

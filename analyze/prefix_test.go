@@ -50,7 +50,12 @@ func TestSplitPrefix(t *testing.T) {
 		{"2022-12-19 23:26:54 172.16.96.185 [2] RuntimeError: boom", "RuntimeError: boom", "172.16.96.185 [2]", -1},
 		{"2020-12-05 12:02:26 10.164.15.249 [0]   File \"train.py\", line 268, in <module>", "  File \"train.py\", line 268, in <module>", "10.164.15.249 [0]", -1},
 		{"[1]<stdout>:test_common.py::CommonTests::test_gloo_built PASSED", "test_common.py::CommonTests::test_gloo_built PASSED", "rank 1", 1},
+		// accelerate test's stream tags (huggingface/accelerate#1573, #1606), in front of a
+		// host's (pdsh) or alone: they name no process.
+		{"stderr: Traceback (most recent call last):", "Traceback (most recent call last):", "", -1},
+		{"stdout: worker-3: Device: cuda:4", "Device: cuda:4", "worker-3", -1},
 		// Not prefixes.
+		{"stderrs: x", "stderrs: x", "", -1},
 		{"172.16.96.185", "172.16.96.185", "", -1},
 		{"worker-1 [2]", "worker-1 [2]", "", -1},
 		{"worker-1 [2] ", "worker-1 [2] ", "", -1},
@@ -273,4 +278,82 @@ func TestBracketNamesNoRank(t *testing.T) {
 		b.WriteString("[23] " + cuda)
 		check(t, b.String())
 	})
+}
+
+// TestRecordMessage: a structured log record (one JSON object a line) is read as the line it
+// carries, unescaped; a line that only looks like one stays whole.
+func TestRecordMessage(t *testing.T) {
+	tests := []struct {
+		line, want string
+		ok         bool
+	}{
+		// Docker's json-file driver (docker-library/docker#224).
+		{`{"log":"Traceback (most recent call last):\n","stream":"stderr","time":"2024-01-01T00:00:00.1Z"}`, "Traceback (most recent call last):", true},
+		{`{"log":"  File \"train.py\", line 3, in \u003cmodule\u003e\n","stream":"stderr"}`, `  File "train.py", line 3, in <module>`, true},
+		// Cloud Logging (ai2cm/fv3net#1910): textPayload, or jsonPayload's message.
+		{`{"textPayload": "RuntimeError: CUDA error: out of memory", "severity": "ERROR"}`, "RuntimeError: CUDA error: out of memory", true},
+		{`{"jsonPayload": {"message": "torch.OutOfMemoryError: CUDA out of memory."}, "severity": "ERROR"}`,
+			`torch.OutOfMemoryError: CUDA out of memory.  {"jsonPayload": {"message": "torch.OutOfMemoryError: CUDA out of memory."}, "severity": "ERROR"}`, true},
+		// A logger's record keeps its other fields after the message.
+		{`{"level":"error","msg":"failed to create k8s Job","error":"Job.batch \"x\" is invalid"}`,
+			`failed to create k8s Job  {"level":"error","msg":"failed to create k8s Job","error":"Job.batch \"x\" is invalid"}`, true},
+		// A record's runtime field wins over metadata; a traceback in one record stays one line;
+		// a colour code's escape is dropped; a record cut at the line limit keeps what it has.
+		{`{"message":"container","log":"KeyError: 'labels'\n"}`, "KeyError: 'labels'", true},
+		{`{"log":"Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: x\n"}`, `Traceback (most recent call last):   File "x.py", line 1 ValueError: x`, true},
+		{`{"log":"\u001b[31mERROR\u001b[0m boom"}`, "[31mERROR[0m boom", true},
+		{`{"log":"NCCL WARN Net : Connection closed by remote peer`, "NCCL WARN Net : Connection closed by remote peer", true},
+		// Not records, or no line in them.
+		{`{'loss': 0.1, 'learning_rate': 1e-05}`, "", false},
+		{`{"loss": 0.1, "step": 10}`, "", false},
+		{`{"args": "\"log\": \"x\""}`, "", false},
+		{`log: "x"`, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := recordMessage(nil, []byte(tt.line))
+		require.Equal(t, tt.ok, ok, tt.line)
+		if ok {
+			require.Equal(t, tt.want, string(got), tt.line)
+		}
+	}
+	// A record of a huge line is read up to maxRecordBytes.
+	long := `{"log":"` + strings.Repeat("x", 3*maxRecordBytes) + `"}`
+	got, ok := recordMessage(nil, []byte(long))
+	require.True(t, ok)
+	require.Len(t, got, maxRecordBytes)
+}
+
+// TestRecordLog: a log shipped as JSON records is diagnosed as the lines they carry, by the
+// rules and by the second tier alone, and the evidence shows the record as written.
+func TestRecordLog(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	rec := func(s string) string {
+		return `{"log":"` + strings.ReplaceAll(s, `"`, `\"`) + `\n","stream":"stderr","time":"2024-05-01T10:00:00.000000001Z"}` + "\n"
+	}
+	log := rec("step 10 loss 2.1") + rec("Traceback (most recent call last):") + rec(`  File "/app/train.py", line 40, in main`) +
+		rec("    batch = next(it)") + rec("KeyError: 'labels'")
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Equal(t, CategoryUserCodeError, res.RootCause.Category)
+		require.True(t, strings.HasPrefix(res.RootCause.Title, "KeyError"), res.RootCause.Title) // the traceback's exception
+		require.Contains(t, res.RootCause.Evidence[len(res.RootCause.Evidence)-1].Text, `{"log":"KeyError: 'labels'\n"`)
+	}
+	// A CUDA OOM in a Cloud Logging export.
+	log = `{"textPayload": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.20 GiB is free.", "severity": "ERROR"}` + "\n"
+	res := analyzeLogs(t, all, log)
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category)
+}
+
+// TestStreamTagSecondTier: accelerate test's "stderr: " tag in front of a traceback: the
+// second tier reads the traceback and its exception.
+func TestStreamTagSecondTier(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "stdout: step 10 loss 2.1\nstderr: Traceback (most recent call last):\nstderr:   File \"/app/train.py\", line 40, in main\n" +
+		"stderr:     batch = next(it)\nstderr: KeyError: 'labels'\n"
+	res := analyzeLogs(t, WithoutSpecific(all), log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.True(t, strings.HasPrefix(res.RootCause.Title, "KeyError"), res.RootCause.Title) // the traceback's exception
 }

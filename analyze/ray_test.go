@@ -78,3 +78,21 @@ func TestRayDemandsWithoutWait(t *testing.T) {
 		})
 	}
 }
+
+// TestRayWrappedException: Ray re-raises a task's exception in its caller wrapped, the
+// task's class in parentheses; the second tier reads the line as the exception that ends the
+// traceback and names the task's class (TideDra/lmm-r1#82, ray-project/ray#13953), in a
+// paste that starts inside the traceback.
+func TestRayWrappedException(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "  File \"/app/train.py\", line 167, in train\n" +
+		"    ray.get(trainer.fit.remote())\n" +
+		"  File \"/usr/local/lib/python3.11/site-packages/ray/_private/worker.py\", line 919, in get_objects\n" +
+		"    raise value.as_instanceof_cause()\n" +
+		"ray.exceptions.RayTaskError(ZeroDivisionError): ray::PPOTrainer.fit() (pid=111331, ip=0.0.0.0, actor_id=3f2e3f20c069108222cc6eae02000000)\n" +
+		"  File \"/app/trainer.py\", line 88, in fit\n"
+	res := analyzeLogs(t, WithoutSpecific(all), log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Contains(t, res.RootCause.Title, "ZeroDivisionError")
+}

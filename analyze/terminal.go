@@ -138,10 +138,13 @@ var (
 	// names the op's error with a pointer to the op's traceback printed above it
 	// ("ResourceExhaustedError (see above for traceback): OOM when allocating tensor ...",
 	// "DataLossError (see above for traceback): corrupted record at 12":
-	// tensorflow/tensorflow#13463).
+	// tensorflow/tensorflow#13463). Ray re-raises a task's exception in the caller wrapped,
+	// the task's class in parentheses ("ray.exceptions.RayTaskError(ZeroDivisionError): ray::
+	// PPOTrainer.fit() (pid=111331, ...)": TideDra/lmm-r1#82; "RayTaskError(RuntimeError)":
+	// ray-project/ray#13953): the line is the exception that ends the traceback.
 	// Anchored: it never searches the line.
 	exceptionLine = gated{re: lazyRegexp(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
-		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?: \(see above for traceback\))?(?::|$)`)}
+		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?:\([A-Za-z_][A-Za-z0-9_.]*\))?(?: \(see above for traceback\))?(?::|$)`)}
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
 		nil, "exit", "return code", "returncode").as(hasExitWord)

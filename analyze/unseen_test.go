@@ -284,3 +284,27 @@ func TestPastedNodeNotReady(t *testing.T) {
 	res = analyzeLogs(t, all, head+"cdh-k8s-3.novalocal   Ready      <none>                 9d    v1.20.0\n")
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 }
+
+// TestMPIRankSignal: mpirun's notice that a rank died on a signal says the rank crashed, not
+// that the communication library failed: a segmentation fault is a crash (the vocabulary
+// agreeing, at medium confidence), and a more specific cause the rank printed (a DataLoader
+// worker's bus error) is the root cause.
+func TestMPIRankSignal(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const notice = "--------------------------------------------------------------------------\n" +
+		"mpirun noticed that process rank 3 with PID 10243 on node node042 exited on signal 11 (Segmentation fault).\n" +
+		"--------------------------------------------------------------------------\n"
+	res := analyzeLogs(t, all, progress+notice)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryCrashSignal, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, "crash-signal/mpi-rank-signal", res.RootCause.RuleID)
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+
+	res = analyzeLogs(t, all, progress+
+		"ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"+
+		"mpirun noticed that process rank 1 with PID 0 on node worker-0 exited on signal 7 (Bus error).\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryShmBusError, res.RootCause.Category, res.RootCause.Title)
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "1fbe6a0840a27256ddaf0bbaa892494638f5c599bbe589a257a09b8b33c162ac"
+const builtinDigest = "b3cc906fe4e985bf159ec09568d520f499342854e6fc180278c861d8297a0245"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1052,12 +1052,13 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/mpi-rank-signal",
+						ID:       "crash-signal/mpi-rank-signal",
 						Severity: "error",
 						Layer:    "execution",
 						Title:    "MPI rank {rank} exited on signal {signal}",
 						Fault:    "user",
 						Retry:    "permanent",
+						Role:     "generic",
 						Match: Match{
 							Patterns: []string{
 								"(?:mpirun|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal (?P<signal>[0-8]|[1-9]\\d+)\\b",
@@ -1097,6 +1098,7 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"role",
 							"title",
 						},
 					},

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/coroner-dev/coroner/analyze"
 	"github.com/coroner-dev/coroner/bundle"
+	"github.com/coroner-dev/coroner/index"
+	"github.com/coroner-dev/coroner/parse"
 )
 
 func builtin(t *testing.T) *analyze.RuleSet {
@@ -150,4 +153,26 @@ func TestReferencesAreTyped(t *testing.T) {
 	require.Equal(t, "rank3.log", p.Report.VerdictAt.File)
 	require.Contains(t, p.Report.VerdictReason, " in rank3.log")
 	require.NotContains(t, p.Report.VerdictReason, p.Report.VerdictAt.Pod+"/")
+}
+
+// TestAbandonWithCache: an index left unfinished (the analysis failed) is dropped, not taken
+// for a cache that cannot be written: no warning, no second scan into a private index.
+func TestAbandonWithCache(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	b, err := Open(t.Context(), []string{"../samples/pytorchjob-cuda-oom-rank"}, nil, bundle.DefaultLimits())
+	require.NoError(t, err)
+	defer b.Close()
+	m, err := parse.Load(b)
+	require.NoError(t, err)
+	var warned []string
+	opts := Options{Cache: &index.Cache{Dir: filepath.Join(t.TempDir(), "cache")},
+		Log: func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) }}
+	_, pending, _, err := scan(t.Context(), m, builtin(t), nil, opts)
+	require.NoError(t, err)
+	pending.abandon()
+	require.Empty(t, warned)
+	private, err := filepath.Glob(filepath.Join(tmp, "coroner-index-*"))
+	require.NoError(t, err)
+	require.Empty(t, private, "an abandoned index is not built again privately")
 }

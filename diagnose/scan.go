@@ -66,10 +66,16 @@ func (p *pendingIndex) finish(ctx context.Context) (*index.Index, error) {
 	return ix, nil
 }
 
-// abandon releases an index that was not finished (and removes a private one).
+// abandon releases an index that was not finished (and removes a private one). Its context
+// is cancelled: an abandoned build is not a cache that cannot be written, which Finish would
+// answer by indexing the logs again privately.
 func (p *pendingIndex) abandon() {
 	if p.bd != nil {
-		p.bd.Finish(context.Background(), nil, errAbandoned)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if ix, _, _ := p.bd.Finish(ctx, nil, errAbandoned); ix != nil {
+			ix.Close()
+		}
 		p.bd = nil
 	}
 	if p.ix != nil {

@@ -10,7 +10,8 @@ import (
 // rest of the paste. A Pending row is no wait for a node once the paste shows the pod got
 // past it (a watch's later row, its Scheduled event, training progress after it); an Evicted
 // row is a leftover beside other workloads that run (evicted pods stay listed until they are
-// collected); and a row's wait is not explained by another pod's failure.
+// collected), and so is a row of a pod rejected at admission, which training after it also
+// shows was replaced; and a row's wait is not explained by another pod's failure.
 func TestPastedListingRows(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -29,6 +30,14 @@ func TestPastedListingRows(t *testing.T) {
 				"ml          train-worker-0             1/1     Running     0          3h\n" +
 				"ml          train-worker-1             1/1     Running     0          3h\n" +
 				"kube-system fluentd-x7k2p              0/1     Evicted     0          38d\n"},
+		{"an old rejected smoke test of another namespace",
+			"NAMESPACE   NAME                 READY   STATUS                     RESTARTS   AGE\n" +
+				"default     gpu-smoke-test       0/1     UnexpectedAdmissionError   0          3d\n" +
+				"ml          trainer-worker-0     1/1     Running                    0          38m\n" +
+				"ml          trainer-worker-1     1/1     Running                    0          38m\n"},
+		{"a rejected pod, training after the row", "NAME               READY   STATUS                     RESTARTS   AGE\n" +
+			"train-worker-0-a   0/1     UnexpectedAdmissionError   0          40m\n" +
+			"[rank0]: Epoch 1 step 100 loss 2.31\n[rank0]: Epoch 1 step 200 loss 2.10\n[rank0]: Epoch 1 step 300 loss 1.95\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := analyzeLogs(t, all, tc.text)
@@ -42,6 +51,14 @@ func TestPastedListingRows(t *testing.T) {
 		"  Normal  Scheduled  6m    default-scheduler  Successfully assigned ml/train-worker-1 to gpu-1\n")
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, "scheduling/pending-listed", res.RootCause.RuleID, findingsOf(res))
+
+	// The job's pod rejected at admission, alone: the rejection is the failure, and the pod
+	// is Failed, its age no wait.
+	res = analyzeLogs(t, all, "NAME             READY   STATUS                     RESTARTS   AGE\n"+
+		"train-worker-0   0/1     UnexpectedAdmissionError   0          40m\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "scheduling/device-admission", res.RootCause.RuleID, findingsOf(res))
+	require.NotContains(t, res.VerdictReason, "pending", res.VerdictReason)
 
 	// Evicted beside its own workload's running pods (https://github.com/SeldonIO/seldon-core/issues/515):
 	// the workload lost pods.

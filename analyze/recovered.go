@@ -187,7 +187,8 @@ func pullEnded(lines []tailLine, j, c int, container []byte) bool {
 // an out-of-memory error whose batch was skipped, on its stream, just after it, with nothing
 // failing after the skip (caught); a pasted listing's Pending row of a pod the listing or
 // the log shows got past it (pendingStarted), and its Evicted rows beside other workloads'
-// running pods (leftoverEvicted). analyzer.resolvedLater lowers them.
+// running pods (leftoverEvicted), as its rows of pods rejected at admission, which the
+// training progress after them also shows were replaced. analyzer.resolvedLater lowers them.
 func (s *logScanner) markSurvived() {
 	var lines []tailLine // the kept lines, read once a listing row needs them
 	for _, f := range s.findings {
@@ -213,6 +214,11 @@ func (s *logScanner) markSurvived() {
 				f.startedLater = f.startedLater || len(f.rule.rootOnlyIf) > 0 && pendingStarted(rows, lines, last, s.tail.lastProgress)
 			case "Evicted":
 				f.leftover = leftoverEvicted(rows, lines)
+			case rejectedStatus:
+				// A pod the kubelet rejected at admission stays listed, Failed, as an evicted
+				// one does; training progress after the row shows its replacement got devices.
+				f.leftover = leftoverEvicted(rows, lines)
+				f.startedLater = f.startedLater || last < s.tail.lastProgress
 			}
 		}
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {

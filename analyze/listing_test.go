@@ -78,3 +78,32 @@ func TestPastedListingRows(t *testing.T) {
 		}
 	}
 }
+
+// TestPastedClusterRows: a pasted listing of the cluster's nodes or of its batch queue is the
+// cluster's state when it was pasted; a NotReady node or another user's job pending on
+// drained nodes is not why the job fails once the job trains after the listing, and still is
+// when nothing follows it.
+func TestPastedClusterRows(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const training = "[rank0] step 100 loss 2.31\n[rank0] step 200 loss 2.11\n[rank0] step 300 loss 2.01\n"
+	nodes := "$ kubectl get nodes\nNAME          STATUS     ROLES    AGE   VERSION\n" +
+		"gpu-node-1    Ready      <none>   9d    v1.28.3\ncpu-node-7    NotReady   <none>   9d    v1.28.3\n"
+	queue := "$ squeue\n  JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n" +
+		"1290410       gpu     bash    alice PD       0:00      1 (ReqNodeNotAvail, UnavailableNodes:d[001-032])\n" +
+		"1290411       gpu    train      bob  R    2:10:00      4 g[001-004]\n"
+	for _, tc := range []struct{ name, listing, rule string }{
+		{"a NotReady node", nodes, "preempted-evicted/node-not-ready-message"},
+		{"a job pending on drained nodes", queue, "scheduling/slurm-pending-nodes-down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tc.listing+"$ tail train.log\n"+training)
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+			require.Nil(t, res.RootCause, findingsOf(res))
+
+			res = analyzeLogs(t, all, training+tc.listing)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.Equal(t, tc.rule, res.RootCause.RuleID, findingsOf(res))
+		})
+	}
+}

@@ -302,6 +302,10 @@ func TestRecordMessage(t *testing.T) {
 		{`{"message":"container","log":"KeyError: 'labels'\n"}`, "KeyError: 'labels'", true},
 		{`{"log":"Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: x\n"}`, `Traceback (most recent call last):   File "x.py", line 1 ValueError: x`, true},
 		{`{"log":"\u001b[31mERROR\u001b[0m boom"}`, "[31mERROR[0m boom", true},
+		// A character beyond the BMP comes as its UTF-16 pair; half a pair stays unreadable.
+		{`{"log":"KeyError: '\uD83D\uDE00'\n"}`, "KeyError: '\U0001F600'", true},
+		{`{"log":"KeyError: '\ud83d\u0041'\n"}`, "KeyError: '\uFFFDA'", true},
+		{`{"log":"KeyError: '\uD83D'\n"}`, "KeyError: '\uFFFD'", true},
 		{`{"log":"NCCL WARN Net : Connection closed by remote peer`, "NCCL WARN Net : Connection closed by remote peer", true},
 		// Not records, or no line in them.
 		{`{'loss': 0.1, 'learning_rate': 1e-05}`, "", false},

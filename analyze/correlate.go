@@ -160,6 +160,11 @@ func (a *analyzer) resolvedLater() {
 			f.Title += " (a leftover: other workloads listed with it run)"
 			continue
 		}
+		if f.trainedPast && f.Severity >= SeverityError {
+			f.Severity = SeverityWarning
+			f.Title += " (the job trained after it)"
+			continue
+		}
 		if f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
 			continue
 		}

@@ -10,7 +10,8 @@ import (
 // rest of the paste. A Pending row is no wait for a node once the paste shows the pod got
 // past it (a watch's later row, its Scheduled event, training progress after it); an Evicted
 // row is a leftover beside other workloads that run (evicted pods stay listed until they are
-// collected); and a row's wait is not explained by another pod's failure.
+// collected), and so is a row of a pod rejected at admission, which training after it also
+// shows was replaced; and a row's wait is not explained by another pod's failure.
 func TestPastedListingRows(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -29,6 +30,14 @@ func TestPastedListingRows(t *testing.T) {
 				"ml          train-worker-0             1/1     Running     0          3h\n" +
 				"ml          train-worker-1             1/1     Running     0          3h\n" +
 				"kube-system fluentd-x7k2p              0/1     Evicted     0          38d\n"},
+		{"an old rejected smoke test of another namespace",
+			"NAMESPACE   NAME                 READY   STATUS                     RESTARTS   AGE\n" +
+				"default     gpu-smoke-test       0/1     UnexpectedAdmissionError   0          3d\n" +
+				"ml          trainer-worker-0     1/1     Running                    0          38m\n" +
+				"ml          trainer-worker-1     1/1     Running                    0          38m\n"},
+		{"a rejected pod, training after the row", "NAME               READY   STATUS                     RESTARTS   AGE\n" +
+			"train-worker-0-a   0/1     UnexpectedAdmissionError   0          40m\n" +
+			"[rank0]: Epoch 1 step 100 loss 2.31\n[rank0]: Epoch 1 step 200 loss 2.10\n[rank0]: Epoch 1 step 300 loss 1.95\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := analyzeLogs(t, all, tc.text)
@@ -42,6 +51,14 @@ func TestPastedListingRows(t *testing.T) {
 		"  Normal  Scheduled  6m    default-scheduler  Successfully assigned ml/train-worker-1 to gpu-1\n")
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, "scheduling/pending-listed", res.RootCause.RuleID, findingsOf(res))
+
+	// The job's pod rejected at admission, alone: the rejection is the failure, and the pod
+	// is Failed, its age no wait.
+	res = analyzeLogs(t, all, "NAME             READY   STATUS                     RESTARTS   AGE\n"+
+		"train-worker-0   0/1     UnexpectedAdmissionError   0          40m\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "scheduling/device-admission", res.RootCause.RuleID, findingsOf(res))
+	require.NotContains(t, res.VerdictReason, "pending", res.VerdictReason)
 
 	// Evicted beside its own workload's running pods (https://github.com/SeldonIO/seldon-core/issues/515):
 	// the workload lost pods.
@@ -59,5 +76,34 @@ func TestPastedListingRows(t *testing.T) {
 		if f.RuleID == "scheduling/pending-listed" {
 			require.Empty(t, f.SecondaryOf, findingsOf(res))
 		}
+	}
+}
+
+// TestPastedClusterRows: a pasted listing of the cluster's nodes or of its batch queue is the
+// cluster's state when it was pasted; a NotReady node or another user's job pending on
+// drained nodes is not why the job fails once the job trains after the listing, and still is
+// when nothing follows it.
+func TestPastedClusterRows(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const training = "[rank0] step 100 loss 2.31\n[rank0] step 200 loss 2.11\n[rank0] step 300 loss 2.01\n"
+	nodes := "$ kubectl get nodes\nNAME          STATUS     ROLES    AGE   VERSION\n" +
+		"gpu-node-1    Ready      <none>   9d    v1.28.3\ncpu-node-7    NotReady   <none>   9d    v1.28.3\n"
+	queue := "$ squeue\n  JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n" +
+		"1290410       gpu     bash    alice PD       0:00      1 (ReqNodeNotAvail, UnavailableNodes:d[001-032])\n" +
+		"1290411       gpu    train      bob  R    2:10:00      4 g[001-004]\n"
+	for _, tc := range []struct{ name, listing, rule string }{
+		{"a NotReady node", nodes, "preempted-evicted/node-not-ready-message"},
+		{"a job pending on drained nodes", queue, "scheduling/slurm-pending-nodes-down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tc.listing+"$ tail train.log\n"+training)
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+			require.Nil(t, res.RootCause, findingsOf(res))
+
+			res = analyzeLogs(t, all, training+tc.listing)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.Equal(t, tc.rule, res.RootCause.RuleID, findingsOf(res))
+		})
 	}
 }

@@ -28,6 +28,8 @@ func TestNonFiniteTrainingOnly(t *testing.T) {
 		{"a NaN evaluation, training finite", "{'loss': 1.2034, 'grad_norm': 0.91, 'learning_rate': 2e-05, 'epoch': 0.08}\n" +
 			"{'eval_loss': nan, 'eval_accuracy': 0.0, 'eval_runtime': 17.3, 'epoch': 0.08}\n" +
 			"{'loss': 1.1876, 'grad_norm': 0.88, 'learning_rate': 2e-05, 'epoch': 0.09}\n", false},
+		{"a NaN validation loss printed before the NaN training loss", "Epoch 1: 100%|##########| 938/938 [00:10<00:00, 91.57it/s, v_num=0, val_loss=nan, train_loss=nan]\n", true},
+		{"a NaN validation column before the NaN loss column", "epoch 1 | val_loss: nan | loss: nan\n", true},
 		{"a NaN validation loss in Keras", "100/100 [==============================] - 328s 3s/step - loss: 0.2445 - val_loss: nan\n", false},
 		{"a ZeRO-2 overflow at the initial scale", "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 65536\n", false},
 	} {
@@ -39,4 +41,22 @@ func TestNonFiniteTrainingOnly(t *testing.T) {
 		require.Equal(t, VerdictUnhealthy, res.Verdict, tt.name)
 		require.Equal(t, CategoryNaNLoss, res.RootCause.Category, tt.name)
 	}
+}
+
+// TestRuleExampleSkipsEvaluationColumn: a rule's example check (rules lint) finds the training
+// loss after an evaluation column, as the analysis does.
+func TestRuleExampleSkipsEvaluationColumn(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, r := range all {
+		if r.ID != "nan-loss/loss-value" {
+			continue
+		}
+		_, ok := r.matchText("epoch 1 | val_loss: nan | loss: nan")
+		require.True(t, ok)
+		_, ok = r.matchText("epoch 1 | loss: 0.31 | val_loss: nan")
+		require.False(t, ok)
+		return
+	}
+	t.Fatal("no rule nan-loss/loss-value")
 }

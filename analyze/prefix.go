@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -744,8 +745,18 @@ func unescapeJSON(dst, v []byte) []byte {
 			if i+4 < len(v) {
 				if r, err := strconv.ParseUint(string(v[i+1:i+5]), 16, 32); err == nil {
 					i += 4
-					if r >= 0x20 && r != 0x7f {
-						dst = utf8.AppendRune(dst, rune(r))
+					c := rune(r)
+					if utf16.IsSurrogate(c) && i+6 < len(v) && v[i+1] == '\\' && v[i+2] == 'u' {
+						// A character beyond the BMP, escaped as its UTF-16 pair.
+						if lo, err := strconv.ParseUint(string(v[i+3:i+7]), 16, 32); err == nil {
+							if pair := utf16.DecodeRune(c, rune(lo)); pair != utf8.RuneError {
+								c = pair
+								i += 6
+							}
+						}
+					}
+					if c >= 0x20 && c != 0x7f {
+						dst = utf8.AppendRune(dst, c)
 					}
 					continue
 				}

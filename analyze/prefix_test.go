@@ -302,6 +302,10 @@ func TestRecordMessage(t *testing.T) {
 		{`{"message":"container","log":"KeyError: 'labels'\n"}`, "KeyError: 'labels'", true},
 		{`{"log":"Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: x\n"}`, `Traceback (most recent call last):   File "x.py", line 1 ValueError: x`, true},
 		{`{"log":"\u001b[31mERROR\u001b[0m boom"}`, "[31mERROR[0m boom", true},
+		// A character beyond the BMP comes as its UTF-16 pair; half a pair stays unreadable.
+		{`{"log":"KeyError: '\uD83D\uDE00'\n"}`, "KeyError: '\U0001F600'", true},
+		{`{"log":"KeyError: '\ud83d\u0041'\n"}`, "KeyError: '\uFFFDA'", true},
+		{`{"log":"KeyError: '\uD83D'\n"}`, "KeyError: '\uFFFD'", true},
 		{`{"log":"NCCL WARN Net : Connection closed by remote peer`, "NCCL WARN Net : Connection closed by remote peer", true},
 		// Not records, or no line in them.
 		{`{'loss': 0.1, 'learning_rate': 1e-05}`, "", false},
@@ -339,6 +343,20 @@ func TestRecordLog(t *testing.T) {
 		require.Equal(t, CategoryUserCodeError, res.RootCause.Category)
 		require.True(t, strings.HasPrefix(res.RootCause.Title, "KeyError"), res.RootCause.Title) // the traceback's exception
 		require.Contains(t, res.RootCause.Evidence[len(res.RootCause.Evidence)-1].Text, `{"log":"KeyError: 'labels'\n"`)
+	}
+	// Forty records of progress, then a record whose line is a CUDA OOM with an escaped quote:
+	// the lines of one shape the scan stops reading in full are the raw records', and the OOM
+	// record is read as the line it carries.
+	var b strings.Builder
+	for i := range 40 {
+		b.WriteString(rec(fmt.Sprintf("step %d loss %.2f", 10*i, 2.5-0.01*float64(i))))
+	}
+	b.WriteString(rec(`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. Process "train" has 77.90 GiB memory in use.`))
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, b.String())
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, findingsOf(res))
+		require.Equal(t, 41, res.RootCause.Evidence[0].Line)
 	}
 	// A CUDA OOM in a Cloud Logging export.
 	log = `{"textPayload": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.20 GiB is free.", "severity": "ERROR"}` + "\n"

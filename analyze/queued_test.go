@@ -226,3 +226,23 @@ func TestPastedSqueuePending(t *testing.T) {
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", reason, res.VerdictReason)
 	}
 }
+
+// TestProgramsOwnInvalid: a program that calls its own token or configuration invalid says
+// nothing about a Kubernetes object the API server refused.
+func TestProgramsOwnInvalid(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, log := range []string{
+		"step 100 loss 2.3\nWARNING: The Token is invalid: expired, falling back to anonymous access\nstep 200 loss 2.2\nstep 300 loss 2.1\n",
+		"Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\nValueError: The Config is invalid: hidden_size must be divisible by num_heads\n",
+	} {
+		res := analyzeLogs(t, all, log)
+		for _, f := range res.Findings {
+			require.NotEqual(t, "config-error/object-invalid", f.RuleID, findingsOf(res))
+		}
+	}
+	// kubectl's answer without the object's name still names the refused Job.
+	res := analyzeLogs(t, all, "The Job is invalid: spec.template.spec.restartPolicy: Unsupported value: \"OnFailure\"\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "config-error/object-invalid", res.RootCause.RuleID, findingsOf(res))
+}

@@ -187,7 +187,10 @@ func pullEnded(lines []tailLine, j, c int, container []byte) bool {
 // an out-of-memory error whose batch was skipped, on its stream, just after it, with nothing
 // failing after the skip (caught); a pasted listing's Pending row of a pod the listing or
 // the log shows got past it (pendingStarted), and its Evicted rows beside other workloads'
-// running pods (leftoverEvicted). analyzer.resolvedLater lowers them.
+// running pods (leftoverEvicted), as its rows of pods rejected at admission, which the
+// training progress after them also shows were replaced; a pasted listing's rows of nodes
+// or of a batch queue with training progress after them (clusterRows).
+// analyzer.resolvedLater lowers them.
 func (s *logScanner) markSurvived() {
 	var lines []tailLine // the kept lines, read once a listing row needs them
 	for _, f := range s.findings {
@@ -213,8 +216,14 @@ func (s *logScanner) markSurvived() {
 				f.startedLater = f.startedLater || len(f.rule.rootOnlyIf) > 0 && pendingStarted(rows, lines, last, s.tail.lastProgress)
 			case "Evicted":
 				f.leftover = leftoverEvicted(rows, lines)
+			case rejectedStatus:
+				// A pod the kubelet rejected at admission stays listed, Failed, as an evicted
+				// one does; training progress after the row shows its replacement got devices.
+				f.leftover = leftoverEvicted(rows, lines)
+				f.startedLater = f.startedLater || last < s.tail.lastProgress
 			}
 		}
+		f.trainedPast = last < s.tail.lastProgress && clusterRows(f.Evidence)
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
 			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)
 		}
@@ -562,6 +571,39 @@ func listedAs(rows []listedPod) string {
 		}
 	}
 	return string(rows[0].status)
+}
+
+// clusterRows says whether every line of evidence es is a row of a pasted listing of the
+// cluster rather than of the job: a node of kubectl get nodes (NAME STATUS [ROLES] AGE
+// VERSION: a NotReady node among others) or a pending job of squeue (another user's job
+// waiting for drained nodes). Such a listing is the cluster's state when it was pasted,
+// and training progress after it shows the job was not held by it.
+func clusterRows(es []Evidence) bool {
+	for _, e := range es {
+		f := strings.Fields(e.Text)
+		if !nodeRow(f) && !pendingQueueRow(f) {
+			return false
+		}
+	}
+	return len(es) > 0
+}
+
+// nodeRow says whether the fields f are a row of kubectl get nodes: a name, a status with
+// Ready in it, and a kubelet version ("v1.28.3") last.
+func nodeRow(f []string) bool {
+	n := len(f)
+	return n >= 4 && n <= 5 && strings.Contains(f[1], "Ready") && len(f[n-1]) > 1 && f[n-1][0] == 'v' && f[n-1][1] >= '0' && f[n-1][1] <= '9'
+}
+
+// pendingQueueRow says whether the fields f are a row of squeue for a pending job: its
+// state (PD, PENDING) followed by its time ("0:00").
+func pendingQueueRow(f []string) bool {
+	for i := 1; i+1 < len(f); i++ {
+		if (f[i] == "PD" || f[i] == "PENDING") && strings.Contains(f[i+1], ":") {
+			return true
+		}
+	}
+	return false
 }
 
 // rowsOf is the listing rows of evidence es, nil when one of its lines is no row.

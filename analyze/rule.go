@@ -566,26 +566,11 @@ func (r *Rule) matchText(text string) (map[string]string, bool) {
 		if cp.kind != kindLine {
 			continue
 		}
-		if m := cp.re.FindStringSubmatch(text); m != nil {
-			if g := groups(cp.re, m); !evaluationMetric(g["metric"]) {
-				return g, true
-			}
+		if g, ok := trainingMatch(cp.re, []byte(text)); ok {
+			return g, true
 		}
 	}
 	return nil, false
-}
-
-func groups(re *regexp.Regexp, m []string) map[string]string {
-	var g map[string]string
-	for i, name := range re.SubexpNames() {
-		if name != "" && i < len(m) && m[i] != "" {
-			if g == nil {
-				g = map[string]string{}
-			}
-			g[name] = m[i]
-		}
-	}
-	return g
 }
 
 // TitleFor fills the rule's {name} placeholders from a match's named groups. A placeholder

@@ -447,22 +447,42 @@ func (rs *RuleSet) confirm(text []byte, sc *Scratch) []Hit {
 		if pat.rule == last && pat.kind == lastKind {
 			continue // this rule already matched through an earlier pattern
 		}
-		loc := pat.re.FindSubmatchIndex(text)
-		if loc == nil {
-			continue
-		}
-		last, lastKind = pat.rule, pat.kind
 		if pat.kind != kindLine {
+			loc := pat.re.FindSubmatchIndex(text)
+			if loc == nil {
+				continue
+			}
+			last, lastKind = pat.rule, pat.kind
 			sc.state = append(sc.state, stateHit{rule: pat.rule, kind: pat.kind, groups: groupsAt(pat.re, text, loc)})
 			continue
 		}
-		g := groupsAt(pat.re, text, loc)
-		if evaluationMetric(g["metric"]) {
+		g, ok := trainingMatch(pat.re, text)
+		if !ok {
 			continue
 		}
+		last, lastKind = pat.rule, pat.kind
 		hits = append(hits, Hit{Rule: pat.rule, Groups: g})
 	}
 	return dropFallbacks(hits)
+}
+
+// trainingMatch returns the groups of the first match of re in text whose group metric
+// names no evaluation metric: "val_loss=nan, train_loss=nan" is found by its training
+// loss, whichever column comes first.
+func trainingMatch(re *regexp.Regexp, text []byte) (map[string]string, bool) {
+	loc := re.FindSubmatchIndex(text)
+	if loc == nil {
+		return nil, false
+	}
+	if g := groupsAt(re, text, loc); !evaluationMetric(g["metric"]) {
+		return g, true
+	}
+	for _, loc := range re.FindAllSubmatchIndex(text, -1)[1:] {
+		if g := groupsAt(re, text, loc); !evaluationMetric(g["metric"]) {
+			return g, true
+		}
+	}
+	return nil, false
 }
 
 // evaluationMetric says whether a pattern's group metric names a metric of an evaluation

@@ -137,6 +137,9 @@ func (a *analyzer) waited(root *Finding) (wait time.Duration, how string, collec
 			longest, found = f.waitPrinted, true
 		}
 		for _, ev := range f.Evidence {
+			if rejectedRow([]byte(ev.Text)) {
+				continue
+			}
 			if d, ok := printedWait(ev.Text); ok && d >= longest {
 				longest, found = d, true
 			}
@@ -152,12 +155,22 @@ func (a *analyzer) waited(root *Finding) (wait time.Duration, how string, collec
 // (see waited): a pasted describe names the wait in a condition without an age, then in
 // its events with one.
 func (f *Finding) notePrintedWait(line []byte) {
-	if f.rule == nil || !waitingCategory(f.rule.Category) && len(f.rule.rootOnlyIf) == 0 {
+	if f.rule == nil || !waitingCategory(f.rule.Category) && len(f.rule.rootOnlyIf) == 0 || rejectedRow(line) {
 		return
 	}
 	if d, ok := printedWait(string(line)); ok && d > f.waitPrinted {
 		f.waitPrinted = d
 	}
+}
+
+// rejectedStatus is the STATUS a kubectl listing shows for a pod the kubelet rejected at
+// admission (its reason): the pod is Failed, its age no wait.
+const rejectedStatus = "UnexpectedAdmissionError"
+
+// rejectedRow says whether line is a listing row of a pod rejected at admission.
+func rejectedRow(line []byte) bool {
+	r, ok := listedRow(line)
+	return ok && string(r.status) == rejectedStatus
 }
 
 // waitingCategory says whether findings of a category are about waiting to start whatever

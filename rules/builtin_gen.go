@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "b3cc906fe4e985bf159ec09568d520f499342854e6fc180278c861d8297a0245"
+const builtinDigest = "97d9732015a3bea24be025338889de72ab05c3c9509fff483705e5f3c352899f"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -7339,7 +7339,8 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"(?P<kind>[A-Z]\\w*(?:\\.[a-z][\\w-]*)+) \\\\?\"(?P<name>[^\"\\\\]+)\\\\?\" is invalid: \\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
-								"\\bThe (?P<kind>[A-Z]\\w*) (?:\"(?P<name>[^\"]*)\" )?is invalid: ?\\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
+								"\\bThe (?P<kind>[A-Z]\\w*) \"(?P<name>[^\"]*)\" is invalid: ?\\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
+								"\\bThe (?P<kind>Job|Pod|JobSet|CronJob|Deployment|StatefulSet|DaemonSet|ReplicaSet|Service|ConfigMap|Secret|PersistentVolumeClaim|PodGroup|LeaderWorkerSet|PyTorchJob|TFJob|MPIJob|XGBoostJob|PaddleJob|TrainJob|RayJob|RayCluster|RayService) is invalid: ?\\[?(?P<field>[a-z][\\w.\\[\\]-]*[\\w\\]])",
 							},
 						},
 						Explanation: "The API server rejected an object (a Job, a pod, a JobSet) because a field of its spec is missing or invalid; the controller that builds it from the training job's spec gets the same answer on every retry, so the job's pods are never created.\n",
@@ -7368,6 +7369,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "The Job \"pi\" is invalid",
+								},
+								{
+									Text: "WARNING: The Token is invalid: expired, falling back to anonymous access",
+								},
+								{
+									Text: "ValueError: The Config is invalid: hidden_size must be divisible by num_heads",
 								},
 							},
 						},

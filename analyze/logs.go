@@ -64,6 +64,9 @@ type logScanner struct {
 	ignored ignoredTrace
 	// numbers follows a log viewer's line numbers in front of the lines (prefix.go).
 	numbers lineNumbers
+	// groups are the log's last lines in which an elastic agent restarted or started its
+	// worker group (recovery.go), at most maxGroupLines.
+	groups []groupLine
 }
 
 // textFact is an object fact read from a log line.
@@ -102,6 +105,9 @@ type shapeSeen struct {
 	memo  *shapeMemo
 	// tail is which lines of the shape can hold a tail word (newTailFilter).
 	tail *shapeMemo
+	// group says whether the shape's lines say that a launcher restarts or starts its
+	// worker group (groupLineOf): 0 not yet known, else groupWordNone or groupWordSome.
+	group int8
 }
 
 // filterAfter is how many lines of a shape are matched in full before its filter is worked
@@ -164,6 +170,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	s.sc.both, s.sc.found = match, false
 	progress, step := s.progressOf(l, text)
 	s.sc.both = false
+	if !progress {
+		s.seeGroup(l, text)
+	}
 	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, l.Offset >= s.ls.Size-quietWindow && s.tailQuiet(l))
 	if progress {
 		s.tail.lastProgress = l.Number
@@ -259,6 +268,9 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText
 	}
 	for _, h := range hits {
 		f := s.byRule[h.Rule]
+		if f != nil && s.restartedSince(f) {
+			f = nil // the new worker group's failure is its own (recovery.go)
+		}
 		if f != nil {
 			f.Count++
 			f.notePrintedWait(raw.b)

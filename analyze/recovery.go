@@ -1,12 +1,15 @@
 package analyze
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // Training went on past an error when its process printed at least minResumed progress lines
@@ -42,12 +45,24 @@ func (a *analyzer) recoveredByRestart() {
 		return cmp.Or(strings.Compare(p.pod, pod), strings.Compare(p.container, container))
 	}
 	slices.SortStableFunc(procs, func(p, q *procState) int { return byContainer(p, q.pod, q.container) })
+	// The processes of the logs in which an elastic agent restarted its worker group.
+	logProcs := map[string][]*procState{}
+	for _, p := range procs {
+		if len(a.groups[p.log]) > 0 {
+			logProcs[p.log] = append(logProcs[p.log], p)
+		}
+	}
 	for _, f := range a.findings {
 		if f.recovered != nil && f.Severity >= SeverityWarning {
 			a.markRecovered(f) // a streak that ended: the values were good again
 			continue
 		}
 		if f.Severity < SeverityError || f.derived || f.Layer != LayerExecution || f.log == "" || f.rule != nil && f.rule.Match.Streak != nil {
+			continue
+		}
+		if m, ok := a.resumedAfterGroupRestart(f, logProcs); ok {
+			f.recovered, f.restarted, f.groupRestart = &m, true, true
+			a.markRecovered(f)
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(procs, f, func(p *procState, f *Finding) int { return byContainer(p, f.Pod, f.Container) })
@@ -129,6 +144,151 @@ func resumedAfter(p *procState, f *Finding) (mark, bool) {
 	return first, true
 }
 
+// An elastic agent restarts its worker group after a worker failed while it has restarts
+// left (torchrun's --max-restarts) and says so: "[default] Worker group FAILED. 3/3 attempts
+// left; will restart worker group", then "Stopping worker group", "Rendezvous'ing worker
+// group" and "Starting worker group" (torchelastic's words in shun-zheng/Doc2EDAG#24; NVIDIA's
+// fault-tolerance launcher, ft_launcher, prints the same: "[default] Worker group FAILED. 3/5
+// attempts left; will restart worker group", NeMo RL's docs/guides/ft-launcher-guide.md).
+// When its restarts are spent it stops the group and raises ChildFailedError instead. A
+// failure in the log before such a restart, after which the new group trained, did not end
+// the job.
+var (
+	groupRestartWords = []byte("will restart worker group")
+	groupStartWords   = []byte("Starting worker group")
+	attemptsLeftWords = []byte(" attempts left")
+	groupWords        = []byte("worker group") // in both
+)
+
+// groupLine is a line in which an agent restarted (restart) or started its worker group.
+type groupLine struct {
+	line    int
+	restart bool
+}
+
+// maxGroupLines bounds the group lines a log keeps (its last): an agent that restarts its
+// workers hundreds of times keeps the restarts that may have recovered its last failures.
+const maxGroupLines = 64
+
+// Values of shapeSeen.group.
+const (
+	groupWordNone int8 = iota + 1
+	groupWordSome
+)
+
+// seeGroup records line l (its text after its prefix) when it says that an agent restarts
+// or starts its worker group. Lines of one shape share their words, so a shape without
+// those words is looked at once.
+func (s *logScanner) seeGroup(l *logscan.Scanned, text []byte) {
+	if sh := l.Shape; sh != nil && sh.ID < len(s.shapes) {
+		seen := &s.shapes[sh.ID]
+		if seen.group == groupWordNone {
+			return
+		}
+		if seen.group == 0 {
+			seen.group = groupWordNone
+			if bytes.Contains(text, groupWords) {
+				seen.group = groupWordSome
+			}
+		}
+	}
+	g, ok := groupLineOf(text)
+	if !ok {
+		return
+	}
+	g.line = l.Number
+	if len(s.groups) == maxGroupLines {
+		s.groups = append(s.groups[:0], s.groups[1:]...)
+	}
+	s.groups = append(s.groups, g)
+}
+
+// restartedSince says whether the log's agent restarted its worker group after the last
+// line of finding f: a line of f's rule after that is the new group's, and a finding of its
+// own, which the restart did not recover from.
+func (s *logScanner) restartedSince(f *Finding) bool {
+	for i := len(s.groups) - 1; i >= 0; i-- {
+		if g := s.groups[i]; g.restart {
+			e := f.Evidence[len(f.Evidence)-1]
+			return g.line > max(e.Line, e.LastLine)
+		}
+	}
+	return false
+}
+
+// groupLineOf reads line t as an agent's restart or start of its worker group. A restart
+// with no attempt left ("0/3 attempts left") is none.
+func groupLineOf(t []byte) (groupLine, bool) {
+	if i := bytes.Index(t, groupRestartWords); i >= 0 {
+		head := t[:i]
+		if j := bytes.Index(head, attemptsLeftWords); j > 0 {
+			k := bytes.LastIndexByte(head[:j], ' ')
+			if bytes.HasPrefix(head[k+1:j], []byte("0/")) {
+				return groupLine{}, false
+			}
+		}
+		return groupLine{restart: true}, true
+	}
+	if bytes.Contains(t, groupStartWords) {
+		return groupLine{}, true
+	}
+	return groupLine{}, false
+}
+
+// resumedAfterGroupRestart finds training that went on after an elastic agent restarted
+// its worker group following finding f: the first restart after f's last line, and at
+// least minResumed progress lines of the log after it (after the start of the new group,
+// when the log says it started: lines a stopped worker had buffered may come out while the
+// agent stops the old group). The new group's lines need not reach f's step (it resumes
+// from a checkpoint) nor say when (the agent's own lines say the group was restarted).
+// procs are the processes of the logs with such restarts.
+func (a *analyzer) resumedAfterGroupRestart(f *Finding, procs map[string][]*procState) (mark, bool) {
+	gs := a.groups[f.log]
+	if len(gs) == 0 {
+		return mark{}, false
+	}
+	last := f.order
+	for _, e := range f.Evidence {
+		if e.File == f.log {
+			last = max(last, e.Line, e.LastLine)
+		}
+	}
+	from := -1
+	for _, g := range gs {
+		if g.line <= last {
+			continue
+		}
+		if from < 0 {
+			if g.restart {
+				from = g.line
+			}
+			continue
+		}
+		if !g.restart {
+			from = g.line // the new group's start
+		}
+		break
+	}
+	if from < 0 {
+		return mark{}, false
+	}
+	n := 0
+	var first mark
+	for _, p := range procs[f.log] {
+		for k := range min(p.progress, maxPeriods) {
+			m, _ := p.progressBack(k)
+			if m.line <= from {
+				break
+			}
+			n++
+			if first.line == 0 || m.line < first.line {
+				first = m
+			}
+		}
+	}
+	return first, n >= minResumed
+}
+
 // resumedAfterRestart finds training in the log of the container that restarted after the
 // error ended its previous log: enough progress, spread over time when the lines say when,
 // and past the step the error was at when both say.
@@ -157,6 +317,8 @@ func (f *Finding) recoveryText() string {
 		return ""
 	}
 	switch {
+	case f.groupRestart:
+		return "worker group restarted, resumed at " + m.place()
 	case f.restarted:
 		return "restarted, resumed at " + m.place()
 	case f.rule != nil && f.rule.Match.Streak != nil:

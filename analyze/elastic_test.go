@@ -161,3 +161,41 @@ func TestGlogHeaderTimesFinding(t *testing.T) {
 	require.NotNil(t, res.RootCause, res.VerdictReason)
 	require.Nil(t, res.RootCause.Time)
 }
+
+// TestCaughtExceptionThenTraining: a catch-all exception after which its process trained on
+// for minutes (a callback's exception caught and logged) is recovered when the progress
+// lines say when they were printed; without times the lines after it may be the buffered
+// stdout of a process that died of it, so it stays the root cause, at low confidence; and an
+// exception that ends the log is its end whatever came before.
+func TestCaughtExceptionThenTraining(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	exception := "Traceback (most recent call last):\n" +
+		"  File \"/workspace/callbacks.py\", line 40, in on_log\n" +
+		"ValueError: could not convert string to float: 'n/a'\n"
+	steps := func(timed bool, from, to int) string {
+		var b strings.Builder
+		at := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC).Add(time.Duration(from) * 2 * time.Second)
+		for s := from; s <= to; s += 10 {
+			if timed {
+				b.WriteString(at.Format("2006-01-02 15:04:05,000") + " - INFO - ")
+			}
+			fmt.Fprintf(&b, "step %d | loss %.4f | lr 2.0e-04\n", s, 2.0-float64(s)/10000)
+			at = at.Add(20 * time.Second)
+		}
+		return b.String()
+	}
+	res := analyzeLogs(t, all, steps(true, 10, 90)+exception+steps(true, 100, 390))
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	f := categoryFinding(res, CategoryUserCodeError)
+	require.NotNil(t, f)
+	require.Contains(t, f.Title, "ValueError (recovered: resumed at step 100)")
+
+	res = analyzeLogs(t, all, steps(false, 10, 90)+exception+steps(false, 100, 390))
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, ConfidenceLow, res.Confidence)
+
+	res = analyzeLogs(t, all, steps(true, 10, 90)+exception+steps(true, 100, 390)+exception)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryUserCodeError, res.RootCause.Category)
+}

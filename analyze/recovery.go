@@ -117,13 +117,15 @@ func (a *analyzer) markRecovered(f *Finding) {
 }
 
 // resumedAfter finds, in the process's own log, training that went on after the finding's
-// line: enough progress lines, spread over time, reaching past the step the error was at.
-// Lines without times cannot tell resumed training from a buffer's last lines.
+// last line (the same failure printed again later is not recovered from by the training
+// before it): enough progress lines, spread over time, reaching past the step the error was
+// at. Lines without times cannot tell resumed training from a buffer's last lines.
 func resumedAfter(p *procState, f *Finding) (mark, bool) {
 	var after []mark
+	last := f.lastLine()
 	for k := range min(p.progress, maxPeriods) {
 		m, _ := p.progressBack(k)
-		if m.line <= f.order {
+		if m.line <= last {
 			break
 		}
 		after = append(after, m)
@@ -131,14 +133,14 @@ func resumedAfter(p *procState, f *Finding) (mark, bool) {
 	if len(after) < minResumed {
 		return mark{}, false
 	}
-	first, last := after[len(after)-1], after[0]
-	if p.first.line > f.order {
+	first, end := after[len(after)-1], after[0]
+	if p.first.line > last {
 		first = p.first
 	}
-	if first.time == 0 || last.time == 0 || time.Duration(last.time-first.time) < resumeSpan {
+	if first.time == 0 || end.time == 0 || time.Duration(end.time-first.time) < resumeSpan {
 		return mark{}, false
 	}
-	if f.step >= 0 && last.step >= 0 && last.step <= f.step {
+	if f.step >= 0 && end.step >= 0 && end.step <= f.step {
 		return mark{}, false
 	}
 	return first, true
@@ -247,12 +249,7 @@ func (a *analyzer) resumedAfterGroupRestart(f *Finding, procs map[string][]*proc
 	if len(gs) == 0 {
 		return mark{}, false
 	}
-	last := f.order
-	for _, e := range f.Evidence {
-		if e.File == f.log {
-			last = max(last, e.Line, e.LastLine)
-		}
-	}
+	last := f.lastLine()
 	from := -1
 	for _, g := range gs {
 		if g.line <= last {
@@ -287,6 +284,17 @@ func (a *analyzer) resumedAfterGroupRestart(f *Finding, procs map[string][]*proc
 		}
 	}
 	return first, n >= minResumed
+}
+
+// lastLine is the last line of its log that finding f was seen on.
+func (f *Finding) lastLine() int {
+	last := f.order
+	for _, e := range f.Evidence {
+		if e.File == f.log {
+			last = max(last, e.Line, e.LastLine)
+		}
+	}
+	return last
 }
 
 // resumedAfterRestart finds training in the log of the container that restarted after the

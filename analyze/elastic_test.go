@@ -37,6 +37,8 @@ func elasticAttempt(b *strings.Builder, from, to int, fail bool, left int) {
 	}
 	fmt.Fprintf(b, "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. %d/3 attempts left; will restart worker group\n", left)
 	b.WriteString("INFO:torch.distributed.elastic.agent.server.api:[default] Stopping worker group\n")
+	// The other workers' end, as the agent stops them (pytorch/pytorch#91278's wording).
+	b.WriteString("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2200 closing signal SIGTERM\n")
 	b.WriteString("INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group\n")
 }
 
@@ -104,6 +106,33 @@ func TestElasticRestartRecovered(t *testing.T) {
 		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 		require.Equal(t, CategoryCollectiveError, res.RootCause.Category, res.VerdictReason)
 		require.NotContains(t, res.RootCause.Title, "recovered")
+	})
+	t.Run("restarted, and the new group never trained", func(t *testing.T) {
+		var b strings.Builder
+		elasticAttempt(&b, 100, 150, true, 3)
+		b.WriteString("torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n")
+		res := analyzeLogs(t, all, b.String())
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.NotContains(t, res.VerdictReason, "recovered")
+	})
+	t.Run("Ray Train's controller retried", func(t *testing.T) {
+		// Ray Train's words (ray-project/ray#60376); the worker's error and the steps are
+		// made up.
+		var b strings.Builder
+		b.WriteString("Attempting to start training worker group of size 8 with the following resources: [{'GPU': 1}] * 8\n")
+		for s := 100; s <= 150; s += 10 {
+			fmt.Fprintf(&b, "step %d | loss 1.9 | lr 2.0e-04\n", s)
+		}
+		b.WriteString("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n")
+		b.WriteString("[FailurePolicy] Decision: FailureDecision.RETRY, Error source: worker group, Error count / maximum errors allowed: 1/3, Error: Training failed due to worker errors:\n")
+		b.WriteString("Attempting to start training worker group of size 8 with the following resources: [{'GPU': 1}] * 8\n")
+		for s := 100; s <= 400; s += 10 {
+			fmt.Fprintf(&b, "step %d | loss 1.8 | lr 2.0e-04\n", s)
+		}
+		for name, rules := range tiers {
+			res := analyzeLogs(t, rules, b.String())
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, res.VerdictReason)
+		}
 	})
 	t.Run("a restart with no attempt left is none", func(t *testing.T) {
 		var b strings.Builder

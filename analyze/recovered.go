@@ -350,15 +350,25 @@ func isRecovery(t []byte, words wordSet) bool {
 // tailWordsOf.
 func forgetRecovered(t *tailBuf, lines []tailLine, kinds []lineKind, words []wordSet) {
 	// An elastic agent restarted its worker group and the new group trained: whatever failed
-	// before the restart was the old group's end, which the job got past (recovery.go).
-	for i := len(lines) - 1; i >= 0; i-- {
-		if g, ok := groupLineOf(lines[i].text); ok && g.restart {
-			if t.lastProgress > lines[i].line {
-				for j := 0; j <= i; j++ {
-					kinds[j] = kindNone
-				}
+	// before the new group started was the old group's end, which the job got past
+	// (recovery.go).
+	end, restarted := -1, false
+	for i := len(lines) - 1; i >= 0 && !restarted; i-- {
+		g, ok := groupLineOf(lines[i].text)
+		switch {
+		case !ok:
+		case g.restart:
+			restarted = true
+			if end < 0 {
+				end = i
 			}
-			break
+		default:
+			end = i // a start after the last restart
+		}
+	}
+	if restarted && t.lastProgress > lines[end].line {
+		for j := 0; j <= end; j++ {
+			kinds[j] = kindNone
 		}
 	}
 	for i := len(words) - 1; i >= 0; i-- {

@@ -152,14 +152,19 @@ func resumedAfter(p *procState, f *Finding) (mark, bool) {
 // group" and "Starting worker group" (torchelastic's words in shun-zheng/Doc2EDAG#24; NVIDIA's
 // fault-tolerance launcher, ft_launcher, prints the same: "[default] Worker group FAILED. 3/5
 // attempts left; will restart worker group", NeMo RL's docs/guides/ft-launcher-guide.md).
-// When its restarts are spent it stops the group and raises ChildFailedError instead. A
-// failure in the log before such a restart, after which the new group trained, did not end
-// the job.
+// When its restarts are spent it stops the group and raises ChildFailedError instead. Ray
+// Train's controller decides the same under FailureConfig(max_failures): "[FailurePolicy]
+// Decision: FailureDecision.RETRY, Error source: ..., Error count / maximum errors allowed:
+// 1/inf, Error: ...", then "Attempting to start training worker group of size 8" (its words
+// in ray-project/ray#60376; FailureDecision.RAISE when it gives up). A failure in the log
+// before such a restart, or while the old group was torn down before the new one started,
+// after which the new group trained, did not end the job.
 var (
-	groupRestartWords = []byte("will restart worker group")
-	groupStartWords   = []byte("Starting worker group")
+	groupRestartWords = [][]byte{[]byte("will restart worker group"), []byte("FailureDecision.RETRY")}
+	groupStartWords   = [][]byte{[]byte("Starting worker group"), []byte("start training worker group")}
 	attemptsLeftWords = []byte(" attempts left")
-	groupWords        = []byte("worker group") // in both
+	// groupWords are in every line of either kind.
+	groupWords = [][]byte{[]byte("worker group"), []byte("FailureDecision")}
 )
 
 // groupLine is a line in which an agent restarted (restart) or started its worker group.
@@ -189,8 +194,10 @@ func (s *logScanner) seeGroup(l *logscan.Scanned, text []byte) {
 		}
 		if seen.group == 0 {
 			seen.group = groupWordNone
-			if bytes.Contains(text, groupWords) {
-				seen.group = groupWordSome
+			for _, w := range groupWords {
+				if bytes.Contains(text, w) {
+					seen.group = groupWordSome
+				}
 			}
 		}
 	}
@@ -221,7 +228,11 @@ func (s *logScanner) restartedSince(f *Finding) bool {
 // groupLineOf reads line t as an agent's restart or start of its worker group. A restart
 // with no attempt left ("0/3 attempts left") is none.
 func groupLineOf(t []byte) (groupLine, bool) {
-	if i := bytes.Index(t, groupRestartWords); i >= 0 {
+	for _, w := range groupRestartWords {
+		i := bytes.Index(t, w)
+		if i < 0 {
+			continue
+		}
 		head := t[:i]
 		if j := bytes.Index(head, attemptsLeftWords); j > 0 {
 			k := bytes.LastIndexByte(head[:j], ' ')
@@ -231,10 +242,21 @@ func groupLineOf(t []byte) (groupLine, bool) {
 		}
 		return groupLine{restart: true}, true
 	}
-	if bytes.Contains(t, groupStartWords) {
-		return groupLine{}, true
+	for _, w := range groupStartWords {
+		if bytes.Contains(t, w) {
+			return groupLine{}, true
+		}
 	}
 	return groupLine{}, false
+}
+
+// restartEnd is, for the restart gs[i], the line that ended the old group's teardown: the
+// new group's start when the log says it started before another restart, else the restart.
+func restartEnd(gs []groupLine, i int) int {
+	if i+1 < len(gs) && !gs[i+1].restart {
+		return gs[i+1].line
+	}
+	return gs[i].line
 }
 
 // resumedAfterGroupRestart finds training that went on after an elastic agent restarted
@@ -251,20 +273,16 @@ func (a *analyzer) resumedAfterGroupRestart(f *Finding, procs map[string][]*proc
 	}
 	last := f.lastLine()
 	from := -1
-	for _, g := range gs {
-		if g.line <= last {
-			continue
-		}
-		if from < 0 {
-			if g.restart {
-				from = g.line
-			}
-			continue
-		}
+	for i, g := range gs {
 		if !g.restart {
-			from = g.line // the new group's start
+			continue
 		}
-		break
+		// The finding was before the restart, or in the old group's teardown before the new
+		// group started.
+		if end := restartEnd(gs, i); last <= g.line || last < end {
+			from = end
+			break
+		}
 	}
 	if from < 0 {
 		return mark{}, false

@@ -147,6 +147,8 @@ type scannedLog struct {
 	terminal *terminalFailure
 	facts    []textFact
 	rank     int
+	// groups are the lines in which an elastic agent restarted or started its worker group.
+	groups []groupLine
 }
 
 // scanned closes the log's processes and settles them (see procState.settle): the scan's
@@ -163,7 +165,7 @@ func (s *logScanner) scanned(st logscan.Stats, spare *Scratch) scannedLog {
 		clear(s.procs)
 		spare.byRule, spare.procs, s.byRule, s.procs = s.byRule, s.procs, nil, nil
 	}
-	return scannedLog{procs: procs, findings: s.findings, terminal: s.terminal, facts: s.facts, rank: s.rank}
+	return scannedLog{procs: procs, findings: s.findings, terminal: s.terminal, facts: s.facts, rank: s.rank, groups: s.groups}
 }
 
 // scannedLogs returns what analyze reads of each log: a log whose scan did not end (Done
@@ -225,6 +227,9 @@ type analyzer struct {
 	// recoveredErrors are the errors training went on past (see recoveredByRestart), in
 	// the order found.
 	recoveredErrors []*Finding
+	// groups holds, by log, the lines in which an elastic agent restarted or started its
+	// worker group (few logs have any).
+	groups map[string][]groupLine
 	// textFacts are the object facts log lines rendered, in bundle order.
 	textFacts []loggedFact
 	// procs are the processes the logs showed, in bundle order.
@@ -287,6 +292,12 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 			}
 			for _, tf := range scanned[i].facts {
 				a.textFacts = append(a.textFacts, loggedFact{textFact: tf, ls: ls})
+			}
+			if g := scanned[i].groups; len(g) > 0 {
+				if a.groups == nil {
+					a.groups = map[string][]groupLine{}
+				}
+				a.groups[ls.Path] = g
 			}
 		}
 		sum := LogSummary{

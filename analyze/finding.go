@@ -57,8 +57,9 @@ type Finding struct {
 	// noProgressAfter: in a job that succeeded, its process showed training progress before
 	// it and none after (it was not recovered from).
 	noProgressAfter bool
-	// restarted: the progress that recovered from the finding came after a restart.
-	restarted bool
+	// restarted: the progress that recovered from the finding came after a restart;
+	// groupRestart: a restart of the worker group that an elastic agent logged (recovery.go).
+	restarted, groupRestart bool
 	// nodeEvidence: the finding is a node's own (a node condition or event, a line of a GPU
 	// agent's log on the node), not a pod's; context: such a finding of a GPU fault that does
 	// not line up in time with the failures on its node (nodeContext).

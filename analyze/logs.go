@@ -67,6 +67,9 @@ type logScanner struct {
 	// record holds the line a structured log record carried (recordMessage), for the line
 	// being visited.
 	recordText []byte
+	// groups are the log's last lines in which an elastic agent restarted or started its
+	// worker group (recovery.go), at most maxGroupLines.
+	groups []groupLine
 }
 
 // textFact is an object fact read from a log line.
@@ -105,6 +108,9 @@ type shapeSeen struct {
 	memo  *shapeMemo
 	// tail is which lines of the shape can hold a tail word (newTailFilter).
 	tail *shapeMemo
+	// group says whether the shape's lines say that a launcher restarts or starts its
+	// worker group (groupLineOf): 0 not yet known, else groupWordNone or groupWordSome.
+	group int8
 }
 
 // filterAfter is how many lines of a shape are matched in full before its filter is worked
@@ -173,6 +179,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	s.sc.both, s.sc.found = match, false
 	progress, step := s.progressOf(l, text)
 	s.sc.both = false
+	if !progress {
+		s.seeGroup(l, text)
+	}
 	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, l.Offset >= s.ls.Size-quietWindow && s.tailQuiet(l))
 	if progress {
 		s.tail.lastProgress = l.Number
@@ -268,6 +277,9 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText
 	}
 	for _, h := range hits {
 		f := s.byRule[h.Rule]
+		if f != nil && s.restartedSince(f) {
+			f = nil // the new worker group's failure is its own (recovery.go)
+		}
 		if f != nil {
 			f.Count++
 			f.notePrintedWait(raw.b)

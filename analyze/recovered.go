@@ -344,8 +344,10 @@ func isRecovery(t []byte, words wordSet) bool {
 		words&hasSocketWord != 0 && c10Head(bytes.TrimSpace(t), 'W')
 }
 
-// forgetRecovered drops the error lines (kindError: an ERROR or a failure word, nothing that
-// shows on its own that a process ended) printed before the log's last recovery line. The
+// forgetRecovered drops the failure lines of every kind printed before an elastic agent's
+// last restart of its worker group when the log shows training after it, and the error
+// lines (kindError: an ERROR or a failure word, nothing that shows on its own that a
+// process ended) printed before the log's last recovery line. The
 // recovery line itself keeps its kind when it is how the log ends (nothing but failures
 // after it), so a log that ends retrying still ends in its error; it is dropped too when the
 // log went on after it without another failure, and when it is a batch-size finder's step,
@@ -356,6 +358,28 @@ func isRecovery(t []byte, words wordSet) bool {
 // complaints it ended and whether the log names more than one pod. words are the lines'
 // tailWordsOf.
 func forgetRecovered(t *tailBuf, lines []tailLine, kinds []lineKind, words []wordSet) {
+	// An elastic agent restarted its worker group and the new group trained: whatever failed
+	// before the new group started was the old group's end, which the job got past
+	// (recovery.go).
+	end, restarted := -1, false
+	for i := len(lines) - 1; i >= 0 && !restarted; i-- {
+		g, ok := groupLineOf(lines[i].text)
+		switch {
+		case !ok:
+		case g.restart:
+			restarted = true
+			if end < 0 {
+				end = i
+			}
+		default:
+			end = i // a start after the last restart
+		}
+	}
+	if restarted && t.lastProgress > lines[end].line {
+		for j := 0; j <= end; j++ {
+			kinds[j] = kindNone
+		}
+	}
 	for i := len(words) - 1; i >= 0; i-- {
 		if words[i]&hasStartWord == 0 {
 			continue

@@ -1,12 +1,15 @@
 package analyze
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coroner-dev/coroner/logscan"
 )
 
 // Training went on past an error when its process printed at least minResumed progress lines
@@ -42,12 +45,24 @@ func (a *analyzer) recoveredByRestart() {
 		return cmp.Or(strings.Compare(p.pod, pod), strings.Compare(p.container, container))
 	}
 	slices.SortStableFunc(procs, func(p, q *procState) int { return byContainer(p, q.pod, q.container) })
+	// The processes of the logs in which an elastic agent restarted its worker group.
+	logProcs := map[string][]*procState{}
+	for _, p := range procs {
+		if len(a.groups[p.log]) > 0 {
+			logProcs[p.log] = append(logProcs[p.log], p)
+		}
+	}
 	for _, f := range a.findings {
 		if f.recovered != nil && f.Severity >= SeverityWarning {
 			a.markRecovered(f) // a streak that ended: the values were good again
 			continue
 		}
 		if f.Severity < SeverityError || f.derived || f.Layer != LayerExecution || f.log == "" || f.rule != nil && f.rule.Match.Streak != nil {
+			continue
+		}
+		if m, ok := a.resumedAfterGroupRestart(f, logProcs); ok {
+			f.recovered, f.restarted, f.groupRestart = &m, true, true
+			a.markRecovered(f)
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(procs, f, func(p *procState, f *Finding) int { return byContainer(p, f.Pod, f.Container) })
@@ -102,13 +117,15 @@ func (a *analyzer) markRecovered(f *Finding) {
 }
 
 // resumedAfter finds, in the process's own log, training that went on after the finding's
-// line: enough progress lines, spread over time, reaching past the step the error was at.
-// Lines without times cannot tell resumed training from a buffer's last lines.
+// last line (the same failure printed again later is not recovered from by the training
+// before it): enough progress lines, spread over time, reaching past the step the error was
+// at. Lines without times cannot tell resumed training from a buffer's last lines.
 func resumedAfter(p *procState, f *Finding) (mark, bool) {
 	var after []mark
+	last := f.lastLine()
 	for k := range min(p.progress, maxPeriods) {
 		m, _ := p.progressBack(k)
-		if m.line <= f.order {
+		if m.line <= last {
 			break
 		}
 		after = append(after, m)
@@ -116,17 +133,186 @@ func resumedAfter(p *procState, f *Finding) (mark, bool) {
 	if len(after) < minResumed {
 		return mark{}, false
 	}
-	first, last := after[len(after)-1], after[0]
-	if p.first.line > f.order {
+	first, end := after[len(after)-1], after[0]
+	if p.first.line > last {
 		first = p.first
 	}
-	if first.time == 0 || last.time == 0 || time.Duration(last.time-first.time) < resumeSpan {
+	if first.time == 0 || end.time == 0 || time.Duration(end.time-first.time) < resumeSpan {
 		return mark{}, false
 	}
-	if f.step >= 0 && last.step >= 0 && last.step <= f.step {
+	if f.step >= 0 && end.step >= 0 && end.step <= f.step {
 		return mark{}, false
 	}
 	return first, true
+}
+
+// An elastic agent restarts its worker group after a worker failed while it has restarts
+// left (torchrun's --max-restarts) and says so: "[default] Worker group FAILED. 3/3 attempts
+// left; will restart worker group", then "Stopping worker group", "Rendezvous'ing worker
+// group" and "Starting worker group" (torchelastic's words in shun-zheng/Doc2EDAG#24; NVIDIA's
+// fault-tolerance launcher, ft_launcher, prints the same: "[default] Worker group FAILED. 3/5
+// attempts left; will restart worker group", NeMo RL's docs/guides/ft-launcher-guide.md).
+// When its restarts are spent it stops the group and raises ChildFailedError instead. Ray
+// Train's controller decides the same under FailureConfig(max_failures): "[FailurePolicy]
+// Decision: FailureDecision.RETRY, Error source: ..., Error count / maximum errors allowed:
+// 1/inf, Error: ...", then "Attempting to start training worker group of size 8" (its words
+// in ray-project/ray#60376; FailureDecision.RAISE when it gives up). A failure in the log
+// before such a restart, or while the old group was torn down before the new one started,
+// after which the new group trained, did not end the job.
+var (
+	groupRestartWords = [][]byte{[]byte("will restart worker group"), []byte("FailureDecision.RETRY")}
+	groupStartWords   = [][]byte{[]byte("Starting worker group"), []byte("start training worker group")}
+	attemptsLeftWords = []byte(" attempts left")
+	// groupWords are in every line of either kind.
+	groupWords = [][]byte{[]byte("worker group"), []byte("FailureDecision")}
+)
+
+// groupLine is a line in which an agent restarted (restart) or started its worker group.
+type groupLine struct {
+	line    int
+	restart bool
+}
+
+// maxGroupLines bounds the group lines a log keeps (its last): an agent that restarts its
+// workers hundreds of times keeps the restarts that may have recovered its last failures.
+const maxGroupLines = 64
+
+// Values of shapeSeen.group.
+const (
+	groupWordNone int8 = iota + 1
+	groupWordSome
+)
+
+// seeGroup records line l (its text after its prefix) when it says that an agent restarts
+// or starts its worker group. Lines of one shape share their words, so a shape without
+// those words is looked at once.
+func (s *logScanner) seeGroup(l *logscan.Scanned, text []byte) {
+	if sh := l.Shape; sh != nil && sh.ID < len(s.shapes) {
+		seen := &s.shapes[sh.ID]
+		if seen.group == groupWordNone {
+			return
+		}
+		if seen.group == 0 {
+			seen.group = groupWordNone
+			for _, w := range groupWords {
+				if bytes.Contains(text, w) {
+					seen.group = groupWordSome
+				}
+			}
+		}
+	}
+	g, ok := groupLineOf(text)
+	if !ok {
+		return
+	}
+	g.line = l.Number
+	if len(s.groups) == maxGroupLines {
+		s.groups = append(s.groups[:0], s.groups[1:]...)
+	}
+	s.groups = append(s.groups, g)
+}
+
+// restartedSince says whether the log's agent restarted its worker group after the last
+// line of finding f: a line of f's rule after that is the new group's, and a finding of its
+// own, which the restart did not recover from.
+func (s *logScanner) restartedSince(f *Finding) bool {
+	for i := len(s.groups) - 1; i >= 0; i-- {
+		if g := s.groups[i]; g.restart {
+			e := f.Evidence[len(f.Evidence)-1]
+			return g.line > max(e.Line, e.LastLine)
+		}
+	}
+	return false
+}
+
+// groupLineOf reads line t as an agent's restart or start of its worker group. A restart
+// with no attempt left ("0/3 attempts left") is none.
+func groupLineOf(t []byte) (groupLine, bool) {
+	for _, w := range groupRestartWords {
+		i := bytes.Index(t, w)
+		if i < 0 {
+			continue
+		}
+		head := t[:i]
+		if j := bytes.Index(head, attemptsLeftWords); j > 0 {
+			k := bytes.LastIndexByte(head[:j], ' ')
+			if bytes.HasPrefix(head[k+1:j], []byte("0/")) {
+				return groupLine{}, false
+			}
+		}
+		return groupLine{restart: true}, true
+	}
+	for _, w := range groupStartWords {
+		if bytes.Contains(t, w) {
+			return groupLine{}, true
+		}
+	}
+	return groupLine{}, false
+}
+
+// restartEnd is, for the restart gs[i], the line that ended the old group's teardown: the
+// new group's start when the log says it started before another restart, else the restart.
+func restartEnd(gs []groupLine, i int) int {
+	if i+1 < len(gs) && !gs[i+1].restart {
+		return gs[i+1].line
+	}
+	return gs[i].line
+}
+
+// resumedAfterGroupRestart finds training that went on after an elastic agent restarted
+// its worker group following finding f: the first restart after f's last line, and at
+// least minResumed progress lines of the log after it (after the start of the new group,
+// when the log says it started: lines a stopped worker had buffered may come out while the
+// agent stops the old group). The new group's lines need not reach f's step (it resumes
+// from a checkpoint) nor say when (the agent's own lines say the group was restarted).
+// procs are the processes of the logs with such restarts.
+func (a *analyzer) resumedAfterGroupRestart(f *Finding, procs map[string][]*procState) (mark, bool) {
+	gs := a.groups[f.log]
+	if len(gs) == 0 {
+		return mark{}, false
+	}
+	last := f.lastLine()
+	from := -1
+	for i, g := range gs {
+		if !g.restart {
+			continue
+		}
+		// The finding was before the restart, or in the old group's teardown before the new
+		// group started.
+		if end := restartEnd(gs, i); last <= g.line || last < end {
+			from = end
+			break
+		}
+	}
+	if from < 0 {
+		return mark{}, false
+	}
+	n := 0
+	var first mark
+	for _, p := range procs[f.log] {
+		for k := range min(p.progress, maxPeriods) {
+			m, _ := p.progressBack(k)
+			if m.line <= from {
+				break
+			}
+			n++
+			if first.line == 0 || m.line < first.line {
+				first = m
+			}
+		}
+	}
+	return first, n >= minResumed
+}
+
+// lastLine is the last line of its log that finding f was seen on.
+func (f *Finding) lastLine() int {
+	last := f.order
+	for _, e := range f.Evidence {
+		if e.File == f.log {
+			last = max(last, e.Line, e.LastLine)
+		}
+	}
+	return last
 }
 
 // resumedAfterRestart finds training in the log of the container that restarted after the
@@ -157,6 +343,8 @@ func (f *Finding) recoveryText() string {
 		return ""
 	}
 	switch {
+	case f.groupRestart:
+		return "worker group restarted, resumed at " + m.place()
 	case f.restarted:
 		return "restarted, resumed at " + m.place()
 	case f.rule != nil && f.rule.Match.Streak != nil:

@@ -160,7 +160,8 @@ func (r *LineReader) Cut(line []byte) []byte {
 }
 
 // Clock gives each line its time: the kubelet prefix, else a time the program printed at the
-// start of the line, else the last time seen.
+// start of the line (a glog header's, which has no year, once the log has shown one: see
+// glogTime), else the last time seen.
 type Clock struct {
 	tp TimeParser
 	// Last is the time of the last line, as Unix nanoseconds; 0 before any.
@@ -178,6 +179,12 @@ func (c *Clock) Split(line []byte) (text []byte, own bool) {
 	if t, ok := LeadingTime(line); ok {
 		c.Last = t.UnixNano()
 		return line, true
+	}
+	if c.Last != 0 {
+		if ns, ok := glogTime(line, c.Last); ok {
+			c.Last = ns
+			return line, true
+		}
 	}
 	return line, false
 }

@@ -1,6 +1,7 @@
 package logscan
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"time"
@@ -43,6 +44,107 @@ func LeadingTime(line []byte) (time.Time, bool) {
 		end++
 	}
 	return parseISO(line[:end], false)
+}
+
+// glog, abseil and PyTorch's c10 logging start a line with a header that has no year: a
+// level letter, the month and day, the time and the thread, "E1120 10:05:00.000000 123
+// ProcessGroupNCCL.cpp:1484] ..." (c10 does not pad the month: "E324" is 24 March). c10 puts
+// it in brackets, after the rank when the process has one ("[rank1]:[E1120 10:05:00.000000
+// 123 ProcessGroupNCCL.cpp:1484] ..."); torchrun logs with glog's own ("I0903
+// 16:36:04.240921 23456247946112 torch/distributed/launcher/api.py:188] ...",
+// MDIL-SNU/SevenNet#83). Such a time is read only in a log that has shown a full timestamp:
+// its year is the one that puts the header nearest that time (a log that crosses New Year).
+// A log of glog headers alone gets no time from them, as a log of times without a date gets
+// none.
+
+// glogPrefixes bounds the bracketed launcher prefixes ("[rank1]:", "[default0]:") skipped
+// before a glog header, and glogPrefixLen each one's length.
+const (
+	glogPrefixes  = 2
+	glogPrefixLen = 24
+)
+
+// glogTime reads the time of the glog header at the start of line (after launcher prefixes
+// in brackets), as Unix nanoseconds, its year taken from near (Unix nanoseconds, not 0).
+func glogTime(line []byte, near int64) (int64, bool) {
+	for k := 0; ; k++ {
+		if ns, ok := glogHeader(line, near); ok {
+			return ns, true
+		}
+		if k == glogPrefixes || len(line) == 0 || line[0] != '[' {
+			return 0, false
+		}
+		j := bytes.Index(line[:min(len(line), glogPrefixLen)], []byte("]:"))
+		if j < 0 {
+			return 0, false
+		}
+		line = line[j+2:]
+	}
+}
+
+// glogHeader reads the glog header at the start of line, in brackets or not ("E1120
+// 10:05:00.000000 123 ..."), as glogTime does.
+func glogHeader(line []byte, near int64) (int64, bool) {
+	if len(line) > 0 && line[0] == '[' {
+		line = line[1:]
+	}
+	// "E1120 10:05:00" and a fraction, then a space. c10 does not pad the month: "E324"
+	// is 24 March.
+	if len(line) < 14 || !isGlogLevel(line[0]) {
+		return 0, false
+	}
+	d := 1
+	for d < 5 && line[d] >= '0' && line[d] <= '9' {
+		d++
+	}
+	if d < 4 || d > 5 || line[d] != ' ' {
+		return 0, false
+	}
+	date, clock := line[1:d], line[d+1:]
+	if len(clock) < 9 || clock[2] != ':' || clock[5] != ':' {
+		return 0, false
+	}
+	mon := int(date[0] - '0')
+	if len(date) == 4 {
+		mon = mon*10 + int(date[1]-'0')
+	}
+	var v [4]int
+	for i, b := range [4][]byte{date[len(date)-2:], clock[0:2], clock[3:5], clock[6:8]} {
+		if b[0] < '0' || b[0] > '9' || b[1] < '0' || b[1] > '9' {
+			return 0, false
+		}
+		v[i] = int(b[0]-'0')*10 + int(b[1]-'0')
+	}
+	day, hh, mm, ss := v[0], v[1], v[2], v[3]
+	if mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60 {
+		return 0, false
+	}
+	nsec, i, ok := fractionAt(clock, 8)
+	if !ok || i >= len(clock) || clock[i] != ' ' {
+		return 0, false
+	}
+	year := time.Unix(0, near).UTC().Year()
+	best, found := int64(0), false
+	for y := year - 1; y <= year+1; y++ {
+		t := time.Date(y, time.Month(mon), day, hh, mm, ss, nsec, time.UTC)
+		if t.Day() != day {
+			continue // no such day that year (29 February)
+		}
+		if ns := t.UnixNano(); !found || absDiff(ns, near) < absDiff(best, near) {
+			best, found = ns, true
+		}
+	}
+	return best, found
+}
+
+// isGlogLevel says whether c is a glog severity letter: info, warning, error, fatal.
+func isGlogLevel(c byte) bool { return c == 'I' || c == 'W' || c == 'E' || c == 'F' }
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 // parseISO parses YYYY-MM-DD[T ]HH:MM:SS[.,fraction][Z|±HH:MM]. With strict, the 'T'

@@ -200,3 +200,44 @@ func TestFractionAt(t *testing.T) {
 		}
 	}
 }
+
+// TestGlogTime: a glog or c10 header's time, which has no year, takes the year that puts it
+// nearest the log's last full timestamp, behind launcher prefixes; other lines have none.
+func TestGlogTime(t *testing.T) {
+	near := time.Date(2026, 11, 20, 10, 0, 1, 0, time.UTC).UnixNano()
+	tests := []struct {
+		line string
+		want time.Time
+		ok   bool
+	}{
+		// The c10 header of PyTorch 2.4+, behind its rank (the NCCL watchdog's line).
+		{"[rank1]:[E1120 10:05:00.000000 123 ProcessGroupNCCL.cpp:1484] [PG 0 Rank 1] Process group watchdog thread terminated with exception", time.Date(2026, 11, 20, 10, 5, 0, 0, time.UTC), true},
+		// torchrun's launcher, glog's own header (MDIL-SNU/SevenNet#83).
+		{"I1120 16:36:04.240921 23456247946112 torch/distributed/launcher/api.py:188] Starting elastic_operator with launch configs:", time.Date(2026, 11, 20, 16, 36, 4, 240921000, time.UTC), true},
+		// torchrun's tee prefix before the rank's; c10 does not pad the month (9 January).
+		{"[default0]:[rank0]:[W1205 13:46:07.434464 ProcessGroupNCCL.cpp:1250] warning", time.Date(2026, 12, 5, 13, 46, 7, 434464000, time.UTC), true},
+		{"[rank0]:[W1205 13:46:07.434464 ProcessGroupNCCL.cpp:1250] warning", time.Date(2026, 12, 5, 13, 46, 7, 434464000, time.UTC), true},
+		{"[rank1]:[E109 09:00:00.000000 1 x.cc:1] y", time.Date(2027, 1, 9, 9, 0, 0, 0, time.UTC), true},
+		// 2 January is nearest 20 November 2026 in 2027.
+		{"E0102 00:00:01.5 1 x.cc:1] y", time.Date(2027, 1, 2, 0, 0, 1, 500000000, time.UTC), true},
+		{"[E ProcessGroupNCCL.cpp:737] no time", time.Time{}, false},
+		{"E1120 a line that only starts like one", time.Time{}, false},
+		{"[rank1]: step 100 | loss 2.0", time.Time{}, false},
+		{"I1320 10:05:00.000000 1 x.cc:1] no such month", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		ns, ok := glogTime([]byte(tt.line), near)
+		if ok != tt.ok || ok && ns != tt.want.UnixNano() {
+			t.Errorf("glogTime(%q) = %v, %v; want %v, %v", tt.line, time.Unix(0, ns).UTC(), ok, tt.want, tt.ok)
+		}
+	}
+	// Without a full timestamp before it, the header gives its line no time.
+	var c Clock
+	if _, own := c.Split([]byte(tests[0].line)); own || c.Last != 0 {
+		t.Errorf("a glog header before any full time was read as %v", time.Unix(0, c.Last).UTC())
+	}
+	c.Split([]byte("[2026-11-20 10:00:01,000] torch.distributed.elastic.agent.server.api: [INFO] [default] Starting worker group"))
+	if _, own := c.Split([]byte(tests[0].line)); !own || c.Last != tests[0].want.UnixNano() {
+		t.Errorf("after a full time, the glog header's time is %v, want %v", time.Unix(0, c.Last).UTC(), tests[0].want)
+	}
+}

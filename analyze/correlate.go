@@ -767,7 +767,13 @@ func (a *analyzer) verdict() {
 	default:
 		r.Verdict = VerdictUnknown
 		if j == nil || j.Object == nil {
-			r.VerdictReason = "no failure pattern matched, and without a job status success cannot be confirmed"
+			// Failures the log shows recovered from (a restarted worker group that trained on)
+			// are said, not "no failure": the reader sees them among the findings.
+			lead := "no failure pattern matched"
+			if s := a.recoveredSummary(); s != "" {
+				lead = "every failure seen was recovered from (" + s + ")"
+			}
+			r.VerdictReason = lead + ", and without a job status success cannot be confirmed"
 			if p := a.lastProgress(); p != nil {
 				// A log that ends mid-run with no error may be a hang; only the job's status and
 				// when the log was collected can tell.
@@ -776,7 +782,7 @@ func (a *analyzer) verdict() {
 				if m.step >= 0 {
 					at = fmt.Sprintf("step %d (line %d)", m.step, m.line)
 				}
-				r.VerdictReason = fmt.Sprintf("no failure pattern matched; the log's last training progress is at %s of %s and nothing after it says why it ends: if the job is still running it may be hung (a bundle, with the job's status and its collection time, can tell)", at, p.log)
+				r.VerdictReason = fmt.Sprintf("%s; the log's last training progress is at %s of %s and nothing after it says why it ends: if the job is still running it may be hung (a bundle, with the job's status and its collection time, can tell)", lead, at, p.log)
 			}
 		} else {
 			r.VerdictReason = fmt.Sprintf("the job is %s and no failure was found", j.Phase)

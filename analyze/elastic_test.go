@@ -63,6 +63,7 @@ func TestElasticRestartRecovered(t *testing.T) {
 		require.NotNil(t, nccl)
 		require.Equal(t, SeverityWarning, nccl.Severity)
 		require.Contains(t, nccl.Title, "(recovered: worker group restarted, resumed at step 100)")
+		require.Contains(t, res.VerdictReason, "every failure seen was recovered from (", "a plain log says what it recovered from, not that nothing matched")
 		for name, rules := range tiers {
 			res := analyzeLogs(t, rules, recovered.String())
 			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, res.VerdictReason)

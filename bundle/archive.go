@@ -90,6 +90,7 @@ func readTarball(ctx context.Context, r io.Reader, lim Limits, visit func(*tarFi
 	var total int64
 	entries := 0
 	last := ""
+	var pendingLinks [][2]string // links met before the first file: name, target
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -117,22 +118,19 @@ func readTarball(ctx context.Context, r io.Reader, lim Limits, visit func(*tarFi
 			continue // directories are made from the files' paths
 		case tar.TypeReg: // the reader already turns the legacy TypeRegA into TypeReg or TypeDir
 		case tar.TypeSymlink:
-			// Recorded, never extracted: whether it is followed is decided once the layout is known.
-			if name, err = a.unwrap(name); err != nil {
+			// Recorded, never extracted: whether it is followed is decided once the layout is
+			// known. A link does not decide the archive's top folder (a support bundle's
+			// collector folders hold links to its logs): one met first waits for a file.
+			if !a.decided {
+				if len(pendingLinks) >= maxPendingLinks {
+					return nil, fmt.Errorf("%s: more than %d links before the archive's first file", name, maxPendingLinks)
+				}
+				pendingLinks = append(pendingLinks, [2]string{name, hdr.Linkname})
+				continue
+			}
+			if err := a.link(res, seen, name, hdr.Linkname); err != nil {
 				return nil, err
 			}
-			if seen[name] {
-				return nil, fmt.Errorf("%s: duplicate path in tar", name)
-			}
-			seen[name] = true
-			target := hdr.Linkname
-			if !path.IsAbs(target) {
-				target = path.Join(path.Dir(name), target)
-			}
-			if res.links == nil {
-				res.links = map[string]string{}
-			}
-			res.links[name] = path.Clean(target)
 			continue
 		case tar.TypeLink:
 			return nil, fmt.Errorf("%s: tar entry is a link; bundles hold regular files only", name)
@@ -142,6 +140,12 @@ func readTarball(ctx context.Context, r io.Reader, lim Limits, visit func(*tarFi
 		if name, err = a.unwrap(name); err != nil {
 			return nil, err
 		}
+		for _, l := range pendingLinks {
+			if err := a.link(res, seen, l[0], l[1]); err != nil {
+				return nil, err
+			}
+		}
+		pendingLinks = nil
 		if seen[name] {
 			return nil, fmt.Errorf("%s: duplicate path in tar", name)
 		}
@@ -174,6 +178,11 @@ func readTarball(ctx context.Context, r io.Reader, lim Limits, visit func(*tarFi
 		res.sums[name] = hex.EncodeToString(er.h.Sum(nil))
 		if er.keep != nil {
 			res.manifest = er.keep
+		}
+	}
+	for _, l := range pendingLinks { // an archive of links only
+		if err := a.link(res, seen, l[0], l[1]); err != nil {
+			return nil, err
 		}
 	}
 	// The tar's end is not the archive's: the padding after it and the gzip trailer (its CRC-32
@@ -292,15 +301,39 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// unwrap removes the archive's top folder from a file's name. The first file decides: when
-// its path is under a folder that is not part of the bundle layout, every file must be.
+// maxPendingLinks bounds the links an archive may hold before its first file.
+const maxPendingLinks = 10000
+
+// link records the link entry name (the tar's own name) to target, unwrapped.
+func (a *archive) link(res *tarResult, seen map[string]bool, name, target string) error {
+	name, err := a.unwrap(name)
+	if err != nil {
+		return err
+	}
+	if seen[name] {
+		return fmt.Errorf("%s: duplicate path in tar", name)
+	}
+	seen[name] = true
+	if !path.IsAbs(target) {
+		target = path.Join(path.Dir(name), target)
+	}
+	if res.links == nil {
+		res.links = map[string]string{}
+	}
+	res.links[name] = path.Clean(target)
+	return nil
+}
+
+// unwrap removes the archive's top folder from a file's name. The first file (never a link)
+// decides: when its path is under a folder that is not part of the bundle layout, every
+// file must be.
 func (a *archive) unwrap(name string) (string, error) {
 	if !a.decided {
 		a.decided = true
 		// The top folders of a bundle, and of a support bundle written without its own top
 		// folder (by `coroner redact`), are not a folder around the bundle.
 		if top, _, ok := strings.Cut(name, "/"); ok && top != "logs" && top != "resources" && top+"/" != FlightRecorderDir &&
-			top+"/" != tsResources && top != "cluster-info" {
+			top+"/" != tsResources && top != "cluster-info" && top != "execution-data" && top != "host-collectors" {
 			a.prefix = top + "/"
 		}
 	}

@@ -178,3 +178,31 @@ func TestTroubleshootDefaultSpecGaps(t *testing.T) {
 		{Step: "logs", Object: "1 log(s)", Message: "kept by troubleshoot's default spec: only the last 500 lines or 5 MB of each (early lines lost) and no timestamps"},
 	}, b.Gaps)
 }
+
+// TestTroubleshootTarballWithoutTopFolder: a support bundle written without its top folder (as
+// `coroner redact` writes one) reads as itself whatever its first entry: a logs collector's
+// link, or troubleshoot's execution-data (its files come in the order the collectors ran).
+func TestTroubleshootTarballWithoutTopFolder(t *testing.T) {
+	log := "epoch 1 step 10 loss 2.1\n"
+	files := []entry{
+		file("execution-data/summary.txt", "{}"),
+		file("cluster-resources/pods/logs/ml/train-job-worker-0/pytorch.log", log),
+		file("version.yaml", "apiVersion: troubleshoot.sh/v1beta2\nkind: SupportBundleVersion\nspec:\n  versionNumber: 0.100.0\n"),
+	}
+	link := entry{hdr: tar.Header{Name: "job-logs/train-job-worker-0/pytorch.log", Typeflag: tar.TypeSymlink,
+		Linkname: "../../cluster-resources/pods/logs/ml/train-job-worker-0/pytorch.log"}}
+	for name, entries := range map[string][]entry{
+		"link first":           append([]entry{link}, files...),
+		"execution-data first": append(append([]entry{}, files...), link),
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := Open(t.Context(), writeTarGz(t, entries...), DefaultLimits())
+			require.NoError(t, err)
+			defer b.Close()
+			require.Equal(t, Troubleshoot, b.Layout)
+			data, err := fs.ReadFile(b.FS, "logs/ml/train-job-worker-0/pytorch.log")
+			require.NoError(t, err)
+			require.Equal(t, log, string(data))
+		})
+	}
+}

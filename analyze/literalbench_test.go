@@ -40,11 +40,8 @@ func distinctText(lines int) [][]byte {
 	return out
 }
 
-// BenchmarkLiteralsDistinct is the one literal pass of the rules and the progress patterns
-// (RuleSet.ac) over lines that never repeat, per byte. Its automaton has 11,607 states of 63
-// byte classes, 2.9 MB of transitions: the profile's time is mostly the loads of the steps
-// past a literal's first bytes, outside the processor's nearer caches.
-func BenchmarkLiteralsDistinct(b *testing.B) {
+// distinctBench is the rule set and 4,000 lines that never repeat, their bytes set as b's.
+func distinctBench(b *testing.B) (*RuleSet, [][]byte) {
 	rs := defaultRuleSet(b)
 	lines := distinctText(4000)
 	n := 0
@@ -52,6 +49,15 @@ func BenchmarkLiteralsDistinct(b *testing.B) {
 		n += len(l)
 	}
 	b.SetBytes(int64(n))
+	return rs, lines
+}
+
+// BenchmarkLiteralsDistinct is the one literal pass of the rules and the progress patterns
+// (RuleSet.ac) over lines that never repeat, per byte. Its automaton has 11,607 states of 63
+// byte classes, 2.9 MB of transitions: the profile's time is mostly the loads of the steps
+// past a literal's first bytes, outside the processor's nearer caches.
+func BenchmarkLiteralsDistinct(b *testing.B) {
+	rs, lines := distinctBench(b)
 	var hits []literal.Hit
 	for b.Loop() {
 		for _, l := range lines {
@@ -63,13 +69,7 @@ func BenchmarkLiteralsDistinct(b *testing.B) {
 // BenchmarkGateDistinct is what the rules' literal pass costs those lines now: the gate
 // (each pattern's rarest required set) and, on the lines where it finds one, ac.
 func BenchmarkGateDistinct(b *testing.B) {
-	rs := defaultRuleSet(b)
-	lines := distinctText(4000)
-	n := 0
-	for _, l := range lines {
-		n += len(l)
-	}
-	b.SetBytes(int64(n))
+	rs, lines := distinctBench(b)
 	var hits []literal.Hit
 	for b.Loop() {
 		for _, l := range lines {

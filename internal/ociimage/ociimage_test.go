@@ -28,6 +28,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the static binary staticBinary built (about 100 MB) when the package's tests end:
+// it is shared by every test, so no single test's TempDir can own it.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
 // staticBinary builds coroner for linux/amd64 as make dist does (CGO_ENABLED=0, -trimpath), once
 // per test binary.
 func staticBinary(t *testing.T) string {

@@ -101,6 +101,14 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 				"    raise ValueError(f\"Can't find a valid checkpoint at {resume_from_checkpoint}\")\n" +
 				"ValueError: Can't find a valid checkpoint at ./output/checkpoint-500\n",
 			CategoryFileNotFound, "file-not-found/checkpoint-not-valid", -1},
+		// Other stacks (session 18): PaddlePaddle's GPU allocator, whose message is the content
+		// of a BadAlloc exception raised as a generic SystemError.
+		{"Paddle out of GPU memory under the SystemError that carries it",
+			progress + "Traceback (most recent call last):\n  File \"train.py\", line 80, in <module>\n" +
+				"SystemError: (Fatal) Operator mul raises an paddle::memory::allocation::BadAlloc exception.\n" +
+				"The exception content is\n:ResourceExhaustedError:\n\n" +
+				"Out of memory error on GPU 0. Cannot allocate 165.586182MB memory on GPU 0, 5.866455GB memory has been allocated and available memory is only 67.937500MB.\n",
+			CategoryCUDAOOM, "cuda-oom/paddle-gpu-oom", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "97d9732015a3bea24be025338889de72ab05c3c9509fff483705e5f3c352899f"
+const builtinDigest = "11ae9bc08c64d0fd5c6eb27a449de1a5d8963b852c4656102cab5cddbecd1bdf"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1927,6 +1927,52 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "totalMemory: 3.94GiB freeMemory: 187.62MiB",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-oom/paddle-gpu-oom",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "PaddlePaddle out of GPU memory",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bOut of memory error on GPU \\d+\\. Cannot allocate \\S+ memory on GPU \\d+",
+							},
+						},
+						Explanation: "PaddlePaddle's GPU allocator could not allocate a tensor: the device had less free memory than the operator asked for, either because the model and batch do not fit or because another process holds memory on the same GPU.\n",
+						Remediation: "Lower the batch size (or image and sequence sizes), use mixed precision or recompute, and check with nvidia-smi that no other process uses the GPU; with paddle.distributed.launch give each trainer its own GPU.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Out of memory error on GPU 0. Cannot allocate 25.002197MB memory on GPU 0, available memory is only 15.187500MB.",
+								},
+								{
+									Text: "W0810 10:52:50.697477 31331 operator.cc:242] mul raises an exception paddle::memory::allocation::BadAlloc, ResourceExhaustedError: Out of memory error on GPU 0. Cannot allocate 165.586182MB memory on GPU 0, 5.866455GB memory has been allocated and available memory is only 67.937500MB.",
+								},
+								{
+									Text: "Out of memory error on GPU 0. Cannot allocate 98.000244MB memory on GPU 0, 6.000000GB memory has been allocated and available memory is only 0.000000B.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Please check whether there is any other process using GPU 0.",
+								},
+								{
+									Text: "W0810 10:52:37.726949 31179 device_context.cc:404] Please NOTE: device: 0, GPU Compute Capability: 6.1, Driver API Version: 11.4, Runtime API Version: 10.2",
 								},
 							},
 						},

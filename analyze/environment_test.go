@@ -1,0 +1,30 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEnvironmentFailuresOnlyARuleNames: two environment failures that only a specific rule
+// names (TestFailureClassesOfUnseenLogs has those the vocabulary names too): a GPU build in a
+// container without the driver says no exception the second tier reads, and a launcher's
+// remote python without the package ends in the launcher's ssh line, which the second tier
+// reads as the launcher's failure. numpy's older RuntimeWarning of its ABI check is a warning.
+func TestEnvironmentFailuresOnlyARuleNames(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+
+	res := analyzeLogs(t, all, "/usr/bin/tensorflow_model_server: error while loading shared libraries: libcuda.so.1: cannot open shared object file: No such file or directory\n")
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, "cuda-error/driver-library-missing", res.RootCause.RuleID, res.RootCause.Title)
+	require.Equal(t, "NVIDIA driver library libcuda.so.1 not available: no GPU driver in the container", res.RootCause.Title)
+
+	res = analyzeLogs(t, all, "host-1: /usr/bin/python: No module named deepspeed.pt\npdsh@id: host-1: ssh exited with exit code 1\n")
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, "module-not-found/python-m-no-module", res.RootCause.RuleID, res.RootCause.Title)
+	require.Equal(t, ConfidenceHigh, res.Confidence)
+
+	res = analyzeLogs(t, all, "/usr/lib/python3/dist-packages/scipy/special/__init__.py:640: RuntimeWarning: numpy.dtype size changed, may indicate binary incompatibility. Expected 96, got 88\n"+progress)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}

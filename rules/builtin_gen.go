@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "17749fe1faaadb2249f924dba47074de2f7ce3e8374967294b84e092f38b8020"
+const builtinDigest = "6a1a14d83556802fb020b3e7422d86852782b21fc90b5e99297464d11ec5c49e"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -3888,9 +3888,10 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"Descriptors cannot (?:not )?be created directly",
+								"Descriptors should not be created directly, but only retrieved from their parent",
 							},
 						},
-						Explanation: "The installed protobuf runtime (4.x) cannot load the _pb2 modules a package generated with an older protoc: the package pins an older protobuf than the environment resolved.\n",
+						Explanation: "The installed protobuf runtime cannot load the _pb2 modules a package generated with another protoc: protobuf 4 refuses code from protoc before 3.19 (the package pins an older protobuf than the environment resolved), protobuf 3's C++ runtime a module it does not take for generated code.\n",
 						Remediation: "Pin protobuf to a version the package supports (3.20.x for code generated before protoc 3.19), or upgrade the package to one built with a newer protoc; as a stopgap, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python (slower).\n",
 						Examples: Examples{
 							Match: []Example{
@@ -3905,6 +3906,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "TypeError: Descriptors cannot be created directly.",
+								},
+								{
+									Text: "TypeError: Descriptors should not be created directly, but only retrieved from their parent.",
 								},
 							},
 							NotMatch: []Example{

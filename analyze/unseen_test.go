@@ -109,6 +109,38 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 				"The exception content is\n:ResourceExhaustedError:\n\n" +
 				"Out of memory error on GPU 0. Cannot allocate 165.586182MB memory on GPU 0, 5.866455GB memory has been allocated and available memory is only 67.937500MB.\n",
 			CategoryCUDAOOM, "cuda-oom/paddle-gpu-oom", -1},
+		// Environments that do not fit (session 18): a wrapper exception (OSError, TypeError,
+		// ValueError, FileNotFoundError) carries a broken environment, not a code or path bug.
+		{"a pip wheel built for a newer glibc, raised as OSError by ctypes",
+			"Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    import pyg_lib\n" +
+				"OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.33' not found (required by /env/lib/python3.10/site-packages/libpyg.so)\n",
+			CategoryModuleNotFound, "module-not-found/system-library-too-old", -1},
+		{"a cuDNN on LD_LIBRARY_PATH older than torch's",
+			"Traceback (most recent call last):\n  File \"main.py\", line 56, in <module>\n    model = model.cuda()\n" +
+				"RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 5, 0) but found runtime version (8, 3, 3).\n",
+			CategoryModuleNotFound, "module-not-found/cudnn-version-mismatch", -1},
+		{"protobuf 4 under old generated code",
+			"Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    import model_pb2\n" +
+				"TypeError: Descriptors cannot not be created directly.\n" +
+				"If this call came from a _pb2.py file, your generated code is out of date and must be regenerated with protoc >= 3.19.0.\n",
+			CategoryModuleNotFound, "module-not-found/protobuf-generated-code", -1},
+		{"numpy's ABI check",
+			progress + "Traceback (most recent call last):\n  File \"train.py\", line 2, in <module>\n    import pandas\n" +
+				"ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject\n",
+			CategoryModuleNotFound, "module-not-found/numpy-abi-mismatch", -1},
+		{"ninja missing for a build at start-up, a FileNotFoundError from subprocess",
+			"Traceback (most recent call last):\n  File \"/env/lib/python3.6/subprocess.py\", line 1364, in _execute_child\n" +
+				"    raise child_exception_type(errno_num, err_msg, err_filename)\n" +
+				"FileNotFoundError: [Errno 2] No such file or directory: 'ninja': 'ninja'\n",
+			CategoryModuleNotFound, "module-not-found/build-toolchain-missing", -1},
+		{"a data file that is missing is still a missing file",
+			progress + "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n" +
+				"FileNotFoundError: [Errno 2] No such file or directory: '/data/train.jsonl'\n",
+			CategoryFileNotFound, "file-not-found/no-such-file", -1},
+		{"a node whose driver is older than the image's CUDA",
+			"Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
+				"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown\n",
+			CategoryCUDAError, "cuda-error/container-driver-too-old", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

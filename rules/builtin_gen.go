@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "11ae9bc08c64d0fd5c6eb27a449de1a5d8963b852c4656102cab5cddbecd1bdf"
+const builtinDigest = "1c85707f9b501818b7c2de7321ea9b4259925aaf049b6bfba0716d7a61076826"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -2647,7 +2647,7 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"lib(?P<lib>cudart|cublas|cublasLt|cudnn|nccl|nvrtc|cusparse|cufft|curand|cusolver|cuda)[\\w.]*\\.so(?:\\.[\\d.]+)?: cannot open shared object file",
+								"lib(?P<lib>cudart|cublas|cublasLt|cudnn|nccl|nvrtc|cusparse|cufft|curand|cusolver)[\\w.]*\\.so(?:\\.[\\d.]+)?: cannot open shared object file",
 							},
 						},
 						Explanation: "A Python extension or framework was built against a CUDA library that the image does not contain (or not in the version it expects): the image's CUDA stack and the installed wheels do not match.\n",
@@ -2664,6 +2664,9 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/data/train.jsonl'",
+								},
+								{
+									Text: "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory",
 								},
 								{
 									Text: "ModuleNotFoundError: No module named 'flash_attn'",
@@ -3802,6 +3805,411 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"severity",
+							"title",
+						},
+					},
+				},
+			},
+		},
+		{
+			Path: "environment.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "execution",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "module-not-found/system-library-too-old",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "System library too old for a compiled module: {sym} not found",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"version [`']?(?P<sym>(?:GLIBC|GLIBCXX|CXXABI)_[\\d.]*\\d)'? not found",
+							},
+						},
+						Explanation: "A compiled module (torch, flash-attn, a custom op, pandas or scipy) needs a newer glibc or libstdc++ than the one the loader found: the wheel was built on a newer distribution than the image or host, or LD_LIBRARY_PATH puts an old system libstdc++ before the environment's own. Nothing that imports the module can start.\n",
+						Remediation: "Use a base image whose distribution is as new as the wheels need (or wheels built for the image's glibc, e.g. manylinux ones), or put the environment's libstdc++ first (conda's lib directory, or install a newer libstdc++6); check ldd on the named library.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ImportError: /lib64/libc.so.6: version `GLIBC_2.17' not found (required by XXX/anaconda3/envs/XXX/lib/python3.6/site-packages/torch/_C.cpython-36m-x86_64-linux-gnu.so)",
+								},
+								{
+									Text: "ImportError: /lib/aarch64-linux-gnu/libc.so.6: version `GLIBC_2.28' not found (required by /home/ss/miniforge3/envs/PORORO/lib/python3.6/site-packages/torch/lib/libtorch_python.so)",
+								},
+								{
+									Text: "ImportError: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found",
+								},
+								{
+									Text: "ImportError: /miniconda3/envs/PIRender/lib/python3.6/site-packages/torch/lib/../../../.././libstdc++.so.6: version GLIBCXX_3.4.29 not found (required by .cache/torch_extensions/nvdiffrast_plugin/nvdiffrast_plugin.so)",
+								},
+								{
+									Text: "ImportError: /usr/lib64/libstdc++.so.6: version `CXXABI_1.3.8' not found (required by /export/home/dyh/anaconda3/envs/pytorch/lib/python3.6/site-packages/torch/lib/libATen.so)",
+								},
+								{
+									Text: "ImportError: /lib64/libstdc++.so.6: version `CXXABI_1.3.8' not found (required by /home/sliu426/anaconda2/lib/python2.7/site-packages/rdkit/Chem/../../../../././libicui18n.so.58)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Libc version: glibc-2.31",
+								},
+								{
+									Text: "GLIBCXX_3.4.29",
+								},
+								{
+									Text: "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/cudnn-version-mismatch",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "cuDNN on the library path is not the one PyTorch was built with",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"cuDNN version (?:incompatibility|mismatch): PyTorch was compiled\\s+against",
+							},
+						},
+						Explanation: "PyTorch loaded a cuDNN other than the one it was built against, usually an older one that LD_LIBRARY_PATH (a system CUDA install, a module load, a sudo that keeps the variable) puts before the copy bundled with the wheel. The first convolution or .cuda() fails.\n",
+						Remediation: "Remove the other cuDNN from LD_LIBRARY_PATH so torch finds its bundled one, or install the cuDNN version the message names; do not mix a system CUDA stack with pip's nvidia-* wheels.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 5, 0) but found runtime version (8, 4, 1). PyTorch already comes bundled with cuDNN. One option to resolving this error is to ensure PyTorch can find the bundled cuDNN.Looks like your LD_LIBRARY_PATH contains incompatible version of cudnnPlease either remove it from the path or install cudnn (8, 5, 0)",
+								},
+								{
+									Text: "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)",
+								},
+								{
+									Text: "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "cuDNN version: 8902",
+								},
+								{
+									Text: "torch.backends.cudnn.version() = 8700",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/protobuf-generated-code",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "protobuf too new for a package's generated code",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Descriptors cannot (?:not )?be created directly",
+								"Descriptors should not be created directly, but only retrieved from their parent",
+							},
+						},
+						Explanation: "The installed protobuf runtime cannot load the _pb2 modules a package generated with another protoc: protobuf 4 refuses code from protoc before 3.19 (the package pins an older protobuf than the environment resolved), protobuf 3's C++ runtime a module it does not take for generated code.\n",
+						Remediation: "Pin protobuf to a version the package supports (3.20.x for code generated before protoc 3.19), or upgrade the package to one built with a newer protoc; as a stopgap, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python (slower).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "TypeError: Descriptors cannot not be created directly.",
+								},
+								{
+									Text: "TypeError: Descriptors cannot not be created directly.",
+								},
+								{
+									Text: "TypeError: Descriptors cannot be created directly.",
+								},
+								{
+									Text: "TypeError: Descriptors cannot be created directly.",
+								},
+								{
+									Text: "TypeError: Descriptors should not be created directly, but only retrieved from their parent.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: " 1. Downgrade the protobuf package to 3.20.x or lower.",
+								},
+								{
+									Text: "TypeError: Descriptors should be created by the generated code",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/numpy-abi-mismatch",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "A compiled module was built against another numpy",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"ValueError: numpy\\.\\w+ size changed, may indicate binary incompatibility",
+							},
+						},
+						Explanation: "An extension module (pandas, scipy, a model's own C code) was compiled against a numpy whose C structures differ from the installed one, typically numpy 2 installed under wheels built for numpy 1. Importing it fails.\n",
+						Remediation: "Install the numpy the compiled packages were built for (numpy<2 for wheels built before numpy 2), or upgrade those packages to builds for the installed numpy; reinstall both in one resolver run.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject",
+								},
+								{
+									Text: "ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "/Library/Python/2.7/site-packages/scipy/special/__init__.py:640: RuntimeWarning: numpy.dtype size changed, may indicate binary incompatibility. Expected 96, got 88",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/build-toolchain-missing",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The toolchain to build a compiled extension is missing",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Ninja is required to load C\\+\\+ extensions",
+								"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)': '",
+								"CUDA_HOME does not exist, unable to compile CUDA op",
+								"CUDA_HOME environment variable is not set",
+							},
+						},
+						Explanation: "The job builds a C++/CUDA extension at start-up (DeepSpeed's fused optimizers, a custom kernel) and the build cannot start: ninja is not installed, or there is no CUDA toolkit (nvcc) where CUDA_HOME points, as in a runtime-only image or a pip-only CUDA install.\n",
+						Remediation: "Install ninja and a CUDA toolkit matching torch.version.cuda in the image (a \"devel\" base image) and set CUDA_HOME, or build the ops ahead of time (DS_BUILD_OPS=1, prebuilt wheels) so nothing compiles when the job starts.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: Ninja is required to load C++ extensions",
+								},
+								{
+									Text: "RuntimeError: Ninja is required to load C++ extensions",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'ninja': 'ninja'",
+								},
+								{
+									Text: "AssertionError: CUDA_HOME does not exist, unable to compile CUDA op(s)",
+								},
+								{
+									Text: "op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile CUDA op(s)",
+								},
+								{
+									Text: "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Allowing ninja to set a default number of workers... (overridable by setting the environment variable MAX_JOBS=N)",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/data/ninja'",
+								},
+								{
+									Text: "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/python-m-no-module",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The interpreter has no module {module}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"(?:^|[\\s/])python[\\d.]*: No module named (?P<module>[\\w.]+)",
+							},
+						},
+						Explanation: "The command ran `python -m` with an interpreter that does not have the package: another Python than the environment's (the system /usr/bin/python under sudo or on a remote host a launcher reaches over ssh), or a host where the package was never installed.\n",
+						Remediation: "Run the environment's interpreter (full path, or activate it in the launcher's remote command), and install the same packages on every host of the job.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "/usr/bin/python: No module named torch.distributed",
+								},
+								{
+									Text: "error : /usr/bin/python: No module named torch.distributed",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "ModuleNotFoundError: No module named 'flash_attn'",
+								},
+								{
+									Text: "mypython: No module named foo",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/driver-library-missing",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "NVIDIA driver library {lib} not available: no GPU driver in the container",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"(?:Error|error while loading shared libraries|load library failed): (?P<lib>lib(?:cuda|nvidia-ml)\\.so(?:\\.1)?): cannot open shared object file",
+							},
+						},
+						Explanation: "A GPU build of the framework needs the NVIDIA driver's user-space libraries (libcuda, libnvidia-ml), and the container has none: the pod asked for no GPU, landed on a node without the driver, or runs without the NVIDIA container runtime.\n",
+						Remediation: "Request GPUs in the pod spec (resources.limits nvidia.com/gpu) and schedule it on GPU nodes with the NVIDIA runtime, or use a CPU build of the framework for a CPU-only job.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory",
+								},
+								{
+									Text: "OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
+								},
+								{
+									Text: "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+								},
+								{
+									Text: "2021-01-01 00:00:00.000000: W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library 'libcuda.so.1'; dlerror: libcuda.so.1: cannot open shared object file: No such file or directory",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/container-driver-too-old",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The node's driver is too old for the image's CUDA {need}",
+						Fault:    "platform",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"nvidia-container-cli: requirement error: unsatisfied condition: cuda\\s*>=\\s*(?P<need>\\d+(?:\\.\\d+)*)",
+							},
+						},
+						Explanation: "The image is built on a CUDA release newer than the node's NVIDIA driver supports, so the container runtime refuses to start it: the same as \"CUDA driver version is insufficient\", caught before the program runs.\n",
+						Remediation: "Run the job on nodes with a driver new enough for the image's CUDA (see NVIDIA's CUDA compatibility table), upgrade the driver, or use an image built on an older CUDA.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown",
+								},
+								{
+									Text: "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6, please update your driver to a newer version, or use an earlier cuda container: unknown.",
+								},
+								{
+									Text: "docker: Error response from daemon: OCI runtime create failed: container_linux.go:370: starting container process caused: process_linux.go:459: container init caused: Running hook #0:: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.0, please update your driver to a newer version, or use an earlier cuda container: unknown.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
+								},
+								{
+									Text: "NVIDIA_REQUIRE_CUDA=cuda>=12.1 brand=tesla,driver>=470,driver<471",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},
@@ -10758,7 +11166,7 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)'",
+								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)'(?:$|[^:])",
 								"can't open file '(?P<path>[^']+)': \\[Errno 2\\] No such file or directory",
 							},
 						},
@@ -10785,6 +11193,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Saving model checkpoint to /output/checkpoint-500",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'ninja': 'ninja'",
 								},
 							},
 						},

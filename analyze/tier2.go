@@ -67,6 +67,12 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	case !weak(root):
 		a.res.Confidence = ConfidenceHigh
 		return root
+	case root.Category == CategoryHang:
+		// A stack dump of a live process (hang/stack-dump): its frames and the source lines
+		// gdb lists are code, not a failure's words ("wait(...): timed out"), so the
+		// vocabulary does not read them.
+		a.res.Confidence = ConfidenceLow
+		return root
 	default:
 		a.res.Confidence = ConfidenceLow
 	}

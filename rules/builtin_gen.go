@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "97d9732015a3bea24be025338889de72ab05c3c9509fff483705e5f3c352899f"
+const builtinDigest = "6300f264739dc1e22d9db14c79292d2a390fbbf8e473ac423d22fdfd576630ea"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13511,6 +13511,61 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "hang/stack-dump",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "A stack dump of a live process and no error",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic-fallback",
+						Match: Match{
+							Patterns: []string{
+								"^\\s*Thread (?:0x[0-9A-Fa-f]+|\\d+) \\((?:idle|active)(?:\\+gil)?\\)(?::\\s*\"[^\"]*\")?\\s*$",
+								"^\\s*Thread \\d+ \\(Thread 0x[0-9A-Fa-f]+ \\(LWP \\d+\\)(?: \"[^\"]*\")?\\):?\\s*$",
+							},
+						},
+						Explanation: "The text holds the thread stacks of a process taken while it ran (py-spy dump or gdb), and no error: someone dumped a process that had stopped making progress. The frames on top show what it waits for: a collective or CUDA synchronize (another rank did not arrive, or the GPU is wedged), a DataLoader queue (a worker is stuck), a lock (a deadlock in the process).\n",
+						Remediation: "Dump every rank the same way and compare: the rank whose main thread is elsewhere (in data loading, I/O, its own code) while the others wait in a collective is the one that stopped. Check that rank's node (dmesg, GPU state); TORCH_NCCL_DESYNC_DEBUG=1 and the flight recorder name the collective the others wait in.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Thread 175053 (active): \"MainThread\"",
+								},
+								{
+									Text: "Thread 0x7F768F77C740 (idle): \"MainThread\"",
+								},
+								{
+									Text: "Thread 15 (Thread 0x7f003cffd700 (LWP 20292)):",
+								},
+								{
+									Text: "Thread 10 (Thread 0x7f322e3fa000 (LWP 496156)):",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Thread 1 is waiting for the lock held by thread 2",
+								},
+								{
+									Text: "Exception in thread Thread-9:",
+								},
+								{
+									Text: "* 1    LWP 27334 \"python\" 0x00007fbb858f39f3 in pthread_cond_wait@@GLIBC_2.3.2 () from target:/lib/x86_64-linux-gnu/libpthread.so.0",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
 							"title",
 						},
 					},

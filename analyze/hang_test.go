@@ -174,6 +174,15 @@ func TestStackDumpIsLowHang(t *testing.T) {
 			require.Equal(t, ConfidenceLow, res.Confidence)
 		})
 	}
+	t.Run("a backtrace of a crashed process is the crash", func(t *testing.T) {
+		// gdb's words on a segfault (mesnico/TERN#5), then its thread list.
+		res := analyzeLogs(t, rules, "Thread 1 \"python3\" received signal SIGSEGV, Segmentation fault.\n"+
+			"0x00007fb8000055ae in ?? ()\n(gdb) thread apply all bt\n\n"+
+			"Thread 2 (Thread 0x7f54612d3700 (LWP 8125)):\n"+
+			"#0  0x00007f550ed13ad3 in futex_wait_cancelable () from /lib64/libpthread.so.0\n")
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, CategoryCrashSignal, res.RootCause.Category)
+	})
 	t.Run("an error in the same text is the cause", func(t *testing.T) {
 		res := analyzeLogs(t, rules, pyspy+"[rank1]:[E1127 10:00:00.000000 ProcessGroupNCCL.cpp:616] "+fmt.Sprintf(watchdogLine, 1)+"\n")
 		require.NotNil(t, res.RootCause)

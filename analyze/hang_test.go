@@ -149,7 +149,7 @@ func TestDesyncReportNamesTheCollective(t *testing.T) {
 }
 
 // TestStackDumpIsLowHang: a pasted stack dump of a live process (py-spy dump, gdb's thread
-// apply all bt) and nothing else is a hang the user dumped, said at low confidence, and the
+// apply all bt, the traceback of a Ctrl-C) and nothing else is a hang the user dumped, said at low confidence, and the
 // words of its frames or of the source lines gdb lists ("wait(%s): timed out") are not read as
 // a failure's. An error in the same text is the cause instead.
 func TestStackDumpIsLowHang(t *testing.T) {
@@ -165,7 +165,12 @@ func TestStackDumpIsLowHang(t *testing.T) {
 		">358                        _sleep(delay)\n" +
 		" 361                            self._note(\"%s.wait(%s): timed out\", self, timeout)\n" +
 		"(gdb) py-bt\n"
-	for name, log := range map[string]string{"py-spy": pyspy, "gdb": gdb} {
+	// A Ctrl-C after the progress bar stopped, the main thread waiting on the DataLoader.
+	ctrlC := "eval:   0%|          | 0/943 [00:00<?, ?it/s]^CTraceback (most recent call last):\n" +
+		"  File \"torch/utils/data/dataloader.py\", line 779, in _try_get_data\n" +
+		"    data = self._data_queue.get(timeout=timeout)\n" +
+		"KeyboardInterrupt\n"
+	for name, log := range map[string]string{"py-spy": pyspy, "gdb": gdb, "ctrl-c": ctrlC} {
 		t.Run(name, func(t *testing.T) {
 			res := analyzeLogs(t, rules, log)
 			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "6300f264739dc1e22d9db14c79292d2a390fbbf8e473ac423d22fdfd576630ea"
+const builtinDigest = "a75f31bec17c3a7b1b17f792dd0c691ed9d4b7a6536c74e0c610f457916de09a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13526,9 +13526,10 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"^\\s*Thread (?:0x[0-9A-Fa-f]+|\\d+) \\((?:idle|active)(?:\\+gil)?\\)(?::\\s*\"[^\"]*\")?\\s*$",
 								"^\\s*Thread \\d+ \\(Thread 0x[0-9A-Fa-f]+ \\(LWP \\d+\\)(?: \"[^\"]*\")?\\):?\\s*$",
+								"\\^C(?:Traceback \\(most recent call last\\):|Exception ignored in: )",
 							},
 						},
-						Explanation: "The text holds the thread stacks of a process taken while it ran (py-spy dump or gdb), and no error: someone dumped a process that had stopped making progress. The frames on top show what it waits for: a collective or CUDA synchronize (another rank did not arrive, or the GPU is wedged), a DataLoader queue (a worker is stuck), a lock (a deadlock in the process).\n",
+						Explanation: "The text holds the thread stacks of a process taken while it ran (py-spy dump, gdb, or the traceback of a Ctrl-C), and no error: someone dumped or interrupted a process that had stopped making progress. The frames on top show what it waits for: a collective or CUDA synchronize (another rank did not arrive, or the GPU is wedged), a DataLoader queue (a worker is stuck), a lock (a deadlock in the process).\n",
 						Remediation: "Dump every rank the same way and compare: the rank whose main thread is elsewhere (in data loading, I/O, its own code) while the others wait in a collective is the one that stopped. Check that rank's node (dmesg, GPU state); TORCH_NCCL_DESYNC_DEBUG=1 and the flight recorder name the collective the others wait in.\n",
 						Examples: Examples{
 							Match: []Example{
@@ -13544,8 +13545,20 @@ func builtinFiles() []Named {
 								{
 									Text: "Thread 10 (Thread 0x7f322e3fa000 (LWP 496156)):",
 								},
+								{
+									Text: "eval:   0%|          | 0/943 [00:00<?, ?it/s]^CTraceback (most recent call last):",
+								},
+								{
+									Text: "^CTraceback (most recent call last):",
+								},
+								{
+									Text: "^CException ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7f87c6c81898>>",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "Traceback (most recent call last):",
+								},
 								{
 									Text: "Thread 1 is waiting for the lock held by thread 2",
 								},

@@ -149,7 +149,7 @@ func TestDesyncReportNamesTheCollective(t *testing.T) {
 }
 
 // TestStackDumpIsLowHang: a pasted stack dump of a live process (py-spy dump, gdb's thread
-// apply all bt, the traceback of a Ctrl-C) and nothing else is a hang the user dumped, said at low confidence, and the
+// apply all bt, faulthandler's timer, the traceback of a Ctrl-C) and nothing else is a hang the user dumped, said at low confidence, and the
 // words of its frames or of the source lines gdb lists ("wait(%s): timed out") are not read as
 // a failure's. An error in the same text is the cause instead.
 func TestStackDumpIsLowHang(t *testing.T) {
@@ -170,7 +170,10 @@ func TestStackDumpIsLowHang(t *testing.T) {
 		"  File \"torch/utils/data/dataloader.py\", line 779, in _try_get_data\n" +
 		"    data = self._data_queue.get(timeout=timeout)\n" +
 		"KeyboardInterrupt\n"
-	for name, log := range map[string]string{"py-spy": pyspy, "gdb": gdb, "ctrl-c": ctrlC} {
+	// faulthandler.dump_traceback_later's stacks after its timeout.
+	timer := "Timeout (0:05:00)!\nThread 0x00007f809fc98340 (most recent call first):\n" +
+		"  File \"torch/distributed/distributed_c10d.py\", line 2477 in barrier\n"
+	for name, log := range map[string]string{"py-spy": pyspy, "gdb": gdb, "ctrl-c": ctrlC, "faulthandler": timer} {
 		t.Run(name, func(t *testing.T) {
 			res := analyzeLogs(t, rules, log)
 			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)

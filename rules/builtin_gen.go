@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "a75f31bec17c3a7b1b17f792dd0c691ed9d4b7a6536c74e0c610f457916de09a"
+const builtinDigest = "58bfe497098aff7893ec7e6904f6c13c21909a439e4248648a43307db7235c16"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13527,9 +13527,10 @@ func builtinFiles() []Named {
 								"^\\s*Thread (?:0x[0-9A-Fa-f]+|\\d+) \\((?:idle|active)(?:\\+gil)?\\)(?::\\s*\"[^\"]*\")?\\s*$",
 								"^\\s*Thread \\d+ \\(Thread 0x[0-9A-Fa-f]+ \\(LWP \\d+\\)(?: \"[^\"]*\")?\\):?\\s*$",
 								"\\^C(?:Traceback \\(most recent call last\\):|Exception ignored in: )",
+								"^\\s*Timeout \\(\\d+:\\d\\d:\\d\\d(?:\\.\\d+)?\\)!\\s*$",
 							},
 						},
-						Explanation: "The text holds the thread stacks of a process taken while it ran (py-spy dump, gdb, or the traceback of a Ctrl-C), and no error: someone dumped or interrupted a process that had stopped making progress. The frames on top show what it waits for: a collective or CUDA synchronize (another rank did not arrive, or the GPU is wedged), a DataLoader queue (a worker is stuck), a lock (a deadlock in the process).\n",
+						Explanation: "The text holds the thread stacks of a process taken while it ran (py-spy dump, gdb, faulthandler's timer, or the traceback of a Ctrl-C), and no error: someone dumped or interrupted a process that had stopped making progress. The frames on top show what it waits for: a collective or CUDA synchronize (another rank did not arrive, or the GPU is wedged), a DataLoader queue (a worker is stuck), a lock (a deadlock in the process).\n",
 						Remediation: "Dump every rank the same way and compare: the rank whose main thread is elsewhere (in data loading, I/O, its own code) while the others wait in a collective is the one that stopped. Check that rank's node (dmesg, GPU state); TORCH_NCCL_DESYNC_DEBUG=1 and the flight recorder name the collective the others wait in.\n",
 						Examples: Examples{
 							Match: []Example{
@@ -13552,12 +13553,21 @@ func builtinFiles() []Named {
 									Text: "^CTraceback (most recent call last):",
 								},
 								{
+									Text: "Timeout (0:00:01)!",
+								},
+								{
+									Text: "Timeout (0:00:02)!",
+								},
+								{
 									Text: "^CException ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7f87c6c81898>>",
 								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "Traceback (most recent call last):",
+								},
+								{
+									Text: "Timeout (ms)=600000",
 								},
 								{
 									Text: "Thread 1 is waiting for the lock held by thread 2",

@@ -147,3 +147,53 @@ func TestDesyncReportNamesTheCollective(t *testing.T) {
 	require.Equal(t, "Rank 1 held up collective #1155874 (ALLREDUCE): the desync report names it", res.RootCause.Title)
 	require.Equal(t, 1, res.RootCause.Rank)
 }
+
+// TestStackDumpIsLowHang: a pasted stack dump of a live process (py-spy dump, gdb's thread
+// apply all bt, faulthandler's timer, the traceback of a Ctrl-C) and nothing else is a hang the user dumped, said at low confidence, and the
+// words of its frames or of the source lines gdb lists ("wait(%s): timed out") are not read as
+// a failure's. An error in the same text is the cause instead.
+func TestStackDumpIsLowHang(t *testing.T) {
+	rules, err := DefaultRules()
+	require.NoError(t, err)
+	pyspy := "Thread 4888 (idle): \"MainThread\"\n" +
+		"    backward (torch/autograd/__init__.py:289)\n" +
+		"    training_loop (train.py:411)\n" +
+		"Thread 8287 (active)\n" +
+		"    all_gather_into_tensor (torch/distributed/distributed_c10d.py:2709)\n"
+	gdb := "Thread 1 (Thread 0x7f384e2dc740 (LWP 237)):\n" +
+		" 357                        delay = min(delay * 2, remaining, .05)\n" +
+		">358                        _sleep(delay)\n" +
+		" 361                            self._note(\"%s.wait(%s): timed out\", self, timeout)\n" +
+		"(gdb) py-bt\n"
+	// A Ctrl-C after the progress bar stopped, the main thread waiting on the DataLoader.
+	ctrlC := "eval:   0%|          | 0/943 [00:00<?, ?it/s]^CTraceback (most recent call last):\n" +
+		"  File \"torch/utils/data/dataloader.py\", line 779, in _try_get_data\n" +
+		"    data = self._data_queue.get(timeout=timeout)\n" +
+		"KeyboardInterrupt\n"
+	// faulthandler.dump_traceback_later's stacks after its timeout.
+	timer := "Timeout (0:05:00)!\nThread 0x00007f809fc98340 (most recent call first):\n" +
+		"  File \"torch/distributed/distributed_c10d.py\", line 2477 in barrier\n"
+	for name, log := range map[string]string{"py-spy": pyspy, "gdb": gdb, "ctrl-c": ctrlC, "faulthandler": timer} {
+		t.Run(name, func(t *testing.T) {
+			res := analyzeLogs(t, rules, log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.NotNil(t, res.RootCause)
+			require.Equal(t, CategoryHang, res.RootCause.Category)
+			require.Equal(t, ConfidenceLow, res.Confidence)
+		})
+	}
+	t.Run("a backtrace of a crashed process is the crash", func(t *testing.T) {
+		// gdb's words on a segfault (mesnico/TERN#5), then its thread list.
+		res := analyzeLogs(t, rules, "Thread 1 \"python3\" received signal SIGSEGV, Segmentation fault.\n"+
+			"0x00007fb8000055ae in ?? ()\n(gdb) thread apply all bt\n\n"+
+			"Thread 2 (Thread 0x7f54612d3700 (LWP 8125)):\n"+
+			"#0  0x00007f550ed13ad3 in futex_wait_cancelable () from /lib64/libpthread.so.0\n")
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, CategoryCrashSignal, res.RootCause.Category)
+	})
+	t.Run("an error in the same text is the cause", func(t *testing.T) {
+		res := analyzeLogs(t, rules, pyspy+"[rank1]:[E1127 10:00:00.000000 ProcessGroupNCCL.cpp:616] "+fmt.Sprintf(watchdogLine, 1)+"\n")
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, CategoryCollectiveTimeout, res.RootCause.Category)
+	})
+}

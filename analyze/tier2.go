@@ -71,6 +71,12 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		a.res.Confidence = ConfidenceLow
 	}
 	tf, c := a.classifyTerminal(root)
+	if tf != nil && root != nil && root.Category == CategoryHang && !tf.strongest.strong() {
+		// A stack dump of a live process (hang/stack-dump) names its cause only by a line
+		// that shows the process failed (a signal, an exception): the source lines gdb lists
+		// are code, not a failure's words ("wait(...): timed out").
+		tf = nil
+	}
 	if tf == nil {
 		if root == nil {
 			if tf = a.unexplainedEnd(); tf != nil {

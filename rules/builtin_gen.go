@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "1c85707f9b501818b7c2de7321ea9b4259925aaf049b6bfba0716d7a61076826"
+const builtinDigest = "b9067ef23d96f88f58a04b739769c823110ac72e64b5473fe39f7708cf0a5fbd"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13968,6 +13968,84 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "hang/stack-dump",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "A stack dump of a live process and no error",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "generic-fallback",
+						Match: Match{
+							Patterns: []string{
+								"^\\s*Thread (?:0x[0-9A-Fa-f]+|\\d+) \\((?:idle|active)(?:\\+gil)?\\)(?::\\s*\"[^\"]*\")?\\s*$",
+								"^\\s*Thread \\d+ \\(Thread 0x[0-9A-Fa-f]+ \\(LWP \\d+\\)(?: \"[^\"]*\")?\\):?\\s*$",
+								"\\^C(?:Traceback \\(most recent call last\\):|Exception ignored in: )",
+								"^\\s*Timeout \\(\\d+:\\d\\d:\\d\\d(?:\\.\\d+)?\\)!\\s*$",
+							},
+						},
+						Explanation: "The text holds the thread stacks of a process taken while it ran (py-spy dump, gdb, faulthandler's timer, or the traceback of a Ctrl-C), and no error: someone dumped or interrupted a process that had stopped making progress. The frames on top show what it waits for: a collective or CUDA synchronize (another rank did not arrive, or the GPU is wedged), a DataLoader queue (a worker is stuck), a lock (a deadlock in the process).\n",
+						Remediation: "Dump every rank the same way and compare: the rank whose main thread is elsewhere (in data loading, I/O, its own code) while the others wait in a collective is the one that stopped. Check that rank's node (dmesg, GPU state); TORCH_NCCL_DESYNC_DEBUG=1 and the flight recorder name the collective the others wait in.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Thread 175053 (active): \"MainThread\"",
+								},
+								{
+									Text: "Thread 0x7F768F77C740 (idle): \"MainThread\"",
+								},
+								{
+									Text: "Thread 15 (Thread 0x7f003cffd700 (LWP 20292)):",
+								},
+								{
+									Text: "Thread 10 (Thread 0x7f322e3fa000 (LWP 496156)):",
+								},
+								{
+									Text: "eval:   0%|          | 0/943 [00:00<?, ?it/s]^CTraceback (most recent call last):",
+								},
+								{
+									Text: "^CTraceback (most recent call last):",
+								},
+								{
+									Text: "Timeout (0:00:01)!",
+								},
+								{
+									Text: "Timeout (0:00:02)!",
+								},
+								{
+									Text: "^CException ignored in: <bound method _DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7f87c6c81898>>",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Traceback (most recent call last):",
+								},
+								{
+									Text: "Timeout (ms)=600000",
+								},
+								{
+									Text: "Thread 1 is waiting for the lock held by thread 2",
+								},
+								{
+									Text: "Exception in thread Thread-9:",
+								},
+								{
+									Text: "* 1    LWP 27334 \"python\" 0x00007fbb858f39f3 in pthread_cond_wait@@GLIBC_2.3.2 () from target:/lib/x86_64-linux-gnu/libpthread.so.0",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
 							"title",
 						},
 					},

@@ -197,16 +197,24 @@ const gateMax = 8
 // gateLiterals returns lits cut to gateMax bytes, without duplicates and without those that
 // hold another (the line holds that one too), in their order.
 func gateLiterals(lits []string) []string {
+	firstAt := make(map[string]int, len(lits)) // each literal's first index
 	for i, l := range lits {
 		lits[i] = l[:min(len(l), gateMax)]
+		if _, ok := firstAt[lits[i]]; !ok {
+			firstAt[lits[i]] = i
+		}
 	}
 	var out []string
 	for i, l := range lits {
-		redundant := false
-		for j, o := range lits {
-			if j != i && strings.Contains(l, o) && (len(o) < len(l) || j < i) {
-				redundant = true
-				break
+		// Every part of a literal of gateMax bytes at most is looked up: another literal
+		// that is a shorter part of it, or the same literal earlier, makes it redundant.
+		redundant := firstAt[l] < i
+		for a := 0; a <= len(l) && !redundant; a++ {
+			for b := a; b <= len(l) && b-a < len(l); b++ {
+				if _, ok := firstAt[l[a:b]]; ok {
+					redundant = true
+					break
+				}
 			}
 		}
 		if !redundant {

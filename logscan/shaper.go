@@ -2,6 +2,7 @@ package logscan
 
 import (
 	"encoding/binary"
+	"math"
 	"sync"
 )
 
@@ -270,29 +271,47 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// partProg holds each constant part of a shape of up to 8 bytes as a word and a mask, so
-// that match compares it with one load instead of a call.
+// partProg holds each constant part of a shape of up to 16 bytes as two words and their
+// masks, so that match compares it with two loads instead of a call (a step line's
+// " | grad_norm " and " | tokens/s " are longer than 8 bytes).
 type partProg struct {
-	words, masks []uint64
+	parts []partWords
+}
+
+// partWords is a part's bytes as two little-endian words under their masks; room is how many
+// bytes of text a comparison of the words reads (16), or more than any text for a part longer
+// than that.
+type partWords struct {
+	w0, w1, m0, m1 uint64
+	room           int
 }
 
 func newPartProg(parts []string) partProg {
-	p := partProg{words: make([]uint64, len(parts)), masks: make([]uint64, len(parts))}
+	p := partProg{parts: make([]partWords, len(parts))}
 	for i, s := range parts {
-		if len(s) <= 8 {
-			for k := len(s) - 1; k >= 0; k-- {
-				p.words[i] = p.words[i]<<8 | uint64(s[k])
-				p.masks[i] = p.masks[i]<<8 | 0xff
+		pw := &p.parts[i]
+		if pw.room = 16; len(s) > 16 {
+			pw.room = math.MaxInt / 2
+			continue
+		}
+		for k := len(s) - 1; k >= 0; k-- {
+			if k >= 8 {
+				pw.w1, pw.m1 = pw.w1<<8|uint64(s[k]), pw.m1<<8|0xff
+			} else {
+				pw.w0, pw.m0 = pw.w0<<8|uint64(s[k]), pw.m0<<8|0xff
 			}
 		}
 	}
 	return p
 }
 
-// partAt reports whether part i, s, is at text[pos:].
+// partAt reports whether part i, s, is at text[pos:]. The two words are read from text's
+// array past its length when it has room (a line is mostly a slice of the reader's buffer):
+// the masks leave out every byte past the part, which ends within the line.
 func (p *partProg) partAt(i int, s string, text []byte, pos int) bool {
-	if len(s) <= 8 && pos+8 <= len(text) {
-		return (binary.LittleEndian.Uint64(text[pos:])^p.words[i])&p.masks[i] == 0
+	if w := &p.parts[i]; pos+len(s) <= len(text) && pos+w.room <= cap(text) {
+		t := text[pos : pos+16]
+		return (binary.LittleEndian.Uint64(t)^w.w0)&w.m0|(binary.LittleEndian.Uint64(t[8:])^w.w1)&w.m1 == 0
 	}
 	return len(text)-pos >= len(s) && string(text[pos:pos+len(s)]) == s
 }

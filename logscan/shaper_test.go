@@ -107,16 +107,34 @@ func TestMatchAgreesWithTokenize(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(shapes), 100)
+	// Each line with the next one past its length in its array: match reads a part's words
+	// from there (see partAt), which must not change what matches.
+	roomy := make([][]byte, len(lines))
+	for i, l := range lines {
+		roomy[i] = append(append([]byte{}, l...), lines[(i+1)%len(lines)]...)[:len(l)]
+	}
 	matched := 0
 	for _, sh := range shapes {
 		if !sh.ascii {
 			continue
 		}
+		cuts := 0
 		for i, l := range lines {
-			if !b.match(sh, l) {
+			ok := b.match(sh, l[:len(l):len(l)])
+			if ok != b.match(sh, roomy[i]) {
+				t.Fatalf("line %q with the next line past it: match %v, without %v", l, !ok, ok)
+			}
+			if !ok {
 				continue
 			}
 			matched++
+			// Cut short with the rest of the line past its length, a line matches as it would
+			// with nothing past it.
+			for k := len(l) - 1; cuts < 3 && k > len(l)-24 && k > 0; k-- {
+				require.Equal(t, b.match(sh, l[:k:k]), b.match(sh, l[:k]), "line %q cut at %d", l, k)
+			}
+			cuts++
+			require.True(t, b.match(sh, l))
 			f := full[i]
 			require.Equal(t, f.key, sh.Key, "line %q matched the shape of another", l)
 			require.Equal(t, f.text, string(l), "line %q matched but needs cleaning", l)
@@ -151,7 +169,14 @@ func FuzzMatch(f *testing.F) {
 		sb := newShaper()
 		tokenizeFully(sb, []byte(a))
 		sh := sb.newShape()
-		if sh == nil || !sh.ascii || !sb.match(sh, []byte(b)) {
+		if sh == nil || !sh.ascii {
+			return
+		}
+		// b's array goes on with a's bytes, which match may read (see partAt).
+		roomy := []byte(b + a)[:len(b)]
+		if ok := sb.match(sh, []byte(b)); ok != sb.match(sh, roomy) {
+			t.Fatalf("%q matched the template of %q with %q past it: %v, without: %v", b, a, a, !ok, ok)
+		} else if !ok {
 			return
 		}
 		vals, masks := append([]Var(nil), sb.vals...), append([]uint64(nil), sb.masks...)

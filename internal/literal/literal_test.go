@@ -163,6 +163,37 @@ func TestMatcherAgreesWithNaiveSearch(t *testing.T) {
 	}
 }
 
+// TestAnyAgreesWithNaiveSearch: Any finds a literal exactly when the search at every offset
+// does, with literals of 3 bytes or more (skipped to by triples) and shorter ones, near the
+// text's end too.
+func TestAnyAgreesWithNaiveSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "abAB:x\xff\x00Zz[@"
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for round := 0; round < 2000; round++ {
+		lits := make([]string, 1+rng.IntN(12))
+		for i := range lits {
+			lits[i] = word(3 + rng.IntN(6))
+			if round%3 == 0 {
+				lits[i] = word(1 + rng.IntN(11))
+			}
+		}
+		m := NewMatcher(lits)
+		for k := 0; k < 20; k++ {
+			text := word(rng.IntN(24))
+			if want := len(naive(lits, text)) > 0; Any(m, text) != want || Any(m, []byte(text)) != want {
+				t.Fatalf("literals %q, text %q: Any says %v", lits, text, !want)
+			}
+		}
+	}
+}
+
 func TestMatcherWithoutLiterals(t *testing.T) {
 	for _, lits := range [][]string{nil, {""}} {
 		m := NewMatcher(lits)

@@ -49,81 +49,79 @@ func NewMatcher(literals []string) *Matcher {
 		m.classes[c] = m.classes[c-'A'+'a']
 	}
 	m.stride = uint32(nclass)
-	// The trie, as a dense table of transitions by state and class (-1: none).
+	// The trie: each node's children in a list sorted by class (most nodes have one; a dense
+	// table of every node by every class cost more to clear and scan than the rest of the
+	// build).
 	most := 1
 	for _, lit := range literals {
 		most += len(lit)
 	}
-	trie := make([]int32, most*nclass)
-	for i := range trie {
-		trie[i] = -1
-	}
 	outs := make([][]int32, 1, most)
+	first := make([]int32, 1, most) // a node's first child edge, -1: none
+	first[0] = -1
+	edges := make([]edge, 0, most)
 	for id, lit := range literals {
 		if lit == "" {
 			continue
 		}
 		s := int32(0)
 		for i := 0; i < len(lit); i++ {
-			c := int(m.classes[lit[i]])
-			n := trie[int(s)*nclass+c]
-			if n < 0 {
-				n = int32(len(outs))
-				outs = append(outs, nil)
-				trie[int(s)*nclass+c] = n
+			c := m.classes[lit[i]]
+			// e: the first child whose class is not below c; prev: the edge before it, -1
+			// when e is the first.
+			prev, e := int32(-1), first[s]
+			for e >= 0 && edges[e].class < c {
+				prev, e = e, edges[e].next
+			}
+			if e >= 0 && edges[e].class == c {
+				s = edges[e].child
+				continue
+			}
+			n := int32(len(outs))
+			outs, first = append(outs, nil), append(first, -1)
+			edges = append(edges, edge{class: c, child: n, next: e})
+			if prev < 0 {
+				first[s] = int32(len(edges) - 1)
+			} else {
+				edges[prev].next = int32(len(edges) - 1)
 			}
 			s = n
 		}
 		outs[s] = append(outs[s], int32(id))
 	}
 	nodes := len(outs)
-	next := make([]int32, nodes*nclass) // plain transitions, by state and class
-	fail := make([]int32, nodes)
-	out := make([][]int32, nodes)
-	// Breadth-first: a state's fail target is complete before the state is. The queue, the
-	// root first, is also the states' new numbering: by depth, so that the shallow states
-	// most bytes visit share cache lines.
-	queue := make([]int32, 1, nodes)
-	for c := 0; c < nclass; c++ {
-		if n := trie[c]; n >= 0 {
-			next[c] = n
+	// Breadth-first over the trie, the root first: the queue is also the states' numbering,
+	// by depth, so that the shallow states most bytes visit share cache lines. A state's row
+	// is its fail state's row (complete: that state is shallower) with its own trie edges
+	// written over it; a state's fail state and literals are set as it is queued.
+	queue := make([]int32, 1, nodes) // trie nodes, by state
+	fail := make([]int32, nodes)     // by state
+	m.delta = make([]uint32, nodes*nclass)
+	m.out = make([][]int32, nodes)
+	for k := 0; k < len(queue); k++ {
+		row, f := m.delta[k*nclass:(k+1)*nclass], int(fail[k])
+		if k > 0 {
+			copy(row, m.delta[f*nclass:(f+1)*nclass])
+		}
+		for e := first[queue[k]]; e >= 0; e = edges[e].next {
+			c, n := int(edges[e].class), edges[e].child
+			kn := int32(len(queue))
 			queue = append(queue, n)
-		}
-	}
-	for k := 1; k < len(queue); k++ {
-		s := queue[k]
-		f := fail[s]
-		if len(outs[s]) == 0 {
-			out[s] = out[f]
-		} else {
-			out[s] = append(append([]int32(nil), outs[s]...), out[f]...)
-		}
-		for c := 0; c < nclass; c++ {
-			if n := trie[int(s)*nclass+c]; n >= 0 {
-				fail[n] = next[int(f)*nclass+c]
-				next[int(s)*nclass+c] = n
-				queue = append(queue, n)
-			} else {
-				next[int(s)*nclass+c] = next[int(f)*nclass+c]
+			fn := int32(0) // the root's children fail to the root
+			if k > 0 {
+				fn = int32(m.delta[f*nclass+c] >> 1 / m.stride)
 			}
-		}
-	}
-	order := queue
-	renum := make([]int32, nodes)
-	for k, s := range order {
-		renum[s] = int32(k)
-	}
-	m.delta = make([]uint32, len(order)*nclass)
-	m.out = make([][]int32, len(order))
-	for newS, oldS := range order {
-		m.out[newS] = out[oldS]
-		for c := 0; c < nclass; c++ {
-			n := next[int(oldS)*nclass+c]
-			v := uint32(renum[n]) * m.stride << 1
-			if len(out[n]) > 0 {
+			fail[kn] = fn
+			if len(outs[n]) == 0 {
+				m.out[kn] = m.out[fn]
+			} else {
+				m.out[kn] = append(append([]int32(nil), outs[n]...), m.out[fn]...)
+			}
+			v := uint32(kn) * m.stride << 1
+			if len(m.out[kn]) > 0 {
 				v |= 1
 			}
-			m.delta[newS*nclass+c] = v
+			row[c] = v
 		}
 	}
 	for c := 0; c < 256; c++ {
@@ -161,6 +159,12 @@ func NewMatcher(literals []string) *Matcher {
 		}
 	}
 	return m
+}
+
+// edge is a trie edge: its class, the node it leads to and the parent's next edge (-1: none).
+type edge struct {
+	class       uint16
+	child, next int32
 }
 
 // cases returns the bytes that fold to c's case: both cases of an ASCII letter, else c.

@@ -8,11 +8,12 @@ import (
 
 // TestDistributedMisuseIsTheProgramsError: torch.distributed's own checks of how the training
 // code uses it (ranks running different collectives, a process group used before it exists,
-// DDP's reducer, a wrapper given a module on the wrong device, FSDP's flattening, DTensor, a
-// mesh that does not fit the devices) name the program's error, by their rule with all tiers
+// DDP's reducer, DDP given a frozen module, a wrapper given a module on the wrong device, FSDP's
+// flattening, DTensor, a script started without its launcher's environment, a mesh that does
+// not fit the devices) name the program's or its launch's error, by their rule with all tiers
 // and by the vocabulary alone; none is the collective timeout or rendezvous failure its words
-// ("collective", "OpType", "init_process_group") would suggest. The lines are those of the
-// public threads the rules cite.
+// ("collective", "OpType", "init_process_group", "rendezvous") would suggest. The lines are
+// those of the public threads the rules cite.
 func TestDistributedMisuseIsTheProgramsError(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -52,6 +53,13 @@ func TestDistributedMisuseIsTheProgramsError(t *testing.T) {
 		{"a tensor-parallel layer meets an input that was never distributed",
 			progress + tb + "RuntimeError: aten.mm.default: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to DTensor before calling distributed operators!\n",
 			CategoryUserCodeError, "user-code-error/dtensor-mixed-with-tensor"},
+		{"a frozen module wrapped in DDP like the trained one",
+			tb + "    unet = DDP(unet, device_ids=[local_rank], output_device=local_rank)\n" +
+				"RuntimeError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.\n",
+			CategoryUserCodeError, "user-code-error/ddp-no-trainable-parameters"},
+		{"a script that reads the launcher's variables started as a plain process",
+			tb + "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set\n",
+			CategoryConfigError, "config-error/env-rendezvous-unset"},
 		{"a mesh written for eight devices on a machine with one",
 			"INFO:rank:Initializing mesh for self.local_mesh_config=(1, 8) self.between_hosts_config=(1, 1)...\n" +
 				tb + "ValueError: Number of devices 1 must equal the product of mesh_shape (1, 8)\n",

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "16f729f3ecb126258ee3bbe95c5aae2a22ab6cb625b333ba392bfd898d7c6cd9"
+const builtinDigest = "d6b9c74b37b31a247c8eb5e7e0ccd09737d48791cb424d653d7fd129e655cd7b"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -3912,6 +3912,49 @@ func builtinFiles() []Named {
 						},
 					},
 					{
+						ID:       "user-code-error/ddp-no-trainable-parameters",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DDP wrapped a module with nothing to train",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient",
+							},
+						},
+						Explanation: "DistributedDataParallel was given a module none of whose parameters requires a gradient: a frozen feature extractor or loss network wrapped like the trained model, a stage whose trainable modules the configuration left out, or weights that failed to load and left the model frozen. DDP has nothing to synchronise and refuses it on every rank.\n",
+						Remediation: "Do not wrap frozen modules in DDP (move them to the device and call them directly); check that the stage's configuration adds the modules meant to train and that requires_grad is set on them.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+								},
+								{
+									Text: "AssertionError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+								},
+								{
+									Text: "AssertionError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient. ",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "for param in model.parameters(): param.requires_grad = False",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
 						ID:       "user-code-error/ddp-parameter-ready-twice",
 						Severity: "error",
 						Layer:    "execution",
@@ -4088,6 +4131,52 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "from torch.distributed.tensor import DTensor, Shard, Replicate",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/env-rendezvous-unset",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Started without the launcher's environment ({var} not set)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Error initializing torch\\.distributed using env:// rendezvous: environment variable (?P<var>[A-Z_]+) expected, but not set",
+							},
+						},
+						Explanation: "init_process_group with init_method env:// reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from the environment, which torchrun, torch.distributed.launch, the DeepSpeed and Accelerate launchers or the job's operator set; the script was started as a plain python process (or from an IDE) without them. Nothing tried to connect yet.\n",
+						Remediation: "Start the script with its launcher (torchrun --nproc_per_node N script.py, the framework's dist_train script), or set the four variables yourself for a single process (RANK=0, WORLD_SIZE=1, MASTER_ADDR=localhost, a free MASTER_PORT).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set",
+								},
+								{
+									Text: "`ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set`",
+								},
+								{
+									Text: "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable WORLD_SIZE expected, but not set",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+								},
+								{
+									Text: "dist.init_process_group(backend='nccl', init_method='env://')",
 								},
 							},
 						},

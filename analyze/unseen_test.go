@@ -144,22 +144,36 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := analyzeLogs(t, all, tt.log)
-			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
-			require.NotNil(t, res.RootCause)
-			require.Equal(t, tt.category, res.RootCause.Category, res.RootCause.Title)
-			require.Equal(t, tt.ruleID, res.RootCause.RuleID)
-			require.Equal(t, ConfidenceHigh, res.Confidence)
+			res := requireNamedByRule(t, all, tt.log, tt.category, tt.ruleID)
 			if tt.rank >= 0 {
 				require.Equal(t, tt.rank, res.RootCause.Rank, res.RootCause.Title)
 			}
-
-			alone := analyzeLogs(t, WithoutSpecific(all), tt.log)
-			require.NotNil(t, alone.RootCause, alone.VerdictReason)
-			require.Equal(t, tt.category, alone.RootCause.Category, alone.RootCause.Title)
-			require.Equal(t, ConfidenceMedium, alone.Confidence)
+			requireNamedByVocabulary(t, all, tt.log, tt.category)
 		})
 	}
+}
+
+// requireNamedByRule: with all tiers, log is unhealthy and its root cause is ruleID's finding
+// of category, at high confidence.
+func requireNamedByRule(t *testing.T, all []*Rule, log string, category Category, ruleID string) *Result {
+	t.Helper()
+	res := analyzeLogs(t, all, log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, category, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, ruleID, res.RootCause.RuleID)
+	require.Equal(t, ConfidenceHigh, res.Confidence)
+	return res
+}
+
+// requireNamedByVocabulary: with the specific rules off, the second tier names category at
+// medium confidence.
+func requireNamedByVocabulary(t *testing.T, all []*Rule, log string, category Category) {
+	t.Helper()
+	alone := analyzeLogs(t, WithoutSpecific(all), log)
+	require.NotNil(t, alone.RootCause, alone.VerdictReason)
+	require.Equal(t, category, alone.RootCause.Category, alone.RootCause.Title)
+	require.Equal(t, ConfidenceMedium, alone.Confidence)
 }
 
 // TestPastedDescribeOfAnUnscheduledPod: a describe whose Conditions say PodScheduled False is

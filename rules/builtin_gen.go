@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "b9067ef23d96f88f58a04b739769c823110ac72e64b5473fe39f7708cf0a5fbd"
+const builtinDigest = "02ee453d8ee3f87c92611dd82be705e70b4a26642290b5f548d6175b46007e08"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -3805,6 +3805,489 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"severity",
+							"title",
+						},
+					},
+				},
+			},
+		},
+		{
+			Path: "distributed.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "execution",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "user-code-error/collective-mismatch",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Ranks ran different collectives",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Detected mismatch between collectives on ranks\\. Rank \\d+ is running (?:inconsistent )?collective",
+							},
+						},
+						Explanation: "The ranks of one process group did not issue the same collective at the same point: another operation, another tensor shape or dtype, or one rank a collective ahead. The code took a rank-dependent path (a batch without some input that skips a module, metrics or logging with different keys per rank, evaluation or saving on one rank only, a different number of batches per rank). Without the debug check the same program hangs until the collective timeout fires.\n",
+						Remediation: "Compare the two fingerprints in the message (op, shape, sequence number) to find the call and the branch that differs between ranks; make every rank run the same collectives in the same order (same number of batches, collectives outside rank-0-only blocks, modules used on every batch or find_unused_parameters for DDP).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running inconsistent collective: CollectiveFingerPrint(OpType=BROADCAST, TensorShape=[34112], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))",
+								},
+								{
+									Text: "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=0, OpType=_ALLGATHER_BASE, TensorShape=[359, 1, 1435, 16], TensorDtypes=BFloat16, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))), but Rank 2 is running collective: CollectiveFingerPrint(SequenceNumber=0, OpType=_ALLGATHER_BASE, TensorShape=[359, 1, 1436, 16], TensorDtypes=BFloat16,",
+								},
+								{
+									Text: "Detected mismatch between collectives on ranks. Rank 0 is running collective:",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600123 milliseconds before timing out.",
+								},
+								{
+									Text: "export TORCH_DISTRIBUTED_DEBUG=DETAIL",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/process-group-not-initialized",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "torch.distributed used before init_process_group",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Default process group has not been initialized, please make sure to call init_process_group",
+								"RuntimeError: Default process group is not initialized",
+							},
+						},
+						Explanation: "The program called a torch.distributed function (get_rank, get_world_size, barrier, a collective, SyncBatchNorm's all-gather, a metric's sync) in a process where no process group was ever initialised: distributed-only code (SyncBatchNorm, a distributed sampler or evaluator) run as one plain process without a launcher, or a script whose own init_process_group call was skipped. Nothing failed to connect; the group was never asked for.\n",
+						Remediation: "Start the script with its launcher (torchrun, the framework's dist_train script) even on one GPU, or call init_process_group first (a world of size 1 works); for single-GPU runs, replace SyncBatchNorm by BatchNorm and guard distributed calls with torch.distributed.is_initialized().\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+								},
+								{
+									Text: "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+								},
+								{
+									Text: "RuntimeError: Default process group is not initialized",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "dist.init_process_group(backend='nccl', init_method='env://')",
+								},
+								{
+									Text: "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/ddp-unused-parameters",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DDP found parameters that took no part in the loss",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Expected to have finished reduction in the prior iteration before starting a new one",
+								"Parameter indices which did not receive grad for rank \\d+",
+							},
+						},
+						Explanation: "DistributedDataParallel waits for a gradient of every parameter before it reduces them. Some parameters got none in the last iteration: a module the forward pass skipped (a branch, a frozen or unused head, a layer added to the model but not to the loss), so the reduction never finished and the next forward pass refused to start. It fails on every rank, at the first iteration that takes that path.\n",
+						Remediation: "Make every trainable parameter take part in the loss, freeze the ones that do not (requires_grad=False), or pass find_unused_parameters=True to DistributedDataParallel (the framework's find_unused_parameters / ddp_find_unused_parameters option); set TORCH_DISTRIBUTED_DEBUG=INFO to have the parameters named.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss. You can enable unused parameter detection by (1) passing the keyword argument `find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`; (2) making sure all `forward` function outputs participate in calculating loss.",
+								},
+								{
+									Text: "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss.",
+								},
+								{
+									Text: "> RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[W reducer.cpp:1278] Warning: find_unused_parameters=True was specified in DDP constructor, but did not find any unused parameters in the forward pass. This flag results in an extra traversal of the autograd graph every iteration,  which can adversely affect performance.",
+								},
+								{
+									Text: "model = DistributedDataParallel(model, device_ids=[local_rank], find_unused_parameters=True)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/ddp-no-trainable-parameters",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DDP wrapped a module with nothing to train",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient",
+							},
+						},
+						Explanation: "DistributedDataParallel was given a module none of whose parameters requires a gradient: a frozen feature extractor or loss network wrapped like the trained model, a stage whose trainable modules the configuration left out, or weights that failed to load and left the model frozen. DDP has nothing to synchronise and refuses it on every rank.\n",
+						Remediation: "Do not wrap frozen modules in DDP (move them to the device and call them directly); check that the stage's configuration adds the modules meant to train and that requires_grad is set on them.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+								},
+								{
+									Text: "AssertionError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+								},
+								{
+									Text: "AssertionError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient. ",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "for param in model.parameters(): param.requires_grad = False",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/ddp-parameter-ready-twice",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DDP saw a parameter's gradient twice in one iteration",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Expected to mark a variable ready only once",
+								"has been marked as ready twice\\. This means that multiple autograd engine\\s+hooks have fired",
+							},
+						},
+						Explanation: "DistributedDataParallel's autograd hook fired twice for one parameter in a single backward pass: the parameter is used by several reentrant backward passes (activation checkpointing with use_reentrant=True wrapping the same layers, LoRA adapters under gradient checkpointing), shared by two concurrent forward passes, or used outside forward. DDP refuses it on every rank.\n",
+						Remediation: "Use non-reentrant activation checkpointing (use_reentrant=False, gradient_checkpointing_kwargs in Transformers), or call _set_static_graph() on the DDP model when its graph does not change; do not run the same parameters through two backward passes per step; set TORCH_DISTRIBUTED_DEBUG=DETAIL to have the parameter named.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Parameter at index 988 with name img_backbone.levels.3.blocks.3.gamma2 has been marked as ready twice. This means that multiple autograd engine  hooks have fired for this particular parameter during this iteration.",
+								},
+								{
+									Text: "RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function.",
+								},
+								{
+									Text: "[rank3]: RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function. Please make sure model parameters are not shared across multiple concurrent forward-backward passes. or try to use _set_static_graph() as a workaround if this module gr",
+								},
+								{
+									Text: "RuntimeError    : Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward passExpected to mark a variable ready only once. T",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    self.scaler.scale(loss).backward()",
+								},
+								{
+									Text: "model = DDP(model, device_ids=[rank], find_unused_parameters=True, static_graph=False)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/distributed-wrong-device",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "A distributed wrapper or backend got a module or tensor on the wrong device",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU modules",
+								"Tensors must be CUDA and dense",
+								"No backend type associated with device type cpu",
+								"Inconsistent compute device and `device_id` on rank \\d+",
+							},
+						},
+						Explanation: "A distributed wrapper or collective got a module or tensor on a device it cannot use: DDP given device_ids for a module that is still on the CPU or spread over several GPUs, an NCCL collective on a CPU tensor (NCCL only moves GPU memory), FSDP's device_id not the device the rank's module or current device is on. The code (or its launch) placed it there; every rank fails the same way.\n",
+						Remediation: "Move the model to the rank's GPU (torch.cuda.set_device(local_rank), model.to(local_rank)) before wrapping it, and do not combine DDP with a device_map that spreads one model over several GPUs; create tensors for NCCL collectives on the GPU, or initialise a gloo group (or \"cpu:gloo,cuda:nccl\") for CPU tensors; pass FSDP the rank's own device.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU modules, but got device_ids [0], output_device 0, and module ",
+								},
+								{
+									Text: "ValueError: DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU modules, but got device_ids [3], output_device None, and modu",
+								},
+								{
+									Text: "RuntimeError: Tensors must be CUDA and dense",
+								},
+								{
+									Text: "Tensors must be CUDA and dense",
+								},
+								{
+									Text: "RuntimeError: No backend type associated with device type cpu",
+								},
+								{
+									Text: "ValueError: Inconsistent compute device and `device_id` on rank 0: cuda:1 vs cuda:0",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+								},
+								{
+									Text: "torch.cuda.set_device(args.local_rank)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/fsdp-mixed-dtype",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "FSDP cannot flatten parameters of different dtypes",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Must flatten tensors with uniform dtype but got torch\\.\\w+ and torch\\.\\w+",
+							},
+						},
+						Explanation: "FSDP flattens the parameters of each wrapped unit into one tensor, which needs them to share a dtype. The unit mixes dtypes: LoRA or prompt-tuning adapters kept in fp32 beside bf16 or fp16 base weights, a quantised base model, a submodule loaded in another precision. FSDP refuses it when it wraps the model, on every rank.\n",
+						Remediation: "Load the model in one dtype and let FSDP's mixed precision cast for compute, cast the adapters to the base model's dtype, or wrap the differing modules as their own FSDP units (use_orig_params=True, or the framework's FSDP+QLoRA recipe and its storage dtype setting).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "FSDP Must flatten tensors with uniform dtype but got torch.bfloat16 and torch.float32",
+								},
+								{
+									Text: "FSDP+QLoRA get ValueError: Must flatten tensors with uniform dtype but got torch.float32 and torch.bfloat16",
+								},
+								{
+									Text: " [ValueError: Must flatten tensors with uniform dtype but got torch.bfloat16 and torch.float32]",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "fsdp_config: {mixed_precision: bf16}",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/dtensor-mixed-with-tensor",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "A DTensor operation got a plain tensor",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"got mixed torch\\.Tensor and DTensor, need to convert all torch\\.Tensor to DTensor before calling distributed operators",
+							},
+						},
+						Explanation: "An operator received a DTensor (a parameter sharded by FSDP2's fully_shard or by tensor parallelism) together with a plain tensor: an input or a module that was not sharded or not prepared (PrepareModuleInput, distribute_tensor), a parameter used outside the sharded module's forward, or FSDP2's unshard skipped (nested units under activation checkpointing).\n",
+						Remediation: "Shard or distribute every module whose parameters meet the input (parallelize the embedding and the layers around it, or use_local_output), distribute the inputs the plan expects, and call sharded modules through their forward; on FSDP2 with activation checkpointing, update PyTorch if nested units are involved.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: aten.mm.default: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to DTensor before calling distributed operators!",
+								},
+								{
+									Text: "RuntimeError: aten.embedding.default: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to DTensor before calling distributed operators!",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "from torch.distributed.tensor import DTensor, Shard, Replicate",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/env-rendezvous-unset",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Started without the launcher's environment ({var} not set)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Error initializing torch\\.distributed using env:// rendezvous: environment variable (?P<var>[A-Z_]+) expected, but not set",
+							},
+						},
+						Explanation: "init_process_group with init_method env:// reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from the environment, which torchrun, torch.distributed.launch, the DeepSpeed and Accelerate launchers or the job's operator set; the script was started as a plain python process (or from an IDE) without them. Nothing tried to connect yet.\n",
+						Remediation: "Start the script with its launcher (torchrun --nproc_per_node N script.py, the framework's dist_train script), or set the four variables yourself for a single process (RANK=0, WORLD_SIZE=1, MASTER_ADDR=localhost, a free MASTER_PORT).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set",
+								},
+								{
+									Text: "`ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set`",
+								},
+								{
+									Text: "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable WORLD_SIZE expected, but not set",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+								},
+								{
+									Text: "dist.init_process_group(backend='nccl', init_method='env://')",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/device-mesh-size",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The device mesh does not fit the devices",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Number of devices \\d+ must equal the product of mesh_shape",
+								"Mesh should not be bigger than default world size, but found \\d+ ranks",
+								"Invalid parallel dims: .*!= WORLD_SIZE\\s*\\d+",
+							},
+						},
+						Explanation: "The parallel layout asked for (the mesh shape, or the product of the data, tensor, pipeline and context parallel degrees) does not match the number of devices or ranks the job got: a configuration written for another machine count, or the job started on fewer GPUs than it expects. It fails at start-up, before any training.\n",
+						Remediation: "Make the product of the parallel degrees (the mesh shape) equal the number of devices or ranks, or start the job on as many GPUs as the configuration was written for.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: Number of devices 1 must equal the product of mesh_shape (1, 8)",
+								},
+								{
+									Text: "Number of devices 1 must equal the product of mesh_shape (1, 8)",
+								},
+								{
+									Text: "RuntimeError: Mesh should not be bigger than default world size, but found 9 ranks!",
+								},
+								{
+									Text: "AssertionError: Invalid parallel dims: dp(1) * sp(2) * pp(3) != WORLD_SIZE8",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "INFO:rank:Initializing mesh for self.local_mesh_config=(1, 8) self.between_hosts_config=(1, 1)...",
+								},
+								{
+									Text: "Building 2-D device mesh with ['dp', 'sp'], [2, 4]",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

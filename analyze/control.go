@@ -64,7 +64,7 @@ func (a *analyzer) observe(f fact, w seen) int {
 		}
 		g := newFinding(r, f.fields)
 		g.Title = a.intern(g.Title)
-		g.Pod, g.Container, g.Node, g.Time = w.pod, w.container, w.node, timePtr(w.t)
+		g.Pod, g.Container, g.Node, g.Time = w.pod, w.container, w.node, a.sharedTime(w.t)
 		g.nodeEvidence = w.node != ""
 		g.Evidence = []Evidence{w.ev}
 		g.Evidence[0].Time = g.Time
@@ -80,6 +80,16 @@ func (a *analyzer) observe(f fact, w seen) int {
 	return n
 }
 
+// sharedTime is timePtr(t), the same pointer as the fact before's when the time is the
+// same: nothing writes a finding's time through its pointer, and the containers of a pod
+// that ended at once are as many findings of one time.
+func (a *analyzer) sharedTime(t time.Time) *time.Time {
+	if a.lastTime == nil || !a.lastTime.Equal(t) || t.IsZero() {
+		a.lastTime = timePtr(t)
+	}
+	return a.lastTime
+}
+
 // intern returns the one copy of s the analysis keeps: the facts of every container or pod
 // (an exit code, a condition) make findings of a few titles, 200,000 of them at 200,000
 // containers.
@@ -92,6 +102,27 @@ func (a *analyzer) intern(s string) string {
 	}
 	a.titles[s] = s
 	return s
+}
+
+// maxTexts bounds how many texts internText keeps: beyond it, a text is its own copy.
+const maxTexts = 4096
+
+// internText returns b as a string, the one copy of it the analysis keeps while it keeps at
+// most maxTexts: a container's termination text names no pod, and the containers of a job
+// that ended at once say the same (200,000 findings' evidence at 200,000 containers, 20 MB of
+// texts live until the report is built, were 16 of them).
+func (a *analyzer) internText(b []byte) string {
+	if t, ok := a.texts[string(b)]; ok {
+		return t
+	}
+	t := string(b)
+	if len(a.texts) < maxTexts {
+		if a.texts == nil {
+			a.texts = map[string]string{}
+		}
+		a.texts[t] = t
+	}
+	return t
 }
 
 // matchMessage runs the rule set on a Kubernetes message and adds what matched.
@@ -363,11 +394,12 @@ func (a *analyzer) terminated(p *corev1.Pod, cs corev1.ContainerStatus, te *core
 		b = strconv.AppendInt(append(b, ", signal "...), int64(te.Signal), 10)
 	}
 	a.buf = b
+	text := a.internText(b)
 	if a.termFields == nil {
 		a.termFields = map[string]string{}
 	}
 	fields := terminatedFieldsIn(a.termFields, cs.Name, te.Reason, int(te.ExitCode), int(te.Signal), last, waiting, int(cs.RestartCount), te.Message)
-	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(string(b))})
+	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(text)})
 	// The termination message (terminationMessagePolicy FallbackToLogsOnError puts the log's
 	// tail there) can carry the real error when the logs are gone.
 	if te.Message != "" && !a.logsFor[[2]string{p.Name, cs.Name}] {

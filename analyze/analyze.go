@@ -220,6 +220,7 @@ type analyzer struct {
 	podScratch map[string]string
 	titles     map[string]string
 	texts      map[string]string
+	titleBuf   []byte
 	// lastTime is the time of the last fact's findings (sharedTime).
 	lastTime *time.Time
 	// logsFor records which pods ({pod, ""}) and containers ({pod, container}) have logs in

@@ -254,13 +254,17 @@ func (a *analyzer) containerStatus(p *corev1.Pod, cs corev1.ContainerStatus, ev 
 	if !a.rs.observes("container-restarts") {
 		return // no rule reads it: its text and fields would be made 200,000 times for nothing
 	}
-	text := fmt.Sprintf("container %s restartCount: %d", cs.Name, cs.RestartCount)
+	// Like a termination (terminated), made in the analyzer's scratch space: the text names no
+	// pod, and the fields are kept by no finding.
+	b := append(append(append(a.buf[:0], "container "...), cs.Name...), " restartCount: "...)
+	a.buf = strconv.AppendInt(b, int64(cs.RestartCount), 10)
 	t := time.Time{}
 	if lt := cs.LastTerminationState.Terminated; lt != nil {
 		t = lt.FinishedAt.Time
 	}
-	a.observe(fact{"container-restarts", map[string]string{"container": cs.Name, "count": strconv.Itoa(int(cs.RestartCount))}},
-		seen{pod: p.Name, container: cs.Name, t: t, ev: ev(text)})
+	fields := a.scratchFields()
+	fields["container"], fields["count"] = cs.Name, strconv.Itoa(int(cs.RestartCount))
+	a.observe(fact{"container-restarts", fields}, seen{pod: p.Name, container: cs.Name, t: t, ev: ev(a.internText(a.buf))})
 }
 
 // loggedFact is an object fact a log line rendered.
@@ -379,6 +383,16 @@ func terminatedFields(container, reason string, code int, signal int, last bool,
 }
 
 // terminatedFieldsIn is terminatedFields written into fields, which it clears first.
+// scratchFields is the analyzer's map for the fields of a container's facts, empty: the
+// rules and the title read them, no finding keeps them.
+func (a *analyzer) scratchFields() map[string]string {
+	if a.termFields == nil {
+		a.termFields = map[string]string{}
+	}
+	clear(a.termFields)
+	return a.termFields
+}
+
 func terminatedFieldsIn(fields map[string]string, container, reason string, code int, signal int, last bool, waiting string, restarts int, message string) map[string]string {
 	if signal == 0 && code > 128 && code < 160 {
 		signal = code - 128
@@ -409,10 +423,7 @@ func (a *analyzer) terminated(p *corev1.Pod, cs corev1.ContainerStatus, te *core
 	}
 	a.buf = b
 	text := a.internText(b)
-	if a.termFields == nil {
-		a.termFields = map[string]string{}
-	}
-	fields := terminatedFieldsIn(a.termFields, cs.Name, te.Reason, int(te.ExitCode), int(te.Signal), last, waiting, int(cs.RestartCount), te.Message)
+	fields := terminatedFieldsIn(a.scratchFields(), cs.Name, te.Reason, int(te.ExitCode), int(te.Signal), last, waiting, int(cs.RestartCount), te.Message)
 	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(text)})
 	// The termination message (terminationMessagePolicy FallbackToLogsOnError puts the log's
 	// tail there) can carry the real error when the logs are gone.

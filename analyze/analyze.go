@@ -214,11 +214,15 @@ type analyzer struct {
 	findings []*Finding
 	// buf and termFields are scratch for each container's termination (terminated),
 	// podScratch for each pod's facts (podFields); titles the findings' titles of facts
-	// (intern).
+	// (intern) and texts their evidence's texts (internText).
 	buf        []byte
 	termFields map[string]string
 	podScratch map[string]string
 	titles     map[string]string
+	texts      map[string]string
+	titleBuf   []byte
+	// lastTime is the time of the last fact's findings (sharedTime).
+	lastTime *time.Time
 	// logsFor records which pods ({pod, ""}) and containers ({pod, container}) have logs in
 	// the bundle: keys of two names, not one joined per log (200,000 logs).
 	logsFor map[[2]string]bool

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"sort"
@@ -62,9 +63,8 @@ func (a *analyzer) observe(f fact, w seen) int {
 		if r.Role.Fallback() && n > 0 {
 			continue
 		}
-		g := newFinding(r, f.fields)
-		g.Title = a.intern(g.Title)
-		g.Pod, g.Container, g.Node, g.Time = w.pod, w.container, w.node, timePtr(w.t)
+		g := newTitled(r, a.titleOf(r, f.fields))
+		g.Pod, g.Container, g.Node, g.Time = w.pod, w.container, w.node, a.sharedTime(w.t)
 		g.nodeEvidence = w.node != ""
 		g.Evidence = []Evidence{w.ev}
 		g.Evidence[0].Time = g.Time
@@ -80,6 +80,30 @@ func (a *analyzer) observe(f fact, w seen) int {
 	return n
 }
 
+// sharedTime is timePtr(t), the same pointer as the fact before's when the time is the
+// same: nothing writes a finding's time through its pointer, and the containers of a pod
+// that ended at once are as many findings of one time.
+func (a *analyzer) sharedTime(t time.Time) *time.Time {
+	if a.lastTime == nil || !a.lastTime.Equal(t) || t.IsZero() {
+		a.lastTime = timePtr(t)
+	}
+	return a.lastTime
+}
+
+// titleOf is r.TitleFor(g), the one copy of it the analysis keeps (intern), made in scratch
+// space: the facts of 200,000 containers made as many titles to keep a few (17 MB).
+func (a *analyzer) titleOf(r *Rule, g map[string]string) string {
+	if strings.IndexByte(r.Title, '{') < 0 {
+		return a.intern(r.TitleFor(g))
+	}
+	a.titleBuf = r.appendTitle(a.titleBuf[:0], g)
+	b := bytes.TrimSpace(a.titleBuf)
+	if t, ok := a.titles[string(b)]; ok {
+		return t
+	}
+	return a.intern(string(b))
+}
+
 // intern returns the one copy of s the analysis keeps: the facts of every container or pod
 // (an exit code, a condition) make findings of a few titles, 200,000 of them at 200,000
 // containers.
@@ -92,6 +116,27 @@ func (a *analyzer) intern(s string) string {
 	}
 	a.titles[s] = s
 	return s
+}
+
+// maxTexts bounds how many texts internText keeps: beyond it, a text is its own copy.
+const maxTexts = 4096
+
+// internText returns b as a string, the one copy of it the analysis keeps while it keeps at
+// most maxTexts: a container's termination text names no pod, and the containers of a job
+// that ended at once say the same (200,000 findings' evidence at 200,000 containers, 20 MB of
+// texts live until the report is built, were 16 of them).
+func (a *analyzer) internText(b []byte) string {
+	if t, ok := a.texts[string(b)]; ok {
+		return t
+	}
+	t := string(b)
+	if len(a.texts) < maxTexts {
+		if a.texts == nil {
+			a.texts = map[string]string{}
+		}
+		a.texts[t] = t
+	}
+	return t
 }
 
 // matchMessage runs the rule set on a Kubernetes message and adds what matched.
@@ -209,13 +254,17 @@ func (a *analyzer) containerStatus(p *corev1.Pod, cs corev1.ContainerStatus, ev 
 	if !a.rs.observes("container-restarts") {
 		return // no rule reads it: its text and fields would be made 200,000 times for nothing
 	}
-	text := fmt.Sprintf("container %s restartCount: %d", cs.Name, cs.RestartCount)
+	// Like a termination (terminated), made in the analyzer's scratch space: the text names no
+	// pod, and the fields are kept by no finding.
+	b := append(append(append(a.buf[:0], "container "...), cs.Name...), " restartCount: "...)
+	a.buf = strconv.AppendInt(b, int64(cs.RestartCount), 10)
 	t := time.Time{}
 	if lt := cs.LastTerminationState.Terminated; lt != nil {
 		t = lt.FinishedAt.Time
 	}
-	a.observe(fact{"container-restarts", map[string]string{"container": cs.Name, "count": strconv.Itoa(int(cs.RestartCount))}},
-		seen{pod: p.Name, container: cs.Name, t: t, ev: ev(text)})
+	fields := a.scratchFields()
+	fields["container"], fields["count"] = cs.Name, strconv.Itoa(int(cs.RestartCount))
+	a.observe(fact{"container-restarts", fields}, seen{pod: p.Name, container: cs.Name, t: t, ev: ev(a.internText(a.buf))})
 }
 
 // loggedFact is an object fact a log line rendered.
@@ -334,6 +383,16 @@ func terminatedFields(container, reason string, code int, signal int, last bool,
 }
 
 // terminatedFieldsIn is terminatedFields written into fields, which it clears first.
+// scratchFields is the analyzer's map for the fields of a container's facts, empty: the
+// rules and the title read them, no finding keeps them.
+func (a *analyzer) scratchFields() map[string]string {
+	if a.termFields == nil {
+		a.termFields = map[string]string{}
+	}
+	clear(a.termFields)
+	return a.termFields
+}
+
 func terminatedFieldsIn(fields map[string]string, container, reason string, code int, signal int, last bool, waiting string, restarts int, message string) map[string]string {
 	if signal == 0 && code > 128 && code < 160 {
 		signal = code - 128
@@ -363,11 +422,9 @@ func (a *analyzer) terminated(p *corev1.Pod, cs corev1.ContainerStatus, te *core
 		b = strconv.AppendInt(append(b, ", signal "...), int64(te.Signal), 10)
 	}
 	a.buf = b
-	if a.termFields == nil {
-		a.termFields = map[string]string{}
-	}
-	fields := terminatedFieldsIn(a.termFields, cs.Name, te.Reason, int(te.ExitCode), int(te.Signal), last, waiting, int(cs.RestartCount), te.Message)
-	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(string(b))})
+	text := a.internText(b)
+	fields := terminatedFieldsIn(a.scratchFields(), cs.Name, te.Reason, int(te.ExitCode), int(te.Signal), last, waiting, int(cs.RestartCount), te.Message)
+	a.observe(fact{"container-terminated", fields}, seen{pod: p.Name, container: cs.Name, t: te.FinishedAt.Time, ev: ev(text)})
 	// The termination message (terminationMessagePolicy FallbackToLogsOnError puts the log's
 	// tail there) can carry the real error when the logs are gone.
 	if te.Message != "" && !a.logsFor[[2]string{p.Name, cs.Name}] {

@@ -183,8 +183,13 @@ type ContextLine struct {
 }
 
 func newFinding(r *Rule, g map[string]string) *Finding {
+	return newTitled(r, r.TitleFor(g))
+}
+
+// newTitled is newFinding with its title made.
+func newTitled(r *Rule, title string) *Finding {
 	return &Finding{
-		RuleID: r.ID, Category: r.Category, Severity: r.Severity, Layer: r.Layer, Title: r.TitleFor(g),
+		RuleID: r.ID, Category: r.Category, Severity: r.Severity, Layer: r.Layer, Title: title,
 		Fault: r.Fault, Retry: r.Retry, Count: 1, Explanation: r.Explanation, Remediation: r.Remediation,
 		symptom: r.Role.Secondary(), generic: r.Role.Generic(), fallback: r.Role.Fallback(), Rank: -1, step: -1, rule: r,
 	}

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/coroner-dev/coroner/rules"
 )
@@ -581,18 +583,21 @@ func (r *Rule) TitleFor(g map[string]string) string {
 	if strings.IndexByte(t, '{') < 0 {
 		return strings.TrimSpace(t) // nothing to fill: no copy (a finding of each rank asks)
 	}
-	var out strings.Builder
-	out.Grow(len(t) + 32)
+	b := bytes.TrimSpace(r.appendTitle(make([]byte, 0, len(t)+32), g))
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
+}
+
+// appendTitle appends the title TitleFor makes to b, empty, but for its spaces at the ends.
+func (r *Rule) appendTitle(b []byte, g map[string]string) []byte {
+	t := r.Title
 	for {
 		i := strings.IndexByte(t, '{')
 		j := strings.IndexByte(t, '}')
 		if i < 0 || j < i {
-			out.WriteString(t)
-			break
+			return append(b, t...)
 		}
 		if v, ok := g[t[i+1:j]]; ok && v != "" {
-			out.WriteString(t[:i])
-			out.WriteString(v) // values are written, never expanded again
+			b = append(append(b, t[:i]...), v...) // values are written, never expanded again
 			t = t[j+1:]
 			continue
 		}
@@ -602,13 +607,12 @@ func (r *Rule) TitleFor(g map[string]string) string {
 				head, tail = head[:open], tail[closing+1:]
 			}
 		}
-		out.WriteString(strings.TrimRight(head, " "))
-		if tail != "" && !strings.ContainsAny(tail[:1], " :,.;)") && out.Len() > 0 {
-			out.WriteByte(' ')
+		b = append(b, strings.TrimRight(head, " ")...)
+		if tail != "" && !strings.ContainsAny(tail[:1], " :,.;)") && len(b) > 0 {
+			b = append(b, ' ')
 		}
 		t = tail
 	}
-	return strings.TrimSpace(out.String())
 }
 
 // DefaultRules is the embedded rule set. It is decoded and checked once a process (a Rule is

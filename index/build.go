@@ -416,15 +416,18 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 	if keyed {
 		want.Key = contentKey(want, logs, stats)
 	}
-	if err := writeIndex(ctx, dir, logs, stats, g.heads, g.bodies.frames, g.tdocs, g.budget.Keys(), g.docSums, g.cw, want); err != nil {
+	heads, err := writeIndex(ctx, dir, logs, stats, g.heads, g.bodies.frames, g.tdocs, g.budget.Keys(), g.docSums, g.cw, want)
+	if err != nil {
 		return nil, err
 	}
-	return openDir(dir, b.FS, false, &want)
+	g.heads, g.tdocs = nil, nil // in the heads file now
+	return openDirHeads(dir, b.FS, false, &want, heads)
 }
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the
-// documents (and their bleve index), the chunk table, and meta.json last.
-func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, frames []frame, tdocs [][]int32, docs []string, docSums []docSum, cw *chunkWriter, want meta) error {
+// documents (and their bleve index), the chunk table, and meta.json last. It returns the heads
+// file unpacked, for the index to be opened from.
+func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats []logscan.Stats, heads [][]byte, frames []frame, tdocs [][]int32, docs []string, docSums []docSum, cw *chunkWriter, want meta) ([]byte, error) {
 	// The heads file and the lists of the logs each text is in are made at their sizes: grown
 	// by appending, they allocated four to seven times that (50 MB for the heads at 16,384
 	// logs as at 200,000) at the end of the scan, where the heap is at its largest.
@@ -449,7 +452,7 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 	for i, ds := range tdocs {
 		for _, d := range ds {
 			if int(d) >= len(docs) {
-				return fmt.Errorf("log %s: template text %d of %d", logs[i].Path, d, len(docs))
+				return nil, fmt.Errorf("log %s: template text %d of %d", logs[i].Path, d, len(docs))
 			}
 			in[d]++
 		}
@@ -467,14 +470,14 @@ func writeIndex(ctx context.Context, dir string, logs []bundle.LogStream, stats 
 	files := map[string][]byte{headsFile: pack(headsMagic, h), docsFile: encodeDocs(docs, refs, docSums), chunksFile: encodeChunks(cw)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := writeBleve(ctx, filepath.Join(dir, bleveDir), docs); err != nil {
-		return err
+		return nil, err
 	}
 	want.Docs = len(docs)
-	return writeMeta(dir, want)
+	return h, writeMeta(dir, want)
 }
 
 func statsOf(ix *Index) []logscan.Stats {

@@ -322,6 +322,11 @@ func decodeHeads(file []byte) ([]*Stream, []frame, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("heads: %w", err)
 	}
+	return decodeRawHeads(data)
+}
+
+// decodeRawHeads is decodeHeads of the heads unpacked; the streams keep slices of data.
+func decodeRawHeads(data []byte) ([]*Stream, []frame, error) {
 	d := &decoder{b: data}
 	slab := make([]Stream, d.count())
 	streams := make([]*Stream, len(slab))

@@ -145,3 +145,25 @@ func TestLongNamesSurviveOpen(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Equal(t, 5, hitCount(t, ix, "hello"))
 }
+
+// TestBuiltIndexIsTheWrittenOne: the index a build opens from the heads it has just written
+// (not read back from the file) is the index its files hold: the same logs, sizes, times,
+// bodies' places and encoded templates, and the same answers.
+func TestBuiltIndexIsTheWrittenOne(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	_, ix := buildIndex(t, dir)
+	read, err := openDir(ix.Dir(), ix.fsys, true, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { read.Close() })
+	require.Equal(t, len(read.streams), len(ix.streams))
+	for i, s := range read.streams {
+		o := ix.streams[i]
+		require.Equal(t, s.LogStream, o.LogStream)
+		require.Equal(t, []any{s.Lines, s.Bytes, s.LongLines, s.First, s.Last, s.Rank, s.unordered, s.bodyOff, s.bodyLen, s.bodyCRC, s.cpLen, s.over},
+			[]any{o.Lines, o.Bytes, o.LongLines, o.First, o.Last, o.Rank, o.unordered, o.bodyOff, o.bodyLen, o.bodyCRC, o.cpLen, o.over}, s.Path)
+		require.Equal(t, s.heads, o.heads, s.Path)
+	}
+	for _, q := range []string{"NCCL AND timeout", "loss", "CUDA out of memory"} {
+		require.Equal(t, hitCount(t, read, q), hitCount(t, ix, q), q)
+	}
+}

@@ -133,11 +133,11 @@ func (r *Report) foldFindings() *findingFold {
 // (fs's own array, in order), the folds by the finding each one's is (its first), and the
 // id a folded finding's id now names.
 func foldRounds[F comparable](fs []F, rootID string, view func(F) foldView) ([]F, map[F]*fold[F], func(string) string) {
-	alias := make(map[string]string, len(fs)) // folded finding id -> the id of the finding it was folded into
-	n := len(fs)                              // the findings left: the bound of an alias chain
+	alias := newAliases(len(fs)) // folded finding id -> the id of the finding it was folded into
+	n := len(fs)                 // the findings left: the bound of an alias chain
 	target := func(id string) string {
-		for i := 0; i < n && alias[id] != ""; i++ {
-			id = alias[id]
+		for i := 0; i < n && alias.of(id) != ""; i++ {
+			id = alias.of(id)
 		}
 		return id
 	}
@@ -215,7 +215,7 @@ func foldRounds[F comparable](fs []F, rootID string, view func(F) foldView) ([]F
 			lead := ms[0]
 			leadID := view(lead).id
 			for _, f := range ms[1:] {
-				alias[view(f).id] = leadID
+				alias.set(view(f).id, leadID)
 			}
 			folds[lead] = acc
 			merged = true
@@ -225,7 +225,7 @@ func foldRounds[F comparable](fs []F, rootID string, view func(F) foldView) ([]F
 		}
 		kept := fs[:0]
 		for _, f := range fs {
-			if alias[view(f).id] == "" {
+			if alias.of(view(f).id) == "" {
 				kept = append(kept, f)
 			}
 		}
@@ -237,6 +237,52 @@ func foldRounds[F comparable](fs []F, rootID string, view func(F) foldView) ([]F
 		n = len(fs)
 	}
 	return fs, folds, target
+}
+
+// aliases maps a folded finding's id to the id of the finding it was folded into. An id the
+// analysis gave ("f" and the finding's number, from 1) up to the number of findings is a
+// place in a slice; another id, a key of a map. Nearly every finding is folded at 200,000
+// containers: a map of their ids was 10.6 MB, the slice is 3.2.
+type aliases struct {
+	byNum []string
+	other map[string]string
+}
+
+func newAliases(n int) *aliases {
+	return &aliases{byNum: make([]string, n+1), other: map[string]string{}}
+}
+
+// num is the number of an id "f<n>" with n from 1 to len(byNum)-1, or 0.
+func (a *aliases) num(id string) int {
+	if len(id) < 2 || len(id) > 10 || id[0] != 'f' || id[1] == '0' {
+		return 0
+	}
+	n := 0
+	for _, c := range []byte(id[1:]) {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n >= len(a.byNum) {
+		return 0
+	}
+	return n
+}
+
+func (a *aliases) of(id string) string {
+	if n := a.num(id); n > 0 {
+		return a.byNum[n]
+	}
+	return a.other[id]
+}
+
+func (a *aliases) set(id, to string) {
+	if n := a.num(id); n > 0 {
+		a.byNum[n] = to
+	} else {
+		a.other[id] = to
+	}
 }
 
 // foldedSize is how many findings ms stands for: each one, or the members of the fold it

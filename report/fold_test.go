@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,19 @@ func TestFoldRoundTrip(t *testing.T) {
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &back1))
 	require.Len(t, back1.Findings, 1+2*12)
 	require.NotEmpty(t, v1)
+}
+
+// TestAliasesOfAnyID: a folded finding's alias is found whatever its id: the analysis's
+// ("f" and a number up to the count of findings, kept in a slice) and any other (a map).
+func TestAliasesOfAnyID(t *testing.T) {
+	a := newAliases(3)
+	ids := []string{"f1", "f3", "f4", "f0", "f01", "f", "fx", "g2", "f99999999999", ""}
+	for i, id := range ids {
+		a.set(id, "to"+strconv.Itoa(i))
+	}
+	for i, id := range ids {
+		require.Equal(t, "to"+strconv.Itoa(i), a.of(id), id)
+	}
+	require.Empty(t, a.of("f2"))
+	require.Equal(t, []string{"", "to0", "", "to1"}, a.byNum, "only f1 to f3 in the slice")
 }

@@ -330,9 +330,11 @@ func baseNames(ps []string) []string {
 	return out
 }
 
-// ranksOf maps each pod to the first torchrun rank its logs show.
+// ranksOf maps each pod to the first torchrun rank its logs show. The map grows with the
+// pods that show one: made at the count of logs, it was 6.7 MB at 200,000 logs of 25,000 pods
+// and none of them with a rank.
 func ranksOf(res *analyze.Result) map[string]int {
-	out := make(map[string]int, len(res.Logs))
+	out := map[string]int{}
 	for _, l := range res.Logs {
 		if _, ok := out[l.Pod]; !ok && l.Rank >= 0 {
 			out[l.Pod] = l.Rank

@@ -474,6 +474,7 @@ const (
 	hasSocketWord                       // one of socketAttemptWords at word boundaries: c10d's connect attempt
 	hasStartWord                        // one of startWords at word boundaries: a container created (recovered.go)
 	hasSkipWord                         // one of skipWords at word boundaries: a batch skipped (recovered.go)
+	hasGroupWord                        // one of groupWordList: an agent's worker group line (recovery.go)
 	// one of the words of exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords
 	hasExitWord
 	hasSignalWord
@@ -498,6 +499,7 @@ var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
 	{list: socketAttemptWords, bit: hasSocketWord},
 	{list: startWords, bit: hasStartWord},
 	{list: skipWords, bit: hasSkipWord},
+	{list: groupWordList[:], bit: hasGroupWord},
 	exitLine, signalLine, fatalLine, coordinationLine, launcherLine, errorLine, errorWords,
 })
 

@@ -356,6 +356,9 @@ type Scratch struct {
 	// rules and tails are the memos of the rules' and the tail filters of the shapes the
 	// logs it served showed, by shape key (keepMemo).
 	rules, tails map[string]*shapeMemo
+	// shapeLogs counts, by shape key, the logs that showed a shape the rules' filter of which
+	// is not made yet (recurs).
+	shapeLogs map[string]int
 }
 
 // stateHit is a pattern of a stateful kind matching a line.

@@ -140,6 +140,16 @@ func (rs *RuleSet) newShapeFilter(sh *logscan.Shape) *shapeFilter {
 // shapes without end.
 const maxKeptMemos = 4096
 
+// recurs counts a log that shows the shape of key before the rules' filter of the shape is
+// made, and says whether filterAfter logs of the scratch space's did.
+func (sc *Scratch) recurs(key string) bool {
+	if sc.shapeLogs == nil || len(sc.shapeLogs) >= maxKeptMemos {
+		sc.shapeLogs = map[string]int{}
+	}
+	sc.shapeLogs[key]++
+	return sc.shapeLogs[key] > filterAfter
+}
+
 // keepMemo keeps m as the memo of shape key in memos, for the next logs the scratch space
 // serves (one log at a time: a memo's state is a cache of its answers, whichever log asks),
 // and returns it.

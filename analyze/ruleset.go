@@ -442,7 +442,7 @@ func (rs *RuleSet) MatchEvent(reason, message string) []Hit {
 func (rs *RuleSet) confirm(text []byte, sc *Scratch) []Hit {
 	var hits []Hit
 	cands := sc.cands
-	sort.Slice(cands, func(i, j int) bool { return cands[i] < cands[j] })
+	slices.Sort(cands) // not sort.Slice, whose reflection was an eighth of confirm at 16,384 ranks
 	var last *Rule
 	var lastKind patKind
 	for _, p := range cands {

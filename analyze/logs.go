@@ -494,6 +494,12 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 		if f, ok := s.rs.shapes.Load(sh.Key); ok && seen.memo == nil {
 			seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(f.(*shapeFilter)))
 		}
+		if seen.memo == nil && s.sc.recurs(sh.Key) {
+			// A shape that filterAfter earlier logs showed has had as many lines matched in
+			// full as one that a log shows filterAfter times: at 16,384 ranks the NCCL
+			// banner and watchdog lines, a few of each shape in every log.
+			seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(s.rs.shapeFilter(sh)))
+		}
 	}
 	if seen.memo == nil {
 		if seen.lines++; seen.lines <= filterAfter {

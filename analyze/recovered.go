@@ -363,6 +363,9 @@ func forgetRecovered(t *tailBuf, lines []tailLine, kinds []lineKind, words []wor
 	// (recovery.go).
 	end, restarted := -1, false
 	for i := len(lines) - 1; i >= 0 && !restarted; i-- {
+		if words[i]&hasGroupWord == 0 {
+			continue // most tail lines: no bytes.Index of each group word
+		}
 		g, ok := groupLineOf(lines[i].text)
 		switch {
 		case !ok:

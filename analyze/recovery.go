@@ -163,9 +163,12 @@ var (
 	groupRestartWords = [][]byte{[]byte("will restart worker group"), []byte("FailureDecision.RETRY")}
 	groupStartWords   = [][]byte{[]byte("Starting worker group"), []byte("start training worker group")}
 	attemptsLeftWords = []byte(" attempts left")
-	// groupWords are in every line of either kind.
-	groupWords = [][]byte{[]byte("worker group"), []byte("FailureDecision")}
+	// groupWords are in every line of either kind; a tail line without one of them (tailWordsOf's
+	// hasGroupWord, which finds them without case) is neither.
+	groupWords = [][]byte{[]byte(groupWordList[0]), []byte(groupWordList[1])}
 )
+
+var groupWordList = [2]string{"worker group", "FailureDecision"}
 
 // groupLine is a line in which an agent restarted (restart) or started its worker group.
 type groupLine struct {

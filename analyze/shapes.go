@@ -3,6 +3,8 @@ package analyze
 import (
 	"slices"
 
+	"github.com/coroner-dev/coroner/internal/literal"
+
 	"github.com/coroner-dev/coroner/logscan"
 )
 
@@ -94,7 +96,7 @@ func (rs *RuleSet) shapeFilter(sh *logscan.Shape) *shapeFilter {
 }
 
 func (rs *RuleSet) newShapeFilter(sh *logscan.Shape) *shapeFilter {
-	if len(rs.always) > 0 {
+	if len(rs.always) > 0 || rs.fixedMatch(sh) {
 		return &shapeFilter{all: true}
 	}
 	always := make([]bool, len(rs.lits))
@@ -136,9 +138,43 @@ func (rs *RuleSet) newShapeFilter(sh *logscan.Shape) *shapeFilter {
 	return f
 }
 
+// fixedMatch says whether the constant text of a shape holds every literal set of some
+// pattern, from one pass of the rules' automaton over each constant part: the filter of such
+// a shape is all, as newShapeFilter would find asking Shape.Literal of each of the rules'
+// literals, which costs about 10M instructions for a shape of a dozen variable words.
+func (rs *RuleSet) fixedMatch(sh *logscan.Shape) bool {
+	fixed := make([]uint8, len(rs.pats))
+	var hits []literal.Hit
+	n := int32(len(rs.lits))
+	for _, part := range sh.Parts {
+		hits = literal.Append(rs.ac, part, hits[:0])
+		for _, h := range hits {
+			if h.ID >= n {
+				continue // a progress literal
+			}
+			for _, ps := range rs.litPats[h.ID] {
+				if fixed[ps.pat] |= ps.bit; fixed[ps.pat] == rs.pats[ps.pat].full {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // maxKeptMemos bounds each of Scratch's memos by shape key: logs of distinct lines make
 // shapes without end.
 const maxKeptMemos = 4096
+
+// recurs counts a log that shows the shape of key before the rules' filter of the shape is
+// made, and says whether filterAfter logs of the scratch space's did.
+func (sc *Scratch) recurs(key string) bool {
+	if sc.shapeLogs == nil || len(sc.shapeLogs) >= maxKeptMemos {
+		sc.shapeLogs = map[string]int{}
+	}
+	sc.shapeLogs[key]++
+	return sc.shapeLogs[key] > filterAfter
+}
 
 // keepMemo keeps m as the memo of shape key in memos, for the next logs the scratch space
 // serves (one log at a time: a memo's state is a cache of its answers, whichever log asks),

@@ -143,8 +143,14 @@ var (
 	// PPOTrainer.fit() (pid=111331, ...)": TideDra/lmm-r1#82; "RayTaskError(RuntimeError)":
 	// ray-project/ray#13953): the line is the exception that ends the traceback.
 	// Anchored: it never searches the line.
-	exceptionLine = gated{re: lazyRegexp(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
-		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?:\([A-Za-z_][A-Za-z0-9_.]*\))?(?: \(see above for traceback\))?(?::|$)`)}
+	exceptionExpr = lazyRegexp(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
+		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?:\([A-Za-z_][A-Za-z0-9_.]*\))?(?: \(see above for traceback\))?(?::|$)`)
+	// exceptionLine runs its expression only on a line that starts as every branch does, with
+	// a letter or an underscore: a c10 line ("[E314 ...") fails at its first byte, but Go's
+	// backtracker still clears its bit set, the size of the expression times the line, first.
+	exceptionLine = gated{re: exceptionExpr}.by(func(t []byte) bool {
+		return len(t) > 0 && isIdentStart(t[0]) && exceptionExpr().Match(t)
+	})
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
 		nil, "exit", "return code", "returncode").as(hasExitWord)
@@ -175,7 +181,13 @@ var (
 		nil, "coordination service agent", "cluster registration failed", "coordinationservice/registertask").as(hasCoordinationWord)
 	// objectLine is a Kubernetes object's failure as kubectl describe and get print it: a
 	// Warning event, a container's or pod's reason.
-	objectLine = gated{re: lazyRegexp(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)}
+	objectExpr = lazyRegexp(`^\s*(?:Warning\s+[A-Z][A-Za-z]+\s|Reason:\s+(?:OOMKilled|Evicted|Error|ContainerCannotRun|DeadlineExceeded|ImagePullBackOff|ErrImagePull|CrashLoopBackOff|Unschedulable|CreateContainerConfigError)\b)`)
+	// objectLine runs its expression only on a line whose first byte past blanks is a 'W' or
+	// an 'R', as both branches start.
+	objectLine = gated{re: objectExpr}.by(func(t []byte) bool {
+		rest := bytes.TrimLeft(t, " \t\n\f\r")
+		return len(rest) > 0 && (rest[0] == 'W' || rest[0] == 'R') && objectExpr().Match(t)
+	})
 	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, PyTorch's c10 E line
 	// ("[E ProcessGroupNCCL.cpp:737] ..."), or a status as TensorFlow, XLA, absl and gRPC print
 	// one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
@@ -462,6 +474,7 @@ const (
 	hasSocketWord                       // one of socketAttemptWords at word boundaries: c10d's connect attempt
 	hasStartWord                        // one of startWords at word boundaries: a container created (recovered.go)
 	hasSkipWord                         // one of skipWords at word boundaries: a batch skipped (recovered.go)
+	hasGroupWord                        // one of groupWordList: an agent's worker group line (recovery.go)
 	// one of the words of exitLine, signalLine, fatalLine, launcherLine, errorLine, errorWords
 	hasExitWord
 	hasSignalWord
@@ -486,6 +499,7 @@ var tailWordList, tailWordBits, tailWordEdged = tailWordTable([]gated{
 	{list: socketAttemptWords, bit: hasSocketWord},
 	{list: startWords, bit: hasStartWord},
 	{list: skipWords, bit: hasSkipWord},
+	{list: groupWordList[:], bit: hasGroupWord},
 	exitLine, signalLine, fatalLine, coordinationLine, launcherLine, errorLine, errorWords,
 })
 

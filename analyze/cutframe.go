@@ -23,6 +23,9 @@ import (
 //     (OpenMOSS/MOSS#270, hkust-nlp/simpleRL-reason#19);
 //   - the Google Cloud Storage client uploading or downloading ("google/cloud/storage/blob.py
 //     ... in _do_upload"): the request failed (blobfile/blobfile#1, googleapis/python-storage#237);
+//     AWS's ("boto3/s3/transfer.py", "s3transfer/upload.py", "botocore/awsrequest.py"): the
+//     connection to S3 closed or failed (ARCC-RACE/deepracer-for-dummies#23, boto/boto3#2343,
+//     treeverse/dvc#5204);
 //   - vLLM sizing its KV cache at start-up ("vllm/v1/engine/core.py ... in _initialize_kv_caches",
 //     "kv_cache_utils.py ... in get_kv_cache_configs"): "ValueError: No available memory for the
 //     cache blocks. Try increasing `gpu_memory_utilization`" (vllm-project/vllm#27508,
@@ -41,7 +44,7 @@ type cutFrame struct {
 // cutFrames are tried in order: a library's subsystem by its path first, then the call.
 var cutFrames = []cutFrame{
 	{category: CategoryRendezvous, paths: []string{"distributed/elastic/rendezvous/"}},
-	{category: CategoryStorageError, paths: []string{"google/cloud/storage/", "botocore/", "s3fs/", "gcsfs/", "azure/storage/"}},
+	{category: CategoryStorageError, paths: []string{"google/cloud/storage/", "botocore/", "boto3/", "s3transfer/"}},
 	{category: CategoryCUDAOOM, paths: []string{"vllm/"}, funcs: []string{
 		"_initialize_kv_caches", "initialize_cache", "determine_num_available_blocks", "get_kv_cache_configs",
 		"check_enough_kv_cache_memory", "_check_enough_kv_cache_memory", "raise_if_cache_size_invalid"}},

@@ -6,10 +6,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestEvictedBesideItsJobsOtherRole: the pods of one training job differ by role as well as by
-// index (the Kubeflow training operator names them <job>-master-0 and <job>-worker-N, the MPI
-// operator <job>-launcher-<suffix> and <job>-worker-N), so an evicted pod beside running pods
-// of another role of its job is the job's failure, not another workload's leftover.
+// TestEvictedBesideItsJobsOtherRole: the pods of one training job differ by role and index as
+// well as by suffix (the Kubeflow training operator names them <job>-master-0 and
+// <job>-worker-N, the MPI operator <job>-launcher-<suffix> and <job>-worker-N, an indexed Job
+// <job>-<index>-<suffix>), so an evicted pod beside running pods of another role or index of
+// its job is the job's failure, not another workload's leftover.
 func TestEvictedBesideItsJobsOtherRole(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -23,6 +24,11 @@ func TestEvictedBesideItsJobsOtherRole(t *testing.T) {
 			"NAME                  READY   STATUS    RESTARTS   AGE\n" +
 				"bert-mpi-launcher-8mx7k   1/1     Running   0          40m\n" +
 				"bert-mpi-worker-0         0/1     Evicted   0          40m\n"},
+		{"an indexed Job's pod evicted, its other indices run",
+			"NAME                   READY   STATUS    RESTARTS   AGE\n" +
+				"pretrain-0-x7k2p       0/1     Evicted   0          2h\n" +
+				"pretrain-1-q9d4m       1/1     Running   0          2h\n" +
+				"pretrain-2-h2n8c       1/1     Running   0          2h\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := analyzeLogs(t, all, tc.text)

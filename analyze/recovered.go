@@ -557,13 +557,16 @@ func (r listedPod) runs() bool {
 
 // workload is the row's pod name without its last dash-separated part: what names the
 // controller's pods (a ReplicaSet's "serve-84fb7dbbd7", a job's "train-worker") and not one
-// of them (its generated suffix, its index). A training operator's pods are one job's in
-// every role: the Kubeflow training operator names them "<job>-master-0" and
-// "<job>-worker-1", the MPI operator "<job>-launcher-8mx7k" and "<job>-worker-0", so a role
-// is cut too.
+// of them (its generated suffix, its index). A job's pods are one workload whatever their
+// index and role: an indexed Job names them "<job>-<index>-<suffix>", the Kubeflow training
+// operator "<job>-master-0" and "<job>-worker-1", the MPI operator "<job>-launcher-8mx7k" and
+// "<job>-worker-0", so indices and a role are cut too.
 func (r listedPod) workload() []byte {
 	w := r.name
 	if i := bytes.LastIndexByte(w, '-'); i > 0 {
+		w = w[:i]
+	}
+	for i := bytes.LastIndexByte(w, '-'); i > 0 && i+1 < len(w) && isDigits(w[i+1:]); i = bytes.LastIndexByte(w, '-') {
 		w = w[:i]
 	}
 	if i := bytes.LastIndexByte(w, '-'); i > 0 && slices.Contains(podRoles, string(w[i+1:])) {

@@ -31,7 +31,7 @@ import (
 //     cache blocks. Try increasing `gpu_memory_utilization`" (vllm-project/vllm#27508,
 //     wtdcode/vllm-backport#15, vllm-project/vllm-omni#4475);
 //   - torchelastic's rendezvous handler ("torch/distributed/elastic/rendezvous/etcd_rendezvous.py
-//     ... in next_rendezvous"): the rendezvous failed (pytorch/pytorch#132950, #123714).
+//     ... in next_rendezvous"): the rendezvous failed (pytorch/pytorch#132950, #123714, kubeflow/trainer#1638).
 
 // cutFrame is a kind of innermost frame, by what each of its non-empty lists names (one of
 // each): a fragment of the frame's file path, its function, a call its code makes; and the

@@ -100,6 +100,15 @@ Traceback (most recent call last):
 	res := analyzeLogs(t, all, "step 10 loss 2.1\nstep 20 loss 2.0\n  File \"/workspace/train.py\", line 88, in <module>\n")
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 
+	// Frames alone whose last code raises with words of its own are read by those words.
+	res = analyzeLogs(t, all, `  File "/opt/conda/lib/python3.11/site-packages/transformers/trainer.py", line 2393, in _inner_training_loop
+    deepspeed_load_checkpoint(
+  File "/opt/conda/lib/python3.11/site-packages/transformers/integrations/deepspeed.py", line 504, in deepspeed_load_checkpoint
+    raise ValueError(f"Can't find a valid checkpoint at {checkpoint_path}")
+`)
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.NotContains(t, res.RootCause.Title, "the traceback ends in")
+
 	// The exception line, when the log has it, decides.
 	res = analyzeLogs(t, all, `Traceback (most recent call last):
   File "/root/miniconda3/lib/python3.8/site-packages/torch/serialization.py", line 230, in _open_file_like

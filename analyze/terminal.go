@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -696,11 +697,12 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	}
 	if !tb {
 		// A paste of frames alone, its header and exception both cut off, ends as a traceback
-		// cut inside its frames does (cutframe.go).
-		if h := trailingFrames(lines); h >= 0 {
+		// cut inside its frames does (cutframe.go), unless a line of them says more on its own
+		// (the code of a raise: "raise ValueError(f\"Can't find a valid checkpoint ...\")").
+		if h := trailingFrames(lines); h >= 0 && !slices.ContainsFunc(kinds[h:], func(k lineKind) bool { return k != kindNone }) {
 			tb, header, ignored, thread = true, h, false, false
 			for j := h + 1; j < len(lines); j++ {
-				kinds[j], inFrames[j] = kindNone, true
+				inFrames[j] = true
 			}
 		}
 	}

@@ -560,13 +560,27 @@ func (r listedPod) runs() bool {
 
 // workload is the row's pod name without its last dash-separated part: what names the
 // controller's pods (a ReplicaSet's "serve-84fb7dbbd7", a job's "train-worker") and not one
-// of them (its generated suffix, its index).
+// of them (its generated suffix, its index). A job's pods are one workload whatever their
+// index and role: an indexed Job names them "<job>-<index>-<suffix>", the Kubeflow training
+// operator "<job>-master-0" and "<job>-worker-1", the MPI operator "<job>-launcher-8mx7k" and
+// "<job>-worker-0", so indices and a role are cut too.
 func (r listedPod) workload() []byte {
-	if i := bytes.LastIndexByte(r.name, '-'); i > 0 {
-		return r.name[:i]
+	w := r.name
+	if i := bytes.LastIndexByte(w, '-'); i > 0 {
+		w = w[:i]
 	}
-	return r.name
+	for i := bytes.LastIndexByte(w, '-'); i > 0 && i+1 < len(w) && isDigits(w[i+1:]); i = bytes.LastIndexByte(w, '-') {
+		w = w[:i]
+	}
+	if i := bytes.LastIndexByte(w, '-'); i > 0 && slices.Contains(podRoles, string(w[i+1:])) {
+		w = w[:i]
+	}
+	return w
 }
+
+// podRoles are the roles training operators name their pods by (Kubeflow's PyTorchJob,
+// TFJob, MPIJob replica types, lower-cased as in the pods' names).
+var podRoles = []string{"master", "worker", "launcher", "chief", "ps", "evaluator"}
 
 // assignedWords is how the scheduler's Scheduled event says it bound a pod to a node:
 // "Successfully assigned ml/train-worker-0 to gpu-1" (older releases name no namespace).

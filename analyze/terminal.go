@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -621,6 +622,9 @@ type terminalFailure struct {
 	above *tailLine
 	// lastLine is the log's last line number and lastProgress its last progress line.
 	lastLine, lastProgress int
+	// frame is the innermost frame of the traceback the log ends inside, before its
+	// exception line (cutframe.go), nil when it ends otherwise.
+	frame []tailLine
 }
 
 // maxFailureLines and maxContextLines bound what is classified.
@@ -705,6 +709,17 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 		kinds[i] = k
 	}
+	if !tb {
+		// A paste of frames alone, its header and exception both cut off, ends as a traceback
+		// cut inside its frames does (cutframe.go), unless a line of them says more on its own
+		// (the code of a raise: "raise ValueError(f\"Can't find a valid checkpoint ...\")").
+		if h := trailingFrames(lines); h >= 0 && !slices.ContainsFunc(kinds[h:], func(k lineKind) bool { return k != kindNone }) {
+			tb, header, ignored, thread = true, h, false, false
+			for j := h + 1; j < len(lines); j++ {
+				inFrames[j] = true
+			}
+		}
+	}
 	t.skipped, t.caughtLines = caught(lines, kinds, words)
 	forgetRecovered(t, lines, kinds, words)
 	retriedEnd(lines, kinds, words, t.lastProgress)
@@ -713,6 +728,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		// when its output stopped (or the paste was cut there), and its frames say where. A
 		// thread's traceback says that a thread was.
 		kinds[header] = kindException
+		tf.frame = innermostFrame(lines, inFrames, header)
 	}
 	var picked []int
 	for i := len(lines) - 1; i >= 0 && len(picked) < maxFailureLines; i-- {

@@ -91,6 +91,9 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	}
 	if root != nil && root.Category == c.Category {
 		a.res.Confidence = ConfidenceMedium
+		if c.Frame != "" {
+			a.res.Confidence = ConfidenceLow // a frame is no error's words
+		}
 		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
 		return root
 	}
@@ -107,6 +110,9 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		}
 	}
 	a.res.Confidence = ConfidenceMedium
+	if c.Frame != "" {
+		a.res.Confidence = ConfidenceLow // a frame is no error's words
+	}
 	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) {
 		// Retries printed again and again to the end of the log show the attempt never
 		// succeeded, not that the process gave up (the last try of a count does): a log cut
@@ -152,6 +158,12 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 		}
 		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
 			continue
+		}
+		if !c.Classified() && tf.endsLog(true) {
+			// Cut inside a traceback: its innermost frame may say where (cutframe.go).
+			if cat, words, ok := classifyFrame(tf.frame); ok {
+				c = Classification{Category: cat, Best: cat, RunnerUp: CategoryUnknown, Frame: words}
+			}
 		}
 		if c.Classified() {
 			return tf, c
@@ -247,6 +259,16 @@ func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
 	}
 	if len(shown) > 0 {
 		title += ": " + strings.Join(shown, ", ")
+	}
+	if c.Frame != "" {
+		// Named by where the traceback was cut: its innermost frame is the evidence.
+		title += ": the traceback ends in '" + c.Frame + "'"
+		for _, l := range tf.frame {
+			if strings.Contains(strings.ReplaceAll(string(l.text), `\`, "/"), strings.Fields(c.Frame)[0]) {
+				ev = l
+				break
+			}
+		}
 	}
 	f := &Finding{
 		RuleID: SecondTierRuleID + string(c.Category), Category: c.Category, Severity: SeverityError, Layer: LayerExecution,

@@ -51,6 +51,9 @@ type Classification struct {
 	Score, RunnerUpScore float64
 	// Terms are the best category's terms found, strongest first, as the text wrote them.
 	Terms []MatchedTerm
+	// Frame, when set, is what named the category instead of terms: the words of the
+	// innermost frame of a traceback cut before its exception line (cutframe.go).
+	Frame string
 }
 
 // MatchedTerm is one term found in a failure text.
@@ -283,6 +286,11 @@ func (v *Vocabulary) category(c Category) *vocabCategory {
 // the thresholds.
 func (v *Vocabulary) Explain(c Classification) string {
 	var b strings.Builder
+	if c.Frame != "" {
+		fmt.Fprintf(&b, "The log ends inside a traceback, before its exception line; its innermost frame (%q) is where %s is most often raised. ", c.Frame, c.Category)
+		b.WriteString("This is a guess from where the process failed, not from its error: check the evidence before acting on it.")
+		return b.String()
+	}
 	if c.Classified() {
 		fmt.Fprintf(&b, "The second tier classified this failure by its words: %s scored %s", c.Best, fmtScore(c.Score))
 	} else {

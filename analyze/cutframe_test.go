@@ -1,0 +1,123 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTracebackCutInFrames: a traceback that ends before its exception line is named, at low
+// confidence, by its innermost frame when that frame is where one error is by far the most
+// often raised; any other frame, and any traceback whose exception is there, is read as
+// before. The frames are those of the threads cutframe.go cites, cut before their exception.
+func TestTracebackCutInFrames(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	tiers := map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)}
+	for _, tc := range []struct {
+		name, log string
+		want      Category
+	}{
+		{"torch.load opening the checkpoint (OpenGVLab/Diffree#1)", `Loading model from checkpoints/epoch=000041-step=000010999.ckpt
+Traceback (most recent call last):
+  File "app.py", line 151, in <module>
+    model = load_model_from_config(config, args.ckpt, args.vae_ckpt)
+  File "app.py", line 47, in load_model_from_config
+    pl_sd = torch.load(ckpt, map_location="cpu")
+  File "C:\Users\28687\.conda\envs\diffree\lib\site-packages\torch\serialization.py", line 791, in load
+    with _open_file_like(f, 'rb') as opened_file:
+  File "C:\Users\28687\.conda\envs\diffree\lib\site-packages\torch\serialization.py", line 271, in _open_file_like
+    return _open_file(name_or_buffer, mode)
+`, CategoryFileNotFound},
+		{"torch.save opening its file (thunlp/OpenKE#389)", `Traceback (most recent call last):
+  File "train_transe_FB15K237.py", line 41, in <module>
+    transe.save_checkpoint('./checkpoint/transe.ckpt')
+  File "/root/ABC/openke/module/BaseModule.py", line 21, in save_checkpoint
+    torch.save(self.state_dict(), path)
+  File "/root/miniconda3/lib/python3.8/site-packages/torch/serialization.py", line 369, in save
+    with _open_file_like(f, 'wb') as opened_file:
+  File "/root/miniconda3/lib/python3.8/site-packages/torch/serialization.py", line 230, in _open_file_like
+    return _open_file(name_or_buffer, mode)
+  File "/root/miniconda3/lib/python3.8/site-packages/torch/serialization.py", line 211, in __init__
+    super(_open_file, self).__init__(open(name, mode))
+`, CategoryFileNotFound},
+		{"DeepSpeed saving a ZeRO checkpoint (OpenMOSS/MOSS#270)", `Traceback (most recent call last):
+  File "finetune_moss.py", line 309, in <module>
+    train(args)
+  File "finetune_moss.py", line 274, in train
+    model.save_checkpoint(args.output_dir, global_step)
+  File "/usr/local/lib/python3.8/dist-packages/deepspeed/runtime/engine.py", line 3137, in save_checkpoint
+    self._save_zero_checkpoint(save_dir, tag)
+  File "/usr/local/lib/python3.8/dist-packages/deepspeed/runtime/engine.py", line 3425, in _save_zero_checkpoint
+    self.checkpoint_engine.save(zero_sd, zero_checkpoint_name)
+`, CategoryDiskFull},
+		{"the GCS client uploading (googleapis/python-storage#237)", `Traceback (most recent call last):
+  File "/usr/local/google/home/aaxue/Documents/google/temp/lib/python3.8/site-packages/google/cloud/storage/blob.py", line 1910, in upload_from_file
+    created_json = self._do_upload(
+  File "/usr/local/google/home/aaxue/Documents/google/temp/lib/python3.8/site-packages/google/cloud/storage/blob.py", line 1758, in _do_upload
+    response = self._do_multipart_upload(
+`, CategoryStorageError},
+		{"frames alone, header and exception cut off: vLLM sizing its KV cache (wtdcode/vllm-backport#15)", `(EngineCore pid=90)   File "/usr/local/lib/python3.12/dist-packages/vllm/tracing/otel.py", line 178, in sync_wrapper
+(EngineCore pid=90)     return func(*args, **kwargs)
+(EngineCore pid=90)            ^^^^^^^^^^^^^^^^^^^^^
+(EngineCore pid=90)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 304, in _initialize_kv_caches
+(EngineCore pid=90)     kv_cache_configs = get_kv_cache_configs(
+(EngineCore pid=90)                        ^^^^^^^^^^^^^^^^^^^^^
+`, CategoryCUDAOOM},
+		// Where nothing is known of the error: user code, a standard stream, an image opened.
+		{"a cut in the model's own code", `Traceback (most recent call last):
+  File "train.py", line 88, in <module>
+    out = model(batch)
+  File "/workspace/model.py", line 41, in forward
+    h = self.proj(x) * self.scale
+`, CategoryUnknown},
+		{"a write to stdout", `Traceback (most recent call last):
+  File "train.py", line 88, in <module>
+    log(step)
+  File "/workspace/utils.py", line 12, in log
+    sys.stdout.write(msg)
+`, CategoryUnknown},
+		{"an image opened", `Traceback (most recent call last):
+  File "/workspace/data.py", line 30, in __getitem__
+    img = Image.open(path)
+`, CategoryUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, rules := range tiers {
+				res := analyzeLogs(t, rules, tc.log)
+				require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, res.VerdictReason)
+				require.Equal(t, tc.want, res.RootCause.Category, "%s: %s", name, findingsOf(res))
+				require.Equal(t, ConfidenceLow, res.Confidence, name)
+				if tc.want != CategoryUnknown {
+					require.Contains(t, res.RootCause.Title, "the traceback ends in", name)
+				}
+			}
+		})
+	}
+
+	// One frame line at the end of a log is no traceback.
+	res := analyzeLogs(t, all, "step 10 loss 2.1\nstep 20 loss 2.0\n  File \"/workspace/train.py\", line 88, in <module>\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+
+	// Frames alone whose last code raises with words of its own are read by those words.
+	res = analyzeLogs(t, all, `  File "/opt/conda/lib/python3.11/site-packages/transformers/trainer.py", line 2393, in _inner_training_loop
+    deepspeed_load_checkpoint(
+  File "/opt/conda/lib/python3.11/site-packages/transformers/integrations/deepspeed.py", line 504, in deepspeed_load_checkpoint
+    raise ValueError(f"Can't find a valid checkpoint at {checkpoint_path}")
+`)
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.NotContains(t, res.RootCause.Title, "the traceback ends in")
+
+	// The exception line, when the log has it, decides.
+	res = analyzeLogs(t, all, `Traceback (most recent call last):
+  File "/root/miniconda3/lib/python3.8/site-packages/torch/serialization.py", line 230, in _open_file_like
+    return _open_file(name_or_buffer, mode)
+  File "/root/miniconda3/lib/python3.8/site-packages/torch/serialization.py", line 211, in __init__
+    super(_open_file, self).__init__(open(name, mode))
+PermissionError: [Errno 13] Permission denied: '/ckpt/last.pth'
+`)
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, CategoryPermissionDenied, res.RootCause.Category, findingsOf(res))
+	require.False(t, strings.Contains(res.RootCause.Title, "the traceback ends in"))
+}

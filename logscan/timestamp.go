@@ -30,8 +30,10 @@ func SplitTimestamp(line []byte) (ts time.Time, rest []byte, ok bool) {
 
 // LeadingTime finds a timestamp that a program printed at the start of its own line, as
 // Python's logging and torchrun do ("2026-03-14 10:00:01,234 ...", "[2026-03-14 10:00:01,234] ...").
-// It is used for logs without the kubelet prefix (pasted logs); a time without a zone is
-// taken as UTC.
+// TensorFlow's and Horovod's C++ logging put a colon right after the time ("2021-04-10
+// 21:28:20.658706: W horovod/common/stall_inspector.cc:105] ...", tensorflow/tensorflow#42425,
+// horovod/horovod#1890, in brackets in Horovod's), which is not part of it. It is used for
+// logs without the kubelet prefix (pasted logs); a time without a zone is taken as UTC.
 func LeadingTime(line []byte) (time.Time, bool) {
 	if len(line) > 0 && line[0] == '[' {
 		line = line[1:]
@@ -42,6 +44,9 @@ func LeadingTime(line []byte) (time.Time, bool) {
 	end := 19
 	for end < len(line) && end < 35 && line[end] != ' ' && line[end] != ']' {
 		end++
+	}
+	if end > 19 && line[end-1] == ':' {
+		end--
 	}
 	return parseISO(line[:end], false)
 }

@@ -41,6 +41,11 @@ func TestLeadingTime(t *testing.T) {
 		{"[2026-03-14 10:00:01,234] torch.distributed.run: [WARNING] ", time.Date(2026, 3, 14, 10, 0, 1, 234000000, time.UTC), true},
 		{"2026-03-14 10:00:01 - INFO - step 1", time.Date(2026, 3, 14, 10, 0, 1, 0, time.UTC), true},
 		{"2026-03-14T10:00:01.5Z ok", time.Date(2026, 3, 14, 10, 0, 1, 500000000, time.UTC), true},
+		// TensorFlow's and Horovod's headers: a colon after the time, in brackets or not.
+		{"2021-04-10 21:28:20.658706: W tensorflow/core/x.cc:105] slow", time.Date(2021, 4, 10, 21, 28, 20, 658706000, time.UTC), true},
+		{"[2021-04-10 21:28:20.658706: W horovod/common/stall_inspector.cc:105] One or more", time.Date(2021, 4, 10, 21, 28, 20, 658706000, time.UTC), true},
+		{"2021-04-10 21:28:20: W x", time.Date(2021, 4, 10, 21, 28, 20, 0, time.UTC), true},
+		{"2021-04-10 21:28:2: W x", time.Time{}, false},
 		{"step 1200 | loss 2.34", time.Time{}, false},
 		{"[rank3]:[E314 10:12:04.182731 ProcessGroupNCCL.cpp:616]", time.Time{}, false},
 	}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "02ee453d8ee3f87c92611dd82be705e70b4a26642290b5f548d6175b46007e08"
+const builtinDigest = "5e8c29026f6e5d360527f61b26a7a871cd4a7c22fb3f9f7f8caacbe3a9695a3f"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -3827,6 +3827,7 @@ func builtinFiles() []Named {
 						Title:    "Ranks ran different collectives",
 						Fault:    "user",
 						Retry:    "permanent",
+						Role:     "secondary",
 						Match: Match{
 							Patterns: []string{
 								"Detected mismatch between collectives on ranks\\. Rank \\d+ is running (?:inconsistent )?collective",
@@ -3863,6 +3864,7 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"role",
 							"title",
 						},
 					},
@@ -3873,6 +3875,7 @@ func builtinFiles() []Named {
 						Title:    "torch.distributed used before init_process_group",
 						Fault:    "user",
 						Retry:    "permanent",
+						Role:     "secondary",
 						Match: Match{
 							Patterns: []string{
 								"Default process group has not been initialized, please make sure to call init_process_group",
@@ -3910,6 +3913,7 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"role",
 							"title",
 						},
 					},
@@ -4022,9 +4026,6 @@ func builtinFiles() []Named {
 							Match: []Example{
 								{
 									Text: "Parameter at index 988 with name img_backbone.levels.3.blocks.3.gamma2 has been marked as ready twice. This means that multiple autograd engine  hooks have fired for this particular parameter during this iteration.",
-								},
-								{
-									Text: "RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function.",
 								},
 								{
 									Text: "[rank3]: RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function. Please make sure model parameters are not shared across multiple concurrent forward-backward passes. or try to use _set_static_graph() as a workaround if this module gr",
@@ -4250,8 +4251,8 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"Number of devices \\d+ must equal the product of mesh_shape",
-								"Mesh should not be bigger than default world size, but found \\d+ ranks",
-								"Invalid parallel dims: .*!= WORLD_SIZE\\s*\\d+",
+								"Mesh should not be bigger than default world size(?: \\d+)?, but found \\d+ ranks",
+								"Invalid parallel dims: .*!= (?:WORLD_SIZE|world_size)\\s*\\(?\\d+",
 							},
 						},
 						Explanation: "The parallel layout asked for (the mesh shape, or the product of the data, tensor, pipeline and context parallel degrees) does not match the number of devices or ranks the job got: a configuration written for another machine count, or the job started on fewer GPUs than it expects. It fails at start-up, before any training.\n",
@@ -4269,6 +4270,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "AssertionError: Invalid parallel dims: dp(1) * sp(2) * pp(3) != WORLD_SIZE8",
+								},
+								{
+									Text: "RuntimeError: Mesh should not be bigger than default world size 4, but found 8 ranks!",
+								},
+								{
+									Text: "AssertionError: Invalid parallel dims: dp_replicate(1) * dp_shard(2) * cp(1) * tp(4) * pp(1) != WORLD_SIZE(4)",
 								},
 							},
 							NotMatch: []Example{

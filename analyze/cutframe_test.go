@@ -121,3 +121,27 @@ PermissionError: [Errno 13] Permission denied: '/ckpt/last.pth'
 	require.Equal(t, CategoryPermissionDenied, res.RootCause.Category, findingsOf(res))
 	require.False(t, strings.Contains(res.RootCause.Title, "the traceback ends in"))
 }
+
+// TestCutFrameYieldsToNamedFailure: a frame's guess is taken only when no log's failure
+// names itself: one log cut inside a torch.save frame does not hide another log's
+// rendezvous timeout, whatever order the logs come in.
+func TestCutFrameYieldsToNamedFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	cut := `step 100 loss 2.31
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/workspace/train.py", line 210, in <module>
+[rank0]:     main()
+[rank0]:   File "/workspace/train.py", line 190, in main
+[rank0]:     torch.save(state, f"/ckpt/step{step}.pt")
+`
+	named := "step 100 loss 2.31\nfatal error: rendezvous timed out waiting for all workers to join\n"
+	for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+		for _, logs := range [][]string{{cut, named}, {named, cut}} {
+			res := analyzeLogs(t, rules, logs...)
+			require.NotNil(t, res.RootCause, "%s: %s", name, res.VerdictReason)
+			require.Equal(t, CategoryRendezvous, res.RootCause.Category, "%s: %s", name, findingsOf(res))
+			require.NotContains(t, res.RootCause.Title, "the traceback ends in", name)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 )
 
@@ -80,6 +81,11 @@ func trailingFrames(lines []tailLine) int {
 		return -1
 	}
 	return first
+}
+
+// blankLines says whether every line of lines is blank.
+func blankLines(lines []tailLine) bool {
+	return !slices.ContainsFunc(lines, func(l tailLine) bool { return len(bytes.TrimSpace(l.text)) > 0 })
 }
 
 // maxFrameLines bounds the lines of the innermost frame read: its File line and its code

@@ -145,3 +145,63 @@ func TestCutFrameYieldsToNamedFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestStackPrintedByALiveProcess: frames after other lines are a stack a running process
+// printed (traceback.print_stack, logging's stack_info=True, faulthandler on a signal, gdb's
+// py-bt, whose last frame is the outermost, torch.compile's graph-break report), not a
+// traceback cut before its exception: the process did not fail, and its frames name no error.
+func TestStackPrintedByALiveProcess(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tc := range []struct{ name, log string }{
+		{"traceback.print_stack after progress", `step 100 loss 2.31
+step 110 loss 2.29
+debug: called from
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/train.py", line 180, in main
+    trainer.fit()
+  File "/workspace/trainer.py", line 77, in fit
+    traceback.print_stack()
+`},
+		{"logging's stack_info", `2024-05-01 10:00:00,000 INFO step 100 loss 2.31
+2024-05-01 10:00:05,000 WARNING opening metrics file
+Stack (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/metrics.py", line 20, in write_metrics
+    logging.warning("opening metrics file", stack_info=True); f = open(path, "a")
+`},
+		{"faulthandler on SIGUSR1", `step 110 loss 2.29
+Current thread 0x00007f2b8a1f3740 (most recent call first):
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 2050 in all_reduce
+  File "/workspace/train.py", line 120 in train_step
+  File "/workspace/train.py", line 200 in <module>
+`},
+		{"gdb's py-bt, outermost frame last", `step 110 loss 2.29
+Traceback (most recent call first):
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 2050, in all_reduce
+    work = group.allreduce([tensor], opts)
+  File "/workspace/train.py", line 200, in <module>
+    with open(cfg) as f: main(json.load(f))
+`},
+		{"torch.compile's graph break", `Graph break in user code at /workspace/model.py:41
+Reason: Unsupported: call_function BuiltinVariable(open) [ConstantVariable()] {}
+User code traceback:
+  File "/workspace/train.py", line 88, in <module>
+    out = model(batch)
+  File "/workspace/model.py", line 41, in forward
+    with open(self.stats_path, "a") as f: f.write(str(x.shape))
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+				res := analyzeLogs(t, rules, tc.log)
+				if res.Verdict == VerdictUnhealthy {
+					// A live process's stack may say it hung; it never says the process failed.
+					require.Equal(t, CategoryHang, res.RootCause.Category, "%s: %s %s", name, res.VerdictReason, findingsOf(res))
+				}
+			}
+		})
+	}
+}

@@ -713,7 +713,10 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		// A paste of frames alone, its header and exception both cut off, ends as a traceback
 		// cut inside its frames does (cutframe.go), unless a line of them says more on its own
 		// (the code of a raise: "raise ValueError(f\"Can't find a valid checkpoint ...\")").
-		if h := trailingFrames(lines); h >= 0 && !slices.ContainsFunc(kinds[h:], func(k lineKind) bool { return k != kindNone }) {
+		// Only a paste that is nothing but them: frames after other lines are a stack printed by
+		// a live process (traceback.print_stack, logging's stack_info, faulthandler, gdb's
+		// py-bt, torch.compile's graph breaks), under headers of their own.
+		if h := trailingFrames(lines); h >= 0 && blankLines(lines[:h]) && !slices.ContainsFunc(kinds[h:], func(k lineKind) bool { return k != kindNone }) {
 			tb, header, ignored, thread = true, h, false, false
 			for j := h + 1; j < len(lines); j++ {
 				inFrames[j] = true

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 )
 
@@ -83,9 +82,14 @@ func trailingFrames(lines []tailLine) int {
 	return first
 }
 
-// blankLines says whether every line of lines is blank.
-func blankLines(lines []tailLine) bool {
-	return !slices.ContainsFunc(lines, func(l tailLine) bool { return len(bytes.TrimSpace(l.text)) > 0 })
+// lastNonBlank is the index of the last line of lines that is not blank, -1 when none is.
+func lastNonBlank(lines []tailLine) int {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if len(bytes.TrimSpace(lines[i].text)) > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // maxFrameLines bounds the lines of the innermost frame read: its File line and its code

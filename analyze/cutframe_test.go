@@ -205,3 +205,35 @@ User code traceback:
 		})
 	}
 }
+
+// TestTracebackWithAnExceptionTheVocabularyDoesNotKnow: a traceback that ends in its
+// exception line is not cut, whether or not the vocabulary knows the exception: its frames
+// name no guess ("with open(" above a bad zip file is no missing file).
+func TestTracebackWithAnExceptionTheVocabularyDoesNotKnow(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	frames := `step 100 loss 2.31
+Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/data.py", line 41, in load_shard
+    with open(path, "rb") as f:
+`
+	for _, exc := range []string{
+		"zipfile.BadZipFile: File is not a zip file",
+		"http.client.RemoteDisconnected: Remote end closed connection without response",
+		"StopIteration",
+	} {
+		t.Run(exc, func(t *testing.T) {
+			for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+				res := analyzeLogs(t, rules, frames+exc+"\n")
+				if res.RootCause == nil {
+					continue
+				}
+				require.NotEqual(t, CategoryFileNotFound, res.RootCause.Category, "%s: %s", name, findingsOf(res))
+				require.NotContains(t, res.RootCause.Title, "the traceback ends in", name)
+				require.NotContains(t, res.RootCause.Explanation, "before its exception line", name)
+			}
+		})
+	}
+}

@@ -78,6 +78,26 @@ Traceback (most recent call last):
   File "/workspace/utils.py", line 12, in log
     sys.stdout.write(msg)
 `, CategoryUnknown},
+		{"a socket written under http.client", `Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    wandb.log(metrics)
+  File "/usr/lib/python3.10/http/client.py", line 1001, in send
+    self.sock.sendall(data)
+  File "/usr/lib/python3.10/ssl.py", line 1235, in send
+    return self._sslobj.write(data)
+`, CategoryUnknown},
+		{"a log file written", `Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/train.py", line 120, in log_metrics
+    self.log_file.write(json.dumps(metrics) + "\n")
+`, CategoryUnknown},
+		{"torch.save in the user's code", `Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/train.py", line 190, in main
+    torch.save(state, f"/ckpt/step{step}.pt")
+`, CategoryUnknown},
 		{"an image opened", `Traceback (most recent call last):
   File "/workspace/data.py", line 30, in __getitem__
     img = Image.open(path)
@@ -123,7 +143,7 @@ PermissionError: [Errno 13] Permission denied: '/ckpt/last.pth'
 }
 
 // TestCutFrameYieldsToNamedFailure: a frame's guess is taken only when no log's failure
-// names itself: one log cut inside a torch.save frame does not hide another log's
+// names itself: one log cut inside a checkpoint's save does not hide another log's
 // rendezvous timeout, whatever order the logs come in.
 func TestCutFrameYieldsToNamedFailure(t *testing.T) {
 	all, err := DefaultRules()
@@ -131,9 +151,9 @@ func TestCutFrameYieldsToNamedFailure(t *testing.T) {
 	cut := `step 100 loss 2.31
 [rank0]: Traceback (most recent call last):
 [rank0]:   File "/workspace/train.py", line 210, in <module>
-[rank0]:     main()
-[rank0]:   File "/workspace/train.py", line 190, in main
-[rank0]:     torch.save(state, f"/ckpt/step{step}.pt")
+[rank0]:     engine.save_checkpoint(args.output_dir, step)
+[rank0]:   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 3425, in _save_zero_checkpoint
+[rank0]:     self.checkpoint_engine.save(zero_sd, zero_checkpoint_name)
 `
 	named := "step 100 loss 2.31\nfatal error: rendezvous timed out waiting for all workers to join\n"
 	for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {

@@ -25,12 +25,11 @@ import (
 //   - the Google Cloud Storage client uploading or downloading ("google/cloud/storage/blob.py
 //     ... in _do_upload"): the request failed (blobfile/blobfile#1, googleapis/python-storage#237);
 //     AWS's ("boto3/s3/transfer.py", "s3transfer/upload.py", "botocore/awsrequest.py"): the
-//     connection to S3 closed or failed (ARCC-RACE/deepracer-for-dummies#23, boto/boto3#2343,
-//     treeverse/dvc#5204);
+//     connection to S3 closed or failed (boto/boto3#2343, treeverse/dvc#5204);
 //   - vLLM sizing its KV cache at start-up ("vllm/v1/engine/core.py ... in _initialize_kv_caches",
 //     "kv_cache_utils.py ... in get_kv_cache_configs"): "ValueError: No available memory for the
-//     cache blocks. Try increasing `gpu_memory_utilization`" (vllm-project/vllm#27508,
-//     wtdcode/vllm-backport#15, vllm-project/vllm-omni#4475);
+//     cache blocks. Try increasing `gpu_memory_utilization`" (wtdcode/vllm-backport#15,
+//     vllm-project/vllm-omni#4475);
 //   - torchelastic's rendezvous handler ("torch/distributed/elastic/rendezvous/etcd_rendezvous.py
 //     ... in next_rendezvous"): the rendezvous failed (pytorch/pytorch#132950, #123714, kubeflow/trainer#1638).
 

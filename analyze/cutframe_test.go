@@ -121,12 +121,13 @@ Traceback (most recent call last):
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 
 	// Frames alone whose last code raises with words of its own are read by those words.
-	res = analyzeLogs(t, all, `  File "/opt/conda/lib/python3.11/site-packages/transformers/trainer.py", line 2393, in _inner_training_loop
-    deepspeed_load_checkpoint(
-  File "/opt/conda/lib/python3.11/site-packages/transformers/integrations/deepspeed.py", line 504, in deepspeed_load_checkpoint
-    raise ValueError(f"Can't find a valid checkpoint at {checkpoint_path}")
+	res = analyzeLogs(t, all, `  File "/workspace/train.py", line 88, in <module>
+    state = load_latest(args.ckpt_dir)
+  File "/workspace/ckpt.py", line 30, in load_latest
+    raise RuntimeError(f"CUDA out of memory while loading {path}")
 `)
 	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, findingsOf(res))
 	require.NotContains(t, res.RootCause.Title, "the traceback ends in")
 
 	// The exception line, when the log has it, decides.

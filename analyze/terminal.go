@@ -712,7 +712,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	if !tb {
 		// A paste of frames alone, its header and exception both cut off, ends as a traceback
 		// cut inside its frames does (cutframe.go), unless a line of them says more on its own
-		// (the code of a raise: "raise ValueError(f\"Can't find a valid checkpoint ...\")").
+		// (the code of a raise: "raise RuntimeError(f\"CUDA out of memory while loading {path}\")").
 		// Only a paste that is nothing but them: frames after other lines are a stack printed by
 		// a live process (traceback.print_stack, logging's stack_info, faulthandler, gdb's
 		// py-bt, torch.compile's graph breaks), under headers of their own.

@@ -17,19 +17,19 @@ import (
 //     mode)", "super().__init__(open(name, mode))"): FileNotFoundError, a path that is not there
 //     (OpenGVLab/Diffree#1, naszilla/tabzilla#33 on load; thunlp/OpenKE#389,
 //     aimagelab/meshed-memory-transformer#85 on save);
-//   - a file written: a checkpoint engine's save ("self.checkpoint_engine.save(zero_sd,
-//     zero_checkpoint_name)", then torch.save and "zip_file.write_record(...)") ends in
+//   - a checkpoint written: a checkpoint engine's save ("self.checkpoint_engine.save(zero_sd,
+//     zero_checkpoint_name)"), then torch.save's "zip_file.write_record(...)", ends in
 //     "PytorchStreamWriter failed writing file ...: file write failed", the disk full
-//     (OpenMOSS/MOSS#270, hkust-nlp/simpleRL-reason#19);
+//     (OpenMOSS/MOSS#270, hkust-nlp/simpleRL-reason#19). Any other write may end in anything
+//     (a socket's, a closed file's), and torch.save itself opens its file first;
 //   - the Google Cloud Storage client uploading or downloading ("google/cloud/storage/blob.py
 //     ... in _do_upload"): the request failed (blobfile/blobfile#1, googleapis/python-storage#237);
 //     AWS's ("boto3/s3/transfer.py", "s3transfer/upload.py", "botocore/awsrequest.py"): the
-//     connection to S3 closed or failed (ARCC-RACE/deepracer-for-dummies#23, boto/boto3#2343,
-//     treeverse/dvc#5204);
+//     connection to S3 closed or failed (boto/boto3#2343, treeverse/dvc#5204);
 //   - vLLM sizing its KV cache at start-up ("vllm/v1/engine/core.py ... in _initialize_kv_caches",
 //     "kv_cache_utils.py ... in get_kv_cache_configs"): "ValueError: No available memory for the
-//     cache blocks. Try increasing `gpu_memory_utilization`" (vllm-project/vllm#27508,
-//     wtdcode/vllm-backport#15, vllm-project/vllm-omni#4475);
+//     cache blocks. Try increasing `gpu_memory_utilization`" (wtdcode/vllm-backport#15,
+//     vllm-project/vllm-omni#4475);
 //   - torchelastic's rendezvous handler ("torch/distributed/elastic/rendezvous/etcd_rendezvous.py
 //     ... in next_rendezvous"): the rendezvous failed (pytorch/pytorch#132950, #123714, kubeflow/trainer#1638).
 
@@ -49,7 +49,7 @@ var cutFrames = []cutFrame{
 		"_initialize_kv_caches", "initialize_cache", "determine_num_available_blocks", "get_kv_cache_configs",
 		"check_enough_kv_cache_memory", "_check_enough_kv_cache_memory", "raise_if_cache_size_invalid"}},
 	{category: CategoryFileNotFound, calls: []string{"open(", "_open_file(", "_open_file_like("}},
-	{category: CategoryDiskFull, calls: []string{".write(", ".write_record(", "checkpoint_engine.save(", "torch.save("}},
+	{category: CategoryDiskFull, calls: []string{".write_record(", "checkpoint_engine.save("}},
 }
 
 // minPastedFrames is how many frames a log must end in to be read as a traceback without
@@ -80,6 +80,16 @@ func trailingFrames(lines []tailLine) int {
 		return -1
 	}
 	return first
+}
+
+// lastNonBlank is the index of the last line of lines that is not blank, -1 when none is.
+func lastNonBlank(lines []tailLine) int {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if len(bytes.TrimSpace(lines[i].text)) > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // maxFrameLines bounds the lines of the innermost frame read: its File line and its code
@@ -165,9 +175,9 @@ func firstOf(ws []string, ok func(string) bool) (string, bool) {
 	return "", false
 }
 
-// callIn says whether code calls c: a call of a method (".write(") anywhere but on the
-// standard streams, a name ("open(") only where no identifier or attribute goes on before it
-// ("Image.open(" is no file's open), a dotted name ("torch.save(") after an attribute too.
+// callIn says whether code calls c: a call of a method (".write_record(") anywhere, a name
+// ("open(") only where no identifier or attribute goes on before it ("Image.open(" is no
+// file's open), a dotted name ("checkpoint_engine.save(") after an attribute too.
 func callIn(code, c string) bool {
 	for i := 0; ; {
 		j := strings.Index(code[i:], c)
@@ -176,13 +186,7 @@ func callIn(code, c string) bool {
 		}
 		j += i
 		i = j + 1
-		if c[0] == '.' {
-			if !strings.HasSuffix(code[:j], "stdout") && !strings.HasSuffix(code[:j], "stderr") {
-				return true
-			}
-			continue
-		}
-		if j == 0 || !isWordByte(code[j-1]) && (code[j-1] != '.' || strings.Contains(c, ".")) {
+		if c[0] == '.' || j == 0 || !isWordByte(code[j-1]) && (code[j-1] != '.' || strings.Contains(c, ".")) {
 			return true
 		}
 	}

@@ -78,6 +78,26 @@ Traceback (most recent call last):
   File "/workspace/utils.py", line 12, in log
     sys.stdout.write(msg)
 `, CategoryUnknown},
+		{"a socket written under http.client", `Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    wandb.log(metrics)
+  File "/usr/lib/python3.10/http/client.py", line 1001, in send
+    self.sock.sendall(data)
+  File "/usr/lib/python3.10/ssl.py", line 1235, in send
+    return self._sslobj.write(data)
+`, CategoryUnknown},
+		{"a log file written", `Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/train.py", line 120, in log_metrics
+    self.log_file.write(json.dumps(metrics) + "\n")
+`, CategoryUnknown},
+		{"torch.save in the user's code", `Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/train.py", line 190, in main
+    torch.save(state, f"/ckpt/step{step}.pt")
+`, CategoryUnknown},
 		{"an image opened", `Traceback (most recent call last):
   File "/workspace/data.py", line 30, in __getitem__
     img = Image.open(path)
@@ -101,12 +121,13 @@ Traceback (most recent call last):
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 
 	// Frames alone whose last code raises with words of its own are read by those words.
-	res = analyzeLogs(t, all, `  File "/opt/conda/lib/python3.11/site-packages/transformers/trainer.py", line 2393, in _inner_training_loop
-    deepspeed_load_checkpoint(
-  File "/opt/conda/lib/python3.11/site-packages/transformers/integrations/deepspeed.py", line 504, in deepspeed_load_checkpoint
-    raise ValueError(f"Can't find a valid checkpoint at {checkpoint_path}")
+	res = analyzeLogs(t, all, `  File "/workspace/train.py", line 88, in <module>
+    state = load_latest(args.ckpt_dir)
+  File "/workspace/ckpt.py", line 30, in load_latest
+    raise RuntimeError(f"CUDA out of memory while loading {path}")
 `)
 	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, findingsOf(res))
 	require.NotContains(t, res.RootCause.Title, "the traceback ends in")
 
 	// The exception line, when the log has it, decides.
@@ -120,4 +141,120 @@ PermissionError: [Errno 13] Permission denied: '/ckpt/last.pth'
 	require.NotNil(t, res.RootCause, res.VerdictReason)
 	require.Equal(t, CategoryPermissionDenied, res.RootCause.Category, findingsOf(res))
 	require.False(t, strings.Contains(res.RootCause.Title, "the traceback ends in"))
+}
+
+// TestCutFrameYieldsToNamedFailure: a frame's guess is taken only when no log's failure
+// names itself: one log cut inside a checkpoint's save does not hide another log's
+// rendezvous timeout, whatever order the logs come in.
+func TestCutFrameYieldsToNamedFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	cut := `step 100 loss 2.31
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/workspace/train.py", line 210, in <module>
+[rank0]:     engine.save_checkpoint(args.output_dir, step)
+[rank0]:   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 3425, in _save_zero_checkpoint
+[rank0]:     self.checkpoint_engine.save(zero_sd, zero_checkpoint_name)
+`
+	named := "step 100 loss 2.31\nfatal error: rendezvous timed out waiting for all workers to join\n"
+	for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+		for _, logs := range [][]string{{cut, named}, {named, cut}} {
+			res := analyzeLogs(t, rules, logs...)
+			require.NotNil(t, res.RootCause, "%s: %s", name, res.VerdictReason)
+			require.Equal(t, CategoryRendezvous, res.RootCause.Category, "%s: %s", name, findingsOf(res))
+			require.NotContains(t, res.RootCause.Title, "the traceback ends in", name)
+		}
+	}
+}
+
+// TestStackPrintedByALiveProcess: frames after other lines are a stack a running process
+// printed (traceback.print_stack, logging's stack_info=True, faulthandler on a signal, gdb's
+// py-bt, whose last frame is the outermost, torch.compile's graph-break report), not a
+// traceback cut before its exception: the process did not fail, and its frames name no error.
+func TestStackPrintedByALiveProcess(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tc := range []struct{ name, log string }{
+		{"traceback.print_stack after progress", `step 100 loss 2.31
+step 110 loss 2.29
+debug: called from
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/train.py", line 180, in main
+    trainer.fit()
+  File "/workspace/trainer.py", line 77, in fit
+    traceback.print_stack()
+`},
+		{"logging's stack_info", `2024-05-01 10:00:00,000 INFO step 100 loss 2.31
+2024-05-01 10:00:05,000 WARNING opening metrics file
+Stack (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/metrics.py", line 20, in write_metrics
+    logging.warning("opening metrics file", stack_info=True); f = open(path, "a")
+`},
+		{"faulthandler on SIGUSR1", `step 110 loss 2.29
+Current thread 0x00007f2b8a1f3740 (most recent call first):
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 2050 in all_reduce
+  File "/workspace/train.py", line 120 in train_step
+  File "/workspace/train.py", line 200 in <module>
+`},
+		{"gdb's py-bt, outermost frame last", `step 110 loss 2.29
+Traceback (most recent call first):
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 2050, in all_reduce
+    work = group.allreduce([tensor], opts)
+  File "/workspace/train.py", line 200, in <module>
+    with open(cfg) as f: main(json.load(f))
+`},
+		{"torch.compile's graph break", `Graph break in user code at /workspace/model.py:41
+Reason: Unsupported: call_function BuiltinVariable(open) [ConstantVariable()] {}
+User code traceback:
+  File "/workspace/train.py", line 88, in <module>
+    out = model(batch)
+  File "/workspace/model.py", line 41, in forward
+    with open(self.stats_path, "a") as f: f.write(str(x.shape))
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+				res := analyzeLogs(t, rules, tc.log)
+				if res.Verdict == VerdictUnhealthy {
+					// A live process's stack may say it hung; it never says the process failed.
+					require.Equal(t, CategoryHang, res.RootCause.Category, "%s: %s %s", name, res.VerdictReason, findingsOf(res))
+				}
+			}
+		})
+	}
+}
+
+// TestTracebackWithAnExceptionTheVocabularyDoesNotKnow: a traceback that ends in its
+// exception line is not cut, whether or not the vocabulary knows the exception: its frames
+// name no guess ("with open(" above a bad zip file is no missing file).
+func TestTracebackWithAnExceptionTheVocabularyDoesNotKnow(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	frames := `step 100 loss 2.31
+Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/data.py", line 41, in load_shard
+    with open(path, "rb") as f:
+`
+	for _, exc := range []string{
+		"zipfile.BadZipFile: File is not a zip file",
+		"http.client.RemoteDisconnected: Remote end closed connection without response",
+		"StopIteration",
+	} {
+		t.Run(exc, func(t *testing.T) {
+			for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+				res := analyzeLogs(t, rules, frames+exc+"\n")
+				if res.RootCause == nil {
+					continue
+				}
+				require.NotEqual(t, CategoryFileNotFound, res.RootCause.Category, "%s: %s", name, findingsOf(res))
+				require.NotContains(t, res.RootCause.Title, "the traceback ends in", name)
+				require.NotContains(t, res.RootCause.Explanation, "before its exception line", name)
+			}
+		})
+	}
 }

@@ -504,12 +504,12 @@ func (g *ignoredTrace) survived(text []byte, stream string) bool {
 // shows which of them run.
 
 // listedPod is a row of a kubectl get pods listing: its namespace (nil without the column),
-// name and status.
-type listedPod struct{ ns, name, status []byte }
+// name, status and age (nil when the row ends before it).
+type listedPod struct{ ns, name, status, age []byte }
 
 // listedRow reads line t as a row of a kubectl get pods listing; ok is false when it is none.
 func listedRow(t []byte) (row listedPod, ok bool) {
-	var f [5][]byte
+	var f [8][]byte
 	n := 0
 	for rest := t; n < len(f); n++ {
 		rest = bytes.TrimLeft(rest, " \t")
@@ -527,6 +527,14 @@ func listedRow(t []byte) (row listedPod, ok bool) {
 			row = listedPod{name: f[i-1], status: f[i+1]}
 			if i == 2 {
 				row.ns = f[0]
+			}
+			// AGE follows RESTARTS, after its "(5m ago)" when the pod restarted.
+			age := i + 3
+			if age+2 < n && bytes.HasPrefix(f[age], []byte("(")) && bytes.Equal(f[age+1], []byte("ago)")) {
+				age += 2
+			}
+			if age < n {
+				row.age = f[age]
 			}
 			return row, true
 		}
@@ -560,22 +568,40 @@ func (r listedPod) runs() bool {
 
 // workload is the row's pod name without its last dash-separated part: what names the
 // controller's pods (a ReplicaSet's "serve-84fb7dbbd7", a job's "train-worker") and not one
-// of them (its generated suffix, its index). A job's pods are one workload whatever their
-// index and role: an indexed Job names them "<job>-<index>-<suffix>", the Kubeflow training
-// operator "<job>-master-0" and "<job>-worker-1", the MPI operator "<job>-launcher-8mx7k" and
-// "<job>-worker-0", so indices and a role are cut too.
+// of them (its generated suffix, its index).
 func (r listedPod) workload() []byte {
-	w := r.name
-	if i := bytes.LastIndexByte(w, '-'); i > 0 {
-		w = w[:i]
+	if i := bytes.LastIndexByte(r.name, '-'); i > 0 {
+		return r.name[:i]
 	}
-	for i := bytes.LastIndexByte(w, '-'); i > 0 && i+1 < len(w) && isDigits(w[i+1:]); i = bytes.LastIndexByte(w, '-') {
-		w = w[:i]
+	return r.name
+}
+
+// job is the row's workload without a role or an index, nil when it ends in neither: the
+// Kubeflow training operator names a job's pods "<job>-master-0" and "<job>-worker-1", the
+// MPI operator "<job>-launcher-8mx7k" and "<job>-worker-0", an indexed Job
+// "<job>-<index>-<suffix>". A role or a number may as well be part of a name (CronJob runs
+// "backup-28712345-abcde", "sweep-3-x7k2p"), so only rows of equal age, created together, are
+// taken for one job by it (sameWorkload).
+func (r listedPod) job() []byte {
+	w := r.workload()
+	i := bytes.LastIndexByte(w, '-')
+	if i <= 0 || i == len(w)-1 || !slices.Contains(podRoles, string(w[i+1:])) && !isDigits(w[i+1:]) {
+		return nil
 	}
-	if i := bytes.LastIndexByte(w, '-'); i > 0 && slices.Contains(podRoles, string(w[i+1:])) {
-		w = w[:i]
+	return w[:i]
+}
+
+// sameWorkload says whether two rows are pods of one workload: the same workload of one
+// namespace, or the same job's pods of another role or index, listed at the same age.
+func (r listedPod) sameWorkload(o listedPod) bool {
+	if !r.sameNamespace(o) {
+		return false
 	}
-	return w
+	if bytes.Equal(r.workload(), o.workload()) {
+		return true
+	}
+	j := r.job()
+	return j != nil && len(r.age) > 0 && bytes.Equal(r.age, o.age) && bytes.Equal(j, o.job())
 }
 
 // podRoles are the roles training operators name their pods by (Kubeflow's PyTorchJob,
@@ -701,7 +727,7 @@ func leftoverEvicted(rows []listedPod, lines []tailLine) bool {
 		}
 		running = true
 		for _, r := range rows {
-			if bytes.Equal(r.workload(), o.workload()) && r.sameNamespace(o) {
+			if r.sameWorkload(o) {
 				return false
 			}
 		}

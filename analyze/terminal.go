@@ -712,8 +712,11 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	if !tb {
 		// A paste of frames alone, its header and exception both cut off, ends as a traceback
 		// cut inside its frames does (cutframe.go), unless a line of them says more on its own
-		// (the code of a raise: "raise ValueError(f\"Can't find a valid checkpoint ...\")").
-		if h := trailingFrames(lines); h >= 0 && !slices.ContainsFunc(kinds[h:], func(k lineKind) bool { return k != kindNone }) {
+		// (the code of a raise: "raise RuntimeError(f\"CUDA out of memory while loading {path}\")").
+		// Only a paste that is nothing but them: frames after other lines are a stack printed by
+		// a live process (traceback.print_stack, logging's stack_info, faulthandler, gdb's
+		// py-bt, torch.compile's graph breaks), under headers of their own.
+		if h := trailingFrames(lines); h >= 0 && lastNonBlank(lines[:h]) < 0 && !slices.ContainsFunc(kinds[h:], func(k lineKind) bool { return k != kindNone }) {
 			tb, header, ignored, thread = true, h, false, false
 			for j := h + 1; j < len(lines); j++ {
 				inFrames[j] = true
@@ -728,7 +731,12 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		// when its output stopped (or the paste was cut there), and its frames say where. A
 		// thread's traceback says that a thread was.
 		kinds[header] = kindException
-		tf.frame = innermostFrame(lines, inFrames, header)
+		if last := lastNonBlank(lines); last >= 0 && inFrames[last] {
+			// Only a log that ends in the frames is cut before its exception: one that ends in a
+			// line the vocabulary does not know as one ("zipfile.BadZipFile: ...", a bare
+			// "StopIteration") has its exception, and that says more than any frame.
+			tf.frame = innermostFrame(lines, inFrames, header)
+		}
 	}
 	var picked []int
 	for i := len(lines) - 1; i >= 0 && len(picked) < maxFailureLines; i-- {

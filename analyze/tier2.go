@@ -132,7 +132,8 @@ func (a *analyzer) mayHaveFailed() bool {
 // the vocabulary can tell: of the root's own log or pod when there is a root, else of any
 // log whose failure comes after its last progress. Without a root, error lines alone (no
 // exception, signal, fatal line or exit code) must score twice the minimum, and never name
-// nan-loss (a NaN line alone is not the end of training: the streak rules judge that).
+// nan-loss (a NaN line alone is not the end of training: the streak rules judge that). A
+// traceback's innermost frame names a cause only when no candidate's words do.
 func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classification) {
 	var cands []*terminalFailure
 	for _, tf := range a.terminals {
@@ -144,6 +145,8 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 			cands = append(cands, tf)
 		}
 	}
+	var guess *terminalFailure
+	var guessed Classification
 	for _, tf := range cands {
 		if a.streakRecovered(tf) {
 			continue
@@ -159,17 +162,18 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
 			continue
 		}
-		if !c.Classified() && tf.endsLog(true) {
-			// Cut inside a traceback: its innermost frame may say where (cutframe.go).
-			if cat, words, ok := classifyFrame(tf.frame); ok {
-				c = Classification{Category: cat, Best: cat, RunnerUp: CategoryUnknown, Frame: words}
-			}
-		}
 		if c.Classified() {
 			return tf, c
 		}
+		if guess == nil && tf.endsLog(true) {
+			// Cut inside a traceback: its innermost frame may say where (cutframe.go), a guess
+			// taken only when no candidate's words name a failure.
+			if cat, words, ok := classifyFrame(tf.frame); ok {
+				guess, guessed = tf, Classification{Category: cat, Best: cat, RunnerUp: CategoryUnknown, Frame: words}
+			}
+		}
 	}
-	return nil, Classification{}
+	return guess, guessed
 }
 
 // streakRecovered says whether tf's failure lines all come before the line where a

@@ -191,6 +191,31 @@ func TestStackDumpIsLowHang(t *testing.T) {
 		require.NotNil(t, res.RootCause)
 		require.Equal(t, CategoryCrashSignal, res.RootCause.Category)
 	})
+	t.Run("another log's failure is the cause", func(t *testing.T) {
+		// Rank 0 interrupted in a collective (or dumped) while rank 1 had died at the end of
+		// its log: rank 1's failure is why rank 0 waited, whichever log comes first.
+		const progress = "2024-05-01T10:00:00Z step 100 loss 2.31\n"
+		ctrlCRank0 := progress + "2024-05-01T10:30:00Z ^CTraceback (most recent call last):\n" +
+			"  File \"train.py\", line 90, in <module>\n    dist.all_reduce(t)\nKeyboardInterrupt\n"
+		oom := progress + "2024-05-01T10:00:05Z FATAL: vram exhausted, kv cache does not fit in gpu memory\n"
+		fatal := progress + "2024-05-01T10:00:05Z FATAL: connection to server lost: host unreachable, network is down\n"
+		for _, dump := range []string{ctrlCRank0, pyspy} {
+			res := analyzeLogs(t, rules, dump, oom)
+			require.NotNil(t, res.RootCause)
+			require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, res.VerdictReason)
+			require.Equal(t, ConfidenceMedium, res.Confidence)
+			res = analyzeLogs(t, rules, oom, dump)
+			require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, res.VerdictReason)
+		}
+		// A failure the vocabulary cannot name still says more than the dump: a process failed.
+		res := analyzeLogs(t, rules, ctrlCRank0, fatal)
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, CategoryUnknown, res.RootCause.Category, res.VerdictReason)
+		require.Contains(t, res.RootCause.Evidence[0].Text, "connection to server lost")
+		// Another log's progress alone changes nothing.
+		res = analyzeLogs(t, rules, ctrlCRank0, progress)
+		require.Equal(t, CategoryHang, res.RootCause.Category, res.VerdictReason)
+	})
 	t.Run("an error in the same text is the cause", func(t *testing.T) {
 		res := analyzeLogs(t, rules, pyspy+"[rank1]:[E1127 10:00:00.000000 ProcessGroupNCCL.cpp:616] "+fmt.Sprintf(watchdogLine, 1)+"\n")
 		require.NotNil(t, res.RootCause)

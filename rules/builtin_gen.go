@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "02ee453d8ee3f87c92611dd82be705e70b4a26642290b5f548d6175b46007e08"
+const builtinDigest = "14894af30d39e163985bb7fb4a0b0256fd095ef2566747ff76fd4a7689447ebc"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12144,6 +12144,68 @@ func builtinFiles() []Named {
 						},
 					},
 					{
+						ID:       "crash-signal/debugger-signal",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The process died of {signal} (gdb)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"^\\s*(?:Thread \\d+ \"[^\"]*\"|Program) received signal (?P<signal>SIG(?:SEGV|BUS|FPE|ILL)),",
+								"^\\s*Program terminated with signal (?P<signal>SIG(?:SEGV|BUS|FPE|ILL)|(?:4|7|8|11), (?:Segmentation fault|Bus error|Floating point exception|Arithmetic exception|Illegal instruction))",
+							},
+						},
+						Explanation: "Native code crashed while gdb watched the process, or the core file it left says so: a segmentation fault or bus error (a C++/CUDA extension or library bug, ABI-incompatible packages, corrupted or truncated memory-mapped files), an illegal instruction (a binary built for a newer CPU), an arithmetic exception (an integer division by zero). The frame gdb prints under the line is where it crashed.\n",
+						Remediation: "Read the crashing thread's frames (the library they are in), check the versions of compiled extensions against torch and the CPU the binaries were built for, and try without custom kernels.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Thread 1 \"python3\" received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Thread 52613 \"python\" received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Thread 27 \"python\" received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Program received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Program terminated with signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Program terminated with signal 11, Segmentation fault.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Program received signal SIGINT, Interrupt.",
+								},
+								{
+									Text: "Thread 1 \"python\" received signal SIGUSR1, User defined signal 1.",
+								},
+								{
+									Text: "Program terminated with signal SIGKILL, Killed.",
+								},
+								{
+									Text: "handle SIGSEGV nostop noprint",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
 						ID:       "crash-signal/abort",
 						Severity: "error",
 						Layer:    "execution",
@@ -12157,6 +12219,8 @@ func builtinFiles() []Named {
 								"Aborted \\(core dumped\\)",
 								"Fatal Python error: Aborted",
 								"Signal 6 \\(SIGABRT\\) received by PID \\d+",
+								"^\\s*(?:Thread \\d+ \"[^\"]*\"|Program) received signal SIGABRT,",
+								"^\\s*Program terminated with signal (?:SIGABRT|6, Aborted)",
 								"failed \\(exitcode: -6\\) local_rank: \\d+",
 							},
 						},
@@ -12169,6 +12233,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  traceback : Signal 6 (SIGABRT) received by PID 1337",
+								},
+								{
+									Text: "Program received signal SIGABRT, Aborted.",
+								},
+								{
+									Text: "Program terminated with signal SIGABRT",
 								},
 							},
 							NotMatch: []Example{

@@ -38,3 +38,25 @@ func TestEnvironmentFailuresOnlyARuleNames(t *testing.T) {
 	res = analyzeLogs(t, all, "/usr/lib/python3/dist-packages/scipy/special/__init__.py:640: RuntimeWarning: numpy.dtype size changed, may indicate binary incompatibility. Expected 96, got 88\n"+progress)
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 }
+
+// TestMissingProgramIsAMissingFile: subprocess's error for a program it could not start names
+// the path twice; a script or program of the job's own is a missing file, said with a rule's
+// confidence, and only a build tool (by name, or in a bin directory) is a missing toolchain.
+func TestMissingProgramIsAMissingFile(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const tb = "Traceback (most recent call last):\n  File \"prep.py\", line 10, in <module>\n" +
+		"    subprocess.run([prog], check=True)\nFileNotFoundError: [Errno 2] No such file or directory: "
+	for path, rule := range map[string]string{
+		"/workspace/scripts/preprocess.sh": "file-not-found/no-such-file",
+		"/ckpt/cc":                         "file-not-found/no-such-file",
+		"torchrun":                         "file-not-found/no-such-file",
+		"ninja":                            "module-not-found/build-toolchain-missing",
+		"/usr/local/cuda/bin/nvcc":         "module-not-found/build-toolchain-missing",
+	} {
+		res := analyzeLogs(t, all, tb+"'"+path+"': '"+path+"'\n")
+		require.NotNil(t, res.RootCause, res.VerdictReason)
+		require.Equal(t, rule, res.RootCause.RuleID, path)
+		require.Equal(t, ConfidenceHigh, res.Confidence, path)
+	}
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "14894af30d39e163985bb7fb4a0b0256fd095ef2566747ff76fd4a7689447ebc"
+const builtinDigest = "16b35757cbd84058eb9fee09babd4df5219c57690e452105943298b6c929deae"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -4510,7 +4510,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"Ninja is required to load C\\+\\+ extensions",
-								"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)': '",
+								"No such file or directory: '(?:[^']*/bin/)?(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)': '",
 								"CUDA_HOME does not exist, unable to compile CUDA op",
 								"CUDA_HOME environment variable is not set",
 							},
@@ -4544,6 +4544,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/data/ninja'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/cc': '/ckpt/cc'",
 								},
 								{
 									Text: "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...",
@@ -11650,6 +11653,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)'(?:$|[^:])",
+								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>(?:(?:[^']*/)?(?:[^'/cghn][^'/]*|c(?:[^'/\\+clm][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/][^'/]*)|l(?:[^'/a][^'/]*|a(?:[^'/n][^'/]*|n(?:[^'/g][^'/]*|g(?:[^'/\\+][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?)?)?)?)?|m(?:[^'/a][^'/]*|a(?:[^'/k][^'/]*|k(?:[^'/e][^'/]*|e(?:[^'/][^'/]*))?)?)?)?|g(?:[^'/\\+c][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?|h(?:[^'/i][^'/]*|i(?:[^'/p][^'/]*|p(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)?|n(?:[^'/iv][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/j][^'/]*|j(?:[^'/a][^'/]*|a(?:[^'/][^'/]*))?)?)?|v(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)|(?:[^']*/)?(?:[^'/b][^'/]*|b(?:[^'/i][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/][^'/]*))?)?)?/(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)))': '",
 								"can't open file '(?P<path>[^']+)': \\[Errno 2\\] No such file or directory",
 							},
 						},
@@ -11669,6 +11673,21 @@ func builtinFiles() []Named {
 								{
 									Text: "/opt/conda/bin/python: can't open file 'train.py': [Errno 2] No such file or directory",
 								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: './/home/testi/overflow-checker/test_files/pwn1': './/home/testi/overflow-checker/test_files/pwn1'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/scripts/preprocess.sh': '/workspace/scripts/preprocess.sh'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/cc': '/ckpt/cc'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'torchrun': 'torchrun'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/opt/tools/ninja-build': '/opt/tools/ninja-build'",
+								},
 							},
 							NotMatch: []Example{
 								{
@@ -11679,6 +11698,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'ninja': 'ninja'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc': '/usr/local/cuda/bin/nvcc'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'clang++': 'clang++'",
 								},
 							},
 						},

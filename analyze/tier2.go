@@ -168,11 +168,13 @@ func (a *analyzer) classifyTerminal(root *Finding, skip string) (*terminalFailur
 		if a.streakRecovered(tf) {
 			continue
 		}
-		c := a.vocab.Classify(tf.failureText())
+		failure, context := tf.failureText()
+		raised := tf.raised()
+		c := a.vocab.classify(failure, context, raised)
 		if tf.above != nil {
 			// A warning or error line right above the failure that names a cause by itself, more
 			// strongly than the failure's own lines, says why the failure came.
-			if ca := a.vocab.Classify(string(tf.above.text), ""); ca.Classified() && ca.Score > c.Score {
+			if ca := a.vocab.classify(string(tf.above.text), "", raised); ca.Classified() && ca.Score > c.Score {
 				c = ca
 			}
 		}

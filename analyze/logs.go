@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math/bits"
@@ -163,8 +164,16 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		s.rank = logscan.RankPrefix(l.Text)
 	}
 	line := l.Text
+	decoded := false
 	if len(line) > 0 && (line[0] == '{' || line[0] == ' ') {
 		if msg, ok := recordMessage(s.recordText[:0], line); ok {
+			// An escape the record's message decodes ("persistentvolumeclaim \"data-01\"")
+			// makes bytes the raw line, whose shape the filters are made of, does not hold:
+			// the line is matched in full (and its tail words read). Every other step from
+			// the raw line to the text matched keeps a part of it (prefixes stripped) or is
+			// made before its shape (ANSI sequences removed); rejoined pieces are matched in
+			// full.
+			decoded = bytes.IndexByte(line, '\\') >= 0
 			s.recordText, line = msg, msg
 		}
 	}
@@ -173,7 +182,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if pre.stream == "" && bracket >= 0 {
 		pre.rank, pre.stream = bracket, rankStream(bracket)
 	}
-	match := s.mayMatch(l)
+	match := s.mayMatch(l) || decoded // mayMatch first: it counts the shape's lines
 	// A line the progress patterns and the rules both look at is read for their literals
 	// once: the progress patterns' pass finds the rules' literals too.
 	s.sc.both, s.sc.found = match, false
@@ -182,7 +191,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	if !progress {
 		s.seeGroup(l, text)
 	}
-	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, l.Offset >= s.ls.Size-quietWindow && s.tailQuiet(l))
+	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, !decoded && l.Offset >= s.ls.Size-quietWindow && s.tailQuiet(l))
 	if progress {
 		s.tail.lastProgress = l.Number
 	}

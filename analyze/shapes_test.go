@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -16,6 +17,7 @@ import (
 	"github.com/coroner-dev/coroner/index"
 	"github.com/coroner-dev/coroner/internal/samplegen"
 	"github.com/coroner-dev/coroner/logscan"
+	"github.com/coroner-dev/coroner/parse"
 )
 
 // checkShapeFilter scans every log of a bundle as Run does and checks that each line the
@@ -146,5 +148,49 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 	}
 	if len(logs) > 0 {
 		checkShapeFilter(t, &bundle.Bundle{FS: fsys, Limits: bundle.DefaultLimits()}, logs, rs)
+	}
+}
+
+// TestEscapedRecordMatchesInEveryLog: a JSON record whose message holds an escaped quote
+// (`persistentvolumeclaim \"data-07\" not found`) matches a rule only once decoded, while the
+// shape filters are made of the raw line: every log of many, scanned by two workers or one,
+// with the filters an earlier analysis made or none, keeps its finding.
+func TestEscapedRecordMatchesInEveryLog(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(all)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	const logs = 80
+	var paths []string
+	for i := range logs {
+		var b strings.Builder
+		for s := 1; s <= 50; s++ {
+			fmt.Fprintf(&b, "step %d loss 0.0%d\n", s, s)
+		}
+		fmt.Fprintf(&b, `{"level":"info","ts":"2024-01-01T00:00:01Z","msg":"persistentvolumeclaim \"data-%02d\" not found"}`+"\n", i)
+		p := filepath.Join(dir, fmt.Sprintf("w%02d.log", i))
+		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+		paths = append(paths, p)
+	}
+	for _, procs := range []int{2, 2, 2, 1} {
+		prev := runtime.GOMAXPROCS(procs)
+		b, err := bundle.OpenLogs(t.Context(), paths, nil, bundle.DefaultLimits())
+		require.NoError(t, err)
+		m, err := parse.Load(b)
+		require.NoError(t, err)
+		res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, Options{})
+		runtime.GOMAXPROCS(prev)
+		require.NoError(t, err)
+		ix.Close()
+		b.Close()
+		require.NotNil(t, res.RootCause, res.VerdictReason)
+		found := map[string]bool{}
+		for _, f := range res.Findings {
+			if f.RuleID == res.RootCause.RuleID {
+				found[f.log] = true
+			}
+		}
+		require.Len(t, found, logs, "GOMAXPROCS=%d", procs)
 	}
 }

@@ -623,8 +623,11 @@ type terminalFailure struct {
 	// lastLine is the log's last line number and lastProgress its last progress line.
 	lastLine, lastProgress int
 	// frame is the innermost frame of the traceback the log ends inside, before its
-	// exception line (cutframe.go), nil when it ends otherwise.
+	// exception line (cutframe.go), nil when it ends otherwise; cutAt is the header line of
+	// the last traceback when no exception line the vocabulary knows follows it (0 when one
+	// does), which then does not stand for an exception (raised).
 	frame []tailLine
+	cutAt int
 }
 
 // maxFailureLines and maxContextLines bound what is classified.
@@ -737,6 +740,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			// "StopIteration") has its exception, and that says more than any frame.
 			tf.frame = innermostFrame(lines, inFrames, header)
 		}
+		tf.cutAt = lines[header].line
 	}
 	var picked []int
 	for i := len(lines) - 1; i >= 0 && len(picked) < maxFailureLines; i-- {
@@ -987,6 +991,17 @@ func (tf *terminalFailure) failureText() (failure, context string) {
 		c.Write(l.text)
 	}
 	return b.String(), c.String()
+}
+
+// raised says whether a line of the failure shows on its own that the process failed, the
+// header of a traceback cut before its exception line aside.
+func (tf *terminalFailure) raised() bool {
+	for i, l := range tf.lines {
+		if tf.kinds[i].strong() && l.line != tf.cutAt {
+			return true
+		}
+	}
+	return false
 }
 
 // endsLog says whether the failure is how the log ends: one of its lines that shows on its

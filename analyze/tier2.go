@@ -70,26 +70,38 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	default:
 		a.res.Confidence = ConfidenceLow
 	}
-	tf, c := a.classifyTerminal(root)
-	if tf != nil && root != nil && root.Category == CategoryHang && !tf.strongest.strong() {
+	tf, c := a.classifyTerminal(root, "")
+	dump := root != nil && root.Category == CategoryHang
+	if tf != nil && dump && !tf.strongest.strong() {
 		// A stack dump of a live process (hang/stack-dump) names its cause only by a line
 		// that shows the process failed (a signal, an exception): the source lines gdb lists
 		// are code, not a failure's words ("wait(...): timed out").
 		tf = nil
 	}
+	if tf == nil && dump {
+		// A dump shows where one process waited, not why: another process that failed at the
+		// end of its log (a rank out of memory while rank 0 was interrupted in a collective
+		// waiting for it) is why it waited.
+		tf, c = a.classifyTerminal(nil, root.log)
+	}
 	if tf == nil {
-		if root == nil {
-			if tf = a.unexplainedEnd(); tf != nil {
+		if root == nil || dump {
+			skip := ""
+			if dump {
+				skip = root.log
+			}
+			if tf = a.unexplainedEnd(skip); tf != nil {
 				f := a.tierFinding(tf, Classification{Category: CategoryUnknown})
 				a.findings = append(a.findings, f)
 				a.renumber()
+				a.demote(root, f)
 				a.res.Confidence = ConfidenceLow
 				return f
 			}
 		}
 		return root
 	}
-	if root != nil && root.Category == c.Category {
+	if root != nil && root.Category == c.Category && (!dump || tf.log == root.log) {
 		a.res.Confidence = ConfidenceMedium
 		if c.Frame != "" {
 			a.res.Confidence = ConfidenceLow // a frame is no error's words
@@ -100,15 +112,7 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	f := a.tierFinding(tf, c)
 	a.findings = append(a.findings, f)
 	a.renumber()
-	if root != nil {
-		old := root.ID
-		root.SecondaryOf = f.ID
-		for _, g := range a.findings {
-			if g.SecondaryOf == old {
-				g.SecondaryOf = f.ID
-			}
-		}
-	}
+	a.demote(root, f)
 	a.res.Confidence = ConfidenceMedium
 	if c.Frame != "" {
 		a.res.Confidence = ConfidenceLow // a frame is no error's words
@@ -122,6 +126,20 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	return f
 }
 
+// demote makes root, when there is one, and what followed from it follow from f instead.
+func (a *analyzer) demote(root, f *Finding) {
+	if root == nil {
+		return
+	}
+	old := root.ID
+	root.SecondaryOf = f.ID
+	for _, g := range a.findings {
+		if g.SecondaryOf == old {
+			g.SecondaryOf = f.ID
+		}
+	}
+}
+
 // mayHaveFailed says whether the job may have failed: plain logs, or a job that failed.
 func (a *analyzer) mayHaveFailed() bool {
 	j := a.m.Job
@@ -133,11 +151,13 @@ func (a *analyzer) mayHaveFailed() bool {
 // log whose failure comes after its last progress. Without a root, error lines alone (no
 // exception, signal, fatal line or exit code) must score twice the minimum, and never name
 // nan-loss (a NaN line alone is not the end of training: the streak rules judge that). A
-// traceback's innermost frame names a cause only when no candidate's words do.
-func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classification) {
+// traceback's innermost frame names a cause only when no candidate's words do. The failures
+// of log skip are passed over.
+func (a *analyzer) classifyTerminal(root *Finding, skip string) (*terminalFailure, Classification) {
 	var cands []*terminalFailure
 	for _, tf := range a.terminals {
 		switch {
+		case skip != "" && tf.log == skip:
 		case root == nil && !tf.endsLog(false):
 		case root != nil && root.log != "" && tf.log != root.log:
 		case root != nil && root.log == "" && root.Pod != "" && tf.pod != root.Pod:
@@ -151,11 +171,13 @@ func (a *analyzer) classifyTerminal(root *Finding) (*terminalFailure, Classifica
 		if a.streakRecovered(tf) {
 			continue
 		}
-		c := a.vocab.Classify(tf.failureText())
+		failure, context := tf.failureText()
+		raised := tf.raised()
+		c := a.vocab.classify(failure, context, raised)
 		if tf.above != nil {
 			// A warning or error line right above the failure that names a cause by itself, more
 			// strongly than the failure's own lines, says why the failure came.
-			if ca := a.vocab.Classify(string(tf.above.text), ""); ca.Classified() && ca.Score > c.Score {
+			if ca := a.vocab.classify(string(tf.above.text), "", raised); ca.Classified() && ca.Score > c.Score {
 				c = ca
 			}
 		}
@@ -198,10 +220,10 @@ func (a *analyzer) streakRecovered(tf *terminalFailure) bool {
 // that its process failed (an exception, a fatal line, a signal, a non-zero exit code, a
 // launcher's summary) after its last training progress, when the vocabulary could not tell
 // why: the process failed, and the report says so with low confidence rather than leaving
-// the verdict unknown.
-func (a *analyzer) unexplainedEnd() *terminalFailure {
+// the verdict unknown. Log skip is passed over.
+func (a *analyzer) unexplainedEnd(skip string) *terminalFailure {
 	for _, tf := range a.terminals {
-		if tf.endsLog(true) {
+		if tf.endsLog(true) && (skip == "" || tf.log != skip) {
 			return tf
 		}
 	}

@@ -38,6 +38,8 @@ type vocabTerm struct {
 	cat                int
 	weight             float64
 	wordStart, wordEnd bool
+	// raised: counted only when the failure shows that the process failed (rules.Term).
+	raised bool
 }
 
 // Classification is what the vocabulary made of a failure text.
@@ -109,7 +111,7 @@ func LoadVocabulary(fsys fs.FS, dir string) (*Vocabulary, error) {
 			for _, t := range ce.Terms {
 				lt := strings.ToLower(strings.TrimSpace(t.Text))
 				v.terms = append(v.terms, vocabTerm{text: lt, cat: idx, weight: t.Weight,
-					wordStart: isAlnum(lt[0]), wordEnd: isAlnum(lt[len(lt)-1])})
+					wordStart: isAlnum(lt[0]), wordEnd: isAlnum(lt[len(lt)-1]), raised: t.Raised})
 			}
 		}
 	}
@@ -193,10 +195,19 @@ type termHit struct {
 // Classify scores a failure text (the terminal failure's own lines) and the lines around it
 // (context, counted at the vocabulary's context weight) against every category.
 func (v *Vocabulary) Classify(failure, context string) Classification {
+	return v.classify(failure, context, true)
+}
+
+// classify is Classify of a failure that shows on its own that the process failed (raised),
+// or does not: then the terms marked raised do not count.
+func (v *Vocabulary) classify(failure, context string, raised bool) Classification {
 	text := failure + "\n" + context
 	low := lowerASCII(text)
 	var accepted []termHit
 	for i, t := range v.terms { // longest first
+		if t.raised && !raised {
+			continue
+		}
 		for from := 0; from < len(low); {
 			j := strings.Index(low[from:], t.text)
 			if j < 0 {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "5e8c29026f6e5d360527f61b26a7a871cd4a7c22fb3f9f7f8caacbe3a9695a3f"
+const builtinDigest = "ad0a832d9e103abfc28c9b14d69ad7bc904dd61f8987ef1b2dac3ab2c9d4345a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -4517,7 +4517,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"Ninja is required to load C\\+\\+ extensions",
-								"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)': '",
+								"No such file or directory: '(?:[^']*/bin/)?(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)': '",
 								"CUDA_HOME does not exist, unable to compile CUDA op",
 								"CUDA_HOME environment variable is not set",
 							},
@@ -4551,6 +4551,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/data/ninja'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/cc': '/ckpt/cc'",
 								},
 								{
 									Text: "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...",
@@ -11657,6 +11660,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)'(?:$|[^:])",
+								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>(?:(?:[^']*/)?(?:[^'/cghn][^'/]*|c(?:[^'/\\+clm][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/][^'/]*)|l(?:[^'/a][^'/]*|a(?:[^'/n][^'/]*|n(?:[^'/g][^'/]*|g(?:[^'/\\+][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?)?)?)?)?|m(?:[^'/a][^'/]*|a(?:[^'/k][^'/]*|k(?:[^'/e][^'/]*|e(?:[^'/][^'/]*))?)?)?)?|g(?:[^'/\\+c][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?|h(?:[^'/i][^'/]*|i(?:[^'/p][^'/]*|p(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)?|n(?:[^'/iv][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/j][^'/]*|j(?:[^'/a][^'/]*|a(?:[^'/][^'/]*))?)?)?|v(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)|(?:[^']*/)?(?:[^'/b][^'/]*|b(?:[^'/i][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/][^'/]*))?)?)?/(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)))': '",
 								"can't open file '(?P<path>[^']+)': \\[Errno 2\\] No such file or directory",
 							},
 						},
@@ -11676,6 +11680,21 @@ func builtinFiles() []Named {
 								{
 									Text: "/opt/conda/bin/python: can't open file 'train.py': [Errno 2] No such file or directory",
 								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: './/home/testi/overflow-checker/test_files/pwn1': './/home/testi/overflow-checker/test_files/pwn1'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/scripts/preprocess.sh': '/workspace/scripts/preprocess.sh'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/cc': '/ckpt/cc'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'torchrun': 'torchrun'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/opt/tools/ninja-build': '/opt/tools/ninja-build'",
+								},
 							},
 							NotMatch: []Example{
 								{
@@ -11686,6 +11705,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'ninja': 'ninja'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc': '/usr/local/cuda/bin/nvcc'",
+								},
+								{
+									Text: "FileNotFoundError: [Errno 2] No such file or directory: 'clang++': 'clang++'",
 								},
 							},
 						},
@@ -12151,6 +12176,68 @@ func builtinFiles() []Named {
 						},
 					},
 					{
+						ID:       "crash-signal/debugger-signal",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The process died of {signal} (gdb)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"^\\s*(?:Thread \\d+ \"[^\"]*\"|Program) received signal (?P<signal>SIG(?:SEGV|BUS|FPE|ILL)),",
+								"^\\s*Program terminated with signal (?P<signal>SIG(?:SEGV|BUS|FPE|ILL)|(?:4|7|8|11), (?:Segmentation fault|Bus error|Floating point exception|Arithmetic exception|Illegal instruction))",
+							},
+						},
+						Explanation: "Native code crashed while gdb watched the process, or the core file it left says so: a segmentation fault or bus error (a C++/CUDA extension or library bug, ABI-incompatible packages, corrupted or truncated memory-mapped files), an illegal instruction (a binary built for a newer CPU), an arithmetic exception (an integer division by zero). The frame gdb prints under the line is where it crashed.\n",
+						Remediation: "Read the crashing thread's frames (the library they are in), check the versions of compiled extensions against torch and the CPU the binaries were built for, and try without custom kernels.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Thread 1 \"python3\" received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Thread 52613 \"python\" received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Thread 27 \"python\" received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Program received signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Program terminated with signal SIGSEGV, Segmentation fault.",
+								},
+								{
+									Text: "Program terminated with signal 11, Segmentation fault.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Program received signal SIGINT, Interrupt.",
+								},
+								{
+									Text: "Thread 1 \"python\" received signal SIGUSR1, User defined signal 1.",
+								},
+								{
+									Text: "Program terminated with signal SIGKILL, Killed.",
+								},
+								{
+									Text: "handle SIGSEGV nostop noprint",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
 						ID:       "crash-signal/abort",
 						Severity: "error",
 						Layer:    "execution",
@@ -12164,6 +12251,8 @@ func builtinFiles() []Named {
 								"Aborted \\(core dumped\\)",
 								"Fatal Python error: Aborted",
 								"Signal 6 \\(SIGABRT\\) received by PID \\d+",
+								"^\\s*(?:Thread \\d+ \"[^\"]*\"|Program) received signal SIGABRT,",
+								"^\\s*Program terminated with signal (?:SIGABRT|6, Aborted)",
 								"failed \\(exitcode: -6\\) local_rank: \\d+",
 							},
 						},
@@ -12176,6 +12265,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  traceback : Signal 6 (SIGABRT) received by PID 1337",
+								},
+								{
+									Text: "Program received signal SIGABRT, Aborted.",
+								},
+								{
+									Text: "Program terminated with signal SIGABRT",
 								},
 							},
 							NotMatch: []Example{

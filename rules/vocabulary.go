@@ -50,6 +50,11 @@ type VocabularyEntry struct {
 type Term struct {
 	Text   string  `json:"text"`
 	Weight float64 `json:"weight"`
+	// Raised: the term counts only when the failure holds a line that shows on its own that
+	// the process failed (an exception, a fatal line, a signal, an exit code), not only a
+	// traceback cut before its exception line: a library prints the same words, warns and
+	// runs on.
+	Raised bool `json:"raised,omitempty"`
 }
 
 // VocabularyExamples are the texts a category must and must not classify.

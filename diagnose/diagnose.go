@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -105,10 +106,25 @@ func (d *Diagnosis) Close() error {
 	return errors.Join(errs...)
 }
 
-// collectAfter is how many findings make the heap let go after the report is built worth a
-// collection of its own (see Run): at 100,000 the findings alone are about 60 MB. At 16,384
-// ranks (49,000 findings) the peak is in the scan, and a collection would only cost CPU.
-const collectAfter = 100_000
+// collectOver is the live heap (at the last collection) over which the end of a stage of Run
+// is worth a collection of its own. Each stage lets go of most of what it allocated (the
+// scan its per-log state, analyze.Run its scratch, the report the analysis's findings and
+// timeline), but the collector's goal is twice the live heap it last marked, so the next
+// stage allocates on top of the last one's garbage and the heap's high is that sum: at
+// 16,384 ranks the index's writing and the report's rendering ended 80 MB above the live
+// heap, at 200,000 files analyze.Run and report.Build over 200 MB. A collection at each end
+// costs a mark of the live heap (tens of milliseconds against seconds of such a diagnosis);
+// under the bound (4,096 ranks is about 40 MB) the heap is small and is left to the pacer.
+const collectOver = 64 << 20
+
+// collectLarge collects when the live heap is over collectOver (see there).
+func collectLarge() {
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	if live[0].Value.Kind() == metrics.KindUint64 && live[0].Value.Uint64() >= collectOver {
+		runtime.GC()
+	}
+}
 
 // Run diagnoses in. Plain logs in which no line was read are an error: there was nothing to
 // diagnose. On error nothing is left open.
@@ -166,26 +182,21 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
 	defer pending.abandon() // nothing once finished
+	collectLarge()
 	later := newLaterContext()
 	d.Result, err = analyze.Run(d.Model, sc, stats, analyze.Options{Lines: later.record, StuckAfter: opts.StuckAfter})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
+	collectLarge()
 	d.Report = report.Build(d.Model, d.Result, opts.Version)
 	// The report holds what it shows of the findings and the timeline: the analysis's own
 	// (a finding and timeline entries a container, 140 MB at 200,000 containers) are let go
 	// before the index is written and opened (see pendingIndex), as nothing reads them after.
-	findings, kept := len(d.Result.Findings), *d.Result
+	kept := *d.Result
 	kept.Findings, kept.Timeline = nil, nil
 	d.Result = &kept
-	if findings >= collectAfter {
-		// The live heap is at its largest here and much of it was just let go, but the
-		// collector would not run again before the index's heads are decoded and the report
-		// written on top of it (at 200,000 containers the heap grew from 411 to 660 MB after
-		// its last collection). One collection now costs less than the noise of such a
-		// diagnosis's CPU and keeps the peak under the live heap's double.
-		runtime.GC()
-	}
+	collectLarge()
 	if d.Index, err = pending.finish(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}

@@ -142,13 +142,29 @@ const maxSpareMap = 64
 
 // scannedLog is what analyze reads of a log once its scan has ended.
 type scannedLog struct {
-	procs    []*procState
+	procs []*procState
+	rank  int
+	// found is what the scan found in the log, nil when nothing: most of 200,000 logs of a
+	// line or two have no finding, terminal failure, fact or group line, and the slots of
+	// every log are live together at the scan's end (40 bytes a log instead of 112).
+	found *logFound
+}
+
+// logFound is what a log's scan found in it (see scannedLog).
+type logFound struct {
 	findings []*Finding
 	terminal *terminalFailure
 	facts    []textFact
-	rank     int
 	// groups are the lines in which an elastic agent restarted or started its worker group.
 	groups []groupLine
+}
+
+// foundIn is what the scan of a log found, nil for nothing.
+func foundIn(findings []*Finding, terminal *terminalFailure, facts []textFact, groups []groupLine) *logFound {
+	if len(findings) == 0 && terminal == nil && len(facts) == 0 && len(groups) == 0 {
+		return nil
+	}
+	return &logFound{findings: findings, terminal: terminal, facts: facts, groups: groups}
 }
 
 // scanned closes the log's processes and settles them (see procState.settle): the scan's
@@ -165,7 +181,7 @@ func (s *logScanner) scanned(st logscan.Stats, spare *Scratch) scannedLog {
 		clear(s.procs)
 		spare.byRule, spare.procs, s.byRule, s.procs = s.byRule, s.procs, nil, nil
 	}
-	return scannedLog{procs: procs, findings: s.findings, terminal: s.terminal, facts: s.facts, rank: s.rank, groups: s.groups}
+	return scannedLog{procs: procs, rank: s.rank, found: foundIn(s.findings, s.terminal, s.facts, s.groups)}
 }
 
 // scannedLogs returns what analyze reads of each log: a log whose scan did not end (Done
@@ -273,6 +289,7 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 		nprocs += len(scanned[i].procs)
 	}
 	a.procs = slices.Grow(a.procs, nprocs)
+	var nothing logFound
 	for i, st := range stats {
 		ls := logs[i]
 		a.logsFor[[2]string{ls.Pod, ls.Container}] = true
@@ -283,7 +300,11 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 		if st.LongLines > 0 {
 			a.warnf("%s: %d line(s) longer than the line length limit of %d bytes were cut", ls.Path, st.LongLines, a.m.Bundle.Limits.MaxLineBytes)
 		}
-		procs, found := scanned[i].procs, scanned[i].findings
+		procs, more := scanned[i].procs, scanned[i].found
+		if more == nil {
+			more = &nothing
+		}
+		found := more.findings
 		agent := a.agentPods()[ls.Namespace+"/"+ls.Pod]
 		if agent != nil {
 			// A GPU agent's log is its node's evidence: no process of the job, no terminal
@@ -291,13 +312,13 @@ func (a *analyzer) logs(scanned []scannedLog, stats []logscan.Stats) {
 			procs, found = nil, a.agentFindings(agent, found)
 		} else {
 			a.procs = append(a.procs, procs...)
-			if tf := scanned[i].terminal; tf != nil {
+			if tf := more.terminal; tf != nil {
 				a.terminals = append(a.terminals, tf)
 			}
-			for _, tf := range scanned[i].facts {
+			for _, tf := range more.facts {
 				a.textFacts = append(a.textFacts, loggedFact{textFact: tf, ls: ls})
 			}
-			if g := scanned[i].groups; len(g) > 0 {
+			if g := more.groups; len(g) > 0 {
 				if a.groups == nil {
 					a.groups = map[string][]groupLine{}
 				}

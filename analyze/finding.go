@@ -220,10 +220,15 @@ func shareStream(f, g *Finding) bool {
 }
 
 // timePtrs is timePtr of two times, made in one allocation when both are set (a log's
-// first and last time: 200,000 logs have as many).
+// first and last time: 200,000 logs have as many), one pointer when they are the same (a
+// log of one line; nothing writes through them).
 func timePtrs(t, u time.Time) (*time.Time, *time.Time) {
 	if t.IsZero() || u.IsZero() {
 		return timePtr(t), timePtr(u)
+	}
+	if t == u {
+		p := timePtr(t)
+		return p, p
 	}
 	both := &[2]time.Time{t.UTC(), u.UTC()}
 	return &both[0], &both[1]

@@ -592,9 +592,10 @@ func localRankStream(n int) string {
 // 0x... rank 2 nranks 4 ... Init COMPLETE"): its rank in its largest communicator, the
 // world's (a tensor- or pipeline-parallel group is smaller and numbers its ranks from 0),
 // and that communicator's size. Two different ranks in communicators of that size mean the
-// log holds several processes, and names none of them.
+// log holds several processes, and names none of them. Its numbers are of at most seven
+// digits (atoi): 32 bits hold them, and every process of 200,000 logs has one.
 type contentRanks struct {
-	rank, nranks int
+	rank, nranks int32
 	conflict     bool
 }
 
@@ -617,7 +618,7 @@ func (c *contentRanks) see(text []byte) {
 	if !ok || r >= m {
 		return
 	}
-	c.merge(contentRanks{rank: r, nranks: m})
+	c.merge(contentRanks{rank: int32(r), nranks: int32(m)})
 }
 
 // merge adds what another part of the same process said.
@@ -635,7 +636,7 @@ func (c contentRanks) get() int {
 	if c.nranks == 0 || c.conflict {
 		return -1
 	}
-	return c.rank
+	return int(c.rank)
 }
 
 // A log shipped as structured records arrives one JSON object a line, the program's line in

@@ -117,7 +117,7 @@ func TestContentRanks(t *testing.T) {
 				c.see([]byte(l))
 			}
 			require.Equal(t, tt.rank, c.get())
-			require.Equal(t, tt.world, c.nranks)
+			require.Equal(t, tt.world, int(c.nranks))
 		})
 	}
 }

@@ -287,7 +287,7 @@ const maxWorld = 1 << 20
 func worldSize(procs []*procState) int {
 	n := 0
 	for _, p := range procs {
-		n = max(n, p.said.nranks)
+		n = max(n, int(p.said.nranks))
 	}
 	return min(n, maxWorld)
 }

@@ -40,8 +40,6 @@ type procState struct {
 	// they are all live at the end of the scan, the peak.
 	progress int
 	*progressMarks
-	// settled: the log's scan has ended (see settle).
-	settled bool
 	// step is the last step the process showed.
 	step int64
 	// streaks holds the state of each streak rule; active counts those under way.
@@ -51,12 +49,15 @@ type procState struct {
 	reports []seqReport
 	// lastLine is the process's last line (any line, not only progress).
 	lastLine mark
-	// previous: the log is a restarted container's previous log (the same process as its
-	// current log, before the restart).
-	previous bool
 	// said is the rank the process's own lines gave it (see contentRanks), when the process
 	// has no rank from a prefix.
 	said contentRanks
+	// settled: the log's scan has ended (see settle).
+	settled bool
+	// previous: the log is a restarted container's previous log (the same process as its
+	// current log, before the restart). The flags come after said's 12 bytes: a process
+	// is 176 bytes, not 208, and every log has one, live from the scan's end.
+	previous bool
 }
 
 // progressMarks is what a process's progress lines showed.

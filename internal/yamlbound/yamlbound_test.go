@@ -211,6 +211,7 @@ func TestCountValues(t *testing.T) {
 		"a: &x [1, 2]\nb: *x\n",
 		"# comment, with [brackets]\na: b # trailing, [x]\n",
 		"---\na: 1\n---\nb: 2\n",
+		"\"a\": 1\n\"b\": [1, {\"c\": 2}]\n",
 	} {
 		docs = append(docs, []byte(s))
 	}
@@ -223,8 +224,18 @@ func TestCountValues(t *testing.T) {
 		if 2*est+2 < n {
 			t.Errorf("estimate %d for %d nodes:\n%s", est, n, data)
 		}
+		if est > 2*len(data)+1 {
+			t.Errorf("estimate %d over twice the %d bytes, which checkValues leaves uncounted:\n%s", est, len(data), data)
+		}
 		if n > 20 && est > 4*n {
 			t.Errorf("estimate %d far above %d nodes:\n%s", est, n, data)
+		}
+	}
+
+	// Not YAML, but counted all the same: a byte is counted twice at most.
+	for _, s := range []string{"\"a\": \"b\": c\n- - -\n[\n{\n", "-\n-\n-", ":\n:", "[{[{,,,"} {
+		if est := countValues([]byte(s), 1<<30); est > 2*len(s)+1 {
+			t.Errorf("estimate %d over twice the %d bytes of %q", est, len(s), s)
 		}
 	}
 
@@ -258,6 +269,9 @@ func FuzzDecode(f *testing.F) {
 			if jerr == nil && len(js) > 2*limit+64 {
 				t.Fatalf("decoded %d bytes of JSON with a bound of %d", len(js), limit)
 			}
+		}
+		if est := countValues(data, 1<<30); est > 2*len(data)+1 {
+			t.Fatalf("estimate %d over twice the %d bytes, which checkValues leaves uncounted", est, len(data))
 		}
 		if n, ok := nodes(data); ok {
 			if est := countValues(data, 1<<30); 2*est+2 < n {

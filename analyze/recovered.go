@@ -442,8 +442,16 @@ func forgetRecovered(t *tailBuf, lines []tailLine, kinds []lineKind, words []wor
 // and ignored (sys.unraisablehook: in a __del__, a finaliser, an atexit callback, a DataLoader
 // iterator torn down): "Exception ignored in: <bound method _DataLoaderIter.__del__ ...>",
 // then the traceback and the exception. The process went on; that exception is not its end.
+//
+// An exception an atexit callback raises is reported the same way and ignored the same way,
+// under "Error in atexit._run_exitfuncs:" (Python 2: "Error in sys.exitfunc:"): the program
+// had ended, and its exit status is not changed (a matplotlib window torn down after the last
+// epoch, wandb flushing its history after its backend died: wandb/wandb#4155, and
+// IraKorshunova/kaggle-seizure-prediction#2 quoting both headers).
 func isIgnoredHeader(t []byte) bool {
-	return bytes.HasPrefix(t, []byte("Exception ignored "))
+	return bytes.HasPrefix(t, []byte("Exception ignored ")) ||
+		bytes.HasPrefix(t, []byte("Error in atexit._run_exitfuncs:")) ||
+		bytes.HasPrefix(t, []byte("Error in sys.exitfunc:"))
 }
 
 // isThreadHeader says whether trimmed line t is how Python's threading reports the exception

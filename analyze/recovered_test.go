@@ -39,6 +39,17 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"  File \"/Users/powerz/anaconda3/lib/python3.6/multiprocessing/queues.py\", line 337, in get\n" +
 			"    return _ForkingPickler.loads(res)\n" +
 			"RuntimeError: Interrupted system call at /Users/soumith/miniconda2/conda-bld/pytorch_1532623076075/work/torch/lib/libshm/core.cpp:99\n",
+		// wandb/wandb#4155 (its atexit frames; the epoch line before them is made up): an
+		// exception an atexit callback raised after the program ended, which Python reports
+		// and ignores.
+		"an exception an atexit callback raised": "epoch 59 step 606960 loss 5.90\n" +
+			"Error in atexit._run_exitfuncs:\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/home/emi/Projects/authory-page-extraction-ml/deep-model/virtual_env/lib/python3.8/site-packages/wandb/sdk/wandb_run.py\", line 1805, in _atexit_cleanup\n" +
+			"    self._on_finish()\n" +
+			"  File \"/home/emi/Projects/authory-page-extraction-ml/deep-model/virtual_env/lib/python3.8/site-packages/wandb/sdk/wandb_run.py\", line 1951, in _on_finish\n" +
+			"    self.history._flush()\n" +
+			"Exception: The wandb backend process has shutdown\n",
 		// p-e-w/heretic#362: a batch-size probe catches the OOM of the sizes that do not fit
 		// and picks the largest that does (this row is also in the session-13 spot set).
 		"a batch-size probe": "Determining optimal batch size...\n" +
@@ -121,6 +132,17 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"  File \"train.py\", line 88, in <module>\n" +
 			"    batch = batch[\"input_ids\"]\n" +
 			"KeyError: 'input_ids'\n", "user-code-error", "KeyError", false},
+		// The exception that ended the program, then an atexit callback's (wandb/wandb#4155's
+		// frames): the ignored one after it does not hide it.
+		{"raised before an atexit callback's exception", "Traceback (most recent call last):\n" +
+			"  File \"train.py\", line 88, in <module>\n" +
+			"    batch = batch[\"input_ids\"]\n" +
+			"KeyError: 'input_ids'\n" +
+			"Error in atexit._run_exitfuncs:\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/home/emi/Projects/authory-page-extraction-ml/deep-model/virtual_env/lib/python3.8/site-packages/wandb/sdk/wandb_run.py\", line 1805, in _atexit_cleanup\n" +
+			"    self._on_finish()\n" +
+			"Exception: The wandb backend process has shutdown\n", "user-code-error", "KeyError", false},
 		// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
 		{"out of memory after a batch-size finder", "Batch size 8 succeeded, trying batch size 16\n" +
 			"Batch size 16 failed, trying batch size 8\n" +

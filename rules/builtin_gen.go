@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "ad0a832d9e103abfc28c9b14d69ad7bc904dd61f8987ef1b2dac3ab2c9d4345a"
+const builtinDigest = "0598e8dbc839849d4314bcef47e7ee246aaca5fe8bdbf72a162a661cc7d33d0b"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11965,6 +11965,7 @@ func builtinFiles() []Named {
 								"Signal 9 \\(SIGKILL\\) received by PID \\d+",
 								"DataLoader worker \\(pid\\(?s?\\)? ?[\\d, ]+\\)? is killed by signal: Killed",
 								": line \\d+: +\\d+ Killed\\b",
+								"died with <Signals\\.SIGKILL: 9>",
 							},
 						},
 						Explanation: "A training or DataLoader process was killed with SIGKILL and nothing else in the log explains it. In a container this is almost always the kernel OOM killer enforcing the memory limit (dataset in RAM, too many DataLoader workers, CPU offload, checkpoint loading on every rank).\n",
@@ -11986,10 +11987,19 @@ func builtinFiles() []Named {
 								{
 									Text: "./train.sh: line 1:  7364 Killed                  python3 train_Donly.py --name=D0 --warpN=0 --pertFG=0.2",
 								},
+								{
+									Text: "subprocess.CalledProcessError: Command '['/usr/bin/python3', '-m', 'autotrain.trainers.clm', '--training_config', 'autotrain-LLM/training_params.json']' died with <Signals.SIGKILL: 9>.",
+								},
+								{
+									Text: "subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'main.py', '--local_rank=3', '--cfg', 'configs/swin/swin_tiny_patch4_window7_224.yaml', '--data-path', '/content/Swin-Transformer/dataset/cats_and_dogs_filtered', '--batch-size', '32']' died with <Signals.SIGKILL: 9>.",
+								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 3 (pid: 33054) of binary: /usr/bin/python3",
+								},
+								{
+									Text: "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
 								},
 								{
 									Text: "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",

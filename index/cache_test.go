@@ -35,7 +35,7 @@ func cachedBuild(t *testing.T, dir string, c *Cache, version string) (*Index, []
 	t.Cleanup(func() { b.Close() })
 	logs, _ := bundle.LogStreams(b)
 	var msgs []string
-	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) }})
+	ix, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: version, Log: func(f string, a ...any) { msgs = append(msgs, fmt.Sprintf(f, a...)) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	return ix, msgs

@@ -83,10 +83,28 @@ type template struct {
 	count               int32
 	firstLine, lastLine int32
 	first, last         int64
-	masks               []uint64
-	linesLen, blobLen   int32
-	lines               []byte // body: the runs of its lines
-	blob                []byte // body: its blocks (see eachBlock)
+	// slots is how many variable words the template has; maskBytes their masks (the classes
+	// of bytes each slot's words hold), encoded: see classes.
+	slots             int32
+	maskBytes         []byte
+	linesLen, blobLen int32
+	lines             []byte // body: the runs of its lines
+	blob              []byte // body: its blocks (see eachBlock)
+}
+
+// classes is the union of the masks of the template's slots (logscan.Classes of its words).
+// decodeTemplates checked that maskBytes holds slots whole uvarints.
+func (t *template) classes() uint64 {
+	var m uint64
+	for b := t.maskBytes; len(b) > 0; {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			break
+		}
+		m |= v
+		b = b[n:]
+	}
+	return m
 }
 
 // overflow is how many of a stream's lines have no template, and the sizes of their runs and
@@ -396,11 +414,10 @@ func (s *Stream) decodeTemplates(docs int) error {
 	s.headOnce.Do(func() {
 		d := &decoder{b: s.heads}
 		s.templates = make([]template, d.count())
-		// Every template's masks in one slice, made at its size (each takes a byte at least) and
-		// cut once they are all read.
-		nmasks := d.count()
-		masks := make([]uint64, 0, nmasks)
-		ends := make([]int32, len(s.templates))
+		// The templates' masks stay encoded (see template.classes): only a regular expression's
+		// search reads them, and a search of a text in 16,384 logs decoded every slot of every
+		// template of those logs.
+		nmasks, seen := d.count(), 0
 		total := s.cpLen
 		for k := range s.templates {
 			t := &s.templates[k]
@@ -412,10 +429,9 @@ func (s *Stream) decodeTemplates(docs int) error {
 			t.lastLine = t.firstLine + int32(d.int())
 			t.first = s.First + d.varint()
 			t.last = t.first + d.varint()
-			for n := d.count(); n > 0 && d.err == nil; n-- {
-				masks = append(masks, d.uvarint())
-			}
-			ends[k] = int32(len(masks))
+			n := d.count()
+			t.slots, t.maskBytes = int32(n), d.skipUvarints(n)
+			seen += n
 			t.linesLen, t.blobLen = int32(d.int()), int32(d.int())
 			total += int(t.linesLen) + int(t.blobLen)
 			if d.err == nil && (int(t.doc) >= docs || int(t.level) >= len(levels) || t.count < 1 || int(t.count) > s.Lines ||
@@ -427,16 +443,10 @@ func (s *Stream) decodeTemplates(docs int) error {
 			}
 		}
 		total += s.over.linesLen + s.over.segLen
-		if d.err == nil && (total != s.bodyLen || len(d.b) != 0 || len(masks) != nmasks) {
+		if d.err == nil && (total != s.bodyLen || len(d.b) != 0 || seen != nmasks) {
 			d.fail()
 		}
-		if d.err == nil {
-			var at int32
-			for k := range s.templates {
-				s.templates[k].masks = masks[at:ends[k]:ends[k]]
-				at = ends[k]
-			}
-		} else {
+		if d.err != nil {
 			s.templates = nil
 			s.headErr = fmt.Errorf("the index of %s: heads: %w", s.Path, d.err)
 		}
@@ -711,6 +721,35 @@ func (d *decoder) byte() byte {
 
 func (d *decoder) bool() bool { return d.byte() == 1 }
 
+// skipUvarints passes over n uvarints, each checked as binary.Uvarint would read it, and
+// returns their bytes.
+func (d *decoder) skipUvarints(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	i := 0
+	for ; n > 0; n-- {
+		for k := 0; ; k++ {
+			if i >= len(d.b) || k == binary.MaxVarintLen64 {
+				d.fail()
+				return nil
+			}
+			c := d.b[i]
+			i++
+			if c < 0x80 {
+				if k == binary.MaxVarintLen64-1 && c > 1 {
+					d.fail() // overflows 64 bits
+					return nil
+				}
+				break
+			}
+		}
+	}
+	b := d.b[:i:i]
+	d.b = d.b[i:]
+	return b
+}
+
 func (d *decoder) fail() {
 	if d.err == nil {
 		d.err = errCorrupt
@@ -753,10 +792,10 @@ func (s *Stream) checkpoint(i int) (checkpoint, error) {
 // template or more of each: it reads them all and keeps none).
 func (t *template) eachBlock(bl *block, fn func(bl *block) error) error {
 	d := &decoder{b: t.blob}
-	if cap(bl.ranges) < len(t.masks) {
-		bl.ranges = make([]slotRange, len(t.masks))
+	if cap(bl.ranges) < int(t.slots) {
+		bl.ranges = make([]slotRange, t.slots)
 	}
-	bl.ranges = bl.ranges[:len(t.masks)]
+	bl.ranges = bl.ranges[:t.slots]
 	clear(bl.ranges) // as made: nothing of the template before is left in a range it does not set
 	var tmax int64
 	for total := 0; total < int(t.count); {

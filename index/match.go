@@ -485,11 +485,7 @@ func (m *regexMatch) text(d *doc, slots uint64) tri {
 }
 
 func (m *regexMatch) template(s *Stream, t *template, d *doc) tri {
-	var slots uint64
-	for _, mk := range t.masks {
-		slots |= mk
-	}
-	return m.text(d, slots)
+	return m.text(d, t.classes())
 }
 
 func (m *regexMatch) block(*Stream, *template, *doc, *block) tri { return maybe }

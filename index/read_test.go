@@ -42,7 +42,7 @@ func TestReadLinesTimes(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	logs, _ := bundle.LogStreams(b)
-	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
+	ix, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	s := ix.Streams()[0]

@@ -226,7 +226,7 @@ func buildIndex(t *testing.T, dir string) (*bundle.Bundle, *Index) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	logs, _ := bundle.LogStreams(b)
-	ix, _, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
+	ix, err := Build(t.Context(), b, logs, BuildOptions{Version: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { ix.Close() })
 	return b, ix

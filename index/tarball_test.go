@@ -46,7 +46,7 @@ func TestTarballSearchWithoutExtracting(t *testing.T) {
 		b, err := bundle.Open(t.Context(), tgz, bundle.DefaultLimits())
 		require.NoError(t, err)
 		logs, _ := bundle.LogStreams(b)
-		ix, _, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: "v1"})
+		ix, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: "v1"})
 		require.NoError(t, err)
 		require.NoError(t, ix.Close())
 		require.NoError(t, b.Close())

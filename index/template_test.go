@@ -1,6 +1,9 @@
 package index
 
 import (
+	"bytes"
+	"encoding/binary"
+	"math"
 	"math/rand"
 	"testing"
 
@@ -84,7 +87,7 @@ func TestBlockFilterRulesOutAbsentNumbers(t *testing.T) {
 		}
 		tb.flushRun()
 		tb.flushBlock()
-		tmpl := &template{count: int32(tb.count), masks: tb.masks, lines: tb.lines, blob: tb.blocks}
+		tmpl := &template{count: int32(tb.count), slots: int32(len(tb.masks)), lines: tb.lines, blob: tb.blocks}
 		blocks := 0
 		require.NoError(t, tmpl.eachBlock(&block{}, func(bl *block) error {
 			blocks++
@@ -108,5 +111,34 @@ func TestBlockFilterRulesOutAbsentNumbers(t *testing.T) {
 			return nil
 		}))
 		require.Equal(t, 1, blocks)
+	}
+}
+
+// TestSkipUvarintsReadsAsUvarint: a template's masks, kept encoded when its head is decoded,
+// are passed over by the same rules that reading them takes (a bad or overlong varint is a
+// corrupt index either way).
+func TestSkipUvarintsReadsAsUvarint(t *testing.T) {
+	inputs := [][]byte{
+		binary.AppendUvarint(binary.AppendUvarint(nil, 5), math.MaxUint64),
+		{0x80, 0x80},                                // cut short
+		bytes.Repeat([]byte{0xff}, 10),              // too long
+		append(bytes.Repeat([]byte{0xff}, 9), 0x02), // overflows 64 bits
+		append(bytes.Repeat([]byte{0xff}, 9), 0x01),
+		{1, 2, 3},
+	}
+	for _, in := range inputs {
+		for n := 0; n <= 3; n++ {
+			read := &decoder{b: in}
+			for range n {
+				read.uvarint()
+			}
+			skip := &decoder{b: in}
+			got := skip.skipUvarints(n)
+			require.Equal(t, read.err != nil, skip.err != nil, "%x, %d", in, n)
+			if read.err == nil {
+				require.Equal(t, read.b, skip.b, "%x, %d", in, n)
+				require.Equal(t, in[:len(in)-len(read.b)], got)
+			}
+		}
 	}
 }

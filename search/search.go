@@ -144,7 +144,7 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 }
 
 func (s *Source) build(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, progress func(int, int, int64)) (*index.Index, error) {
-	ix, _, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: s.opts.Cache, Version: s.opts.Version,
+	ix, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: s.opts.Cache, Version: s.opts.Version,
 		Workers: s.opts.Workers, Progress: progress, Log: s.opts.Log})
 	if err != nil {
 		return nil, fmt.Errorf("%s: indexing: %w", diagnose.InputName(s.inputs), err)
@@ -289,6 +289,9 @@ func (s *Source) Search(ctx context.Context, q Query) (*Result, error) {
 
 // checkGlobs fails when a glob matches none of the names searched.
 func (s *Source) checkGlobs(field string, globs []string, name func(*index.Stream) string) error {
+	if len(globs) == 0 {
+		return nil // no list of every name to make (a map and a sort of 200,000 containers' names)
+	}
 	var names []string
 	seen := map[string]bool{}
 	for _, x := range s.ixs {

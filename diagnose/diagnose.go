@@ -115,13 +115,25 @@ func (d *Diagnosis) Close() error {
 // heap, at 200,000 files analyze.Run and report.Build over 200 MB. A collection at each end
 // costs a mark of the live heap (tens of milliseconds against seconds of such a diagnosis);
 // under the bound (4,096 ranks is about 40 MB) the heap is small and is left to the pacer.
+// The bound is on what this diagnosis added to the live heap, not the process's whole heap:
+// a caller holding other diagnoses (the MCP server, diff, watch) must not pay a mark of its
+// own heap for a small bundle.
 const collectOver = 64 << 20
 
-// collectLarge collects when the live heap is over collectOver (see there).
-func collectLarge() {
+// liveHeap is the live heap the last collection marked, 0 when the runtime cannot say.
+func liveHeap() uint64 {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(live)
-	if live[0].Value.Kind() == metrics.KindUint64 && live[0].Value.Uint64() >= collectOver {
+	if live[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return live[0].Value.Uint64()
+}
+
+// collectLarge collects when the live heap has grown by collectOver since start, the live
+// heap when Run began (see collectOver).
+func collectLarge(start uint64) {
+	if liveHeap() >= start+collectOver {
 		runtime.GC()
 	}
 }
@@ -129,6 +141,7 @@ func collectLarge() {
 // Run diagnoses in. Plain logs in which no line was read are an error: there was nothing to
 // diagnose. On error nothing is left open.
 func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) {
+	heapAtStart := liveHeap()
 	type loaded struct {
 		rs  *analyze.RuleSet
 		err error
@@ -182,13 +195,13 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
 	defer pending.abandon() // nothing once finished
-	collectLarge()
+	collectLarge(heapAtStart)
 	later := newLaterContext()
 	d.Result, err = analyze.Run(d.Model, sc, stats, analyze.Options{Lines: later.record, StuckAfter: opts.StuckAfter})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}
-	collectLarge()
+	collectLarge(heapAtStart)
 	d.Report = report.Build(d.Model, d.Result, opts.Version)
 	// The report holds what it shows of the findings and the timeline: the analysis's own
 	// (a finding and timeline entries a container, 140 MB at 200,000 containers) are let go
@@ -196,7 +209,7 @@ func Run(ctx context.Context, in Input, opts Options) (_ *Diagnosis, err error) 
 	kept := *d.Result
 	kept.Findings, kept.Timeline = nil, nil
 	d.Result = &kept
-	collectLarge()
+	collectLarge(heapAtStart)
 	if d.Index, err = pending.finish(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Source, err)
 	}

@@ -82,10 +82,11 @@ type template struct {
 	level               byte  // see levels
 	count               int32
 	firstLine, lastLine int32
-	first, last         int64
 	// slots is how many variable words the template has; maskBytes their masks (the classes
-	// of bytes each slot's words hold), encoded: see classes.
+	// of bytes each slot's words hold), encoded: see classes. (slots sits here to fill the gap
+	// before first: 128 bytes a template, not 136.)
 	slots             int32
+	first, last       int64
 	maskBytes         []byte
 	linesLen, blobLen int32
 	lines             []byte // body: the runs of its lines

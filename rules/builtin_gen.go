@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "ad0a832d9e103abfc28c9b14d69ad7bc904dd61f8987ef1b2dac3ab2c9d4345a"
+const builtinDigest = "f31be0a065f9e77dd42421d9de7d9ce38c1a278d470d5003172c90252132ea11"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -14837,6 +14837,75 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "botocore.exceptions.ClientError: An error occurred (NoSuchKey) when calling the GetObject operation: The specified key does not exist.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+				},
+			},
+		},
+		{
+			Path: "tokenizer.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "execution",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "config-error/chat-template-missing",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The tokenizer has no chat template",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Cannot use (?:chat template functions|apply_chat_template(?:\\(\\))?) because tokenizer\\.chat_template is not set and no template argument",
+								"Cannot use apply_chat_template because this processor does not have a chat template",
+								"No chat template is set for this processor\\. Please either set the `?chat_template`? attribute",
+							},
+						},
+						Explanation: "The job formats its conversations with the tokenizer's chat template (SFT with apply_chat_template, a trainer's messages field, a chat dataset), but the model it loads has none: base models (Llama-3.1-8B, Qwen2.5-1.5B, Llama-3.2-1B) ship without one, only their Instruct versions do, and transformers no longer falls back to a default template. The job fails while preparing the data, before the first step.\n",
+						Remediation: "Use the model's Instruct/chat checkpoint, or give the tokenizer a template on purpose (the trainer's chat_template option, tokenizer.chat_template = ..., or the template from the matching Instruct tokenizer_config.json); for plain-text pre-training, turn the chat formatting option off.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template argument was passed!",
+								},
+								{
+									Text: "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template argument was passed! For information about writing templates and setting the tokenizer.chat_template attribute, please see the documentation at https://huggingface.co/docs/transformers/main/en/chat_templating",
+								},
+								{
+									Text: "ValueError: Cannot use apply_chat_template() because tokenizer.chat_template is not set and no template argument was passed! For information about writing templates and setting the tokenizer.chat_template attribute, please see the documentation at https://huggingface.co/docs/transformers/main/en/chat_templating",
+								},
+								{
+									Text: "ValueError: Cannot use apply_chat_template because this processor does not have a chat template.",
+								},
+								{
+									Text: "apply_chat_template raise ValueError( ValueError: No chat template is set for this processor. Please either set the `chat_template` attribute, or provide a chat template as an argument.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "                    \"Cannot use apply_chat_template() because tokenizer.chat_template is not set and no template \"",
+								},
+								{
+									Text: "    if tokenizer.chat_template is None:",
+								},
+								{
+									Text: "Setting chat_template from tokenizer_config.json",
 								},
 							},
 						},

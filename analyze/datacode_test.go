@@ -34,3 +34,34 @@ func TestChatTemplateMissing(t *testing.T) {
 		})
 	}
 }
+
+// TestJPEGDecoderLine: a JPEG decoder's complaint just before the traceback a run ends in
+// names the data; the same libjpeg warnings in a run that trains on are no failure.
+func TestJPEGDecoderLine(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// https://github.com/emedvedev/attention-ocr/issues/96: the traceback is cut before its
+	// exception, as pastes often are.
+	failed := "2018-06-15 19:39:40,006 root  INFO     Step 10607: 0.288s, loss: 0.220111, perplexity: 1.246215.\n" +
+		"2018-06-15 19:39:40.334325: E tensorflow/core/lib/jpeg/jpeg_mem.cc:307] Premature end of JPEG data. Stopped at line 0/31\n" +
+		"Traceback (most recent call last):\n" +
+		"  File \"/home/ubuntu/anaconda3/envs/tensorflow_p27/bin/aocr\", line 11, in <module>\n" +
+		"    sys.exit(main())\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, failed)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, CategoryDataError, res.RootCause.Category, res.RootCause.Title)
+		require.Equal(t, ConfidenceMedium, res.Confidence)
+	}
+	// libjpeg's warnings while an epoch goes on (ultralytics/yolov5#2451, AlexeyAB/darknet#5293).
+	trained := progress +
+		"Corrupt JPEG data: premature end of data segment\n" +
+		"Premature end of JPEG file\n" +
+		"Corrupt JPEG data: 2 extraneous bytes before marker 0xdb\n" +
+		progress
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, trained)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	}
+}

@@ -65,3 +65,27 @@ func TestJPEGDecoderLine(t *testing.T) {
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	}
 }
+
+// TestDatasetsTableErrors: Arrow refusing columns of different lengths is the user's map
+// function (not the data), and datasets' cast error for data files whose columns differ is
+// the data, with the specific rules and without them.
+func TestDatasetsTableErrors(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name, log string
+		category  Category
+	}{
+		// https://github.com/huggingface/datasets/issues/1817
+		{"a batched map's columns of different lengths", "pyarrow.lib.ArrowInvalid: Column 1 named input_ids expected length 599 but got length 1500\n", CategoryUserCodeError},
+		// https://github.com/scicode-bench/SciCode/issues/44
+		{"data files whose columns differ", "datasets.exceptions.DatasetGenerationCastError: An error occurred while generating the dataset\n\n" +
+			"All the data files must have the same columns, but at some point there are 1 missing columns ({'general_solution'})\n", CategoryDataError},
+	} {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, tt.log)
+			require.NotNil(t, res.RootCause, tt.name)
+			require.Equal(t, tt.category, res.RootCause.Category, tt.name+": "+res.RootCause.Title)
+		}
+	}
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "f31be0a065f9e77dd42421d9de7d9ce38c1a278d470d5003172c90252132ea11"
+const builtinDigest = "cbea74500ababbf526dc95fb2d0461b9128586e22c2716d7502360ce319db737"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13002,10 +13002,11 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"ArrowInvalid: (?:JSON|CSV) parse error: (?P<what>[^\\n]{1,120})",
-								"DatasetGenerationError: An error occurred while generating the dataset",
+								"DatasetGeneration(?:Cast)?Error: An error occurred while generating the dataset",
+								"All the data files must have the same columns, but at some point there are",
 							},
 						},
-						Explanation: "The dataset loader (Hugging Face datasets over pyarrow) could not parse the training files: a JSON or JSONL record that is not valid JSON, a column whose type changes between records (an object in one row, a list in the next), a CSV with a broken quote. The job fails while preparing the data, before or early in training.\n",
+						Explanation: "The dataset loader (Hugging Face datasets over pyarrow) could not parse the training files: a JSON or JSONL record that is not valid JSON, a column whose type changes between records (an object in one row, a list in the next), data files whose columns differ, a CSV with a broken quote. The job fails while preparing the data, before or early in training.\n",
 						Remediation: "Validate the files (python -c \"import json; [json.loads(l) for l in open(F)]\" for JSONL), make every record's columns the same types, or give the loader explicit features; the row number in the message points at the first bad record of a file.\n",
 						Examples: Examples{
 							Match: []Example{
@@ -13017,6 +13018,15 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset",
+								},
+								{
+									Text: "datasets.exceptions.DatasetGenerationCastError: An error occurred while generating the dataset",
+								},
+								{
+									Text: "All the data files must have the same columns, but at some point there are 1 missing columns ({'general_solution'})",
+								},
+								{
+									Text: "An error occurred while generating the dataset All the data files must have the same columns, but at some point there are 1 missing columns ({'label'}) This happened while the json dataset builder was generating data using hf://datasets/ykcajiad/CS162/test_claims.jsonl (at revision fe309dd1a7a6627ce93d14d3c32dff5d341291b3) Please either edit the data files to have matching columns, or separate them into different configurations (see docs at https://hf.co/docs/hub/datasets-manual-configuration#multiple-configurations)",
 								},
 							},
 							NotMatch: []Example{

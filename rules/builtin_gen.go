@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0598e8dbc839849d4314bcef47e7ee246aaca5fe8bdbf72a162a661cc7d33d0b"
+const builtinDigest = "9fc3fe5e7fa3d8b34212fdd98d9a21623ff8926831a6c03f6570b932c1290b6e"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13012,10 +13012,11 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"ArrowInvalid: (?:JSON|CSV) parse error: (?P<what>[^\\n]{1,120})",
-								"DatasetGenerationError: An error occurred while generating the dataset",
+								"DatasetGeneration(?:Cast)?Error: An error occurred while generating the dataset",
+								"All the data files must have the same columns, but at some point there are",
 							},
 						},
-						Explanation: "The dataset loader (Hugging Face datasets over pyarrow) could not parse the training files: a JSON or JSONL record that is not valid JSON, a column whose type changes between records (an object in one row, a list in the next), a CSV with a broken quote. The job fails while preparing the data, before or early in training.\n",
+						Explanation: "The dataset loader (Hugging Face datasets over pyarrow) could not parse the training files: a JSON or JSONL record that is not valid JSON, a column whose type changes between records (an object in one row, a list in the next), data files whose columns differ, a CSV with a broken quote. The job fails while preparing the data, before or early in training.\n",
 						Remediation: "Validate the files (python -c \"import json; [json.loads(l) for l in open(F)]\" for JSONL), make every record's columns the same types, or give the loader explicit features; the row number in the message points at the first bad record of a file.\n",
 						Examples: Examples{
 							Match: []Example{
@@ -13027,6 +13028,15 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset",
+								},
+								{
+									Text: "datasets.exceptions.DatasetGenerationCastError: An error occurred while generating the dataset",
+								},
+								{
+									Text: "All the data files must have the same columns, but at some point there are 1 missing columns ({'general_solution'})",
+								},
+								{
+									Text: "An error occurred while generating the dataset All the data files must have the same columns, but at some point there are 1 missing columns ({'label'}) This happened while the json dataset builder was generating data using hf://datasets/ykcajiad/CS162/test_claims.jsonl (at revision fe309dd1a7a6627ce93d14d3c32dff5d341291b3) Please either edit the data files to have matching columns, or separate them into different configurations (see docs at https://hf.co/docs/hub/datasets-manual-configuration#multiple-configurations)",
 								},
 							},
 							NotMatch: []Example{
@@ -14847,6 +14857,75 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "botocore.exceptions.ClientError: An error occurred (NoSuchKey) when calling the GetObject operation: The specified key does not exist.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+				},
+			},
+		},
+		{
+			Path: "tokenizer.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "execution",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "config-error/chat-template-missing",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "The tokenizer has no chat template",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"Cannot use (?:chat template functions|apply_chat_template(?:\\(\\))?) because tokenizer\\.chat_template is not set and no template argument",
+								"Cannot use apply_chat_template because this processor does not have a chat template",
+								"No chat template is set for this processor\\. Please either set the `?chat_template`? attribute",
+							},
+						},
+						Explanation: "The job formats its conversations with the tokenizer's chat template (SFT with apply_chat_template, a trainer's messages field, a chat dataset), but the model it loads has none: base models (Llama-3.1-8B, Qwen2.5-1.5B, Llama-3.2-1B) ship without one, only their Instruct versions do, and transformers no longer falls back to a default template. The job fails while preparing the data, before the first step.\n",
+						Remediation: "Use the model's Instruct/chat checkpoint, or give the tokenizer a template on purpose (the trainer's chat_template option, tokenizer.chat_template = ..., or the template from the matching Instruct tokenizer_config.json); for plain-text pre-training, turn the chat formatting option off.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template argument was passed!",
+								},
+								{
+									Text: "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template argument was passed! For information about writing templates and setting the tokenizer.chat_template attribute, please see the documentation at https://huggingface.co/docs/transformers/main/en/chat_templating",
+								},
+								{
+									Text: "ValueError: Cannot use apply_chat_template() because tokenizer.chat_template is not set and no template argument was passed! For information about writing templates and setting the tokenizer.chat_template attribute, please see the documentation at https://huggingface.co/docs/transformers/main/en/chat_templating",
+								},
+								{
+									Text: "ValueError: Cannot use apply_chat_template because this processor does not have a chat template.",
+								},
+								{
+									Text: "apply_chat_template raise ValueError( ValueError: No chat template is set for this processor. Please either set the `chat_template` attribute, or provide a chat template as an argument.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "                    \"Cannot use apply_chat_template() because tokenizer.chat_template is not set and no template \"",
+								},
+								{
+									Text: "    if tokenizer.chat_template is None:",
+								},
+								{
+									Text: "Setting chat_template from tokenizer_config.json",
 								},
 							},
 						},

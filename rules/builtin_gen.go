@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "d5a3446becca52add1c53071e4d6a40d2dabb34384a7136cf9bbe8192f39a7a7"
+const builtinDigest = "be6605308cc801c0098e50ca5376fa4e465123a326f02ca423add3d572509f0c"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6196,7 +6196,6 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"Could not load bitsandbytes native library",
 								"CUDA Setup failed despite GPU being available",
 							},
 						},
@@ -6204,12 +6203,6 @@ func builtinFiles() []Named {
 						Remediation: "Install a bitsandbytes wheel built for the image's CUDA (pip install -U bitsandbytes), unset BNB_CUDA_VERSION unless it names an installed build, and make the CUDA runtime libraries it links against visible (LD_LIBRARY_PATH); run python -m bitsandbytes to check.\n",
 						Examples: Examples{
 							Match: []Example{
-								{
-									Text: "Could not load bitsandbytes native library: /home/username/.pyenv/versions/my_venv/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so: cannot open shared object file: No such file or directory",
-								},
-								{
-									Text: "Could not load bitsandbytes native library: libcusparse.so.11: cannot open shared object file: No such file or directory",
-								},
 								{
 									Text: "        CUDA Setup failed despite GPU being available. Inspect the CUDA SETUP outputs above to fix your environment!",
 								},
@@ -6223,6 +6216,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "CUDA SETUP: CUDA runtime path found: /usr/local/cuda/lib64/libcudart.so",
+								},
+								{
+									Text: "Could not load bitsandbytes native library: /home/username/.pyenv/versions/my_venv/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so: cannot open shared object file: No such file or directory",
 								},
 							},
 						},

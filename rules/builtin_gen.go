@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "9fc3fe5e7fa3d8b34212fdd98d9a21623ff8926831a6c03f6570b932c1290b6e"
+const builtinDigest = "889f62bfcaf242d6c5613bead541efc6e6926747a3aac28e079d43b73e8333d0"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6020,6 +6020,269 @@ func builtinFiles() []Named {
 			},
 		},
 		{
+			Path: "kernels.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "execution",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "cuda-error/gpu-code-compile-failed",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "GPU code could not be compiled for this device",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"nvrtc: error: invalid value for --gpu-architecture",
+								"to load PTX text as a module: CUDA_ERROR_INVALID_(?:PTX|IMAGE)",
+								"\\bPTXASError: PTXAS error",
+							},
+						},
+						Explanation: "A kernel compiled while the job runs (by NVRTC for PyTorch's fused kernels, by ptxas or the driver's PTX JIT for XLA and Triton) cannot be built or loaded for this GPU: the CUDA compiler that ships with the framework is older than the GPU's architecture, or the driver is older than the PTX it is given. Every run on this GPU fails the same way.\n",
+						Remediation: "Install a framework build whose CUDA supports the GPU (a cu118+ wheel for sm_86/sm_89, cu128 for sm_120), point XLA or Triton at a current ptxas (the nvidia-cuda-nvcc wheel, TRITON_PTXAS_PATH), or update the driver; on old builds, disable the fuser (torch._C._jit_override_can_fuse_on_gpu(False)) to run unfused.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)",
+								},
+								{
+									Text: "RuntimeError: The following operation failed in the TorchScript interpreter. Traceback of TorchScript (most recent call last): RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)",
+								},
+								{
+									Text: "nvrtc: error: invalid value for --gpu-architecture (-arch)",
+								},
+								{
+									Text: "2023-02-09 10:53:23.034009: E external/org_tensorflow/tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:538] failed to load PTX text as a module: CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid",
+								},
+								{
+									Text: "2023-02-09 10:53:23.034240: E external/org_tensorflow/tensorflow/compiler/xla/pjrt/pjrt_stream_executor_client.cc:2389] Execution of replica 0 failed: INTERNAL: Failed to execute XLA Runtime executable: run time error: custom call 'xla.gpu.func.launch' failed: Failed to load PTX text as a module: CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid.",
+								},
+								{
+									Text: "Failed to load PTX text as a module: CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid; current tracing scope: fusion; current profiling annotation",
+								},
+								{
+									Text: "riton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "2023-02-21 16:06:06.205409: W external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:230] Falling back to the CUDA driver for PTX compilation; ptxas does not support CC 8.6",
+								},
+								{
+									Text: "W external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:111] *** WARNING *** You are using ptxas 9.2.148, which is older than 11.1. ptxas before 11.1 is known to miscompile XLA code, leading to incorrect results or invalid-address errors.",
+								},
+								{
+									Text: "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/ptx-compiler-missing",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "No PTX compiler in the environment",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"No PTX compilation provider is available",
+								"PTX JIT compiler library not found",
+							},
+						},
+						Explanation: "The framework compiles its GPU kernels to PTX at run time and needs ptxas (from the CUDA toolkit or the nvidia-cuda-nvcc wheel) or the driver's PTX JIT library to turn them into machine code; the environment has neither, so no kernel can be built.\n",
+						Remediation: "Install the CUDA compiler the framework expects (pip install nvidia-cuda-nvcc-cu12, or the jax[cuda12] / tensorflow[and-cuda] extras), or put the toolkit's bin directory on PATH; in a container, use a CUDA devel image or mount the driver's libnvidia-ptxjitcompiler.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ERROR: UNAVAILABLE: No PTX compilation provider is available. Neither ptxas/nvlink nor nvjtlink is available. As a fallback you can enable JIT c",
+								},
+								{
+									Text: "RuntimeError: UNKNOWN: PTX JIT compiler library not found",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "2021-04-28 21:34:18.432071: W tensorflow/compiler/xla/service/gpu/nvptx_compiler.cc:70] Can't find ptxas binary in ${CUDA_DIR}/bin.  Will back to the GPU driver for PTX -> sass compilation.  This is OK so long as you don't see a warning below about an out-of-date driver version. Custom ptxas location can be specified using $PATH.",
+								},
+								{
+									Text: "You may not need to update to CUDA 11.1; cherry-picking the ptxas binary is often sufficient.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/fp8-unsupported-gpu",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "FP8 requested on a GPU without FP8 support",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"compute capability \\S+(?: or higher)? required for FP8 execution",
+								"Float8 dynamic activation quantization is only supported on CUDA>=",
+								"\\bf8e4m3nv is only supported on compute capability",
+								"FP8 models require a GPU with Compute Capability",
+							},
+						},
+						Explanation: "The job asks for FP8 (Transformer Engine's fp8_autocast, accelerate's mixed_precision=fp8, an FP8 checkpoint or quantization) on a GPU whose architecture has no FP8 tensor cores: FP8 needs compute capability 8.9 (Ada) or 9.0 (Hopper) and later; Ampere (8.0, 8.6) and older cannot run it.\n",
+						Remediation: "Run on GPUs with FP8 support (L4/L40/RTX 40xx, H100 and later), or turn FP8 off (bf16 or fp16 mixed precision, a non-FP8 checkpoint or quantization config).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Device compute capability 9.x required for FP8 execution.",
+								},
+								{
+									Text: "AssertionError: Float8 dynamic activation quantization is only supported on CUDA>=8.9 and MI300+",
+								},
+								{
+									Text: "f8e4m3nv is only supported on compute capability >= 90",
+								},
+								{
+									Text: "ERROR: FP8 models require a GPU with Compute Capability 8.9 or higher (e.g., RTX 4090). Your GPU's capability is 8.6. Please select a non-FP8 model.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Cuda version 12.1 or higher required for FP8 execution on Ada.",
+								},
+								{
+									Text: "mixed_precision: fp8",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/bitsandbytes-native-library",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "bitsandbytes cannot load its native library",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"CUDA Setup failed despite GPU being available",
+							},
+						},
+						Explanation: "bitsandbytes (8-bit optimizers, 4/8-bit quantized models) ships a compiled library per CUDA version; none that matches the installed torch and CUDA could be loaded (a wheel without the library for this CUDA, a source build that never produced it, a BNB_CUDA_VERSION override or a missing libcudart/libcusparse), so its GPU ops do not exist.\n",
+						Remediation: "Install a bitsandbytes wheel built for the image's CUDA (pip install -U bitsandbytes), unset BNB_CUDA_VERSION unless it names an installed build, and make the CUDA runtime libraries it links against visible (LD_LIBRARY_PATH); run python -m bitsandbytes to check.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "        CUDA Setup failed despite GPU being available. Inspect the CUDA SETUP outputs above to fix your environment!",
+								},
+								{
+									Text: "CUDA Setup failed despite GPU being available. Please run the following command to get more information:",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "===================================BUG REPORT===================================",
+								},
+								{
+									Text: "CUDA SETUP: CUDA runtime path found: /usr/local/cuda/lib64/libcudart.so",
+								},
+								{
+									Text: "Could not load bitsandbytes native library: /home/username/.pyenv/versions/my_venv/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so: cannot open shared object file: No such file or directory",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "module-not-found/xformers-without-cuda",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "xFormers was installed without its CUDA kernels",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"xFormers wasn't build with CUDA support",
+							},
+						},
+						Explanation: "xFormers' attention operators are compiled CUDA extensions; the installed package has none that load (a wheel built for another PyTorch or CUDA, or a CPU-only build), so memory_efficient_attention finds no operator for any input.\n",
+						Remediation: "Reinstall xFormers from the wheel index matching the installed torch and CUDA (python -m xformers.info shows what it was built for), or uninstall it and use PyTorch's scaled_dot_product_attention.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "    xFormers wasn't build with CUDA support",
+								},
+								{
+									Text: "xFormers wasn't build with CUDA support",
+								},
+								{
+									Text: "    xFormers wasn't build with CUDA support",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    dtype=torch.float32 (supported: {torch.float16, torch.bfloat16})",
+								},
+								{
+									Text: "    operator wasn't built - see `python -m xformers.info` for more info",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+				},
+			},
+		},
+		{
 			Path: "kubernetes.yaml",
 			File: &File{
 				APIVersion: "coroner.dev/rules/v1",
@@ -11210,6 +11473,7 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"Error building extension '(?P<ext>\\w+)'",
 								"CalledProcessError: Command '\\['ninja', '-v'(?:, '-j', '\\d+')?\\]' returned non-zero exit status \\d+",
+								"cpp_extension\\.py(?:\", line \\d+,)? in _run_ninja_build\\b",
 							},
 						},
 						Explanation: "A C++/CUDA extension the job compiles at start-up (DeepSpeed's ops, a custom kernel) did not build: the compiler, the CUDA toolkit (nvcc) or the headers on the node do not match the installed torch, or a build tool is missing. The operator the optimizer or model needs does not exist, so every rank fails the same way.\n",
@@ -11228,6 +11492,12 @@ func builtinFiles() []Named {
 								{
 									Text: "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
 								},
+								{
+									Text: "  File \"/export/home/kraj/anaconda3/envs/spsp/lib/python3.8/site-packages/torch/utils/cpp_extension.py\", line 1893, in _run_ninja_build",
+								},
+								{
+									Text: "  File \"/usr/local/lib/python3.8/dist-packages/torch/utils/cpp_extension.py\", line 1533, in _run_ninja_build",
+								},
 							},
 							NotMatch: []Example{
 								{
@@ -11241,6 +11511,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "subprocess.CalledProcessError: Command '['git', 'rev-parse', 'HEAD']' returned non-zero exit status 128.",
+								},
+								{
+									Text: "  File \"/usr/local/lib/python3.10/dist-packages/torch/utils/cpp_extension.py\", line 1284, in load",
 								},
 							},
 						},

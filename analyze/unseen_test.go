@@ -153,6 +153,27 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 	}
 }
 
+// TestManagedPlatformQuotaRefusal: a managed training platform that refuses a job's machines
+// for quota started no process; its message names scheduling, and Vertex AI's
+// RESOURCE_EXHAUSTED around it is no accelerator's memory. Raised by an SDK, the vocabulary
+// alone names it too.
+func TestManagedPlatformQuotaRefusal(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for name, log := range map[string]string{
+		"vertex status": "\"error\": {\n    \"code\": 429,\n    \"message\": \"The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus\",\n    \"status\": \"RESOURCE_EXHAUSTED\"\n  }\n",
+		"sagemaker":     "ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The account-level service limit 'ml.g5.12xlarge for training job usage' is 0 Instances, with current utilization of 0 Instances and a request delta of 1 Instances. Please contact AWS support to request an increase for this limit.\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			requireNamedByRule(t, all, log, CategoryScheduling, "scheduling/platform-quota")
+		})
+	}
+	raised := "Traceback (most recent call last):\n  File \"task.py\", line 40, in <module>\n    job.run(sync=True)\n" +
+		"RuntimeError: Training failed with: code: 8 message: \"The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_tpu_v3\"\n"
+	requireNamedByRule(t, all, raised, CategoryScheduling, "scheduling/platform-quota")
+	requireNamedByVocabulary(t, all, raised, CategoryScheduling)
+}
+
 // requireNamedByRule: with all tiers, log is unhealthy and its root cause is ruleID's finding
 // of category, at high confidence.
 func requireNamedByRule(t *testing.T, all []*Rule, log string, category Category, ruleID string) *Result {

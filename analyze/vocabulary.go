@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -187,6 +188,38 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
+// echoedCommand finds a command line that a wrapper repeats when the command it ran failed:
+// Python's CalledProcessError ("Command '...' returned non-zero exit status 1", the command a
+// string or an argv list), the "Command \"...\"" of SageMaker's ExecuteUserScriptError, and
+// the argv list DeepSpeed's launcher prints before "exits with return code". Group 1, 2 or 3
+// is the command. Its words are the program's arguments (--master_port, s3://bucket/...), not
+// words of the failure, so the vocabulary does not read inside it; a term that names the
+// whole command ("['ninja', '-v']", the build of an extension) still counts.
+var echoedCommand = regexp.MustCompile(`\bcommand '([^\n]*?)' returned non-zero exit status|\bcommand "([^"\n]*)"|(\['[^\n]*?'\]) exits with return code`)
+
+// echoedCommands returns the spans of the echoed commands of low (lower case).
+func echoedCommands(low string) [][2]int {
+	var spans [][2]int
+	for _, loc := range echoedCommand.FindAllStringSubmatchIndex(low, -1) {
+		for g := 1; g < len(loc)/2; g++ {
+			if loc[2*g] >= 0 && loc[2*g+1] > loc[2*g] {
+				spans = append(spans, [2]int{loc[2*g], loc[2*g+1]})
+			}
+		}
+	}
+	return spans
+}
+
+// inEcho says whether the match [s, e) reads inside an echoed command without naming all of it.
+func inEcho(spans [][2]int, s, e int) bool {
+	for _, sp := range spans {
+		if s < sp[1] && e > sp[0] && !(s <= sp[0] && e >= sp[1]) {
+			return true
+		}
+	}
+	return false
+}
+
 type termHit struct {
 	term       int
 	start, end int
@@ -203,6 +236,7 @@ func (v *Vocabulary) Classify(failure, context string) Classification {
 func (v *Vocabulary) classify(failure, context string, raised bool) Classification {
 	text := failure + "\n" + context
 	low := lowerASCII(text)
+	echoes := echoedCommands(low)
 	var accepted []termHit
 	for i, t := range v.terms { // longest first
 		if t.raised && !raised {
@@ -215,7 +249,7 @@ func (v *Vocabulary) classify(failure, context string, raised bool) Classificati
 			}
 			s, e := from+j, from+j+len(t.text)
 			from = s + 1
-			if t.wordStart && s > 0 && isWordByte(low[s-1]) || t.wordEnd && e < len(low) && isWordByte(low[e]) {
+			if t.wordStart && s > 0 && isWordByte(low[s-1]) || t.wordEnd && e < len(low) && isWordByte(low[e]) || inEcho(echoes, s, e) {
 				continue
 			}
 			// A shorter term inside a longer one that matched says nothing more.

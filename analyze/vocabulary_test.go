@@ -40,6 +40,15 @@ func TestVocabularyClassify(t *testing.T) {
 		{"could not tell", "Error: something went wrong", "", CategoryUnknown, nil},
 		// The context counts at half weight: alone it does not decide.
 		{"context is weaker", "RuntimeError: failed", "unrecognized arguments", CategoryUnknown, nil},
+		// A wrapper's echo of the command it ran holds arguments, not the failure's words: the
+		// master port of a launch command is no rendezvous failure, an s3:// output path no
+		// storage error, the argv of DeepSpeed's launcher no hub download; the words outside the
+		// command still count.
+		{"called process command", "subprocess.CalledProcessError: Command 'python -m torch.distributed.launch --master_addr algo-1 --master_port 55555 train.py' returned non-zero exit status 1.", "", CategoryUnknown, nil},
+		{"called process argv", "subprocess.CalledProcessError: Command '['pyflyte-execute', '--inputs', 's3://bucket/metadata/inputs.pb']' returned non-zero exit status 1.", "", CategoryUnknown, nil},
+		{"sagemaker command", "AlgorithmError: ExecuteUserScriptError: Command \"/opt/conda/bin/python train.py --dist_backend nccl --master_port 29500\"", "", CategoryUnknown, nil},
+		{"launcher argv", "[ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', '--data_path', 'Dahoas/rm-static'] exits with return code = -9", "", CategoryHostOOM, []string{"return code = -9"}},
+		{"words after the command", "subprocess.CalledProcessError: Command 'python train.py' returned non-zero exit status 1. RuntimeError: CUDA out of memory", "", CategoryCUDAOOM, []string{"CUDA out of memory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "889f62bfcaf242d6c5613bead541efc6e6926747a3aac28e079d43b73e8333d0"
+const builtinDigest = "b16189de58584f0af471af30243b7c83fb4b07a995af97494e9e5ce19c5a4635"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11093,6 +11093,75 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+				},
+			},
+		},
+		{
+			Path: "platforms.yaml",
+			File: &File{
+				APIVersion: "coroner.dev/rules/v1",
+				Defaults: &Defaults{
+					Severity: "error",
+					Layer:    "control",
+				},
+				Rules: []*Spec{
+					{
+						ID:       "scheduling/platform-quota",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "The training platform's quota refuses the job's machines",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"The following quota metrics exceed quota limits: [\\w.]+/[\\w.]+",
+								"The account-level service limit (?:'[^'\\n]{1,160}'|for \\S+) is \\d+ Instances",
+								"The specified subscription has a total vCPU quota of \\d+ and (?:cannot accomodate|cannot accommodate|is less than)",
+							},
+						},
+						Explanation: "The managed training service did not start the job: the quota of the account, project or subscription for the requested machine or accelerator type (or for all instances) is smaller than what the job asks for. No training process ran, so no training log explains it.\n",
+						Remediation: "Request a quota increase for the named machine or accelerator type in that region, ask for fewer or smaller instances, or use a type or region that has quota left.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "com.google.cloud.ai.platform.common.errors.AiPlatformException: code=RESOURCE_EXHAUSTED, message=The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_cpus,",
+								},
+								{
+									Text: "google.api_core.exceptions.ResourceExhausted: 429 The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_tpu_v2",
+								},
+								{
+									Text: "ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The account-level service limit 'Number of instances across all processing jobs' is 4 Instances, with current utilization of 0 Instances and a request delta of 11 Instances. Please contact AWS support to request an increase for this limit.",
+								},
+								{
+									Text: "E           ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The account-level service limit for training-job/ml.p2.xlarge is 0 Instances, with current utilization of 0 Instances and a request delta of 2 Instances. Please contact AWS support to request an increase for this limit.",
+								},
+								{
+									Text: "The specified subscription has a total vCPU quota of 4 and cannot accomodate for at least 1 requested compute training cluster and/or compute instance's node which maps to 24 vCPUs",
+								},
+								{
+									Text: "The specified subscription has a total vCPU quota of 0 and is less than the requested compute training cluster and/or compute instance's min nodes of 1 which maps to 1 vCPUs",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model with base model: gemini-pro. Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",
+								},
+								{
+									Text: "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 bytes.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

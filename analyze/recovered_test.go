@@ -50,13 +50,6 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"  File \"/home/emi/Projects/authory-page-extraction-ml/deep-model/virtual_env/lib/python3.8/site-packages/wandb/sdk/wandb_run.py\", line 1951, in _on_finish\n" +
 			"    self.history._flush()\n" +
 			"Exception: The wandb backend process has shutdown\n",
-		// mozilla/DeepSpeech#1410's last epochs and end of training; the segfault after it is
-		// made up, as DeepSpeech's known teardown crash (its #440) prints it: the training ran
-		// to its end, the crash is the interpreter's exit.
-		"a segfault after the training finished": "I Training of Epoch 15 - loss: 6.914542\n" +
-			"I Validation of Epoch 15 - loss: 8.357721\n" +
-			"I FINISHED Optimization - training time: 15:58:24\n" +
-			"Segmentation fault (core dumped)\n",
 		// p-e-w/heretic#362: a batch-size probe catches the OOM of the sizes that do not fit
 		// and picks the largest that does (this row is also in the session-13 spot set).
 		"a batch-size probe": "Determining optimal batch size...\n" +
@@ -150,11 +143,6 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"  File \"/home/emi/Projects/authory-page-extraction-ml/deep-model/virtual_env/lib/python3.8/site-packages/wandb/sdk/wandb_run.py\", line 1805, in _atexit_cleanup\n" +
 			"    self._on_finish()\n" +
 			"Exception: The wandb backend process has shutdown\n", "user-code-error", "KeyError", false},
-		// coqui-ai/STT#1982: a segfault in the first training step, after the start of the
-		// optimization and before any end of it, is the run's crash.
-		{"a segfault before the training finished", "I STARTING Optimization\n" +
-			"Epoch 0 |   Training | Elapsed Time: 0:00:00 | Steps: 0 | Loss: 0.000000                                                                                                                  Segmentation fault (core dumped)\n",
-			"crash-signal", "Segmentation fault", false},
 		// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
 		{"out of memory after a batch-size finder", "Batch size 8 succeeded, trying batch size 16\n" +
 			"Batch size 16 failed, trying batch size 8\n" +

@@ -161,11 +161,6 @@ func (a *analyzer) resolvedLater() {
 			f.Title += " (a leftover: other workloads listed with it run)"
 			continue
 		}
-		if f.afterDone && f.Severity >= SeverityError {
-			f.Severity = SeverityWarning
-			f.Title += " (after the run said its training finished)"
-			continue
-		}
 		if f.trainedPast && f.Severity >= SeverityError {
 			f.Severity = SeverityWarning
 			f.Title += " (the job trained after it)"

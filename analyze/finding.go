@@ -76,9 +76,6 @@ type Finding struct {
 	// skipped: the finding's out-of-memory error was caught, its batch skipped, and nothing
 	// failed in its log after that (recovered.go).
 	skipped bool
-	// afterDone: the finding is a crash its process printed after it said its training
-	// finished, nothing failing between: its teardown's (recovered.go).
-	afterDone bool
 	// recovered, for a streak's finding, is the line where its process showed a good value
 	// again (a finite loss after the NaNs, a loss scale that grew); nil while nothing after the
 	// streak's last bad line did. For another finding, the first progress its process (or its

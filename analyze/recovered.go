@@ -227,43 +227,7 @@ func (s *logScanner) markSurvived() {
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
 			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)
 		}
-		if f.Category == CategoryCrashSignal {
-			if lines == nil {
-				lines = s.tail.ordered()
-			}
-			f.afterDone = finishedBefore(lines, f.Evidence[0].Line)
-		}
 	}
-}
-
-// A native crash can come after the training it ran: a trainer says its loop finished, saves
-// or exports its model, and a destructor segfaults as the interpreter exits (mozilla/DeepSpeech
-// tracks one such teardown crash after "I FINISHED Optimization", its #440; Genesis-Embodied-AI/
-// genesis-world#492: "core dump sometimes happens even when you exit normally"). The work was
-// done; the crash says how the process exited, not that the training failed.
-// doneWordList are the phrases a trainer prints when its training loop ended on its own
-// (DeepSpeech's "I FINISHED Optimization - training time: 15:58:24", mozilla/DeepSpeech#1410,
-// and "I FINISHED optimization in 1:10:59.979531", #2924).
-var doneWordList = []string{"finished optimization", "training finished", "finished training", "training completed"}
-
-var doneWords = literal.NewMatcher(doneWordList)
-
-// finishedBefore says whether a kept line before line number at says the training finished
-// (doneWords) with no line of a failure kind after it up to at: a crash after it is the
-// teardown's.
-func finishedBefore(lines []tailLine, at int) bool {
-	for i := len(lines) - 1; i >= 0; i-- {
-		if lines[i].line >= at {
-			continue
-		}
-		if kindOf(lines[i].text) != kindNone {
-			return false
-		}
-		if literal.Any(doneWords, lines[i].text) {
-			return true
-		}
-	}
-	return false
 }
 
 // evidenceIn says whether every line of evidence es (its first and, repeated, its last) is

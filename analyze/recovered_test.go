@@ -50,13 +50,6 @@ func TestRecoveredIsNoFailure(t *testing.T) {
 			"  File \"/home/emi/Projects/authory-page-extraction-ml/deep-model/virtual_env/lib/python3.8/site-packages/wandb/sdk/wandb_run.py\", line 1951, in _on_finish\n" +
 			"    self.history._flush()\n" +
 			"Exception: The wandb backend process has shutdown\n",
-		// mozilla/DeepSpeech#1410's last epochs and end of training; the segfault after it is
-		// made up, as DeepSpeech's known teardown crash (its #440) prints it: the training ran
-		// to its end, the crash is the interpreter's exit.
-		"a segfault after the training finished": "I Training of Epoch 15 - loss: 6.914542\n" +
-			"I Validation of Epoch 15 - loss: 8.357721\n" +
-			"I FINISHED Optimization - training time: 15:58:24\n" +
-			"Segmentation fault (core dumped)\n",
 		// p-e-w/heretic#362: a batch-size probe catches the OOM of the sizes that do not fit
 		// and picks the largest that does (this row is also in the session-13 spot set).
 		"a batch-size probe": "Determining optimal batch size...\n" +
@@ -150,11 +143,6 @@ func TestFailureAfterRecovery(t *testing.T) {
 			"  File \"/home/emi/Projects/authory-page-extraction-ml/deep-model/virtual_env/lib/python3.8/site-packages/wandb/sdk/wandb_run.py\", line 1805, in _atexit_cleanup\n" +
 			"    self._on_finish()\n" +
 			"Exception: The wandb backend process has shutdown\n", "user-code-error", "KeyError", false},
-		// coqui-ai/STT#1982: a segfault in the first training step, after the start of the
-		// optimization and before any end of it, is the run's crash.
-		{"a segfault before the training finished", "I STARTING Optimization\n" +
-			"Epoch 0 |   Training | Elapsed Time: 0:00:00 | Steps: 0 | Loss: 0.000000                                                                                                                  Segmentation fault (core dumped)\n",
-			"crash-signal", "Segmentation fault", false},
 		// Lightning-AI/pytorch-lightning#18426: the finder's lines, then the run at its size.
 		{"out of memory after a batch-size finder", "Batch size 8 succeeded, trying batch size 16\n" +
 			"Batch size 16 failed, trying batch size 8\n" +
@@ -386,5 +374,124 @@ func TestLLMStackProgressAfterError(t *testing.T) {
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
 		res = analyzeLogs(t, all, steps+exc)
 		require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
+	}
+}
+
+// TestCrashAfterDoneWordsIsFailure: a reviewer's inputs of session 19 (made up, each
+// UNHEALTHY before a crash after a line that said the training finished was lowered as the
+// teardown's): a per-epoch or per-iteration "training completed/finished", an HF Trainer's
+// "Training completed." before its evaluation, a help text, another rank's line, a SIGKILL, a
+// bus error, an exit 137 and a Fatal Python error dump are each the run's failure, with every
+// rule and with the second tier alone (the mechanism was reverted: no line tells a teardown's
+// crash from the run's).
+func TestCrashAfterDoneWordsIsFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name, log, category, category2 string
+	}{
+		{"F1 e1: per-epoch 'Epoch 1/10 training completed in', more epochs, then a segfault", "Epoch 1/10 training completed in 341.2s, loss 2.31\n" +
+			"Epoch 2: 100%|██████████| 500/500 [05:40<00:00, 1.47it/s, loss=2.10]\n" +
+			"Epoch 2: 12%|█▏        | 60/500 [00:41<05:00, 1.46it/s, loss=2.05]\n" +
+			"Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F1 e4: per-epoch 'training completed', then a segfault", "Epoch 1 training completed, loss 2.31\n" +
+			"step 600 loss 2.10\n" +
+			"step 700 loss 2.05\n" +
+			"step 800 loss 2.01\n" +
+			"Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F1 ray2: Ray Train's 'Training finished iteration N' each iteration, then a segfault", "Training finished iteration 1 at 2023-06-22 22:44:43. Total running time: 8s\n" +
+			"Training saved a checkpoint for iteration 1 at: /home/ray/ray_results/TorchTrainer_2023-06-22_22-44-34/checkpoint_000000\n" +
+			"(RayTrainWorker pid=4121) Epoch 2: step 100 loss 41.2\n" +
+			"(RayTrainWorker pid=4121) Epoch 2: step 200 loss 39.8\n" +
+			"Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F1 e3: HF Trainer's 'Training completed.', evaluation, then a segfault", "{'train_runtime': 3600.1, 'train_samples_per_second': 12.3, 'train_loss': 1.23, 'epoch': 3.0}\n" +
+			"\n" +
+			"\n" +
+			"Training completed. Do not forget to share your model on huggingface.co/models =)\n" +
+			"\n" +
+			"\n" +
+			"Running evaluation\n" +
+			"  5%|▌         | 3/60 [00:01<00:30, 1.9it/s]\n" +
+			"Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F1 e7: a help text that says 'POST here when training finished', then a segfault", "usage: train.py [--epochs N] [--save-after-training] \n" +
+			"  --notify-url URL   POST here when training finished\n" +
+			"step 10 loss 3.2\n" +
+			"step 20 loss 3.1\n" +
+			"Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F1 r2: one rank's 'Training finished', another rank's segfault", "[default0]:step 9990 loss 1.02\n" +
+			"[default1]:step 9990 loss 1.03\n" +
+			"[default0]:Training finished. Saving model to /ckpt/final\n" +
+			"[default1]:Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F2 o1: 'I FINISHED Optimization', then Killed", "I FINISHED Optimization - training time: 15:58:24\n" +
+			"I Test of Epoch 15 - WER: 0.21\n" +
+			"I Exporting the model...\n" +
+			"Killed\n",
+			"host-oom", "host-oom"},
+		{"F2 e5: 'Finished training epoch 3/20', then Killed", "rank0: Finished training epoch 3/20 (loss 1.92)\n" +
+			"Epoch 4: 100%|██████████| 500/500 [05:40<00:00, 1.47it/s, loss=2.10]\n" +
+			"Epoch 5: 100%|██████████| 500/500 [05:40<00:00, 1.47it/s, loss=2.10]\n" +
+			"Killed\n",
+			"host-oom", "host-oom"},
+		{"F2 d1: 'Finished training epoch 12', then Bus error", "Epoch 12: 100%|██████████| 500/500 [05:40<00:00, 1.47it/s, loss=0.91]\n" +
+			"Finished training epoch 12\n" +
+			"Epoch 13:  37%|███▋      | 185/500 [02:05<03:33, 1.47it/s, loss=0.90]\n" +
+			"Epoch 13:  38%|███▊      | 190/500 [02:08<03:29, 1.47it/s, loss=0.90]\n" +
+			"Bus error (core dumped)\n",
+			"shm-bus-error", "shm-bus-error"},
+		{"F3 m1: 'Epoch 1 training completed', then exit code 137 under mpirun's lost daemon", "[1,0]<stdout>:Epoch 1 training completed, val acc 0.71\n" +
+			"[1,0]<stdout>:Epoch 2 step 100 loss 0.88\n" +
+			"[1,0]<stdout>:Epoch 2 step 200 loss 0.85\n" +
+			"command terminated with exit code 137\n" +
+			"--------------------------------------------------------------------------\n" +
+			"ORTE has lost communication with a remote daemon.\n",
+			"crash-signal", "host-oom"},
+		{"F4 e2: a stage's 'pretraining finished', then a Fatal Python error dump", "[stage 1/3] pretraining finished, starting stage 2\n" +
+			"step 100 loss 1.92\n" +
+			"step 200 loss 1.88\n" +
+			"step 300 loss 1.85\n" +
+			"Fatal Python error: Segmentation fault\n" +
+			"\n" +
+			"Thread 0x00007f3a (most recent call first):\n" +
+			"  File \"/usr/lib/python3.10/site-packages/torch/nn/functional.py\", line 2515 in batch_norm\n" +
+			"  File \"train.py\", line 120 in train_step\n" +
+			"Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F4 ray1: Ray Train's iteration results, then a worker's Fatal Python error dump", "Training finished iteration 1 at 2023-06-22 22:44:43. Total running time: 8s\n" +
+			"╭─────────────────────────────────────────────────╮\n" +
+			"│ Training result                                 │\n" +
+			"├─────────────────────────────────────────────────┤\n" +
+			"│ time_this_iter_s                        5.42888 │\n" +
+			"│ training_iteration                            1 │\n" +
+			"│ loss                                         50 │\n" +
+			"╰─────────────────────────────────────────────────╯\n" +
+			"Training saved a checkpoint for iteration 1 at: /home/ray/ray_results/TorchTrainer_2023-06-22_22-44-34/checkpoint_000000\n" +
+			"(RayTrainWorker pid=4121) Epoch 2: step 100 loss 41.2\n" +
+			"(RayTrainWorker pid=4121) Epoch 2: step 200 loss 39.8\n" +
+			"(RayTrainWorker pid=4121) Fatal Python error: Segmentation fault\n" +
+			"(RayTrainWorker pid=4121) Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+		{"F4 r1: rank 0's 'Training finished.', rank 1's Fatal Python error dump", "[default0]:step 9990 loss 1.02\n" +
+			"[default1]:step 9990 loss 1.03\n" +
+			"[default0]:Training finished. Saving model to /ckpt/final\n" +
+			"[default1]:Fatal Python error: Segmentation fault\n" +
+			"[default1]:Segmentation fault (core dumped)\n",
+			"crash-signal", "crash-signal"},
+	} {
+		for i, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, c.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, "%s (tier %d)", c.name, i+1)
+			require.NotNil(t, res.RootCause, c.name)
+			want := c.category
+			if i == 1 {
+				want = c.category2
+			}
+			require.Equal(t, want, string(res.RootCause.Category), "%s (tier %d)", c.name, i+1)
+		}
 	}
 }

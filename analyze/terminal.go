@@ -727,11 +727,6 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 	}
 	t.skipped, t.caughtLines = caught(lines, kinds, words)
-	for i, k := range kinds {
-		if k == kindSignal && finishedBefore(lines, lines[i].line) {
-			kinds[i] = kindNone // a crash of the teardown after the training finished (recovered.go)
-		}
-	}
 	forgetRecovered(t, lines, kinds, words)
 	retriedEnd(lines, kinds, words, t.lastProgress)
 	if tb && !ignored && !thread {

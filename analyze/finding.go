@@ -70,8 +70,8 @@ type Finding struct {
 	// leftover: the finding is of Evicted rows of a pasted kubectl listing in which other
 	// workloads' pods run: evicted pods stay listed until collected (recovered.go).
 	leftover bool
-	// trainedPast: the finding is of rows of a pasted listing of nodes or of a batch queue,
-	// with training progress after them in its log (recovered.go).
+	// trainedPast: the finding is of rows of a pasted listing of nodes or of a batch queue, or
+	// a scheduling refusal, with training progress after them in its log (recovered.go).
 	trainedPast bool
 	// skipped: the finding's out-of-memory error was caught, its batch skipped, and nothing
 	// failed in its log after that (recovered.go).

@@ -189,7 +189,8 @@ func pullEnded(lines []tailLine, j, c int, container []byte) bool {
 // the log shows got past it (pendingStarted), and its Evicted rows beside other workloads'
 // running pods (leftoverEvicted), as its rows of pods rejected at admission, which the
 // training progress after them also shows were replaced; a pasted listing's rows of nodes
-// or of a batch queue with training progress after them (clusterRows).
+// or of a batch queue with training progress after them (clusterRows); a scheduling
+// refusal training progress followed.
 // analyzer.resolvedLater lowers them.
 func (s *logScanner) markSurvived() {
 	var lines []tailLine // the kept lines, read once a listing row needs them
@@ -224,6 +225,9 @@ func (s *logScanner) markSurvived() {
 			}
 		}
 		f.trainedPast = last < s.tail.lastProgress && clusterRows(f.Evidence)
+		// A refusal of the job's machines (a platform's quota, a scheduler's) that training
+		// progress in the same log followed was waited out: a retry or a later attempt got them.
+		f.trainedPast = f.trainedPast || f.Category == CategoryScheduling && last < s.tail.lastProgress
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
 			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)
 		}

@@ -224,10 +224,9 @@ func (s *logScanner) markSurvived() {
 				f.startedLater = f.startedLater || last < s.tail.lastProgress
 			}
 		}
-		f.trainedPast = last < s.tail.lastProgress && clusterRows(f.Evidence)
 		// A refusal of the job's machines (a platform's quota, a scheduler's) that training
 		// progress in the same log followed was waited out: a retry or a later attempt got them.
-		f.trainedPast = f.trainedPast || f.Category == CategoryScheduling && last < s.tail.lastProgress
+		f.trainedPast = last < s.tail.lastProgress && (clusterRows(f.Evidence) || f.Category == CategoryScheduling)
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
 			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)
 		}

@@ -102,10 +102,7 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		return root
 	}
 	if root != nil && root.Category == c.Category && (!dump || tf.log == root.log) {
-		a.res.Confidence = ConfidenceMedium
-		if c.Frame != "" {
-			a.res.Confidence = ConfidenceLow // a frame is no error's words
-		}
+		a.res.Confidence = c.confidence()
 		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
 		return root
 	}
@@ -113,10 +110,7 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	a.findings = append(a.findings, f)
 	a.renumber()
 	a.demote(root, f)
-	a.res.Confidence = ConfidenceMedium
-	if c.Frame != "" {
-		a.res.Confidence = ConfidenceLow // a frame is no error's words
-	}
+	a.res.Confidence = c.confidence()
 	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) {
 		// Retries printed again and again to the end of the log show the attempt never
 		// succeeded, not that the process gave up (the last try of a count does): a log cut
@@ -124,6 +118,15 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		a.res.Confidence = ConfidenceLow
 	}
 	return f
+}
+
+// confidence is how sure a cause the second tier named is: medium by a failure's words, low
+// by a traceback's innermost frame, which is no error's words.
+func (c Classification) confidence() Confidence {
+	if c.Frame != "" {
+		return ConfidenceLow
+	}
+	return ConfidenceMedium
 }
 
 // demote makes root, when there is one, and what followed from it follow from f instead.

@@ -500,14 +500,14 @@ func (s *logScanner) mayMatch(l *logscan.Scanned) bool {
 		// A shape an earlier log made the filter of needs no lines matched in full first:
 		// a log of 100 lines has few shapes of more than filterAfter lines.
 		seen.memo = s.sc.rules[sh.Key]
-		if f, ok := s.rs.shapes.Load(sh.Key); ok && seen.memo == nil {
-			seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(f.(*shapeFilter)))
-		}
-		if seen.memo == nil && s.sc.recurs(sh.Key) {
-			// A shape that filterAfter earlier logs showed has had as many lines matched in
-			// full as one that a log shows filterAfter times: at 16,384 ranks the NCCL
-			// banner and watchdog lines, a few of each shape in every log.
-			seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(s.rs.shapeFilter(sh)))
+		if seen.memo == nil {
+			// A shape another worker made the filter of, or that filterAfter earlier logs
+			// showed (it has had as many lines matched in full as one that a log shows
+			// filterAfter times: at 16,384 ranks the NCCL banner and watchdog lines, a few of
+			// each shape in every log), is filtered from its first line.
+			if _, ok := s.rs.shapes.Load(sh.Key); ok || s.sc.recurs(sh.Key) {
+				seen.memo = s.sc.keepMemo(&s.sc.rules, sh.Key, newShapeMemo(s.rs.shapeFilter(sh)))
+			}
 		}
 	}
 	if seen.memo == nil {

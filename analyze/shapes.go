@@ -172,8 +172,9 @@ func (sc *Scratch) recurs(key string) bool {
 	if sc.shapeLogs == nil || len(sc.shapeLogs) >= maxKeptMemos {
 		sc.shapeLogs = map[string]int{}
 	}
-	sc.shapeLogs[key]++
-	return sc.shapeLogs[key] > filterAfter
+	n := sc.shapeLogs[key] + 1
+	sc.shapeLogs[key] = n
+	return n > filterAfter
 }
 
 // keepMemo keeps m as the memo of shape key in memos, for the next logs the scratch space

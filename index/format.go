@@ -722,29 +722,20 @@ func (d *decoder) byte() byte {
 
 func (d *decoder) bool() bool { return d.byte() == 1 }
 
-// skipUvarints passes over n uvarints, each checked as binary.Uvarint would read it, and
-// returns their bytes.
+// skipUvarints passes over n uvarints, each read by binary.Uvarint (which refuses one cut
+// short or over 64 bits), and returns their bytes.
 func (d *decoder) skipUvarints(n int) []byte {
 	if d.err != nil {
 		return nil
 	}
 	i := 0
 	for ; n > 0; n-- {
-		for k := 0; ; k++ {
-			if i >= len(d.b) || k == binary.MaxVarintLen64 {
-				d.fail()
-				return nil
-			}
-			c := d.b[i]
-			i++
-			if c < 0x80 {
-				if k == binary.MaxVarintLen64-1 && c > 1 {
-					d.fail() // overflows 64 bits
-					return nil
-				}
-				break
-			}
+		_, k := binary.Uvarint(d.b[i:])
+		if k <= 0 {
+			d.fail() // cut short, or over 64 bits
+			return nil
 		}
+		i += k
 	}
 	b := d.b[:i:i]
 	d.b = d.b[i:]

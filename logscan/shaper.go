@@ -2,7 +2,6 @@ package logscan
 
 import (
 	"encoding/binary"
-	"math"
 	"sync"
 )
 
@@ -278,20 +277,17 @@ type partProg struct {
 	parts []partWords
 }
 
-// partWords is a part's bytes as two little-endian words under their masks; room is how many
-// bytes of text a comparison of the words reads (16), or more than any text for a part longer
-// than that.
+// partWords is a part's bytes as two little-endian words under their masks (zero for a part
+// longer than the 16 bytes they hold, which partAt compares as bytes).
 type partWords struct {
 	w0, w1, m0, m1 uint64
-	room           int
 }
 
 func newPartProg(parts []string) partProg {
 	p := partProg{parts: make([]partWords, len(parts))}
 	for i, s := range parts {
 		pw := &p.parts[i]
-		if pw.room = 16; len(s) > 16 {
-			pw.room = math.MaxInt / 2
+		if len(s) > 16 {
 			continue
 		}
 		for k := len(s) - 1; k >= 0; k-- {
@@ -309,7 +305,7 @@ func newPartProg(parts []string) partProg {
 // array past its length when it has room (a line is mostly a slice of the reader's buffer):
 // the masks leave out every byte past the part, which ends within the line.
 func (p *partProg) partAt(i int, s string, text []byte, pos int) bool {
-	if w := &p.parts[i]; pos+len(s) <= len(text) && pos+w.room <= cap(text) {
+	if w := &p.parts[i]; len(s) <= 16 && pos+len(s) <= len(text) && pos+16 <= cap(text) {
 		t := text[pos : pos+16]
 		return (binary.LittleEndian.Uint64(t)^w.w0)&w.m0|(binary.LittleEndian.Uint64(t[8:])^w.w1)&w.m1 == 0
 	}

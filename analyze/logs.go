@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"math/bits"
@@ -166,14 +165,14 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	line := l.Text
 	decoded := false
 	if len(line) > 0 && (line[0] == '{' || line[0] == ' ') {
-		if msg, ok := recordMessage(s.recordText[:0], line); ok {
+		if msg, ok, escaped := recordMessage(s.recordText[:0], line); ok {
 			// An escape the record's message decodes ("persistentvolumeclaim \"data-01\"")
 			// makes bytes the raw line, whose shape the filters are made of, does not hold:
 			// the line is matched in full (and its tail words read). Every other step from
 			// the raw line to the text matched keeps a part of it (prefixes stripped) or is
 			// made before its shape (ANSI sequences removed); rejoined pieces are matched in
 			// full.
-			decoded = bytes.IndexByte(line, '\\') >= 0
+			decoded = escaped
 			s.recordText, line = msg, msg
 		}
 	}

@@ -656,27 +656,54 @@ const maxRecordBytes = 16 << 10
 
 // recordMessage appends to dst the line a JSON log record holds and says whether line is such
 // a record: an object ("{" first) with one of recordFields as a string; a logger's record
-// (a "message" or "msg") is followed by the record itself. The string is unescaped: "\n" and "\r" inside it (a traceback logged as one record) become blanks, so that
-// the record stays one line; control characters other than tabs are dropped.
-func recordMessage(dst, line []byte) ([]byte, bool) {
+// (a "message" or "msg") is followed by the record itself. The string is unescaped: "\n" and
+// "\r" inside it (a traceback logged as one record) become blanks, so that the record stays one
+// line; control characters other than tabs are dropped. escaped says that the message holds
+// bytes the raw line does not (an escape other than the line end a runtime keeps at the end of
+// every record: Docker's json-file "...\n"), so that the line's shape does not show them.
+func recordMessage(dst, line []byte) (msg []byte, ok, escaped bool) {
 	t := bytes.TrimLeft(line, " \t")
 	if len(t) < 8 || t[0] != '{' {
-		return dst, false
+		return dst, false, false
 	}
 	for i, key := range recordFields {
 		v := fieldString(t, key)
 		if v == nil {
 			continue
 		}
+		escaped = bytes.IndexByte(trimLineEndEscapes(v), '\\') >= 0
 		dst = unescapeJSON(dst, v)
 		if i >= firstLoggerField {
 			// A logger's record: its other fields say more ("error":"Job.batch ... is
 			// invalid" beside "msg":"failed to create k8s Job"), and stay after the message.
 			dst = append(append(dst, ' ', ' '), t[:min(len(t), maxRecordBytes)]...)
 		}
-		return dst, true
+		return dst, true, escaped
 	}
-	return dst, false
+	return dst, false, false
+}
+
+// trimLineEndEscapes cuts the escaped line ends ("\n", "\r\n") and the blanks at the end of a
+// record's raw string: unescapeJSON makes blanks of them and trims those, so they add no byte.
+func trimLineEndEscapes(v []byte) []byte {
+	for {
+		v = bytes.TrimRight(v, " ")
+		if len(v) < 2 || v[len(v)-2] != '\\' || (v[len(v)-1] != 'n' && v[len(v)-1] != 'r') || escapedAt(v, len(v)-2) {
+			return v
+		}
+		v = v[:len(v)-2]
+	}
+}
+
+// escapedAt says whether the backslash at v[i] is itself escaped (an odd run of backslashes
+// before it): `\\n` is a backslash and an n, not a line end.
+func escapedAt(v []byte, i int) bool {
+	n := 0
+	for i > 0 && v[i-1] == '\\' {
+		n++
+		i--
+	}
+	return n%2 == 1
 }
 
 // firstLoggerField is the index in recordFields of the first field a logger's own record

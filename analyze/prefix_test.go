@@ -314,7 +314,7 @@ func TestRecordMessage(t *testing.T) {
 		{`log: "x"`, "", false},
 	}
 	for _, tt := range tests {
-		got, ok := recordMessage(nil, []byte(tt.line))
+		got, ok, _ := recordMessage(nil, []byte(tt.line))
 		require.Equal(t, tt.ok, ok, tt.line)
 		if ok {
 			require.Equal(t, tt.want, string(got), tt.line)
@@ -322,9 +322,31 @@ func TestRecordMessage(t *testing.T) {
 	}
 	// A record of a huge line is read up to maxRecordBytes.
 	long := `{"log":"` + strings.Repeat("x", 3*maxRecordBytes) + `"}`
-	got, ok := recordMessage(nil, []byte(long))
+	got, ok, _ := recordMessage(nil, []byte(long))
 	require.True(t, ok)
 	require.Len(t, got, maxRecordBytes)
+}
+
+// TestRecordEscaped: a record's message holds bytes its raw line does not only for an escape
+// inside it; the line end Docker's json-file driver ends every record with is no such escape,
+// so those lines keep their shape filters.
+func TestRecordEscaped(t *testing.T) {
+	for line, want := range map[string]bool{
+		`{"log":"step 10 loss 2.1\n","stream":"stdout","time":"2024-01-01T00:00:00.1Z"}`: false,
+		`{"log":"step 10 loss 2.1\r\n","stream":"stdout"}`:                               false,
+		`{"log":"step 10 loss 2.1 \n\n"}`:                                                false,
+		`{"log":"no line end"}`:                                                          false,
+		`{"log":"a\nb\n"}`:                                                               true, // a blank the raw line does not hold
+		`{"log":"File \"x.py\"\n"}`:                                                      true,
+		`{"log":"path C:\\n"}`:                                                           true, // a backslash and an n
+		`{"log":"\u003cmodule\u003e\n"}`:                                                 true,
+		`{"log":"tab\there\n"}`:                                                          true,
+		`{"level":"error","msg":"failed to create k8s Job","error":"Job.batch \"x\""}`: false,
+	} {
+		_, ok, escaped := recordMessage(nil, []byte(line))
+		require.True(t, ok, line)
+		require.Equal(t, want, escaped, line)
+	}
 }
 
 // TestRecordLog: a log shipped as JSON records is diagnosed as the lines they carry, by the

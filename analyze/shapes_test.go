@@ -153,44 +153,54 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 
 // TestEscapedRecordMatchesInEveryLog: a JSON record whose message holds an escaped quote
 // (`persistentvolumeclaim \"data-07\" not found`) matches a rule only once decoded, while the
-// shape filters are made of the raw line: every log of many, scanned by two workers or one,
-// with the filters an earlier analysis made or none, keeps its finding.
+// shape filters are made of the raw line; a Docker json-file record, whose only escape is the
+// line end, is filtered by its shape like a plain line. Every log of many, scanned by two
+// workers or one, with the filters an earlier analysis made or none, keeps its finding.
 func TestEscapedRecordMatchesInEveryLog(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
 	rs, err := NewRuleSet(all)
 	require.NoError(t, err)
-	dir := t.TempDir()
-	const logs = 80
-	var paths []string
-	for i := range logs {
-		var b strings.Builder
-		for s := 1; s <= 50; s++ {
-			fmt.Fprintf(&b, "step %d loss 0.0%d\n", s, s)
-		}
-		fmt.Fprintf(&b, `{"level":"info","ts":"2024-01-01T00:00:01Z","msg":"persistentvolumeclaim \"data-%02d\" not found"}`+"\n", i)
-		p := filepath.Join(dir, fmt.Sprintf("w%02d.log", i))
-		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
-		paths = append(paths, p)
-	}
-	for _, procs := range []int{2, 2, 2, 1} {
-		prev := runtime.GOMAXPROCS(procs)
-		b, err := bundle.OpenLogs(t.Context(), paths, nil, bundle.DefaultLimits())
-		require.NoError(t, err)
-		m, err := parse.Load(b)
-		require.NoError(t, err)
-		res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, Options{})
-		runtime.GOMAXPROCS(prev)
-		require.NoError(t, err)
-		ix.Close()
-		b.Close()
-		require.NotNil(t, res.RootCause, res.VerdictReason)
-		found := map[string]bool{}
-		for _, f := range res.Findings {
-			if f.RuleID == res.RootCause.RuleID {
-				found[f.log] = true
+	for _, form := range []struct {
+		name        string
+		step, fault string // fmt formats of a progress record and the failing one
+	}{
+		{"logger", "step %d loss 0.0%d\n", `{"level":"info","ts":"2024-01-01T00:00:01Z","msg":"persistentvolumeclaim \"data-%02d\" not found"}` + "\n"},
+		{"json-file", `{"log":"step %d loss 0.0%d\n","stream":"stdout","time":"2024-01-01T00:00:00.1Z"}` + "\n",
+			`{"log":"RuntimeError: CUDA error: an illegal memory access was encountered (device %02d)\n","stream":"stderr","time":"2024-01-01T00:00:01.1Z"}` + "\n"},
+	} {
+		dir := t.TempDir()
+		const logs = 80
+		var paths []string
+		for i := range logs {
+			var b strings.Builder
+			for s := 1; s <= 50; s++ {
+				fmt.Fprintf(&b, form.step, s, s)
 			}
+			fmt.Fprintf(&b, form.fault, i)
+			p := filepath.Join(dir, fmt.Sprintf("w%02d.log", i))
+			require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+			paths = append(paths, p)
 		}
-		require.Len(t, found, logs, "GOMAXPROCS=%d", procs)
+		for _, procs := range []int{2, 2, 2, 1} {
+			prev := runtime.GOMAXPROCS(procs)
+			b, err := bundle.OpenLogs(t.Context(), paths, nil, bundle.DefaultLimits())
+			require.NoError(t, err)
+			m, err := parse.Load(b)
+			require.NoError(t, err)
+			res, ix, err := analyzeModel(t.Context(), m, rs, index.BuildOptions{}, Options{})
+			runtime.GOMAXPROCS(prev)
+			require.NoError(t, err)
+			ix.Close()
+			b.Close()
+			require.NotNil(t, res.RootCause, res.VerdictReason)
+			found := map[string]bool{}
+			for _, f := range res.Findings {
+				if f.RuleID == res.RootCause.RuleID {
+					found[f.log] = true
+				}
+			}
+			require.Len(t, found, logs, "%s, GOMAXPROCS=%d", form.name, procs)
+		}
 	}
 }

@@ -30,6 +30,10 @@ type Rule struct {
 	Retry    Retry
 	// Role says how the rule's findings take part in choosing the root cause.
 	Role Role
+	// NamesNoCause: the rule is a symptom whose words name no cause of its own (a peer gone,
+	// a launcher's abort summary); as a root cause it is sure only where the cause is shown
+	// absent (namesCause).
+	NamesNoCause bool
 	// Disabled rules (enabled: false) are checked and linted but left out of a RuleSet.
 	Disabled bool
 	// Labels are the rule's free-form metadata.
@@ -273,6 +277,10 @@ func newRule(spec *rules.Spec) (*Rule, error) {
 	if spec.Role != "" {
 		r.Role, err = oneOf("role", spec.Role, Roles)
 		problem(err)
+	}
+	r.NamesNoCause = spec.NamesNoCause
+	if r.NamesNoCause && !r.Role.Secondary() {
+		problems = append(problems, "namesNoCause is for a symptom: set role secondary or secondary-fallback")
 	}
 	if spec.Severity == "" {
 		problems = append(problems, "severity is missing (info, warning, error, critical)")

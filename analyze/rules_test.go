@@ -69,6 +69,7 @@ func TestInvalidRuleFiles(t *testing.T) {
 		"empty-entry.yaml":               "empty-entry.yaml: rule 1 is null, not an object",
 		"label-not-a-string.yaml":        "label-not-a-string.yaml: rule \"cuda-oom/site\": labels: ticket is a number, not a string",
 		"missing-severity.yaml":          "missing-severity.yaml: rule \"cuda-oom/site\": severity is missing (info, warning, error, critical)",
+		"names-no-cause-primary.yaml":    "names-no-cause-primary.yaml: rule \"collective-error/site\": namesNoCause is for a symptom: set role secondary or secondary-fallback",
 		"no-api-version.yaml":            "no-api-version.yaml: no apiVersion: a rule file of schema v1 starts with \"apiVersion: coroner.dev/rules/v1\" (docs/rules.md, \"Migrating to v1\")",
 		"no-id.yaml":                     "no-id.yaml: rule 1: id is missing",
 		"no-match.yaml":                  "no-match.yaml: rule \"cuda-oom/site\": match has no patterns, eventReasons, object, streak, sequence or silence",

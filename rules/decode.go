@@ -357,6 +357,8 @@ func (out *Spec) take(s *Spec, field string, add bool) error {
 		out.Retry = s.Retry
 	case "role":
 		out.Role = s.Role
+	case "namesNoCause":
+		out.NamesNoCause = s.NamesNoCause
 	case "enabled":
 		out.Enabled = s.Enabled
 	case "explanation":

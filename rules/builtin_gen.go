@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "878c8f7d019efd448916af2e1fdb28bd4558027433496c46e7826295a90be804"
+const builtinDigest = "92caee91741f07c9c7a2eca84bd78eafb08aa60445b510e1e891364cfdcf3d6e"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -512,13 +512,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/nccl-remote-error",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "NCCL peer exited or network failed",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/nccl-remote-error",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "NCCL peer exited or network failed",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"remote process exited or there was a network error",
@@ -554,6 +555,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -894,13 +896,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/nccl-socket-closed",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "NCCL connection closed by peer",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/nccl-socket-closed",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "NCCL connection closed by peer",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"NET/Socket ?: Connection closed by remote peer",
@@ -941,6 +944,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -948,13 +952,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/gloo-peer-closed",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "Gloo connection closed by peer",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/gloo-peer-closed",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "Gloo connection closed by peer",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"gloo/transport/tcp/pair\\.cc:\\d+\\] (?:Connection closed by peer|Read error \\[[^\\]]*\\]:\\d+: Connection reset by peer|Connection reset by peer)",
@@ -989,6 +994,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -996,13 +1002,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/mpi-nonzero-exit",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "MPI job aborted after a rank failed",
-						Fault:    "user",
-						Retry:    "permanent",
-						Role:     "secondary",
+						ID:           "collective-error/mpi-nonzero-exit",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "MPI job aborted after a rank failed",
+						Fault:        "user",
+						Retry:        "permanent",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"(?:mpirun|mpiexec) detected that one or more processes exited with non-zero status",
@@ -1045,6 +1052,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -1193,13 +1201,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/orte-lost-daemon",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "mpirun lost a remote daemon",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/orte-lost-daemon",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "mpirun lost a remote daemon",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"ORTE has lost communication with a remote daemon",
@@ -1231,6 +1240,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -1606,13 +1616,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/mpi-peer-disconnected",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "MPI peer process disconnected",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/mpi-peer-disconnected",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "MPI peer process disconnected",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"An MPI communication peer process has unexpectedly disconnected",
@@ -1645,6 +1656,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "92caee91741f07c9c7a2eca84bd78eafb08aa60445b510e1e891364cfdcf3d6e"
+const builtinDigest = "6485c8295db387a6d4048b21e645e9248bcbbabf061f53ee30520d4500fb9a54"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -8758,12 +8758,14 @@ func builtinFiles() []Named {
 				},
 				Rules: []*Spec{
 					{
-						ID:       "collective-timeout/horovod-stall",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "Horovod stall inspector - some ranks never submitted a collective",
-						Fault:    "user",
-						Retry:    "permanent",
+						ID:           "collective-timeout/horovod-stall",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "Horovod stall inspector - some ranks never submitted a collective",
+						Fault:        "user",
+						Retry:        "permanent",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks\\b",
@@ -8798,8 +8800,10 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
+							"role",
 							"title",
 						},
 					},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "6485c8295db387a6d4048b21e645e9248bcbbabf061f53ee30520d4500fb9a54"
+const builtinDigest = "b8f1fcbc96abd4ec7eb43a586f3edc4475c46a3f533e783643c541311a2d52cd"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -14714,6 +14714,60 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "[2023-04-18 03:20:17,663] [INFO] [logging.py:96:log_dist] [Rank 0] step=7350, skipped=139, lr=[9.755231450253808e-09, 9.755231450253808e-09], mom=[(0.9, 0.95), (0.9, 0.95)]\n[2023-04-18 03:20:25,116] [INFO] [logging.py:96:log_dist] [Rank 0] step=7360, skipped=139, lr=[8.490116182110961e-09, 8.490116182110961e-09], mom=[(0.9, 0.95), (0.9, 0.95)]\n",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "nan-loss/zero-loss-nan-norm-to-end",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Loss 0.0 with a gradient norm of {value} from {from} to the end of the log",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"'loss': 0\\.0, 'grad_norm': (?P<value>nan|inf|-inf)\\b",
+								},
+								Recover: []string{
+									"'grad_norm': -?\\d",
+								},
+								Min:      1,
+								ToEnd:    true,
+								Progress: true,
+							},
+						},
+						Explanation: "The loss reads 0.0 and the gradient norm is not finite on the last logged steps, with no finite norm after: the forward pass gives NaN, the optimizer skips (fp16) or applies garbage (bf16/fp32) on each step, and the run learns nothing from there on.\n",
+						Remediation: "Lower the learning rate or add warmup, clip gradients, check the data for empty or extreme samples (an empty label mask gives a NaN loss), prefer bf16 to fp16, and resume from a checkpoint before the first non-finite norm.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.63}\n{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.64}\n",
+								},
+								{
+									Text: "{'loss': 1.2841, 'grad_norm': 3.517, 'learning_rate': 4.9e-05, 'epoch': 0.02}\n{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.8e-05, 'epoch': 0.04}\n",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "{'loss': 0.1819, 'grad_norm': nan, 'learning_rate': 0.0001, 'epoch': 0.15}\n{'loss': 0.1558, 'grad_norm': 0.7023, 'learning_rate': 0.0001, 'epoch': 0.19}\n",
+								},
+								{
+									Text: "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1.3e-07, 'epoch': 0.0}\n{'loss': 1.0512, 'grad_norm': 3.91, 'learning_rate': 1.4e-07, 'epoch': 0.0}\n",
+								},
+								{
+									Text: "{'loss': 0.2096, 'grad_norm': nan, 'learning_rate': 0.00026, 'epoch': 5.38}",
 								},
 							},
 						},

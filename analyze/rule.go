@@ -58,9 +58,11 @@ type Rule struct {
 
 	progress bool
 	// factKind and factSet: a text fact entry (rules.TextFact) reads facts of this kind.
-	factKind   string
-	factSet    map[string]string
-	res        []compiledPattern
+	factKind string
+	factSet  map[string]string
+	res      []compiledPattern
+	// unless are the expressions of lines the rule does not name though a pattern matches.
+	unless     []*regexp.Regexp
 	where      where // object rules: the conditions on the fact
 	rootOnlyIf where // conditions on the finding's pod
 	last       where // streak: conditions on the last line's groups
@@ -403,6 +405,14 @@ func (r *Rule) compileMatch() []string {
 		}
 	default:
 		problems = append(problems, r.compile(m.Patterns, kindLine)...)
+		for _, p := range m.Unless {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("unless pattern %q: %v", p, err))
+				continue
+			}
+			r.unless = append(r.unless, re)
+		}
 		if m.Restate != "" {
 			names := map[string]bool{}
 			for _, cp := range r.res {
@@ -419,6 +429,9 @@ func (r *Rule) compileMatch() []string {
 	}
 	if m.Restate != "" && len(m.Patterns) == 0 {
 		problems = append(problems, "restate needs patterns")
+	}
+	if len(m.Unless) > 0 && len(m.Patterns) == 0 {
+		problems = append(problems, "unless needs patterns: it only excludes lines they match")
 	}
 	return problems
 }
@@ -576,11 +589,22 @@ func (r *Rule) matchText(text string) (map[string]string, bool) {
 		if cp.kind != kindLine {
 			continue
 		}
-		if g, ok := trainingMatch(cp.re, []byte(text)); ok {
+		if g, ok := trainingMatch(cp.re, []byte(text)); ok && !r.excluded([]byte(text)) {
 			return g, true
 		}
 	}
 	return nil, false
+}
+
+// excluded says whether one of the rule's unless expressions matches a line a pattern
+// matched: the rule does not name it.
+func (r *Rule) excluded(text []byte) bool {
+	for _, re := range r.unless {
+		if re.Match(text) {
+			return true
+		}
+	}
+	return false
 }
 
 // TitleFor fills the rule's {name} placeholders from a match's named groups. A placeholder

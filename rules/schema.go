@@ -114,6 +114,11 @@ type Match struct {
 	// prefixes) and against the messages of events, pod conditions, pod status and container
 	// states.
 	Patterns []string `json:"patterns,omitempty"`
+	// Unless, with patterns, are RE2 expressions of lines the rule does not name although a
+	// pattern matches them: the forms another, more specific rule names (a build tool's
+	// missing executable, not a missing file). A line one of them matches is no finding of
+	// the rule; they run only on lines a pattern matched.
+	Unless []string `json:"unless,omitempty"`
 	// EventReasons restrict the rule, for events, to these reasons; with no patterns the
 	// reason alone matches.
 	EventReasons []string `json:"eventReasons,omitempty"`

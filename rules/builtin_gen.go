@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "b8f1fcbc96abd4ec7eb43a586f3edc4475c46a3f533e783643c541311a2d52cd"
+const builtinDigest = "f77526caf16cdddac1be6c21dccfa1f389923ea288332ffeac00b8b809c5724f"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12020,8 +12020,11 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)'(?:$|[^:])",
-								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>(?:(?:[^']*/)?(?:[^'/cghn][^'/]*|c(?:[^'/\\+clm][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/][^'/]*)|l(?:[^'/a][^'/]*|a(?:[^'/n][^'/]*|n(?:[^'/g][^'/]*|g(?:[^'/\\+][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?)?)?)?)?|m(?:[^'/a][^'/]*|a(?:[^'/k][^'/]*|k(?:[^'/e][^'/]*|e(?:[^'/][^'/]*))?)?)?)?|g(?:[^'/\\+c][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?|h(?:[^'/i][^'/]*|i(?:[^'/p][^'/]*|p(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)?|n(?:[^'/iv][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/j][^'/]*|j(?:[^'/a][^'/]*|a(?:[^'/][^'/]*))?)?)?|v(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)|(?:[^']*/)?(?:[^'/b][^'/]*|b(?:[^'/i][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/][^'/]*))?)?)?/(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)))': '",
+								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)': '",
 								"can't open file '(?P<path>[^']+)': \\[Errno 2\\] No such file or directory",
+							},
+							Unless: []string{
+								"No such file or directory: '(?:[^']*/bin/)?(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)': '",
 							},
 						},
 						Explanation: "The program opened a path that does not exist in the container: a dataset or checkpoint volume not mounted (or mounted elsewhere), a relative path with another working directory, or a file that another rank was expected to create first.\n",

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "f77526caf16cdddac1be6c21dccfa1f389923ea288332ffeac00b8b809c5724f"
+const builtinDigest = "c9fd40c4a8a875c540e0eec2ba06c4a193ea89a37d24bb758b54ad4110609aa0"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12326,6 +12326,7 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"failed \\(exitcode: -9\\) local_rank: \\d+",
 								"Signal 9 \\(SIGKILL\\) received by PID \\d+",
+								"^\\s*exitcode\\s*: -9 \\(pid: \\d+\\)",
 								"DataLoader worker \\(pid\\(?s?\\)? ?[\\d, ]+\\)? is killed by signal: Killed",
 								": line \\d+: +\\d+ Killed\\b",
 								"died with <Signals\\.SIGKILL: 9>",
@@ -12340,6 +12341,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  traceback : Signal 9 (SIGKILL) received by PID 79468",
+								},
+								{
+									Text: "  exitcode  : -9 (pid: 14750)",
+								},
+								{
+									Text: "  exitcode  : -9 (pid: 8158)",
 								},
 								{
 									Text: "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
@@ -12366,6 +12373,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+								},
+								{
+									Text: "  exitcode  : 1 (pid: 33054)",
+								},
+								{
+									Text: "    result = classify('exitcode  : -9 (pid: 69)', 1)",
 								},
 							},
 						},

@@ -52,6 +52,9 @@ type Result struct {
 	RootCause *Finding
 	// Confidence says how sure the root cause is ("" without one): see Confidence.
 	Confidence Confidence
+	// ConfidenceBasis says why the confidence is what it is when the usual reason for that
+	// level does not ("" when it does): see Basis.
+	ConfidenceBasis Basis
 	// Findings are sorted by time (findings without a time last), ids f1, f2... in that order.
 	Findings []*Finding
 	// Timeline is the job's life in time order.

@@ -60,3 +60,25 @@ func TestRuleExampleSkipsEvaluationColumn(t *testing.T) {
 	}
 	t.Fatal("no rule nan-loss/loss-value")
 }
+
+// TestZeroLossNaNNormToTheEnd: a bare log whose Trainer rows end in a loss of 0.0 beside a
+// non-finite gradient norm, however few, is nan-loss; the same row followed by finite norms
+// is recovered, and a finite loss beside a NaN norm at the end (an fp16 skip as often as
+// not) is no finding.
+func TestZeroLossNaNNormToTheEnd(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	good := "{'loss': 1.2841, 'grad_norm': 3.517, 'learning_rate': 4.9e-05, 'epoch': 0.02}\n"
+	zero := "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.8e-05, 'epoch': 0.04}\n"
+	// https://github.com/chengtan9907/mc-cot/issues/2 (its title quotes the row)
+	res := analyzeLogs(t, all, good+zero)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "nan-loss/zero-loss-nan-norm-to-end", res.RootCause.RuleID)
+	res = analyzeLogs(t, all, zero)
+	require.Equal(t, CategoryNaNLoss, res.RootCause.Category)
+
+	res = analyzeLogs(t, all, zero+good)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	res = analyzeLogs(t, all, good+"{'loss': 0.2096, 'grad_norm': nan, 'learning_rate': 0.00026, 'epoch': 5.38}\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}

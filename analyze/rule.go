@@ -30,6 +30,10 @@ type Rule struct {
 	Retry    Retry
 	// Role says how the rule's findings take part in choosing the root cause.
 	Role Role
+	// NamesNoCause: the rule is a symptom whose words name no cause of its own (a peer gone,
+	// a launcher's abort summary); as a root cause it is sure only where the cause is shown
+	// absent (namesCause).
+	NamesNoCause bool
 	// Disabled rules (enabled: false) are checked and linted but left out of a RuleSet.
 	Disabled bool
 	// Labels are the rule's free-form metadata.
@@ -54,9 +58,11 @@ type Rule struct {
 
 	progress bool
 	// factKind and factSet: a text fact entry (rules.TextFact) reads facts of this kind.
-	factKind   string
-	factSet    map[string]string
-	res        []compiledPattern
+	factKind string
+	factSet  map[string]string
+	res      []compiledPattern
+	// unless are the expressions of lines the rule does not name though a pattern matches.
+	unless     []*regexp.Regexp
 	where      where // object rules: the conditions on the fact
 	rootOnlyIf where // conditions on the finding's pod
 	last       where // streak: conditions on the last line's groups
@@ -274,6 +280,10 @@ func newRule(spec *rules.Spec) (*Rule, error) {
 		r.Role, err = oneOf("role", spec.Role, Roles)
 		problem(err)
 	}
+	r.NamesNoCause = spec.NamesNoCause
+	if r.NamesNoCause && !r.Role.Secondary() {
+		problems = append(problems, "namesNoCause is for a symptom: set role secondary or secondary-fallback")
+	}
 	if spec.Severity == "" {
 		problems = append(problems, "severity is missing (info, warning, error, critical)")
 	} else {
@@ -395,6 +405,14 @@ func (r *Rule) compileMatch() []string {
 		}
 	default:
 		problems = append(problems, r.compile(m.Patterns, kindLine)...)
+		for _, p := range m.Unless {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("unless pattern %q: %v", p, err))
+				continue
+			}
+			r.unless = append(r.unless, re)
+		}
 		if m.Restate != "" {
 			names := map[string]bool{}
 			for _, cp := range r.res {
@@ -411,6 +429,9 @@ func (r *Rule) compileMatch() []string {
 	}
 	if m.Restate != "" && len(m.Patterns) == 0 {
 		problems = append(problems, "restate needs patterns")
+	}
+	if len(m.Unless) > 0 && len(m.Patterns) == 0 {
+		problems = append(problems, "unless needs patterns: it only excludes lines they match")
 	}
 	return problems
 }
@@ -568,11 +589,22 @@ func (r *Rule) matchText(text string) (map[string]string, bool) {
 		if cp.kind != kindLine {
 			continue
 		}
-		if g, ok := trainingMatch(cp.re, []byte(text)); ok {
+		if g, ok := trainingMatch(cp.re, []byte(text)); ok && !r.excluded([]byte(text)) {
 			return g, true
 		}
 	}
 	return nil, false
+}
+
+// excluded says whether one of the rule's unless expressions matches a line a pattern
+// matched: the rule does not name it.
+func (r *Rule) excluded(text []byte) bool {
+	for _, re := range r.unless {
+		if re.Match(text) {
+			return true
+		}
+	}
+	return false
 }
 
 // TitleFor fills the rule's {name} placeholders from a match's named groups. A placeholder

@@ -69,6 +69,7 @@ func TestInvalidRuleFiles(t *testing.T) {
 		"empty-entry.yaml":               "empty-entry.yaml: rule 1 is null, not an object",
 		"label-not-a-string.yaml":        "label-not-a-string.yaml: rule \"cuda-oom/site\": labels: ticket is a number, not a string",
 		"missing-severity.yaml":          "missing-severity.yaml: rule \"cuda-oom/site\": severity is missing (info, warning, error, critical)",
+		"names-no-cause-primary.yaml":    "names-no-cause-primary.yaml: rule \"collective-error/site\": namesNoCause is for a symptom: set role secondary or secondary-fallback",
 		"no-api-version.yaml":            "no-api-version.yaml: no apiVersion: a rule file of schema v1 starts with \"apiVersion: coroner.dev/rules/v1\" (docs/rules.md, \"Migrating to v1\")",
 		"no-id.yaml":                     "no-id.yaml: rule 1: id is missing",
 		"no-match.yaml":                  "no-match.yaml: rule \"cuda-oom/site\": match has no patterns, eventReasons, object, streak, sequence or silence",
@@ -93,6 +94,7 @@ func TestInvalidRuleFiles(t *testing.T) {
 		"streak-of-one.yaml":             "streak-of-one.yaml: rule \"nan-loss/site\": streak min must be at least 2 (one line is not a streak), or 1 with recover patterns (a condition that lasts until they match) or last conditions (a line that counts for itself)",
 		"toggle-no-such-rule.yaml":       "toggle-no-such-rule.yaml: rule \"cuda-oom/torch-aloc\": no rule of that id is read before this file to change (the built-in rules, then each earlier directory)",
 		"two-kinds.yaml":                 "two-kinds.yaml: rule \"cuda-oom/site\": match has more than one kind (patterns/eventReasons, object, streak, sequence, silence): write one rule for each",
+		"unless-without-patterns.yaml":   "unless-without-patterns.yaml: rule \"cuda-oom/site\": unless needs patterns: it only excludes lines they match",
 		"unknown-field.yaml":             "unknown-field.yaml: rule \"cuda-oom/site\": unknown field \"categry\"",
 		"unknown-match-field.yaml":       "unknown-match-field.yaml: rule \"cuda-oom/site\": match: unknown field \"paterns\"",
 		"vocabulary-in-rules.yaml":       "vocabulary-in-rules.yaml: apiVersion \"coroner.dev/vocabulary/v1\" is not coroner.dev/rules/v1",
@@ -230,4 +232,36 @@ func TestMatchProgressPrefilter(t *testing.T) {
 		}
 	}
 	require.Greater(t, matched, len(lines)/4, "the examples match")
+}
+
+// TestUnlessLeavesALineToAMoreSpecificRule: a line a rule's pattern matches but one of its
+// unless expressions also matches is no finding of it, on the scan's path (the prefilter and
+// confirm) as in lint; the more specific rule names it, and a near miss stays the rule's.
+func TestUnlessLeavesALineToAMoreSpecificRule(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	rs, err := NewRuleSet(all)
+	require.NoError(t, err)
+	ids := func(line string) []string {
+		var out []string
+		for _, h := range rs.MatchString(line) {
+			out = append(out, h.Rule.ID)
+		}
+		return out
+	}
+	// https://github.com/t-vi/pytorch-tvmisc/issues/6 (ninja missing: a toolchain, not a file)
+	got := ids("FileNotFoundError: [Errno 2] No such file or directory: 'ninja': 'ninja'")
+	require.Contains(t, got, "module-not-found/build-toolchain-missing")
+	require.NotContains(t, got, "file-not-found/no-such-file")
+	got = ids("FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc': '/usr/local/cuda/bin/nvcc'")
+	require.NotContains(t, got, "file-not-found/no-such-file")
+	// A script, a tool's name inside a longer one, a build tool's name in a directory not
+	// named bin: missing files.
+	for _, line := range []string{
+		"FileNotFoundError: [Errno 2] No such file or directory: '/workspace/scripts/preprocess.sh': '/workspace/scripts/preprocess.sh'",
+		"FileNotFoundError: [Errno 2] No such file or directory: '/opt/tools/ninja-build': '/opt/tools/ninja-build'",
+		"FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/cc': '/ckpt/cc'",
+	} {
+		require.Contains(t, ids(line), "file-not-found/no-such-file", line)
+	}
 }

@@ -468,7 +468,7 @@ func (rs *RuleSet) confirm(text []byte, sc *Scratch) []Hit {
 			continue
 		}
 		g, ok := trainingMatch(pat.re, text)
-		if !ok {
+		if !ok || pat.rule.excluded(text) {
 			continue
 		}
 		last, lastKind = pat.rule, pat.kind

@@ -66,6 +66,13 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		}
 	case !weak(root):
 		a.res.Confidence = ConfidenceHigh
+		if root.rule != nil && root.rule.NamesNoCause && !a.causeShownAbsent(root) {
+			// A symptom whose words name no cause (a peer gone, a launcher's abort) is the
+			// root only because nothing before it was seen: a log that may not hold the
+			// cause does not make that sure.
+			a.res.Confidence = ConfidenceMedium
+			a.res.ConfidenceBasis = BasisSymptom
+		}
 		return root
 	default:
 		a.res.Confidence = ConfidenceLow
@@ -102,7 +109,7 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		return root
 	}
 	if root != nil && root.Category == c.Category && (!dump || tf.log == root.log) {
-		a.res.Confidence = c.confidence()
+		a.res.Confidence, a.res.ConfidenceBasis = c.confidence()
 		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
 		return root
 	}
@@ -110,7 +117,7 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	a.findings = append(a.findings, f)
 	a.renumber()
 	a.demote(root, f)
-	a.res.Confidence = c.confidence()
+	a.res.Confidence, a.res.ConfidenceBasis = c.confidence()
 	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) {
 		// Retries printed again and again to the end of the log show the attempt never
 		// succeeded, not that the process gave up (the last try of a count does): a log cut
@@ -120,13 +127,26 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	return f
 }
 
-// confidence is how sure a cause the second tier named is: medium by a failure's words, low
-// by a traceback's innermost frame, which is no error's words.
-func (c Classification) confidence() Confidence {
+// Basis is why a root cause's confidence is lower than its kind of finding usually gives.
+type Basis string
+
+const (
+	// BasisSymptom: a specific rule matched, but its words name no cause of their own (a
+	// peer gone, a launcher's abort) and the bundle does not show that nothing failed before.
+	BasisSymptom Basis = "symptom"
+	// BasisFrame: the second tier named the cause from the innermost frame of a traceback
+	// cut before its exception line.
+	BasisFrame Basis = "frame"
+)
+
+// confidence is how sure a cause the second tier named is, and why when that is not the
+// failure's words: medium by a failure's words, low by the innermost frame of a traceback cut
+// before its exception line, which is no error's words.
+func (c Classification) confidence() (Confidence, Basis) {
 	if c.Frame != "" {
-		return ConfidenceLow
+		return ConfidenceLow, BasisFrame
 	}
-	return ConfidenceMedium
+	return ConfidenceMedium, ""
 }
 
 // demote makes root, when there is one, and what followed from it follow from f instead.
@@ -141,6 +161,31 @@ func (a *analyzer) demote(root, f *Finding) {
 			g.SecondaryOf = f.ID
 		}
 	}
+}
+
+// causeShownAbsent says whether the bundle shows that root, a symptom whose words name no
+// cause, had none before it: the job's pods are known, each has its log, and no other pod has
+// a failure dated at or before root's. Plain logs never do (the rank that failed first may
+// be in a log that was not pasted), nor a root without a time.
+func (a *analyzer) causeShownAbsent(root *Finding) bool {
+	if a.m.Job == nil || a.m.Job.Object == nil || root.at == nil {
+		return false
+	}
+	pods := a.jobPods()
+	if len(pods) == 0 {
+		return false
+	}
+	for _, p := range pods {
+		if !a.logsFor[[2]string{p.Name, ""}] {
+			return false
+		}
+	}
+	for _, f := range a.findings {
+		if f != root && f.Pod != root.Pod && f.Severity >= SeverityError && (f.at == nil || !f.at.After(*root.at)) {
+			return false
+		}
+	}
+	return true
 }
 
 // mayHaveFailed says whether the job may have failed: plain logs, or a job that failed.

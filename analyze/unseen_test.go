@@ -383,3 +383,24 @@ func TestMPIRankSignal(t *testing.T) {
 	require.NotNil(t, res.RootCause)
 	require.Equal(t, CategoryShmBusError, res.RootCause.Category, res.RootCause.Title)
 }
+
+// TestTorchrunTableRowOfSIGKILL: torchrun's failure table cut after the process's exitcode
+// row, with no "Signal 9" line and no "failed (exitcode: -9)" line, still names the SIGKILL.
+func TestTorchrunTableRowOfSIGKILL(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// https://github.com/FasterDecoding/Medusa/issues/118 (the table, cut after the row)
+	table := "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n" +
+		"=====================================================\n" +
+		"medusa/train/train.py FAILED\n" +
+		"-----------------------------------------------------\n" +
+		"Root Cause (first observed failure):\n" +
+		"[0]:\n" +
+		"  time      : 2024-08-25_17:31:27\n" +
+		"  host      : 4b1a9e8a140f\n" +
+		"  rank      : 0 (local_rank: 0)\n"
+	res := analyzeLogs(t, all, table+"  exitcode  : -9 (pid: 8158)\n  error_file: <N/A>\n")
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, res.VerdictReason)
+	res = analyzeLogs(t, all, table+"  exitcode  : 1 (pid: 8158)\n  error_file: <N/A>\n")
+	require.NotEqual(t, CategoryHostOOM, res.RootCause.Category, res.VerdictReason)
+}

@@ -3,8 +3,15 @@ package report
 import "github.com/coroner-dev/coroner/analyze"
 
 // ConfidenceText says in words how sure the root cause is, for people: a specific rule on
-// unambiguous evidence, the second tier's "likely", or "could not tell".
+// unambiguous evidence, the second tier's "likely", or "could not tell", and why when the
+// reason is not the usual one for that level (a symptom that names no cause, a cut frame).
 func (rc *RootCause) ConfidenceText() string {
+	switch {
+	case rc.Confidence == analyze.ConfidenceMedium && rc.Basis == analyze.BasisSymptom:
+		return "medium — a specific rule matched, but its words name no cause of their own (a peer gone, a launcher's abort): the rank that failed first may be in a log that is not here"
+	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisFrame:
+		return "low — could not tell for sure: named from the innermost frame of a traceback cut before its exception line"
+	}
 	switch rc.Confidence {
 	case analyze.ConfidenceHigh:
 		return "high — a specific rule matched"

@@ -42,3 +42,27 @@ func TestConfidenceInEveryForm(t *testing.T) {
 		})
 	}
 }
+
+// TestConfidenceSaysWhy: a root cause sure less than its kind of finding usually is says why:
+// a symptom whose words name no cause, a cause named from a traceback's cut frame. Without
+// that reason the usual sentence stays.
+func TestConfidenceSaysWhy(t *testing.T) {
+	for _, tt := range []struct {
+		c     analyze.Confidence
+		basis analyze.Basis
+		words string
+	}{
+		{analyze.ConfidenceMedium, analyze.BasisSymptom, "its words name no cause of their own"},
+		{analyze.ConfidenceLow, analyze.BasisFrame, "named from the innermost frame of a traceback cut before its exception line"},
+		{analyze.ConfidenceMedium, "", "no specific rule matched"},
+		{analyze.ConfidenceLow, "", "only an exit code, a signal"},
+	} {
+		rc := &RootCause{Confidence: tt.c, Basis: tt.basis}
+		require.Contains(t, rc.ConfidenceText(), tt.words)
+	}
+	r := hostileReport("a", "b", "c")
+	r.RootCause.Confidence, r.RootCause.Basis = analyze.ConfidenceMedium, analyze.BasisSymptom
+	var out bytes.Buffer
+	require.NoError(t, Render(&out, r, "md"))
+	require.Contains(t, out.String(), "its words name no cause of their own")
+}

@@ -111,6 +111,9 @@ type RootCause struct {
 	// Confidence is high for a specific rule on unambiguous evidence, medium for the second
 	// tier's finding, low when only an exit code or a generic exception says it failed.
 	Confidence analyze.Confidence
+	// Basis says why the confidence is lower than the root's kind of finding usually gives
+	// (analyze.Result.ConfidenceBasis); it is not part of the JSON contract.
+	Basis analyze.Basis
 }
 
 // rootCauseJSON is the contract's rootCause: the fields of its finding that version 1 of the

@@ -208,7 +208,7 @@ func Build(m *parse.Model, res *analyze.Result, version string) *Report {
 	r.NodeEvidence = nodeEvidenceOf(res.NodeEvidence, res)
 	r.Job = buildJob(m.Job, ranksOf(res))
 	if f := res.RootCause; f != nil {
-		rc := &RootCause{Finding: *findingOf(f), Confidence: res.Confidence}
+		rc := &RootCause{Finding: *findingOf(f), Confidence: res.Confidence, Basis: res.ConfidenceBasis}
 		for _, g := range res.Findings {
 			if g.SecondaryOf == f.ID {
 				rc.Symptoms++

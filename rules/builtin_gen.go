@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "878c8f7d019efd448916af2e1fdb28bd4558027433496c46e7826295a90be804"
+const builtinDigest = "c9fd40c4a8a875c540e0eec2ba06c4a193ea89a37d24bb758b54ad4110609aa0"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -512,13 +512,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/nccl-remote-error",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "NCCL peer exited or network failed",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/nccl-remote-error",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "NCCL peer exited or network failed",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"remote process exited or there was a network error",
@@ -554,6 +555,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -894,13 +896,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/nccl-socket-closed",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "NCCL connection closed by peer",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/nccl-socket-closed",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "NCCL connection closed by peer",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"NET/Socket ?: Connection closed by remote peer",
@@ -941,6 +944,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -948,13 +952,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/gloo-peer-closed",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "Gloo connection closed by peer",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/gloo-peer-closed",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "Gloo connection closed by peer",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"gloo/transport/tcp/pair\\.cc:\\d+\\] (?:Connection closed by peer|Read error \\[[^\\]]*\\]:\\d+: Connection reset by peer|Connection reset by peer)",
@@ -989,6 +994,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -996,13 +1002,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/mpi-nonzero-exit",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "MPI job aborted after a rank failed",
-						Fault:    "user",
-						Retry:    "permanent",
-						Role:     "secondary",
+						ID:           "collective-error/mpi-nonzero-exit",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "MPI job aborted after a rank failed",
+						Fault:        "user",
+						Retry:        "permanent",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"(?:mpirun|mpiexec) detected that one or more processes exited with non-zero status",
@@ -1045,6 +1052,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -1193,13 +1201,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/orte-lost-daemon",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "mpirun lost a remote daemon",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/orte-lost-daemon",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "mpirun lost a remote daemon",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"ORTE has lost communication with a remote daemon",
@@ -1231,6 +1240,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -1606,13 +1616,14 @@ func builtinFiles() []Named {
 						},
 					},
 					{
-						ID:       "collective-error/mpi-peer-disconnected",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "MPI peer process disconnected",
-						Fault:    "platform",
-						Retry:    "transient",
-						Role:     "secondary",
+						ID:           "collective-error/mpi-peer-disconnected",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "MPI peer process disconnected",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"An MPI communication peer process has unexpectedly disconnected",
@@ -1645,6 +1656,7 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",
@@ -8746,12 +8758,14 @@ func builtinFiles() []Named {
 				},
 				Rules: []*Spec{
 					{
-						ID:       "collective-timeout/horovod-stall",
-						Severity: "error",
-						Layer:    "execution",
-						Title:    "Horovod stall inspector - some ranks never submitted a collective",
-						Fault:    "user",
-						Retry:    "permanent",
+						ID:           "collective-timeout/horovod-stall",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "Horovod stall inspector - some ranks never submitted a collective",
+						Fault:        "user",
+						Retry:        "permanent",
+						Role:         "secondary",
+						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
 								"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks\\b",
@@ -8786,8 +8800,10 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
+							"role",
 							"title",
 						},
 					},
@@ -12004,8 +12020,11 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)'(?:$|[^:])",
-								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>(?:(?:[^']*/)?(?:[^'/cghn][^'/]*|c(?:[^'/\\+clm][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/][^'/]*)|l(?:[^'/a][^'/]*|a(?:[^'/n][^'/]*|n(?:[^'/g][^'/]*|g(?:[^'/\\+][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?)?)?)?)?|m(?:[^'/a][^'/]*|a(?:[^'/k][^'/]*|k(?:[^'/e][^'/]*|e(?:[^'/][^'/]*))?)?)?)?|g(?:[^'/\\+c][^'/]*|\\+(?:[^'/\\+][^'/]*|\\+(?:[^'/][^'/]*))?|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?|h(?:[^'/i][^'/]*|i(?:[^'/p][^'/]*|p(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)?|n(?:[^'/iv][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/j][^'/]*|j(?:[^'/a][^'/]*|a(?:[^'/][^'/]*))?)?)?|v(?:[^'/c][^'/]*|c(?:[^'/c][^'/]*|c(?:[^'/][^'/]*))?)?)?)|(?:[^']*/)?(?:[^'/b][^'/]*|b(?:[^'/i][^'/]*|i(?:[^'/n][^'/]*|n(?:[^'/][^'/]*))?)?)?/(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)))': '",
+								"FileNotFoundError: \\[Errno 2\\] No such file or directory: '(?P<path>[^']+)': '",
 								"can't open file '(?P<path>[^']+)': \\[Errno 2\\] No such file or directory",
+							},
+							Unless: []string{
+								"No such file or directory: '(?:[^']*/bin/)?(?:ninja|nvcc|hipcc|gcc|g\\+\\+|c\\+\\+|cc|clang\\+\\+|cmake)': '",
 							},
 						},
 						Explanation: "The program opened a path that does not exist in the container: a dataset or checkpoint volume not mounted (or mounted elsewhere), a relative path with another working directory, or a file that another rank was expected to create first.\n",
@@ -12307,6 +12326,7 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"failed \\(exitcode: -9\\) local_rank: \\d+",
 								"Signal 9 \\(SIGKILL\\) received by PID \\d+",
+								"^\\s*exitcode\\s*: -9 \\(pid: \\d+\\)",
 								"DataLoader worker \\(pid\\(?s?\\)? ?[\\d, ]+\\)? is killed by signal: Killed",
 								": line \\d+: +\\d+ Killed\\b",
 								"died with <Signals\\.SIGKILL: 9>",
@@ -12321,6 +12341,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  traceback : Signal 9 (SIGKILL) received by PID 79468",
+								},
+								{
+									Text: "  exitcode  : -9 (pid: 14750)",
+								},
+								{
+									Text: "  exitcode  : -9 (pid: 8158)",
 								},
 								{
 									Text: "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
@@ -12347,6 +12373,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+								},
+								{
+									Text: "  exitcode  : 1 (pid: 33054)",
+								},
+								{
+									Text: "    result = classify('exitcode  : -9 (pid: 69)', 1)",
 								},
 							},
 						},
@@ -14698,6 +14730,60 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "[2023-04-18 03:20:17,663] [INFO] [logging.py:96:log_dist] [Rank 0] step=7350, skipped=139, lr=[9.755231450253808e-09, 9.755231450253808e-09], mom=[(0.9, 0.95), (0.9, 0.95)]\n[2023-04-18 03:20:25,116] [INFO] [logging.py:96:log_dist] [Rank 0] step=7360, skipped=139, lr=[8.490116182110961e-09, 8.490116182110961e-09], mom=[(0.9, 0.95), (0.9, 0.95)]\n",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "nan-loss/zero-loss-nan-norm-to-end",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Loss 0.0 with a gradient norm of {value} from {from} to the end of the log",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"'loss': 0\\.0, 'grad_norm': (?P<value>nan|inf|-inf)\\b",
+								},
+								Recover: []string{
+									"'grad_norm': -?\\d",
+								},
+								Min:      1,
+								ToEnd:    true,
+								Progress: true,
+							},
+						},
+						Explanation: "The loss reads 0.0 and the gradient norm is not finite on the last logged steps, with no finite norm after: the forward pass gives NaN, the optimizer skips (fp16) or applies garbage (bf16/fp32) on each step, and the run learns nothing from there on.\n",
+						Remediation: "Lower the learning rate or add warmup, clip gradients, check the data for empty or extreme samples (an empty label mask gives a NaN loss), prefer bf16 to fp16, and resume from a checkpoint before the first non-finite norm.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.63}\n{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.64}\n",
+								},
+								{
+									Text: "{'loss': 1.2841, 'grad_norm': 3.517, 'learning_rate': 4.9e-05, 'epoch': 0.02}\n{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.8e-05, 'epoch': 0.04}\n",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "{'loss': 0.1819, 'grad_norm': nan, 'learning_rate': 0.0001, 'epoch': 0.15}\n{'loss': 0.1558, 'grad_norm': 0.7023, 'learning_rate': 0.0001, 'epoch': 0.19}\n",
+								},
+								{
+									Text: "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1.3e-07, 'epoch': 0.0}\n{'loss': 1.0512, 'grad_norm': 3.91, 'learning_rate': 1.4e-07, 'epoch': 0.0}\n",
+								},
+								{
+									Text: "{'loss': 0.2096, 'grad_norm': nan, 'learning_rate': 0.00026, 'epoch': 5.38}",
 								},
 							},
 						},

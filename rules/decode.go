@@ -357,6 +357,8 @@ func (out *Spec) take(s *Spec, field string, add bool) error {
 		out.Retry = s.Retry
 	case "role":
 		out.Role = s.Role
+	case "namesNoCause":
+		out.NamesNoCause = s.NamesNoCause
 	case "enabled":
 		out.Enabled = s.Enabled
 	case "explanation":
@@ -392,6 +394,7 @@ func (out *Spec) take(s *Spec, field string, add bool) error {
 			return errors.New("override: match can be appended to only with patterns and eventReasons, on a rule that matches patterns")
 		}
 		out.Match.Patterns = append(out.Match.Patterns, m.Patterns...)
+		out.Match.Unless = append(out.Match.Unless, m.Unless...)
 		out.Match.EventReasons = append(out.Match.EventReasons, m.EventReasons...)
 	}
 	return nil

@@ -74,6 +74,11 @@ type Spec struct {
 	// fallback (a catch-all that yields to every other rule matching the same message), and
 	// secondary-fallback and generic-fallback, which also yield.
 	Role string `json:"role,omitempty"`
+	// NamesNoCause marks a symptom (role secondary or secondary-fallback) whose words name
+	// no cause of its own: a peer gone, a collective shut down, a launcher's abort summary.
+	// As the root cause of a log that does not show the cause it is said with medium
+	// confidence, not high (docs/rules.md).
+	NamesNoCause bool `json:"namesNoCause,omitempty"`
 	// Enabled false leaves the rule out of the rule set (it is still checked).
 	Enabled *bool `json:"enabled,omitempty"`
 	// Labels are free-form metadata: shown, never interpreted.
@@ -109,6 +114,11 @@ type Match struct {
 	// prefixes) and against the messages of events, pod conditions, pod status and container
 	// states.
 	Patterns []string `json:"patterns,omitempty"`
+	// Unless, with patterns, are RE2 expressions of lines the rule does not name although a
+	// pattern matches them: the forms another, more specific rule names (a build tool's
+	// missing executable, not a missing file). A line one of them matches is no finding of
+	// the rule; they run only on lines a pattern matched.
+	Unless []string `json:"unless,omitempty"`
 	// EventReasons restrict the rule, for events, to these reasons; with no patterns the
 	// reason alone matches.
 	EventReasons []string `json:"eventReasons,omitempty"`

@@ -406,17 +406,37 @@ func statusHead(t []byte) bool {
 // is a run of name bytes (letters, digits, '_' and '.') followed by the line's end, ':', the
 // wrapped class's '(' or " (see above for traceback)", none of them a name byte: so a match's
 // run is the line's longest run of name bytes from its start, and what follows that run is
-// one of these.
+// one of these. The run is the class: it ends as a class of the first branch does, or holds
+// the third's module, or starts as the fourth's (a logger's "torch.distributed.run:" or a
+// "config:" line is none).
 func mayBeException(t []byte) bool {
 	i := 0
 	for i < len(t) && (isIdentStart(t[i]) || t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
 		i++
 	}
-	if i == len(t) || t[i] == ':' || t[i] == '(' {
-		return true
+	if i < len(t) && t[i] != ':' && t[i] != '(' && !bytes.HasPrefix(t[i:], []byte(" (see above for traceback)")) {
+		return false
 	}
-	return bytes.HasPrefix(t[i:], []byte(" (see above for traceback)"))
+	class := t[:i]
+	for _, end := range exceptionEnds {
+		if bytes.HasSuffix(class, end) {
+			return true
+		}
+	}
+	for _, mod := range exceptionModules {
+		if bytes.Contains(class, mod) {
+			return true
+		}
+	}
+	return bytes.HasPrefix(class, []byte("pyarrow.lib.Arrow"))
 }
+
+// exceptionEnds and exceptionModules are how exceptionExpr's classes end and the modules its
+// third branch names ("Exception" alone, the second branch, ends as the first's do).
+var (
+	exceptionEnds    = [][]byte{[]byte("Error"), []byte("Exception"), []byte("Interrupt"), []byte("Failure"), []byte("Fault"), []byte("Exit")}
+	exceptionModules = [][]byte{[]byte(".exc."), []byte(".exceptions."), []byte(".errors.")}
+)
 
 // kindOf is what a line says about how its process ended.
 func kindOf(text []byte) lineKind {

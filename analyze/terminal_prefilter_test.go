@@ -42,6 +42,8 @@ func TestGatesAreSupersets(t *testing.T) {
 		"DataLossError (see above for traceback): corrupted record at 12", "ray.exceptions.RayTaskError(ZeroDivisionError): x",
 		"RayTaskError(RuntimeError)", "RayTaskError(Runtime Error): x", "a.b.exc.Unsupported: x", "a.b.exc.unsupported: x",
 		"pyarrow.lib.ArrowInvalid: x", "Exception", "Exception: Timed out", "step 82 | loss 3.3", "_Error:", "x.Error.y: z",
+		"torch.distributed.run: [WARNING] x", "config: {'a': 1}", "a.errors.B: x", "a.errors.b: x", "errors.B: x", ".exc.B: x",
+		"SystemExit", "SystemExitx: y", "pyarrow.lib.ArrowX: y", "pyarrow.lib.Arrowx: y", "x.pyarrow.lib.ArrowX: y", "Exceptions: x",
 	}
 	var files []string
 	for _, glob := range []string{"../samples/*/logs/*/*/*.log", "../../shared/corpus/real/*.log"} {

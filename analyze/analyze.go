@@ -134,6 +134,7 @@ func (s *Scan) Done(i int, st logscan.Stats, err error) {
 		if err == nil {
 			s.done[i] = sc.scanned(st, scratch)
 			s.scanners[i] = nil
+			scratch.scanner = sc // what the log found is in done[i]: the next log's scanner
 		}
 		s.scratch.Put(scratch)
 	}

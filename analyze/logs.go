@@ -119,8 +119,12 @@ type shapeSeen struct {
 const filterAfter = 16
 
 func newLogScanner(ls bundle.LogStream, rs *RuleSet, sc *Scratch) *logScanner {
-	s := &logScanner{ls: ls, rs: rs, sc: sc, byRule: sc.byRule, procs: sc.procs, rank: -1}
-	sc.byRule, sc.procs = nil, nil
+	s := sc.scanner
+	if s == nil {
+		s = new(logScanner)
+	}
+	*s = logScanner{ls: ls, rs: rs, sc: sc, byRule: sc.byRule, procs: sc.procs, rank: -1}
+	sc.scanner, sc.byRule, sc.procs = nil, nil, nil
 	if s.byRule == nil {
 		s.byRule = map[*Rule]*Finding{}
 	}

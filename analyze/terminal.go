@@ -147,10 +147,12 @@ var (
 	exceptionExpr = lazyRegexp(`^(?:(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|Fault|Exit)|Exception|` +
 		`(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:exc|exceptions|errors)\.[A-Z][A-Za-z0-9_]*|pyarrow\.lib\.Arrow[A-Z][A-Za-z0-9_]*)(?:\([A-Za-z_][A-Za-z0-9_.]*\))?(?: \(see above for traceback\))?(?::|$)`)
 	// exceptionLine runs its expression only on a line that starts as every branch does, with
-	// a letter or an underscore: a c10 line ("[E314 ...") fails at its first byte, but Go's
-	// backtracker still clears its bit set, the size of the expression times the line, first.
+	// a letter or an underscore, and whose first run of name bytes ends as every branch's does
+	// (mayBeException): a c10 line ("[E314 ...") fails at its first byte and a progress line
+	// ("step 82 | loss ...") at its first blank, but Go's backtracker still clears its bit
+	// set, the size of the expression times the line, first.
 	exceptionLine = gated{re: exceptionExpr}.by(func(t []byte) bool {
-		return len(t) > 0 && isIdentStart(t[0]) && exceptionExpr().Match(t)
+		return len(t) > 0 && isIdentStart(t[0]) && mayBeException(t) && exceptionExpr().Match(t)
 	})
 	// exitLine is a non-zero exit code, as programs, launchers and shells say it.
 	exitLine = gate(`(?i)(?:exit ?code|exit status|return ?code|exitcode)\s*(?:[:=]|is|of)?\s*\(?(-?[1-9][0-9]*)`,
@@ -399,6 +401,42 @@ func statusHead(t []byte) bool {
 	}
 	return false
 }
+
+// mayBeException says whether t can be an exceptionExpr line. Each branch of the expression
+// is a run of name bytes (letters, digits, '_' and '.') followed by the line's end, ':', the
+// wrapped class's '(' or " (see above for traceback)", none of them a name byte: so a match's
+// run is the line's longest run of name bytes from its start, and what follows that run is
+// one of these. The run is the class: it ends as a class of the first branch does, or holds
+// the third's module, or starts as the fourth's (a logger's "torch.distributed.run:" or a
+// "config:" line is none).
+func mayBeException(t []byte) bool {
+	i := 0
+	for i < len(t) && (isIdentStart(t[i]) || t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	if i < len(t) && t[i] != ':' && t[i] != '(' && !bytes.HasPrefix(t[i:], []byte(" (see above for traceback)")) {
+		return false
+	}
+	class := t[:i]
+	for _, end := range exceptionEnds {
+		if bytes.HasSuffix(class, end) {
+			return true
+		}
+	}
+	for _, mod := range exceptionModules {
+		if bytes.Contains(class, mod) {
+			return true
+		}
+	}
+	return bytes.HasPrefix(class, []byte("pyarrow.lib.Arrow"))
+}
+
+// exceptionEnds and exceptionModules are how exceptionExpr's classes end and the modules its
+// third branch names ("Exception" alone, the second branch, ends as the first's do).
+var (
+	exceptionEnds    = [][]byte{[]byte("Error"), []byte("Exception"), []byte("Interrupt"), []byte("Failure"), []byte("Fault"), []byte("Exit")}
+	exceptionModules = [][]byte{[]byte(".exc."), []byte(".exceptions."), []byte(".errors.")}
+)
 
 // kindOf is what a line says about how its process ended.
 func kindOf(text []byte) lineKind {

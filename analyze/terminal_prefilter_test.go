@@ -37,6 +37,13 @@ func TestGatesAreSupersets(t *testing.T) {
 		"[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught", "[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:607] [Rank 0] x",
 		"[F socket.cpp:1] x", "[E x.cpp:]", "[E :12]", "[E a:12", "[E1206 x.cpp:1]", "[E1206 t a.cpp:1]x", "[E1206  a.cpp:1]",
 		"[W socket.cpp:401] [c10d] x", "[E\ta.cpp:1]", "[E a.cpp:1x]", "[E a:1:2]", "[E a:1] [b:2]",
+		// exception lines' ends (mayBeException)
+		"ValueError", "ValueError:", "ValueError x", "ValueError (see above for traceback)", "ValueError (see above",
+		"DataLossError (see above for traceback): corrupted record at 12", "ray.exceptions.RayTaskError(ZeroDivisionError): x",
+		"RayTaskError(RuntimeError)", "RayTaskError(Runtime Error): x", "a.b.exc.Unsupported: x", "a.b.exc.unsupported: x",
+		"pyarrow.lib.ArrowInvalid: x", "Exception", "Exception: Timed out", "step 82 | loss 3.3", "_Error:", "x.Error.y: z",
+		"torch.distributed.run: [WARNING] x", "config: {'a': 1}", "a.errors.B: x", "a.errors.b: x", "errors.B: x", ".exc.B: x",
+		"SystemExit", "SystemExitx: y", "pyarrow.lib.ArrowX: y", "pyarrow.lib.Arrowx: y", "x.pyarrow.lib.ArrowX: y", "Exceptions: x",
 	}
 	var files []string
 	for _, glob := range []string{"../samples/*/logs/*/*/*.log", "../../shared/corpus/real/*.log"} {

@@ -176,10 +176,11 @@ func TestSniffCountsEveryByte(t *testing.T) {
 	specials := []byte{0, 1, '\t', '\n', '\r', 0x1b, 0x1f, ' ', '~', 0x7f, 0x80, 0xc3, 0xa9, 0xff}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
-		head := make([]byte, rnd.IntN(40))
+		head := make([]byte, rnd.IntN(80))
+		sparse := 2 + rnd.IntN(30) // one special byte in this many, near or far apart
 		for i := range head {
 			head[i] = byte('a' + rnd.IntN(26))
-			if rnd.IntN(6) == 0 {
+			if rnd.IntN(sparse) == 0 {
 				head[i] = specials[rnd.IntN(len(specials))]
 			}
 		}
@@ -198,5 +199,19 @@ func TestSniffCountsEveryByte(t *testing.T) {
 		if want := float64(bad) / float64(max(len(head), 1)); share != want {
 			t.Fatalf("%q: bad share %v, want %v", head, share, want)
 		}
+	}
+}
+
+// BenchmarkSniff: the head of a training log of 16 KiB, lines of about 120 bytes.
+func BenchmarkSniff(b *testing.B) {
+	var head []byte
+	for step := 1; len(head) < 16<<10; step++ {
+		head = append(head, "2026-03-14T08:05:28.285714285Z [rank3482]: step "...)
+		head = strconv.AppendInt(head, int64(step), 10)
+		head = append(head, " | loss 3.3525 | lr 3.00e-04 | grad_norm 0.705 | tokens/s 40314 | mem 65.4GiB\n"...)
+	}
+	b.SetBytes(int64(len(head)))
+	for b.Loop() {
+		sniff(head)
 	}
 }

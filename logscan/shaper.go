@@ -73,6 +73,12 @@ type shaper struct {
 	// ranks of a job log the same shapes, so a log's shape is mostly a copy of one of these
 	// (with its own ID) rather than parsed and compiled again. Bounded by maxKnown.
 	known map[string]*Shape
+	// copies are the copies of known shapes the logs of the worker took (newShape), and
+	// copied how many of them this log took: the next log takes them again, as no reader
+	// keeps a line's shape past its log (at 16,384 ranks a copy of each of a dozen shapes
+	// per log was 42 MB to allocate and collect).
+	copies []*Shape
+	copied int
 	// per-line results
 	cur   *Shape // the line's shape, nil when it has none
 	ascii bool   // the line is all ASCII
@@ -103,6 +109,7 @@ func (b *shaper) reset() {
 	b.seen.reset()
 	b.recent = [2]*Shape{}
 	b.cur = nil
+	b.copied = 0
 }
 
 // line finds the shape of a line (b.cur, b.vals, b.masks), cleaning the line first when it
@@ -156,11 +163,16 @@ func (b *shaper) newShape() *Shape {
 	if k := b.known[string(b.key)]; k != nil {
 		// Made in an earlier log: the same parts, kinds and number across logs (a budget
 		// gives a key the same number for good); only the ID is this log's.
-		sh := *k
+		if b.copied == len(b.copies) {
+			b.copies = append(b.copies, new(Shape))
+		}
+		sh := b.copies[b.copied]
+		b.copied++
+		*sh = *k
 		sh.ID = b.shapes
 		b.shapes++
-		b.byKey[sh.Key] = &sh
-		return &sh
+		b.byKey[sh.Key] = sh
+		return sh
 	}
 	doc := -1
 	if b.budget != nil {

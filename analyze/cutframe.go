@@ -30,6 +30,11 @@ import (
 //     "kv_cache_utils.py ... in get_kv_cache_configs"): "ValueError: No available memory for the
 //     cache blocks. Try increasing `gpu_memory_utilization`" (wtdcode/vllm-backport#15,
 //     vllm-project/vllm-omni#4475);
+//   - DeepSpeed checking its configuration ("deepspeed/runtime/config.py ... in _batch_assertion",
+//     "assert train_batch == micro_batch * grad_acc * self.world_size"): "AssertionError: Check
+//     batch related parameters. train_batch_size is not equal to micro_batch_per_gpu *
+//     gradient_acc_step * world_size" (bigcode-project/starcoder#77, deepspeedai/DeepSpeed#3228);
+//     every check in that file is of the configuration the job was given;
 //   - torchelastic's rendezvous handler ("torch/distributed/elastic/rendezvous/etcd_rendezvous.py
 //     ... in next_rendezvous"): the rendezvous failed (pytorch/pytorch#132950, #123714, kubeflow/trainer#1638).
 
@@ -44,6 +49,7 @@ type cutFrame struct {
 // cutFrames are tried in order: a library's subsystem by its path first, then the call.
 var cutFrames = []cutFrame{
 	{category: CategoryRendezvous, paths: []string{"distributed/elastic/rendezvous/"}},
+	{category: CategoryConfigError, paths: []string{"deepspeed/runtime/config.py"}},
 	{category: CategoryStorageError, paths: []string{"google/cloud/storage/", "botocore/", "boto3/", "s3transfer/"}},
 	{category: CategoryCUDAOOM, paths: []string{"vllm/"}, funcs: []string{
 		"_initialize_kv_caches", "initialize_cache", "determine_num_available_blocks", "get_kv_cache_configs",

@@ -65,7 +65,23 @@ Traceback (most recent call last):
 (EngineCore pid=90)     kv_cache_configs = get_kv_cache_configs(
 (EngineCore pid=90)                        ^^^^^^^^^^^^^^^^^^^^^
 `, CategoryCUDAOOM},
+		{"DeepSpeed checking the batch sizes it was given (bigcode-project/starcoder#77)", `Traceback (most recent call last):
+  File "train.py", line 353, in <module>
+    main()
+  File "/opt/conda/lib/python3.7/site-packages/deepspeed/__init__.py", line 157, in initialize
+    config_class = DeepSpeedConfig(config, mpu)
+  File "/opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py", line 942, in _configure_train_batch_size
+    self._batch_assertion()
+  File "/opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py", line 891, in _batch_assertion
+    assert train_batch == micro_batch * grad_acc * self.world_size, (
+`, CategoryConfigError},
 		// Where nothing is known of the error: user code, a standard stream, an image opened.
+		{"DeepSpeed's engine, not its configuration: no guess", `Traceback (most recent call last):
+  File "train.py", line 88, in <module>
+    model_engine.step()
+  File "/usr/local/lib/python3.8/dist-packages/deepspeed/runtime/engine.py", line 2213, in step
+    self._take_model_step(lr_kwargs)
+`, CategoryUnknown},
 		{"a cut in the model's own code", `Traceback (most recent call last):
   File "train.py", line 88, in <module>
     out = model(batch)

@@ -672,6 +672,9 @@ type terminalFailure struct {
 const (
 	maxFailureLines = 12
 	maxContextLines = 40
+	// maxAboveSkipped is how many empty or progress lines may stand between a failure and the
+	// warning or error line above it that still counts as right above it (terminalFailure.above).
+	maxAboveSkipped = 3
 	// errorNearEnd is how close to a log's end an error line must be to count: earlier ones
 	// were most likely survived.
 	errorNearEnd = 60
@@ -789,7 +792,18 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	if len(picked) == 0 {
 		return nil
 	}
-	if i := picked[0] - 1; i >= 0 && kinds[i] == kindNone && !inFrames[i] && isWarnOrErrorLine(lines[i].text) {
+	i, bar := picked[0]-1, false
+	for skip := 0; skip < maxAboveSkipped && i > 0 && kinds[i] == kindNone && !inFrames[i] &&
+		(len(bytes.TrimSpace(lines[i].text)) == 0 || lines[i].line == tf.lastProgress); skip++ {
+		// Output interleaved between a cause and its failure belongs to neither: another
+		// process's empty prefixed line, the progress bar the failure interrupted (a rollout
+		// actor's "CUDA Error: out of memory", the trainer's "Episode 0/309" bar, its traceback).
+		bar = bar || lines[i].line == tf.lastProgress
+		i--
+	}
+	// An error line right above the bar the failure interrupted was taken as survived (the
+	// bar came after it), but only the failure followed that bar.
+	if i >= 0 && kinds[i] == kindNone && !inFrames[i] && (isWarnOrErrorLine(lines[i].text) || bar && kindWith(lines[i].text, words[i]) == kindError) {
 		l := lines[i]
 		l.text = bytes.Clone(l.text)
 		tf.above = &l

@@ -273,6 +273,9 @@ func TestSecondTier(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
 	progress := "epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\n"
+	rolloutOOM := "(LLMRayActor pid=347862) CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56\n(ActorModelRayActor pid=348952) \n"
+	cutTraceback := "Traceback (most recent call last):\n  File \"/usr/lib/python3.10/runpy.py\", line 196, in _run_module_as_main\n" +
+		"    return _run_code(code, main_globals, None,\n  File \"/usr/lib/python3.10/runpy.py\", line 86, in _run_code\n    exec(code, run_globals)\n"
 	tests := []struct {
 		name       string
 		specific   bool
@@ -393,6 +396,14 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryCUDAOOM, ConfidenceHigh, ""},
 		{"words no category knows: could not tell", true, progress + "Traceback (most recent call last):\n  File \"t.py\", line 1\nFooBarError: the frobnicator gave up\n",
 			VerdictUnhealthy, CategoryUserCodeError, ConfidenceLow, ""},
+		// vLLM's allocator prints its C++ error when a woken rollout engine cannot map its memory
+		// back (vllm-project/vllm#12981); the trainer's bar it interrupted and its traceback, cut
+		// before the exception, follow.
+		{"a rollout engine's OOM above the bar the trainer's traceback interrupted", false, rolloutOOM + "Episode [1/16]:   0%|          | 0/309 [03:58<?, ?it/s]\n" + cutTraceback,
+			VerdictUnhealthy, CategoryCUDAOOM, ConfidenceMedium, "likely cuda-oom: 'CUDA Error: out of memory'"},
+		{"the same OOM line with training going on after it", false, rolloutOOM + "Episode [1/16]:   3%|          | 9/309 [03:58<1:02, 4.1s/it]\n" +
+			"Episode [1/16]:   3%|          | 10/309 [04:02<1:02, 4.1s/it]\n" + cutTraceback,
+			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

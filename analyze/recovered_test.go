@@ -495,3 +495,43 @@ func TestCrashAfterDoneWordsIsFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonWarningIsSurvived: a warning Python's warnings module printed (its header, its
+// message's lines, its indented source line) is no failure, whatever its message says failed,
+// with both tiers and with the second tier alone; the same message as an exception, a failure
+// after the warning, and a warning's words on a line that is not its header are failures.
+func TestPythonWarningIsSurvived(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	steps := "step 100 loss 2.10\nstep 200 loss 2.05\n"
+	// jax-ml/jax#22281
+	jax := "/usr/local/lib/python3.10/dist-packages/jax/_src/compiler.py:522: UserWarning: Error reading persistent compilation cache entry for 'jit_convert_element_type': XlaRuntimeError: INTERNAL: Failed to parse serialized GpuThunkAotCompilationResult.\n" +
+		"  warnings.warn(\n"
+	// after techzizou/Train-Object-Detection-Model-TF-2.x#3 (its "caused by" line cut to a loader error)
+	tfio := "/usr/local/lib/python3.10/dist-packages/tensorflow_io/python/ops/__init__.py:104: UserWarning: file system plugins are not loaded: unable to open file: libtensorflow_io.so, from paths: ['/usr/local/lib/python3.10/dist-packages/tensorflow_io/python/ops/libtensorflow_io.so']\n" +
+		"caused by: ['/usr/local/lib/python3.10/dist-packages/tensorflow_io/python/ops/libtensorflow_io.so: cannot open shared object file']\n" +
+		"  warnings.warn(f\"file system plugins are not loaded: {e}\")\n"
+	// A rank's prefix before the header and its source line.
+	ranked := "[rank0]: /opt/conda/lib/python3.10/site-packages/torch/utils/checkpoint.py:61: UserWarning: Error detected in the backward pass, retrying the step\n" +
+		"[rank0]:   warnings.warn(\n"
+	tiers := map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)}
+	for name, rules := range tiers {
+		for _, log := range []string{steps + jax, steps + tfio, steps + ranked, jax + steps} {
+			res := analyzeLogs(t, rules, log)
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %q: %s", name, log, findingsOf(res))
+		}
+		for _, log := range []string{
+			// The warning, then the process's real end.
+			steps + jax + "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+			// The same words raised (-W error, or a library that raises them).
+			steps + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    cache.write(entry)\nOSError: Error writing persistent compilation cache entry: Access denied.\n",
+			// Not a header: no file and line number before the category.
+			steps + "train: UserWarning: checkpoint volume is read-only\n  OSError: [Errno 30] Read-only file system: '/ckpt/last.pt'\n",
+			// A header with no source line: its message's next line is read as any line.
+			steps + "/x/train.py:12: UserWarning: checkpoint write failed\nPermissionError: [Errno 13] Permission denied: '/ckpt/last.pt'\n",
+		} {
+			res := analyzeLogs(t, rules, log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %q: %s", name, log, findingsOf(res))
+		}
+	}
+}

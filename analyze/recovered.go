@@ -361,7 +361,6 @@ func isRecovery(t []byte, words wordSet) bool {
 // complaints it ended and whether the log names more than one pod. words are the lines'
 // tailWordsOf.
 func forgetRecovered(t *tailBuf, lines []tailLine, kinds []lineKind, words []wordSet) {
-	forgetWarnings(lines, kinds, words)
 	// An elastic agent restarted its worker group and the new group trained: whatever failed
 	// before the new group started was the old group's end, which the job got past
 	// (recovery.go).
@@ -746,74 +745,3 @@ func leftoverEvicted(rows []listedPod, lines []tailLine) bool {
 	}
 	return running
 }
-
-// Python's warnings module prints a warning as "<file>.py:<line>: <Category>Warning: <message>",
-// the message's own lines after it, then the warning's source line indented by two spaces
-// ("  warnings.warn("): JAX's "UserWarning: Error reading persistent compilation cache entry for
-// 'jit_...': XlaRuntimeError: INTERNAL: Failed to parse ..." (jax-ml/jax#22281), tensorflow_io's
-// "UserWarning: unable to load libtensorflow_io_plugins.so: ..." with its "caused by: [...]"
-// line (techzizou/Train-Object-Detection-Model-TF-2.x#3), FSDP's "FutureWarning:
-// FSDP.state_dict_type() ... are being deprecated" between training steps
-// (foundation-model-stack/fms-hf-tuning#290). A warning is printed and the process goes
-// on (with -W error it is raised instead, as an exception and its traceback): what its message
-// says failed ("Error writing ... cache entry", "Access denied.") was survived. The header
-// and every line up to its source line are no failure. A header whose source line does not
-// follow within maxWarningLines (no source at hand) is one line.
-func forgetWarnings(lines []tailLine, kinds []lineKind, words []wordSet) {
-	for i := 0; i < len(lines); i++ {
-		if words[i]&hasEndWord == 0 || kinds[i] > kindError {
-			continue // "warning" is an end word: most tail lines are never searched
-		}
-		prefix, ok := warningHeader(lines[i].text)
-		if !ok {
-			continue
-		}
-		end := i
-		for j := i + 1; j < len(lines) && j <= i+maxWarningLines; j++ {
-			if isSourceLine(lines[j].text, prefix) {
-				end = j
-				break
-			}
-		}
-		for j := i; j <= end; j++ {
-			if kinds[j] <= kindError {
-				kinds[j] = kindNone
-			}
-		}
-		i = end
-	}
-}
-
-// maxWarningLines bounds how many lines after its header a warning's source line may be.
-const maxWarningLines = 8
-
-// warningHeader returns what precedes the file name of t when t is the header of a Python
-// warning ("/x/compiler.py:686: UserWarning: ..."; a rank's or a worker's prefix before it).
-func warningHeader(t []byte) (prefix []byte, ok bool) {
-	i := bytes.Index(t, []byte("Warning: "))
-	if i < 0 {
-		return nil, false
-	}
-	head := t[:i] // "<prefix><file>.py:<line>: <Category>"
-	sp := bytes.LastIndex(head, []byte(": "))
-	if sp < 0 || sp+2 >= len(head) || !isUpper(head[sp+2]) || bytes.IndexByte(head[sp+2:], ' ') >= 0 {
-		return nil, false
-	}
-	loc := head[:sp] // "<prefix><file>.py:<line>"
-	c := bytes.LastIndexByte(loc, ':')
-	if c < 0 || c+1 == len(loc) || !isDigits(loc[c+1:]) || !bytes.HasSuffix(loc[:c], []byte(".py")) {
-		return nil, false
-	}
-	file := loc[:c]
-	start := bytes.LastIndexAny(file, " \t") + 1
-	return file[:start], len(file)-start > len(".py")
-}
-
-// isSourceLine says whether t is a warning's source line under a header with that prefix: the
-// prefix, then the indented code.
-func isSourceLine(t, prefix []byte) bool {
-	rest, ok := bytes.CutPrefix(t, prefix)
-	return ok && len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') && len(bytes.TrimSpace(rest)) > 0
-}
-
-func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "878c8f7d019efd448916af2e1fdb28bd4558027433496c46e7826295a90be804"
+const builtinDigest = "aa70e03eddeddc54cc3f1bf40b579e041c6e99e325b7cdae260bf898fc716791"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1898,7 +1898,6 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"OOM when allocating tensor with shape\\S* and type \\w+ on \\S*device:GPU:\\d+",
-								"OOM when allocating tensor with shape\\[[\\d,]*\\](?:\\s*$|\\s+\\[\\[)",
 							},
 						},
 						Explanation: "The TensorFlow BFC allocator could not allocate a tensor on the device.\n",
@@ -1915,10 +1914,13 @@ func builtinFiles() []Named {
 									Text: "OOM when allocating tensor with shape[320000,512] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
 								},
 								{
-									Text: "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[100,4096,32]",
+									Text: "ResourceExhaustedError: OOM when allocating tensor with shape[25088,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
 								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[100,4096,32]",
+								},
 								{
 									Text: "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[16,19,19,1024] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
 								},

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "c9fd40c4a8a875c540e0eec2ba06c4a193ea89a37d24bb758b54ad4110609aa0"
+const builtinDigest = "8e478b0f6c0f83f1bb4b9bac0970fa474778dfccd666cf4a31c041bffe31df75"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1910,7 +1910,6 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"OOM when allocating tensor with shape\\S* and type \\w+ on \\S*device:GPU:\\d+",
-								"OOM when allocating tensor with shape\\[[\\d,]*\\](?:\\s*$|\\s+\\[\\[)",
 							},
 						},
 						Explanation: "The TensorFlow BFC allocator could not allocate a tensor on the device.\n",
@@ -1927,10 +1926,13 @@ func builtinFiles() []Named {
 									Text: "OOM when allocating tensor with shape[320000,512] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
 								},
 								{
-									Text: "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[100,4096,32]",
+									Text: "ResourceExhaustedError: OOM when allocating tensor with shape[25088,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
 								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[100,4096,32]",
+								},
 								{
 									Text: "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[16,19,19,1024] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
 								},

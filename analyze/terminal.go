@@ -162,15 +162,8 @@ var (
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
 		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted").as(hasSignalWord)
-	// dmlc-core's LOG(FATAL) (MXNet, XGBoost, ps-lite, BytePS) logs the message it throws from
-	// inside logging.h itself, so the line names logging.h, then the fatal call's own time and
-	// place: "[07:48:18] 3rdparty/ps-lite/include/dmlc/logging.h:276: [07:48:18]
-	// src/./zmq_van.h:121: Reached max retry for bind: ...", "include/dmlc/logging.h:235:
-	// [00:59:21] src/io/local_filesys.cc:154: Check failed: ..." (apache/mxnet#5224); its other
-	// levels name their caller's file, never logging.h.
-	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{4} \S+ )\S+:\d+\]|`+
-		`/(?:\./)?logging\.h:\d+: \[\d\d:\d\d:\d\d\] `,
-		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal", "logging.h:").as(hasFatalWord)
+	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{4} \S+ )\S+:\d+\]`,
+		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal").as(hasFatalWord)
 	// launcherLine is a launcher's summary of a failed process: torchelastic's, mpirun's,
 	// MPICH's, the DeepSpeed launcher's, Slurm's, PaddlePaddle's ("ABORT!!! Out of all 4
 	// trainers, the trainer process with rank=[1, 2, 3] was aborted. Please check its log.").
@@ -493,7 +486,7 @@ var endWordList = []string{
 	"non-zero", "termination", "cancelled", "warning", "reason:",
 	"failed", "refused", "denied", "timed out", "unable to", "cannot", "could not", "out of memory",
 	"oom", "xid", "evicted", "preempted", "unschedulable", "backoff", "insufficient", "exceeded",
-	"coordinationservice/registertask", "logging.h:",
+	"coordinationservice/registertask",
 }
 
 // mayEnd says whether kindOf's expressions could match trimmed line t: one pass over a line

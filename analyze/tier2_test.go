@@ -306,16 +306,6 @@ func TestSecondTier(t *testing.T) {
 		// (tensorflow/tensorflow#13463).
 		{"a TensorFlow 1 op error that points at its traceback above", false, progress + "DataLossError (see above for traceback): corrupted record at 12\n",
 			VerdictUnhealthy, CategoryDataError, ConfidenceMedium, "likely data-error: 'corrupted'"},
-		// dmlc-core's LOG(FATAL) logs its message from inside logging.h (apache/mxnet#5224):
-		// the line is a fatal line, read for its words; dmlc's other levels name the caller.
-		{"a dmlc-core fatal line that ends a ps-lite scheduler's log", false,
-			"[07:48:18] src/postoffice.cc:25: Creating Van: zmq\n" +
-				"[07:48:18] 3rdparty/ps-lite/include/dmlc/logging.h:276: [07:48:18] src/./zmq_van.h:121: Reached max retry for bind: Address already in use. errno = 98\n",
-			VerdictUnhealthy, CategoryRendezvous, ConfidenceMedium, "likely rendezvous-failure"},
-		{"a dmlc-core info line with the same words is no failure", false,
-			"[07:48:18] src/postoffice.cc:25: Creating Van: zmq\n" +
-				"[07:48:18] src/./zmq_van.h:121: bind retry: address already in use, trying port 9102\n",
-			VerdictUnknown, "", "", ""},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
 		{"an exception logged at ERROR before the process exited", false, progress +

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "8e478b0f6c0f83f1bb4b9bac0970fa474778dfccd666cf4a31c041bffe31df75"
+const builtinDigest = "e8de0fb7949557ff50a68a2348fa3397c9ed0b0cbf0f476065ffa69d61312b04"
 
 func builtinFiles() []Named {
 	return []Named{

@@ -794,7 +794,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	}
 	i, bar := picked[0]-1, false
 	for skip := 0; skip < maxAboveSkipped && i > 0 && kinds[i] == kindNone && !inFrames[i] &&
-		(len(bytes.TrimSpace(lines[i].text)) == 0 || lines[i].line == tf.lastProgress); skip++ {
+		(len(bytes.TrimSpace(lines[i].text)) == 0 || lines[i].line == tf.lastProgress && barNotStarted(lines[i].text)); skip++ {
 		// Output interleaved between a cause and its failure belongs to neither: another
 		// process's empty prefixed line, the progress bar the failure interrupted (a rollout
 		// actor's "CUDA Error: out of memory", the trainer's "Episode 0/309" bar, its traceback).
@@ -831,6 +831,43 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		}
 	}
 	return tf
+}
+
+// barNotStarted says whether progress line t shows no work done yet, so that an error above it
+// was not survived: its percentage (tqdm's "  0%|") or, without one, its last count ("0/309")
+// is zero, and no later update follows a carriage return in it (a bar that went from 0/309 to
+// 155/309 on one line did work after the error).
+func barNotStarted(t []byte) bool {
+	if bytes.IndexByte(t, '\r') >= 0 {
+		return false
+	}
+	zero, seen := false, false
+	for i := 0; i < len(t); i++ {
+		if t[i] != '%' || i == 0 || !isDigit(t[i-1]) {
+			continue
+		}
+		j := i - 1
+		for j > 0 && (isDigit(t[j-1]) || t[j-1] == '.') {
+			j--
+		}
+		if strings.Trim(string(t[j:i]), "0.") != "" {
+			return false // "3%", "100%", "0.5%"
+		}
+		zero, seen = true, true
+	}
+	if seen {
+		return zero
+	}
+	for i := len(t) - 2; i > 0; i-- {
+		if t[i] == '/' && isDigit(t[i-1]) && isDigit(t[i+1]) {
+			j := i - 1
+			for j > 0 && isDigit(t[j-1]) {
+				j--
+			}
+			return strings.TrimLeft(string(t[j:i]), "0") == ""
+		}
+	}
+	return false
 }
 
 // A library that retries a failed attempt says so on every try, and says when it gives up

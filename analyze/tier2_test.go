@@ -404,6 +404,12 @@ func TestSecondTier(t *testing.T) {
 		{"the same OOM line with training going on after it", false, rolloutOOM + "Episode [1/16]:   3%|          | 9/309 [03:58<1:02, 4.1s/it]\n" +
 			"Episode [1/16]:   3%|          | 10/309 [04:02<1:02, 4.1s/it]\n" + cutTraceback,
 			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, ""},
+		// A bar between the error and the failure that did work after the error: finished, or
+		// moved on within one line through carriage returns (tqdm without a terminal).
+		{"the same OOM line above a bar that finished", false, rolloutOOM + "Train: 100%|##########| 309/309 [02:00<00:00, 2.57it/s]\n" + cutTraceback,
+			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, ""},
+		{"the same OOM line above a bar that moved on one line", false, rolloutOOM + "Train:   0%| | 0/309 [00:00<?, ?it/s]\rTrain:  50%| | 155/309 [01:00<01:00, 2it/s]\n" + cutTraceback,
+			VerdictUnhealthy, CategoryUnknown, ConfidenceLow, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -486,5 +492,23 @@ func TestSecondTierNeverFailsAHealthyJob(t *testing.T) {
 			require.Equal(t, VerdictHealthy, res.Verdict, res.VerdictReason)
 			require.Nil(t, res.RootCause)
 		})
+	}
+}
+
+// TestBarNotStarted: a progress bar shows work done after an error above it by its percentage,
+// or without one by its last count, or by an update after a carriage return.
+func TestBarNotStarted(t *testing.T) {
+	for line, want := range map[string]bool{
+		"Episode [1/16]:   0%|          | 0/309 [03:58<?, ?it/s]":      true,
+		"Episode [1/16]:   3%|          | 9/309 [03:58<1:02, 4.1s/it]": false,
+		"Train: 100%|##########| 309/309 [02:00<00:00, 2.57it/s]":      false,
+		"Train:   0%| | 0/309\rTrain:  50%| | 155/309":                 false,
+		"progress 0.0% (0/1000)":                                       true,
+		"progress 0.5% (5/1000)":                                       false,
+		"Episode 0/309":                                                true,
+		"Epoch 1/3 step 12/309":                                        false,
+		"epoch 1 step 20 loss 2.0":                                     false,
+	} {
+		require.Equal(t, want, barNotStarted([]byte(line)), line)
 	}
 }

@@ -49,7 +49,10 @@ type cutFrame struct {
 // cutFrames are tried in order: a library's subsystem by its path first, then the call.
 var cutFrames = []cutFrame{
 	{category: CategoryRendezvous, paths: []string{"distributed/elastic/rendezvous/"}},
-	{category: CategoryConfigError, paths: []string{"deepspeed/runtime/config.py"}},
+	// DeepSpeed's checks of the configuration it was given, not every call in that file (its
+	// __init__ also asks the process group for the world size).
+	{category: CategoryConfigError, paths: []string{"deepspeed/runtime/config.py"}, funcs: []string{
+		"_batch_assertion", "_configure_train_batch_size", "_set_batch_related_parameters", "_do_error_check", "_do_sanity_check"}},
 	{category: CategoryStorageError, paths: []string{"google/cloud/storage/", "botocore/", "boto3/", "s3transfer/"}},
 	{category: CategoryCUDAOOM, paths: []string{"vllm/"}, funcs: []string{
 		"_initialize_kv_caches", "initialize_cache", "determine_num_available_blocks", "get_kv_cache_configs",

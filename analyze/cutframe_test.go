@@ -75,6 +75,14 @@ Traceback (most recent call last):
   File "/opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py", line 891, in _batch_assertion
     assert train_batch == micro_batch * grad_acc * self.world_size, (
 `, CategoryConfigError},
+		{"DeepSpeed's configuration asking the process group for the world size: no guess", `Traceback (most recent call last):
+  File "train.py", line 353, in <module>
+    main()
+  File "/opt/conda/lib/python3.7/site-packages/deepspeed/__init__.py", line 157, in initialize
+    config_class = DeepSpeedConfig(config, mpu)
+  File "/opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py", line 790, in __init__
+    self.world_size = dist.get_world_size(group=self.mpu.get_data_parallel_group())
+`, CategoryUnknown},
 		// Where nothing is known of the error: user code, a standard stream, an image opened.
 		{"DeepSpeed's engine, not its configuration: no guess", `Traceback (most recent call last):
   File "train.py", line 88, in <module>

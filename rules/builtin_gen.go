@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "8e478b0f6c0f83f1bb4b9bac0970fa474778dfccd666cf4a31c041bffe31df75"
+const builtinDigest = "a03b806b1c156d83ec17ecd69ce1dd11296bea5b0d8bc062c69401dd9d5c3b3e"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12328,7 +12328,6 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"failed \\(exitcode: -9\\) local_rank: \\d+",
 								"Signal 9 \\(SIGKILL\\) received by PID \\d+",
-								"^\\s*exitcode\\s*: -9 \\(pid: \\d+\\)",
 								"DataLoader worker \\(pid\\(?s?\\)? ?[\\d, ]+\\)? is killed by signal: Killed",
 								": line \\d+: +\\d+ Killed\\b",
 								"died with <Signals\\.SIGKILL: 9>",
@@ -12343,12 +12342,6 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  traceback : Signal 9 (SIGKILL) received by PID 79468",
-								},
-								{
-									Text: "  exitcode  : -9 (pid: 14750)",
-								},
-								{
-									Text: "  exitcode  : -9 (pid: 8158)",
 								},
 								{
 									Text: "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
@@ -12378,6 +12371,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  exitcode  : 1 (pid: 33054)",
+								},
+								{
+									Text: "  exitcode  : -9 (pid: 156)",
 								},
 								{
 									Text: "    result = classify('exitcode  : -9 (pid: 69)', 1)",

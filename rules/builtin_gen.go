@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "a03b806b1c156d83ec17ecd69ce1dd11296bea5b0d8bc062c69401dd9d5c3b3e"
+const builtinDigest = "72b1bf45d3e5849f89b1489f3c12023f091de89106525db6d3badd99a7fe4356"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -14752,7 +14752,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Streak: &Streak{
 								Patterns: []string{
-									"'loss': 0\\.0, 'grad_norm': (?P<value>nan|inf|-inf)\\b",
+									"^\\s*\\{'loss': 0\\.0, 'grad_norm': (?P<value>nan|inf|-inf)\\b",
 								},
 								Recover: []string{
 									"'grad_norm': -?\\d",
@@ -14782,6 +14782,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "{'loss': 0.2096, 'grad_norm': nan, 'learning_rate': 0.00026, 'epoch': 5.38}",
+								},
+								{
+									Text: "    print({'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.01})",
 								},
 							},
 						},

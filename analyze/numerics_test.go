@@ -1,7 +1,9 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -80,5 +82,38 @@ func TestZeroLossNaNNormToTheEnd(t *testing.T) {
 	res = analyzeLogs(t, all, zero+good)
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	res = analyzeLogs(t, all, good+"{'loss': 0.2096, 'grad_norm': nan, 'learning_rate': 0.00026, 'epoch': 5.38}\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}
+
+// TestZeroLossNaNNormOneRowWhileRunning: a single such row at the end of the log of a job
+// still running is the step it was at when collected (the next may be finite): medium, not
+// high. A source line that prints the dict is no row at all.
+func TestZeroLossNaNNormOneRowWhileRunning(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	zero := "2026-03-14T10:05:00Z {'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1e-06, 'epoch': 0.01}\n"
+	running := `  phase: Running
+  startTime: "2026-03-14T10:00:10Z"
+  containerStatuses:
+  - name: pytorch
+    image: registry.local/ml/trainer:v2
+    imageID: registry.local/ml/trainer@sha256:1
+    ready: true
+    restartCount: 0
+    state: {running: {startedAt: "2026-03-14T10:00:20Z"}}
+`
+	files := map[string]string{
+		"resources/kubeflow.org/PyTorchJob/ml/train.yaml": pytorchJobYAML(1, "Running", "2026-03-14T10:00:30Z"),
+		"resources/core/Pod/ml/train-worker-0.yaml":       workerPodYAML(0, running),
+		"logs/ml/train-worker-0/pytorch.log":              "2026-03-14T10:04:00Z ***** Running training *****\n" + zero,
+	}
+	res := analyzeBundle(t, files, time.Date(2026, 3, 14, 10, 6, 0, 0, time.UTC), Options{})
+	require.Equal(t, "nan-loss/zero-loss-nan-norm-to-end", res.RootCause.RuleID, res.VerdictReason)
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+	files["logs/ml/train-worker-0/pytorch.log"] += strings.Replace(zero, "10:05:00", "10:05:30", 1)
+	res = analyzeBundle(t, files, time.Date(2026, 3, 14, 10, 6, 0, 0, time.UTC), Options{})
+	require.Equal(t, ConfidenceHigh, res.Confidence)
+
+	res = analyzeLogs(t, all, "    print({'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.01})\n")
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 }

@@ -31,14 +31,7 @@ func (a *analyzer) stateful() {
 	if mf := a.m.Bundle.Manifest; mf != nil && mf.CollectedAt != nil {
 		js.collectedAt = *mf.CollectedAt
 	}
-	if j := a.m.Job; j != nil && j.Object != nil {
-		js.running = j.Phase == parse.PhaseRunning || j.Phase == parse.PhaseCreated && len(j.Pods()) > 0 && allRunning(j)
-	} else if len(a.m.Pods) > 0 {
-		js.running = true
-		for _, p := range a.m.Pods {
-			js.running = js.running && p.Status.Phase == corev1.PodRunning
-		}
-	}
+	js.running = a.stillRunning()
 	for _, r := range a.rs.stateful {
 		var found []*Finding
 		switch {
@@ -51,6 +44,23 @@ func (a *analyzer) stateful() {
 			a.add(f)
 		}
 	}
+}
+
+// stillRunning says whether the bundle shows the job, or without one its every pod, still
+// running when it was collected.
+func (a *analyzer) stillRunning() bool {
+	if j := a.m.Job; j != nil && j.Object != nil {
+		return j.Phase == parse.PhaseRunning || j.Phase == parse.PhaseCreated && len(j.Pods()) > 0 && allRunning(j)
+	}
+	if len(a.m.Pods) == 0 {
+		return false
+	}
+	for _, p := range a.m.Pods {
+		if p.Status.Phase != corev1.PodRunning {
+			return false
+		}
+	}
+	return true
 }
 
 // podRanks gives the processes and findings of a pod's logs the pod's rank when nothing in

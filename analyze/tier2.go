@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coroner-dev/coroner/parse"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Confidence says how sure a root cause is: high when a specific rule matched unambiguous
@@ -72,6 +73,11 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			// cause does not make that sure.
 			a.res.Confidence = ConfidenceMedium
 			a.res.ConfidenceBasis = BasisSymptom
+		}
+		if root.rule != nil && root.rule.Match.Streak != nil && root.rule.Match.Streak.ToEnd && root.Count < 2 && a.stillRunning() {
+			// One bad row at the end of a job still running is the step it was at when
+			// collected: the next may be finite again.
+			a.res.Confidence = ConfidenceMedium
 		}
 		return root
 	default:
@@ -164,9 +170,12 @@ func (a *analyzer) demote(root, f *Finding) {
 }
 
 // causeShownAbsent says whether the bundle shows that root, a symptom whose words name no
-// cause, had none before it: the job's pods are known, each has its log, and no other pod has
-// a failure dated at or before root's. Plain logs never do (the rank that failed first may
-// be in a log that was not pasted), nor a root without a time.
+// cause, had none before it: the job's pods are known, each has its current log whole (not
+// empty, not only a previous run's, not cut by the collector), no other pod has a failure
+// dated at or before root's, and no other pod's container ended with an error or a signal
+// that its own log does not explain (a SIGKILLed process leaves an empty log and a stop time
+// the runtime sets when it notices, later than the symptom it caused). Plain logs never do
+// (the rank that failed first may be in a log that was not pasted), nor a root without a time.
 func (a *analyzer) causeShownAbsent(root *Finding) bool {
 	if a.m.Job == nil || a.m.Job.Object == nil || root.at == nil {
 		return false
@@ -175,17 +184,46 @@ func (a *analyzer) causeShownAbsent(root *Finding) bool {
 	if len(pods) == 0 {
 		return false
 	}
-	for _, p := range pods {
-		if !a.logsFor[[2]string{p.Name, ""}] {
-			return false
+	whole := map[string]bool{}
+	for _, ls := range a.m.Logs {
+		if !ls.Previous && ls.Size > 0 && !ls.Truncated {
+			whole[ls.Pod] = true
 		}
 	}
+	explained := map[[2]string]bool{}
 	for _, f := range a.findings {
+		if f.log != "" {
+			explained[[2]string{f.Pod, f.Container}] = true
+		}
 		if f != root && f.Pod != root.Pod && f.Severity >= SeverityError && (f.at == nil || !f.at.After(*root.at)) {
 			return false
 		}
 	}
+	for _, p := range pods {
+		if !whole[p.Name] {
+			return false
+		}
+		if p.Name == root.Pod {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if endedBadly(cs) && !explained[[2]string{p.Name, cs.Name}] {
+				return false
+			}
+		}
+	}
 	return true
+}
+
+// endedBadly says whether a container's run, its current or its last, ended with an error
+// exit code or a signal.
+func endedBadly(cs corev1.ContainerStatus) bool {
+	for _, te := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+		if te != nil && (te.ExitCode != 0 || te.Signal != 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHaveFailed says whether the job may have failed: plain logs, or a job that failed.

@@ -384,23 +384,30 @@ func TestMPIRankSignal(t *testing.T) {
 	require.Equal(t, CategoryShmBusError, res.RootCause.Category, res.RootCause.Title)
 }
 
-// TestTorchrunTableRowOfSIGKILL: torchrun's failure table cut after the process's exitcode
-// row, with no "Signal 9" line and no "failed (exitcode: -9)" line, still names the SIGKILL.
-func TestTorchrunTableRowOfSIGKILL(t *testing.T) {
+// TestTorchrunTableRowOfSIGKILLAlone: torchrun's failure table lists every failed process, and
+// a -9 row there is as often a peer the agent killed after another rank's exception as the
+// process's own death: the row alone names no host-oom, and a KeyError before the table stays
+// the cause.
+func TestTorchrunTableRowOfSIGKILLAlone(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
-	// https://github.com/FasterDecoding/Medusa/issues/118 (the table, cut after the row)
-	table := "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n" +
-		"=====================================================\n" +
-		"medusa/train/train.py FAILED\n" +
-		"-----------------------------------------------------\n" +
-		"Root Cause (first observed failure):\n" +
-		"[0]:\n" +
-		"  time      : 2024-08-25_17:31:27\n" +
-		"  host      : 4b1a9e8a140f\n" +
-		"  rank      : 0 (local_rank: 0)\n"
-	res := analyzeLogs(t, all, table+"  exitcode  : -9 (pid: 8158)\n  error_file: <N/A>\n")
-	require.Equal(t, CategoryHostOOM, res.RootCause.Category, res.VerdictReason)
-	res = analyzeLogs(t, all, table+"  exitcode  : 1 (pid: 8158)\n  error_file: <N/A>\n")
+	table := "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" +
+		"============================================================\n" +
+		"train.py FAILED\n" +
+		"------------------------------------------------------------\n" +
+		"Failures:\n" +
+		"[1]:\n" +
+		"  time      : 2025-03-12_10:00:35\n" +
+		"  host      : worker-0\n" +
+		"  rank      : 1 (local_rank: 1)\n" +
+		"  exitcode  : -9 (pid: 156)\n"
+	res := analyzeLogs(t, all, table)
 	require.NotEqual(t, CategoryHostOOM, res.RootCause.Category, res.VerdictReason)
+	keyError := "[rank0]: Traceback (most recent call last):\n" +
+		"[rank0]:   File \"/app/train.py\", line 70, in main\n" +
+		"[rank0]:     batch = collate(samples)\n" +
+		"[rank0]: KeyError: 'input_ids'\n" +
+		"E0312 10:00:35.400000 140 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 155) of binary: /usr/bin/python3\n"
+	res = analyzeLogs(t, all, keyError+table)
+	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.VerdictReason)
 }

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "e8de0fb7949557ff50a68a2348fa3397c9ed0b0cbf0f476065ffa69d61312b04"
+const builtinDigest = "4bcf22b3ed2897bcf794c90488ccf700752e1483d6109947b21e3f40160cbc1d"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12328,7 +12328,6 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"failed \\(exitcode: -9\\) local_rank: \\d+",
 								"Signal 9 \\(SIGKILL\\) received by PID \\d+",
-								"^\\s*exitcode\\s*: -9 \\(pid: \\d+\\)",
 								"DataLoader worker \\(pid\\(?s?\\)? ?[\\d, ]+\\)? is killed by signal: Killed",
 								": line \\d+: +\\d+ Killed\\b",
 								"died with <Signals\\.SIGKILL: 9>",
@@ -12343,12 +12342,6 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  traceback : Signal 9 (SIGKILL) received by PID 79468",
-								},
-								{
-									Text: "  exitcode  : -9 (pid: 14750)",
-								},
-								{
-									Text: "  exitcode  : -9 (pid: 8158)",
 								},
 								{
 									Text: "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
@@ -12378,6 +12371,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  exitcode  : 1 (pid: 33054)",
+								},
+								{
+									Text: "  exitcode  : -9 (pid: 156)",
 								},
 								{
 									Text: "    result = classify('exitcode  : -9 (pid: 69)', 1)",
@@ -14756,7 +14752,7 @@ func builtinFiles() []Named {
 						Match: Match{
 							Streak: &Streak{
 								Patterns: []string{
-									"'loss': 0\\.0, 'grad_norm': (?P<value>nan|inf|-inf)\\b",
+									"^\\s*\\{'loss': 0\\.0, 'grad_norm': (?P<value>nan|inf|-inf)\\b",
 								},
 								Recover: []string{
 									"'grad_norm': -?\\d",
@@ -14786,6 +14782,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "{'loss': 0.2096, 'grad_norm': nan, 'learning_rate': 0.00026, 'epoch': 5.38}",
+								},
+								{
+									Text: "    print({'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.01})",
 								},
 							},
 						},

@@ -154,8 +154,9 @@ func TestShapeFilterRulesOutOnlyLinesNoRuleMatches(t *testing.T) {
 // TestEscapedRecordMatchesInEveryLog: a JSON record whose message holds an escaped quote
 // (`persistentvolumeclaim \"data-07\" not found`) matches a rule only once decoded, while the
 // shape filters are made of the raw line; a Docker json-file record, whose only escape is the
-// line end, is filtered by its shape like a plain line. Every log of many, scanned by two
-// workers or one, with the filters an earlier analysis made or none, keeps its finding.
+// line end, is left to its shape's filter like a plain line (TestRecordEscaped holds which
+// records are), so that filter must let its failing line through. Every log of many, scanned
+// by two workers or one, with the filters an earlier analysis made or none, keeps its finding.
 func TestEscapedRecordMatchesInEveryLog(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)

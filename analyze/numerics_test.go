@@ -110,6 +110,7 @@ func TestZeroLossNaNNormOneRowWhileRunning(t *testing.T) {
 	res := analyzeBundle(t, files, time.Date(2026, 3, 14, 10, 6, 0, 0, time.UTC), Options{})
 	require.Equal(t, "nan-loss/zero-loss-nan-norm-to-end", res.RootCause.RuleID, res.VerdictReason)
 	require.Equal(t, ConfidenceMedium, res.Confidence)
+	require.Equal(t, BasisOneRow, res.ConfidenceBasis) // the report says why, not "no specific rule matched"
 	files["logs/ml/train-worker-0/pytorch.log"] += strings.Replace(zero, "10:05:00", "10:05:30", 1)
 	res = analyzeBundle(t, files, time.Date(2026, 3, 14, 10, 6, 0, 0, time.UTC), Options{})
 	require.Equal(t, ConfidenceHigh, res.Confidence)

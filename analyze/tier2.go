@@ -77,7 +77,7 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		if root.rule != nil && root.rule.Match.Streak != nil && root.rule.Match.Streak.ToEnd && root.Count < 2 && a.stillRunning() {
 			// One bad row at the end of a job still running is the step it was at when
 			// collected: the next may be finite again.
-			a.res.Confidence = ConfidenceMedium
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceMedium, BasisOneRow
 		}
 		return root
 	default:
@@ -143,6 +143,9 @@ const (
 	// BasisFrame: the second tier named the cause from the innermost frame of a traceback
 	// cut before its exception line.
 	BasisFrame Basis = "frame"
+	// BasisOneRow: a specific rule matched a streak that lasts to the log's end, but it is one
+	// row long and the job was still running when it was collected.
+	BasisOneRow Basis = "one-row"
 )
 
 // confidence is how sure a cause the second tier named is, and why when that is not the

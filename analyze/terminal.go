@@ -411,7 +411,7 @@ func statusHead(t []byte) bool {
 // "config:" line is none).
 func mayBeException(t []byte) bool {
 	i := 0
-	for i < len(t) && (isIdentStart(t[i]) || t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+	for i < len(t) && (isIdentStart(t[i]) || isDigit(t[i]) || t[i] == '.') {
 		i++
 	}
 	if i < len(t) && t[i] != ':' && t[i] != '(' && !bytes.HasPrefix(t[i:], []byte(" (see above for traceback)")) {
@@ -841,7 +841,7 @@ func barNotStarted(t []byte) bool {
 	if bytes.IndexByte(t, '\r') >= 0 {
 		return false
 	}
-	zero, seen := false, false
+	percent := false
 	for i := 0; i < len(t); i++ {
 		if t[i] != '%' || i == 0 || !isDigit(t[i-1]) {
 			continue
@@ -853,10 +853,10 @@ func barNotStarted(t []byte) bool {
 		if strings.Trim(string(t[j:i]), "0.") != "" {
 			return false // "3%", "100%", "0.5%"
 		}
-		zero, seen = true, true
+		percent = true
 	}
-	if seen {
-		return zero
+	if percent {
+		return true // every percentage is zero
 	}
 	for i := len(t) - 2; i > 0; i-- {
 		if t[i] == '/' && isDigit(t[i-1]) && isDigit(t[i+1]) {

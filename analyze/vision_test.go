@@ -9,7 +9,8 @@ import (
 // TestVisionStackFailures: failures of the computer-vision and diffusion training stacks
 // (session 21's spot set) that no specific rule names are named by their class from the
 // vocabulary, with all tiers and with the second alone, at medium: a video the decoder cannot
-// open.
+// open, an OpenMMLab package refusing its mmcv, mmcv or detectron2 ops without their CUDA
+// kernels.
 func TestVisionStackFailures(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -31,6 +32,19 @@ func TestVisionStackFailures(t *testing.T) {
 				"  File \"av/error.pyx\", line 336, in av.error.err_check\n" +
 				"av.error.InvalidDataError: [Errno 1094995529] Invalid data found when processing input; last error log: [h264] Error splitting the input into NAL units.\n",
 			CategoryDataError},
+		{"an OpenMMLab package refusing the mmcv it found",
+			"Traceback (most recent call last):\n  File \"tools/train.py\", line 14, in <module>\n    from mmdet import __version__\n" +
+				"AssertionError: MMCV==1.3.9 is used but incompatible. Please install mmcv>=[1, 1, 4], <=[1, 2, 0].\n",
+			CategoryModuleNotFound},
+		{"mmcv installed without the CUDA kernel of an op",
+			progress + "Traceback (most recent call last):\n" +
+				"  File \"/env/lib/python3.8/site-packages/mmcv/ops/nms.py\", line 27, in forward\n    inds = ext_module.nms(\n" +
+				"RuntimeError: nms_impl: implementation for device cuda:0 not found.\n",
+			CategoryModuleNotFound},
+		{"detectron2's ops built where PyTorch saw no CUDA",
+			"Traceback (most recent call last):\n  File \"train_net.py\", line 90, in <module>\n" +
+				"RuntimeError: Not compiled with GPU support (ROIAlign_forward at /home/u/detectron2/detectron2/layers/csrc/ROIAlign/ROIAlign.h:73)\n",
+			CategoryModuleNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { requireNamedBySecondTier(t, all, tt.log, tt.category) })

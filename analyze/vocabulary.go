@@ -190,12 +190,14 @@ func lowerASCII(s string) string {
 
 // echoedCommand finds a command line that a wrapper repeats when the command it ran failed:
 // Python's CalledProcessError ("Command '...' returned non-zero exit status 1", the command a
-// string or an argv list), the "Command \"...\"" of SageMaker's ExecuteUserScriptError, and
+// string or an argv list; "died with <Signals.SIGKILL: 9>." when a signal ended it, as
+// torch.distributed.launch raises it for a rank killed by the OOM killer), the "Command
+// \"...\"" of SageMaker's ExecuteUserScriptError, and
 // the argv list DeepSpeed's launcher prints before "exits with return code". Group 1, 2 or 3
 // is the command. Its words are the program's arguments (--master_port, s3://bucket/...), not
 // words of the failure, so the vocabulary does not read inside it; a term that names the
 // whole command ("['ninja', '-v']", the build of an extension) still counts.
-var echoedCommand = regexp.MustCompile(`\bcommand '([^\n]*?)' returned non-zero exit status|\bcommand "([^"\n]*)"|(\['[^\n]*?'\]) exits with return code`)
+var echoedCommand = regexp.MustCompile(`\bcommand '([^\n]*?)' (?:returned non-zero exit status|died with <signals\.)|\bcommand "([^"\n]*)"|(\['[^\n]*?'\]) exits with return code`)
 
 // echoedCommands returns the spans of the echoed commands of low (lower case).
 func echoedCommands(low string) [][2]int {

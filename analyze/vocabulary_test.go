@@ -48,6 +48,10 @@ func TestVocabularyClassify(t *testing.T) {
 		{"called process argv", "subprocess.CalledProcessError: Command '['pyflyte-execute', '--inputs', 's3://bucket/metadata/inputs.pb']' returned non-zero exit status 1.", "", CategoryUnknown, nil},
 		{"sagemaker command", "AlgorithmError: ExecuteUserScriptError: Command \"/opt/conda/bin/python train.py --dist_backend nccl --master_port 29500\"", "", CategoryUnknown, nil},
 		{"launcher argv", "[ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', '--data_path', 'Dahoas/rm-static'] exits with return code = -9", "", CategoryHostOOM, []string{"return code = -9"}},
+		// The same echo when a signal ended the command: the words of its argv (a "--gpu-ids"
+		// list, a checkpoint path) say nothing, the signal after it does.
+		{"called process signal", "subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', './train.py', '--local_rank=3', '--resume-from=./work_dirs/latest.pth', '--launcher=pytorch', '--gpu-ids', '0', '1', '2', '3']' died with <Signals.SIGKILL: 9>.", "", CategoryHostOOM, []string{"died with <Signals.SIGKILL: 9>"}},
+		{"called process signal, words inside", "subprocess.CalledProcessError: Command '['python', 'train.py', '--oom-killer', 'cuda']' died with <Signals.SIGSEGV: 11>.", "", CategoryCrashSignal, []string{"SIGSEGV"}},
 		{"words after the command", "subprocess.CalledProcessError: Command 'python train.py' returned non-zero exit status 1. RuntimeError: CUDA out of memory", "", CategoryCUDAOOM, []string{"CUDA out of memory"}},
 	}
 	for _, tt := range tests {

@@ -417,7 +417,7 @@ func (g *building) finish(ctx context.Context, dir string, b *bundle.Bundle, log
 		return nil, err
 	}
 	g.heads, g.tdocs = nil, nil // in the heads file now
-	return openDirHeads(dir, b.FS, false, &want, heads)
+	return openDirHeads(dir, b.FS, false, &want, written{heads, logs})
 }
 
 // writeIndex writes the files of an index besides the bodies and filters: the heads, the

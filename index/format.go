@@ -341,12 +341,22 @@ func decodeHeads(file []byte) ([]*Stream, []frame, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("heads: %w", err)
 	}
-	return decodeRawHeads(data)
+	return decodeRawHeads(data, nil)
 }
 
-// decodeRawHeads is decodeHeads of the heads unpacked; the streams keep slices of data.
-func decodeRawHeads(data []byte) ([]*Stream, []frame, error) {
+// decodeRawHeads is decodeHeads of the heads unpacked; the streams keep slices of data. logs,
+// when set, are the logs the heads were written from, in their order (the writer opening what
+// it wrote): each stream's names are checked against its log's and are its log's strings, so
+// the names of every log (an arena the size of the heads, 13 MB at 200,000 logs, and where
+// each name is) are not made a second time at the end of a diagnosis. Heads that do not name
+// the same logs are decoded as without them.
+func decodeRawHeads(data []byte, logs []bundle.LogStream) ([]*Stream, []frame, error) {
 	d := &decoder{b: data}
+	if logs != nil {
+		if streams, frames, ok := decodeKnownHeads(*d, logs); ok {
+			return streams, frames, nil
+		}
+	}
 	slab := make([]Stream, d.count())
 	streams := make([]*Stream, len(slab))
 	where := make([][4]span, len(slab))
@@ -364,28 +374,7 @@ func decodeRawHeads(data []byte) ([]*Stream, []frame, error) {
 		streams[i] = s
 		arena, where[i] = d.identity(arena, prev, s)
 		prev = where[i]
-		s.First = prevFirst + d.varint()
-		prevFirst = s.First
-		s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
-		s.unordered = d.bool()
-		s.Rank = int(d.varint())
-		s.Last = s.First + d.varint()
-		s.bodyOff, s.bodyLen = int64(d.uvarint()), d.int()
-		if !packed(s.bodyLen) {
-			if len(d.b) < 4 {
-				d.fail()
-				break
-			}
-			s.bodyCRC = binary.LittleEndian.Uint32(d.b)
-			d.b = d.b[4:]
-		}
-		s.cpLen = d.int()
-		o := &s.over
-		o.count, o.nsegs, o.linesLen, o.segLen = d.int(), d.int(), d.int(), d.int()
-		s.heads = d.bytes()
-		if d.err == nil && (s.cpLen+o.linesLen+o.segLen > s.bodyLen || o.count > s.Lines) {
-			d.fail()
-		}
+		prevFirst = d.head(s, prevFirst)
 		if d.err != nil {
 			break
 		}
@@ -407,6 +396,87 @@ func decodeRawHeads(data []byte) ([]*Stream, []frame, error) {
 			names[w[2].start:w[2].end], names[w[3].start:w[3].end]
 	}
 	return streams, frames, nil
+}
+
+// decodeKnownHeads is decodeRawHeads with the logs the heads were written from: false when
+// the heads are not whole or name other logs (d is a copy: the caller's decoder starts over).
+func decodeKnownHeads(d decoder, logs []bundle.LogStream) ([]*Stream, []frame, bool) {
+	if d.count() != len(logs) || d.err != nil {
+		return nil, nil, false
+	}
+	slab := make([]Stream, len(logs))
+	streams := make([]*Stream, len(slab))
+	var prevFirst int64
+	for i := range slab {
+		s := &slab[i]
+		s.idx = i
+		streams[i] = s
+		var prev bundle.LogStream
+		if i > 0 {
+			prev = logs[i-1]
+		}
+		if !d.sameIdentity(prev, logs[i], s) {
+			return nil, nil, false
+		}
+		prevFirst = d.head(s, prevFirst)
+		if d.err != nil {
+			return nil, nil, false
+		}
+	}
+	frames := d.frames()
+	if d.err != nil || len(d.b) != 0 {
+		return nil, nil, false
+	}
+	return streams, frames, true
+}
+
+// head decodes what follows a stream's names (see appendIdentity and appendHead) into s, given
+// the first time of the stream before; it returns s's.
+func (d *decoder) head(s *Stream, prevFirst int64) int64 {
+	s.First = prevFirst + d.varint()
+	s.Lines, s.Bytes, s.LongLines = d.int(), int64(d.uvarint()), d.int()
+	s.unordered = d.bool()
+	s.Rank = int(d.varint())
+	s.Last = s.First + d.varint()
+	s.bodyOff, s.bodyLen = int64(d.uvarint()), d.int()
+	if !packed(s.bodyLen) {
+		if len(d.b) < 4 {
+			d.fail()
+			return s.First
+		}
+		s.bodyCRC = binary.LittleEndian.Uint32(d.b)
+		d.b = d.b[4:]
+	}
+	s.cpLen = d.int()
+	o := &s.over
+	o.count, o.nsegs, o.linesLen, o.segLen = d.int(), d.int(), d.int(), d.int()
+	s.heads = d.bytes()
+	if d.err == nil && (s.cpLen+o.linesLen+o.segLen > s.bodyLen || o.count > s.Lines) {
+		d.fail()
+	}
+	return s.First
+}
+
+// sameIdentity decodes a log's names (see appendIdentity) and says whether they are ls's,
+// prev being the log before's; s takes ls's names, its strings.
+func (d *decoder) sameIdentity(prev, ls bundle.LogStream, s *Stream) bool {
+	common := d.int()
+	if d.err != nil || common > len(prev.Path) || common > len(ls.Path) || prev.Path[:common] != ls.Path[:common] ||
+		string(d.bytes()) != ls.Path[common:] {
+		return false
+	}
+	for _, f := range [][2]string{{prev.Namespace, ls.Namespace}, {prev.Pod, ls.Pod}, {prev.Container, ls.Container}} {
+		if d.bool() {
+			if f[0] != f[1] {
+				return false
+			}
+		} else if string(d.bytes()) != f[1] {
+			return false
+		}
+	}
+	s.Path, s.Namespace, s.Pod, s.Container = ls.Path, ls.Namespace, ls.Pod, ls.Container
+	s.Previous, s.Truncated = d.bool(), d.bool()
+	return d.err == nil && s.Previous == ls.Previous && s.Truncated == ls.Truncated
 }
 
 // decodeTemplates decodes the stream's templates from its head, once; docs is how many

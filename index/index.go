@@ -29,6 +29,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
+	"github.com/coroner-dev/coroner/bundle"
 	"github.com/coroner-dev/coroner/internal/scratch"
 )
 
@@ -213,13 +214,21 @@ func writeMeta(dir string, m meta) error {
 // checked against meta.json first (a cached index may have been damaged or replaced); want,
 // when set, is the meta the index must have been built for.
 func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
-	return openDirHeads(dir, fsys, verify, want, nil)
+	return openDirHeads(dir, fsys, verify, want, written{})
 }
 
-// openDirHeads is openDir; heads, when set, is the heads file unpacked, which the writer of
+// written is what the writer of an index has in hand when it opens it: the heads file
+// unpacked and the logs it was written from, in its order.
+type written struct {
+	heads []byte
+	logs  []bundle.LogStream
+}
+
+// openDirHeads is openDir; w.heads, when set, is the heads file unpacked, which the writer of
 // the index has in hand: not read and unpacked again (a second copy of every log's heads,
-// 9 to 13 MB at 16,384 or 200,000 logs, made where a diagnosis's heap is at its largest).
-func openDirHeads(dir string, fsys fs.FS, verify bool, want *meta, heads []byte) (*Index, error) {
+// 9 to 13 MB at 16,384 or 200,000 logs, made where a diagnosis's heap is at its largest). The
+// streams' names are then w.logs' (see decodeRawHeads).
+func openDirHeads(dir string, fsys fs.FS, verify bool, want *meta, w written) (*Index, error) {
 	data, err := os.ReadFile(filepath.Join(dir, metaName))
 	if err != nil {
 		return nil, err
@@ -247,7 +256,7 @@ func openDirHeads(dir string, fsys fs.FS, verify bool, want *meta, heads []byte)
 		}
 	}
 	ix := &Index{dir: dir, fsys: fsys, maxLine: m.MaxLine, meta: m, files: files}
-	if err := ix.open(verify, heads); err != nil {
+	if err := ix.open(verify, w); err != nil {
 		ix.Close()
 		return nil, err
 	}
@@ -266,7 +275,7 @@ func (ix *Index) readChecked(name string, verify bool) ([]byte, error) {
 	return data, nil
 }
 
-func (ix *Index) open(verify bool, heads []byte) error {
+func (ix *Index) open(verify bool, w written) error {
 	data, err := ix.readChecked(docsFile, verify)
 	if err != nil {
 		return err
@@ -275,8 +284,8 @@ func (ix *Index) open(verify bool, heads []byte) error {
 		return err
 	}
 	var frames []frame
-	if heads != nil {
-		if ix.streams, frames, err = decodeRawHeads(heads); err != nil {
+	if w.heads != nil {
+		if ix.streams, frames, err = decodeRawHeads(w.heads, w.logs); err != nil {
 			return err
 		}
 	} else {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "4bcf22b3ed2897bcf794c90488ccf700752e1483d6109947b21e3f40160cbc1d"
+const builtinDigest = "ff63ed0e79fb9526aca08493f385d2b743796270765353761518addc45cd594d"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12953,6 +12953,8 @@ func builtinFiles() []Named {
 								"setting loss scale to: (?P<scale>0(?:\\.\\d+)?|\\d(?:\\.\\d+)?e-\\d+)\\b",
 								"num_updates[ =]\\d+.*\\bloss_scale[ =](?P<scale>0(?:\\.\\d+)?)\\b",
 								"Attempted loss scale: (?P<scale>1(?:\\.0)?|0(?:\\.\\d+)?), reducing to [01](?:\\.\\d+)?\\b",
+								"(?i)grad scale is small: (?P<scale>0\\.0|\\d(?:\\.\\d+)?e-(?:0[6-9]|[1-9]\\d))\\b",
+								"grad_scale is too small, exiting: (?P<scale>\\S+)",
 							},
 						},
 						Explanation: "Dynamic fp16 loss scaling halves the scale after every step whose gradients overflow. A scale below 1 (or stuck at DeepSpeed's floor of 1) means the gradients overflow even unscaled: they are Inf/NaN on almost every step, the steps are skipped and the model no longer learns. It ends in \"Minimum loss scale reached\" or in NaN weights.\n",
@@ -12980,8 +12982,26 @@ func builtinFiles() []Named {
 								{
 									Text: "[2021-06-01 05:04:21,527] [INFO] [stage2.py:1357:step] [deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 0.0, reducing to 0.0",
 								},
+								{
+									Text: "2023-03-06 12:41:16,652 WARNING [trainer.py:680] (2/4) Grad scale is small: 0.0",
+								},
+								{
+									Text: "Grad Scale is small: 1.0339757e-25",
+								},
+								{
+									Text: "RuntimeError: grad_scale is too small, exiting: 2.3283064365386963e-10",
+								},
+								{
+									Text: "grad_scale is too small, exiting: 5.169878828456423e-26",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "2025-05-20 02:38:47,195 WARNING [train_phone.py:1047] (7/8) Grad scale is small: 3.0517578125e-05",
+								},
+								{
+									Text: "2025-05-20 02:38:47,195 INFO [train_phone.py:1056] (7/8) Epoch 1, batch 14300, loss[loss=0.6675, simple_loss=0.6511, pruned_loss=0.2501, ctc_loss=0.4594, over 19153.00 frames. ], tot_loss[loss=0.6085, simple_loss=0.5909, pruned_loss=0.2276, ctc_loss=0.4316, over 37589436.30 frames. ], batch size: 130, lr: 2.73e-02, grad_scale: 6.103515625e-05",
+								},
 								{
 									Text: "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 65536",
 								},

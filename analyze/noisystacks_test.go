@@ -1,0 +1,46 @@
+package analyze
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestGradScaleCollapseOfK2Recipes: the k2/icefall recipes (icefall, ZipVoice, vall-e) warn
+// "Grad scale is small" under 0.01 and raise "grad_scale is too small, exiting" under 1e-05.
+// A warning whose scale is under that floor, or the raise, is an fp16 scale that collapsed:
+// nan-loss at high with all tiers, even when the paste is cut before the raise's exception
+// line. A warning above the floor, with training going on after it, is no failure.
+func TestGradScaleCollapseOfK2Recipes(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for name, log := range map[string]string{
+		"the warning at 0.0 (lifeiteng/vall-e#47) above a traceback cut before its exception": progress +
+			"2023-03-06 12:41:16,652 WARNING [trainer.py:680] (2/4) Grad scale is small: 0.0\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/env/lib/python3.10/site-packages/torch/multiprocessing/spawn.py\", line 239, in spawn\n" +
+			"    return start_processes(fn, args, nprocs, join, daemon, start_method='spawn')\n" +
+			"  File \"/env/lib/python3.10/site-packages/torch/multiprocessing/spawn.py\", line 197, in start_processes\n" +
+			"    while not context.join():\n",
+		"the raise (k2-fsa/ZipVoice#17)": "-- Process 1 terminated with the following error:\n" +
+			"Traceback (most recent call last):\n" +
+			"  File \"/root/workspace/ZipVoice/zipvoice/train_flow.py\", line 769, in train_one_epoch\n" +
+			"    raise RuntimeError(\n" +
+			"RuntimeError: grad_scale is too small, exiting: 2.3283064365386963e-10\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			requireNamedByRule(t, all, log, CategoryNaNLoss, "nan-loss/loss-scale-collapsed")
+		})
+	}
+	// The vocabulary alone names the raise.
+	requireNamedByVocabulary(t, all, "Traceback (most recent call last):\n"+
+		"  File \"/root/workspace/ZipVoice/zipvoice/train_flow.py\", line 769, in train_one_epoch\n"+
+		"    raise RuntimeError(\n"+
+		"RuntimeError: grad_scale is too small, exiting: 2.3283064365386963e-10\n", CategoryNaNLoss)
+
+	// k2-fsa/icefall#1946: a warning at 3e-05, above the floor, and the step's progress line.
+	res := analyzeLogs(t, all, progress+
+		"2025-05-20 02:38:47,195 WARNING [train_phone.py:1047] (7/8) Grad scale is small: 3.0517578125e-05\n"+
+		"2025-05-20 02:38:47,195 INFO [train_phone.py:1056] (7/8) Epoch 1, batch 14300, loss[loss=0.6675, simple_loss=0.6511, pruned_loss=0.2501, ctc_loss=0.4594, over 19153.00 frames. ], tot_loss[loss=0.6085, simple_loss=0.5909, pruned_loss=0.2276, ctc_loss=0.4316, over 37589436.30 frames. ], batch size: 130, lr: 2.73e-02, grad_scale: 6.103515625e-05\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+}

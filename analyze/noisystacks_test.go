@@ -44,3 +44,36 @@ func TestGradScaleCollapseOfK2Recipes(t *testing.T) {
 		"2025-05-20 02:38:47,195 INFO [train_phone.py:1056] (7/8) Epoch 1, batch 14300, loss[loss=0.6675, simple_loss=0.6511, pruned_loss=0.2501, ctc_loss=0.4594, over 19153.00 frames. ], tot_loss[loss=0.6085, simple_loss=0.5909, pruned_loss=0.2276, ctc_loss=0.4316, over 37589436.30 frames. ], batch size: 130, lr: 2.73e-02, grad_scale: 6.103515625e-05\n")
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
 }
+
+// TestXFormersThatCannotBeUsed: diffusers refusing to enable xFormers' attention because it is
+// not installed is a broken environment, not a bug in the training code, with all tiers and
+// with the second alone; xFormers' warning that its extensions do not load, printed at import
+// by a run that then trains on (baichuan-inc/Baichuan2#248, its lines; the bar constructed), is
+// no failure.
+func TestXFormersThatCannotBeUsed(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// d8ahazard/sd_dreambooth_extension#1201
+	notAvailable := "Traceback (most recent call last):\n" +
+		"  File \"E:\\Program Files (x86)\\stable-diffusion-webui\\extensions\\sd_dreambooth_extension\\dreambooth\\train_dreambooth.py\", line 305, in inner_loop\n" +
+		"    raise ValueError(\n" +
+		"ValueError: xformers is not available. Make sure it is installed correctly\n"
+	for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, notAvailable)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, res.VerdictReason)
+		require.Equal(t, CategoryModuleNotFound, res.RootCause.Category, "%s: %s", name, findingsOf(res))
+		require.Equal(t, ConfidenceMedium, res.Confidence, name)
+	}
+
+	warned := "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n" +
+		"    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cpu)\n" +
+		"    Python  3.8.10 (you have 3.8.0)\n" +
+		"  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n" +
+		"  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n" +
+		"  Set XFORMERS_MORE_DETAILS=1 for more details\n" + progress +
+		"Steps: 100%|██████████| 400/400 [10:02<00:00,  1.51s/it, loss=0.112, lr=1e-6]\n"
+	for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, warned)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
+	}
+}

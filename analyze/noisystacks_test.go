@@ -77,3 +77,28 @@ func TestXFormersThatCannotBeUsed(t *testing.T) {
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
 	}
 }
+
+// TestYOLOLossesNaNToEnd: YOLO's epoch rows with NaN in every loss column, to the end of the
+// log, are a run that learns nothing (ultralytics/yolov5#4962, its validation rows after the
+// NaN row); a NaN epoch mean followed by a finite epoch recovered, and finite rows are
+// training (ultralytics/ultralytics#21765).
+func TestYOLOLossesNaNToEnd(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	requireNamedByRule(t, all, "     Epoch   gpu_mem       box       obj       cls    labels  img_size\n"+
+		"      1/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n"+
+		"               Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95: 100%|██████████| 1/1 [00:01<00:00,  1.30s/it]\n"+
+		"                 all               14          0             0          0            0              0\n",
+		CategoryNaNLoss, "nan-loss/yolo-losses-nan-to-end")
+
+	for name, log := range map[string]string{
+		"a NaN epoch, then a finite one": "      0/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n" +
+			"      1/99     2.64G    0.1254   0.04242   0.08415         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n",
+		"finite YOLOv8 rows": "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n" +
+			"      22/55      9.02G     0.1157      5.355      2.998         17        640: 100%|██████████| 954/954 [11:33<00:00,  1.38it/s]\n" +
+			"      23/55      9.03G     0.1126       5.27      2.976         19        640: 100%|██████████| 954/954 [11:52<00:00,  1.34it/s]\n",
+	} {
+		res := analyzeLogs(t, all, log)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, findingsOf(res))
+	}
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "ff63ed0e79fb9526aca08493f385d2b743796270765353761518addc45cd594d"
+const builtinDigest = "0297ff4572a90c5f6d7517f7c3a21abb228e268a13321b5efe569dac4fd3c9c9"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -14867,6 +14867,59 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "RuntimeError: loss nan at step 3120 (3/3 consecutive non-finite steps), stopping\nRuntimeError: loss nan at step 3120 (3/3 consecutive non-finite steps), stopping\nRuntimeError: loss nan at step 3120 (3/3 consecutive non-finite steps), stopping\n",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "nan-loss/yolo-losses-nan-to-end",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "YOLO's training losses were {value} on the last epoch rows of the log",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+(?P<value>nan)(?:\\s+nan){1,3}\\s+\\d+\\s+\\d+\\b",
+								},
+								Recover: []string{
+									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+\\d.*(?:it/s\\]|s/it\\])",
+								},
+								Min:   1,
+								ToEnd: true,
+							},
+						},
+						Explanation: "Every loss column of YOLO's epoch row is NaN and no later row is finite: the model's outputs are NaN, so it learns nothing and validates at mAP 0.\n",
+						Remediation: "Train with AMP off (--amp False, or a yolov5 without half precision) on GTX 16xx cards, lower the learning rate, check the labels for out-of-range boxes, and do not use the weights saved since the first NaN row.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Epoch   gpu_mem       box       obj       cls    labels  img_size\n 1/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n          Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95: 100%|██████████| 1/1 [00:01<00:00,  1.30s/it]\n            all               14          0             0          0            0              0\n",
+								},
+								{
+									Text: "     0/299    0.489G       nan       nan       nan       nan        10       640         0         0         0         0       nan       nan       nan",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "       0/4        0G    0.1254   0.04242   0.08415     0.252        37       640: 100%|█████████| 1/1 [00:05<00:00,  5.10s/it]",
+								},
+								{
+									Text: "Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n22/55      9.02G     0.1157      5.355      2.998         17        640: 100%|██████████| 954/954 [11:33<00:00,  1.38it/s]\n",
+								},
+								{
+									Text: "0/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n1/99     2.64G    0.1254   0.04242   0.08415         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n",
 								},
 							},
 						},

@@ -36,7 +36,13 @@ import (
 //     gradient_acc_step * world_size" (bigcode-project/starcoder#77, deepspeedai/DeepSpeed#3228);
 //     every check in that file is of the configuration the job was given;
 //   - torchelastic's rendezvous handler ("torch/distributed/elastic/rendezvous/etcd_rendezvous.py
-//     ... in next_rendezvous"): the rendezvous failed (pytorch/pytorch#132950, #123714, kubeflow/trainer#1638).
+//     ... in next_rendezvous"): the rendezvous failed (pytorch/pytorch#132950, #123714, kubeflow/trainer#1638);
+//   - diffusers enabling xFormers' attention ("diffusers/models/modeling_utils.py ... in
+//     fn_recursive_set_mem_eff", "... in set_use_memory_efficient_attention_xformers"): the check
+//     it runs there finds xFormers missing, or runs its own small attention and gets "No
+//     operator found" from an xFormers built for another torch, CUDA or a CPU-only torch
+//     (showlab/Tune-A-Video#97, d8ahazard/sd_dreambooth_extension#98, liuyixin-louis/MetaCloak#2):
+//     the environment, not the training code, whose tensors it has not seen yet.
 
 // cutFrame is a kind of innermost frame, by what each of its non-empty lists names (one of
 // each): a fragment of the frame's file path, its function, a call its code makes; and the
@@ -57,6 +63,8 @@ var cutFrames = []cutFrame{
 	{category: CategoryCUDAOOM, paths: []string{"vllm/"}, funcs: []string{
 		"_initialize_kv_caches", "initialize_cache", "determine_num_available_blocks", "get_kv_cache_configs",
 		"check_enough_kv_cache_memory", "_check_enough_kv_cache_memory", "raise_if_cache_size_invalid"}},
+	{category: CategoryModuleNotFound, paths: []string{"diffusers/"}, funcs: []string{
+		"fn_recursive_set_mem_eff", "set_use_memory_efficient_attention_xformers", "enable_xformers_memory_efficient_attention"}},
 	{category: CategoryFileNotFound, calls: []string{"open(", "_open_file(", "_open_file_like("}},
 	{category: CategoryDiskFull, calls: []string{".write_record(", "checkpoint_engine.save("}},
 }

@@ -102,6 +102,22 @@ Traceback (most recent call last):
   File "/workspace/utils.py", line 12, in log
     sys.stdout.write(msg)
 `, CategoryUnknown},
+		{"diffusers enabling xFormers (showlab/Tune-A-Video#97)", `Traceback (most recent call last):
+  File "/mnt/data/Tune-A-Video/train_tuneavideo.py", line 123, in main
+    unet.enable_xformers_memory_efficient_attention()
+  File "/home/admin1/.local/lib/python3.10/site-packages/diffusers/modeling_utils.py", line 215, in enable_xformers_memory_efficient_attention
+    self.set_use_memory_efficient_attention_xformers(True)
+  File "/home/admin1/.local/lib/python3.10/site-packages/diffusers/modeling_utils.py", line 203, in set_use_memory_efficient_attention_xformers
+    fn_recursive_set_mem_eff(module)
+  File "/home/admin1/.local/lib/python3.10/site-packages/diffusers/modeling_utils.py", line 199, in fn_recursive_set_mem_eff
+    fn_recursive_set_mem_eff(child)
+`, CategoryModuleNotFound},
+		{"a function of the same name in the user's own code", `Traceback (most recent call last):
+  File "/workspace/train.py", line 210, in <module>
+    main()
+  File "/workspace/models/attn.py", line 40, in set_use_memory_efficient_attention_xformers
+    self.attn.apply(flag)
+`, CategoryUnknown},
 		{"a socket written under http.client", `Traceback (most recent call last):
   File "/workspace/train.py", line 210, in <module>
     wandb.log(metrics)

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "4bcf22b3ed2897bcf794c90488ccf700752e1483d6109947b21e3f40160cbc1d"
+const builtinDigest = "0297ff4572a90c5f6d7517f7c3a21abb228e268a13321b5efe569dac4fd3c9c9"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12953,6 +12953,8 @@ func builtinFiles() []Named {
 								"setting loss scale to: (?P<scale>0(?:\\.\\d+)?|\\d(?:\\.\\d+)?e-\\d+)\\b",
 								"num_updates[ =]\\d+.*\\bloss_scale[ =](?P<scale>0(?:\\.\\d+)?)\\b",
 								"Attempted loss scale: (?P<scale>1(?:\\.0)?|0(?:\\.\\d+)?), reducing to [01](?:\\.\\d+)?\\b",
+								"(?i)grad scale is small: (?P<scale>0\\.0|\\d(?:\\.\\d+)?e-(?:0[6-9]|[1-9]\\d))\\b",
+								"grad_scale is too small, exiting: (?P<scale>\\S+)",
 							},
 						},
 						Explanation: "Dynamic fp16 loss scaling halves the scale after every step whose gradients overflow. A scale below 1 (or stuck at DeepSpeed's floor of 1) means the gradients overflow even unscaled: they are Inf/NaN on almost every step, the steps are skipped and the model no longer learns. It ends in \"Minimum loss scale reached\" or in NaN weights.\n",
@@ -12980,8 +12982,26 @@ func builtinFiles() []Named {
 								{
 									Text: "[2021-06-01 05:04:21,527] [INFO] [stage2.py:1357:step] [deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 0.0, reducing to 0.0",
 								},
+								{
+									Text: "2023-03-06 12:41:16,652 WARNING [trainer.py:680] (2/4) Grad scale is small: 0.0",
+								},
+								{
+									Text: "Grad Scale is small: 1.0339757e-25",
+								},
+								{
+									Text: "RuntimeError: grad_scale is too small, exiting: 2.3283064365386963e-10",
+								},
+								{
+									Text: "grad_scale is too small, exiting: 5.169878828456423e-26",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "2025-05-20 02:38:47,195 WARNING [train_phone.py:1047] (7/8) Grad scale is small: 3.0517578125e-05",
+								},
+								{
+									Text: "2025-05-20 02:38:47,195 INFO [train_phone.py:1056] (7/8) Epoch 1, batch 14300, loss[loss=0.6675, simple_loss=0.6511, pruned_loss=0.2501, ctc_loss=0.4594, over 19153.00 frames. ], tot_loss[loss=0.6085, simple_loss=0.5909, pruned_loss=0.2276, ctc_loss=0.4316, over 37589436.30 frames. ], batch size: 130, lr: 2.73e-02, grad_scale: 6.103515625e-05",
+								},
 								{
 									Text: "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 65536",
 								},
@@ -14847,6 +14867,59 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "RuntimeError: loss nan at step 3120 (3/3 consecutive non-finite steps), stopping\nRuntimeError: loss nan at step 3120 (3/3 consecutive non-finite steps), stopping\nRuntimeError: loss nan at step 3120 (3/3 consecutive non-finite steps), stopping\n",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "nan-loss/yolo-losses-nan-to-end",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "YOLO's training losses were {value} on the last epoch rows of the log",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+(?P<value>nan)(?:\\s+nan){1,3}\\s+\\d+\\s+\\d+\\b",
+								},
+								Recover: []string{
+									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+\\d.*(?:it/s\\]|s/it\\])",
+								},
+								Min:   1,
+								ToEnd: true,
+							},
+						},
+						Explanation: "Every loss column of YOLO's epoch row is NaN and no later row is finite: the model's outputs are NaN, so it learns nothing and validates at mAP 0.\n",
+						Remediation: "Train with AMP off (--amp False, or a yolov5 without half precision) on GTX 16xx cards, lower the learning rate, check the labels for out-of-range boxes, and do not use the weights saved since the first NaN row.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Epoch   gpu_mem       box       obj       cls    labels  img_size\n 1/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n          Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95: 100%|██████████| 1/1 [00:01<00:00,  1.30s/it]\n            all               14          0             0          0            0              0\n",
+								},
+								{
+									Text: "     0/299    0.489G       nan       nan       nan       nan        10       640         0         0         0         0       nan       nan       nan",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "       0/4        0G    0.1254   0.04242   0.08415     0.252        37       640: 100%|█████████| 1/1 [00:05<00:00,  5.10s/it]",
+								},
+								{
+									Text: "Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n22/55      9.02G     0.1157      5.355      2.998         17        640: 100%|██████████| 954/954 [11:33<00:00,  1.38it/s]\n",
+								},
+								{
+									Text: "0/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n1/99     2.64G    0.1254   0.04242   0.08415         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n",
 								},
 							},
 						},

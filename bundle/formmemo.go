@@ -40,6 +40,31 @@ func (b *Bundle) PlainLogsDigest() string {
 	return b.logsDigest()
 }
 
+// PlainLogsDigestOf is PlainLogsDigest when logs, in order, are the walk's logs, each once;
+// "" otherwise. It is then the same bytes a cache's digest of those logs' walk signatures, in
+// that order, hashes (index.sigsHash), which need not be hashed twice: at 200,000 files each
+// hash was 4% of a warm search.
+func (b *Bundle) PlainLogsDigestOf(logs []LogStream) string {
+	d := b.PlainLogsDigest()
+	if d == "" {
+		return ""
+	}
+	i := 0
+	for _, f := range b.walked {
+		if !isLog(f.path) {
+			continue
+		}
+		if i == len(logs) || logs[i].Path != f.path {
+			return ""
+		}
+		i++
+	}
+	if i != len(logs) {
+		return ""
+	}
+	return d
+}
+
 // logsDigest hashes the walk's signatures of the files decodeLogs looks at; "" when one is
 // missing. It is computed once: the walk's signatures do not change.
 func (b *Bundle) logsDigest() string {
@@ -64,10 +89,12 @@ func (b *Bundle) hashWalked() string {
 		if sig.Ino == 0 && sig.Ctime == 0 {
 			return ""
 		}
+		// The bytes of fmt's "%q %d %d %d %d\n", as index.sigsHash writes them.
 		line = AppendQuoted(line[:0], f.path)
-		for _, n := range []int64{sig.Size, sig.Mtime, sig.Ctime, int64(sig.Ino)} {
+		for _, n := range []int64{sig.Size, sig.Mtime, sig.Ctime} {
 			line = strconv.AppendInt(append(line, ' '), n, 10)
 		}
+		line = strconv.AppendUint(append(line, ' '), sig.Ino, 10)
 		h.Write(append(line, '\n'))
 	}
 	return hex.EncodeToString(h.Sum(nil))

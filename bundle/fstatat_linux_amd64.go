@@ -1,19 +1,6 @@
 package bundle
 
-import (
-	"syscall"
-	"unsafe"
-)
+import "syscall"
 
-// fstatatNoFollow is fstatat(fd, name, st, AT_SYMLINK_NOFOLLOW) (newfstatat here, which the
-// syscall package does not export), name NUL-ended:
-// the caller's buffer, not a copy made per call.
-func fstatatNoFollow(fd int, name *byte, st *syscall.Stat_t) error {
-	_, _, errno := syscall.Syscall6(syscall.SYS_NEWFSTATAT, uintptr(fd), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(st)), _AT_SYMLINK_NOFOLLOW, 0, 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-const _AT_SYMLINK_NOFOLLOW = 0x100
+// sysFstatat is fstatat's number, which amd64 names newfstatat.
+const sysFstatat = syscall.SYS_NEWFSTATAT

@@ -29,6 +29,21 @@ func formMemo(ctx context.Context) FormMemo {
 	return m
 }
 
+type sizesOnlyKey struct{}
+
+// WithManifestSizesOnly returns a context under which Open checks a directory bundle's files
+// against manifest.json's sizes but not its SHA-256 sums, which read every file whole: for a
+// caller that shows none of the bundle's warnings (search), whose warm search of a collected
+// bundle read and hashed every log and resource for them.
+func WithManifestSizesOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sizesOnlyKey{}, true)
+}
+
+func manifestSizesOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(sizesOnlyKey{}).(bool)
+	return v
+}
+
 // PlainLogsDigest names the logs of a directory bundle by their signatures (path, size,
 // modification and change times, inode: a rewritten file never keeps them) when every log is
 // read as it is, plain text; "" otherwise, or when the signatures are not known (a tarball,

@@ -796,6 +796,9 @@ const maxListed = 5
 // is hashed once, however often the manifest names it, and a manifest with thousands of
 // wrong entries gives a handful of warnings, not thousands.
 func (b *Bundle) checkManifest() {
+	if len(b.Manifest.Files) == 0 {
+		return // nothing to check: no map of every file (200,000 of them, 5% of a warm search)
+	}
 	have := make(map[string]int64, len(b.Files))
 	for _, f := range b.Files {
 		have[f.Path] = f.Size

@@ -85,6 +85,7 @@ type Builder struct {
 	c     *Cache
 	warn  func(format string, args ...any)
 	sigs  []fileSig
+	files string // sigsHash(sigs), the stat entry's digest of them
 	pass  *tarPass
 	hit   *Index
 	dir   *scratch.Dir
@@ -126,11 +127,13 @@ func prepare(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opt
 	if c := bd.c; c != nil {
 		c.prepare()
 		bd.sigs = statLogs(b, logs) // before reading: a file changed meanwhile misses next time
+		bd.files = logsHash(b, logs, bd.sigs)
 		if bd.tarball {
 			bd.sigs = tarballSig(b.Source)
+			bd.files = sigsHash(bd.sigs)
 			bd.pass = startTarPass(ctx, b.Source, logs)
 		}
-		ix, err := c.lookup(ctx, b, logs, bd.sigs, bd.want, slowKey, opts.Log)
+		ix, err := c.lookup(ctx, b, logs, bd.files, bd.want, slowKey, opts.Log)
 		if err != nil {
 			bd.pass.stop()
 			return nil, err
@@ -237,7 +240,7 @@ func (bd *Builder) Finish(ctx context.Context, stats []logscan.Stats, err error)
 		ix.scratch = bd.dir
 		return ix, stats, nil
 	}
-	ix, err = bd.c.commit(ix, bd.dir, bd.b, bd.sigs, bd.warn)
+	ix, err = bd.c.commit(ix, bd.dir, bd.b, bd.files, bd.warn)
 	if err != nil {
 		return nil, nil, err
 	}

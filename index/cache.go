@@ -92,6 +92,16 @@ func statLogs(b *bundle.Bundle, logs []bundle.LogStream) []fileSig {
 	return sigs
 }
 
+// logsHash is sigsHash of the logs' signatures, sigs as statLogs made them: the bundle's
+// digest of the same bytes when it has made it (its logs all plain text, signed by the walk),
+// else hashed here.
+func logsHash(b *bundle.Bundle, logs []bundle.LogStream, sigs []fileSig) string {
+	if d := b.PlainLogsDigestOf(logs); d != "" {
+		return d
+	}
+	return sigsHash(sigs)
+}
+
 // sigsHash names a list of file signatures; "" when a file could not be read.
 func sigsHash(sigs []fileSig) string {
 	h := sha256.New()
@@ -203,11 +213,11 @@ func (c *Cache) prepare() {
 
 // lookup returns the cached index of these logs, or nil. It finds the key from the stat
 // entry, or, when slowKey allows, by reading every log to hash it (search does; analyze
-// reads the logs anyway and checks the cache after its scan). Its only error is ctx's.
-func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, sigs []fileSig, want meta, slowKey bool, logf func(string, ...any)) (*Index, error) {
+// reads the logs anyway and checks the cache after its scan); files is the logs' logsHash.
+// Its only error is ctx's.
+func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, files string, want meta, slowKey bool, logf func(string, ...any)) (*Index, error) {
 	source := sourceID(b)
 	key := ""
-	files := sigsHash(sigs)
 	e := c.readStat(source)
 	if e != nil && e.Version == want.Version && e.MaxLine == want.MaxLine && files != "" && e.Files == files {
 		key = e.Key
@@ -278,7 +288,7 @@ func validKey(k string) bool {
 // recently used indexes past the size bound. When another process got there first with a
 // sound index, that one is used; a damaged one is replaced. When the index cannot be moved
 // into place, it stays private (removed by Close) and warn says why.
-func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, sigs []fileSig, warn func(string, ...any)) (*Index, error) {
+func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, files string, warn func(string, ...any)) (*Index, error) {
 	key := ix.meta.Key
 	final := filepath.Join(c.Dir, key)
 	want := ix.meta
@@ -293,7 +303,7 @@ func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, sigs []fil
 		ix.scratch = dir
 		return ix, nil
 	}
-	stat := statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: sigsHash(sigs), Key: key,
+	stat := statEntry{Source: sourceID(b), Version: want.Version, MaxLine: want.MaxLine, Files: files, Key: key,
 		PlainLogs: b.PlainLogsDigest()}
 	if _, err := os.Stat(final); err == nil {
 		if other, oerr := openDir(final, b.FS, true, &want); oerr == nil {

@@ -411,6 +411,24 @@ func TestSigsHashKeepsEarlierStatEntries(t *testing.T) {
 	require.Equal(t, "", sigsHash(append(sigs, fileSig{Path: "gone.log", Size: -1})), "a log that could not be signed")
 }
 
+// TestLogsHashIsTheStatEntrysHash: a bundle of plain logs names its logs with the digest it
+// made of their walk signatures, which must be sigsHash's bytes (a warm cache stays warm), and
+// a bundle whose logs are not all plain text has them hashed here.
+func TestLogsHashIsTheStatEntrysHash(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
+	require.NoError(t, err)
+	defer b.Close()
+	logs, _ := bundle.LogStreams(b)
+	require.NotEmpty(t, logs)
+	sigs := statLogs(b, logs)
+	require.NotEmpty(t, b.PlainLogsDigestOf(logs), "the sample's logs are plain text")
+	require.Equal(t, sigsHash(sigs), b.PlainLogsDigestOf(logs))
+	require.Equal(t, sigsHash(sigs), logsHash(b, logs, sigs))
+	require.Empty(t, b.PlainLogsDigestOf(logs[1:]), "not the walk's logs")
+	require.Equal(t, sigsHash(sigs[1:]), logsHash(b, logs[1:], sigs[1:]))
+}
+
 // TestCacheOfAnEarlierFormatIsRebuilt: an index a coroner of format 8 left in the cache (its
 // chunk filters spread an item's bits over the whole filter, where format 9 keeps them in one
 // 64-bit word) is never read with the new positions: it is reported, rebuilt in place, and

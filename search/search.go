@@ -61,6 +61,9 @@ type searched struct {
 // returned as they are (a *diagnose.UsageError is the caller's mistake).
 func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (_ *Source, err error) {
 	s := &Source{inputs: inputs, stdin: stdin, opts: opts}
+	// A search shows none of the bundle's warnings: the files it does not search are not read
+	// to check them against the manifest's sums.
+	ctx = bundle.WithManifestSizesOnly(ctx)
 	if opts.Cache != nil {
 		// A bundle whose logs were all plain text when indexed, unchanged since, is opened
 		// without looking at each log's head again.

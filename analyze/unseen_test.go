@@ -141,6 +141,15 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 			"Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
 				"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown\n",
 			CategoryCUDAError, "cuda-error/container-driver-too-old", -1},
+		// A bad_alloc thrown by a GPU memory manager (RAPIDS' RMM) is the GPU's memory.
+		{"RMM's device allocator out of memory, raised through Python as a MemoryError",
+			progress + "Traceback (most recent call last):\n  File \"prep.py\", line 9, in <module>\n" +
+				"MemoryError: std::bad_alloc: CUDA error at: ../include/rmm/mr/device/cuda_memory_resource.hpp:68: cudaErrorMemoryAllocation out of memory\n",
+			CategoryCUDAOOM, "cuda-oom/device-bad-alloc", -1},
+		{"RMM's pool that cannot grow, in C++'s terminate",
+			progress + "terminate called after throwing an instance of 'rmm::bad_alloc'\n" +
+				"  what():  std::bad_alloc: RMM failure at:/env/include/rmm/mr/device/pool_memory_resource.hpp:179: Maximum pool size exceeded\n",
+			CategoryCUDAOOM, "cuda-oom/device-bad-alloc", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -410,4 +419,18 @@ func TestTorchrunTableRowOfSIGKILLAlone(t *testing.T) {
 		"E0312 10:00:35.400000 140 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 155) of binary: /usr/bin/python3\n"
 	res = analyzeLogs(t, all, keyError+table)
 	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.VerdictReason)
+}
+
+// TestBadAllocOfTheHostOrOfACUDAError: a std::bad_alloc that names no device allocator is the
+// host's memory, and RMM's bad_alloc carrying a CUDA status other than out of memory is that
+// CUDA error, not memory of either kind.
+func TestBadAllocOfTheHostOrOfACUDAError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	requireNamedByRule(t, all, progress+"terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n",
+		CategoryHostOOM, "host-oom/bad-alloc")
+	res := analyzeLogs(t, all, progress+"terminate called after throwing an instance of 'rmm::bad_alloc'\n"+
+		"  what():  std::bad_alloc: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered\n")
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, CategoryCUDAError, res.RootCause.Category, res.RootCause.Title)
 }

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "4bcf22b3ed2897bcf794c90488ccf700752e1483d6109947b21e3f40160cbc1d"
+const builtinDigest = "5544f223d95b15fe118840b7ea5cf15bea7aecbaf1ae43f9c2adf1267adc9164"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1764,6 +1764,59 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "INFO: memory: 10762 MiB allocated",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-oom/device-bad-alloc",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "GPU memory pool exhausted (RMM bad_alloc)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"bad_alloc: .*(?:cudaErrorMemoryAllocation|out_of_memory|CNMEM_STATUS_OUT_OF_MEMORY|rmm/mr/device/\\S*: Maximum pool size exceeded)",
+								"terminate called after throwing an instance of 'rmm::out_of_memory'",
+							},
+						},
+						Explanation: "A GPU memory pool (RAPIDS' RMM, which cuDF, NVTabular, HugeCTR and XGBoost allocate device memory through) could not allocate: the GPU is full, or the pool's maximum size is smaller than what the data needs. The exception is C++'s std::bad_alloc, but the memory is the GPU's, not the host's.\n",
+						Remediation: "Reduce what is held on the GPU at once (partition or chunk size, batch size, embedding table sizes), raise the pool's size or use managed memory (spilling to host), and check nvidia-smi for other processes on the device.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "MemoryError: std::bad_alloc: out_of_memory: CUDA error at: /usr/local/miniconda3/envs/rapids-22.02/include/rmm/mr/device/cuda_memory_resource.hpp",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: ../include/rmm/mr/device/cuda_memory_resource.hpp:68: cudaErrorMemoryAllocation out of memory",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: /usr/include/rmm/mr/device/cuda_memory_resource.hpp:69: cudaErrorMemoryAllocation out of memory",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: RMM failure at:/home/adolf/cupoch/third_party/rmm/include/rmm/mr/device/pool_memory_resource.hpp:179: Maximum pool size exceeded",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "  what():  std::bad_alloc",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered",
+								},
+								{
+									Text: "When RMM fails to allocate a buffer, it currently throws a `rmm::bad_alloc` exception, which a user might want to catch, spill some GPU buffers, and try again.",
 								},
 							},
 						},
@@ -5375,6 +5428,9 @@ func builtinFiles() []Named {
 								"what\\(\\): +std::bad_alloc",
 								"MemoryError: std::bad_alloc",
 							},
+							Unless: []string{
+								"bad_alloc: .*(?:rmm/mr/device/|cudaError|CUDA error at|CNMEM)",
+							},
 						},
 						Explanation: "Native code (a framework's C++ core, a data-loading extension) asked for memory and the allocator refused: the process ran out of host RAM or address space. The abort that follows is a consequence.\n",
 						Remediation: "Give the container more memory or reduce what is held in RAM (batch and prefetch sizes, in-memory datasets, graph size); check the node for other memory-hungry processes.\n",
@@ -5393,6 +5449,9 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "terminate called after throwing an instance of 'c10::Error'",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: ../include/rmm/mr/device/cuda_memory_resource.hpp:68: cudaErrorMemoryAllocation out of memory",
 								},
 								{
 									Text: "  what():  [enforce fail at inline_container.cc:659] . unexpected pos 64 vs 0",

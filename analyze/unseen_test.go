@@ -141,6 +141,17 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 			"Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
 				"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown\n",
 			CategoryCUDAError, "cuda-error/container-driver-too-old", -1},
+		// A server of the job (DistDGL's graph servers, ps-lite's parameter servers) cannot bind
+		// the port its configuration names: the processes never find each other.
+		{"DistDGL's server cannot bind the address of its ip_config",
+			"[11:33:22] /opt/dgl/src/rpc/network/tcp_socket.cc:69: Failed bind on 10.0.0.7:3026 ,errno=99\n" +
+				"Traceback (most recent call last):\n  File \"train_dist.py\", line 310, in <module>\n" +
+				"dgl._ffi.base.DGLError: [11:33:22] /opt/dgl/src/rpc/network/socket_communicator.cc:197: Cannot bind to 10.0.0.7:3026\n",
+			CategoryRendezvous, "rendezvous-failure/server-bind-failed", -1},
+		{"a ps-lite parameter server whose port is held",
+			"terminate called after throwing an instance of 'dmlc::Error'\n" +
+				"  what():  [14:57:01] ps-lite/src/van.cc:70: Check failed: (my_node_.port) != (-1) bind failed\n",
+			CategoryRendezvous, "rendezvous-failure/server-bind-failed", -1},
 		// A bad_alloc thrown by a GPU memory manager (RAPIDS' RMM) is the GPU's memory.
 		{"RMM's device allocator out of memory, raised through Python as a MemoryError",
 			progress + "Traceback (most recent call last):\n  File \"prep.py\", line 9, in <module>\n" +

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "5544f223d95b15fe118840b7ea5cf15bea7aecbaf1ae43f9c2adf1267adc9164"
+const builtinDigest = "d0a4c77919fc1462ba418bc6741b8201b15f764f06c017408cfce31b30dbfffe"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13938,6 +13938,63 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "[c10d] The client socket has connected to [pytorchjob-master-0]:29500",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "rendezvous-failure/server-bind-failed",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "A distributed server cannot bind its port",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"tcp_socket\\.cc:\\d+: Failed bind on \\S+",
+								"socket_communicator\\.cc:\\d+: Cannot bind to \\S+",
+								"Check failed: \\(my_node_\\.port\\) != \\(-1\\) bind failed",
+							},
+						},
+						Explanation: "A server process of the job could not bind the address and port it was configured with: a server of an earlier run still holds the port, another job uses it, or the address in the job's IP configuration is not one of this machine's (errno 99). The clients cannot reach the servers, so the job never starts.\n",
+						Remediation: "Stop leftover server processes of earlier runs (DistDGL's launcher leaves them when a run is interrupted) or pick another port, and check that every address in the IP configuration belongs to the machine it is listed for.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "/opt/dgl/src/rpc/network/tcp_socket.cc:69: Failed bind on 16x.1xx.1xx.1xx:3026 ,errno=99",
+								},
+								{
+									Text: "dgl._ffi.base.DGLError: [11:33:22] /opt/dgl/src/rpc/network/socket_communicator.cc:197: Cannot bind to 16x.1xx.1xx.1xx:3026",
+								},
+								{
+									Text: "  what():  [14:57:01] .../repos/dist-lr/ps-lite/src/van.cc:70: Check failed: (my_node_.port) != (-1) bind failed",
+								},
+								{
+									Text: "[16:54:41] /home/duyb/APSGD/xflow/ps-lite/include/dmlc/logging.h:208: [16:54:41] /home/duyb/APSGD/xflow/ps-lite/src/van.cc:76: Check failed: (my_node_.port) != (-1) bind failed",
+								},
+								{
+									Text: "[16:19:46] /home/zlq/Desktop/distributed-bundle-adjustment/app/include_3rdparty/dmlc/logging.h:277: [16:19:46] src/van.cc:311: Check failed: (my_node_.port) != (-1) bind failed",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    LOG(ERROR) << \"Failed bind on \" << ip << \":\" << port;",
+								},
+								{
+									Text: "[14:45:44] /home/hkk/research/gnn/distributed/dgl/src/rpc/tensorpipe/tp_communicator.cc:102: TPReceiver starts to wait on [tcp://192.168.10.102:30050].",
+								},
+								{
+									Text: "Bind failed. Error Code : 98 Message Address already in use",
 								},
 							},
 						},

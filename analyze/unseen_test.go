@@ -445,3 +445,19 @@ func TestBadAllocOfTheHostOrOfACUDAError(t *testing.T) {
 	require.NotNil(t, res.RootCause, res.VerdictReason)
 	require.Equal(t, CategoryCUDAError, res.RootCause.Category, res.RootCause.Title)
 }
+
+// TestC10LineOfAMonthBeforeOctober: PyTorch's C++ logging does not pad the month, so a
+// watchdog's error line from January to September has a three-digit date ("[E513 ...]"); it
+// is an error line all the same, and the vocabulary alone names its timeout. Four digits or
+// none were already one; two and five are not a c10 head.
+func TestC10LineOfAMonthBeforeOctober(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	line := "[rank2]:[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation timeout: " +
+		"WorkNCCL(SeqNum=532339, OpType=BROADCAST, NumelIn=5164000, NumelOut=5164000, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.\n"
+	requireNamedByVocabulary(t, all, progress+line, CategoryCollectiveTimeout)
+	require.True(t, c10Head([]byte("[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
+	require.True(t, c10Head([]byte("[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:607] x"), 'E'))
+	require.False(t, c10Head([]byte("[E51 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
+	require.False(t, c10Head([]byte("[E51234 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
+}

@@ -461,3 +461,17 @@ func TestC10LineOfAMonthBeforeOctober(t *testing.T) {
 	require.False(t, c10Head([]byte("[E51 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
 	require.False(t, c10Head([]byte("[E51234 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
 }
+
+// TestOpNamespaceWithoutItsOp: an AttributeError of a torch.ops namespace says the op library
+// did not load (an extension built for another torch), which the vocabulary alone names as
+// module-not-found; an AttributeError of the code's own object stays the code's.
+func TestOpNamespaceWithoutItsOp(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	tb := "Traceback (most recent call last):\n  File \"train.py\", line 29, in <module>\n    import fbgemm_gpu\n"
+	requireNamedByVocabulary(t, all, tb+"AttributeError: '_OpNamespace' 'fbgemm' object has no attribute 'jagged_2d_to_dense'\n",
+		CategoryModuleNotFound)
+	res := analyzeLogs(t, WithoutSpecific(all), progress+tb+"AttributeError: 'NoneType' object has no attribute 'jagged'\n")
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
+}

@@ -162,7 +162,7 @@ var (
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
 		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted").as(hasSignalWord)
-	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{4} \S+ )\S+:\d+\]`,
+	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{3,4} \S+ )\S+:\d+\]`,
 		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal").as(hasFatalWord)
 	// launcherLine is a launcher's summary of a failed process: torchelastic's, mpirun's,
 	// MPICH's, the DeepSpeed launcher's, Slurm's, PaddlePaddle's ("ABORT!!! Out of all 4
@@ -194,7 +194,7 @@ var (
 	// errorLine is an ERROR line, a compiler-style "error:", a glog E line, PyTorch's c10 E line
 	// ("[E ProcessGroupNCCL.cpp:737] ..."), or a status as TensorFlow, XLA, absl and gRPC print
 	// one ("Unavailable: ...", "RESOURCE_EXHAUSTED: ...").
-	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |^\[E(?: |\d{4} \S+ )\S+:\d+\]|`+
+	errorLine = gate(`\bERROR\b|^(?:[\w./-]+: )?error: |^E\d{4} |^\[E(?: |\d{3,4} \S+ )\S+:\d+\]|`+
 		`^(?:Cancelled|Unknown|InvalidArgument|DeadlineExceeded|NotFound|AlreadyExists|PermissionDenied|ResourceExhausted|FailedPrecondition|OutOfRange|Unimplemented|Internal|Unavailable|DataLoss|Unauthenticated|`+
 		`CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): `,
 		func(t []byte) bool { return glogHead(t, 'E') || c10Head(t, 'E') || statusHead(t) }, "error").by(isErrorLine).as(hasErrorLineWord)
@@ -350,24 +350,24 @@ func glogHead(t []byte, c byte) bool { return len(t) > 5 && t[0] == c && isDigit
 // c10Head says whether t starts as a line of PyTorch's C++ logging (c10) of severity c: the
 // letter, the time since PyTorch 2.4, and the source file and line in brackets, as in
 // "[E ProcessGroupNCCL.cpp:737] ..." and "[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:607] ...";
-// the launcher's "[rank0]:" is taken off before. It is the expression
-// `^\[c(?: |\d{4} \S+ )\S+:\d+\]` written out.
+// c10 does not pad the month, so from January to September the date is three digits
+// ("[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616]"). The launcher's "[rank0]:" is taken
+// off before. It is the expression `^\[c(?: |\d{3,4} \S+ )\S+:\d+\]` written out.
 func c10Head(t []byte, c byte) bool {
 	if len(t) < 3 || t[0] != '[' || t[1] != c {
 		return false
 	}
 	rest := t[2:]
-	switch {
-	case rest[0] == ' ':
+	if d := leading(rest, isDigit); rest[0] == ' ' {
 		rest = rest[1:]
-	case len(rest) > 5 && isDigits(rest[:4]) && rest[4] == ' ':
-		rest = rest[5:]
+	} else if (d == 3 || d == 4) && d < len(rest) && rest[d] == ' ' {
+		rest = rest[d+1:]
 		n := leading(rest, isNonSpace)
 		if n == 0 || n == len(rest) || rest[n] != ' ' {
 			return false
 		}
 		rest = rest[n+1:]
-	default:
+	} else {
 		return false
 	}
 	tok := rest[:leading(rest, isNonSpace)]

@@ -37,6 +37,8 @@ func TestGatesAreSupersets(t *testing.T) {
 		"[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught", "[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:607] [Rank 0] x",
 		"[F socket.cpp:1] x", "[E x.cpp:]", "[E :12]", "[E a:12", "[E1206 x.cpp:1]", "[E1206 t a.cpp:1]x", "[E1206  a.cpp:1]",
 		"[W socket.cpp:401] [c10d] x", "[E\ta.cpp:1]", "[E a.cpp:1x]", "[E a:1:2]", "[E a:1] [b:2]",
+		"[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616] [Rank 2] x", "[F513 t a.cpp:1] x", "[E51 t a.cpp:1] x",
+		"[E51234 t a.cpp:1] x", "[E513  a.cpp:1]", "[E513 t]",
 		// exception lines' ends (mayBeException)
 		"ValueError", "ValueError:", "ValueError x", "ValueError (see above for traceback)", "ValueError (see above",
 		"DataLossError (see above for traceback): corrupted record at 12", "ray.exceptions.RayTaskError(ZeroDivisionError): x",

@@ -141,6 +141,26 @@ func TestFailureClassesOfUnseenLogs(t *testing.T) {
 			"Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
 				"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown\n",
 			CategoryCUDAError, "cuda-error/container-driver-too-old", -1},
+		// A server of the job (DistDGL's graph servers, ps-lite's parameter servers) cannot bind
+		// the port its configuration names: the processes never find each other.
+		{"DistDGL's server cannot bind the address of its ip_config",
+			"[11:33:22] /opt/dgl/src/rpc/network/tcp_socket.cc:69: Failed bind on 10.0.0.7:3026 ,errno=99\n" +
+				"Traceback (most recent call last):\n  File \"train_dist.py\", line 310, in <module>\n" +
+				"dgl._ffi.base.DGLError: [11:33:22] /opt/dgl/src/rpc/network/socket_communicator.cc:197: Cannot bind to 10.0.0.7:3026\n",
+			CategoryRendezvous, "rendezvous-failure/server-bind-failed", -1},
+		{"a ps-lite parameter server whose port is held",
+			"terminate called after throwing an instance of 'dmlc::Error'\n" +
+				"  what():  [14:57:01] ps-lite/src/van.cc:70: Check failed: (my_node_.port) != (-1) bind failed\n",
+			CategoryRendezvous, "rendezvous-failure/server-bind-failed", -1},
+		// A bad_alloc thrown by a GPU memory manager (RAPIDS' RMM) is the GPU's memory.
+		{"RMM's device allocator out of memory, raised through Python as a MemoryError",
+			progress + "Traceback (most recent call last):\n  File \"prep.py\", line 9, in <module>\n" +
+				"MemoryError: std::bad_alloc: CUDA error at: ../include/rmm/mr/device/cuda_memory_resource.hpp:68: cudaErrorMemoryAllocation out of memory\n",
+			CategoryCUDAOOM, "cuda-oom/device-bad-alloc", -1},
+		{"RMM's pool that cannot grow, in C++'s terminate",
+			progress + "terminate called after throwing an instance of 'rmm::bad_alloc'\n" +
+				"  what():  std::bad_alloc: RMM failure at:/env/include/rmm/mr/device/pool_memory_resource.hpp:179: Maximum pool size exceeded\n",
+			CategoryCUDAOOM, "cuda-oom/device-bad-alloc", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -415,4 +435,48 @@ func TestTorchrunTableRowOfSIGKILLAlone(t *testing.T) {
 		"E0312 10:00:35.400000 140 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 155) of binary: /usr/bin/python3\n"
 	res = analyzeLogs(t, all, keyError+table)
 	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.VerdictReason)
+}
+
+// TestBadAllocOfTheHostOrOfACUDAError: a std::bad_alloc that names no device allocator is the
+// host's memory, and RMM's bad_alloc carrying a CUDA status other than out of memory is that
+// CUDA error, not memory of either kind.
+func TestBadAllocOfTheHostOrOfACUDAError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	requireNamedByRule(t, all, progress+"terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n",
+		CategoryHostOOM, "host-oom/bad-alloc")
+	res := analyzeLogs(t, all, progress+"terminate called after throwing an instance of 'rmm::bad_alloc'\n"+
+		"  what():  std::bad_alloc: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered\n")
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, CategoryCUDAError, res.RootCause.Category, res.RootCause.Title)
+}
+
+// TestC10LineOfAMonthBeforeOctober: PyTorch's C++ logging does not pad the month, so a
+// watchdog's error line from January to September has a three-digit date ("[E513 ...]"); it
+// is an error line all the same, and the vocabulary alone names its timeout. Four digits or
+// none were already one; two and five are not a c10 head.
+func TestC10LineOfAMonthBeforeOctober(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	line := "[rank2]:[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation timeout: " +
+		"WorkNCCL(SeqNum=532339, OpType=BROADCAST, NumelIn=5164000, NumelOut=5164000, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.\n"
+	requireNamedByVocabulary(t, all, progress+line, CategoryCollectiveTimeout)
+	require.True(t, c10Head([]byte("[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
+	require.True(t, c10Head([]byte("[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:607] x"), 'E'))
+	require.False(t, c10Head([]byte("[E51 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
+	require.False(t, c10Head([]byte("[E51234 13:25:57.714781669 ProcessGroupNCCL.cpp:616] x"), 'E'))
+}
+
+// TestOpNamespaceWithoutItsOp: an AttributeError of a torch.ops namespace says the op library
+// did not load (an extension built for another torch), which the vocabulary alone names as
+// module-not-found; an AttributeError of the code's own object stays the code's.
+func TestOpNamespaceWithoutItsOp(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	tb := "Traceback (most recent call last):\n  File \"train.py\", line 29, in <module>\n    import fbgemm_gpu\n"
+	requireNamedByVocabulary(t, all, tb+"AttributeError: '_OpNamespace' 'fbgemm' object has no attribute 'jagged_2d_to_dense'\n",
+		CategoryModuleNotFound)
+	res := analyzeLogs(t, WithoutSpecific(all), progress+tb+"AttributeError: 'NoneType' object has no attribute 'jagged'\n")
+	require.NotNil(t, res.RootCause, res.VerdictReason)
+	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
 }

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0297ff4572a90c5f6d7517f7c3a21abb228e268a13321b5efe569dac4fd3c9c9"
+const builtinDigest = "77c841e005ebdeddb6f7a2b32fb227aa2bf4c45b01f19c53ca4b980fc5c14600"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1764,6 +1764,59 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "INFO: memory: 10762 MiB allocated",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-oom/device-bad-alloc",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "GPU memory pool exhausted (RMM bad_alloc)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"bad_alloc: .*(?:cudaErrorMemoryAllocation|out_of_memory|CNMEM_STATUS_OUT_OF_MEMORY|rmm/mr/device/\\S*: Maximum pool size exceeded)",
+								"terminate called after throwing an instance of 'rmm::out_of_memory'",
+							},
+						},
+						Explanation: "A GPU memory pool (RAPIDS' RMM, which cuDF, NVTabular, HugeCTR and XGBoost allocate device memory through) could not allocate: the GPU is full, or the pool's maximum size is smaller than what the data needs. The exception is C++'s std::bad_alloc, but the memory is the GPU's, not the host's.\n",
+						Remediation: "Reduce what is held on the GPU at once (partition or chunk size, batch size, embedding table sizes), raise the pool's size or use managed memory (spilling to host), and check nvidia-smi for other processes on the device.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "MemoryError: std::bad_alloc: out_of_memory: CUDA error at: /usr/local/miniconda3/envs/rapids-22.02/include/rmm/mr/device/cuda_memory_resource.hpp",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: ../include/rmm/mr/device/cuda_memory_resource.hpp:68: cudaErrorMemoryAllocation out of memory",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: /usr/include/rmm/mr/device/cuda_memory_resource.hpp:69: cudaErrorMemoryAllocation out of memory",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: RMM failure at:/home/adolf/cupoch/third_party/rmm/include/rmm/mr/device/pool_memory_resource.hpp:179: Maximum pool size exceeded",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "  what():  std::bad_alloc",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered",
+								},
+								{
+									Text: "When RMM fails to allocate a buffer, it currently throws a `rmm::bad_alloc` exception, which a user might want to catch, spill some GPU buffers, and try again.",
 								},
 							},
 						},
@@ -5375,6 +5428,9 @@ func builtinFiles() []Named {
 								"what\\(\\): +std::bad_alloc",
 								"MemoryError: std::bad_alloc",
 							},
+							Unless: []string{
+								"bad_alloc: .*(?:rmm/mr/device/|cudaError|CUDA error at|CNMEM)",
+							},
 						},
 						Explanation: "Native code (a framework's C++ core, a data-loading extension) asked for memory and the allocator refused: the process ran out of host RAM or address space. The abort that follows is a consequence.\n",
 						Remediation: "Give the container more memory or reduce what is held in RAM (batch and prefetch sizes, in-memory datasets, graph size); check the node for other memory-hungry processes.\n",
@@ -5393,6 +5449,9 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "terminate called after throwing an instance of 'c10::Error'",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: CUDA error at: ../include/rmm/mr/device/cuda_memory_resource.hpp:68: cudaErrorMemoryAllocation out of memory",
 								},
 								{
 									Text: "  what():  [enforce fail at inline_container.cc:659] . unexpected pos 64 vs 0",
@@ -13899,6 +13958,63 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "[c10d] The client socket has connected to [pytorchjob-master-0]:29500",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "rendezvous-failure/server-bind-failed",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "A distributed server cannot bind its port",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"tcp_socket\\.cc:\\d+: Failed bind on \\S+",
+								"socket_communicator\\.cc:\\d+: Cannot bind to \\S+",
+								"Check failed: \\(my_node_\\.port\\) != \\(-1\\) bind failed",
+							},
+						},
+						Explanation: "A server process of the job could not bind the address and port it was configured with: a server of an earlier run still holds the port, another job uses it, or the address in the job's IP configuration is not one of this machine's (errno 99). The clients cannot reach the servers, so the job never starts.\n",
+						Remediation: "Stop leftover server processes of earlier runs (DistDGL's launcher leaves them when a run is interrupted) or pick another port, and check that every address in the IP configuration belongs to the machine it is listed for.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "/opt/dgl/src/rpc/network/tcp_socket.cc:69: Failed bind on 16x.1xx.1xx.1xx:3026 ,errno=99",
+								},
+								{
+									Text: "dgl._ffi.base.DGLError: [11:33:22] /opt/dgl/src/rpc/network/socket_communicator.cc:197: Cannot bind to 16x.1xx.1xx.1xx:3026",
+								},
+								{
+									Text: "  what():  [14:57:01] .../repos/dist-lr/ps-lite/src/van.cc:70: Check failed: (my_node_.port) != (-1) bind failed",
+								},
+								{
+									Text: "[16:54:41] /home/duyb/APSGD/xflow/ps-lite/include/dmlc/logging.h:208: [16:54:41] /home/duyb/APSGD/xflow/ps-lite/src/van.cc:76: Check failed: (my_node_.port) != (-1) bind failed",
+								},
+								{
+									Text: "[16:19:46] /home/zlq/Desktop/distributed-bundle-adjustment/app/include_3rdparty/dmlc/logging.h:277: [16:19:46] src/van.cc:311: Check failed: (my_node_.port) != (-1) bind failed",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "    LOG(ERROR) << \"Failed bind on \" << ip << \":\" << port;",
+								},
+								{
+									Text: "[14:45:44] /home/hkk/research/gnn/distributed/dgl/src/rpc/tensorpipe/tp_communicator.cc:102: TPReceiver starts to wait on [tcp://192.168.10.102:30050].",
+								},
+								{
+									Text: "Bind failed. Error Code : 98 Message Address already in use",
 								},
 							},
 						},

@@ -1045,14 +1045,22 @@ func rejoinWrapped(lines []tailLine, i int) ([]byte, int) {
 // continued returns the indented lines after line from that continue line i's message, each
 // after a space: the context TensorFlow and other C++ libraries print on the next lines of a
 // status, indented ("Unavailable: Unexpected response code 410\n\t when resuming upload
-// gs://..."). A line that is a failure of its own or a traceback frame ends it.
+// gs://..."). A message that ends in a colon announces what follows it, so its next line
+// continues it indented or not: a job runner's status quoting the job's own last output
+// ("Job entrypoint command failed with exit code 127, last available logs (truncated to
+// 20,000 chars):" above the shell's "/bin/bash: train.sh: No such file or directory"), unless
+// that line is a heading of its own (torchelastic's "Root Cause (first observed failure):"
+// above "[0]:"). A line that is a failure of its own, a traceback's header or frame ends it.
 func continued(lines []tailLine, kinds []lineKind, inFrames []bool, i, from int) []byte {
 	var out []byte
+	announces := bytes.HasSuffix(bytes.TrimSpace(lines[from].text), []byte(":"))
 	for j := from + 1; j < len(lines) && j-from <= maxContinuation; j++ {
 		l := lines[j]
 		trim := bytes.TrimSpace(l.text)
-		if len(trim) == 0 || l.text[0] != ' ' && l.text[0] != '\t' || l.stream != lines[i].stream ||
-			kinds[j] != kindNone || inFrames[j] || bytes.HasPrefix(trim, []byte("File \"")) {
+		indented := len(trim) > 0 && (l.text[0] == ' ' || l.text[0] == '\t')
+		announced := announces && j == from+1 && !bytes.HasSuffix(trim, []byte(":"))
+		if len(trim) == 0 || !indented && !announced || l.stream != lines[i].stream ||
+			kinds[j] != kindNone || inFrames[j] || bytes.HasPrefix(trim, []byte("File \"")) || isTracebackHeader(trim) {
 			break
 		}
 		out = append(append(out, ' '), trim...)

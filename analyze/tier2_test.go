@@ -65,6 +65,19 @@ func TestTerminalOf(t *testing.T) {
 			"\t when resuming upload gs://bucket/ckpt-1.data",
 			"INFO shutting down",
 		}, []string{"Unavailable: Unexpected response code 503 when resuming upload gs://bucket/ckpt-1.data"}},
+		{"a message that ends in a colon is continued by its next line, indented or not", []string{
+			"INFO submitting the job",
+			"Status message: Job entrypoint command failed with exit code 127, last available logs (truncated to 20,000 chars):",
+			"/bin/bash: /workspace/train.sh: No such file or directory",
+			"INFO shutting down",
+			"INFO done",
+		}, []string{"Status message: Job entrypoint command failed with exit code 127, last available logs (truncated to 20,000 chars): /bin/bash: /workspace/train.sh: No such file or directory"}},
+		{"but not by a traceback's header", []string{
+			"ERROR: training failed with the following error:",
+			"Traceback (most recent call last):",
+			`  File "train.py", line 88, in <module>`,
+			"ValueError: bad value",
+		}, []string{"ERROR: training failed with the following error:", "ValueError: bad value"}},
 		{"a log that ends inside a traceback was raising: its header is the failure", []string{
 			"epoch 1 step 10 loss 2.1",
 			"save failed, giving up",
@@ -306,6 +319,14 @@ func TestSecondTier(t *testing.T) {
 		// (tensorflow/tensorflow#13463).
 		{"a TensorFlow 1 op error that points at its traceback above", false, progress + "DataLossError (see above for traceback): corrupted record at 12\n",
 			VerdictUnhealthy, CategoryDataError, ConfidenceMedium, "likely data-error: 'corrupted'"},
+		// Ray's job status quotes the entrypoint's last output under a line that ends in a colon
+		// (ray-project/ray's `ray job submit` summary).
+		{"a job runner's status and the job's own last line it quotes", false,
+			"Job 'raysubmit_1' failed\nStatus message: Job entrypoint command failed with exit code 127, last available logs (truncated to 20,000 chars):\n" +
+				"/bin/bash: /workspace/train.sh: No such file or directory\n",
+			VerdictUnhealthy, CategoryFileNotFound, ConfidenceMedium, "likely file-not-found: 'No such file or directory'"},
+		{"a library refusing two options together", false, "ValueError: DeepSpeed Zero-3 is not compatible with passing a `device_map`.\n",
+			VerdictUnhealthy, CategoryConfigError, ConfidenceMedium, "likely config-error: 'is not compatible with'"},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
 		{"an exception logged at ERROR before the process exited", false, progress +

@@ -175,9 +175,11 @@ func onePrefix(b []byte) (rest []byte, rank int, stream string, ok bool) {
 	// "10.164.0.60 [2] " (torch_xla's xla_dist, after its time: pytorch/xla#2552,
 	// huggingface/accelerate#501): the worker's address and its index among the hosts, which
 	// is no rank of the job.
-	if n := hostAt(s); n > 0 && n == k && n < len(s) {
-		if _, width := numberAt(s[n+1:]); width > 0 && n+1+width < len(s) && s[n+width] == ' ' {
-			return s[n+1+width:], -1, string(s[:n+width]), true
+	// hostAt's name ends in a digit: a first word that does not (a program's "step 3 | ...",
+	// most lines) is not read again.
+	if k > 0 && k < len(s) && s[k-1] >= '0' && s[k-1] <= '9' && hostAt(s) == k {
+		if _, width := numberAt(s[k+1:]); width > 0 && k+1+width < len(s) && s[k+width] == ' ' {
+			return s[k+1+width:], -1, string(s[:k+width]), true
 		}
 	}
 	// "trainer-1  | " (docker compose): a service name, blanks, a bar.

@@ -247,21 +247,25 @@ func TimeLen(line []byte) int {
 }
 
 // TimeParser splits kubelet timestamps like SplitTimestamp, faster: consecutive lines of a log
-// share their date, hour and minute, so it remembers the last UTC minute it parsed and reads
-// only the seconds of lines in the same minute. Use one per log stream; it is not safe for
-// concurrent use.
+// share their date, so it remembers the last UTC day it parsed and reads only the hour,
+// minute and seconds of lines of the same day (a cache by minute missed on every line of a
+// job whose steps are minutes apart). Use one per log stream; it is not safe for concurrent
+// use.
 type TimeParser struct {
-	minute [16]byte // "2026-03-14T10:02" of the last line parsed the slow way
-	base   int64    // that minute as Unix seconds
+	day    [11]byte // "2026-03-14T" of the last line parsed the slow way
+	base   int64    // that day's midnight as Unix seconds
 	cached bool
 }
 
 // Split returns the timestamp as Unix nanoseconds and the rest of the line, or ok=false and
 // the line unchanged when it has no kubelet prefix.
 func (p *TimeParser) Split(line []byte) (unixNano int64, rest []byte, ok bool) {
-	if p.cached && len(line) > 20 && line[16] == ':' && string(line[:16]) == string(p.minute[:]) {
-		if s, n, ok := secondsZ(line[17:]); ok {
-			return (p.base+int64(s))*1e9 + int64(n.nsec), line[17+n.width+2:], true
+	if p.cached && len(line) > 20 && string(line[:11]) == string(p.day[:]) {
+		if hm, ok := hourMinute(line[11:17]); ok {
+			// The space after the zone is where SplitTimestamp looks for it: before byte 40.
+			if s, n, ok := secondsZ(line[17:]); ok && 17+n.width+1 < 40 {
+				return (p.base+int64(hm+s))*1e9 + int64(n.nsec), line[17+n.width+2:], true
+			}
 		}
 	}
 	ts, rest, ok := SplitTimestamp(line)
@@ -269,11 +273,34 @@ func (p *TimeParser) Split(line []byte) (unixNano int64, rest []byte, ok bool) {
 		return 0, line, false
 	}
 	if sp := len(line) - len(rest) - 1; line[sp-1] == 'Z' {
-		copy(p.minute[:], line[:16])
-		p.base = ts.Unix() - int64(ts.Second())
-		p.cached = true
+		// The day's base is taken from the line's own fields, not ts's clock: a leap second
+		// ("23:59:60") or a day past the month's end makes a ts that time.Date moved on.
+		if hm, ok := hourMinute(line[11:17]); ok {
+			ss := int(line[17]-'0')*10 + int(line[18]-'0')
+			copy(p.day[:], line[:11])
+			p.base = ts.Unix() - int64(hm+ss)
+			p.cached = true
+		}
 	}
 	return ts.UnixNano(), rest, true
+}
+
+// hourMinute reads "HH:MM:" as seconds since midnight, with scanISO's bounds (hour 23,
+// minute 59).
+func hourMinute(b []byte) (int, bool) {
+	for _, i := range [...]int{0, 1, 3, 4} {
+		if b[i] < '0' || b[i] > '9' {
+			return 0, false
+		}
+	}
+	if b[2] != ':' || b[5] != ':' {
+		return 0, false
+	}
+	h, m := int(b[0]-'0')*10+int(b[1]-'0'), int(b[3]-'0')*10+int(b[4]-'0')
+	if h > 23 || m > 59 {
+		return 0, false
+	}
+	return h*3600 + m*60, true
 }
 
 type fraction struct {

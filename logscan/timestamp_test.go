@@ -58,7 +58,7 @@ func TestLeadingTime(t *testing.T) {
 }
 
 // TestTimeParserAgreesWithSplitTimestamp: the cached fast path gives the same times and rests
-// as the full parser, across minute changes, zones and malformed lines.
+// as the full parser, across minute, hour and day changes, zones and malformed lines.
 func TestTimeParserAgreesWithSplitTimestamp(t *testing.T) {
 	lines := []string{
 		"2026-03-14T10:02:03.123456789Z a",
@@ -73,6 +73,20 @@ func TestTimeParserAgreesWithSplitTimestamp(t *testing.T) {
 		"2026-03-14T10:03:04.Z no fraction digits",
 		"plain line",
 		"2026-03-14T10:03:05.1234567891234Z long fraction",
+		"2026-03-14T10:03:05.123456789012345678901Z too long for the space's bound",
+		"2026-03-14T13:58:30.702441456Z step lines minutes apart",
+		"2026-03-14T14:10:00.000000000Z",
+		"2026-03-14T14:10:00.000000000Z watchdog",
+		"2026-03-14T23:59:60Z leap second at the day's end",
+		"2026-03-14T23:59:59.5Z e",
+		"2026-03-14T24:00:00Z hour out of range",
+		"2026-03-14T09:60:00Z minute out of range",
+		"2026-03-14T09:5a:00Z not a digit",
+		"2026-03-14T09 50:00Z space",
+		"2026-03-15T00:00:01Z next day",
+		"2026-02-31T10:00:00Z past the month's end",
+		"2026-02-31T11:30:00Z f",
+		"2026-03-14T10:02:03.1Z back a day",
 	}
 	var p TimeParser
 	for _, l := range lines {
@@ -97,7 +111,8 @@ func TestZeroTimeIsNotATimestamp(t *testing.T) {
 	}
 }
 
-// FuzzTimestamps: the timestamp parsers never panic, and what they split off is a prefix.
+// FuzzTimestamps: the timestamp parsers never panic, what they split off is a prefix, and
+// TimeParser's cached day gives what SplitTimestamp does.
 func FuzzTimestamps(f *testing.F) {
 	for _, s := range []string{"2026-03-14T10:02:03.123456789Z hello", "2026-03-14 10:02:03,123 INFO x", "[2026-03-14 10:02:03] x",
 		"2026-03-14T12:02:03.5+02:00 x", "2026-03-14T10:02:03Z", "0000-00-00T00:00:00Z "} {
@@ -116,6 +131,15 @@ func FuzzTimestamps(f *testing.F) {
 			t.Fatalf("not ok, but the line changed: %q -> %q", line, rest)
 		}
 		LeadingTime(line)
+		// A TimeParser that has cached the fuzzed line's day (when it has one) agrees.
+		var p TimeParser
+		if len(line) >= 11 {
+			p.Split(append(line[:11:11], "00:00:00Z x"...))
+		}
+		ns, prest, pok := p.Split(line)
+		if pok != ok || !bytes.Equal(prest, rest) || (ok && ns != ts.UnixNano()) {
+			t.Fatalf("TimeParser.Split(%q) = %d, %q, %v; SplitTimestamp %d, %q, %v", line, ns, prest, pok, ts.UnixNano(), rest, ok)
+		}
 	})
 }
 

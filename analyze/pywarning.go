@@ -4,33 +4,33 @@ import "bytes"
 
 // Python's warnings module prints a warning as "path.py:LINE: CategoryWarning: message", the
 // message as it was given, newlines and all, then the source line of the call that warned,
-// indented by two spaces: "  warnings.warn(". A message of several lines puts its words on
-// lines of their own, with no header:
+// indented by two spaces:
 //
 //	/usr/local/lib/python3.10/dist-packages/jax/_src/compiler.py:522: UserWarning: Error reading persistent compilation cache entry for 'jit_convert_element_type': XlaRuntimeError: INTERNAL: Failed to parse serialized GpuThunkAotCompilationResult.
 //	  warnings.warn(
 //
-// (jax-ml/jax#22281: the program compiled and ran on), and torch's device warnings, whose
-// message starts on the next line and runs over several (pytorch/pytorch#3601's "UserWarning:
-// Found GPU0 ... which requires CUDA_VERSION >= 8000 for" and its indented continuation;
-// IAHispano/Applio#1006's capability warning, a blank line, "  warnings.warn(", and the app
-// launched). A warning is no failure, whatever its words ("Error", "Failed", "Access
-// denied."): the lines from its header to its source line are the warning's.
+// (jax-ml/jax#22281: the program compiled and ran on). A message of several lines puts its
+// words on lines of their own, with no header: torch's device warnings (pytorch/pytorch#3601's
+// "UserWarning: Found GPU0 ... which requires CUDA_VERSION >= 8000 for" and its indented
+// continuation; IAHispano/Applio#1006's capability warning, a blank line, "  warnings.warn(",
+// and the app launched). The lines between the header and the source line are the warning's
+// message, no failure of their own whatever their words ("Access denied."); the header is read
+// as any line is: a warning that CUDA could not initialise says why a process then runs
+// without its GPU.
 
 // maxWarningLines bounds how many lines a warning's message may span: a header whose source
 // line does not come within them is taken alone.
 const maxWarningLines = 12
 
-// quietWarnings gives kind none to the failure-word lines of each Python warning among lines:
-// its header and, when its source line follows within maxWarningLines, the message lines
-// between. A line of a strong kind (an exception, a signal, a traceback's header) ends the
-// search: it is no message line, and the warning's source line was not printed.
+// quietWarnings gives kind none to the message lines of each Python warning among lines: the
+// lines between its header and its source line, when that follows within maxWarningLines. A
+// line of a strong kind (an exception, a signal, a traceback's header) ends the search: it is
+// no message line, and the warning's source line was not printed.
 func quietWarnings(lines []tailLine, kinds []lineKind) {
 	for i := 0; i < len(lines); i++ {
-		if kinds[i] != kindError || !isWarningHeader(lines[i].text) {
+		if kinds[i].strong() || !isWarningHeader(lines[i].text) {
 			continue
 		}
-		kinds[i] = kindNone
 		for j := i + 1; j < len(lines) && j <= i+maxWarningLines; j++ {
 			t := lines[j].text
 			if isWarningSource(t) {

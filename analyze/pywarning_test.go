@@ -6,10 +6,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPythonWarningIsNoFailure: the lines of a warning the warnings module printed, from its
-// header to the source line under it, are no failure however many lines its message spans and
-// whatever words it holds; a failure after the warning, or a warning whose source line never
-// comes, is read as before.
+// TestPythonWarningIsNoFailure: the message lines of a warning the warnings module printed,
+// between its header and the source line under it, are no failure whatever words they hold;
+// a failure after the warning, a warning whose source line never comes, and the header itself
+// are read as before.
 func TestPythonWarningIsNoFailure(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -31,13 +31,21 @@ func TestPythonWarningIsNoFailure(t *testing.T) {
 		}
 	}
 
-	// Near misses: what follows the warning's source line is read, and a header whose source
-	// line never comes quiets only itself.
+	// Near misses: what follows the warning's source line is read, and so is what follows a
+	// header whose source line never comes.
 	oom := "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n" +
 		"RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.90 GiB total capacity)\n"
 	res := analyzeLogs(t, all, torchWarning+oom)
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category)
+	// The header is read as before: torch's warning that CUDA could not start, which the
+	// process then runs on without.
+	initFailed := "/env/lib/python3.10/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 802: system not yet initialized (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:109.)\n" +
+		"  return torch._C._cuda_getDeviceCount() > 0\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, initFailed)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	}
 	cut := "/x/compiler.py:522: UserWarning: cache entry not written\n" +
 		"[E ProcessGroupNCCL.cpp:414] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.\n"
 	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {

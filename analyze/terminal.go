@@ -767,6 +767,8 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			}
 		}
 	}
+	quietWarnings(lines, kinds)             // a Python warning's lines say no process failed (pywarning.go)
+	fatalDmlc(lines, kinds, t.lastProgress) // dmlc's logging line before an uncaught throw (dmlc.go)
 	t.skipped, t.caughtLines = caught(lines, kinds, words)
 	forgetRecovered(t, lines, kinds, words)
 	retriedEnd(lines, kinds, words, t.lastProgress)

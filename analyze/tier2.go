@@ -124,10 +124,13 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	a.renumber()
 	a.demote(root, f)
 	a.res.Confidence, a.res.ConfidenceBasis = c.confidence()
-	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) {
+	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) ||
+		tf.strongest == kindError && isRecovery(last.text, tailWordsOf(last.text)&hasSocketWord) {
 		// Retries printed again and again to the end of the log show the attempt never
 		// succeeded, not that the process gave up (the last try of a count does): a log cut
-		// while it still retries is a hang as much as a failure.
+		// while it still retries is a hang as much as a failure. c10d's client logs each
+		// failed connect at warning level and gives up at error level (recovered.go): a log
+		// that ends in a warning-level attempt, with nothing stronger, was still trying.
 		a.res.Confidence = ConfidenceLow
 	}
 	return f

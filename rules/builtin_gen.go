@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "77c841e005ebdeddb6f7a2b32fb227aa2bf4c45b01f19c53ca4b980fc5c14600"
+const builtinDigest = "cae4e3e15fcefce10fd426379465e5656af8e3ac2a59d29fb6fd07b299f92479"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -11501,6 +11501,64 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "(TaskRunner pid=4617) 'timestep: 3 - actor/lr'",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"patterns",
+						},
+					},
+					{
+						ID: "progress/mxnet-speedometer",
+						Patterns: []string{
+							"\\bEpoch\\[\\d+\\] Batch \\[\\d+\\]\\s+Speed: ",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "INFO:root:Epoch[1] Batch [100]  Speed: 12488.17 samples/sec     Train-accuracy=0.954219",
+								},
+								{
+									Text: "2019-08-21 14:56:44,024 INFO Epoch[101] Batch [250]\tSpeed: 581.56 samples/sec\taccuracy=1.000000",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "INFO:root:Epoch[1] Validation-accuracy=0.963575",
+								},
+								{
+									Text: "INFO:root:Epoch[1] Time cost=4.611",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"id",
+							"patterns",
+						},
+					},
+					{
+						ID: "progress/xgboost-round",
+						Patterns: []string{
+							"\\[(?P<step>\\d+)\\]\\s+(?:train|eval|valid\\w*|test)-[\\w@]+:-?\\d",
+						},
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "22/06/01 10:06:44 ERROR RabitTracker$TrackerProcessLogger: 2022-06-01 10:06:44,668 INFO [15]    train-logloss:0.00502646757155188  eval-logloss:0.51746790368885076",
+								},
+								{
+									Text: "[INFO] [07/22/2019 17:10:30.213] [RabitTracker-akka.actor.default-dispatcher-16] [akka://RabitTracker/user/Handler] [86]        train-rmse:1.449220",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[17:10:30] /xgboost/src/tree/updater_prune.cc:74: tree pruning end, 1 roots, 14 extra nodes, 0 pruned nodes, max_depth=3",
+								},
+								{
+									Text: "[3] training-set size: 1000",
 								},
 							},
 						},

@@ -42,7 +42,7 @@ func quietWarnings(lines []tailLine, kinds []lineKind) {
 				i = j
 				break
 			}
-			if kinds[j].strong() || isTracebackHeader(bytes.TrimSpace(t)) || isWarningHeader(t) {
+			if kinds[j].strong() || isTracebackHeader(bytes.TrimSpace(t)) || isWarningHeader(t) || hasLogHeader(t) {
 				break
 			}
 		}
@@ -70,7 +70,15 @@ func isWarningHeader(t []byte) bool {
 }
 
 // isWarningSource says whether t is the source line the warnings module prints under a
-// warning: two spaces, then code.
+// warning: two spaces, then code; a progress bar indented the same ("  3%|...") is none.
 func isWarningSource(t []byte) bool {
-	return len(t) > 2 && t[0] == ' ' && t[1] == ' ' && t[2] != ' ' && t[2] != '\t'
+	return len(t) > 2 && t[0] == ' ' && t[1] == ' ' && t[2] != ' ' && t[2] != '\t' &&
+		!bytes.Contains(t, []byte("%|"))
+}
+
+// hasLogHeader says whether t carries a log header of its own ("ERROR: ...", "[E ...]"): a
+// logger's line, which no warning's message is, so the warning's source line was not printed
+// before it.
+func hasLogHeader(t []byte) bool {
+	return len(logMessage(t)) != len(t)
 }

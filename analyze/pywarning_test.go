@@ -53,4 +53,16 @@ func TestPythonWarningIsNoFailure(t *testing.T) {
 		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 		require.Equal(t, CategoryCollectiveTimeout, res.RootCause.Category)
 	}
+	// A header whose source line never comes, then a logger's error lines and an indented
+	// status line: the logger's lines are no warning's message (they carry a header of their
+	// own), and an indented line is no source line of the warning.
+	logged := "step 1200 loss 0.41\n" +
+		"train.py:212: UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly.\n" +
+		"ERROR: rank 3 lost its connection to the store: no ptx compilation provider is available\n" +
+		"ERROR: giving up\n" +
+		"  exit status: 1\n"
+	res = analyzeLogs(t, WithoutSpecific(all), logged)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryModuleNotFound, res.RootCause.Category)
+	require.False(t, isWarningSource([]byte("  3%|▎         | 30/1000 [00:01<00:40, 24.00it/s]")))
 }

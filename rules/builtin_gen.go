@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "cae4e3e15fcefce10fd426379465e5656af8e3ac2a59d29fb6fd07b299f92479"
+const builtinDigest = "d8933d19f15e949f92919677e566a36106f4932e63515158be25bc59000fb4e2"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -15065,10 +15065,10 @@ func builtinFiles() []Named {
 						Match: Match{
 							Streak: &Streak{
 								Patterns: []string{
-									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+(?P<value>nan)(?:\\s+nan){1,3}\\s+\\d+\\s+\\d+\\b",
+									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+(?P<value>nan)(?:\\s+nan){1,3}\\s+\\d+\\s+\\d+:",
 								},
 								Recover: []string{
-									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+\\d.*(?:it/s\\]|s/it\\])",
+									"^\\s*\\d+/\\d+\\s+\\d+(?:\\.\\d+)?[GM]\\s+\\d.*(?:it/s|s/it)",
 								},
 								Min:   1,
 								ToEnd: true,
@@ -15082,10 +15082,13 @@ func builtinFiles() []Named {
 									Text: "Epoch   gpu_mem       box       obj       cls    labels  img_size\n 1/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n          Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95: 100%|██████████| 1/1 [00:01<00:00,  1.30s/it]\n            all               14          0             0          0            0              0\n",
 								},
 								{
-									Text: "     0/299    0.489G       nan       nan       nan       nan        10       640         0         0         0         0       nan       nan       nan",
+									Text: "1/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n",
 								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "     0/299    0.489G       nan       nan       nan       nan        10       640         0         0         0         0       nan       nan       nan",
+								},
 								{
 									Text: "       0/4        0G    0.1254   0.04242   0.08415     0.252        37       640: 100%|█████████| 1/1 [00:05<00:00,  5.10s/it]",
 								},
@@ -15094,6 +15097,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "0/99     2.64G         nan       nan       nan         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n1/99     2.64G    0.1254   0.04242   0.08415         4       416: 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]\n",
+								},
+								{
+									Text: "1/100      3.12G        nan        nan        nan         21        640: 100% ━━━━━━━━━━━━ 54/54 3.1it/s 17.4s\n2/100      3.12G      1.432      2.118      1.301         19        640: 100% ━━━━━━━━━━━━ 54/54 3.2it/s 16.9s\n",
 								},
 							},
 						},

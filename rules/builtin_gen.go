@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "d8933d19f15e949f92919677e566a36106f4932e63515158be25bc59000fb4e2"
+const builtinDigest = "3e567c8bd858c87d9d8406357f982e1dbafa281be33b24cb72a560aec402ba28"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1788,7 +1788,9 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"bad_alloc: .*(?:cudaErrorMemoryAllocation|out_of_memory|CNMEM_STATUS_OUT_OF_MEMORY|rmm/mr/device/\\S*: Maximum pool size exceeded)",
-								"terminate called after throwing an instance of 'rmm::out_of_memory'",
+							},
+							Unless: []string{
+								"(?i)pinned|_host_memory|/mr/host/|of host memory",
 							},
 						},
 						Explanation: "A GPU memory pool (RAPIDS' RMM, which cuDF, NVTabular, HugeCTR and XGBoost allocate device memory through) could not allocate: the GPU is full, or the pool's maximum size is smaller than what the data needs. The exception is C++'s std::bad_alloc, but the memory is the GPU's, not the host's.\n",
@@ -1814,6 +1816,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "MemoryError: std::bad_alloc: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an illegal memory access was encountered",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: out_of_memory: CUDA error (failed to allocate 17179869184 bytes) at: /opt/conda/include/rmm/mr/pinned_host_memory_resource.hpp:163: cudaErrorMemoryAllocation out of memory",
 								},
 								{
 									Text: "When RMM fails to allocate a buffer, it currently throws a `rmm::bad_alloc` exception, which a user might want to catch, spill some GPU buffers, and try again.",
@@ -5429,7 +5434,8 @@ func builtinFiles() []Named {
 								"MemoryError: std::bad_alloc",
 							},
 							Unless: []string{
-								"bad_alloc: .*(?:rmm/mr/device/|cudaError|CUDA error at|CNMEM)",
+								"bad_alloc: .*(?:rmm/mr/device/|CNMEM|CUDA error at:)",
+								"bad_alloc: .*cudaError(?:[^M]|M[^e])",
 							},
 						},
 						Explanation: "Native code (a framework's C++ core, a data-loading extension) asked for memory and the allocator refused: the process ran out of host RAM or address space. The abort that follows is a consequence.\n",
@@ -5444,6 +5450,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "> terminate called after throwing an instance of 'std::bad_alloc'",
+								},
+								{
+									Text: "MemoryError: std::bad_alloc: out_of_memory: CUDA error (failed to allocate 17179869184 bytes) at: /opt/conda/include/rmm/mr/pinned_host_memory_resource.hpp:163: cudaErrorMemoryAllocation out of memory",
 								},
 							},
 							NotMatch: []Example{

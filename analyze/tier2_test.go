@@ -327,9 +327,6 @@ func TestSecondTier(t *testing.T) {
 			VerdictUnhealthy, CategoryFileNotFound, ConfidenceMedium, "likely file-not-found: 'No such file or directory'"},
 		{"a library refusing two options together", false, "ValueError: DeepSpeed Zero-3 is not compatible with passing a `device_map`.\n",
 			VerdictUnhealthy, CategoryConfigError, ConfidenceMedium, "likely config-error: 'is not compatible with'"},
-		{"a view of a tensor its strides do not allow (the code's, not two options)", false,
-			"RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.\n",
-			VerdictUnhealthy, CategoryUserCodeError, ConfidenceMedium, ""},
 		{"a message wrapped at 80 columns", false, progress + "OSError: [Errno 28] No space left on device while writing the checkpoint of step\n 1200 to /ckpt\n",
 			VerdictUnhealthy, CategoryDiskFull, ConfidenceMedium, "likely disk-full"},
 		{"an exception logged at ERROR before the process exited", false, progress +
@@ -534,5 +531,18 @@ func TestBarNotStarted(t *testing.T) {
 		"epoch 1 step 20 loss 2.0":                                     false,
 	} {
 		require.Equal(t, want, barNotStarted([]byte(line)), line)
+	}
+}
+
+// TestViewSizeIsTheCodes: PyTorch's view() of a tensor its strides do not allow says "is not
+// compatible with", the words of two options refused together; it is the code's shape error.
+func TestViewSizeIsTheCodes(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
 	}
 }

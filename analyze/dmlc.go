@@ -45,8 +45,9 @@ func fatalDmlc(lines []tailLine, kinds []lineKind, lastProgress int) {
 func onlyStackAfter(lines []tailLine) bool {
 	for _, l := range lines {
 		t := bytes.TrimSpace(l.text)
+		d := leading(t, isDigit)
 		switch {
-		case len(t) == 0, bytes.HasPrefix(t, []byte("[bt]")), leading(t, isDigit) > 0 && bytes.HasPrefix(t[leading(t, isDigit):], []byte(":")),
+		case len(t) == 0, bytes.HasPrefix(t, []byte("[bt]")), d > 0 && bytes.HasPrefix(t[d:], []byte(":")),
 			bytes.HasPrefix(t, []byte("terminate called")), bytes.HasPrefix(t, []byte("what(): ")), bytes.Contains(t, []byte("core dumped")):
 		default:
 			return false

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build install dist run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2
+.PHONY: build install dist run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2 spot
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -127,6 +127,11 @@ e2e-llm:
 
 # Score the second tier alone: the specific rules off (analyze --tiers fallback), so only the
 # vocabulary names causes. score.py takes a binary and no flags, so a wrapper passes the flag.
+# The spot sets (testdata/spot: families of real excerpts gathered after the rules), both tiers
+# and the second tier alone, one line a set.
+spot: build
+	./scripts/spot.sh $(BIN)
+
 corpus-tier2: build
 	printf '#!/bin/sh\nexec "%s" "$$@" --tiers fallback\n' "$(abspath $(BIN))" > bin/coroner-tier2
 	chmod +x bin/coroner-tier2

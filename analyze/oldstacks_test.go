@@ -39,6 +39,12 @@ func TestTFSessionPeersUnreachable(t *testing.T) {
 			require.Contains(t, res.RootCause.Evidence[0].Text, tt.evidence)
 		})
 	}
+	// The second tier alone reads the master's error lines (tensorflow/benchmarks#165).
+	res := analyzeLogs(t, WithoutSpecific(all), "2018-04-17 00:29:26.707462: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n"+
+		"2018-04-17 00:29:27.711554: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryRendezvous, res.RootCause.Category)
+	require.Equal(t, ConfidenceMedium, res.Confidence)
 	// A slow start: one wait (https://github.com/tensorflow/tensorflow/issues/19907's first
 	// line), or waits the session then ended (yahoo/TensorFlowOnSpark#240's waits, then
 	// tensorflow/tensorflow#18737's session start and its wait for the chief's variables).

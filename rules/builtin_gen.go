@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "3e567c8bd858c87d9d8406357f982e1dbafa281be33b24cb72a560aec402ba28"
+const builtinDigest = "e29cd25ca2403dc97f5d86befc85bf1a01ef20ade9813683545d6e6e244723d1"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -14527,6 +14527,73 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"title",
+						},
+					},
+					{
+						ID:           "rendezvous-failure/tf-session-peers-unreachable",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "TensorFlow could not create its session, a task of the cluster did not answer ({count} lines)",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
+						Match: Match{
+							Streak: &Streak{
+								Patterns: []string{
+									"CreateSession still waiting for response from worker: (?P<task>/job:[\\w-]+/replica:\\d+/task:\\d+)",
+									"Master init: Unavailable\\b",
+								},
+								Recover: []string{
+									"Start master session [0-9a-f]+ with config",
+									"\\bRunning local_init_op\\b",
+									"INFO:tensorflow:loss = ",
+									"\\bglobal_step/sec: ",
+								},
+								Min:   2,
+								ToEnd: true,
+							},
+						},
+						Explanation: "TensorFlow's distributed runtime creates a session by contacting every task listed in the cluster spec (the ps and worker hosts, or TF_CONFIG). The log ends while it still waits for one of them, or after contacting one failed (gRPC Unavailable): no session was ever created, so no step ran. The named task was not started, exited, or cannot be reached at the address the cluster spec gives.\n",
+						Remediation: "Check that every ps and worker task is running (pod phase, its own log), that the cluster spec or TF_CONFIG lists reachable addresses on every node (services resolve, servers bind 0.0.0.0 rather than localhost, the ports are open between nodes), and that each task has a distinct job name and index.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "2018-03-02 08:50:57.918293: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-03-02 08:51:07.918467: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-03-02 08:51:17.918643: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n",
+								},
+								{
+									Text: "2019-07-10 09:34:05.787286: I tensorflow/core/distributed_runtime/master.cc:268] CreateSession still waiting for response from worker: /job:trainer_client/replica:0/task:0\n2019-07-10 09:34:05.787419: I tensorflow/core/distributed_runtime/master.cc:268] CreateSession still waiting for response from worker: /job:worker/replica:0/task:0\n",
+								},
+								{
+									Text: "2018-04-17 00:29:26.707462: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n2018-04-17 00:29:27.711554: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n2018-04-17 00:29:29.711819: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:1\n",
+								},
+								{
+									Text: "2018-05-15 18:32:49.137081: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:1\n2018-05-15 18:32:51.321405: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\nI0515 18:32:51.462898 140167654033152 tf_logging.py:116] Error reported to Coordinator: <class 'tensorflow.python.framework.errors_impl.UnavailableError'>, OS Error\n",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "2018-03-15 19:59:32.312834: I tensorflow/core/distributed_runtime/rpc/grpc_channel.cc:215] Initialize GrpcChannelCache for job ps -> {0 -> bjlt-h1269.sy:42557}\n2018-03-15 19:59:32.315443: I tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc:324] Started server with target: grpc://localhost:37060\n",
+								},
+								{
+									Text: "I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0",
+								},
+								{
+									Text: "2018-03-02 08:50:57.918293: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-03-02 08:51:07.918467: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-04-21 00:34:14.953222: I tensorflow/core/distributed_runtime/master_session.cc:1017] Start master session b6a0c9c95637b2bf with config: allow_soft_placement: true operation_timeout_in_ms: 600000\n",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"namesNoCause",
+							"remediation",
+							"retry",
+							"role",
 							"title",
 						},
 					},

@@ -772,6 +772,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	t.skipped, t.caughtLines = caught(lines, kinds, words)
 	forgetRecovered(t, lines, kinds, words)
 	retriedEnd(lines, kinds, words, t.lastProgress)
+	quietSummaries(lines, kinds, t.lastProgress) // a launcher's report below a worker's exception (launchsummary.go)
 	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where. A

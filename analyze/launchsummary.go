@@ -24,10 +24,16 @@ func quietSummaries(lines []tailLine, kinds []lineKind, lastProgress int) {
 	}
 }
 
-// isSummaryLine says whether t is a launcher's summary of a process's end (launcherLine) or
-// the exception a launcher raises for it.
+// isSummaryLine says whether t is a launcher's summary of a process's end (launcherLine),
+// the exception a launcher raises for it, or paddle.distributed.launch's report of its
+// container ("Container rank 0 status failed cmd [...] code 1 log log/workerlog.0":
+// PaddlePaddle/PaddleDetection#7380, PaddlePaddle/Paddle#52213) and exit ("LAUNCH INFO
+// 2022-11-21 02:35:54,390 Exit code 1", its controller's finalize), which come after the
+// worker log's tail it prints.
 func isSummaryLine(t []byte) bool {
 	w := tailWordsOf(t)
 	return launcherLine.matchWith(bytes.TrimSpace(t), w&launcherLine.bit != 0) ||
-		bytes.Contains(t, []byte("failed (exitcode: ")) || bytes.Contains(t, []byte("CalledProcessError"))
+		bytes.Contains(t, []byte("failed (exitcode: ")) || bytes.Contains(t, []byte("CalledProcessError")) ||
+		bytes.Contains(t, []byte(" status failed cmd [")) ||
+		bytes.HasPrefix(t, []byte("LAUNCH ")) && bytes.Contains(t, []byte(" Exit code "))
 }

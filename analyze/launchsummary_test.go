@@ -77,3 +77,36 @@ func TestTorchelasticSummaryLookAlikes(t *testing.T) {
 		}
 	}
 }
+
+// TestLauncherExitBelowWorkerError: a launcher's report of a worker's exit, printed after the
+// worker's exception with the launcher's INFO lines between, is not the failure's words, by
+// either tier: paddle.distributed.launch prints the failed container (PaddlePaddle/
+// PaddleDetection#7380's wording), the worker log's tail after "ERROR LOG DETAIL" and "Exit
+// code N" (its controller); the DeepSpeed launcher kills the other ranks and reports the
+// first one's return code (hostmem.yaml's sources). The exceptions are made up.
+func TestLauncherExitBelowWorkerError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	raised := "Traceback (most recent call last):\n  File \"tools/train.py\", line 172, in <module>\n    main()\n" +
+		"ValueError: unknown scheduler cosine_warm\n"
+	paddle := "LAUNCH INFO 2022-11-21 02:35:54,384 Pod failed\n" +
+		"LAUNCH ERROR 2022-11-21 02:35:54,385 Container failed !!!\n" +
+		"Container rank 0 status failed cmd ['/usr/bin/python3', '-u', 'tools/train.py', '-c', 'configs/keypoint/tiny_pose/tinypose_256x192_wholebody-v2-0921-1021-1108-1121.yml', '--eval'] code -9 log log/workerlog.0\n" +
+		"env {'NV_LIBCUBLAS_VERSION': '11.3.0.106-1', 'NVIDIA_VISIBLE_DEVICES': 'all'}\n" +
+		"LAUNCH INFO 2022-11-21 02:35:54,386 ------------------------- ERROR LOG DETAIL -------------------------\n" +
+		raised +
+		"LAUNCH INFO 2022-11-21 02:35:57,390 Exit code -9\n"
+	deepspeed := raised +
+		"[2024-02-06 06:23:36,102] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 20131\n" +
+		"[2024-02-06 06:23:36,311] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 20132\n" +
+		"[2024-02-06 06:23:39,510] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train_mem.py', '--local_rank=7'] exits with return code = -9\n"
+	for name, log := range map[string]string{"paddle": paddle, "deepspeed": deepspeed} {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, "step 40 | loss 1.93\n"+log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, name)
+			require.Equal(t, CategoryUserCodeError, res.RootCause.Category, "%s\n%s", name, findingsOf(res))
+			require.Contains(t, res.RootCause.Evidence[0].Text, "ValueError: unknown scheduler", name)
+			require.Equal(t, ConfidenceLow, res.Confidence, name)
+		}
+	}
+}

@@ -110,3 +110,25 @@ func TestLauncherExitBelowWorkerError(t *testing.T) {
 		}
 	}
 }
+
+// TestRaisedTermsAboveAFailure: a warning right above a failure names its cause only by the
+// terms that name one in a warning too. Terms the vocabulary counts only when raised (a
+// missing optional xFormers, a video the decoder skips: DAMO-NLP-SG/VideoLLaMA2#20's wording)
+// are the warning of a run that went on, until a kill or an exception of its own: the second
+// tier no longer names them at medium (both session-21 review findings).
+func TestRaisedTermsAboveAFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tc := range []struct{ log, not string }{
+		{"step 10 | loss 2.1\nWARNING:root:xformers is not available, falling back to the default attention\nKilled\n", "module-not-found"},
+		{"step 10 | loss 2.1\nWARNING: failed to load video /data/k400/abc.mp4: [11:37:01] /github/workspace/src/video/video_reader.cc:151: Check failed: st_nb >= 0 (-1381258232 vs. 0) ERROR cannot find video stream with wanted index: -1. Skipping.\n" +
+			"Traceback (most recent call last):\n  File \"train.py\", line 50, in <module>\n    main()\n" +
+			"RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n", "data-error"},
+	} {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, tc.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict)
+			require.NotEqual(t, Category(tc.not), res.RootCause.Category, "%s\n%s", tc.log, findingsOf(res))
+		}
+	}
+}

@@ -277,8 +277,11 @@ func (a *analyzer) classifyTerminal(root *Finding, skip string) (*terminalFailur
 		c := a.vocab.classify(failure, context, raised)
 		if tf.above != nil {
 			// A warning or error line right above the failure that names a cause by itself, more
-			// strongly than the failure's own lines, says why the failure came.
-			if ca := a.vocab.classify(string(tf.above.text), "", raised); ca.Classified() && ca.Score > c.Score {
+			// strongly than the failure's own lines, says why the failure came. It is no failure
+			// line itself, so the terms that name a cause only when raised do not count in it
+			// ("xformers is not available", a clip the decoder skips: the run went on after
+			// them, until a kill or an exception of its own).
+			if ca := a.vocab.classify(string(tf.above.text), "", false); ca.Classified() && ca.Score > c.Score {
 				c = ca
 			}
 		}

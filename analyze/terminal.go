@@ -772,6 +772,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	t.skipped, t.caughtLines = caught(lines, kinds, words)
 	forgetRecovered(t, lines, kinds, words)
 	retriedEnd(lines, kinds, words, t.lastProgress)
+	quietSummaries(lines, kinds, t.lastProgress) // a launcher's report below a worker's exception (launchsummary.go)
 	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where. A
@@ -1060,7 +1061,9 @@ func continued(lines []tailLine, kinds []lineKind, inFrames []bool, i, from int)
 		l := lines[j]
 		trim := bytes.TrimSpace(l.text)
 		indented := len(trim) > 0 && (l.text[0] == ' ' || l.text[0] == '\t')
-		announced := announces && j == from+1 && !bytes.HasSuffix(trim, []byte(":"))
+		// The line a colon announces is the message's own, not a logger's next record
+		// ("INFO: Started server process [812]" after "last available logs:").
+		announced := announces && j == from+1 && !bytes.HasSuffix(trim, []byte(":")) && !isLogRecord(trim)
 		if len(trim) == 0 || !indented && !announced || l.stream != lines[i].stream ||
 			kinds[j] != kindNone || inFrames[j] || bytes.HasPrefix(trim, []byte("File \"")) || isTracebackHeader(trim) {
 			break
@@ -1128,4 +1131,25 @@ func gluedAfterBar(t []byte) bool {
 	}
 	end := i + bytes.IndexByte(t[i:], ']') + 1
 	return len(bytes.TrimSpace(t[end:])) > 0
+}
+
+// levelWords are the level words of a logging header, of every level.
+var levelWords = [][]byte{[]byte("INFO"), []byte("WARNING"), []byte("WARN"), []byte("DEBUG"), []byte("ERROR"), []byte("CRITICAL"), []byte("FATAL")}
+
+// isLogRecord says whether trimmed line t starts a logger's record of any level: a glog or
+// c10 head, or a level word that only a header comes before ("INFO: ...", "[2024-03-01
+// 10:00:00,000] [INFO] ...").
+func isLogRecord(t []byte) bool {
+	for _, c := range []byte("IWEF") {
+		if glogHead(t, c) || c10Head(t, c) {
+			return true
+		}
+	}
+	head := t[:min(len(t), maxHeaderBytes)]
+	for _, lv := range levelWords {
+		if p := bytes.Index(head, lv); p >= 0 && wordEdge(t, p) && wordEdge(t, p+len(lv)) && headerBefore(t[:p]) {
+			return true
+		}
+	}
+	return false
 }

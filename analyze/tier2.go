@@ -74,6 +74,12 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			a.res.Confidence = ConfidenceMedium
 			a.res.ConfidenceBasis = BasisSymptom
 		}
+		if root.generic && root.Category == CategoryHostOOM {
+			// A launcher's report of a SIGKILL (torchelastic's, DeepSpeed's, mpirun's) names
+			// the usual cause, the OOM killer, not one the log shows: a scheduler, an agent
+			// or a user kills with it too.
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceMedium, BasisUsualCause
+		}
 		if root.rule != nil && root.rule.Match.Streak != nil && root.rule.Match.Streak.ToEnd && root.Count < 2 && a.stillRunning() {
 			// One bad row at the end of a job still running is the step it was at when
 			// collected: the next may be finite again.
@@ -149,6 +155,9 @@ const (
 	// BasisOneRow: a specific rule matched a streak that lasts to the log's end, but it is one
 	// row long and the job was still running when it was collected.
 	BasisOneRow Basis = "one-row"
+	// BasisUsualCause: a launcher's report of a signal (a SIGKILL) matched, and its category is
+	// the signal's usual cause (the OOM killer), which the log does not show.
+	BasisUsualCause Basis = "usual-cause"
 )
 
 // confidence is how sure a cause the second tier named is, and why when that is not the
@@ -268,8 +277,11 @@ func (a *analyzer) classifyTerminal(root *Finding, skip string) (*terminalFailur
 		c := a.vocab.classify(failure, context, raised)
 		if tf.above != nil {
 			// A warning or error line right above the failure that names a cause by itself, more
-			// strongly than the failure's own lines, says why the failure came.
-			if ca := a.vocab.classify(string(tf.above.text), "", raised); ca.Classified() && ca.Score > c.Score {
+			// strongly than the failure's own lines, says why the failure came. It is no failure
+			// line itself, so the terms that name a cause only when raised do not count in it
+			// ("xformers is not available", a clip the decoder skips: the run went on after
+			// them, until a kill or an exception of its own).
+			if ca := a.vocab.classify(string(tf.above.text), "", false); ca.Classified() && ca.Score > c.Score {
 				c = ca
 			}
 		}

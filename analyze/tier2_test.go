@@ -72,6 +72,12 @@ func TestTerminalOf(t *testing.T) {
 			"INFO shutting down",
 			"INFO done",
 		}, []string{"Status message: Job entrypoint command failed with exit code 127, last available logs (truncated to 20,000 chars): /bin/bash: /workspace/train.sh: No such file or directory"}},
+		{"but not by a logger's record of its own", []string{
+			"INFO submitting the job",
+			"Status message: Job entrypoint command failed with exit code 127, last available logs (truncated to 20,000 chars):",
+			"INFO: Started server process [812]",
+			"INFO done",
+		}, []string{"Status message: Job entrypoint command failed with exit code 127, last available logs (truncated to 20,000 chars):"}},
 		{"but not by a traceback's header", []string{
 			"ERROR: training failed with the following error:",
 			"Traceback (most recent call last):",

@@ -55,6 +55,7 @@ func TestConfidenceSaysWhy(t *testing.T) {
 		{analyze.ConfidenceMedium, analyze.BasisSymptom, "its words name no cause of their own"},
 		{analyze.ConfidenceLow, analyze.BasisFrame, "named from the innermost frame of a traceback cut before its exception line"},
 		{analyze.ConfidenceMedium, analyze.BasisOneRow, "on one row at the end of a job still running"},
+		{analyze.ConfidenceMedium, analyze.BasisUsualCause, "its usual cause is named (the OOM killer for a SIGKILL)"},
 		{analyze.ConfidenceMedium, "", "no specific rule matched"},
 		{analyze.ConfidenceLow, "", "only an exit code, a signal"},
 	} {

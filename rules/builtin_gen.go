@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "e29cd25ca2403dc97f5d86befc85bf1a01ef20ade9813683545d6e6e244723d1"
+const builtinDigest = "403d0cffefb444a51ba0ae03fd1946f46430c255acd38b0b2af70b7a731c5391"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12452,8 +12452,6 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"failed \\(exitcode: -9\\) local_rank: \\d+",
-								"Signal 9 \\(SIGKILL\\) received by PID \\d+",
 								"DataLoader worker \\(pid\\(?s?\\)? ?[\\d, ]+\\)? is killed by signal: Killed",
 								": line \\d+: +\\d+ Killed\\b",
 								"died with <Signals\\.SIGKILL: 9>",
@@ -12464,16 +12462,7 @@ func builtinFiles() []Named {
 						Examples: Examples{
 							Match: []Example{
 								{
-									Text: "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 4 (pid: 364592) of binary: /usr/bin/python3",
-								},
-								{
-									Text: "  traceback : Signal 9 (SIGKILL) received by PID 79468",
-								},
-								{
 									Text: "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
-								},
-								{
-									Text: "E0813 06:19:49.809000 161210 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 2 (pid: 161617) of binary: /mnt/hwnasbj/huixuan/miniconda3/envs/timer1/bin/python3.11",
 								},
 								{
 									Text: "./train.sh: line 1:  7364 Killed                  python3 train_Donly.py --name=D0 --warpN=0 --pertFG=0.2",
@@ -12514,6 +12503,64 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "host-oom/torchelastic-sigkill",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Worker killed by SIGKILL (likely out of host memory)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"failed \\(exitcode: -9\\) local_rank: \\d+",
+								"Signal 9 \\(SIGKILL\\) received by PID \\d+",
+							},
+						},
+						Explanation: "torchrun (torchelastic) reports that a worker process died of SIGKILL and the log shows no error of the worker's own. Nothing in a training job sends SIGKILL on its own; in a container or on a node it is almost always the kernel OOM killer (the dataset or a checkpoint loaded in RAM on every rank, too many DataLoader workers, CPU offload). When the log does show another error, that error is the cause and this line follows from it.\n",
+						Remediation: "Check the pod's last state (OOMKilled) or the node's kernel log (dmesg: \"Out of memory: Killed process\"); raise the memory limit, load checkpoints with mmap or on one rank, and reduce DataLoader workers or CPU offload.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 4 (pid: 364592) of binary: /usr/bin/python3",
+								},
+								{
+									Text: "  traceback : Signal 9 (SIGKILL) received by PID 79468",
+								},
+								{
+									Text: "E0813 06:19:49.809000 161210 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 2 (pid: 161617) of binary: /mnt/hwnasbj/huixuan/miniconda3/envs/timer1/bin/python3.11",
+								},
+								{
+									Text: "  traceback : Signal 9 (SIGKILL) received by PID 14750",
+								},
+								{
+									Text: "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2410412) of binary: /data/zjt/anaconda3/envs/cai/bin/python",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 3 (pid: 33054) of binary: /usr/bin/python3",
+								},
+								{
+									Text: "  traceback : Signal 15 (SIGTERM) received by PID 33054",
+								},
+								{
+									Text: "  exitcode  : -9 (pid: 156)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
 							"title",
 						},
 					},

@@ -18,6 +18,7 @@ import (
 	"github.com/coroner-dev/coroner/bundle/redact"
 	"github.com/coroner-dev/coroner/diagnose"
 	"github.com/coroner-dev/coroner/report"
+	"github.com/coroner-dev/coroner/search"
 )
 
 // AnalyzeOptions hold everything an analysis needs; tests build them directly.
@@ -213,6 +214,12 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		return err
 	}
 	defer fetched()
+	// A directory bundle analyzed into the cache keeps, for the search that follows, its walk's
+	// listing and the index of its events and objects (see search.IndexObjects).
+	keepForSearch := cache != nil && len(inputs) == 1 && inputs[0] == opts.Inputs[0] && isDir(inputs[0])
+	if keepForSearch {
+		ctx = bundle.WithTreeMemo(ctx, nil) // the walk's listing is kept; none is taken
+	}
 	var rules *analyze.RuleSet // the rule set, for the store's rules version
 	d, err := diagnose.Run(ctx, diagnose.Input{Paths: inputs, Stdin: io.In}, diagnose.Options{
 		LoadRules: func() (rs *analyze.RuleSet, err error) {
@@ -246,6 +253,10 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 	if err != nil {
 		return err
 	}
+	if keepForSearch {
+		// The report is out; a cache that cannot be written was said so by the logs' index.
+		_ = search.IndexObjects(ctx, d.Bundle, search.Options{Cache: cache, Version: version, Workers: opts.Workers})
+	}
 	if opts.Store.URL != "" {
 		input := "" // a bundle's own place; plain logs from several files have none
 		if len(opts.Inputs) == 1 {
@@ -259,6 +270,11 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 		return errFailOn
 	}
 	return nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // logTo is the index cache's voice on stderr, quiet with --quiet.

@@ -152,6 +152,8 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 // bundle.WithTreeMemo). `coroner analyze` calls it after its report: it has read the bundle's
 // logs into the cache already, and without this the first search after it indexed 16,384
 // pods' YAML (0.6 s of CPU, three times a warm search's) and listed every directory again.
+// The objects are keyed in the scan that indexes them (index.BuildOptions.KeyByScan): a
+// bundle analyzed for the first time has no index of them to find by reading them first.
 // Without a cache, or for plain logs, it does nothing.
 func IndexObjects(ctx context.Context, b *bundle.Bundle, opts Options) error {
 	if opts.Cache == nil || b.Plain {
@@ -163,7 +165,7 @@ func IndexObjects(ctx context.Context, b *bundle.Bundle, opts Options) error {
 		return err
 	}
 	ix, err := index.Build(ctx, ob, streams, index.BuildOptions{Cache: opts.Cache, Version: opts.Version,
-		Workers: opts.Workers, Log: opts.Log})
+		Workers: opts.Workers, Log: opts.Log, KeyByScan: true})
 	if err != nil {
 		return err
 	}

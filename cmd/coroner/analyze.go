@@ -277,11 +277,16 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 // keepForTheSearch builds the index of the events and objects of d's bundle into the cache
 // (see search.IndexObjects) once the report is out. The diagnosis but its bundle is let go
 // and collected first: built on top of it, the index raised analyze's peak at 200,000 files
-// (533 -> 582 MB). A cache that cannot be written was said so by the logs' index.
+// (533 -> 582 MB). A cache that cannot be written was said so by the logs' index, which is
+// then private (no key): the objects' would be too, built for nothing.
 func keepForTheSearch(ctx context.Context, d *diagnose.Diagnosis, cache *index.Cache, workers int) {
 	if d.Index != nil {
+		cached := d.Index.Key() != ""
 		d.Index.Close()
 		d.Index = nil
+		if !cached {
+			return
+		}
 	}
 	d.Model, d.Result, d.Report = nil, nil, nil
 	runtime.GC()

@@ -82,6 +82,13 @@ func TestAnalyzeWarmsTheSearchCache(t *testing.T) {
 	trees, err = filepath.Glob(filepath.Join(other, "stat", "*.tree"))
 	require.NoError(t, err)
 	require.Empty(t, trees)
+
+	// A cache that cannot be written is said so once, by the logs' index.
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	code, _, stderr = run(t, "analyze", sample, "--format", "json", "--cache-dir", file)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 1, strings.Count(stderr, "cannot be written"), stderr)
 }
 
 func TestSearchExitCodes(t *testing.T) {

@@ -46,6 +46,11 @@ type BuildOptions struct {
 	// Log, when set, is told what happened to the cache (a damaged index rebuilt, a cache
 	// that cannot be written and is done without...).
 	Log func(format string, args ...any)
+	// KeyByScan: when the cache's stat entry does not name the logs' index, Build keys them
+	// in the scan that indexes them instead of reading them first to look for an index of the
+	// same content (which the commit finds then, and keeps): one read of each log, not two,
+	// for a caller that expects a miss (analyze's index of a bundle's objects).
+	KeyByScan bool
 }
 
 // Build returns the index of a bundle's logs: from the cache when it holds one for exactly
@@ -59,7 +64,7 @@ type BuildOptions struct {
 // message to Log: the index is then private. When ctx is done Build stops reading, removes
 // what it had written and returns ctx's error, wrapped; the cache is left as it was.
 func Build(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opts BuildOptions) (*Index, error) {
-	bd, err := prepare(ctx, b, logs, opts, true)
+	bd, err := prepare(ctx, b, logs, opts, !opts.KeyByScan)
 	if err != nil {
 		return nil, err
 	}

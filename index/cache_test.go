@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -455,4 +456,65 @@ func TestCacheOfAnEarlierFormatIsRebuilt(t *testing.T) {
 	require.Equal(t, idx, again.Dir(), "rebuilt in place")
 	require.Contains(t, strings.Join(msgs, "\n"), fmt.Sprintf("index format 8, this coroner reads %d", FormatVersion))
 	require.Equal(t, want, hitCount(t, again, "NCCL AND timeout"))
+}
+
+// countingFS counts the opens of each file.
+type countingFS struct {
+	fs.FS
+	opens map[string]int
+}
+
+func (c countingFS) Open(name string) (fs.File, error) {
+	c.opens[name]++
+	return c.FS.Open(name)
+}
+
+// TestKeyByScanReadsEachLogOnce: a build whose stat entry does not name its logs' index
+// reads each log once with KeyByScan, keyed in the scan that indexes it; without it, each log
+// is read first to key it, and again to index it when the cache holds no index of that
+// content. Logs of the same content in another directory end in the index the cache holds.
+func TestKeyByScanReadsEachLogOnce(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	first, _ := cachedBuild(t, copyDir(t, "../samples/pytorchjob-cuda-oom-rank"), c, "v1")
+	build := func(dir string, keyByScan bool) (*Index, []bundle.LogStream, map[string]int) {
+		b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
+		require.NoError(t, err)
+		t.Cleanup(func() { b.Close() })
+		opens := map[string]int{}
+		b.FS = countingFS{b.FS, opens}
+		logs, _ := bundle.LogStreams(b)
+		ix, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: "v1", KeyByScan: keyByScan})
+		require.NoError(t, err)
+		t.Cleanup(func() { ix.Close() })
+		return ix, logs, maps.Clone(opens)
+	}
+	for _, keyByScan := range []bool{true, false} {
+		dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+		ix, logs, opens := build(dir, keyByScan)
+		require.Equal(t, first.Dir(), ix.Dir(), "the index of the same content")
+		for _, ls := range logs {
+			require.Equal(t, 1, opens[ls.Path], "KeyByScan %v: %s", keyByScan, ls.Path)
+		}
+		require.Equal(t, 7, hitCount(t, ix, "NCCL AND timeout"))
+
+		log := filepath.Join(dir, "logs/ml/train-job-worker-4/pytorch.log")
+		data, err := os.ReadFile(log)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(log, append(data, fmt.Sprintf("zzchanged %v\n", keyByScan)...), 0o644))
+		ix, logs, opens = build(dir, keyByScan)
+		require.NotEqual(t, first.Dir(), ix.Dir())
+		want := 2
+		if keyByScan {
+			want = 1
+		}
+		for _, ls := range logs {
+			require.Equal(t, want, opens[ls.Path], "KeyByScan %v, a new index: %s", keyByScan, ls.Path)
+		}
+		require.Equal(t, 1, hitCount(t, ix, "zzchanged"))
+		again, _, _ := build(dir, keyByScan)
+		require.Equal(t, ix.Dir(), again.Dir(), "its stat entry names it")
+	}
+	entries, err := os.ReadDir(c.Dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 4, "the stat entries and three indexes, no build left over")
 }

@@ -1,9 +1,11 @@
 package analyze
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math/bits"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -67,6 +69,9 @@ type logScanner struct {
 	// record holds the line a structured log record carried (recordMessage), for the line
 	// being visited.
 	recordText []byte
+	// otherFailures: the line is in the "Failures:" part of torchelastic's failure table, above
+	// its "Root Cause (first observed failure):" (elasticTable).
+	otherFailures bool
 	// groups are the log's last lines in which an elastic agent restarted or started its
 	// worker group (recovery.go), at most maxGroupLines.
 	groups []groupLine
@@ -204,6 +209,7 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 		hits = s.rs.Match(text, s.sc)
 	}
 	s.sc.found = false
+	hits = s.seeElasticTable(text, hits)
 	survived := s.ignored.survived(text, pre.stream)
 	if survived {
 		hits, s.sc.state = nil, s.sc.state[:0] // no finding, fact or streak is made of it
@@ -625,3 +631,35 @@ func truncateText(s string) string {
 
 // Excerpt bounds a cleaned log line the way evidence lines are bounded.
 func Excerpt(text string) string { return excerpt([]byte(text)) }
+
+// seeElasticTable follows torchelastic's failure table and returns the line's hits without
+// the SIGKILL of a process listed under its "Failures:" heading. torchrun lists there the
+// processes that failed besides the first one, which it prints last under "Root Cause (first
+// observed failure):"; when a worker fails, the agent stops the others with SIGTERM and then
+// SIGKILL (pytorch/pytorch#160908), so a SIGKILL row in that part is the agent's teardown of a
+// peer, not a kill of its own: it names no out-of-memory. The root cause's own SIGKILL row, and
+// one in a table cut before its "Failures:" heading, still do.
+func (s *logScanner) seeElasticTable(text []byte, hits []Hit) []Hit {
+	trim := bytes.TrimSpace(text)
+	switch {
+	case bytes.Equal(trim, []byte("Failures:")):
+		s.otherFailures = true
+		return hits
+	case bytes.HasPrefix(trim, []byte("Root Cause")) || bytes.HasPrefix(trim, []byte("=====")):
+		s.otherFailures = false
+		return hits
+	}
+	if !s.otherFailures || len(hits) == 0 || !sigkillRow.Match(trim) {
+		return hits
+	}
+	kept := hits[:0:0]
+	for _, h := range hits {
+		if h.Rule.Category != CategoryHostOOM {
+			kept = append(kept, h)
+		}
+	}
+	return kept
+}
+
+// sigkillRow is a row of torchelastic's failure table that says its process was SIGKILLed.
+var sigkillRow = regexp.MustCompile(`^(?:traceback\s*:\s*Signal 9 \(SIGKILL\) received by PID \d+|exitcode\s*:\s*-9\b)`)

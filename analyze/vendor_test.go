@@ -66,6 +66,17 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 		{"a Gaudi HPU another process holds",
 			traceback + "RuntimeError: synStatus=20 [Device already acquired] Device acquire failed.\n",
 			CategoryCUDAError, "cuda-error/device-busy-unavailable", false},
+		// pspot25 (session 22): the ROCm runtime's own check when a binary holds no code
+		// object for the GPU (ROCm/hip#2187), before the abort it causes; and a process group
+		// that has no backend for an Ascend NPU's tensors (ray-project/ray#49024).
+		{"the ROCm runtime finds no code object for the GPU and aborts",
+			"2021-03-18 17:08:24.639375: I tensorflow/stream_executor/platform/default/dso_loader.cc:49] Successfully opened dynamic library libamdhip64.so\n" +
+				"/src/external/hip-on-vdi/rocclr/hip_code_object.cpp:120: guarantee(false && \"hipErrorNoBinaryForGpu: Coudn't find binary for current devices!\")\n" +
+				"Aborted (core dumped)\n",
+			CategoryCUDAError, "cuda-error/no-kernel-image", false},
+		{"a process group with no backend for Ascend NPU tensors",
+			traceback + "RuntimeError: No backend type associated with device type npu\n",
+			CategoryConfigError, "config-error/no-collective-backend-for-device", true},
 		{"a framework cannot load the HIP runtime",
 			traceback + "OSError: libamdhip64.so.6: cannot open shared object file: No such file or directory\n",
 			CategoryModuleNotFound, "", true},
@@ -98,6 +109,20 @@ func requireNamedAs(t *testing.T, all []*Rule, log string, category Category, ru
 	}
 }
 
+// TestCPUTensorToNCCLIsNoBackendConfig: a cpu tensor handed to an NCCL group fails with
+// c10d's "No backend type associated with device type cpu", which is the program's bug
+// (mistralai/mistral-inference#252), not the group's configuration: the accelerator form's
+// rule leaves it out and it stays a low-confidence exception.
+func TestCPUTensorToNCCLIsNoBackendConfig(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, all, "epoch 1 step 10 loss 2.1\nTraceback (most recent call last):\n  File \"train.py\", line 42, in <module>\n    dist.broadcast(length_tensor, src=0)\nRuntimeError: No backend type associated with device type cpu\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.NotNil(t, res.RootCause)
+	require.NotEqual(t, "config-error/no-collective-backend-for-device", res.RootCause.RuleID)
+	require.NotEqual(t, CategoryConfigError, res.RootCause.Category)
+}
+
 // TestOtherVendorsChatterIsNoFailure: the start-up lines of RCCL, the AWS OFI plugin over EFA,
 // the amdgpu driver and Gaudi's PyTorch bridge, their advisory WARNs included, are no failure.
 func TestOtherVendorsChatterIsNoFailure(t *testing.T) {
@@ -119,6 +144,9 @@ func TestOtherVendorsChatterIsNoFailure(t *testing.T) {
 		// https://github.com/huggingface/optimum-habana/issues/1469
 		"============================= HABANA PT BRIDGE CONFIGURATION ===========================\n" +
 		" PT_HPU_LAZY_MODE = 1\n" +
+		// https://github.com/vllm-project/vllm-ascend/issues/541 (torch_npu's own notices)
+		"/usr/local/python3.10/lib/python3.10/site-packages/torch_npu/distributed/distributed_c10d.py:112: UserWarning: HCCL doesn't support gather at the moment. Implemented with allgather instead.\n" +
+		"    The backend in torch.distributed.init_process_group set to hccl now..\n" +
 		"epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\nepoch 1 step 30 loss 1.9\n"
 	res := analyzeLogs(t, all, log)
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "403d0cffefb444a51ba0ae03fd1946f46430c255acd38b0b2af70b7a731c5391"
+const builtinDigest = "c06a7d6f9e28f4941857355f22f4478b79de02fe088f57774058916cad744c62"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -2385,6 +2385,7 @@ func builtinFiles() []Named {
 								"no kernel image is available for execution on the device",
 								"(?:CUDA|HIP) error: invalid device function",
 								"cuda runtime error \\(8\\) : invalid device function",
+								"hipErrorNoBinaryForGpu",
 							},
 						},
 						Explanation: "The binary (PyTorch, an extension, flash-attention...) was not compiled for this GPU's compute capability (on AMD GPUs: its gfx architecture).\n",
@@ -2405,6 +2406,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "RuntimeError: cuda runtime error (8) : invalid device function at /data/users/soumith/miniconda2/conda-bld/pytorch-cuda80-0.1.8_1486040640754/work/torch/lib/THC/generated/../generic/THCTensorMathPointwise.cu:246",
+								},
+								{
+									Text: "/src/external/hip-on-vdi/rocclr/hip_code_object.cpp:120: guarantee(false && \"hipErrorNoBinaryForGpu: Coudn't find binary for current devices!\")",
+								},
+								{
+									Text: "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"",
 								},
 							},
 							NotMatch: []Example{
@@ -4253,6 +4260,49 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "from torch.distributed.tensor import DTensor, Shard, Replicate",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/no-collective-backend-for-device",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "No collective backend for {device} tensors in the process group",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"No backend type associated with device type (?P<device>npu|xpu|hpu|mlu|musa|privateuseone)\\b",
+							},
+						},
+						Explanation: "A collective ran on {device} tensors but the process group has no backend for that device: it was initialised with a backend that only covers other devices (gloo, nccl, a \"fake\" dry run group) or the vendor's collective library (HCCL for Ascend, oneCCL/XCCL for Intel GPUs) was not loaded, so torch.distributed cannot route the call.\n",
+						Remediation: "Initialise the process group with the device's backend (backend=\"hccl\" after importing torch_npu, \"xccl\" or \"ccl\" with oneccl_bindings_for_pytorch on XPU), or map each device to its backend (\"cpu:gloo,npu:hccl\"); make sure the launcher or library (Ray Train, Lightning, accelerate) is told the device type instead of defaulting to nccl/gloo.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: No backend type associated with device type npu",
+								},
+								{
+									Text: "ray.exceptions.RayTaskError(RuntimeError): No backend type associated with device type npu",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: No backend type associated with device type cpu",
+								},
+								{
+									Text: "torch.distributed.init_process_group(backend='hccl')",
 								},
 							},
 						},

@@ -57,7 +57,7 @@ func TestElasticTableOtherFailuresSIGKILL(t *testing.T) {
 		res = analyzeLogs(t, all, elasticTable(others, elasticRow(0, 0, "-9 (pid: 14689)", killed)))
 		require.NotNil(t, res.RootCause, res.VerdictReason)
 		require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
-		require.Equal(t, "host-oom/killed-by-sigkill", res.RootCause.RuleID)
+		require.Equal(t, "host-oom/torchelastic-sigkill", res.RootCause.RuleID)
 	}
 
 	// A SIGKILL row of a table cut before its "Failures:" heading still names it.

@@ -12,14 +12,18 @@ import "bytes"
 // Only a worker's exception counts (a launcher's own, ChildFailedError or CalledProcessError,
 // reports the same death), printed after the last training progress.
 func quietSummaries(lines []tailLine, kinds []lineKind, lastProgress int) {
-	raised := false
+	raised, quieting := false, false
 	for i, l := range lines {
 		switch k := kinds[i]; {
-		case k == kindNone:
+		case k == kindNone && !raised:
 		case k == kindException && !isSummaryLine(l.text):
 			raised = raised || l.line > lastProgress
 		case raised && (k == kindExit || k == kindSignal) && isSummaryLine(l.text):
-			kinds[i] = kindNone
+			kinds[i], quieting = kindNone, true
+		case k == kindNone && raised && !quieting && workerWentOn(l.text):
+			// The worker printed on after the exception: it was caught, and the report
+			// below is of another death.
+			raised = false
 		}
 	}
 }
@@ -36,4 +40,20 @@ func isSummaryLine(t []byte) bool {
 		bytes.Contains(t, []byte("failed (exitcode: ")) || bytes.Contains(t, []byte("CalledProcessError")) ||
 		bytes.Contains(t, []byte(" status failed cmd [")) ||
 		bytes.HasPrefix(t, []byte("LAUNCH ")) && bytes.Contains(t, []byte(" Exit code "))
+}
+
+// workerWentOn says whether t, a line of no kind after a worker's exception, is the worker's
+// own output (a log record, a message) rather than a traceback's frame, a blank line or a
+// launcher's chatter as it stops the other workers.
+func workerWentOn(t []byte) bool {
+	trim := bytes.TrimSpace(t)
+	if len(trim) == 0 || t[0] == ' ' || t[0] == '\t' || bytes.HasPrefix(trim, []byte("Traceback (most recent call last)")) {
+		return false
+	}
+	for _, w := range []string{"torch.distributed.elastic", "torch/distributed/elastic", "launch.py:", "LAUNCH ", "closing signal", "Killing subprocess", "Container rank", "env {", "tcp_store.cc", "During handling of the above exception", "The above exception was the direct cause", "wandb:"} {
+		if bytes.Contains(trim, []byte(w)) {
+			return false
+		}
+	}
+	return true
 }

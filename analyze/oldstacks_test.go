@@ -17,12 +17,6 @@ func TestTFSessionPeersUnreachable(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
 	for _, tt := range []struct{ name, log, evidence string }{
-		// https://github.com/yahoo/TensorFlowOnSpark/issues/244
-		{"waits to the end", "2018-03-12 13:18:34,672 INFO (MainThread-75449) Waiting for model to be ready.  Ready_for_local_init_op:  None, ready: Variables not initialized: hid_w, hid_b, sm_w, sm_b, Variable, hid_w/Adagrad, hid_b/Adagrad, sm_w/Adagrad, sm_b/Adagrad\n" +
-			"2018-03-12 13:19:14.748934: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:worker/replica:0/task:0\n" +
-			"2018-03-12 13:19:24.749101: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:worker/replica:0/task:0\n" +
-			"2018-03-12 13:19:34.749245: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:worker/replica:0/task:0\n",
-			"CreateSession still waiting for response from worker: /job:worker/replica:0/task:0"},
 		// https://github.com/tensorflow/benchmarks/issues/165 (128 GPUs)
 		{"master init unavailable", "2018-04-17 00:29:26.707462: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n" +
 			"2018-04-17 00:29:27.711554: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n" +
@@ -39,23 +33,34 @@ func TestTFSessionPeersUnreachable(t *testing.T) {
 			require.Contains(t, res.RootCause.Evidence[0].Text, tt.evidence)
 		})
 	}
-	// The second tier alone reads the master's error lines (tensorflow/benchmarks#165).
+	// The second tier alone names none of it: a worker that starts before its ps prints the
+	// master's errors and recovers (review, session 22).
 	res := analyzeLogs(t, WithoutSpecific(all), "2018-04-17 00:29:26.707462: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n"+
 		"2018-04-17 00:29:27.711554: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n")
-	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
-	require.Equal(t, CategoryRendezvous, res.RootCause.Category)
-	require.Equal(t, ConfidenceMedium, res.Confidence)
+	require.NotEqual(t, ConfidenceMedium, res.Confidence, res.VerdictReason)
 	// A slow start: one wait (https://github.com/tensorflow/tensorflow/issues/19907's first
 	// line), or waits the session then ended (yahoo/TensorFlowOnSpark#240's waits, then
 	// tensorflow/tensorflow#18737's session start and its wait for the chief's variables).
 	wait := "2018-03-02 08:50:57.918293: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n"
 	started := "2018-04-21 00:34:14.953222: I tensorflow/core/distributed_runtime/master_session.cc:1017] Start master session b6a0c9c95637b2bf with config: allow_soft_placement: true operation_timeout_in_ms: 600000\n" +
 		"INFO:tensorflow:Waiting for model to be ready.  Ready_for_local_init_op:  Variables not initialized: encoder/gru_cell/gates/w_h, encoder/gru_cell/candidate/u, ready: None\n"
+	master := "2018-04-17 00:29:26.707462: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n"
 	for _, log := range []string{
 		"I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n",
 		strings.Repeat(wait, 3) + started,
+		// Waits to the end are a log that stops (yahoo/TensorFlowOnSpark#244): one round of waits
+		// for two ps tasks is already two lines.
+		strings.Repeat(wait, 3),
+		// The master's errors, then the session (tensorflow/tensorflow#18737's line) or the
+		// script's own training rows under TF_CPP_MIN_LOG_LEVEL=2.
+		strings.Repeat(master, 2) + started,
+		strings.Repeat(master, 2) + "step 0, loss 2.3026\nstep 100, loss 0.4410\nDone training, final loss 0.2204\n",
 	} {
 		res := analyzeLogs(t, all, log)
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s\n%s", res.VerdictReason, log)
 	}
+	// An exception of another cause below the master's errors is the cause, not the session.
+	res = analyzeLogs(t, all, master+"Traceback (most recent call last):\n  File \"train.py\", line 80, in <module>\n    sess = tf.train.MonitoredTrainingSession(master=server.target)\n"+
+		"tensorflow.python.framework.errors_impl.NotFoundError: Key conv1/weights not found in checkpoint\n")
+	require.NotEqual(t, CategoryRendezvous, res.RootCause.Category, findingsOf(res))
 }

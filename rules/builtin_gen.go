@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "c06a7d6f9e28f4941857355f22f4478b79de02fe088f57774058916cad744c62"
+const builtinDigest = "35b155679b85a684f76594a56dffe7d00208bcfdc2c89436a9df595fa0d63b5a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -14639,7 +14639,6 @@ func builtinFiles() []Named {
 						Match: Match{
 							Streak: &Streak{
 								Patterns: []string{
-									"CreateSession still waiting for response from worker: (?P<task>/job:[\\w-]+/replica:\\d+/task:\\d+)",
 									"Master init: Unavailable\\b",
 								},
 								Recover: []string{
@@ -14647,8 +14646,13 @@ func builtinFiles() []Named {
 									"\\bRunning local_init_op\\b",
 									"INFO:tensorflow:loss = ",
 									"\\bglobal_step/sec: ",
+									"\\bimages/sec: \\d",
+									"\\btraining step \\d+ done\\b",
+									"errors_impl\\.(?:NotFound|InvalidArgument|ResourceExhausted|FailedPrecondition|OutOfRange|DataLoss|PermissionDenied|Internal|Unimplemented|AlreadyExists)Error\\b",
+									"^(?:\\w+\\.)*(?:ValueError|KeyError|TypeError|AttributeError|IndexError|AssertionError|ImportError|ModuleNotFoundError|FileNotFoundError|MemoryError|RuntimeError): ",
+									"(?i)\\b(?:global[_ ]step|step|iter(?:ation)?)\\b\\s*[:=#]?\\s*\\d+\\b(?:\\s*/\\s*\\d+)?[^\\n]{0,80}?\\b(?:loss|lr|learning[_ ]rate)\\b",
 								},
-								Min:   2,
+								Min:   1,
 								ToEnd: true,
 							},
 						},
@@ -14656,12 +14660,6 @@ func builtinFiles() []Named {
 						Remediation: "Check that every ps and worker task is running (pod phase, its own log), that the cluster spec or TF_CONFIG lists reachable addresses on every node (services resolve, servers bind 0.0.0.0 rather than localhost, the ports are open between nodes), and that each task has a distinct job name and index.\n",
 						Examples: Examples{
 							Match: []Example{
-								{
-									Text: "2018-03-02 08:50:57.918293: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-03-02 08:51:07.918467: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-03-02 08:51:17.918643: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n",
-								},
-								{
-									Text: "2019-07-10 09:34:05.787286: I tensorflow/core/distributed_runtime/master.cc:268] CreateSession still waiting for response from worker: /job:trainer_client/replica:0/task:0\n2019-07-10 09:34:05.787419: I tensorflow/core/distributed_runtime/master.cc:268] CreateSession still waiting for response from worker: /job:worker/replica:0/task:0\n",
-								},
 								{
 									Text: "2018-04-17 00:29:26.707462: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n2018-04-17 00:29:27.711554: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n2018-04-17 00:29:29.711819: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:1\n",
 								},
@@ -14671,7 +14669,16 @@ func builtinFiles() []Named {
 							},
 							NotMatch: []Example{
 								{
+									Text: "2018-03-02 08:50:57.918293: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-03-02 08:51:07.918467: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n2018-03-02 08:51:17.918643: I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0\n",
+								},
+								{
+									Text: "2019-07-10 09:34:05.787286: I tensorflow/core/distributed_runtime/master.cc:268] CreateSession still waiting for response from worker: /job:trainer_client/replica:0/task:0\n2019-07-10 09:34:05.787419: I tensorflow/core/distributed_runtime/master.cc:268] CreateSession still waiting for response from worker: /job:worker/replica:0/task:0\n",
+								},
+								{
 									Text: "2018-03-15 19:59:32.312834: I tensorflow/core/distributed_runtime/rpc/grpc_channel.cc:215] Initialize GrpcChannelCache for job ps -> {0 -> bjlt-h1269.sy:42557}\n2018-03-15 19:59:32.315443: I tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc:324] Started server with target: grpc://localhost:37060\n",
+								},
+								{
+									Text: "2018-04-17 00:29:26.707462: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n2018-04-17 00:29:27.711554: E tensorflow/core/distributed_runtime/master.cc:269] Master init: Unavailable: OS Error\n1523925001.123456: Worker 0: training step 1 done (global step: 0)\n",
 								},
 								{
 									Text: "I tensorflow/core/distributed_runtime/master.cc:221] CreateSession still waiting for response from worker: /job:ps/replica:0/task:0",

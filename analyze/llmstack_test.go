@@ -62,3 +62,29 @@ func TestRayCannotReachItsGCS(t *testing.T) {
 	res = analyzeLogs(t, all, retry+progress+progress)
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 }
+
+// TestTransformersUnknownModelType: AutoConfig's lookup of the checkpoint's model_type raising
+// KeyError is a transformers older than the model (QwenLM/Qwen3#434: 'qwen2' on 4.32;
+// huggingface/transformers#34161: 'qwen2_vl' on 4.44), as the ValueError newer releases give for
+// it is; a KeyError of the training code's own stays the code's.
+func TestTransformersUnknownModelType(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "Traceback (most recent call last):\n" +
+		"  File \"/app/finetune.py\", line 344, in train\n" +
+		"    config = transformers.AutoConfig.from_pretrained(\n" +
+		"  File \"/usr/lib/python3.11/site-packages/transformers/models/auto/configuration_auto.py\", line 1022, in from_pretrained\n" +
+		"    config_class = CONFIG_MAPPING[config_dict[\"model_type\"]]\n" +
+		"  File \"/usr/lib/python3.11/site-packages/transformers/models/auto/configuration_auto.py\", line 723, in __getitem__\n" +
+		"    raise KeyError(key)\n" +
+		"KeyError: 'qwen2_vl'\n"
+	res := analyzeLogs(t, all, log)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryConfigError, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, "config-error/transformers-unknown-model-type", res.RootCause.RuleID)
+
+	own := "Traceback (most recent call last):\n  File \"/app/data.py\", line 12, in __getitem__\n    label = sample[\"labels\"]\nKeyError: 'labels'\n"
+	res = analyzeLogs(t, all, own)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
+}

@@ -552,3 +552,113 @@ func TestViewSizeIsTheCodes(t *testing.T) {
 		require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
 	}
 }
+
+// analyzeInEitherTier analyzes one log with all the rules and with the second tier alone.
+func analyzeInEitherTier(t *testing.T, all []*Rule, log string) []*Result {
+	return []*Result{analyzeLogs(t, all, log), analyzeLogs(t, WithoutSpecific(all), log)}
+}
+
+// requireNotUnhealthyInEitherTier: a healthy look-alike stays so, whichever tier reads it.
+func requireNotUnhealthyInEitherTier(t *testing.T, all []*Rule, log string) {
+	t.Helper()
+	for _, res := range analyzeInEitherTier(t, all, log) {
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	}
+}
+
+// TestLauncherArgvEchoIsNoArgumentError: DeepSpeed's launcher echoes the argv it started a worker
+// with, '--local_rank=N' among the quoted arguments, when it kills the workers; cut before its
+// exit code (haotian-liu/LLaVA#1085's line) the words are no argument error, whichever tier
+// speaks. An argparse error about --local_rank still is one, and a healthy run whose launcher
+// printed its command stays healthy.
+func TestLauncherArgvEchoIsNoArgumentError(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	echo := "[2024-02-06 06:23:39,509] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 2442\n" +
+		"[2024-02-06 06:23:39,510] [ERROR] [launch.py:321:sigkill_handler] ['/mnt/d/anaconda3/envs/llava2/bin/python', '-u', '/home/ubuntu/code/LLaVA-main/llava/train/train_mem.py', '--local_rank=7', '--deepspeed', './scripts/zero2.json', '--model_name_or_path', '/mnt/d/models/vicuna-7b-v1.5', '--version', 'plain'\n"
+	for _, res := range analyzeInEitherTier(t, all, echo) {
+		if res.RootCause != nil {
+			require.NotEqual(t, CategoryConfigError, res.RootCause.Category, res.RootCause.Title)
+			require.NotEqual(t, ConfidenceHigh, res.Confidence, res.RootCause.Title)
+			require.NotEqual(t, ConfidenceMedium, res.Confidence, res.RootCause.Title)
+		}
+	}
+	res := analyzeLogs(t, all, echo)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryCrashSignal, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, ConfidenceLow, res.Confidence)
+	require.Contains(t, res.RootCause.Evidence[0].Text, "sigkill_handler")
+
+	res = analyzeLogs(t, WithoutSpecific(all), "train.py: error: unrecognized arguments: --local_rank=0\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryConfigError, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+
+	healthy := "[2023-05-29 10:43:30,991] [INFO] [runner.py:550:main] cmd = /opt/conda/envs/lmflow/bin/python -u -m deepspeed.launcher.launch --world_info=eyJsb2NhbGhvc3QiOiBbMCwgMSwgMl19 --master_addr=127.0.0.1 --master_port=11000 --enable_each_rank_log=None examples/finetune.py --model_name_or_path pinkmanlove/llama-7b-hf\n" +
+		"{'loss': 1.3562, 'learning_rate': 2e-05, 'epoch': 0.01}\n{'loss': 1.2911, 'learning_rate': 2e-05, 'epoch': 0.02}\n"
+	requireNotUnhealthyInEitherTier(t, all, healthy)
+}
+
+// TestModelScopeDownloadFailure: ms-swift, Qwen and InternVL download from ModelScope by default;
+// its host, its cache directory and urllib3's retries running out on its 5xx answers name the
+// download (modelscope/modelscope#1396's line, and the cache directory above urllib3's error).
+// A log that only downloaded from it and trained stays healthy.
+func TestModelScopeDownloadFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for name, log := range map[string]string{
+		"requests' RetryError on the hub's host": "requests.exceptions.RetryError: HTTPSConnectionPool(host='www.modelscope.cn', port=443): Max retries exceeded with url: /api/v1/models/Qwen/QwQ-32B/repo/files?Revision=master&Recursive=True (Caused by ResponseError('too many 500 error responses'))\n",
+		"urllib3's error below the cache directory": "Downloading Model to directory: /root/.cache/modelscope/hub/qwen/Qwen2-VL-7B-Instruct\n" +
+			"urllib3.exceptions.ResponseError: too many 500 error responses\n",
+	} {
+		for _, res := range analyzeInEitherTier(t, all, log) {
+			require.Equal(t, VerdictUnhealthy, res.Verdict, name)
+			require.Equal(t, CategoryHubOffline, res.RootCause.Category, "%s: %s", name, res.RootCause.Title)
+			require.Equal(t, ConfidenceMedium, res.Confidence, name)
+		}
+	}
+	healthy := "Downloading Model to directory: /root/.cache/modelscope/hub/qwen/Qwen2-VL-7B-Instruct\n" +
+		"[INFO:swift] Loading the model using model_dir: /root/.cache/modelscope/hub/qwen/Qwen2-VL-7B-Instruct\n" +
+		"Train:   1%|          | 10/1000 [00:30<49:30,  3.00s/it]\n{'loss': 1.2034, 'grad_norm': 3.1, 'learning_rate': 1e-05, 'epoch': 0.01}\n"
+	requireNotUnhealthyInEitherTier(t, all, healthy)
+}
+
+// TestStoreResetWhileSettingUpNCCLIsNoNCCLFailure: a rank fetching the NCCL id from rank 0's c10d
+// store finds the connection reset, which PyTorch says "may indicate a possible application crash
+// on rank 0 or a network set up issue" (hiyouga/LlamaFactory#2470's line): NCCL's name in it does
+// not make it the library's failure; with rank 0's kill beside it, the kill is the cause.
+func TestStoreResetWhileSettingUpNCCLIsNoNCCLFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	reset := "RuntimeError: [14] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer. This may indicate a possible application crash on rank 0 or a network set up issue.\n"
+	res := analyzeLogs(t, WithoutSpecific(all), reset)
+	if res.RootCause != nil {
+		require.NotEqual(t, CategoryCollectiveError, res.RootCause.Category, res.RootCause.Title)
+	}
+	killed := reset + "[2023-11-17 07:24:11,710] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 0 (pid: 3382) of binary: /usr/bin/python\n"
+	for _, res := range analyzeInEitherTier(t, all, killed) {
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Equal(t, CategoryHostOOM, res.RootCause.Category, res.RootCause.Title)
+	}
+}
+
+// TestFlashAttentionOnAPreAmpereGPU: FlashAttention 2 refuses a GPU older than Ampere (V100, T4,
+// Turing cards; Dao-AILab/flash-attention#762, hiyouga/LlamaFactory#3508): the attention
+// implementation the job chose does not fit the GPU, a configuration to change, whichever rank
+// and wrapper raise it. A run that warned about flash attention and fell back trains on.
+func TestFlashAttentionOnAPreAmpereGPU(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "[rank1]:   File \"/usr/local/lib/python3.10/dist-packages/flash_attn/flash_attn_interface.py\", line 51, in _flash_attn_forward\n" +
+		"[rank1]:     out, q, k, v, out_padded, softmax_lse, S_dmask, rng_state = flash_attn_cuda.fwd(\n" +
+		"[rank1]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n"
+	for _, res := range analyzeInEitherTier(t, all, log) {
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Equal(t, CategoryConfigError, res.RootCause.Category, res.RootCause.Title)
+		require.Equal(t, ConfidenceMedium, res.Confidence)
+		require.Contains(t, res.RootCause.Evidence[0].Text, "only supports Ampere")
+	}
+	healthy := "You are attempting to use Flash Attention 2.0 with a model not initialized on GPU. Make sure to move the model to GPU after initializing it on CPU with `model.to('cuda')`.\n" +
+		"{'loss': 1.9911, 'learning_rate': 2e-05, 'epoch': 0.01}\n{'loss': 1.8023, 'learning_rate': 2e-05, 'epoch': 0.02}\n"
+	requireNotUnhealthyInEitherTier(t, all, healthy)
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "35b155679b85a684f76594a56dffe7d00208bcfdc2c89436a9df595fa0d63b5a"
+const builtinDigest = "823f49a77058b84ca3df8c1bf8e33fbb4cb4cabab39f9c1986fb9e082ee31f36"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -2703,6 +2703,49 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "KeyError: 'model_type'",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/transformers-unknown-model-type",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Transformers does not know the checkpoint's model type",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"config_class = CONFIG_MAPPING\\[config_dict\\[\"model_type\"\\]\\]",
+							},
+						},
+						Explanation: "The checkpoint's config.json names a model type the installed transformers does not have (the KeyError names it): the library is older than the model, or the model needs trust_remote_code and its own code.\n",
+						Remediation: "Upgrade transformers to a release that supports the model (or install it from source for a very new one), or load it with trust_remote_code=True when the model ships its own code.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "    config_class = CONFIG_MAPPING[config_dict[\"model_type\"]]",
+								},
+								{
+									Text: "    config_class = CONFIG_MAPPING[config_dict[\"model_type\"]]\n                   ~~~~~~~~~~~~~~^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "KeyError: 'labels'",
+								},
+								{
+									Text: "    model_type = self._reverse_config_mapping[key.__name__]",
 								},
 							},
 						},

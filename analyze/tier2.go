@@ -116,6 +116,9 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	}
 	if root != nil && root.Category == c.Category && (!dump || tf.log == root.log) {
 		a.res.Confidence, a.res.ConfidenceBasis = c.confidence()
+		if a.namedByPossibleCauses(tf, c) {
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
+		}
 		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
 		return root
 	}
@@ -124,6 +127,11 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	a.renumber()
 	a.demote(root, f)
 	a.res.Confidence, a.res.ConfidenceBasis = c.confidence()
+	if a.namedByPossibleCauses(tf, c) {
+		// A list of the causes a failure might have is no cause: "likely" would say more
+		// than the message does.
+		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
+	}
 	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) ||
 		tf.strongest == kindError && isRecovery(last.text, tailWordsOf(last.text)&hasSocketWord) {
 		// Retries printed again and again to the end of the log show the attempt never
@@ -149,6 +157,9 @@ const (
 	// BasisOneRow: a specific rule matched a streak that lasts to the log's end, but it is one
 	// row long and the job was still running when it was collected.
 	BasisOneRow Basis = "one-row"
+	// BasisPossibleCauses: the second tier named the cause only from a message's numbered
+	// list of the causes it might have (Ray's "There are some potential root causes. (1)...").
+	BasisPossibleCauses Basis = "possible-causes"
 )
 
 // confidence is how sure a cause the second tier named is, and why when that is not the

@@ -11,6 +11,8 @@ func (rc *RootCause) ConfidenceText() string {
 		return "medium — a specific rule matched, but its words name no cause of their own (a peer gone, a launcher's abort): the rank that failed first may be in a log that is not here"
 	case rc.Confidence == analyze.ConfidenceMedium && rc.Basis == analyze.BasisOneRow:
 		return "medium — a specific rule matched, but on one row at the end of a job still running: the next row may be finite again"
+	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisPossibleCauses:
+		return "low — could not tell for sure: named only from a message's list of the causes the failure might have, not one it had"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisFrame:
 		return "low — could not tell for sure: named from the innermost frame of a traceback cut before its exception line"
 	}

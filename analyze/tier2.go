@@ -122,6 +122,9 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	}
 	if root != nil && root.Category == c.Category && (!dump || tf.log == root.log) {
 		a.res.Confidence, a.res.ConfidenceBasis = c.confidence()
+		if a.namedByPossibleCauses(tf, c) {
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
+		}
 		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
 		return root
 	}
@@ -130,6 +133,11 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	a.renumber()
 	a.demote(root, f)
 	a.res.Confidence, a.res.ConfidenceBasis = c.confidence()
+	if a.namedByPossibleCauses(tf, c) {
+		// A list of the causes a failure might have is no cause: "likely" would say more
+		// than the message does.
+		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
+	}
 	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) ||
 		tf.strongest == kindError && isRecovery(last.text, tailWordsOf(last.text)&hasSocketWord) {
 		// Retries printed again and again to the end of the log show the attempt never
@@ -158,6 +166,10 @@ const (
 	// BasisUsualCause: a launcher's report of a signal (a SIGKILL) matched, and its category is
 	// the signal's usual cause (the OOM killer), which the log does not show.
 	BasisUsualCause Basis = "usual-cause"
+
+	// BasisPossibleCauses: the second tier named the cause only from a message's numbered
+	// list of the causes it might have (Ray's "There are some potential root causes. (1)...").
+	BasisPossibleCauses Basis = "possible-causes"
 )
 
 // confidence is how sure a cause the second tier named is, and why when that is not the

@@ -13,6 +13,9 @@ func (rc *RootCause) ConfidenceText() string {
 		return "medium — a specific rule matched, but on one row at the end of a job still running: the next row may be finite again"
 	case rc.Confidence == analyze.ConfidenceMedium && rc.Basis == analyze.BasisUsualCause:
 		return "medium — a launcher reported the signal a process died of, and its usual cause is named (the OOM killer for a SIGKILL), not one the log shows: check the pod's last state or the node's kernel log"
+
+	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisPossibleCauses:
+		return "low — could not tell for sure: named only from a message's list of the causes the failure might have, not one it had"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisFrame:
 		return "low — could not tell for sure: named from the innermost frame of a traceback cut before its exception line"
 	}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "823f49a77058b84ca3df8c1bf8e33fbb4cb4cabab39f9c1986fb9e082ee31f36"
+const builtinDigest = "4e5cb31b087b24dd1e5d010a39efcc0fc892bf04b626c7fc1474056bfa9a4eab"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -619,10 +619,12 @@ func builtinFiles() []Named {
 						Title:    "NCCL internal error",
 						Fault:    "platform",
 						Retry:    "transient",
+						Role:     "secondary",
 						Match: Match{
 							Patterns: []string{
 								"ncclInternalError: Internal check failed",
 								"internal error, NCCL version",
+								"internal error - please report this issue to the NCCL developers",
 							},
 						},
 						Explanation: "NCCL hit an internal check. In practice it often wraps a lost connection to a peer (\"Connection closed by remote peer\") or a version mismatch between ranks.\n",
@@ -634,6 +636,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "ncclInternalError: Internal check failed.",
+								},
+								{
+									Text: ": torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, internal error - please report this issue to the NCCL developers, NCCL version 2.18.1",
+								},
+								{
+									Text: "Test NCCL failure common.cu:959 'internal error - please report this issue to the NCCL developers / '",
 								},
 							},
 							NotMatch: []Example{
@@ -653,6 +661,7 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"role",
 							"title",
 						},
 					},
@@ -1309,7 +1318,7 @@ func builtinFiles() []Named {
 								"NET/IB\\w* ?: (?:req \\d+/\\d+ tag \\w+ peer \\S+ )?collective mismatch error",
 								"NET/IB\\w* ?: \\S+ Got async event : [^\\n]*(?:error|fatal)",
 								"NCCL WARN NET/OFI (?:[^a\\n]|a[^w\\n])[^\\n]*(?:failed|[Ee]rror|Couldn't|[Uu]nable to)",
-								"\\bCall to ibv_\\w+ failed",
+								"\\bCall to ibv_(?:[^\\Wo]|o[^\\Wp])\\w* failed",
 							},
 						},
 						Explanation: "NCCL's network transport (InfiniBand/RoCE verbs, or libfabric/EFA through the OFI plugin) reported an error of its own: a work-queue or port error on the HCA, a size mismatch between the two sides of a transfer, or a libfabric provider that cannot be opened. These are fabric, driver or configuration problems, not a peer that died.\n",
@@ -1359,6 +1368,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "algo-1:17774:17853 [1] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
+								},
+								{
+									Text: "misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed",
 								},
 							},
 						},
@@ -14786,6 +14798,49 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "rendezvous-failure/nccl-bootstrap-no-interface",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "NCCL found no network interface to bootstrap over",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bBootstrap ?: no (?:NCCL_SOCKET_IFNAME )?(?:socket )?interface found",
+							},
+						},
+						Explanation: "NCCL found no network interface to open its bootstrap socket on, so the ranks could not start exchanging addresses: NCCL_SOCKET_IFNAME names an interface this host or container does not have (a name copied from another machine, eth0 in a pod whose interface is net1, an ib0 without an IPv4 address), an exclusion pattern leaves only interfaces without an address, or the container has only the loopback interface.\n",
+						Remediation: "List the interfaces with their addresses where the rank runs (ip -4 addr) and set NCCL_SOCKET_IFNAME to one that exists on every node and carries the address the nodes reach each other on (a comma list, or a prefix, when the names differ between nodes), or unset it and let NCCL choose; run containers with the host network or the pod network they need.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "[rank0]: Bootstrap : no socket interface found",
+								},
+								{
+									Text: "Bootstrap : no socket interface found",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2",
+								},
+								{
+									Text: "NCCL INFO Bootstrap : Using eth0:10.244.1.5<0>",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

@@ -16,7 +16,7 @@ func quietSummaries(lines []tailLine, kinds []lineKind, lastProgress int) {
 	for i, l := range lines {
 		switch k := kinds[i]; {
 		case k == kindNone && !raised:
-		case k == kindException && !isSummaryLine(l.text):
+		case k == kindException && !isSummaryLine(l.text) && !peerGone(l.text):
 			raised = raised || l.line > lastProgress
 		case raised && (k == kindExit || k == kindSignal) && isSummaryLine(l.text):
 			kinds[i], quieting = kindNone, true
@@ -56,4 +56,17 @@ func workerWentOn(t []byte) bool {
 		}
 	}
 	return true
+}
+
+// peerGone says whether exception line t says only that another process went away (c10d's
+// "... got error: Connection reset by peer. This may indicate a possible application crash on
+// rank 0"): the worker raised because a peer died, and the launcher's report of a death below it
+// may be that peer's, so it does not explain the report.
+func peerGone(t []byte) bool {
+	for _, w := range []string{"possible application crash", "Connection reset by peer", "Connection closed by peer", "remote process exited"} {
+		if bytes.Contains(t, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }

@@ -51,7 +51,14 @@ type BuildOptions struct {
 	// same content (which the commit finds then, and keeps): one read of each log, not two,
 	// for a caller that expects a miss (analyze's index of a bundle's objects).
 	KeyByScan bool
+	// CacheOnly: the index is built only to be kept in the cache (analyze's index of a
+	// bundle's objects, for the searches to come); a cache that cannot be written makes Build
+	// return errNoCache instead of building a private index nobody reads.
+	CacheOnly bool
 }
+
+// errNoCache is Build's error when CacheOnly is set and the cache cannot be written.
+var errNoCache = errors.New("the index cache cannot be written")
 
 // Build returns the index of a bundle's logs: from the cache when it holds one for exactly
 // these log contents, coroner version and line limit; otherwise each log is read once, all
@@ -160,6 +167,10 @@ func prepare(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, opt
 		}
 	}
 	if bd.build == nil {
+		if opts.CacheOnly && bd.hit == nil {
+			bd.pass.stop()
+			return nil, errNoCache
+		}
 		if err := bd.private(); err != nil {
 			bd.pass.stop()
 			return nil, err
@@ -219,6 +230,10 @@ func (bd *Builder) Finish(ctx context.Context, stats []logscan.Stats, err error)
 		bd.dir.Remove()
 		bd.warn("the index cache %s cannot be written (%v); going on without it", bd.c.Dir, unwrapPath(err))
 		bd.c = nil
+		if bd.opts.CacheOnly {
+			bd.dir = nil
+			return nil, nil, errNoCache
+		}
 		if err = bd.private(); err == nil {
 			again, serr := logscan.ScanAll(ctx, bd.b.FS, bd.logs, bd.ScanOptions(logscan.AllOptions{Progress: bd.opts.Progress}))
 			ix, err = bd.build.finish(ctx, bd.dir.Path, bd.b, bd.logs, bd.want, again, serr, false)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -461,11 +462,14 @@ func TestCacheOfAnEarlierFormatIsRebuilt(t *testing.T) {
 // countingFS counts the opens of each file.
 type countingFS struct {
 	fs.FS
+	mu    *sync.Mutex // the scan opens files from several goroutines
 	opens map[string]int
 }
 
 func (c countingFS) Open(name string) (fs.File, error) {
+	c.mu.Lock()
 	c.opens[name]++
+	c.mu.Unlock()
 	return c.FS.Open(name)
 }
 
@@ -481,7 +485,7 @@ func TestKeyByScanReadsEachLogOnce(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { b.Close() })
 		opens := map[string]int{}
-		b.FS = countingFS{b.FS, opens}
+		b.FS = countingFS{b.FS, &sync.Mutex{}, opens}
 		logs, _ := bundle.LogStreams(b)
 		ix, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: "v1", KeyByScan: keyByScan})
 		require.NoError(t, err)

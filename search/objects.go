@@ -139,7 +139,13 @@ func objectText(b *bundle.Bundle) (*bundle.Bundle, []bundle.LogStream, error) {
 		streams = append(streams, bundle.LogStream{Path: p, Namespace: el.ns, Pod: el.pod, Container: "events", Size: int64(len(data))})
 	}
 	sort.Slice(streams, func(i, j int) bool { return streams[i].Path < streams[j].Path })
-	ob := b.Beside(b.Source+"#objects", overlayFS{base: b.FS, extra: events}, func(p string) bool {
+	// The name of the objects' entry: one for a directory however it was spelled ("big/" as
+	// completion gives it, and "big"), so analyze's and search's look-ups meet.
+	src := b.Source
+	if !strings.Contains(src, "://") && len(src) > 1 {
+		src = strings.TrimRight(src, "/")
+	}
+	ob := b.Beside(src+"#objects", overlayFS{base: b.FS, extra: events}, func(p string) bool {
 		_, made := events[p]
 		return made
 	})

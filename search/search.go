@@ -165,7 +165,7 @@ func IndexObjects(ctx context.Context, b *bundle.Bundle, opts Options) error {
 		return err
 	}
 	ix, err := index.Build(ctx, ob, streams, index.BuildOptions{Cache: opts.Cache, Version: opts.Version,
-		Workers: opts.Workers, Log: opts.Log, KeyByScan: true})
+		Workers: opts.Workers, Log: opts.Log, KeyByScan: true, CacheOnly: true})
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,24 @@ func TestElasticTableOtherFailuresSIGKILL(t *testing.T) {
 	require.NotEqual(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
 	require.NotEqual(t, ConfidenceHigh, res.Confidence)
 
+	// A peer SIGKILLed, or SIGTERMed, alone under "Failures:": neither tier reads the agent's
+	// signal as the failure (review, session 22: the second tier named host-oom at medium, and
+	// preempted-evicted for torch 2.9's SIGTERM rows).
+	for _, peer := range []struct {
+		row string
+		not Category
+	}{
+		{elasticRow(1, 0, "-9 (pid: 14689)", killed), CategoryHostOOM},
+		{elasticRow(1, 0, "-15 (pid: 14691)", termed), CategoryPreemptedEvicted},
+	} {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, elasticTable(peer.row, elasticRow(0, 1, "1 (pid: 14690)", notes)))
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.NotEqual(t, peer.not, res.RootCause.Category, findingsOf(res))
+			require.Equal(t, ConfidenceLow, res.Confidence, findingsOf(res))
+		}
+	}
+
 	// The root cause itself was SIGKILLed, alone or with a peer killed after it.
 	for _, others := range []string{"  <NO_OTHER_FAILURES>\n", elasticRow(1, 1, "-9 (pid: 14690)", killed)} {
 		res = analyzeLogs(t, all, elasticTable(others, elasticRow(0, 0, "-9 (pid: 14689)", killed)))

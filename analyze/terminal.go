@@ -773,6 +773,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	forgetRecovered(t, lines, kinds, words)
 	retriedEnd(lines, kinds, words, t.lastProgress)
 	quietSummaries(lines, kinds, t.lastProgress) // a launcher's report below a worker's exception (launchsummary.go)
+	peers := peerRows(lines, kinds)              // torchrun's rows of the peers it stopped (logs.go, seeElasticTable)
 	if tb && !ignored && !thread {
 		// The log ends inside a traceback, before its exception line: the process was raising
 		// when its output stopped (or the paste was cut there), and its frames say where. A
@@ -806,7 +807,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	}
 	// An error line right above the bar the failure interrupted was taken as survived (the
 	// bar came after it), but only the failure followed that bar.
-	if i >= 0 && kinds[i] == kindNone && !inFrames[i] && (isWarnOrErrorLine(lines[i].text) || bar && kindWith(lines[i].text, words[i]) == kindError) {
+	if i >= 0 && kinds[i] == kindNone && !inFrames[i] && !peers[i] && (isWarnOrErrorLine(lines[i].text) || bar && kindWith(lines[i].text, words[i]) == kindError) {
 		l := lines[i]
 		l.text = bytes.Clone(l.text)
 		tf.above = &l
@@ -828,7 +829,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		if len(tf.context) >= maxContextLines {
 			break
 		}
-		if kinds[i] == kindNone && (inFrames[i] || near[i]) {
+		if kinds[i] == kindNone && (inFrames[i] || near[i]) && !peers[i] {
 			l.text = bytes.Clone(l.text)
 			tf.context = append(tf.context, l)
 		}
@@ -1153,3 +1154,53 @@ func isLogRecord(t []byte) bool {
 	}
 	return false
 }
+
+// peerRows marks the rows of torchrun's failure table under its "Failures:" heading whose
+// process ended by SIGKILL or SIGTERM, every line of such a row ("[2]:" to the next), and takes
+// their kind away: the processes the agent stopped after the first failure, which it lists last
+// under "Root Cause" (pytorch/pytorch#160908; seeElasticTable keeps the rules from them). Their
+// signals are the agent's, so the second tier reads neither them nor their words as the failure
+// or its context.
+func peerRows(lines []tailLine, kinds []lineKind) []bool {
+	peers := make([]bool, len(lines))
+	in, row := false, -1
+	mark := func(end int) {
+		if row < 0 {
+			return
+		}
+		stopped := false
+		for k := row; k < end; k++ {
+			trim := bytes.TrimSpace(lines[k].text)
+			stopped = stopped || sigkillRow.Match(trim) || sigtermRow.Match(trim)
+		}
+		for k := row; stopped && k < end; k++ {
+			peers[k], kinds[k] = true, kindNone
+		}
+		row = -1
+	}
+	for i, l := range lines {
+		trim := bytes.TrimSpace(l.text)
+		switch {
+		case bytes.Equal(trim, []byte("Failures:")):
+			in, row = true, -1
+		case !in:
+		case bytes.HasPrefix(trim, []byte("Root Cause")) || bytes.HasPrefix(trim, []byte("-----")) || bytes.HasPrefix(trim, []byte("=====")):
+			mark(i)
+			in = false
+		case tableRowHead.Match(trim):
+			mark(i)
+			row = i
+		}
+	}
+	if in {
+		mark(len(lines))
+	}
+	return peers
+}
+
+// tableRowHead is the head of a row of torchelastic's failure table ("[2]:").
+var tableRowHead = regexp.MustCompile(`^\[\d+\]:$`)
+
+// sigtermRow is a row of torchelastic's failure table that says its process was stopped by
+// SIGTERM ("exitcode  : -15 (pid: 1721)", "traceback : Signal 15 (SIGTERM) received by PID 1721").
+var sigtermRow = regexp.MustCompile(`^(?:traceback\s*:\s*Signal 15 \(SIGTERM\) received by PID \d+|exitcode\s*:\s*-15\b)`)

@@ -666,7 +666,7 @@ func carriedBy(carried map[*Finding]*Finding, f *Finding) *Finding {
 // carry no time. Symptoms count: with nothing before them in the log, they are what failed
 // first. A generic NCCL line (a CUDA call NCCL saw fail) is that CUDA error itself.
 func (a *analyzer) collectiveBefore(root *Finding) *Finding {
-	if root.Category != CategoryCUDAError || root.log == "" {
+	if root.Category != CategoryCUDAError && root.Category != CategoryCrashSignal || root.log == "" {
 		return root
 	}
 	for _, f := range a.findings { // sorted: lines of one log in order

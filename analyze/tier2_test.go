@@ -600,16 +600,15 @@ func TestLauncherArgvEchoIsNoArgumentError(t *testing.T) {
 }
 
 // TestModelScopeDownloadFailure: ms-swift, Qwen and InternVL download from ModelScope by default;
-// its host, its cache directory and urllib3's retries running out on its 5xx answers name the
-// download (modelscope/modelscope#1396's line, and the cache directory above urllib3's error).
-// A log that only downloaded from it and trained stays healthy.
+// its host and urllib3's retries running out on its 5xx answers name the download
+// (modelscope/modelscope#1396's line). Its cache directory does not: every error about a
+// model's files quotes it (a mistyped local path, review of session 22). A log that only
+// downloaded from it and trained stays healthy.
 func TestModelScopeDownloadFailure(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
 	for name, log := range map[string]string{
 		"requests' RetryError on the hub's host": "requests.exceptions.RetryError: HTTPSConnectionPool(host='www.modelscope.cn', port=443): Max retries exceeded with url: /api/v1/models/Qwen/QwQ-32B/repo/files?Revision=master&Recursive=True (Caused by ResponseError('too many 500 error responses'))\n",
-		"urllib3's error below the cache directory": "Downloading Model to directory: /root/.cache/modelscope/hub/qwen/Qwen2-VL-7B-Instruct\n" +
-			"urllib3.exceptions.ResponseError: too many 500 error responses\n",
 	} {
 		for _, res := range analyzeInEitherTier(t, all, log) {
 			require.Equal(t, VerdictUnhealthy, res.Verdict, name)
@@ -621,6 +620,10 @@ func TestModelScopeDownloadFailure(t *testing.T) {
 		"[INFO:swift] Loading the model using model_dir: /root/.cache/modelscope/hub/qwen/Qwen2-VL-7B-Instruct\n" +
 		"Train:   1%|          | 10/1000 [00:30<49:30,  3.00s/it]\n{'loss': 1.2034, 'grad_norm': 3.1, 'learning_rate': 1e-05, 'epoch': 0.01}\n"
 	requireNotUnhealthyInEitherTier(t, all, healthy)
+	path := "OSError: Incorrect path_or_model_id: '/root/.cache/modelscope/hub/Qwen/Qwen2-VL-7B-Instruc'. Please provide either the path to a local folder or the repo_id of a model on the Hub.\n"
+	for _, res := range analyzeInEitherTier(t, all, path) {
+		require.NotEqual(t, CategoryHubOffline, res.RootCause.Category, res.RootCause.Title)
+	}
 }
 
 // TestStoreResetWhileSettingUpNCCLIsNoNCCLFailure: a rank fetching the NCCL id from rank 0's c10d

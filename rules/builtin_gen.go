@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "4e5cb31b087b24dd1e5d010a39efcc0fc892bf04b626c7fc1474056bfa9a4eab"
+const builtinDigest = "1f614670ebb82faf814f41f1bcb80f2813603fe490fbab36bc1012fee28a16a0"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -2699,7 +2699,7 @@ func builtinFiles() []Named {
 							},
 						},
 						Explanation: "The checkpoint's config.json names a model type the installed transformers does not have: the library is older than the model, or the model needs trust_remote_code and its own code.\n",
-						Remediation: "Upgrade transformers to a release that supports the model (or install it from source for a very new one), or load it with trust_remote_code=True when the model ships its own code.\n",
+						Remediation: "Upgrade transformers to a release that supports the model (or install it from source for a very new one), load it with trust_remote_code=True when the model ships its own code, or, for a type a project's own code registers (AutoConfig.register, as LLaVA's llava_llama), import that project's package before loading.\n",
 						Examples: Examples{
 							Match: []Example{
 								{

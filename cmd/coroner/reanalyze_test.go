@@ -20,8 +20,10 @@ import (
 	"github.com/coroner-dev/coroner/store"
 )
 
-// trialRules turns a built-in rule off: the module-not-found sample's cause changes under it.
-const trialRules = "apiVersion: coroner.dev/rules/v1\nrules:\n  - {id: module-not-found/no-module, enabled: false}\n"
+// trialRules overrides a built-in rule's category: the module-not-found sample's cause changes
+// under it. (Turning the rule off no longer does: the second tier names the sample's
+// ModuleNotFoundError by its words.)
+const trialRules = "apiVersion: coroner.dev/rules/v1\nrules:\n  - {id: module-not-found/no-module, override: {category: replace}, category: config-error}\n"
 
 // reanalyzeManifest splits the manifest into its ConfigMap and Job.
 func reanalyzeManifest(t *testing.T, text string) (*corev1.ConfigMap, *batchv1.Job) {

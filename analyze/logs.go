@@ -641,12 +641,8 @@ func Excerpt(text string) string { return excerpt([]byte(text)) }
 // one in a table cut before its "Failures:" heading, still do.
 func (s *logScanner) seeElasticTable(text []byte, hits []Hit) []Hit {
 	trim := bytes.TrimSpace(text)
-	switch {
-	case bytes.Equal(trim, []byte("Failures:")):
-		s.otherFailures = true
-		return hits
-	case bytes.HasPrefix(trim, []byte("Root Cause")) || bytes.HasPrefix(trim, []byte("=====")):
-		s.otherFailures = false
+	if opens, closes := elasticHeading(trim); opens || closes {
+		s.otherFailures = opens
 		return hits
 	}
 	if !s.otherFailures || len(hits) == 0 || !sigkillRow.Match(trim) {
@@ -659,6 +655,16 @@ func (s *logScanner) seeElasticTable(text []byte, hits []Hit) []Hit {
 		}
 	}
 	return kept
+}
+
+// elasticHeading says whether trimmed line t opens the "Failures:" part of torchelastic's
+// failure table, or closes it: the rule of dashes under its rows, "Root Cause (first observed
+// failure):", or the table's closing rule of equals signs.
+func elasticHeading(t []byte) (opens, closes bool) {
+	if bytes.Equal(t, []byte("Failures:")) {
+		return true, false
+	}
+	return false, bytes.HasPrefix(t, []byte("Root Cause")) || bytes.HasPrefix(t, []byte("-----")) || bytes.HasPrefix(t, []byte("====="))
 }
 
 // sigkillRow is a row of torchelastic's failure table that says its process was SIGKILLed.

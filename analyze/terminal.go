@@ -1180,11 +1180,12 @@ func peerRows(lines []tailLine, kinds []lineKind) []bool {
 	}
 	for i, l := range lines {
 		trim := bytes.TrimSpace(l.text)
+		opens, closes := elasticHeading(trim)
 		switch {
-		case bytes.Equal(trim, []byte("Failures:")):
+		case opens:
 			in, row = true, -1
 		case !in:
-		case bytes.HasPrefix(trim, []byte("Root Cause")) || bytes.HasPrefix(trim, []byte("-----")) || bytes.HasPrefix(trim, []byte("=====")):
+		case closes:
 			mark(i)
 			in = false
 		case tableRowHead.Match(trim):

@@ -522,3 +522,22 @@ func TestKeyByScanReadsEachLogOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 4, "the stat entries and three indexes, no build left over")
 }
+
+// TestCacheOnlyBuildsNothingWithoutACache: a build only meant for the cache (analyze's index
+// of a bundle's objects) whose cache cannot be written returns an error and builds no private
+// index in the temporary directory, which nothing would read.
+func TestCacheOnlyBuildsNothingWithoutACache(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notADir, nil, 0o644))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	b, err := bundle.Open(t.Context(), "../samples/pytorchjob-cuda-oom-rank", bundle.DefaultLimits())
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	logs, _ := bundle.LogStreams(b)
+	_, err = Build(t.Context(), b, logs, BuildOptions{Cache: &Cache{Dir: notADir}, Version: "v1", CacheOnly: true})
+	require.ErrorIs(t, err, errNoCache)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left, "no private index")
+}

@@ -166,6 +166,11 @@ func (a *analyzer) resolvedLater() {
 			f.Title += " (the job trained after it)"
 			continue
 		}
+		if f.scheduledPast && f.Severity >= SeverityError {
+			f.Severity = SeverityWarning
+			f.Title += " (it runs after it)"
+			continue
+		}
 		if f.Severity < SeverityError || f.rule == nil || len(f.rule.rootOnlyIf) == 0 {
 			continue
 		}

@@ -73,6 +73,9 @@ type Finding struct {
 	// trainedPast: the finding is of rows of a pasted listing of nodes or of a batch queue, or
 	// a scheduling refusal, with training progress after them in its log (recovered.go).
 	trainedPast bool
+	// scheduledPast: the finding is a scheduling refusal and a later line of its log, a
+	// kubectl describe or YAML status field, says the pod or its pod group runs (recovered.go).
+	scheduledPast bool
 	// skipped: the finding's out-of-memory error was caught, its batch skipped, and nothing
 	// failed in its log after that (recovered.go).
 	skipped bool

@@ -227,9 +227,67 @@ func (s *logScanner) markSurvived() {
 		// A refusal of the job's machines (a platform's quota, a scheduler's) that training
 		// progress in the same log followed was waited out: a retry or a later attempt got them.
 		f.trainedPast = last < s.tail.lastProgress && (clusterRows(f.Evidence) || f.Category == CategoryScheduling)
+		f.scheduledPast = f.Category == CategoryScheduling && !f.trainedPast && last < s.tail.running && evidenceIn(f.Evidence, s.tail.ranPast)
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
 			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)
 		}
+	}
+}
+
+// A scheduler's refusal (FailedScheduling, Volcano's "tasks in gang unschedulable") that a
+// later line of the same paste shows was got past: the status field of kubectl describe, or
+// of the object's YAML, says the pod or its pod group runs. Volcano lists a pod's gang
+// complaints, then its PodGroup "Status: / Phase: Running / Running: 12"
+// (volcano-sh/volcano#519); a PodGroup's YAML keeps the condition "1/0 tasks in gang
+// unschedulable" above "phase: Running / running: 2" once its pods run (volcano-sh/volcano#153).
+// A pod that runs, or a group whose members run, was scheduled: the refusal was a wait.
+// runningStatuses are such fields' values; runningKeys their keys.
+var runningStatuses, runningKeys = []string{"Running", "Succeeded"}, []string{"Status", "Phase", "status", "phase"}
+
+// isRunningStatus says whether t is a status field that says its object runs or ran to the
+// end ("Status:  Running", "  phase: Running").
+func isRunningStatus(t []byte) bool {
+	k, v, ok := bytes.Cut(bytes.TrimSpace(t), []byte(":"))
+	return ok && slices.Contains(runningKeys, string(k)) && slices.Contains(runningStatuses, string(bytes.TrimSpace(v)))
+}
+
+// schedulingWords say that a line is a scheduler's refusal ("FailedScheduling", "is
+// unschedulable", "tasks in gang unschedulable"), ASCII case folded.
+var schedulingWords = literal.NewMatcher([]string{"schedul"})
+
+// forgetScheduled drops the scheduler's refusals of a log (lines of any kind that say
+// "schedul", none about a container that ran: ranWords) printed before its last status field
+// that says its object runs (isRunningStatus), when the log's text is of one pod or the
+// refusal names none (samePod), and records in t that line's number and theirs.
+func forgetScheduled(t *tailBuf, lines []tailLine, kinds []lineKind) {
+	r := -1
+	for i := len(lines) - 1; i > 0; i-- {
+		if isRunningStatus(lines[i].text) {
+			r = i
+			break
+		}
+	}
+	if r < 0 {
+		return
+	}
+	many := t.manyPods || t.describedPods
+	var seen []byte
+	for _, l := range lines {
+		if p := podNamed(l.text); p != nil {
+			many = many || seen != nil && !bytes.Equal(p, seen)
+			seen = p
+		}
+	}
+	for j := range r {
+		if kinds[j] == kindNone || !literal.Any(schedulingWords, lines[j].text) || literal.Any(ranWords, lines[j].text) ||
+			!samePod(podNamed(lines[j].text), nil, many) {
+			continue
+		}
+		kinds[j] = kindNone
+		t.ranPast = append(t.ranPast, lines[j].line)
+	}
+	if len(t.ranPast) > 0 {
+		t.running = lines[r].line
 	}
 }
 
@@ -414,6 +472,7 @@ func forgetRecovered(t *tailBuf, lines []tailLine, kinds []lineKind, words []wor
 		}
 		break
 	}
+	forgetScheduled(t, lines, kinds)
 	last := -1
 	for i := len(words) - 1; i >= 0; i-- {
 		if isRecovery(lines[i].text, words[i]) {

@@ -495,3 +495,59 @@ func TestCrashAfterDoneWordsIsFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulingRefusalThenRunning: a scheduler's refusals (Volcano's gang complaints)
+// followed, in the same paste, by a status field that says the pod group runs were a wait
+// the job got past: neither tier calls them the cause. A status that says it still waits,
+// or a paste of several pods, keeps them.
+func TestSchedulingRefusalThenRunning(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// volcano-sh/volcano#519: a pod's gang events, then its PodGroup's status.
+	gang := "Events:\n" +
+		"  Type     Reason            Age   From     Message\n" +
+		"  ----     ------            ----  ----     -------\n" +
+		"  Warning  FailedScheduling  111s  volcano  10/6 tasks in gang unschedulable: job is not ready, 10 minAvailable, 6 Pending.\n" +
+		"  Warning  FailedScheduling  104s  volcano  10/10 tasks in gang unschedulable: job is not ready, 10 Pending, 10 minAvailable.\n" +
+		"  Warning  FailedScheduling  97s   volcano  10/16 tasks in gang unschedulable: job is not ready, 10 minAvailable, 16 Pending.\n"
+	ran := map[string]string{
+		"volcano-sh/volcano#519": gang +
+			"Status:\n" +
+			"  Phase:    Running\n" +
+			"  Running:  12\n",
+		// volcano-sh/volcano#153: a PodGroup's YAML keeps the gang condition above its phase.
+		"volcano-sh/volcano#153": "status:\n" +
+			"  conditions:\n" +
+			"  - lastTransitionTime: \"2019-05-10T03:24:42Z\"\n" +
+			"    message: '1/0 tasks in gang unschedulable: 0 nodes are available'\n" +
+			"    reason: NotEnoughResources\n" +
+			"    status: \"True\"\n" +
+			"    transitionID: 267427e7-72d3-11e9-9d5d-02ff18c45811\n" +
+			"    type: Unschedulable\n" +
+			"  phase: Running\n" +
+			"  running: 2\n",
+	}
+	for _, log := range ran {
+		requireNotUnhealthyInEitherTier(t, all, log)
+	}
+	waits := map[string]string{
+		// The same events, then a group that still waits (the phases are Volcano's).
+		"a pod group still pending": gang +
+			"Status:\n" +
+			"  Phase:    Pending\n",
+		"a pod group still inqueue": gang +
+			"Status:\n" +
+			"  Phase:    Inqueue\n",
+		// Two pods' refusals in one events listing: a status after them says which object
+		// runs no more than a listing row would.
+		"two pods, then a status": "LAST SEEN   TYPE      REASON             OBJECT                  MESSAGE\n" +
+			"2m          Warning   FailedScheduling   pod/trainer-worker-0    0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n" +
+			"2m          Warning   FailedScheduling   pod/trainer-worker-1    0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n" +
+			"Status:  Running\n",
+	}
+	for name, log := range waits {
+		res := analyzeLogs(t, all, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, name)
+		require.Equal(t, CategoryScheduling, res.RootCause.Category, name)
+	}
+}

@@ -62,6 +62,11 @@ type tailBuf struct {
 	startedContainer []byte
 	endedPulls       []int
 	manyPods         bool
+	// running is the line number of the tail's last status field that says its object runs
+	// (0: none, or no refusal before it), and ranPast the numbers of the scheduler's refusals
+	// before it that it ended (forgetScheduled, recovered.go).
+	running int
+	ranPast []int
 	// describedPod is the first name a "Name:" line of kubectl describe gave (of a pod, or
 	// of any object pasted with it), and describedPods whether a second, other name followed.
 	describedPod  []byte

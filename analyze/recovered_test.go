@@ -535,9 +535,21 @@ func TestSchedulingRefusalThenRunning(t *testing.T) {
 		"a pod group still pending": gang +
 			"Status:\n" +
 			"  Phase:    Pending\n",
-		"a pod group still inqueue": gang +
-			"Status:\n" +
-			"  Phase:    Inqueue\n",
+		// volcano-sh/volcano#1094: a PodGroup that waited 26 hours, its condition and its
+		// events the same gang complaint, its phase Inqueue (its Status: True is the condition's).
+		"a pod group still inqueue": "Status:\n" +
+			"  Conditions:\n" +
+			"    Last Transition Time:  2020-10-15T09:01:46Z\n" +
+			"    Message:               1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable.\n" +
+			"    Reason:                NotEnoughResources\n" +
+			"    Status:                True\n" +
+			"    Transition ID:         a6e36d8a-1672-406e-a9f5-f113174114fe\n" +
+			"    Type:                  Unschedulable\n" +
+			"  Phase:                   Inqueue\n" +
+			"Events:\n" +
+			"  Type     Reason         Age                    From     Message\n" +
+			"  ----     ------         ----                   ----     -------\n" +
+			"  Warning  Unschedulable  69s (x78789 over 26h)  volcano  1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable.\n",
 		// Two pods' refusals in one events listing: a status after them says which object
 		// runs no more than a listing row would.
 		"two pods, then a status": "LAST SEEN   TYPE      REASON             OBJECT                  MESSAGE\n" +

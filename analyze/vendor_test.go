@@ -84,7 +84,8 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 		// it under torch_npu (vllm-project/vllm-ascend#1972, #8360; hw-native-sys/PTOAS#864);
 		// the unified runtime refusing a launch on an Intel GPU (intel/torch-xpu-ops#1761); and
 		// RCCL out of device memory, which is the memory's, not the library's (an RCCL
-		// allocation, NVIDIA/TensorRT-LLM#1670 in NCCL's words).
+		// allocation, NVIDIA/TensorRT-LLM#1670 in NCCL's words); oneCCL failing to start its
+		// worker threads (intel/intel-xpu-backend-for-triton#7686).
 		{"an Ascend NPU's vector core raises an exception",
 			progress +
 				"[rank7]:[W723 10:35:57.462407611 compiler_depend.ts:57] Warning: EZ9999: Inner Error!\n" +
@@ -98,6 +99,10 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 			progress + traceback +
 				"RuntimeError: UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)\n",
 			CategoryCUDAError, "", true},
+		{"oneCCL cannot start its worker thread",
+			progress + traceback +
+				"RuntimeError: oneCCL: exec.cpp:122 start_workers: EXCEPTION: failed to start worker # 0\n",
+			CategoryCollectiveError, "collective-error/oneccl-worker-start", false},
 		{"RCCL cannot allocate device memory",
 			"/longer_pathname_so_that_rpms_can_support_packaging_the_debug_info_for_all_os_profiles/src/out/ubuntu-22.04/22.04/build/rccl/hipify/src/allocator.cc:92 NCCL WARN Cuda failure 'out of memory'\n",
 			CategoryCUDAOOM, "cuda-oom/cuda-error-oom", true},

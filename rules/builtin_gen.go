@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "547e59f868fa471f44330e2997d8031d0a32940da580e8b1744318dae583e164"
+const builtinDigest = "4dd539af77083a20d08dd8b4353ed193b8e50655dfde0eca681fd4fa144cba1e"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1521,6 +1521,49 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-error/oneccl-worker-start",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "oneCCL could not start its worker threads",
+						Fault:    "platform",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"oneCCL: (?:\\S+:\\d+ start_workers: EXCEPTION: )?failed to start worker\\b",
+							},
+						},
+						Explanation: "Intel's collective library (oneCCL, the ccl/xccl backend of PyTorch on Intel GPUs and CPUs) runs its communication on worker threads it starts and pins to cores when the first communicator is made; one of them could not be started (pthread_create refused it), so no collective can run. The usual cause is the workers' core affinity: CCL_WORKER_AFFINITY or the automatic pinning naming cores the process may not use (a container's or Slurm's CPU set, several ranks pinned to the same cores), or more workers (CCL_WORKER_COUNT) than cores.\n",
+						Remediation: "Set CCL_WORKER_AFFINITY to cores inside the process's CPU set (one distinct set per rank on a node) or leave it unset with CCL_WORKER_COUNT=1, check the cores the container or Slurm step allows (taskset -p, nproc), and rerun with CCL_LOG_LEVEL=info to see the affinity used.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: oneCCL: exec.cpp:122 start_workers: EXCEPTION: failed to start worker # 0",
+								},
+								{
+									Text: "oneCCL: failed to start worker #0",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: oneCCL: coll_param.cpp:455 validate: EXCEPTION: average operation is not supported for the scheduler path",
+								},
+								{
+									Text: "2023:06:23-03:36:46:(3742406) |CCL_WARN| did not find MPI-launcher specific variables, switch to ATL/OFI, to force enable ATL/MPI set CCL_ATL_TRANSPORT=mpi",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

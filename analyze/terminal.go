@@ -167,8 +167,12 @@ var (
 	// printed last without a newline (a progress bar's "13.8it/s]Killed").
 	signalLine = gate(`\bSIG(?:KILL|SEGV|BUS|ABRT|ILL|FPE|TERM)\b|(?i:\bsignal:? ?\d+\b|segmentation fault|bus error|core dumped|killed by signal)|(?:^|\s)Killed(?:\s|$)|(?:^|[^\pL\pN\s])Killed[^\pL\pN]*$|^Aborted`,
 		nil, "sig", "segmentation fault", "bus error", "core dumped", "killed", "aborted").as(hasSignalWord)
-	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{3,4} \S+ )\S+:\d+\]`,
-		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal").as(hasFatalWord)
+	// fatalLine is a fatal line: FATAL, a glog F line, "Fatal Python error", or the ROCm (HSA)
+	// runtime's own message for the memory access fault it aborts the process on ("Memory
+	// access fault by GPU node-1 (Agent handle: ...) on address ... Reason: ..."), whose abort
+	// follows it: ROCm/legacy-rocm-build#1535, #1574.
+	fatalLine = gate(`\bFATAL\b|^F\d{4} |Fatal Python error|(?i:fatal error)|^\[F(?: |\d{3,4} \S+ )\S+:\d+\]|Memory access fault by GPU node-\d`,
+		func(t []byte) bool { return glogHead(t, 'F') || c10Head(t, 'F') }, "fatal", "memory access fault by gpu").as(hasFatalWord)
 	// launcherLine is a launcher's summary of a failed process: torchelastic's, mpirun's,
 	// MPICH's, the DeepSpeed launcher's, Slurm's, PaddlePaddle's ("ABORT!!! Out of all 4
 	// trainers, the trainer process with rank=[1, 2, 3] was aborted. Please check its log.").

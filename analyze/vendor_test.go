@@ -42,7 +42,7 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 			progress +
 				"Memory access fault by GPU node-2 (Agent handle: 0x55fea5592860) on address 0x7fc133800000. Reason: Page not present or supervisor privilege.\n" +
 				"Aborted (core dumped)\n",
-			CategoryCUDAError, "cuda-error/hsa-memory-access-fault", false},
+			CategoryCUDAError, "cuda-error/hsa-memory-access-fault", true},
 		{"the amdgpu driver times out a ring and resets the GPU",
 			"[ 2679.300365] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=502589, emitted seq=502591\n" +
 				"[ 2679.300601] amdgpu 0000:0c:00.0: amdgpu: GPU reset begin!\n",
@@ -80,6 +80,32 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 		{"a framework cannot load the HIP runtime",
 			traceback + "OSError: libamdhip64.so.6: cannot open shared object file: No such file or directory\n",
 			CategoryModuleNotFound, "", true},
+		// pspot28 (session 23): an exception of an Ascend NPU's core, as CANN's runtime reports
+		// it under torch_npu (vllm-project/vllm-ascend#1972, #8360; hw-native-sys/PTOAS#864);
+		// the unified runtime refusing a launch on an Intel GPU (intel/torch-xpu-ops#1761); and
+		// RCCL out of device memory, which is the memory's, not the library's (an RCCL
+		// allocation, NVIDIA/TensorRT-LLM#1670 in NCCL's words); oneCCL failing to start its
+		// worker threads (intel/intel-xpu-backend-for-triton#7686).
+		{"an Ascend NPU's vector core raises an exception",
+			progress +
+				"[rank7]:[W723 10:35:57.462407611 compiler_depend.ts:57] Warning: EZ9999: Inner Error!\n" +
+				"EZ9999: [PID: 14897] 2025-07-23-10:35:42.381.401 The error from device(chipId:7, dieId:0), serial number is 2, there is an aivec error exception, core id is 5, error code = 0, dump info: pc start: 0x1240441f2000, current: 0x1240441f29f8, vec error info: 0x5b01e58e9c, mte error info: 0xf33dbfea8f, ifu error info: 0x1717333978700, ccu error info: 0xffebd8603fc494df, cube error info: 0, biu error info: 0, aic error mask: 0x6500020bd000288, para base: 0x1241004fe800.[FUNC:ProcessStarsCoreErrorInfo][FILE:device_error_proc.cc][LINE:1434]\n",
+			CategoryCUDAError, "cuda-error/ascend-core-exception", false},
+		{"an Ascend NPU's AI core fails a kernel task",
+			"[ERROR] aclrtSynchronizeStream(stream) failed: 507015\n" +
+				"       Kernel task happen error, retCode=0x26, [aicore exception].[FUNC:PreCheckTaskErr][FILE:davinci_kernel_task.cc][LINE:1729]\n",
+			CategoryCUDAError, "cuda-error/ascend-core-exception", false},
+		{"the unified runtime refuses a kernel on an Intel GPU",
+			progress + traceback +
+				"RuntimeError: UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)\n",
+			CategoryCUDAError, "", true},
+		{"oneCCL cannot start its worker thread",
+			progress + traceback +
+				"RuntimeError: oneCCL: exec.cpp:122 start_workers: EXCEPTION: failed to start worker # 0\n",
+			CategoryCollectiveError, "collective-error/oneccl-worker-start", false},
+		{"RCCL cannot allocate device memory",
+			"/longer_pathname_so_that_rpms_can_support_packaging_the_debug_info_for_all_os_profiles/src/out/ubuntu-22.04/22.04/build/rccl/hipify/src/allocator.cc:92 NCCL WARN Cuda failure 'out of memory'\n",
+			CategoryCUDAOOM, "cuda-oom/cuda-error-oom", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { requireNamedAs(t, all, tt.log, tt.category, tt.ruleID, tt.alone) })
@@ -150,4 +176,24 @@ func TestOtherVendorsChatterIsNoFailure(t *testing.T) {
 		"epoch 1 step 10 loss 2.1\nepoch 1 step 20 loss 2.0\nepoch 1 step 30 loss 1.9\n"
 	res := analyzeLogs(t, all, log)
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}
+
+// TestOFIPluginWithoutEFAIsNoFailure: the AWS OFI plugin failing to load where there is no EFA
+// device is a warning, after which NCCL, or the Neuron runtime's CCOM, uses sockets and the
+// run trains (aws/aws-k8s-tester#454; aws-neuron/aws-neuron-sdk#851 for CCOM): neither tier
+// names it a library failure, though it is the last line of the log.
+func TestOFIPluginWithoutEFAIsNoFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, warn := range []string{
+		"[1,9]<stdout>:bert-mpi-training-worker-1:22:572 [1] nccl_net_ofi_create_plugin:257 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n",
+		"2024-May-21 16:14:20.0020 58091:58701 [0] nccl_net_ofi_init:1415 CCOM WARN NET/OFI aws-ofi-nccl initialization failed\n" +
+			"2024-May-21 16:14:20.0020 58091:58701 [0] init.cc:137 CCOM WARN OFI plugin initNet() failed is EFA enabled?\n",
+	} {
+		log := "  0%|          | 1/290 [00:04<22:02,  4.58s/it]\n" + warn
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, log)
+			require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		}
+	}
 }

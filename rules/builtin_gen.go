@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "1f614670ebb82faf814f41f1bcb80f2813603fe490fbab36bc1012fee28a16a0"
+const builtinDigest = "4dd539af77083a20d08dd8b4353ed193b8e50655dfde0eca681fd4fa144cba1e"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1443,6 +1443,9 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"NCCL WARN Cuda failure (?:\\d+ )?'(?P<reason>[^']+)'",
 							},
+							Unless: []string{
+								"Cuda failure (?:\\d+ )?'out of memory'",
+							},
 						},
 						Explanation: "A CUDA call made by NCCL failed, typically while setting up a transport: NVLink SHARP (NVLS) or CUDA IPC/cuMem buffers that the driver, the container runtime or the GPU topology does not support, or a CUDA context already broken by an earlier error.\n",
 						Remediation: "Look at the transport file in the warning (nvls.cc, p2p.cc...) and disable that transport to confirm (NCCL_NVLS_ENABLE=0, NCCL_P2P_DISABLE=1, NCCL_CUMEM_ENABLE=0); update the driver and fabric manager, or use an NCCL version that matches them.\n",
@@ -1455,6 +1458,9 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+								},
+								{
+									Text: "VM-0-16-ubuntu:392:494 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'",
 								},
 								{
 									Text: "debug-ll4-1701-worker-1:140685:140685 [0] NCCL INFO cudaDriverVersion 11070",
@@ -1515,6 +1521,49 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-error/oneccl-worker-start",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "oneCCL could not start its worker threads",
+						Fault:    "platform",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"oneCCL: (?:\\S+:\\d+ start_workers: EXCEPTION: )?failed to start worker\\b",
+							},
+						},
+						Explanation: "Intel's collective library (oneCCL, the ccl/xccl backend of PyTorch on Intel GPUs and CPUs) runs its communication on worker threads it starts and pins to cores when the first communicator is made; one of them could not be started (pthread_create refused it), so no collective can run. The usual cause is the workers' core affinity: CCL_WORKER_AFFINITY or the automatic pinning naming cores the process may not use (a container's or Slurm's CPU set, several ranks pinned to the same cores), or more workers (CCL_WORKER_COUNT) than cores.\n",
+						Remediation: "Set CCL_WORKER_AFFINITY to cores inside the process's CPU set (one distinct set per rank on a node) or leave it unset with CCL_WORKER_COUNT=1, check the cores the container or Slurm step allows (taskset -p, nproc), and rerun with CCL_LOG_LEVEL=info to see the affinity used.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: oneCCL: exec.cpp:122 start_workers: EXCEPTION: failed to start worker # 0",
+								},
+								{
+									Text: "oneCCL: failed to start worker #0",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "RuntimeError: oneCCL: coll_param.cpp:455 validate: EXCEPTION: average operation is not supported for the scheduler path",
+								},
+								{
+									Text: "2023:06:23-03:36:46:(3742406) |CCL_WARN| did not find MPI-launcher specific variables, switch to ATL/OFI, to force enable ATL/MPI set CCL_ATL_TRANSPORT=mpi",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},
@@ -3756,6 +3805,59 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: ":4:rocdevice.cpp            :2229: 72375778060d us: [pid:6488 tid: 3f8b18e020] Allocate hsa host memory 0x3f82000000, size 0x101000, numa_node = 1",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "cuda-error/ascend-core-exception",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Ascend NPU {core} exception: a kernel failed on the device",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"there is an? (?:exception of (?:fftsplus )?)?(?P<core>ai(?:core|vec|vector|cpu)) error\\b",
+								"Kernel task happen error, retCode=0x[0-9a-fA-F]+, \\[(?P<core>aicore|aicpu|vector core) exception\\]",
+							},
+						},
+						Explanation: "CANN's runtime (under torch_npu, MindSpore, vllm-ascend) reports that a kernel raised an exception on one of the NPU's cores (the AI core or its cube, the vector core, the AI CPU) and prints the core's registers; the framework then raises \"EZ9999: Inner Error\" or \"The Inner error is reported as above\". It is the Ascend form of CUDA's illegal memory access: an out-of-range address or index, an operator bug, or operator kernels that do not match the CANN toolkit and driver, rarely the NPU itself.\n",
+						Remediation: "Re-run with ASCEND_LAUNCH_BLOCKING=1 to find the operator, read the extend info and error string after the dump (an out-of-bounds UB address, a bus error), check that torch_npu, CANN, the operator packages and the driver are matching versions, and look at the inputs (indices, shapes) of the failing operator.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "EZ9999: [PID: 14897] 2025-07-23-10:35:42.381.401 The error from device(chipId:7, dieId:0), serial number is 2, there is an aivec error exception, core id is 5, error code = 0, dump info: pc start: 0x1240441f2000, current: 0x1240441f29f8, vec error info: 0x5b01e58e9c, mte error info: 0xf33dbfea8f, ifu error info: 0x1717333978700, ccu error info: 0xffebd8603fc494df, cube error info: 0, biu error info: 0, aic error mask: 0x6500020bd000288, para base: 0x1241004fe800.[FUNC:ProcessStarsCoreErrorInfo][FILE:device_error_proc.cc][LINE:1434]",
+								},
+								{
+									Text: "        The error from device(chipId:4, dieId:1), serial number is 3, there is an exception of fftsplus aicore error, core id is 0, error code = 0x800000, dump info: pc start: 0x12c0c131862c, current: 0x12c0c1318780, vec error info: 0, mte error info: 0x61060000c3, ifu error info: 0x14d703420a700, ccu error info: 0xae5fd18f370a0fc7, cube error info: 0, biu error info: 0, aic error mask: 0x6500020bd00028c, para base: 0x12c1458b20",
+								},
+								{
+									Text: "       Kernel task happen error, retCode=0x26, [aicore exception].[FUNC:PreCheckTaskErr][FILE:davinci_kernel_task.cc][LINE:1729]",
+								},
+								{
+									Text: "       Kernel task happen error, retCode=0x31, [vector core exception].[FUNC:PreCheckTaskErr][FILE:davinci_kernel_task.cc][LINE:1729]",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "EZ9999: Inner Error!",
+								},
+								{
+									Text: "[ERROR] aclrtSynchronizeStream(stream) failed: 507015",
+								},
+								{
+									Text: "aic error mask: 0x6500020bd00028c",
 								},
 							},
 						},

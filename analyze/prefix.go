@@ -651,6 +651,8 @@ func (c contentRanks) get() int {
 
 // recordFields are the fields that hold a record's line, most specific first: a record with a
 // "log" is a container runtime's, whose "message" (if any) is metadata.
+// recordField tells them apart by the two bytes after the first quote: a field added here is
+// added there too (TestRecordFieldOnePass compares it with a search for each field).
 var recordFields = [...]string{`"log"`, `"textPayload"`, `"MESSAGE"`, `"message"`, `"msg"`}
 
 // maxRecordBytes bounds the message read out of one record.
@@ -668,11 +670,7 @@ func recordMessage(dst, line []byte) (msg []byte, ok, escaped bool) {
 	if len(t) < 8 || t[0] != '{' {
 		return dst, false, false
 	}
-	for i, key := range recordFields {
-		v := fieldString(t, key)
-		if v == nil {
-			continue
-		}
+	if i, v := recordField(t); v != nil {
 		escaped = bytes.IndexByte(trimLineEndEscapes(v), '\\') >= 0
 		dst = unescapeJSON(dst, v)
 		if i >= firstLoggerField {
@@ -712,46 +710,85 @@ func escapedAt(v []byte, i int) bool {
 // (zap's, structlog's, python-json-logger's) holds its message in, beside fields of its own.
 const firstLoggerField = 3
 
-// fieldString returns the raw (still escaped) string value of key ("\"log\"", quoted) in the
-// object t, or nil: the key must be a key (not inside a string: the byte before it is no
-// backslash) followed by a colon and a string. An unterminated string runs to the line's end
-// (a record cut at the line limit).
-func fieldString(t []byte, key string) []byte {
-	for off := 0; off < len(t); {
-		i := bytes.Index(t[off:], []byte(key))
+// recordField returns the first of recordFields that t has as a string (see fieldAt), its index
+// and its raw (still escaped) value; len(recordFields) and nil when none. One pass over the
+// quotes of t does what a search of t for each field in turn did: a field's occurrences are
+// taken in order, each from the end of the one before it, and the first that is a key with a
+// string value is the field's.
+func recordField(t []byte) (int, []byte) {
+	var next [len(recordFields)]int // where each field's next occurrence may begin
+	best, val := len(recordFields), []byte(nil)
+	for q := 0; best > 0; {
+		i := bytes.IndexByte(t[q:], '"')
 		if i < 0 {
-			return nil
+			break
 		}
-		i += off
-		off = i + len(key)
-		if t[i-1] == '\\' {
-			continue
-		}
-		j := off
-		for j < len(t) && (t[j] == ' ' || t[j] == '\t') {
-			j++
-		}
-		if j >= len(t) || t[j] != ':' {
-			continue
-		}
-		j++
-		for j < len(t) && (t[j] == ' ' || t[j] == '\t') {
-			j++
-		}
-		if j >= len(t) || t[j] != '"' {
-			continue
-		}
-		j++
-		k := j
-		for k < len(t) && t[k] != '"' {
-			if t[k] == '\\' {
-				k++
+		i += q
+		q = i + 1
+		// At most one field begins here: each ends with a quote and none is a prefix of
+		// another. Its byte after the quote picks it (most quotes begin none).
+		k := -1
+		if i+1 < len(t) {
+			switch t[i+1] {
+			case 'l':
+				k = 0
+			case 't':
+				k = 1
+			case 'M':
+				k = 2
+			case 'm':
+				k = 3
+				if i+2 < len(t) && t[i+2] == 's' {
+					k = 4
+				}
 			}
+		}
+		if k < 0 || k >= best || i < next[k] {
+			continue
+		}
+		key := recordFields[k]
+		if len(t)-i < len(key) || string(t[i:i+len(key)]) != key {
+			continue
+		}
+		next[k] = i + len(key)
+		if v := fieldAt(t, i, len(key)); v != nil {
+			best, val = k, v
+		}
+	}
+	return best, val
+}
+
+// fieldAt returns the raw (still escaped) string value of the quoted key of n bytes at t[i:],
+// or nil: the key must be a key (not inside a string: the byte before it is no backslash)
+// followed by a colon and a string. An unterminated string runs to the line's end (a record
+// cut at the line limit). t[0] is the object's brace, so i > 0.
+func fieldAt(t []byte, i, n int) []byte {
+	if t[i-1] == '\\' {
+		return nil
+	}
+	j := i + n
+	for j < len(t) && (t[j] == ' ' || t[j] == '\t') {
+		j++
+	}
+	if j >= len(t) || t[j] != ':' {
+		return nil
+	}
+	j++
+	for j < len(t) && (t[j] == ' ' || t[j] == '\t') {
+		j++
+	}
+	if j >= len(t) || t[j] != '"' {
+		return nil
+	}
+	j++
+	k := j
+	for k < len(t) && t[k] != '"' {
+		if t[k] == '\\' {
 			k++
 		}
-		return t[j:min(k, len(t))]
+		k++
 	}
-	return nil
+	return t[j:min(k, len(t))]
 }
 
 // unescapeJSON appends the JSON string body v, unescaped, to dst, up to maxRecordBytes.

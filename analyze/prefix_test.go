@@ -1,7 +1,9 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -325,6 +327,50 @@ func TestRecordMessage(t *testing.T) {
 	got, ok, _ := recordMessage(nil, []byte(long))
 	require.True(t, ok)
 	require.Len(t, got, maxRecordBytes)
+}
+
+// TestRecordFieldOnePass: the one pass over a record's quotes finds the field, and its value,
+// that searching the record for each field in turn (the reference below) finds, on records
+// made of the fields, escapes, colons and quotes that make the search skip an occurrence.
+func TestRecordFieldOnePass(t *testing.T) {
+	parts := []string{`"log"`, `"textPayload"`, `"MESSAGE"`, `"message"`, `"msg"`, `"log"log"`,
+		`\`, `\"`, `:`, ` `, "\t", `"`, `"x"`, `{`, `}`, `,`, `msg`, `log"`, `"m`, `essage"`}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 200000; n++ {
+		var b strings.Builder
+		b.WriteByte('{')
+		for k := rng.IntN(12); k >= 0; k-- {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		line := []byte(b.String())
+		wantI, wantV := len(recordFields), []byte(nil)
+		for i, key := range recordFields {
+			if v := fieldStringRef(line, key); v != nil {
+				wantI, wantV = i, v
+				break
+			}
+		}
+		gotI, gotV := recordField(line)
+		require.Equal(t, wantI, gotI, "%s", line)
+		require.Equal(t, wantV, gotV, "%s", line)
+	}
+}
+
+// fieldStringRef is the search recordField replaced: key's first occurrence in t, each
+// searched for from the end of the one before, that fieldAt takes.
+func fieldStringRef(t []byte, key string) []byte {
+	for off := 0; off < len(t); {
+		i := bytes.Index(t[off:], []byte(key))
+		if i < 0 {
+			return nil
+		}
+		i += off
+		off = i + len(key)
+		if v := fieldAt(t, i, len(key)); v != nil {
+			return v
+		}
+	}
+	return nil
 }
 
 // TestRecordEscaped: a record's message holds bytes its raw line does not only for an escape

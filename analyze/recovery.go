@@ -231,6 +231,11 @@ func (s *logScanner) restartedSince(f *Finding) bool {
 // groupLineOf reads line t as an agent's restart or start of its worker group. A restart
 // with no attempt left ("0/3 attempts left") is none.
 func groupLineOf(t []byte) (groupLine, bool) {
+	// Each word below holds one of groupWords: a line without them (most lines, and every line
+	// of a shape seeGroup has not ruled out) is read twice, not four times.
+	if !bytes.Contains(t, groupWords[0]) && !bytes.Contains(t, groupWords[1]) {
+		return groupLine{}, false
+	}
 	for _, w := range groupRestartWords {
 		i := bytes.Index(t, w)
 		if i < 0 {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "df9f4f9e5cb57b649c53cc90d71b6f2c64a70492fb3b3d8eec96272a11a7cc8d"
+const builtinDigest = "08d168774c87ce95db7b2d3a11be956afaee4c0b4512e347a9078d7dac153290"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -8995,7 +8995,7 @@ func builtinFiles() []Named {
 				},
 				Rules: []*Spec{
 					{
-						ID:           "collective-timeout/horovod-stall",
+						ID:           "hang/horovod-stall",
 						Severity:     "error",
 						Layer:        "execution",
 						Title:        "Horovod stall inspector - some ranks never submitted a collective",
@@ -9008,7 +9008,7 @@ func builtinFiles() []Named {
 								"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks\\b",
 							},
 						},
-						Explanation: "Horovod's stall inspector found collectives that some ranks submitted and the others did not for longer than its check time (60 s by default). The ranks listed as missing are stuck elsewhere (data loading, an exception, evaluation on one rank only) or are submitting tensors under other names (a model built differently per rank), which deadlocks the job.\n",
+						Explanation: "Horovod's stall inspector found collectives that some ranks submitted and the others did not for longer than its check time (60 s by default); Horovod keeps waiting for them, so the job hangs until they come. The ranks listed as missing are stuck elsewhere (data loading, an exception, evaluation on one rank only) or are submitting tensors under other names (a model built differently per rank), which deadlocks the job.\n",
 						Remediation: "Look at the ranks named \"missing ranks\" in the stalled-ops list: their own log shows where they are. Make every rank run the same collectives in the same order (no rank-0-only allreduce, identical models and tensor names, the same number of steps per rank).\n",
 						Examples: Examples{
 							Match: []Example{

@@ -244,3 +244,37 @@ func TestStackDumpIsLowHang(t *testing.T) {
 		require.Equal(t, CategoryCollectiveTimeout, res.RootCause.Category)
 	})
 }
+
+// TestHorovodStallIsAHang: Horovod's stall inspector warns, every 60 s, that some ranks have
+// not submitted a collective the others wait in; Horovod keeps waiting, so no collective timed
+// out. A log that ends in its warnings is a hang (at medium: the words name no cause), not a
+// collective timeout; a rank's own error before it is the root cause; training that goes on
+// after the warning is no failure.
+func TestHorovodStallIsAHang(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// https://github.com/horovod/horovod/issues/1890 (the warning, wrapped by the paste)
+	const stall = "[1,0]<stderr>:[2020-04-20 20:29:29. 89665: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to subm\n" +
+		"[1,0]<stderr>:Missing ranks:\n" +
+		"[1,0]<stderr>:1: [allreduce.c_d1.bias, allreduce.c_d1.weight]\n"
+	const epoch = "[1,0]<stdout>:epoch 1 step 200 loss 0.41\n"
+
+	res := analyzeLogs(t, all, epoch+stall+stall)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "hang/horovod-stall", res.RootCause.RuleID, findingsOf(res))
+	require.Equal(t, CategoryHang, res.RootCause.Category)
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+
+	// The rank that stopped submitting says why: its exception is the root cause.
+	res = analyzeLogs(t, all, epoch+
+		"[1,1]<stderr>:FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/epoch-1.h5'\n"+stall)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryFileNotFound, res.RootCause.Category, findingsOf(res))
+
+	// A slow first checkpoint: rank 0 saves, the inspector warns, the epochs go on.
+	res = analyzeLogs(t, all, epoch+stall+
+		"[1,0]<stdout>:epoch 2 step 400 loss 0.37\n"+
+		"[1,0]<stdout>:epoch 3 step 600 loss 0.35\n"+
+		"[1,0]<stdout>:epoch 4 step 800 loss 0.33\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s %s", res.VerdictReason, findingsOf(res))
+}

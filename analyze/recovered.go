@@ -190,7 +190,8 @@ func pullEnded(lines []tailLine, j, c int, container []byte) bool {
 // running pods (leftoverEvicted), as its rows of pods rejected at admission, which the
 // training progress after them also shows were replaced; a pasted listing's rows of nodes
 // or of a batch queue with training progress after them (clusterRows); a scheduling
-// refusal training progress followed.
+// refusal training progress followed; a stall a line reported (a hang that is no silence rule)
+// with training progress after it.
 // analyzer.resolvedLater lowers them.
 func (s *logScanner) markSurvived() {
 	var lines []tailLine // the kept lines, read once a listing row needs them
@@ -226,7 +227,12 @@ func (s *logScanner) markSurvived() {
 		}
 		// A refusal of the job's machines (a platform's quota, a scheduler's) that training
 		// progress in the same log followed was waited out: a retry or a later attempt got them.
-		f.trainedPast = last < s.tail.lastProgress && (clusterRows(f.Evidence) || f.Category == CategoryScheduling)
+		// So was a stall a line reported (Horovod's stall inspector, a stack dump of a live
+		// process) when training progress followed it: the ranks it waited for came (a slow
+		// checkpoint on rank 0, an evaluation on one rank). A silence rule's stall is read
+		// from the progress itself and is not lowered so.
+		stall := f.Category == CategoryHang && f.rule.Match.Silence == nil
+		f.trainedPast = last < s.tail.lastProgress && (clusterRows(f.Evidence) || f.Category == CategoryScheduling || stall)
 		f.scheduledPast = f.Category == CategoryScheduling && !f.trainedPast && last < s.tail.running && evidenceIn(f.Evidence, s.tail.ranPast)
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
 			f.skipped = last < s.tail.skipped && evidenceIn(f.Evidence, s.tail.caughtLines)

@@ -41,7 +41,7 @@ func TestSymptomThatNamesNoCause(t *testing.T) {
 		// ranks it waits for may still come)
 		{"horovod stall warning", "[1,0]<stderr>:[2020-04-20 20:29:29. 89665: W horovod/common/stall_inspector.cc:105] " +
 			"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds.\n",
-			"collective-timeout/horovod-stall", ConfidenceMedium},
+			"hang/horovod-stall", ConfidenceMedium},
 		// A timeout that names its collective and rank says what happened: high.
 		{"nccl watchdog", "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: " +
 			"WorkNCCL(SeqNum=4512, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600055 milliseconds before timing out.\n",

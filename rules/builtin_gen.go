@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "4dd539af77083a20d08dd8b4353ed193b8e50655dfde0eca681fd4fa144cba1e"
+const builtinDigest = "0cf653f0fa54c454b47da42db63bc06ddb31fbd0c65642d2845f71004f4c9239"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -146,6 +146,68 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "ValueError: No valid checkpoint found in output directory (./output)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "file-not-found/tf-checkpoint-missing",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "TensorFlow checkpoint file not found: {path}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bNotFoundError(?: \\(see above for traceback\\))?: (?P<path>[^\\s;]*[/\\\\][^\\s;]*)(?:; No such file or directory|\\s*$)",
+								"\\bNotFoundError(?: \\(see above for traceback\\))?: Unsuccessful TensorSliceReader constructor: Failed to find any matching files for (?P<path>\\S+)",
+							},
+						},
+						Explanation: "TensorFlow could not open a checkpoint file. While saving, MergeV2Checkpoints merges the shards each parameter server or worker wrote into the checkpoint directory: a directory that is local to each pod or machine (not one shared file system) leaves the chief without the others' shards. While restoring, the checkpoint prefix names files that are not there (a wrong path or step, a checkpoint never written or not copied to this machine).\n",
+						Remediation: "Write checkpoints to a directory every worker and parameter server sees (a shared volume, GCS or S3), or save from the chief only; for a restore, point at an existing prefix (tf.train.latest_checkpoint of the directory) and check the files are on this machine.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "tensorflow.python.framework.errors_impl.NotFoundError: ./multi_worker_model/variables/variables_temp/part-00000-of-00001.index; No such file or directory [Op:MergeV2Checkpoints]",
+								},
+								{
+									Text: "tensorflow.python.framework.errors_impl.NotFoundError: ./checkpoint/Sony/model.ckpt.data-00000-of-00001; No such file or directory",
+								},
+								{
+									Text: "NotFoundError (see above for traceback): ./supervisor/model.ckpt-0_temp_994ae96906954e838fc2f3481ce8f296/part-00001-of-00002.data-00000-of-00001",
+								},
+								{
+									Text: "NotFoundError (see above for traceback): Unsuccessful TensorSliceReader constructor: Failed to find any matching files for C:\\\\Users\\\\jonsa\\\\Desktop\\\\tensorflow_chatbot-master\\\\working_dir\\\\seq2seq.ckpt-143100",
+								},
+								{
+									Text: "NotFoundError (see above for traceback): Unsuccessful TensorSliceReader constructor: Failed to find any matching files for check_point.",
+								},
+								{
+									Text: "tensorflow.python.framework.errors_impl.NotFoundError: Unsuccessful TensorSliceReader constructor: Failed to find any matching files for Tensorflow/workspace/pre-trained-models/faster_rcnn_resnet101_v1_640x640_coco17_tpu-8.tar/faster_rcnn_resnet101_v1_640x640_coco17_tpu-8/faster_rcnn_resnet101_v1_640x640_coco17_tpu-8/checkpoint/ckpt-0",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "NotFoundError (see above for traceback): Key conv13/weights not found in checkpoint",
+								},
+								{
+									Text: "tensorflow.python.framework.errors_impl.NotFoundError: libnvinfer.so.7: cannot open shared object file: No such file or directory",
+								},
+								{
+									Text: "tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered 'NormalizeUTF8' in binary running on worker-0.",
+								},
+								{
+									Text: "INFO:tensorflow:Saving checkpoints for 0 into /train_dir/model.ckpt.",
 								},
 							},
 						},
@@ -9035,7 +9097,7 @@ func builtinFiles() []Named {
 				},
 				Rules: []*Spec{
 					{
-						ID:           "collective-timeout/horovod-stall",
+						ID:           "hang/horovod-stall",
 						Severity:     "error",
 						Layer:        "execution",
 						Title:        "Horovod stall inspector - some ranks never submitted a collective",
@@ -9048,7 +9110,7 @@ func builtinFiles() []Named {
 								"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks\\b",
 							},
 						},
-						Explanation: "Horovod's stall inspector found collectives that some ranks submitted and the others did not for longer than its check time (60 s by default). The ranks listed as missing are stuck elsewhere (data loading, an exception, evaluation on one rank only) or are submitting tensors under other names (a model built differently per rank), which deadlocks the job.\n",
+						Explanation: "Horovod's stall inspector found collectives that some ranks submitted and the others did not for longer than its check time (60 s by default); Horovod keeps waiting for them, so the job hangs until they come. The ranks listed as missing are stuck elsewhere (data loading, an exception, evaluation on one rank only) or are submitting tensors under other names (a model built differently per rank), which deadlocks the job.\n",
 						Remediation: "Look at the ranks named \"missing ranks\" in the stalled-ops list: their own log shows where they are. Make every rank run the same collectives in the same order (no rank-0-only allreduce, identical models and tensor names, the same number of steps per rank).\n",
 						Examples: Examples{
 							Match: []Example{

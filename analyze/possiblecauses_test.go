@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,5 +42,21 @@ func TestPossibleCausesNameNone(t *testing.T) {
 			res = analyzeLogs(t, rules, rayNightly+"epoch 2 step 100 loss 1.9\nepoch 2 step 200 loss 1.8\n")
 			require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 		})
+	}
+}
+
+// TestLowTitleSaysNoLikely: a root cause the second tier named at low confidence (a list of
+// possible causes, retries that never end) says "possibly" in its title and explanation; its
+// "likely" is the medium tier's word.
+func TestLowTitleSaysNoLikely(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	// Unakar/Logic-RL#18, as in TestPossibleCausesNameNone.
+	actorDied := "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.\n"
+	for _, res := range analyzeInEitherTier(t, all, actorDied) {
+		require.Equal(t, ConfidenceLow, res.Confidence)
+		require.True(t, strings.HasPrefix(res.RootCause.Title, "possibly host-oom: "), res.RootCause.Title)
+		require.NotContains(t, res.RootCause.Explanation, "(likely)")
+		require.NotContains(t, res.VerdictReason, "likely")
 	}
 }

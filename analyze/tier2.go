@@ -125,6 +125,12 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		if a.namedByPossibleCauses(tf, c) {
 			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
 		}
+		if ownWordsOnly(root, c) {
+			// An abort's words agreeing with the abort rule are one piece of evidence, not
+			// two: the cause is the message it aborted on, which nothing named (a CANN
+			// "EH9999 ... init env failed" above "Aborted (core dumped)").
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, ""
+		}
 		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
 		return root
 	}
@@ -147,7 +153,19 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		// that ends in a warning-level attempt, with nothing stronger, was still trying.
 		a.res.Confidence = ConfidenceLow
 	}
+	if a.res.Confidence == ConfidenceLow {
+		hedgeLow(f)
+	}
 	return f
+}
+
+// hedgeLow words a second-tier finding named at low confidence as a possibility: "likely"
+// is the medium tier's word, and a title that says it would claim more than low does.
+func hedgeLow(f *Finding) {
+	if rest, ok := strings.CutPrefix(f.Title, likely); ok {
+		f.Title = possibly + rest
+	}
+	f.Explanation = strings.Replace(f.Explanation, " (likely). ", " (possibly). ", 1)
 }
 
 // Basis is why a root cause's confidence is lower than its kind of finding usually gives.
@@ -181,6 +199,33 @@ func (c Classification) confidence() (Confidence, Basis) {
 	}
 	return ConfidenceMedium, ""
 }
+
+// ownWordsOnly says whether c, the second tier's agreement with a generic crash-signal
+// root, rests only on an abort's words, all of them in the root's own evidence lines: the
+// vocabulary then read the abort again, not the failure it aborted on. A segmentation fault's
+// words name a crash of their own and keep their confidence.
+func ownWordsOnly(root *Finding, c Classification) bool {
+	if !root.generic || root.Category != CategoryCrashSignal || len(c.Terms) == 0 {
+		return false
+	}
+	var own strings.Builder
+	for _, e := range root.Evidence {
+		own.WriteString(lowerASCII(e.Text))
+		own.WriteByte('\n')
+	}
+	for _, t := range c.Terms {
+		w := lowerASCII(t.Text)
+		if !abortWords[w] || !strings.Contains(own.String(), w) {
+			return false
+		}
+	}
+	return true
+}
+
+// abortWords are the crash-signal vocabulary's terms that say only that a process aborted
+// (SIGABRT, exit code 134), whose cause is the message printed before the abort.
+var abortWords = map[string]bool{"aborted": true, "core dumped": true, "sigabrt": true, "signal 6": true,
+	"exitcode: -6": true, "exit code 134": true}
 
 // demote makes root, when there is one, and what followed from it follow from f instead.
 func (a *analyzer) demote(root, f *Finding) {
@@ -346,10 +391,17 @@ func (a *analyzer) unexplainedEnd(skip string) *terminalFailure {
 	return nil
 }
 
+// likely and possibly begin the title of a second-tier finding named at medium and at low
+// confidence.
+const (
+	likely   = "likely "
+	possibly = "possibly "
+)
+
 // tierFinding makes the second tier's finding: its evidence is the failure line that holds
 // the strongest of the deciding terms, its title names them.
 func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
-	title, explanation, remediation := "likely "+string(c.Category), "", ""
+	title, explanation, remediation := likely+string(c.Category), "", ""
 	var fault Fault
 	var retry Retry
 	if vc := a.vocab.category(c.Category); vc != nil {

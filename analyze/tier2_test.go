@@ -664,4 +664,12 @@ func TestFlashAttentionOnAPreAmpereGPU(t *testing.T) {
 	healthy := "You are attempting to use Flash Attention 2.0 with a model not initialized on GPU. Make sure to move the model to GPU after initializing it on CPU with `model.to('cuda')`.\n" +
 		"{'loss': 1.9911, 'learning_rate': 2e-05, 'epoch': 0.01}\n{'loss': 1.8023, 'learning_rate': 2e-05, 'epoch': 0.02}\n"
 	requireNotUnhealthyInEitherTier(t, all, healthy)
+	// The run above is healthy by its progress whatever its warning's words say: read as a
+	// failure's words, the warning must still not name the GPU-too-old config error the
+	// exception names, or the term would fire on the healthy wording.
+	v, err := defaultVocabulary()
+	require.NoError(t, err)
+	require.Equal(t, CategoryConfigError, v.classify("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "", true).Category)
+	warning, _, _ := strings.Cut(healthy, "\n")
+	require.NotEqual(t, CategoryConfigError, v.classify(warning, "", true).Category)
 }

@@ -55,10 +55,18 @@ type BuildOptions struct {
 	// bundle's objects, for the searches to come); a cache that cannot be written makes Build
 	// return errNoCache instead of building a private index nobody reads.
 	CacheOnly bool
+	// Keep is the key of a cached index this one is built beside and must not evict
+	// (analyze's index of the logs, kept for the search that follows, beside the index of
+	// the objects): when the cache cannot hold both, this one is not kept (errNoRoom).
+	Keep string
 }
 
 // errNoCache is Build's error when CacheOnly is set and the cache cannot be written.
 var errNoCache = errors.New("the index cache cannot be written")
+
+// errNoRoom is Build's error when the index would have to evict BuildOptions.Keep's to fit
+// the cache's bound: it is not kept.
+var errNoRoom = errors.New("the index cache has no room for this index beside the one it must keep")
 
 // Build returns the index of a bundle's logs: from the cache when it holds one for exactly
 // these log contents, coroner version and line limit; otherwise each log is read once, all
@@ -260,7 +268,7 @@ func (bd *Builder) Finish(ctx context.Context, stats []logscan.Stats, err error)
 		ix.scratch = bd.dir
 		return ix, stats, nil
 	}
-	ix, err = bd.c.commit(ix, bd.dir, bd.b, bd.files, bd.warn)
+	ix, err = bd.c.commit(ix, bd.dir, bd.b, bd.files, bd.opts.Keep, bd.warn)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -285,10 +285,11 @@ func validKey(k string) bool {
 }
 
 // commit moves a freshly built index into the cache under its key, and evicts the least
-// recently used indexes past the size bound. When another process got there first with a
+// recently used indexes past the size bound, never the index keyed keep: when the bound
+// cannot hold both, the new index goes instead (errNoRoom). When another process got there first with a
 // sound index, that one is used; a damaged one is replaced. When the index cannot be moved
 // into place, it stays private (removed by Close) and warn says why.
-func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, files string, warn func(string, ...any)) (*Index, error) {
+func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, files, keep string, warn func(string, ...any)) (*Index, error) {
 	key := ix.meta.Key
 	final := filepath.Join(c.Dir, key)
 	want := ix.meta
@@ -323,7 +324,14 @@ func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, files stri
 	}
 	_ = c.writeStat(stat)
 	c.touch(final)
-	c.evict(final)
+	var kept string
+	if keep != "" && keep != key {
+		kept = filepath.Join(c.Dir, keep)
+	}
+	if !c.evict(final, kept) {
+		c.discard(final)
+		return nil, errNoRoom
+	}
 	ix, err := openDir(final, b.FS, false, &want)
 	if err == nil {
 		ix.cache = c
@@ -337,16 +345,17 @@ func (c *Cache) touch(dir string) {
 	_ = os.Chtimes(dir, now, now)
 }
 
-// evict removes the least recently used indexes (but keep) while the cache holds more than
-// its bound.
-func (c *Cache) evict(keep string) {
+// evict removes the least recently used indexes (but keep, and kept when it is set) while
+// the cache holds more than its bound. It says false, and removes nothing, when kept is in
+// the cache and the two alone are past the bound: keep must go for kept to stay.
+func (c *Cache) evict(keep, kept string) bool {
 	limit := c.MaxBytes
 	if limit <= 0 {
 		limit = DefaultCacheMax
 	}
 	entries, err := os.ReadDir(c.Dir)
 	if err != nil {
-		return
+		return true
 	}
 	type entry struct {
 		dir  string
@@ -354,7 +363,8 @@ func (c *Cache) evict(keep string) {
 		used time.Time
 	}
 	var all []entry
-	var total int64
+	var total, pinned int64
+	found := false
 	for _, e := range entries {
 		if !e.IsDir() || !validKey(e.Name()) {
 			continue
@@ -367,18 +377,26 @@ func (c *Cache) evict(keep string) {
 		size := dirSize(dir)
 		all = append(all, entry{dir, size, info.ModTime()})
 		total += size
+		if dir == keep || dir == kept {
+			pinned += size
+			found = found || dir == kept
+		}
+	}
+	if found && pinned > limit {
+		return false // the others stay: removing them would not make room
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].used.Before(all[j].used) })
 	for _, e := range all {
 		if total <= limit {
 			break
 		}
-		if e.dir == keep {
+		if e.dir == keep || e.dir == kept {
 			continue
 		}
 		c.discard(e.dir)
 		total -= e.size
 	}
+	return true
 }
 
 // dirSize is the size of an index: what its meta.json lists, else what it holds.

@@ -33,6 +33,9 @@ type Options struct {
 	// Log, when set, is told what a search does without: a cache it cannot write, a damaged
 	// index it rebuilds.
 	Log func(format string, args ...any)
+	// Keep is the key of a cached index that IndexObjects must not evict to make room (the
+	// logs' index analyze built just before): see index.BuildOptions.Keep.
+	Keep string
 }
 
 // Source is an input opened for searching, with its indexes: the logs', and the events' and
@@ -165,7 +168,7 @@ func IndexObjects(ctx context.Context, b *bundle.Bundle, opts Options) error {
 		return err
 	}
 	ix, err := index.Build(ctx, ob, streams, index.BuildOptions{Cache: opts.Cache, Version: opts.Version,
-		Workers: opts.Workers, Log: opts.Log, KeyByScan: true, CacheOnly: true})
+		Workers: opts.Workers, Log: opts.Log, KeyByScan: true, CacheOnly: true, Keep: opts.Keep})
 	if err != nil {
 		return err
 	}

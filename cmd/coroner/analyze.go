@@ -278,19 +278,21 @@ func runAnalyze(ctx context.Context, opts *AnalyzeOptions, io *IOStreams) error 
 // (see search.IndexObjects) once the report is out. The diagnosis but its bundle is let go
 // and collected first: built on top of it, the index raised analyze's peak at 200,000 files
 // (533 -> 582 MB). A cache that cannot be written was said so by the logs' index, which is
-// then private (no key): the objects' would be too, built for nothing.
+// then private (no key): the objects' would be too, built for nothing. The objects' index
+// never evicts the logs' one: when the cache's bound cannot hold both, it is not kept.
 func keepForTheSearch(ctx context.Context, d *diagnose.Diagnosis, cache *index.Cache, workers int) {
+	var logs string // the logs' index, built first, which the objects' must not evict
 	if d.Index != nil {
-		cached := d.Index.Key() != ""
+		logs = d.Index.Key()
 		d.Index.Close()
 		d.Index = nil
-		if !cached {
+		if logs == "" {
 			return
 		}
 	}
 	d.Model, d.Result, d.Report = nil, nil, nil
 	runtime.GC()
-	_ = search.IndexObjects(ctx, d.Bundle, search.Options{Cache: cache, Version: version, Workers: workers})
+	_ = search.IndexObjects(ctx, d.Bundle, search.Options{Cache: cache, Version: version, Workers: workers, Keep: logs})
 }
 
 func isDir(p string) bool {

@@ -91,6 +91,27 @@ func TestAnalyzeWarmsTheSearchCache(t *testing.T) {
 	require.Equal(t, 1, strings.Count(stderr, "cannot be written"), stderr)
 }
 
+// TestAnalyzeKeepsTheLogsIndexFirst: with a --cache-max smaller than both indexes analyze
+// keeps, the objects' index, built after the logs', must not evict the logs' one (the least
+// recently used then): it is not kept instead.
+func TestAnalyzeKeepsTheLogsIndexFirst(t *testing.T) {
+	cache := t.TempDir()
+	sample := filepath.Join(samplesDir, "pytorchjob-cuda-oom-rank")
+	code, _, stderr := run(t, "analyze", sample, "-q", "--cache-dir", cache, "--cache-max", "64Ki")
+	require.Equal(t, 0, code, stderr)
+	kept := func() []string {
+		metas, err := filepath.Glob(filepath.Join(cache, strings.Repeat("?", 64), "meta.json"))
+		require.NoError(t, err)
+		return metas
+	}
+	metas := kept()
+	require.Len(t, metas, 1, "one index fits, the logs'")
+	data, err := os.ReadFile(metas[0])
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"streams": 8,`, "the 8 pods' logs, not the events and objects")
+
+}
+
 func TestSearchExitCodes(t *testing.T) {
 	sample := filepath.Join(samplesDir, "pytorchjob-nan-loss")
 	for _, tt := range []struct {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "1f614670ebb82faf814f41f1bcb80f2813603fe490fbab36bc1012fee28a16a0"
+const builtinDigest = "96099b77c71cfb9b15cc65abfa17240ae30aea610b027342a1d9dd0f773dc751"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1021,7 +1021,7 @@ func builtinFiles() []Named {
 						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun|mpiexec) detected that one or more processes exited with non-zero status",
+								"(?:mpirun(?:\\.real)?|mpiexec) detected that one or more processes exited with non-zero status",
 								"Primary job +terminated normally, but \\d+ process returned",
 								"MPI_ABORT was invoked on rank (?P<rank>\\d+) in communicator",
 							},
@@ -1044,6 +1044,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Primary job terminated normally, but 1 process returned",
+								},
+								{
+									Text: "mpirun.real detected that one or more processes exited with non-zero status, thus causing",
 								},
 							},
 							NotMatch: []Example{
@@ -1078,7 +1081,7 @@ func builtinFiles() []Named {
 						Role:     "generic",
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal (?P<signal>[0-8]|[1-9]\\d+)\\b",
+								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal (?P<signal>[0-8]|[1-9]\\d+)\\b",
 							},
 						},
 						Explanation: "A rank was killed by a signal: 11 is a segmentation fault, 6 an abort, 7 a bus error (often /dev/shm), 4 an illegal instruction (a binary built for another CPU). Signal 9 has its own rule (host-oom/mpi-rank-sigkill).\n",
@@ -5740,7 +5743,7 @@ func builtinFiles() []Named {
 						Role:     "generic",
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal 9\\b",
+								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal 9\\b",
 							},
 						},
 						Explanation: "mpirun saw a rank die of SIGKILL. In an MPIJob or on an HPC node this is almost always the kernel OOM killer: the ranks on that node together needed more host memory than the container limit or the node has.\n",

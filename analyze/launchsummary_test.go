@@ -156,7 +156,7 @@ func TestRaisedTermsAboveAFailure(t *testing.T) {
 }
 
 // TestMPIRealLauncherSigkill: Horovod's and the MPI operator's images run Open MPI's launcher as
-// mpirun.real behind a wrapper, and its summaries name it so (horovod/horovod#410, #642). Its
+// mpirun.real behind a wrapper, and its summaries name it so (horovod/horovod#642). Its
 // report of a rank killed by SIGKILL is the kill (host-oom at medium), not the abort summary
 // above it; its command line in a healthy launcher log is no failure.
 func TestMPIRealLauncherSigkill(t *testing.T) {

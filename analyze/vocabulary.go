@@ -222,6 +222,46 @@ func inEcho(spans [][2]int, s, e int) bool {
 	return false
 }
 
+// listedNames returns the spans of the NAMESPACE and NAME columns of the rows of a kubectl
+// get pods listing in low: a pod's name is what its owner called it (an "nccl-tests-efa"
+// launcher, an "oom-test" job, a "cuda-smoke" pod), not a word of how it failed, so the
+// vocabulary does not read inside it; the row's STATUS and what follows it still count.
+func listedNames(low string) [][2]int {
+	var spans [][2]int
+	for off := 0; off < len(low); {
+		end := strings.IndexByte(low[off:], '\n')
+		if end < 0 {
+			end = len(low)
+		} else {
+			end += off
+		}
+		line := low[off:end]
+		if strings.IndexByte(line, '/') >= 0 {
+			if r, ok := listedRow([]byte(line)); ok {
+				from := strings.Index(line, string(r.name))
+				if r.ns != nil {
+					from = strings.Index(line, string(r.ns))
+				}
+				if to := strings.Index(line, string(r.name)); from >= 0 && to >= 0 {
+					spans = append(spans, [2]int{off + from, off + to + len(r.name)})
+				}
+			}
+		}
+		off = end + 1
+	}
+	return spans
+}
+
+// inSpan says whether the match [s, e) overlaps one of spans.
+func inSpan(spans [][2]int, s, e int) bool {
+	for _, sp := range spans {
+		if s < sp[1] && e > sp[0] {
+			return true
+		}
+	}
+	return false
+}
+
 type termHit struct {
 	term       int
 	start, end int
@@ -239,6 +279,7 @@ func (v *Vocabulary) classify(failure, context string, raised bool) Classificati
 	text := failure + "\n" + context
 	low := lowerASCII(text)
 	echoes := echoedCommands(low)
+	names := listedNames(low)
 	var accepted []termHit
 	for i, t := range v.terms { // longest first
 		if t.raised && !raised {
@@ -251,7 +292,7 @@ func (v *Vocabulary) classify(failure, context string, raised bool) Classificati
 			}
 			s, e := from+j, from+j+len(t.text)
 			from = s + 1
-			if t.wordStart && s > 0 && isWordByte(low[s-1]) || t.wordEnd && e < len(low) && isWordByte(low[e]) || inEcho(echoes, s, e) {
+			if t.wordStart && s > 0 && isWordByte(low[s-1]) || t.wordEnd && e < len(low) && isWordByte(low[e]) || inEcho(echoes, s, e) || inSpan(names, s, e) {
 				continue
 			}
 			// A shorter term inside a longer one that matched says nothing more.

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "96099b77c71cfb9b15cc65abfa17240ae30aea610b027342a1d9dd0f773dc751"
+const builtinDigest = "a49f0c9937ef37d31c45eb88031cf5f5f6a1e30330f4f3e76e7d34a66d093e0a"
 
 func builtinFiles() []Named {
 	return []Named{

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "a49f0c9937ef37d31c45eb88031cf5f5f6a1e30330f4f3e76e7d34a66d093e0a"
+const builtinDigest = "4c2018d4f1f2ab3ee1f06652b494c55fc521b0c73c09814c50c1a09b90f5eebd"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -8781,6 +8781,105 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "ValueError: The Config is invalid: hidden_size must be divisible by num_heads",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/kind-not-served",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "The cluster does not serve {kind} in {version}: its CRD is not installed",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"no matches for kind [\\\\\"“”]*(?P<kind>[A-Z]\\w*)[\\\\\"“”]* in version [\\\\\"“”]*(?P<version>[a-z0-9][\\w.-]*(?:/[\\w.-]+)?)",
+							},
+						},
+						Explanation: "The API server has no resource for this kind at this API version: the CustomResourceDefinition (TFJob, PyTorchJob, MPIJob, RayJob, Workload...) is not installed, or is installed at another version than the manifest or the controller asks for. Nothing of the job is created.\n",
+						Remediation: "Install the operator (or its CRDs) that serves the kind, at the version the manifest names (kubectl api-resources, kubectl get crd), or change the manifest's apiVersion to one the cluster serves; restart controllers that started before the CRD existed.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "no matches for kind \"TFJob\" in version \"kubeflow.org/v1\"",
+								},
+								{
+									Text: "Job Create error no matches for kind \"PyTorchJob\" in version \"kubeflow.org/v1\"",
+								},
+								{
+									Text: "Failed to reconcile: no matches for kind \"TFJob\" in version \"kubeflow.org/v1\"",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "customresourcedefinition.apiextensions.k8s.io/tfjobs.kubeflow.org created",
+								},
+								{
+									Text: "tfjob.kubeflow.org/mnist-train-dist created",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/unknown-flag",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "The program does not take the flag {flag}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"flag provided but not defined: (?P<flag>--?[\\w][\\w.-]*)",
+								"\\bunknown flag: (?P<flag>--?[\\w][\\w.-]*)",
+							},
+						},
+						Explanation: "The program exited before it started: its command line has a flag this build does not define. The image and the manifest (its args) are of different releases, or the flag is misspelt.\n",
+						Remediation: "Use the image that matches the manifest (or the manifest of the image's release), or drop or rename the flag; the usage the program printed after the error lists the flags it takes.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Incorrect Usage: flag provided but not defined: -console-address",
+								},
+								{
+									Text: "flag provided but not defined: -writeStatusName",
+								},
+								{
+									Text: "flag provided but not defined: -config",
+								},
+								{
+									Text: "Error: unknown flag: --metrics-bind-address",
+								},
+								{
+									Text: "unknown flag: --debug",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "  -config string",
+								},
+								{
+									Text: "      --kubeconfig string                Paths to a kubeconfig. Only required if out-of-cluster.",
 								},
 							},
 						},

@@ -138,3 +138,26 @@ func TestListedRestartThatRuns(t *testing.T) {
 		require.NotEqual(t, CategoryCollectiveError, res.RootCause.Category, findingsOf(res))
 	}
 }
+
+// TestDiskPressureEvictionIsAFullDisk: the second tier names a pod evicted for its node's
+// DiskPressure a full disk, as the specific rule does and as the corpus labels it (its
+// "Evicted" alone named preempted-evicted at medium); an eviction for memory stays
+// preempted-evicted, and a node without disk pressure is no failure.
+func TestDiskPressureEvictionIsAFullDisk(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	tier := WithoutSpecific(all)
+	res := analyzeLogs(t, tier, "  Warning  Evicted    12m  kubelet  The node had condition: [DiskPressure].\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryDiskFull, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+
+	res = analyzeLogs(t, tier, "  Warning  Evicted    12m  kubelet  The node was low on resource: memory. Container trainer was using 61Gi, which exceeds its request of 32Gi.\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryPreemptedEvicted, res.RootCause.Category, findingsOf(res))
+
+	for _, rules := range [][]*Rule{all, tier} {
+		res = analyzeLogs(t, rules, "  Normal  NodeHasNoDiskPressure  2m  kubelet  Node gpu-3 status is now: NodeHasNoDiskPressure\n")
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+	}
+}

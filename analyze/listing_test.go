@@ -161,3 +161,14 @@ func TestDiskPressureEvictionIsAFullDisk(t *testing.T) {
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
 	}
 }
+
+// TestListedNamesAreNotWords: the second tier skips a listing row's NAMESPACE and NAME
+// columns, and only a row's: a pod's name is lower case, its status capitalised, so another
+// program's line of the same shape ("NCCL 1/8 ranks 0 failed") keeps its words.
+func TestListedNamesAreNotWords(t *testing.T) {
+	row := "ml     nccl-tests-efa-launcher-x7k2p   0/1   Error   0   5s"
+	text := "NAMESPACE   NAME   READY   STATUS   RESTARTS   AGE\n" + row + "\nRuntimeError: NCCL 1/8 ranks 0 failed\n"
+	spans := listedNames(text)
+	require.Len(t, spans, 1, "%v", spans)
+	require.Equal(t, "ml     nccl-tests-efa-launcher-x7k2p", text[spans[0][0]:spans[0][1]])
+}

@@ -161,6 +161,11 @@ func (a *analyzer) resolvedLater() {
 			f.Title += " (a leftover: other workloads listed with it run)"
 			continue
 		}
+		if f.runsLater && f.Severity >= SeverityError {
+			f.Severity = SeverityWarning
+			f.Title += " (restarted: a later row lists the pod Running and ready)"
+			continue
+		}
 		if f.trainedPast && f.Severity >= SeverityError {
 			f.Severity = SeverityWarning
 			f.Title += " (the job trained after it)"

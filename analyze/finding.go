@@ -70,6 +70,10 @@ type Finding struct {
 	// leftover: the finding is of Evicted rows of a pasted kubectl listing in which other
 	// workloads' pods run: evicted pods stay listed until collected (recovered.go).
 	leftover bool
+	// runsLater: the finding is of a pasted listing's rows of a pod that failed to run (Error,
+	// CrashLoopBackOff) which a later row of the same listing or watch lists Running with
+	// every container ready: its restart got past it (recovered.go).
+	runsLater bool
 	// trainedPast: the finding is of rows of a pasted listing of nodes or of a batch queue, or
 	// a scheduling refusal, with training progress after them in its log (recovered.go).
 	trainedPast bool

@@ -154,3 +154,28 @@ func TestRaisedTermsAboveAFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestMPIRealLauncherSigkill: Horovod's and the MPI operator's images run Open MPI's launcher as
+// mpirun.real behind a wrapper, and its summaries name it so (horovod/horovod#642). Its
+// report of a rank killed by SIGKILL is the kill (host-oom at medium), not the abort summary
+// above it; its command line in a healthy launcher log is no failure.
+func TestMPIRealLauncherSigkill(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	killed := "train-mpijob-launcher-x7k2p   1/1   CrashLoopBackOff   2   3m\n" +
+		"-------------------------------------------------------\n" +
+		"Primary job  terminated normally, but 1 process returned\n" +
+		"a non-zero exit code. Per user-direction, the job has been aborted.\n" +
+		"-------------------------------------------------------\n" +
+		"mpirun.real noticed that process rank 2 with PID 77 on node train-mpijob-worker-2 exited on signal 9 (Killed).\n"
+	res := analyzeLogs(t, all, killed)
+	require.Equal(t, VerdictUnhealthy, res.Verdict)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+	require.Contains(t, res.RootCause.Evidence[0].Text, "mpirun.real noticed that process rank 2")
+
+	healthy := "+ mpirun.real --allow-run-as-root -np 2 -bind-to none python train.py\n" +
+		"Epoch 1/3 step 100 loss 0.91\nEpoch 1/3 step 200 loss 0.85\nEpoch 1/3 step 300 loss 0.80\n"
+	res = analyzeLogs(t, all, healthy)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+}

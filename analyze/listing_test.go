@@ -107,3 +107,68 @@ func TestPastedClusterRows(t *testing.T) {
 		})
 	}
 }
+
+// TestListedRestartThatRuns: a watch (or a second listing pasted under the first) that shows
+// a pod's container end in Error, back off and then run with every container ready is a pod
+// that got past its failure (an MPI launcher started before its workers' network was up,
+// kubeflow/mpi-operator#470's wording): the listing's newest row is the pod's state. A pod's
+// name is what its owner called it: an "nccl-tests" launcher's row says nothing of NCCL, so
+// the second tier does not read the NAME column. A pod still not ready, or another pod
+// running, is no such restart.
+func TestListedRestartThatRuns(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const head = "NAME                          READY   STATUS             RESTARTS      AGE\n"
+	failed := head + "allreduce-nccl-launcher-q8x2z   0/1     Error              0             6s\n" +
+		head + "allreduce-nccl-launcher-q8x2z   0/1     CrashLoopBackOff   1 (12s ago)   20s\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, failed+head+"allreduce-nccl-launcher-q8x2z   1/1     Running            2 (20s ago)   31s\n")
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+		require.Nil(t, res.RootCause, findingsOf(res))
+
+		// Running again but not ready: the restart has not shown it runs.
+		res = analyzeLogs(t, rules, failed+head+"allreduce-nccl-launcher-q8x2z   0/1     Running            2 (2s ago)    31s\n")
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.NotEqual(t, CategoryCollectiveError, res.RootCause.Category, findingsOf(res))
+		require.Equal(t, ConfidenceLow, res.Confidence, findingsOf(res))
+
+		// Another pod runs: the launcher's failure stands, and its name names no cause.
+		res = analyzeLogs(t, rules, failed+head+"allreduce-nccl-worker-0        1/1     Running            0             31s\n")
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.NotEqual(t, CategoryCollectiveError, res.RootCause.Category, findingsOf(res))
+	}
+}
+
+// TestDiskPressureEvictionIsAFullDisk: the second tier names a pod evicted for its node's
+// DiskPressure a full disk, as the specific rule does and as the corpus labels it (its
+// "Evicted" alone named preempted-evicted at medium); an eviction for memory stays
+// preempted-evicted, and a node without disk pressure is no failure.
+func TestDiskPressureEvictionIsAFullDisk(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	tier := WithoutSpecific(all)
+	res := analyzeLogs(t, tier, "  Warning  Evicted    12m  kubelet  The node had condition: [DiskPressure].\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryDiskFull, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+
+	res = analyzeLogs(t, tier, "  Warning  Evicted    12m  kubelet  The node was low on resource: memory. Container trainer was using 61Gi, which exceeds its request of 32Gi.\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryPreemptedEvicted, res.RootCause.Category, findingsOf(res))
+
+	for _, rules := range [][]*Rule{all, tier} {
+		res = analyzeLogs(t, rules, "  Normal  NodeHasNoDiskPressure  2m  kubelet  Node gpu-3 status is now: NodeHasNoDiskPressure\n")
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
+	}
+}
+
+// TestListedNamesAreNotWords: the second tier skips a listing row's NAMESPACE and NAME
+// columns, and only a row's: a pod's name is lower case, its status capitalised, so another
+// program's line of the same shape ("NCCL 1/8 ranks 0 failed") keeps its words.
+func TestListedNamesAreNotWords(t *testing.T) {
+	row := "ml     nccl-tests-efa-launcher-x7k2p   0/1   Error   0   5s"
+	text := "NAMESPACE   NAME   READY   STATUS   RESTARTS   AGE\n" + row + "\nRuntimeError: NCCL 1/8 ranks 0 failed\n"
+	spans := listedNames(text)
+	require.Len(t, spans, 1, "%v", spans)
+	require.Equal(t, "ml     nccl-tests-efa-launcher-x7k2p", text[spans[0][0]:spans[0][1]])
+}

@@ -195,6 +195,22 @@ func pullEnded(lines []tailLine, j, c int, container []byte) bool {
 // analyzer.resolvedLater lowers them.
 func (s *logScanner) markSurvived() {
 	var lines []tailLine // the kept lines, read once a listing row needs them
+	// A pasted listing's row of a pod whose container ended in an error, which a later row
+	// lists Running and ready, is the pod's past (a watch, a second listing): its end is no
+	// fact of the pod as it is.
+	kept := s.facts[:0]
+	for _, tf := range s.facts {
+		if r, ok := listedRow([]byte(tf.text)); ok && (string(r.status) == "Error" || string(r.status) == "CrashLoopBackOff") {
+			if lines == nil {
+				lines = s.tail.ordered()
+			}
+			if runsLater([]listedPod{r}, lines, tf.line) {
+				continue
+			}
+		}
+		kept = append(kept, tf)
+	}
+	s.facts = kept
 	for _, f := range s.findings {
 		if f.rule == nil || len(f.Evidence) == 0 {
 			continue
@@ -218,6 +234,8 @@ func (s *logScanner) markSurvived() {
 				f.startedLater = f.startedLater || len(f.rule.rootOnlyIf) > 0 && pendingStarted(rows, lines, last, s.tail.lastProgress)
 			case "Evicted":
 				f.leftover = leftoverEvicted(rows, lines)
+			case "Error", "CrashLoopBackOff":
+				f.runsLater = runsLater(rows, lines, last)
 			case rejectedStatus:
 				// A pod the kubelet rejected at admission stays listed, Failed, as an evicted
 				// one does; training progress after the row shows its replacement got devices.
@@ -581,7 +599,7 @@ func (g *ignoredTrace) survived(text []byte, stream string) bool {
 
 // listedPod is a row of a kubectl get pods listing: its namespace (nil without the column),
 // name, status and age (nil when the row ends before it).
-type listedPod struct{ ns, name, status, age []byte }
+type listedPod struct{ ns, name, ready, status, age []byte }
 
 // listedRow reads line t as a row of a kubectl get pods listing; ok is false when it is none.
 func listedRow(t []byte) (row listedPod, ok bool) {
@@ -600,7 +618,7 @@ func listedRow(t []byte) (row listedPod, ok bool) {
 	}
 	for i := 1; i <= 2 && i+2 < n; i++ {
 		if isReadyCount(f[i]) && len(f[i+2]) > 0 && isDigits(f[i+2]) {
-			row = listedPod{name: f[i-1], status: f[i+1]}
+			row = listedPod{name: f[i-1], ready: f[i], status: f[i+1]}
 			if i == 2 {
 				row.ns = f[0]
 			}
@@ -786,6 +804,36 @@ func pendingStarted(rows []listedPod, lines []tailLine, last, lastProgress int) 
 		}
 	}
 	return !slices.Contains(started, false)
+}
+
+// runsLater says whether every row of rows (the evidence of a finding whose last line is
+// last: pods whose container ended in an error or waits to be restarted) is followed, among
+// the log's kept lines, by a row of the same pod that lists it Running with every container
+// ready: a watch (-w) or a second listing pasted after the first shows the restart ran.
+// Training progress is not asked for: a listing says nothing of it, and a pod that
+// restarted and runs is not failing as far as the listing shows.
+func runsLater(rows []listedPod, lines []tailLine, last int) bool {
+	ran := make([]bool, len(rows))
+	for _, l := range lines {
+		if l.line <= last {
+			continue
+		}
+		o, ok := listedRow(l.text)
+		if !ok || string(o.status) != "Running" || !o.allReady() {
+			continue
+		}
+		for i, r := range rows {
+			ran[i] = ran[i] || r.samePodRow(o)
+		}
+	}
+	return !slices.Contains(ran, false)
+}
+
+// allReady says whether the row's READY count has every container ready ("2/2", not "1/2"
+// or "0/1").
+func (r listedPod) allReady() bool {
+	i := bytes.IndexByte(r.ready, '/')
+	return i > 0 && !bytes.Equal(r.ready[:i], []byte("0")) && bytes.Equal(r.ready[:i], r.ready[i+1:])
 }
 
 // leftoverEvicted says whether the Evicted rows of rows are leftovers beside other pods

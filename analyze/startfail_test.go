@@ -78,3 +78,39 @@ func TestRuntimeMissingNeedsTheAPIServersWord(t *testing.T) {
 		require.Contains(t, strings.Join(res.Warnings, "\n"), "runtime ClusterTrainingRuntime torch-distributed-v3 was not collected")
 	}
 }
+
+// TestKindNotServedAndUnknownFlag: two ways a job on Kubernetes fails before anything of it
+// runs, for its manifest and the cluster (or the image) being of different releases. The API
+// server serves no such kind at that version (the operator's CRD is not installed:
+// kubeflow/examples#694, kubeflow/katib#661, #1228), whether kubectl or a controller asked;
+// and a program started with a flag its build does not define (Go's flag package, cobra's:
+// operator-framework/operator-lifecycle-manager#714, kubealex/k8s-mediaserver-operator#36).
+// The CRD's creation and a usage listing of the flags are no failure.
+func TestKindNotServedAndUnknownFlag(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, tc := range []struct{ log, rule, evidence string }{
+		{"error: unable to recognize \"train.yaml\": no matches for kind \"PyTorchJob\" in version \"kubeflow.org/v1\"\n",
+			"config-error/kind-not-served", "no matches for kind \"PyTorchJob\""},
+		{"2024/03/02 10:01:07 controller.AddToManager(mgr)\n2024/03/02 10:01:07 no matches for kind “RayJob” in version “ray.io/v1\"\n",
+			"config-error/kind-not-served", "RayJob"},
+		{"flag provided but not defined: -gang-scheduling-name\nUsage of /opt/mpi-operator:\n  -kubeconfig string\n    \tPath to a kubeconfig.\n",
+			"config-error/unknown-flag", "flag provided but not defined: -gang-scheduling-name"},
+		{"Error: unknown flag: --enable-scheduler-plugins\nUsage:\n  manager [flags]\n",
+			"config-error/unknown-flag", "unknown flag: --enable-scheduler-plugins"},
+	} {
+		res := analyzeLogs(t, all, tc.log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, tc.log)
+		require.Equal(t, CategoryConfigError, res.RootCause.Category, "%s\n%s", tc.log, findingsOf(res))
+		require.Equal(t, tc.rule, res.RootCause.RuleID, findingsOf(res))
+		require.Equal(t, ConfidenceHigh, res.Confidence, tc.log)
+		require.Contains(t, res.RootCause.Evidence[0].Text, tc.evidence)
+	}
+	for _, healthy := range []string{
+		"customresourcedefinition.apiextensions.k8s.io/pytorchjobs.kubeflow.org created\npytorchjob.kubeflow.org/mnist created\n",
+		"Usage of /opt/mpi-operator:\n  -gang-scheduling-name string\n    \tSet the gang scheduler name if enabled.\n  -kubeconfig string\n",
+	} {
+		res := analyzeLogs(t, all, healthy)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s\n%s", healthy, findingsOf(res))
+	}
+}

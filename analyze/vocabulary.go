@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -222,6 +223,63 @@ func inEcho(spans [][2]int, s, e int) bool {
 	return false
 }
 
+// listedNames returns the spans of the NAMESPACE and NAME columns of the rows of a kubectl
+// get pods listing in text: a pod's name is what its owner called it (an "nccl-tests-efa"
+// launcher, an "oom-test" job, a "cuda-smoke" pod), not a word of how it failed, so the
+// vocabulary does not read inside it; the row's STATUS and what follows it still count.
+func listedNames(text string) [][2]int {
+	var spans [][2]int
+	for off := 0; off < len(text); {
+		end := strings.IndexByte(text[off:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += off
+		}
+		line := text[off:end]
+		if strings.IndexByte(line, '/') >= 0 {
+			if r, ok := listedRow([]byte(line)); ok && podName(r.name) && len(r.status) > 0 && r.status[0] >= 'A' && r.status[0] <= 'Z' {
+				from := strings.Index(line, string(r.name))
+				if r.ns != nil {
+					from = strings.Index(line, string(r.ns))
+				}
+				if to := strings.Index(line, string(r.name)); from >= 0 && to >= 0 {
+					spans = append(spans, [2]int{off + from, off + to + len(r.name)})
+				}
+			}
+		}
+		off = end + 1
+	}
+	return spans
+}
+
+// podName says whether w can be a pod's name as a listing prints it: a DNS subdomain, lower
+// case letters, digits, '-' and '.', after kubectl's "pod/" when it names the kind. A line of
+// another program that happens to have a listing row's shape ("NCCL 1/8 ranks 0 ...") keeps
+// its words.
+func podName(w []byte) bool {
+	w = bytes.TrimPrefix(w, []byte("pod/"))
+	if len(w) == 0 || w[0] == '-' || w[0] == '.' {
+		return false
+	}
+	for _, b := range w {
+		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// inSpan says whether the match [s, e) overlaps one of spans.
+func inSpan(spans [][2]int, s, e int) bool {
+	for _, sp := range spans {
+		if s < sp[1] && e > sp[0] {
+			return true
+		}
+	}
+	return false
+}
+
 type termHit struct {
 	term       int
 	start, end int
@@ -239,6 +297,7 @@ func (v *Vocabulary) classify(failure, context string, raised bool) Classificati
 	text := failure + "\n" + context
 	low := lowerASCII(text)
 	echoes := echoedCommands(low)
+	names := listedNames(text) // the same offsets as low's; a pod's name is lower case, a status capitalised
 	var accepted []termHit
 	for i, t := range v.terms { // longest first
 		if t.raised && !raised {
@@ -251,7 +310,7 @@ func (v *Vocabulary) classify(failure, context string, raised bool) Classificati
 			}
 			s, e := from+j, from+j+len(t.text)
 			from = s + 1
-			if t.wordStart && s > 0 && isWordByte(low[s-1]) || t.wordEnd && e < len(low) && isWordByte(low[e]) || inEcho(echoes, s, e) {
+			if t.wordStart && s > 0 && isWordByte(low[s-1]) || t.wordEnd && e < len(low) && isWordByte(low[e]) || inEcho(echoes, s, e) || inSpan(names, s, e) {
 				continue
 			}
 			// A shorter term inside a longer one that matched says nothing more.

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0cf653f0fa54c454b47da42db63bc06ddb31fbd0c65642d2845f71004f4c9239"
+const builtinDigest = "505e2c543ddc9fab50500f9c7bc0ca678415a0b4447b580b311ef1d9dfec4b8a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1083,7 +1083,7 @@ func builtinFiles() []Named {
 						NamesNoCause: true,
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun|mpiexec) detected that one or more processes exited with non-zero status",
+								"(?:mpirun(?:\\.real)?|mpiexec) detected that one or more processes exited with non-zero status",
 								"Primary job +terminated normally, but \\d+ process returned",
 								"MPI_ABORT was invoked on rank (?P<rank>\\d+) in communicator",
 							},
@@ -1106,6 +1106,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "Primary job terminated normally, but 1 process returned",
+								},
+								{
+									Text: "mpirun.real detected that one or more processes exited with non-zero status, thus causing",
 								},
 							},
 							NotMatch: []Example{
@@ -1140,7 +1143,7 @@ func builtinFiles() []Named {
 						Role:     "generic",
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal (?P<signal>[0-8]|[1-9]\\d+)\\b",
+								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal (?P<signal>[0-8]|[1-9]\\d+)\\b",
 							},
 						},
 						Explanation: "A rank was killed by a signal: 11 is a segmentation fault, 6 an abort, 7 a bus error (often /dev/shm), 4 an illegal instruction (a binary built for another CPU). Signal 9 has its own rule (host-oom/mpi-rank-sigkill).\n",
@@ -5904,7 +5907,7 @@ func builtinFiles() []Named {
 						Role:     "generic",
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal 9\\b",
+								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal 9\\b",
 							},
 						},
 						Explanation: "mpirun saw a rank die of SIGKILL. In an MPIJob or on an HPC node this is almost always the kernel OOM killer: the ranks on that node together needed more host memory than the container limit or the node has.\n",
@@ -8942,6 +8945,105 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "ValueError: The Config is invalid: hidden_size must be divisible by num_heads",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/kind-not-served",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "The cluster does not serve {kind} in {version}: its CRD is not installed",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"no matches for kind [\\\\\"“”]*(?P<kind>[A-Z]\\w*)[\\\\\"“”]* in version [\\\\\"“”]*(?P<version>[a-z0-9][\\w.-]*(?:/[\\w.-]+)?)",
+							},
+						},
+						Explanation: "The API server has no resource for this kind at this API version: the CustomResourceDefinition (TFJob, PyTorchJob, MPIJob, RayJob, Workload...) is not installed, or is installed at another version than the manifest or the controller asks for. Nothing of the job is created.\n",
+						Remediation: "Install the operator (or its CRDs) that serves the kind, at the version the manifest names (kubectl api-resources, kubectl get crd), or change the manifest's apiVersion to one the cluster serves; restart controllers that started before the CRD existed.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "no matches for kind \"TFJob\" in version \"kubeflow.org/v1\"",
+								},
+								{
+									Text: "Job Create error no matches for kind \"PyTorchJob\" in version \"kubeflow.org/v1\"",
+								},
+								{
+									Text: "Failed to reconcile: no matches for kind \"TFJob\" in version \"kubeflow.org/v1\"",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "customresourcedefinition.apiextensions.k8s.io/tfjobs.kubeflow.org created",
+								},
+								{
+									Text: "tfjob.kubeflow.org/mnist-train-dist created",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/unknown-flag",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "The program does not take the flag {flag}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"flag provided but not defined: (?P<flag>--?[\\w][\\w.-]*)",
+								"\\bunknown flag: (?P<flag>--?[\\w][\\w.-]*)",
+							},
+						},
+						Explanation: "The program exited before it started: its command line has a flag this build does not define. The image and the manifest (its args) are of different releases, or the flag is misspelt.\n",
+						Remediation: "Use the image that matches the manifest (or the manifest of the image's release), or drop or rename the flag; the usage the program printed after the error lists the flags it takes.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Incorrect Usage: flag provided but not defined: -console-address",
+								},
+								{
+									Text: "flag provided but not defined: -writeStatusName",
+								},
+								{
+									Text: "flag provided but not defined: -config",
+								},
+								{
+									Text: "Error: unknown flag: --metrics-bind-address",
+								},
+								{
+									Text: "unknown flag: --debug",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "  -config string",
+								},
+								{
+									Text: "      --kubeconfig string                Paths to a kubeconfig. Only required if out-of-cluster.",
 								},
 							},
 						},

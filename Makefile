@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 SAMPLE  ?= samples/pytorchjob-cuda-oom-rank
 
-.PHONY: build install dist run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2 spot
+.PHONY: build install dist run test test-store e2e e2e-tools e2e-llm lint bench bench-index bench-collect golden clean fuzz corpus corpus-tier2 spot spot-bundles
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/coroner
@@ -131,6 +131,14 @@ e2e-llm:
 # and the second tier alone, one line a set.
 spot: build
 	./scripts/spot.sh $(BIN)
+
+# Every corpus and spot-set excerpt wrapped into the bundle collect would write of a job that
+# printed it (internal/spotbundle), scored against the plain excerpt's answer and the label;
+# TestSpotBundles holds cmd/coroner/testdata/spot-bundle-floor. SPOT_BUNDLES=running or
+# sigterm measures the other pods still running, or logging torchrun's SIGTERM.
+SPOT_BUNDLES ?= 1
+spot-bundles:
+	SPOT_BUNDLES=$(SPOT_BUNDLES) go test ./cmd/coroner -run TestSpotBundles -count=1 -v | grep -v '^=== \|^--- \|^PASS\|^ok \|spotbundle_test.go'
 
 corpus-tier2: build
 	printf '#!/bin/sh\nexec "%s" "$$@" --tiers fallback\n' "$(abspath $(BIN))" > bin/coroner-tier2

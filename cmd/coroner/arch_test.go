@@ -59,6 +59,8 @@ var arrows = map[string][]string{
 	"internal/ociimage/cmd/mkimage":  {"internal/ociimage"},
 	"samples/internal/genbundle":     {"internal/samplegen"},
 	"samples/internal/mkmanifest":    nil,
+	"internal/spotbundle":            {"bundle", "logscan"},
+	"samples/internal/spotbundle":    {"internal/spotbundle"},
 }
 
 // online are the only packages that may talk to a cluster (client-go).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/coroner-dev/coroner/internal/literal"
 )
@@ -268,32 +269,37 @@ func (s *logScanner) markSurvived() {
 // runningStatuses are such fields' values; runningKeys their keys.
 var runningStatuses, runningKeys = []string{"Running", "Succeeded"}, []string{"Status", "Phase", "status", "phase"}
 
-// isRunningStatus says whether t is a status field that says its object runs or ran to the
-// end ("Status:  Running", "  phase: Running").
-func isRunningStatus(t []byte) bool {
+// statusField reads t as an object's phase ("Status:  Running", "  phase: Pending"): ok when
+// it is one, running when it says its object runs or ran to the end. A phase is one
+// capitalised word; a condition's `status: "True"` (or True in a describe) is no phase.
+func statusField(t []byte) (ok, running bool) {
 	k, v, ok := bytes.Cut(bytes.TrimSpace(t), []byte(":"))
-	return ok && slices.Contains(runningKeys, string(k)) && slices.Contains(runningStatuses, string(bytes.TrimSpace(v)))
+	v = bytes.TrimSpace(v)
+	if !ok || !slices.Contains(runningKeys, string(k)) || len(v) == 0 || v[0] < 'A' || v[0] > 'Z' ||
+		bytes.ContainsFunc(v, func(r rune) bool { return !unicode.IsLetter(r) }) || string(v) == "True" || string(v) == "False" {
+		return false, false
+	}
+	return true, slices.Contains(runningStatuses, string(v))
 }
 
+// gangWords say that a scheduler's refusal is Volcano's complaint about its pod group ("10/16
+// tasks in gang unschedulable: pod group is not ready"), which its group's Running status
+// ends. A default scheduler's "0/4 nodes are available: ... Insufficient nvidia.com/gpu" is
+// about one pod, and a Running status below it may be another object's (a workflow's, a
+// Volcano Job's, another pod's): such a refusal is never forgotten so. ASCII case folded.
+var gangWords = literal.NewMatcher([]string{"tasks in gang unschedulable", "pod group is not ready", "podgroup is not ready"})
+
 // schedulingWords say that a line is a scheduler's refusal ("FailedScheduling", "is
-// unschedulable", "tasks in gang unschedulable"), ASCII case folded.
+// unschedulable", a condition's "type: Unschedulable"), ASCII case folded.
 var schedulingWords = literal.NewMatcher([]string{"schedul"})
 
 // forgetScheduled drops the scheduler's refusals of a log (lines of any kind that say
-// "schedul", none about a container that ran: ranWords) printed before its last status field
-// that says its object runs (isRunningStatus), when the log's text is of one pod or the
-// refusal names none (samePod), and records in t that line's number and theirs.
+// "schedul", none about a container that ran: ranWords) between two phases (statusField)
+// when the phase below them says its object runs and one of them is a gang's complaint
+// (gangWords), and the log's text is of one pod or the refusal names the pod. A phase that
+// says Pending (the refused object's own) keeps them; so does a Running phase below a
+// default scheduler's refusal alone.
 func forgetScheduled(t *tailBuf, lines []tailLine, kinds []lineKind) {
-	r := -1
-	for i := len(lines) - 1; i > 0; i-- {
-		if isRunningStatus(lines[i].text) {
-			r = i
-			break
-		}
-	}
-	if r < 0 {
-		return
-	}
 	many := t.manyPods || t.describedPods
 	var seen []byte
 	for _, l := range lines {
@@ -302,17 +308,33 @@ func forgetScheduled(t *tailBuf, lines []tailLine, kinds []lineKind) {
 			seen = p
 		}
 	}
-	for j := range r {
-		if kinds[j] == kindNone || !literal.Any(schedulingWords, lines[j].text) || literal.Any(ranWords, lines[j].text) ||
+	next, running, gang := -1, false, false // the phase below the lines looked at
+	var refusals []int
+	forget := func() {
+		if running && gang {
+			for _, j := range refusals {
+				kinds[j] = kindNone
+				t.ranPast = append(t.ranPast, lines[j].line)
+			}
+			t.running = max(t.running, lines[next].line)
+		}
+		refusals, gang = refusals[:0], false
+	}
+	for j := len(lines) - 1; j >= 0; j-- {
+		if ok, run := statusField(lines[j].text); ok {
+			forget()
+			next, running = j, run
+			continue
+		}
+		if !running || kinds[j] == kindNone || !literal.Any(schedulingWords, lines[j].text) || literal.Any(ranWords, lines[j].text) ||
 			!samePod(podNamed(lines[j].text), nil, many) {
 			continue
 		}
-		kinds[j] = kindNone
-		t.ranPast = append(t.ranPast, lines[j].line)
+		refusals = append(refusals, j)
+		gang = gang || literal.Any(gangWords, lines[j].text)
 	}
-	if len(t.ranPast) > 0 {
-		t.running = lines[r].line
-	}
+	forget()
+	slices.Reverse(t.ranPast)
 }
 
 // evidenceIn says whether every line of evidence es (its first and, repeated, its last) is

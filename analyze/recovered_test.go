@@ -556,6 +556,35 @@ func TestSchedulingRefusalThenRunning(t *testing.T) {
 			"2m          Warning   FailedScheduling   pod/trainer-worker-0    0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n" +
 			"2m          Warning   FailedScheduling   pod/trainer-worker-1    0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n" +
 			"Status:  Running\n",
+		// The review's cases: a Running status below a default scheduler's refusal is another
+		// object's. Argo keeps a workflow Running while its pod cannot be scheduled
+		// (argoproj/argo-workflows#525), with the node's own phase Pending between.
+		"a workflow running, its pod not scheduled": "status:\n" +
+			"  nodes:\n" +
+			"    train-llm-7x2kq:\n" +
+			"      message: 'Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.'\n" +
+			"      phase: Pending\n" +
+			"      type: Pod\n" +
+			"  phase: Running\n",
+		"a pod's refusal, then its Volcano Job running": "Name:         mnist-worker-1\n" +
+			"Status:       Pending\n" +
+			"Events:\n" +
+			"  Warning  FailedScheduling  3m (x41 over 23m)   volcano  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n" +
+			"status:\n" +
+			"  running: 1\n" +
+			"  state:\n" +
+			"    phase: Running\n",
+		"one pod's refusal, another pod's phase": "LAST SEEN   TYPE      REASON             OBJECT                    MESSAGE\n" +
+			"2m          Warning   FailedScheduling   pod/pytorch-worker-1      0/2 nodes are available: 2 Insufficient nvidia.com/gpu.\n" +
+			"  phase: Running\n",
+		// A gang refusal whose own group is Pending, then another object Running: the first
+		// status below a refusal is its object's.
+		"a gang refusal, its group pending, then another running": gang +
+			"Status:\n" +
+			"  Phase:    Pending\n" +
+			"---\n" +
+			"Status:\n" +
+			"  Phase:    Running\n",
 	}
 	for name, log := range waits {
 		res := analyzeLogs(t, all, log)

@@ -136,6 +136,21 @@ func TestListedRestartThatRuns(t *testing.T) {
 		res = analyzeLogs(t, rules, failed+head+"allreduce-nccl-worker-0        1/1     Running            0             31s\n")
 		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 		require.NotEqual(t, CategoryCollectiveError, res.RootCause.Category, findingsOf(res))
+
+		// A crash loop is Running between its crashes (the review's cases): a watch that ran,
+		// failed again and was cut while Running, and a row that had restarted 7 times.
+		loop := head + "allreduce-nccl-launcher-q8x2z   1/1     Running            0             5s\n" +
+			"allreduce-nccl-launcher-q8x2z   0/1     Error              0             12s\n" +
+			"allreduce-nccl-launcher-q8x2z   1/1     Running            1 (2s ago)    14s\n" +
+			"allreduce-nccl-launcher-q8x2z   0/1     Error              1 (9s ago)    21s\n" +
+			"allreduce-nccl-launcher-q8x2z   0/1     CrashLoopBackOff   1 (12s ago)   33s\n" +
+			"allreduce-nccl-launcher-q8x2z   1/1     Running            2 (14s ago)   35s\n"
+		many := head + "allreduce-nccl-launcher-q8x2z   0/1     CrashLoopBackOff   7 (2m ago)    14m\n" +
+			head + "allreduce-nccl-launcher-q8x2z   1/1     Running            8 (5s ago)    16m\n"
+		for _, log := range []string{loop, many} {
+			res = analyzeLogs(t, rules, log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+		}
 	}
 }
 

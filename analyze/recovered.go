@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -621,7 +622,7 @@ func (g *ignoredTrace) survived(text []byte, stream string) bool {
 
 // listedPod is a row of a kubectl get pods listing: its namespace (nil without the column),
 // name, status and age (nil when the row ends before it).
-type listedPod struct{ ns, name, ready, status, age []byte }
+type listedPod struct{ ns, name, ready, status, restarts, age []byte }
 
 // listedRow reads line t as a row of a kubectl get pods listing; ok is false when it is none.
 func listedRow(t []byte) (row listedPod, ok bool) {
@@ -640,7 +641,7 @@ func listedRow(t []byte) (row listedPod, ok bool) {
 	}
 	for i := 1; i <= 2 && i+2 < n; i++ {
 		if isReadyCount(f[i]) && len(f[i+2]) > 0 && isDigits(f[i+2]) {
-			row = listedPod{name: f[i-1], ready: f[i], status: f[i+1]}
+			row = listedPod{name: f[i-1], ready: f[i], status: f[i+1], restarts: f[i+2]}
 			if i == 2 {
 				row.ns = f[0]
 			}
@@ -833,23 +834,41 @@ func pendingStarted(rows []listedPod, lines []tailLine, last, lastProgress int) 
 // the log's kept lines, by a row of the same pod that lists it Running with every container
 // ready: a watch (-w) or a second listing pasted after the first shows the restart ran.
 // Training progress is not asked for: a listing says nothing of it, and a pod that
-// restarted and runs is not failing as far as the listing shows.
+// restarted and runs is not failing as far as the listing shows. A crash loop is Running
+// between its crashes, so a pod listed Running and then failed again anywhere in the log, or
+// a failed row that had restarted more than maxWaitRestarts times already, is a loop whose
+// Running row is only the next try (kubeflow/mpi-operator#90 lists "1/1 CrashLoopBackOff").
 func runsLater(rows []listedPod, lines []tailLine, last int) bool {
-	ran := make([]bool, len(rows))
+	for _, r := range rows {
+		if n, err := strconv.Atoi(string(r.restarts)); err == nil && n > maxWaitRestarts {
+			return false
+		}
+	}
+	ran, wasRunning := make([]bool, len(rows)), make([]bool, len(rows))
 	for _, l := range lines {
-		if l.line <= last {
-			continue
-		}
 		o, ok := listedRow(l.text)
-		if !ok || string(o.status) != "Running" || !o.allReady() {
+		if !ok {
 			continue
 		}
+		running, failed := string(o.status) == "Running" && o.allReady(), string(o.status) == "Error" || string(o.status) == "CrashLoopBackOff"
 		for i, r := range rows {
-			ran[i] = ran[i] || r.samePodRow(o)
+			if !r.samePodRow(o) {
+				continue
+			}
+			if failed && wasRunning[i] {
+				return false
+			}
+			wasRunning[i] = wasRunning[i] || running
+			ran[i] = ran[i] || running && l.line > last
 		}
 	}
 	return !slices.Contains(ran, false)
 }
+
+// maxWaitRestarts is how many restarts a pod waiting for its peers makes before it runs (an
+// MPI launcher that starts before its workers' sshd: 0 and 1 in kubeflow/mpi-operator#470);
+// more is a crash loop.
+const maxWaitRestarts = 2
 
 // allReady says whether the row's READY count has every container ready ("2/2", not "1/2"
 // or "0/1").

@@ -113,4 +113,35 @@ func TestKindNotServedAndUnknownFlag(t *testing.T) {
 		res := analyzeLogs(t, all, healthy)
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s\n%s", healthy, findingsOf(res))
 	}
+	// The review's cases: the same words from a step the job went on past. kubectl 1.28 and
+	// later refuse `version --short` (kubernetes/kubectl#1518); an optional ServiceMonitor
+	// applied before the Prometheus operator's CRDs (tumblr/k8s-sidecar-injector#23), applied
+	// again once served (labring/sealos#489).
+	short := "+ kubectl version --short\nerror: unknown flag: --short\nSee 'kubectl version --help' for usage.\n" +
+		"+ kubectl apply -f pytorchjob.yaml\npytorchjob.kubeflow.org/bert-ddp created\n"
+	monitor := "+ kubectl apply -f monitoring/\nerror: resource mapping not found for name: \"dcgm-exporter\" namespace: \"default\" from " +
+		"\"monitoring/servicemonitor.yaml\": no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first\n"
+	train := "[rank0]: Epoch 1/3 step 100 loss 0.91\n[rank0]: Epoch 3/3 step 300 loss 0.80\n"
+	for _, healthy := range []string{
+		short + train,
+		monitor + "+ kubectl apply -f pytorchjob.yaml\npytorchjob.kubeflow.org/bert-ddp created\n" + train,
+		"16:27:13 [INFO] unable to recognize \"manifests/0prometheus-operator-serviceMonitor.yaml\": no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"\n" +
+			"16:27:20 [INFO] cd /root/prometheus && kubectl apply -f manifests\n16:27:21 [INFO] servicemonitor.monitoring.coreos.com/prometheus-operator created\n",
+	} {
+		res := analyzeLogs(t, all, healthy)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s\n%s", healthy, findingsOf(res))
+	}
+	// And the cause the job died of later is the root, not the step before it.
+	for _, tc := range []struct {
+		log string
+		cat Category
+	}{
+		{short + "[rank0]: RuntimeError: NCCL communicator was aborted on rank 3. Original reason for failure was: [Rank 3] Watchdog caught collective operation timeout: " +
+			"WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n", CategoryCollectiveTimeout},
+		{monitor + "+ kubectl apply -f pytorchjob.yaml\npytorchjob.kubeflow.org/bert-ddp created\n[rank0]: Epoch 1/3 step 100 loss 0.91\n[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n", CategoryCUDAOOM},
+	} {
+		res := analyzeLogs(t, all, tc.log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, tc.log)
+		require.Equal(t, tc.cat, res.RootCause.Category, "%s\n%s", tc.log, findingsOf(res))
+	}
 }

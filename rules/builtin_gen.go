@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "505e2c543ddc9fab50500f9c7bc0ca678415a0b4447b580b311ef1d9dfec4b8a"
+const builtinDigest = "1bc442bb0a198aca5452a56ab2ab091996fdef440a7b29258faf282d721005a3"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -8967,8 +8967,18 @@ func builtinFiles() []Named {
 						Fault:    "user",
 						Retry:    "permanent",
 						Match: Match{
-							Patterns: []string{
-								"no matches for kind [\\\\\"“”]*(?P<kind>[A-Z]\\w*)[\\\\\"“”]* in version [\\\\\"“”]*(?P<version>[a-z0-9][\\w.-]*(?:/[\\w.-]+)?)",
+							Streak: &Streak{
+								Patterns: []string{
+									"no matches for kind [\\\\\"“”]*(?P<kind>[A-Z]\\w*)[\\\\\"“”]* in version [\\\\\"“”]*(?P<version>[a-z0-9][\\w.-]*(?:/[\\w.-]+)?)",
+								},
+								Recover: []string{
+									"\\b[a-z][\\w-]*\\.[a-z][\\w.-]*/[\\w.-]+ (?:created|configured)\\b",
+									"\\b[A-Z]\\w*Job \\S+ (?:is running|(?:is )?successfully completed)\\b",
+									"(?i)\\b(?:global[_ ]step|step|iter(?:ation)?|epoch)\\b\\s*[:=#]?\\s*\\d+\\b(?:\\s*/\\s*\\d+)?[^\\n]{0,80}?\\b(?:loss|lr|learning[_ ]rate)\\b",
+									"\\{'loss': ",
+									"\\b[A-Z]\\w*(?:Error|Exception): ",
+								},
+								Min: 1,
 							},
 						},
 						Explanation: "The API server has no resource for this kind at this API version: the CustomResourceDefinition (TFJob, PyTorchJob, MPIJob, RayJob, Workload...) is not installed, or is installed at another version than the manifest or the controller asks for. Nothing of the job is created.\n",
@@ -9013,9 +9023,19 @@ func builtinFiles() []Named {
 						Fault:    "user",
 						Retry:    "permanent",
 						Match: Match{
-							Patterns: []string{
-								"flag provided but not defined: (?P<flag>--?[\\w][\\w.-]*)",
-								"\\bunknown flag: (?P<flag>--?[\\w][\\w.-]*)",
+							Streak: &Streak{
+								Patterns: []string{
+									"flag provided but not defined: (?P<flag>--?[\\w][\\w.-]*)",
+									"\\bunknown flag: (?P<flag>--?[\\w][\\w.-]*)",
+								},
+								Recover: []string{
+									"\\b[a-z][\\w-]*\\.[a-z][\\w.-]*/[\\w.-]+ (?:created|configured)\\b",
+									"\\b[A-Z]\\w*Job \\S+ (?:is running|(?:is )?successfully completed)\\b",
+									"(?i)\\b(?:global[_ ]step|step|iter(?:ation)?|epoch)\\b\\s*[:=#]?\\s*\\d+\\b(?:\\s*/\\s*\\d+)?[^\\n]{0,80}?\\b(?:loss|lr|learning[_ ]rate)\\b",
+									"\\{'loss': ",
+									"\\b[A-Z]\\w*(?:Error|Exception): ",
+								},
+								Min: 1,
 							},
 						},
 						Explanation: "The program exited before it started: its command line has a flag this build does not define. The image and the manifest (its args) are of different releases, or the flag is misspelt.\n",

@@ -82,7 +82,7 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 			CategoryModuleNotFound, "", true},
 		// pspot28 (session 23): an exception of an Ascend NPU's core, as CANN's runtime reports
 		// it under torch_npu (vllm-project/vllm-ascend#1972, #8360; hw-native-sys/PTOAS#864);
-		// the unified runtime refusing a launch on an Intel GPU (intel/torch-xpu-ops#1761); and
+		// and
 		// RCCL out of device memory, which is the memory's, not the library's (an RCCL
 		// allocation, NVIDIA/TensorRT-LLM#1670 in NCCL's words); oneCCL failing to start its
 		// worker threads (intel/intel-xpu-backend-for-triton#7686).
@@ -95,10 +95,6 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 			"[ERROR] aclrtSynchronizeStream(stream) failed: 507015\n" +
 				"       Kernel task happen error, retCode=0x26, [aicore exception].[FUNC:PreCheckTaskErr][FILE:davinci_kernel_task.cc][LINE:1729]\n",
 			CategoryCUDAError, "cuda-error/ascend-core-exception", false},
-		{"the unified runtime refuses a kernel on an Intel GPU",
-			progress + traceback +
-				"RuntimeError: UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)\n",
-			CategoryCUDAError, "", true},
 		{"oneCCL cannot start its worker thread",
 			progress + traceback +
 				"RuntimeError: oneCCL: exec.cpp:122 start_workers: EXCEPTION: failed to start worker # 0\n",
@@ -109,6 +105,23 @@ func TestFailuresInOtherVendorsWords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { requireNamedAs(t, all, tt.log, tt.category, tt.ruleID, tt.alone) })
+	}
+}
+
+// TestUnifiedRuntimeOutOfResourcesNamesNoCause: PyTorch on Intel GPUs raises "UR backend
+// failed ... (UR_RESULT_ERROR_OUT_OF_RESOURCES)" when the device's or the host's memory ran
+// out (intel/ipex-llm#12872, intel/torch-xpu-ops#1324) as well as for a kernel's launch
+// (intel/torch-xpu-ops#1761): no category is named at medium or high for it.
+func TestUnifiedRuntimeOutOfResourcesNamesNoCause(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "  0%|          | 1/290 [00:04<22:02,  4.58s/it]\nTraceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n" +
+		"RuntimeError: UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)\n"
+	for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+		res := analyzeLogs(t, rules, log)
+		if res.RootCause != nil {
+			require.Equal(t, ConfidenceLow, res.Confidence, res.RootCause.Title)
+		}
 	}
 }
 

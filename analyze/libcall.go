@@ -74,12 +74,7 @@ func callerFrame(lines []tailLine, kinds []lineKind) []tailLine {
 		}
 		for k := j - 1; k >= 0 && k >= j-maxFrameLines; k-- {
 			if bytes.HasPrefix(bytes.TrimSpace(lines[k].text), []byte(`File "`)) {
-				frame := make([]tailLine, 0, j-k)
-				for _, l := range lines[k:j] {
-					l.text = bytes.Clone(l.text)
-					frame = append(frame, l)
-				}
-				return frame
+				return cloneLines(lines[k:j])
 			}
 		}
 		return nil

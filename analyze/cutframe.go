@@ -121,16 +121,20 @@ func innermostFrame(lines []tailLine, inFrames []bool, header int) []tailLine {
 			continue
 		}
 		if bytes.HasPrefix(bytes.TrimSpace(lines[i].text), []byte(`File "`)) {
-			end := min(len(lines), i+maxFrameLines)
-			frame := make([]tailLine, 0, end-i)
-			for _, l := range lines[i:end] {
-				l.text = bytes.Clone(l.text)
-				frame = append(frame, l)
-			}
-			return frame
+			return cloneLines(lines[i:min(len(lines), i+maxFrameLines)])
 		}
 	}
 	return nil
+}
+
+// cloneLines copies lines with their text, which the tail buffer reuses.
+func cloneLines(lines []tailLine) []tailLine {
+	out := make([]tailLine, 0, len(lines))
+	for _, l := range lines {
+		l.text = bytes.Clone(l.text)
+		out = append(out, l)
+	}
+	return out
 }
 
 // classifyFrame names the category of the error innermost frame frame most often ends in,

@@ -675,6 +675,9 @@ type terminalFailure struct {
 	// does), which then does not stand for an exception (raised).
 	frame []tailLine
 	cutAt int
+	// caller is the frame right above the log's last exception line, when there is one: the
+	// call that raised it (libcall.go).
+	caller []tailLine
 }
 
 // maxFailureLines and maxContextLines bound what is classified.
@@ -795,6 +798,9 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 			tf.frame = innermostFrame(lines, inFrames, header)
 		}
 		tf.cutAt = lines[header].line
+	}
+	if tf.frame == nil {
+		tf.caller = callerFrame(lines, kinds)
 	}
 	var picked []int
 	for i := len(lines) - 1; i >= 0 && len(picked) < maxFailureLines; i-- {

@@ -188,12 +188,19 @@ const (
 	// BasisPossibleCauses: the second tier named the cause only from a message's numbered
 	// list of the causes it might have (Ray's "There are some potential root causes. (1)...").
 	BasisPossibleCauses Basis = "possible-causes"
+
+	// BasisLibraryCall: the second tier named the cause from where a class was constructed
+	// with an argument it does not take: inside an installed package (libcall.go).
+	BasisLibraryCall Basis = "library-call"
 )
 
 // confidence is how sure a cause the second tier named is, and why when that is not the
 // failure's words: medium by a failure's words, low by the innermost frame of a traceback cut
 // before its exception line, which is no error's words.
 func (c Classification) confidence() (Confidence, Basis) {
+	if c.Call != nil {
+		return ConfidenceLow, BasisLibraryCall
+	}
 	if c.Frame != "" {
 		return ConfidenceLow, BasisFrame
 	}
@@ -342,6 +349,11 @@ func (a *analyzer) classifyTerminal(root *Finding, skip string) (*terminalFailur
 				c = ca
 			}
 		}
+		if c.Category == CategoryUserCodeError {
+			if call := libraryInit(tf); call != nil {
+				c = Classification{Category: CategoryModuleNotFound, Best: CategoryModuleNotFound, RunnerUp: CategoryUnknown, Call: call}
+			}
+		}
 		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
 			continue
 		}
@@ -453,6 +465,9 @@ func (a *analyzer) tierFinding(tf *terminalFailure, c Classification) *Finding {
 	}
 	if len(shown) > 0 {
 		title += ": " + strings.Join(shown, ", ")
+	}
+	if c.Call != nil {
+		title += fmt.Sprintf(": %s constructs %s with an argument it does not take ('%s')", c.Call.pkg, c.Call.class, c.Call.arg)
 	}
 	if c.Frame != "" {
 		// Named by where the traceback was cut: its innermost frame is the evidence.

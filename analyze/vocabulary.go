@@ -58,6 +58,9 @@ type Classification struct {
 	// Frame, when set, is what named the category instead of terms: the words of the
 	// innermost frame of a traceback cut before its exception line (cutframe.go).
 	Frame string
+	// Call, when set, is what named the category instead of terms: an installed package's
+	// call that constructed a class with an argument it does not take (libcall.go).
+	Call *libraryCall
 }
 
 // MatchedTerm is one term found in a failure text.
@@ -392,6 +395,13 @@ func (v *Vocabulary) category(c Category) *vocabCategory {
 // the thresholds.
 func (v *Vocabulary) Explain(c Classification) string {
 	var b strings.Builder
+	if c.Call != nil {
+		fmt.Fprintf(&b, "The exception is %s constructed with a keyword argument it does not take, in a call made inside an installed package (%s): "+
+			"one package calls another, or forwards its caller's arguments, with an argument the installed version does not know, "+
+			"most often because the two were installed at versions that do not fit together. ", c.Call.class, c.Call.pkg)
+		b.WriteString("This is a guess from where the call was made, not from the error's words: check the packages' versions before acting on it.")
+		return b.String()
+	}
 	if c.Frame != "" {
 		fmt.Fprintf(&b, "The log ends inside a traceback, before its exception line; its innermost frame (%q) is where %s is most often raised. ", c.Frame, c.Category)
 		b.WriteString("This is a guess from where the process failed, not from its error: check the evidence before acting on it.")

@@ -63,6 +63,14 @@ func TestTFCheckpointFileMissing(t *testing.T) {
 		require.NotEqual(t, "file-not-found/tf-checkpoint-missing", res.RootCause.RuleID)
 	}
 
+	// A dataset's missing shard is a missing file, not a checkpoint's (the review's case):
+	// the second tier names it, and the checkpoint rule's explanation is not given.
+	res = analyzeLogs(t, all, "Traceback (most recent call last):\n  File \"train.py\", line 50, in <module>\n    for x in ds:\n"+
+		"tensorflow.python.framework.errors_impl.NotFoundError: /data/imagenet/train-00001-of-01024.tfrecord; No such file or directory [Op:IteratorGetNext]\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryFileNotFound, res.RootCause.Category, findingsOf(res))
+	require.NotEqual(t, "file-not-found/tf-checkpoint-missing", res.RootCause.RuleID)
+
 	// The Saver writing its checkpoints in a run that goes on is healthy.
 	res = analyzeLogs(t, all, "INFO:tensorflow:loss = 0.41, step = 400 (12.1 sec)\n"+
 		"INFO:tensorflow:Saving checkpoints for 500 into /train_dir/model.ckpt.\n"+

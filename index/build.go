@@ -57,16 +57,16 @@ type BuildOptions struct {
 	CacheOnly bool
 	// Keep is the key of a cached index this one is built beside and must not evict
 	// (analyze's index of the logs, kept for the search that follows, beside the index of
-	// the objects): when the cache cannot hold both, this one is not kept (errNoRoom).
+	// the objects): when the cache cannot hold both, this one is not kept (ErrNoRoom).
 	Keep string
 }
 
 // errNoCache is Build's error when CacheOnly is set and the cache cannot be written.
 var errNoCache = errors.New("the index cache cannot be written")
 
-// errNoRoom is Build's error when the index would have to evict BuildOptions.Keep's to fit
-// the cache's bound: it is not kept.
-var errNoRoom = errors.New("the index cache has no room for this index beside the one it must keep")
+// ErrNoRoom is Build's error when the index would have to evict BuildOptions.Keep's to fit
+// the cache's bound: it is not kept (a caller that needs it builds it without the cache).
+var ErrNoRoom = errors.New("the index cache has no room for this index beside the one it must keep")
 
 // Build returns the index of a bundle's logs: from the cache when it holds one for exactly
 // these log contents, coroner version and line limit; otherwise each log is read once, all

@@ -286,7 +286,7 @@ func validKey(k string) bool {
 
 // commit moves a freshly built index into the cache under its key, and evicts the least
 // recently used indexes past the size bound, never the index keyed keep: when the bound
-// cannot hold both, the new index goes instead (errNoRoom). When another process got there first with a
+// cannot hold both, the new index goes instead (ErrNoRoom). When another process got there first with a
 // sound index, that one is used; a damaged one is replaced. When the index cannot be moved
 // into place, it stays private (removed by Close) and warn says why.
 func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, files, keep string, warn func(string, ...any)) (*Index, error) {
@@ -330,7 +330,7 @@ func (c *Cache) commit(ix *Index, dir *scratch.Dir, b *bundle.Bundle, files, kee
 	}
 	if !c.evict(final, kept) {
 		c.discard(final)
-		return nil, errNoRoom
+		return nil, ErrNoRoom
 	}
 	ix, err := openDir(final, b.FS, false, &want)
 	if err == nil {

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "1bc442bb0a198aca5452a56ab2ab091996fdef440a7b29258faf282d721005a3"
+const builtinDigest = "6bee993a8acf21852f318eb2c5cea9f33c58780469e196ed5938fcd0efb63c04"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -169,7 +169,7 @@ func builtinFiles() []Named {
 						Retry:    "permanent",
 						Match: Match{
 							Patterns: []string{
-								"\\bNotFoundError(?: \\(see above for traceback\\))?: (?P<path>[^\\s;]*[/\\\\][^\\s;]*)(?:; No such file or directory|\\s*$)",
+								"\\bNotFoundError(?: \\(see above for traceback\\))?: (?P<path>[^\\s;]*[/\\\\][^\\s;]*?(?:ckpt|[Cc]heckpoint|\\.index\\b|\\.data-\\d+-of-\\d+|_temp_|part-\\d+-of-\\d+)[^\\s;]*)(?:; No such file or directory|\\s*$)",
 								"\\bNotFoundError(?: \\(see above for traceback\\))?: Unsuccessful TensorSliceReader constructor: Failed to find any matching files for (?P<path>\\S+)",
 							},
 						},
@@ -208,6 +208,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "INFO:tensorflow:Saving checkpoints for 0 into /train_dir/model.ckpt.",
+								},
+								{
+									Text: "tensorflow.python.framework.errors_impl.NotFoundError: /data/imagenet/train-00001-of-01024.tfrecord; No such file or directory [Op:IteratorGetNext]",
 								},
 							},
 						},

@@ -134,7 +134,17 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 			return nil, err
 		}
 		if len(streams) > 0 {
-			ix, err := s.build(ctx, ob, streams, nil)
+			// The objects' index never evicts the logs' one it is searched beside (a cache
+			// bound too small for both would make every search rebuild the logs' index): when
+			// there is no room for both, it is built for this search alone.
+			var keep string
+			if len(s.ixs) > 0 {
+				keep = s.ixs[0].ix.Key()
+			}
+			ix, err := s.buildKeeping(ctx, ob, streams, keep)
+			if errors.Is(err, index.ErrNoRoom) {
+				ix, err = s.buildKeeping(ctx, ob, streams, "-")
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -182,6 +192,21 @@ func (s *Source) build(ctx context.Context, b *bundle.Bundle, logs []bundle.LogS
 		return nil, fmt.Errorf("%s: indexing: %w", diagnose.InputName(s.inputs), err)
 	}
 	return ix, nil
+}
+
+// buildKeeping builds the objects' index beside the cached index keyed keep, which it must
+// not evict (index.ErrNoRoom when it would have to); keep "-" builds it without the cache.
+func (s *Source) buildKeeping(ctx context.Context, b *bundle.Bundle, streams []bundle.LogStream, keep string) (*index.Index, error) {
+	cache := s.opts.Cache
+	if keep == "-" {
+		cache, keep = nil, ""
+	}
+	ix, err := index.Build(ctx, b, streams, index.BuildOptions{Cache: cache, Version: s.opts.Version,
+		Workers: s.opts.Workers, Log: s.opts.Log, Keep: keep})
+	if err != nil && !errors.Is(err, index.ErrNoRoom) {
+		return nil, fmt.Errorf("%s: indexing: %w", diagnose.InputName(s.inputs), err)
+	}
+	return ix, err
 }
 
 // Bundle is the bundle searched: a plain log's file name comes from it (Bundle.PlainName).

@@ -110,6 +110,14 @@ func TestAnalyzeKeepsTheLogsIndexFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(data), `"streams": 8,`, "the 8 pods' logs, not the events and objects")
 
+	// Nor does a search: it builds the objects' index for itself alone, and every search
+	// after it finds the logs' index where analyze left it.
+	for range 2 {
+		code, stdout, stderr := run(t, "search", sample, "CUDA out of memory", "--cache-dir", cache, "--cache-max", "64Ki")
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stdout, "CUDA out of memory")
+		require.Equal(t, metas, kept(), "the logs' index is still the one kept")
+	}
 }
 
 func TestSearchExitCodes(t *testing.T) {

@@ -386,11 +386,12 @@ func (c *Cache) evict(keep, kept string) bool {
 		return false // the others stay: removing them would not make room
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].used.Before(all[j].used) })
+	now := time.Now()
 	for _, e := range all {
 		if total <= limit {
 			break
 		}
-		if e.dir == keep || e.dir == kept {
+		if e.dir == keep || e.dir == kept || now.Sub(e.used) < evictGrace && now.Sub(e.used) > -evictGrace {
 			continue
 		}
 		c.discard(e.dir)
@@ -398,6 +399,12 @@ func (c *Cache) evict(keep, kept string) bool {
 	}
 	return true
 }
+
+// evictGrace is how long after its last use an index is never evicted: another run may have
+// just put it in place and be about to open it, or be reading it (runs into one cache at
+// once, each with a bound too small for the others' indexes, removed each other's before
+// they were opened). The bound is exceeded meanwhile; the next run past the grace evicts.
+const evictGrace = 10 * time.Second
 
 // dirSize is the size of an index: what its meta.json lists, else what it holds.
 func dirSize(dir string) int64 {

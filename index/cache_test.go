@@ -541,3 +541,28 @@ func TestCacheOnlyBuildsNothingWithoutACache(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left, "no private index")
 }
+
+// TestCacheSparesIndexesJustUsed: an index used within evictGrace is not evicted, even past
+// MaxBytes: runs into one cache at once each put their index in place and evicted the
+// others' before those were opened ("open .../meta.json: no such file or directory", 7 of
+// 40 such runs failed). Past the grace, the bound holds again.
+func TestCacheSparesIndexesJustUsed(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	var dirs []string
+	for _, s := range []string{"pytorchjob-cuda-oom-rank", "pytorchjob-nan-loss", "pytorchjob-shm-bus-error"} {
+		dirs = append(dirs, copyDir(t, "../samples/"+s))
+	}
+	first, _ := cachedBuild(t, dirs[0], c, "v1")
+	c.MaxBytes = dirSize(first.Dir()) + 1 // room for one
+	second, _ := cachedBuild(t, dirs[1], c, "v1")
+	exists := func(dir string) bool { _, err := os.Stat(dir); return err == nil }
+	require.True(t, exists(first.Dir()), "used a moment ago: spared")
+	require.True(t, exists(second.Dir()), "just built")
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(first.Dir(), old, old))
+	require.NoError(t, os.Chtimes(second.Dir(), old, old))
+	third, _ := cachedBuild(t, dirs[2], c, "v1")
+	require.False(t, exists(first.Dir()), "past the grace, the bound holds")
+	require.False(t, exists(second.Dir()))
+	require.True(t, exists(third.Dir()))
+}

@@ -21,7 +21,7 @@ func TestLibraryConstructsWithUnknownArgument(t *testing.T) {
 		{"  File \"/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/llm.py\", line 91, in __init__\n" +
 			"    engine_args = EngineArgs(\n" +
 			"TypeError: EngineArgs.__init__() got an unexpected keyword argument 'ray_workers_use_nsight'\n",
-			"likely module-not-found: vllm constructs 'EngineArgs' with an argument it does not take ('ray_workers_use_nsight')"},
+			"possibly module-not-found: vllm constructs 'EngineArgs' with an argument it does not take ('ray_workers_use_nsight')"},
 		// vllm-project/vllm#548: vLLM 0.1.2 from pip under a script of the source tree; Python
 		// 3.8 does not name the class.
 		{"Traceback (most recent call last):\n" +
@@ -32,7 +32,7 @@ func TestLibraryConstructsWithUnknownArgument(t *testing.T) {
 			"  File \"/usr/local/lib/python3.8/dist-packages/vllm/entrypoints/llm.py\", line 53, in __init__\n" +
 			"    engine_args = EngineArgs(\n" +
 			"TypeError: __init__() got an unexpected keyword argument 'trust_remote_code'\n",
-			"likely module-not-found: vllm constructs a class with an argument it does not take ('trust_remote_code')"},
+			"possibly module-not-found: vllm constructs a class with an argument it does not take ('trust_remote_code')"},
 	}
 	for name, rules := range map[string][]*Rule{"both tiers": all, "second tier alone": WithoutSpecific(all)} {
 		t.Run(name, func(t *testing.T) {

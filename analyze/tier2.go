@@ -131,7 +131,9 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			// "EH9999 ... init env failed" above "Aborted (core dumped)").
 			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, ""
 		}
-		root.Explanation = strings.TrimSpace(root.Explanation + " " + a.vocab.Explain(c))
+		// The generic rule did match: the words confirm its category, no rule names the message.
+		words := strings.Replace(a.vocab.Explain(c), noSpecificRule, " The rule that matched says that the process failed, not why, and no specific rule matched the message it failed on, so check the evidence before acting on it.", 1)
+		root.Explanation = strings.TrimSpace(root.Explanation + " " + words)
 		return root
 	}
 	f := a.tierFinding(tf, c)

@@ -427,9 +427,12 @@ func (v *Vocabulary) Explain(c Classification) string {
 		}
 		b.WriteString("; terms: " + strings.Join(parts, ", "))
 	}
-	b.WriteString(". No specific rule matched this wording, so check the evidence before acting on it.")
+	b.WriteString("." + noSpecificRule)
 	return b.String()
 }
+
+// noSpecificRule ends the second tier's account of a cause it named alone.
+const noSpecificRule = " No specific rule matched this wording, so check the evidence before acting on it."
 
 func fmtScore(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 

@@ -1,6 +1,10 @@
 package report
 
-import "github.com/coroner-dev/coroner/analyze"
+import (
+	"strings"
+
+	"github.com/coroner-dev/coroner/analyze"
+)
 
 // ConfidenceText says in words how sure the root cause is, for people: a specific rule on
 // unambiguous evidence, the second tier's "likely", or "could not tell", and why when the
@@ -25,6 +29,11 @@ func (rc *RootCause) ConfidenceText() string {
 	case analyze.ConfidenceHigh:
 		return "high — a specific rule matched"
 	case analyze.ConfidenceMedium:
+		if rc.RuleID != "" && !strings.HasPrefix(rc.RuleID, analyze.SecondTierRuleID) {
+			// A generic rule (an abort, a launcher's summary) at medium: the failure's words
+			// agreed on its category, but no rule names the message the process failed on.
+			return "medium — likely: a generic rule matched (it says that the process failed, not why) and the words of the failure agree, but no specific rule names the message it failed on"
+		}
 		return "medium — likely: no specific rule matched, the cause was named from the words of the failure (the terms in its title)"
 	case analyze.ConfidenceLow:
 		return "low — could not tell for sure: only an exit code, a signal, a generic exception or retries that never succeed say that it failed"

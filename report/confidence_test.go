@@ -62,6 +62,13 @@ func TestConfidenceSaysWhy(t *testing.T) {
 		rc := &RootCause{Confidence: tt.c, Basis: tt.basis}
 		require.Contains(t, rc.ConfidenceText(), tt.words)
 	}
+	// A generic rule (an abort) whose category the failure's words confirmed at medium did
+	// match: the text does not say that no rule did.
+	rc := &RootCause{Confidence: analyze.ConfidenceMedium, Finding: Finding{RuleID: "crash-signal/abort"}}
+	require.Contains(t, rc.ConfidenceText(), "a generic rule matched")
+	require.NotContains(t, rc.ConfidenceText(), "no specific rule matched, the cause")
+	rc.RuleID = analyze.SecondTierRuleID + "crash-signal"
+	require.Contains(t, rc.ConfidenceText(), "no specific rule matched, the cause was named from the words")
 	r := hostileReport("a", "b", "c")
 	r.RootCause.Confidence, r.RootCause.Basis = analyze.ConfidenceMedium, analyze.BasisSymptom
 	var out bytes.Buffer

@@ -277,4 +277,20 @@ func TestHorovodStallIsAHang(t *testing.T) {
 		"[1,0]<stdout>:epoch 3 step 600 loss 0.35\n"+
 		"[1,0]<stdout>:epoch 4 step 800 loss 0.33\n")
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s %s", res.VerdictReason, findingsOf(res))
+	// One step after it is enough for Horovod's own report: no rank passes the collective
+	// it waited on until every rank joined.
+	res = analyzeLogs(t, all, epoch+stall+"[1,0]<stdout>:epoch 2 step 400 loss 0.37\n")
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s %s", res.VerdictReason, findingsOf(res))
+
+	// A stack dump of a process stuck in a collective (faulthandler's dump_traceback_later),
+	// then one step line of another rank: ranks are not in lockstep to the line, the stall
+	// stands (the review's case).
+	res = analyzeLogs(t, all, "[rank0]: step 500 loss 2.31 lr 3.0e-04\n[rank1]: step 500 loss 2.30 lr 3.0e-04\n"+
+		"Timeout (0:30:00)!\n"+
+		"Thread 0x00007f3c9b1a4740 (most recent call first):\n"+
+		"  File \"/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py\", line 2050 in all_reduce\n"+
+		"  File \"/workspace/train.py\", line 120 in train_step\n"+
+		"[rank0]: step 501 loss 2.29 lr 3.0e-04\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, "%s %s", res.VerdictReason, findingsOf(res))
+	require.Equal(t, CategoryHang, res.RootCause.Category, findingsOf(res))
 }

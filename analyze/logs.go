@@ -201,7 +201,8 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	}
 	s.tail.add(l.Number, l.Time, text, pre.stream, pre.rank, !decoded && l.Offset >= s.ls.Size-quietWindow && s.tailQuiet(l))
 	if progress {
-		s.tail.lastProgress = l.Number
+		t := &s.tail
+		t.earlierProgress[0], t.earlierProgress[1], t.lastProgress = t.earlierProgress[1], t.lastProgress, l.Number
 	}
 	var hits []Hit
 	s.sc.state = s.sc.state[:0]

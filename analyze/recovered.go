@@ -251,7 +251,13 @@ func (s *logScanner) markSurvived() {
 		// process) when training progress followed it: the ranks it waited for came (a slow
 		// checkpoint on rank 0, an evaluation on one rank). A silence rule's stall is read
 		// from the progress itself and is not lowered so.
-		stall := f.Category == CategoryHang && f.rule.Match.Silence == nil
+		// Ranks are not in lockstep to the line: one progress line of another rank after a
+		// stack dump of a stuck process is no sign it moved again; three are. A collective's
+		// own stall report (Horovod's "waiting for remainder of ranks") is another matter: no
+		// rank passes that collective until every rank joined it, so any progress after it
+		// says it completed.
+		stall := f.Category == CategoryHang && f.rule.Match.Silence == nil &&
+			(last < s.tail.earlierProgress[0] || evidenceSays(f.Evidence, collectiveWaitWords))
 		f.trainedPast = last < s.tail.lastProgress && (clusterRows(f.Evidence) || f.Category == CategoryScheduling || stall)
 		f.scheduledPast = f.Category == CategoryScheduling && !f.trainedPast && last < s.tail.running && evidenceIn(f.Evidence, s.tail.ranPast)
 		if f.Category == CategoryCUDAOOM || f.Category == CategoryHostOOM {
@@ -269,6 +275,15 @@ func (s *logScanner) markSurvived() {
 // A pod that runs, or a group whose members run, was scheduled: the refusal was a wait.
 // runningStatuses are such fields' values; runningKeys their keys.
 var runningStatuses, runningKeys = []string{"Running", "Succeeded"}, []string{"Status", "Phase", "status", "phase"}
+
+// collectiveWaitWords say that a stall report is a collective's, which every rank must join
+// (Horovod's stall inspector), ASCII case folded.
+var collectiveWaitWords = literal.NewMatcher([]string{"waiting for remainder of ranks", "missing ranks"})
+
+// evidenceSays whether any of evidence's lines says one of m's words.
+func evidenceSays(evidence []Evidence, m *literal.Matcher) bool {
+	return slices.ContainsFunc(evidence, func(e Evidence) bool { return literal.Any(m, e.Text) })
+}
 
 // statusField reads t as an object's phase ("Status:  Running", "  phase: Pending"): ok when
 // it is one, running when it says its object runs or ran to the end. A phase is one

@@ -41,8 +41,10 @@ type tailLine struct {
 type tailBuf struct {
 	lines []tailLine
 	n     int
-	// lastProgress is the line number of the log's last training progress line (0: none).
-	lastProgress int
+	// lastProgress is the line number of the log's last training progress line (0: none),
+	// and earlierProgress the two progress lines before it (0: none), the older first.
+	lastProgress    int
+	earlierProgress [2]int
 	// marks is terminalOf's scratch of what it found of each line, handed from one log to
 	// the next with the lines (at 16,384 logs it was 19 MB of garbage).
 	marks tailMarks

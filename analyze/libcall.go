@@ -28,6 +28,10 @@ var initKwarg = regexp.MustCompile(`\bTypeError: (?:(?P<class>[A-Za-z_][\w.]*)\.
 // package: `File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/llm.py", line 212`.
 var installedFrame = regexp.MustCompile(`File "[^"]*[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_][\w]*)[/\\][^"]*", line \d+`)
 
+// consoleScript matches a traceback's File line in an installed command's entry script
+// (`File "/usr/local/bin/trl", line 8, in <module>`).
+var consoleScript = regexp.MustCompile(`File "[^"]*[/\\]bin[/\\][\w.-]+", line \d+`)
+
 // libraryCall is an installed package's call that constructed a class with a keyword argument
 // the class does not take: the package (pkg), the class, the argument.
 type libraryCall struct {
@@ -46,11 +50,27 @@ func libraryInit(tf *terminalFailure) *libraryCall {
 	if m == nil {
 		return nil
 	}
-	f := installedFrame.FindStringSubmatch(string(tf.caller[0].text))
+	// The innermost frame, and the one above it when the paste has it.
+	inner, outer := -1, -1
+	for i, l := range tf.caller {
+		if bytes.HasPrefix(bytes.TrimSpace(l.text), []byte(`File "`)) {
+			inner, outer = i, inner
+		}
+	}
+	if inner < 0 {
+		return nil
+	}
+	f := installedFrame.FindStringSubmatch(string(tf.caller[inner].text))
 	if f == nil {
 		return nil
 	}
-	for _, l := range tf.caller[1:] {
+	// The frame that called the package is the package's too, or a console script's: a
+	// script's frame above it may have handed it the argument (a typo in LLM(...) that vLLM
+	// passes on to EngineArgs in a line Python does not print).
+	if outer >= 0 && !installedFrame.MatchString(string(tf.caller[outer].text)) && !consoleScript.MatchString(string(tf.caller[outer].text)) {
+		return nil
+	}
+	for _, l := range tf.caller[inner+1:] {
 		if strings.Contains(string(l.text), "**") {
 			return nil
 		}
@@ -65,17 +85,27 @@ func libraryInit(tf *terminalFailure) *libraryCall {
 }
 
 // callerFrame is the frame right above the log's last exception line, the call that raised
-// it: its File line and its code, nil when no File line is within maxFrameLines above it (a
-// paste may keep the frame without the traceback's header).
+// it, and the frame above that when the paste has it: their File lines and code, nil when no
+// File line is within maxFrameLines above the exception (a paste may keep the frame without
+// the traceback's header).
 func callerFrame(lines []tailLine, kinds []lineKind) []tailLine {
+	isFile := func(k int) bool { return bytes.HasPrefix(bytes.TrimSpace(lines[k].text), []byte(`File "`)) }
 	for j := len(lines) - 1; j >= 0; j-- {
 		if kinds[j] != kindException {
 			continue
 		}
 		for k := j - 1; k >= 0 && k >= j-maxFrameLines; k-- {
-			if bytes.HasPrefix(bytes.TrimSpace(lines[k].text), []byte(`File "`)) {
-				return cloneLines(lines[k:j])
+			if !isFile(k) {
+				continue
 			}
+			from := k
+			for o := k - 1; o >= 0 && o >= k-maxFrameLines; o-- {
+				if isFile(o) {
+					from = o
+					break
+				}
+			}
+			return cloneLines(lines[from:j])
 		}
 		return nil
 	}

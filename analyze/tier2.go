@@ -80,6 +80,12 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			// or a user kills with it too.
 			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceMedium, BasisUsualCause
 		}
+		if root.Category == CategoryHang && root.rule != nil && root.rule.Match.Silence == nil && a.stallYoung(root) {
+			// A stall a line reported (Horovod's inspector after 60 s, a dump) in a job still
+			// running, collected within the stuck threshold of it: the ranks it waits for may
+			// still come (a slow checkpoint), so it is not sure yet.
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceMedium, BasisRecentStall
+		}
 		if root.rule != nil && root.rule.Match.Streak != nil && root.rule.Match.Streak.ToEnd && root.Count < 2 && a.stillRunning() {
 			// One bad row at the end of a job still running is the step it was at when
 			// collected: the next may be finite again.
@@ -161,6 +167,22 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 	return f
 }
 
+// stallYoung says whether f, a stall some line reported, was collected within the stuck
+// threshold of its last line while the job still ran.
+func (a *analyzer) stallYoung(f *Finding) bool {
+	mf := a.m.Bundle.Manifest
+	if mf == nil || mf.CollectedAt == nil || !a.stillRunning() {
+		return false
+	}
+	last := f.Time
+	for _, e := range f.Evidence {
+		if e.Time != nil && (last == nil || e.Time.After(*last)) {
+			last = e.Time
+		}
+	}
+	return last != nil && mf.CollectedAt.Sub(*last) < a.stuckAfter
+}
+
 // hedgeLow words a second-tier finding named at low confidence as a possibility: "likely"
 // is the medium tier's word, and a title that says it would claim more than low does.
 func hedgeLow(f *Finding) {
@@ -186,6 +208,10 @@ const (
 	// BasisUsualCause: a launcher's report of a signal (a SIGKILL) matched, and its category is
 	// the signal's usual cause (the OOM killer), which the log does not show.
 	BasisUsualCause Basis = "usual-cause"
+
+	// BasisRecentStall: a specific rule matched a stall a line reported, in a job still
+	// running and collected within the stuck threshold of it.
+	BasisRecentStall Basis = "recent-stall"
 
 	// BasisPossibleCauses: the second tier named the cause only from a message's numbered
 	// list of the causes it might have (Ray's "There are some potential root causes. (1)...").

@@ -15,6 +15,8 @@ func (rc *RootCause) ConfidenceText() string {
 		return "medium — a specific rule matched, but its words name no cause of their own (a peer gone, a launcher's abort): the rank that failed first may be in a log that is not here"
 	case rc.Confidence == analyze.ConfidenceMedium && rc.Basis == analyze.BasisOneRow:
 		return "medium — a specific rule matched, but on one row at the end of a job still running: the next row may be finite again"
+	case rc.Confidence == analyze.ConfidenceMedium && rc.Basis == analyze.BasisRecentStall:
+		return "medium — a specific rule matched a stall, but the job was still running and was collected soon after it (within the stuck threshold): the ranks it waits for may still come"
 	case rc.Confidence == analyze.ConfidenceMedium && rc.Basis == analyze.BasisUsualCause:
 		return "medium — a launcher reported the signal a process died of, and its usual cause is named (the OOM killer for a SIGKILL), not one the log shows: check the pod's last state or the node's kernel log"
 

@@ -131,6 +131,16 @@ func TestKindNotServedAndUnknownFlag(t *testing.T) {
 		res := analyzeLogs(t, all, healthy)
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s\n%s", healthy, findingsOf(res))
 	}
+	// A caller raising for the failed step (subprocess's CalledProcessError) did not go on
+	// past it: the kind not served is still the cause (the second review's case).
+	res := analyzeLogs(t, all, "+ kubectl apply -f /workspace/manifests/pytorchjob.yaml\n"+
+		"error: unable to recognize \"/workspace/manifests/pytorchjob.yaml\": no matches for kind \"PyTorchJob\" in version \"kubeflow.org/v1\"\n"+
+		"Traceback (most recent call last):\n  File \"/workspace/launch.py\", line 42, in <module>\n"+
+		"    subprocess.check_call([\"kubectl\", \"apply\", \"-f\", manifest])\n"+
+		"subprocess.CalledProcessError: Command '['kubectl', 'apply', '-f', '/workspace/manifests/pytorchjob.yaml']' returned non-zero exit status 1.\n")
+	require.Equal(t, "config-error/kind-not-served", res.RootCause.RuleID, findingsOf(res))
+	require.Equal(t, ConfidenceHigh, res.Confidence)
+
 	// And the cause the job died of later is the root, not the step before it.
 	for _, tc := range []struct {
 		log string

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "6bee993a8acf21852f318eb2c5cea9f33c58780469e196ed5938fcd0efb63c04"
+const builtinDigest = "dceffe9ea13ff6bfbc2844191b316973dc7303e1ba7d4ab6ac16141e84924332"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -8979,7 +8979,6 @@ func builtinFiles() []Named {
 									"\\b[A-Z]\\w*Job \\S+ (?:is running|(?:is )?successfully completed)\\b",
 									"(?i)\\b(?:global[_ ]step|step|iter(?:ation)?|epoch)\\b\\s*[:=#]?\\s*\\d+\\b(?:\\s*/\\s*\\d+)?[^\\n]{0,80}?\\b(?:loss|lr|learning[_ ]rate)\\b",
 									"\\{'loss': ",
-									"\\b[A-Z]\\w*(?:Error|Exception): ",
 								},
 								Min: 1,
 							},
@@ -9036,7 +9035,6 @@ func builtinFiles() []Named {
 									"\\b[A-Z]\\w*Job \\S+ (?:is running|(?:is )?successfully completed)\\b",
 									"(?i)\\b(?:global[_ ]step|step|iter(?:ation)?|epoch)\\b\\s*[:=#]?\\s*\\d+\\b(?:\\s*/\\s*\\d+)?[^\\n]{0,80}?\\b(?:loss|lr|learning[_ ]rate)\\b",
 									"\\{'loss': ",
-									"\\b[A-Z]\\w*(?:Error|Exception): ",
 								},
 								Min: 1,
 							},

@@ -168,19 +168,14 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 }
 
 // stallYoung says whether f, a stall some line reported, was collected within the stuck
-// threshold of its last line while the job still ran.
+// threshold of when it was first reported while the job still ran: a stall repeated for half
+// an hour (Horovod warns every 60 s) is not young because its last warning is.
 func (a *analyzer) stallYoung(f *Finding) bool {
 	mf := a.m.Bundle.Manifest
-	if mf == nil || mf.CollectedAt == nil || !a.stillRunning() {
+	if mf == nil || mf.CollectedAt == nil || f.Time == nil || !a.stillRunning() {
 		return false
 	}
-	last := f.Time
-	for _, e := range f.Evidence {
-		if e.Time != nil && (last == nil || e.Time.After(*last)) {
-			last = e.Time
-		}
-	}
-	return last != nil && mf.CollectedAt.Sub(*last) < a.stuckAfter
+	return mf.CollectedAt.Sub(*f.Time) < a.stuckAfter
 }
 
 // hedgeLow words a second-tier finding named at low confidence as a possibility: "likely"

@@ -141,9 +141,9 @@ func Open(ctx context.Context, inputs []string, stdin io.Reader, opts Options) (
 			if len(s.ixs) > 0 {
 				keep = s.ixs[0].ix.Key()
 			}
-			ix, err := s.buildKeeping(ctx, ob, streams, keep)
+			ix, err := s.buildKeeping(ctx, ob, streams, nil, keep)
 			if errors.Is(err, index.ErrNoRoom) {
-				ix, err = s.buildKeeping(ctx, ob, streams, "-")
+				ix, err = s.buildKeeping(ctx, ob, streams, nil, "-")
 			}
 			if err != nil {
 				return nil, err
@@ -186,23 +186,19 @@ func IndexObjects(ctx context.Context, b *bundle.Bundle, opts Options) error {
 }
 
 func (s *Source) build(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, progress func(int, int, int64)) (*index.Index, error) {
-	ix, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: s.opts.Cache, Version: s.opts.Version,
-		Workers: s.opts.Workers, Progress: progress, Log: s.opts.Log})
-	if err != nil {
-		return nil, fmt.Errorf("%s: indexing: %w", diagnose.InputName(s.inputs), err)
-	}
-	return ix, nil
+	return s.buildKeeping(ctx, b, logs, progress, "")
 }
 
-// buildKeeping builds the objects' index beside the cached index keyed keep, which it must
-// not evict (index.ErrNoRoom when it would have to); keep "-" builds it without the cache.
-func (s *Source) buildKeeping(ctx context.Context, b *bundle.Bundle, streams []bundle.LogStream, keep string) (*index.Index, error) {
+// buildKeeping builds an index beside the cached index keyed keep, which it must not evict
+// (index.ErrNoRoom, returned as it is, when it would have to); keep "-" builds it without
+// the cache.
+func (s *Source) buildKeeping(ctx context.Context, b *bundle.Bundle, logs []bundle.LogStream, progress func(int, int, int64), keep string) (*index.Index, error) {
 	cache := s.opts.Cache
 	if keep == "-" {
 		cache, keep = nil, ""
 	}
-	ix, err := index.Build(ctx, b, streams, index.BuildOptions{Cache: cache, Version: s.opts.Version,
-		Workers: s.opts.Workers, Log: s.opts.Log, Keep: keep})
+	ix, err := index.Build(ctx, b, logs, index.BuildOptions{Cache: cache, Version: s.opts.Version,
+		Workers: s.opts.Workers, Progress: progress, Log: s.opts.Log, Keep: keep})
 	if err != nil && !errors.Is(err, index.ErrNoRoom) {
 		return nil, fmt.Errorf("%s: indexing: %w", diagnose.InputName(s.inputs), err)
 	}

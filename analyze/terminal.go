@@ -64,9 +64,9 @@ type tailBuf struct {
 	startedContainer []byte
 	endedPulls       []int
 	manyPods         bool
-	// running is the line number of the tail's last status field that says its object runs
-	// (0: none, or no refusal before it), and ranPast the numbers of the scheduler's refusals
-	// before it that it ended (forgetScheduled, recovered.go).
+	// running is the line number of the last Running phase that ended a gang's refusals above
+	// it (0: none), and ranPast the line numbers of the refusals such phases ended, in order
+	// (forgetScheduled, recovered.go).
 	running int
 	ranPast []int
 	// describedPod is the first name a "Name:" line of kubectl describe gave (of a pod, or

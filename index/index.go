@@ -428,7 +428,8 @@ func (ix *Index) loadFrom(s *Stream, body []byte) error {
 	if err := s.decodeTemplates(len(ix.docs)); err != nil {
 		return err
 	}
-	s.bodyOnce.Do(func() {
+	o := s.onces()
+	o.body.Do(func() {
 		var err error
 		if body == nil {
 			body = make([]byte, s.bodyLen)
@@ -442,10 +443,10 @@ func (ix *Index) loadFrom(s *Stream, body []byte) error {
 			err = s.setBody(body)
 		}
 		if err != nil {
-			s.bodyErr = fmt.Errorf("the index of %s: %w", s.Path, err)
+			o.bodyErr = fmt.Errorf("the index of %s: %w", s.Path, err)
 		}
 	})
-	return s.bodyErr
+	return o.bodyErr
 }
 
 // Bodies next to each other in the bodies file are read together (see loadAll) when the gap

@@ -353,20 +353,22 @@ const namesPerStream = 128
 // then the frames of the bodies file (see frame). A stream's templates stay encoded, a slice
 // of data, until they are first needed; the streams are one allocation and their names
 // substrings of one string, whatever the number of logs.
-func decodeHeads(file []byte) ([]*Stream, []frame, error) {
+// logs, when set, are the logs the heads should name (see decodeRawHeads).
+func decodeHeads(file []byte, logs []bundle.LogStream) ([]*Stream, []frame, error) {
 	data, err := unpack(headsMagic, file)
 	if err != nil {
 		return nil, nil, fmt.Errorf("heads: %w", err)
 	}
-	return decodeRawHeads(data, nil)
+	return decodeRawHeads(data, logs)
 }
 
 // decodeRawHeads is decodeHeads of the heads unpacked; the streams keep slices of data. logs,
 // when set, are the logs the heads were written from, in their order (the writer opening what
-// it wrote): each stream's names are checked against its log's and are its log's strings, so
-// the names of every log (an arena the size of the heads, 13 MB at 200,000 logs, and where
-// each name is) are not made a second time at the end of a diagnosis. Heads that do not name
-// the same logs are decoded as without them.
+// it wrote, or a cache lookup the logs whose signatures named the index): each stream's names
+// are checked against its log's and are its log's strings, so the names of every log (an arena
+// the size of the heads, 13 MB at 200,000 logs, and where each name is, 7 MB) are not made a
+// second time, at the end of a diagnosis or in every warm search. Heads that do not name the
+// same logs are decoded as without them.
 func decodeRawHeads(data []byte, logs []bundle.LogStream) ([]*Stream, []frame, error) {
 	d := &decoder{b: data}
 	if logs != nil {

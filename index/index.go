@@ -218,7 +218,8 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 }
 
 // written is what the writer of an index has in hand when it opens it: the heads file
-// unpacked and the logs it was written from, in its order.
+// unpacked and the logs it was written from, in its order; a cache lookup has the logs alone
+// (heads nil: the file is read).
 type written struct {
 	heads []byte
 	logs  []bundle.LogStream
@@ -292,7 +293,7 @@ func (ix *Index) open(verify bool, w written) error {
 		if data, err = ix.readChecked(headsFile, verify); err != nil {
 			return err
 		}
-		if ix.streams, frames, err = decodeHeads(data); err != nil {
+		if ix.streams, frames, err = decodeHeads(data, w.logs); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,7 +33,9 @@ func openWithMemo(t *testing.T, dir string, memo []byte) (files map[string]Sig, 
 // TestTreeMemoSeesEveryChange: a walk given the listing of the walk before takes the entries
 // of the directories whose times did not change from it, yet finds what a walk without it
 // finds after a file is added, removed, rewritten in place with its size and modification
-// time kept, or a directory added; the memo it keeps then says it changed.
+// time kept, a directory added or replaced by another of its name and files; the memo it keeps
+// then says it changed. Pod c has enough files to be signed relative to its directory (see
+// dirFDFiles), the others by their paths under the root.
 func TestTreeMemoSeesEveryChange(t *testing.T) {
 	defer func(m time.Duration) { settleMargin = m }(settleMargin)
 	settleMargin = 20 * time.Millisecond
@@ -41,6 +44,9 @@ func TestTreeMemoSeesEveryChange(t *testing.T) {
 		p := filepath.Join(dir, "logs", "ml", pod)
 		require.NoError(t, os.MkdirAll(p, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(p, "main.log"), []byte("step 1\n"), 0o644))
+	}
+	for i := range dirFDFiles {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "logs", "ml", "c", fmt.Sprintf("side-%d.log", i)), []byte("x\n"), 0o644))
 	}
 	time.Sleep(50 * time.Millisecond) // the directories settle
 	fresh := func() map[string]Sig {
@@ -71,6 +77,19 @@ func TestTreeMemoSeesEveryChange(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(p, []byte("step 2\n"), 0o644))
 			require.NoError(t, os.Chtimes(p, info.ModTime(), info.ModTime()))
+		}},
+		{"a directory of many files replaced by another of its name and files", func() {
+			p := filepath.Join(dir, "logs", "ml", "c")
+			require.NoError(t, os.Rename(p, p+".old"))
+			require.NoError(t, os.Mkdir(p, 0o755))
+			ents, err := os.ReadDir(p + ".old")
+			require.NoError(t, err)
+			for _, e := range ents {
+				data, err := os.ReadFile(filepath.Join(p+".old", e.Name()))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(p, e.Name()), data, 0o644))
+			}
+			require.NoError(t, os.RemoveAll(p+".old"))
 		}},
 		{"a directory added", func() {
 			p := filepath.Join(dir, "logs", "ml", "d")

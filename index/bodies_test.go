@@ -31,7 +31,7 @@ func TestDamagedHeadsNeverPanic(t *testing.T) {
 		for range 1 + rng.IntN(3) {
 			bad[rng.IntN(len(bad))] ^= byte(1 + rng.IntN(255))
 		}
-		streams, frames, err := decodeHeads(pack(headsMagic, bad))
+		streams, frames, err := decodeHeads(pack(headsMagic, bad), nil)
 		if err != nil {
 			continue
 		}

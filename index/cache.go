@@ -238,7 +238,7 @@ func (c *Cache) lookup(ctx context.Context, b *bundle.Bundle, logs []bundle.LogS
 		return nil, nil
 	}
 	want.Key = key
-	ix, err := openDir(dir, b.FS, true, &want)
+	ix, err := openDirHeads(dir, b.FS, true, &want, written{logs: logs})
 	if err == nil && !slowKey {
 		// The caller reads every log anyway (analyze): the bodies are checked whole too, so
 		// that a damaged one is rebuilt now instead of failing a window later.

@@ -136,14 +136,14 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 		[]byte(headsMagic + "\x80\x80\x80\x80\x10"), []byte(headsMagic + "\x05" + string(good[len(headsMagic)+1:])),
 		[]byte(headsMagic + "\x00" + string(good[len(headsMagic)+1:])), append(slices.Clone(good), 0),
 		good[:len(good)-1]} {
-		_, _, err := decodeHeads(data)
+		_, _, err := decodeHeads(data, nil)
 		require.Error(t, err, "%q", data)
 	}
-	_, _, err := decodeHeads(good)
+	_, _, err := decodeHeads(good, nil)
 	require.NoError(t, err, "no logs")
 	// Heads that unpack but do not decode.
 	for _, raw := range []string{"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", "\x01\x01a\x00\x00\x00\x00\x00\x05"} {
-		_, _, err := decodeHeads(pack(headsMagic, []byte(raw)))
+		_, _, err := decodeHeads(pack(headsMagic, []byte(raw)), nil)
 		require.Error(t, err, "%q", raw)
 	}
 	for _, data := range [][]byte{nil, []byte(chunksMagic), []byte(chunksMagic + "\x02\x00\x05\x01\x00\x00\x01\x00\x00\x00")} {

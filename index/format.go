@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -40,27 +41,43 @@ type Stream struct {
 	idx int
 	// heads is the stream's templates, encoded (see appendHead); decodeTemplates reads them
 	// when a search or a caller first needs them.
-	heads    []byte
-	headOnce sync.Once
-	headErr  error
+	heads []byte
 	// unordered: the log's time does not follow its line order (a line is earlier than the
 	// line before it, or untimed lines come before the first timed one).
 	unordered bool
+	bodyCRC   uint32 // beside unordered: a Stream is made for every log at open
 	templates []template
 	over      overflow
 	// The body: what reading lines back needs, the checkpoints, the templates' line runs and
 	// blocks and the overflow lines and segments. It grows with the log, so it stays in the
 	// bodies file until a search or a window reads the log (see Index.load).
-	bodyOff  int64
-	bodyLen  int
-	bodyCRC  uint32
-	cpLen    int
-	bodyOnce sync.Once
-	bodyErr  error
+	bodyOff int64
+	bodyLen int
+	cpLen   int
+	// once is made when the templates or the body are first decoded (see onces).
+	once atomic.Pointer[streamOnces]
 	// cp is the checkpoints and the overflow's lines and segments, once the body is read:
 	// most logs of an opened index are never read, and a Stream is made for each (225,000 at
 	// 200,000 files).
 	cp *checkpoints
+}
+
+// streamOnces decode a stream's templates and its body once each, and keep their errors. They
+// are made for the streams a search reaches, not in the Stream made for every log at open (64
+// bytes each: 14 MB of a warm search of 200,000 files, whose streams are one allocation made
+// and cleared at open).
+type streamOnces struct {
+	head, body       sync.Once
+	headErr, bodyErr error
+}
+
+// onces returns the stream's onces, made by the first caller.
+func (s *Stream) onces() *streamOnces {
+	if o := s.once.Load(); o != nil {
+		return o
+	}
+	s.once.CompareAndSwap(nil, new(streamOnces))
+	return s.once.Load()
 }
 
 // checkpoints are a stream's checkpoints, encoded in its body and decoded on first use, and
@@ -336,20 +353,22 @@ const namesPerStream = 128
 // then the frames of the bodies file (see frame). A stream's templates stay encoded, a slice
 // of data, until they are first needed; the streams are one allocation and their names
 // substrings of one string, whatever the number of logs.
-func decodeHeads(file []byte) ([]*Stream, []frame, error) {
+// logs, when set, are the logs the heads should name (see decodeRawHeads).
+func decodeHeads(file []byte, logs []bundle.LogStream) ([]*Stream, []frame, error) {
 	data, err := unpack(headsMagic, file)
 	if err != nil {
 		return nil, nil, fmt.Errorf("heads: %w", err)
 	}
-	return decodeRawHeads(data, nil)
+	return decodeRawHeads(data, logs)
 }
 
 // decodeRawHeads is decodeHeads of the heads unpacked; the streams keep slices of data. logs,
 // when set, are the logs the heads were written from, in their order (the writer opening what
-// it wrote): each stream's names are checked against its log's and are its log's strings, so
-// the names of every log (an arena the size of the heads, 13 MB at 200,000 logs, and where
-// each name is) are not made a second time at the end of a diagnosis. Heads that do not name
-// the same logs are decoded as without them.
+// it wrote, or a cache lookup the logs whose signatures named the index): each stream's names
+// are checked against its log's and are its log's strings, so the names of every log (an arena
+// the size of the heads, 13 MB at 200,000 logs, and where each name is, 7 MB) are not made a
+// second time, at the end of a diagnosis or in every warm search. Heads that do not name the
+// same logs are decoded as without them.
 func decodeRawHeads(data []byte, logs []bundle.LogStream) ([]*Stream, []frame, error) {
 	d := &decoder{b: data}
 	if logs != nil {
@@ -482,7 +501,8 @@ func (d *decoder) sameIdentity(prev, ls bundle.LogStream, s *Stream) bool {
 // decodeTemplates decodes the stream's templates from its head, once; docs is how many
 // template texts the index has. A template that does not fit its log is a corrupt index.
 func (s *Stream) decodeTemplates(docs int) error {
-	s.headOnce.Do(func() {
+	o := s.onces()
+	o.head.Do(func() {
 		d := &decoder{b: s.heads}
 		s.templates = make([]template, d.count())
 		// The templates' masks stay encoded (see template.classes): only a regular expression's
@@ -519,10 +539,10 @@ func (s *Stream) decodeTemplates(docs int) error {
 		}
 		if d.err != nil {
 			s.templates = nil
-			s.headErr = fmt.Errorf("the index of %s: heads: %w", s.Path, d.err)
+			o.headErr = fmt.Errorf("the index of %s: heads: %w", s.Path, d.err)
 		}
 	})
-	return s.headErr
+	return o.headErr
 }
 
 // setBody splits a stream's body into its sections.

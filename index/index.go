@@ -218,7 +218,8 @@ func openDir(dir string, fsys fs.FS, verify bool, want *meta) (*Index, error) {
 }
 
 // written is what the writer of an index has in hand when it opens it: the heads file
-// unpacked and the logs it was written from, in its order.
+// unpacked and the logs it was written from, in its order; a cache lookup has the logs alone
+// (heads nil: the file is read).
 type written struct {
 	heads []byte
 	logs  []bundle.LogStream
@@ -292,7 +293,7 @@ func (ix *Index) open(verify bool, w written) error {
 		if data, err = ix.readChecked(headsFile, verify); err != nil {
 			return err
 		}
-		if ix.streams, frames, err = decodeHeads(data); err != nil {
+		if ix.streams, frames, err = decodeHeads(data, w.logs); err != nil {
 			return err
 		}
 	}
@@ -428,7 +429,8 @@ func (ix *Index) loadFrom(s *Stream, body []byte) error {
 	if err := s.decodeTemplates(len(ix.docs)); err != nil {
 		return err
 	}
-	s.bodyOnce.Do(func() {
+	o := s.onces()
+	o.body.Do(func() {
 		var err error
 		if body == nil {
 			body = make([]byte, s.bodyLen)
@@ -442,10 +444,10 @@ func (ix *Index) loadFrom(s *Stream, body []byte) error {
 			err = s.setBody(body)
 		}
 		if err != nil {
-			s.bodyErr = fmt.Errorf("the index of %s: %w", s.Path, err)
+			o.bodyErr = fmt.Errorf("the index of %s: %w", s.Path, err)
 		}
 	})
-	return s.bodyErr
+	return o.bodyErr
 }
 
 // Bodies next to each other in the bodies file are read together (see loadAll) when the gap

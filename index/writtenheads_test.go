@@ -44,7 +44,9 @@ func TestWriterOpensWithItsLogsNames(t *testing.T) {
 	require.Len(t, known, len(read))
 	for i := range read {
 		require.Equal(t, streamView(read[i]), streamView(known[i]), read[i].Path)
-		require.Equal(t, unsafe.StringData(logs[i].Path), unsafe.StringData(known[i].Path), "the writer's string")
+		// (require.Equal of two pointers compares what they point to: any two paths starting
+		// with the same byte.)
+		require.True(t, unsafe.StringData(logs[i].Path) == unsafe.StringData(known[i].Path), "the writer's string")
 	}
 
 	other := append([]bundle.LogStream(nil), logs...)
@@ -56,4 +58,28 @@ func TestWriterOpensWithItsLogsNames(t *testing.T) {
 	}
 	_, _, err = decodeRawHeads(data[:len(data)-1], logs)
 	require.Error(t, err, "cut heads are corrupt, whoever opens them")
+}
+
+// TestWarmLookupTakesItsLogsNames: a search finding its index in the cache opens it with the
+// logs the bundle listed (the names its signatures keyed), so the streams' names are those
+// logs' strings, not an arena of every name made again (20 MB at 200,000 logs); it finds what
+// the build did.
+func TestWarmLookupTakesItsLogsNames(t *testing.T) {
+	dir := copyDir(t, "../samples/pytorchjob-cuda-oom-rank")
+	c := &Cache{Dir: t.TempDir()}
+	first, _ := cachedBuild(t, dir, c, "v1")
+	b, err := bundle.Open(t.Context(), dir, bundle.DefaultLimits())
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	logs, _ := bundle.LogStreams(b)
+	warm, err := Build(t.Context(), b, logs, BuildOptions{Cache: c, Version: "v1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { warm.Close() })
+	require.Equal(t, first.Dir(), warm.Dir(), "the cached index")
+	require.Len(t, warm.streams, len(logs))
+	for i, s := range warm.streams {
+		require.Equal(t, streamView(first.streams[i]), streamView(s), s.Path)
+		require.True(t, unsafe.StringData(logs[i].Path) == unsafe.StringData(s.Path), "the bundle's string")
+	}
+	require.Equal(t, hitCount(t, first, "NCCL AND timeout"), hitCount(t, warm, "NCCL AND timeout"))
 }

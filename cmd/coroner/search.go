@@ -293,6 +293,7 @@ func runSearch(ctx context.Context, opts *SearchOptions, io *IOStreams) error {
 	if err != nil {
 		return err
 	}
+	deferGC(searchGCBound)
 	color = color && opts.Output == "" && format == "text"
 	if err := checkOutput("-o", opts.Output, opts.Inputs...); err != nil {
 		return err

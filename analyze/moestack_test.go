@@ -11,8 +11,10 @@ import (
 // CUTLASS kernels. Their failures are named in their own words at high confidence, with the
 // line a user would point at as evidence: DeepEP's dispatch timeouts (DeepEP#158, PR#181,
 // Megatron-Bridge#1335), NVSHMEM that cannot connect its transport (DeepEP#38, #17, #150),
-// DeepEP's assertion on the queue pairs per peer (sglang#6017, sglang PR#6832), and a
-// CUTLASS kernel built without its arch-specific target (tritonbench PR#691, cutlass#2819).
+// DeepEP's assertion on the queue pairs per peer (sglang#6017, sglang PR#6832), a segfault
+// in the banner of tvm_ffi's handler that FlashInfer and CuTe DSL kernels load (vllm#27868,
+// vllm#44780), and a CUTLASS kernel built without its arch-specific target (tritonbench
+// PR#691, cutlass#2819).
 func TestExpertParallelKernelFailures(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -45,6 +47,12 @@ func TestExpertParallelKernelFailures(t *testing.T) {
 		{"DeepEP's buffer has fewer queue pairs than channels",
 			"Assertion failed: /sgl-workspace/DeepEP/csrc/kernels/internode.cu:483, condition: ibgda_get_state()->num_rc_per_pe >= num_channels\n",
 			CategoryConfigError, "config-error/deepep-qps-per-rank", "num_rc_per_pe >= num_channels"},
+		{"tvm_ffi's handler reports a segfault while a checkpoint is written",
+			progress +
+				"!!!!!!! Segfault encountered !!!!!!!\n" +
+				"  File \"<unknown>\", line 0, in crc32_16bytes(void const*, unsigned long, unsigned int)\n" +
+				"  File \"<unknown>\", line 0, in mz_zip_writer_add_mem_ex_v2\n",
+			CategoryCrashSignal, "crash-signal/segfault", "Segfault encountered"},
 		{"a CUTLASS FP8 kernel built without the arch-specific target",
 			progress + "ERROR : Arch conditional MMA instruction used without targeting appropriate compute capability. Aborting.\n",
 			CategoryCUDAError, "cuda-error/no-kernel-image", "Arch conditional MMA instruction"},
@@ -77,7 +85,7 @@ func TestDeepEPTimeoutAfterAnotherRanksFailure(t *testing.T) {
 // TestExpertParallelStackNoticesOfHealthyRuns: what these stacks print on runs that go on is
 // no failure: NVSHMEM's INFO lines and its warning that a transport or a device did not come
 // up while another did, DeepEP's configuration and buffer allocation, a CUTLASS kernel's
-// build flags, the dispatcher's name in a config dump.
+// build flags, the dispatcher's name in a config dump, tvm_ffi's banner quoted in prose.
 func TestExpertParallelStackNoticesOfHealthyRuns(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -88,6 +96,7 @@ func TestExpertParallelStackNoticesOfHealthyRuns(t *testing.T) {
 		"Allocating buffer size: 2115.111296 MB ...\n" +
 			"    moe_flex_dispatcher_backend=\"deepep\",\n" +
 			"NVSHMEM_IB_ENABLE_IBGDA=1\n",
+		"Note the `!!!!!!! Segfault encountered !!!!!!!` banner is tvm_ffi's signal handler\n",
 		"-- Grid Dependency Control (GDC) is enabled for SM100 kernels (required for programmatic dependent launches).\n" +
 			"-- CUDA Compilation Architectures: 90a\n",
 	} {

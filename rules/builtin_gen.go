@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "ae061671ec024c73190c51eaffb6c716ac1ead0c63d2688061f89fcdc3cfd02f"
+const builtinDigest = "2cd71a2214c96041336efe5c068e1d1f820be734376f960e1f8c3430fc627788"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13228,6 +13228,7 @@ func builtinFiles() []Named {
 								"failed \\(exitcode: -11\\) local_rank: \\d+",
 								"\\*\\*\\* SIGSEGV \\(@0x[0-9a-f]+\\) received by PID \\d+",
 								"\\] Caught signal 11 \\(Segmentation fault",
+								"^\\s*!!!!!!! (?:Segfault encountered|TVM FFI encountered a Segfault) !!!!!!!",
 							},
 						},
 						Explanation: "Native code crashed: a C++/CUDA extension bug, ABI-incompatible packages, or corrupted memory.\n",
@@ -13246,10 +13247,19 @@ func builtinFiles() []Named {
 								{
 									Text: "[gpu-node09:332629:0:332629] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x10)",
 								},
+								{
+									Text: "!!!!!!! Segfault encountered !!!!!!!",
+								},
+								{
+									Text: "!!!!!!! TVM FFI encountered a Segfault !!!!!!!",
+								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "faulthandler.enable()",
+								},
+								{
+									Text: "Note the `!!!!!!! Segfault encountered !!!!!!!` banner is tvm_ffi's signal handler",
 								},
 								{
 									Text: "-x UCX_ERROR_SIGNALS=SIGILL,SIGSEGV,SIGBUS,SIGFPE,SIGABRT",

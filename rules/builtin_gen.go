@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "2cd71a2214c96041336efe5c068e1d1f820be734376f960e1f8c3430fc627788"
+const builtinDigest = "cf8579a2025cd2f0980326d238254f67017f032e52e64888ace5e0503f7aea09"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -586,7 +586,7 @@ func builtinFiles() []Named {
 						Role:     "secondary",
 						Match: Match{
 							Patterns: []string{
-								"DeepEP (?:dispatch|combine|notify)[A-Za-z ]* timeout",
+								"DeepEP (?:dispatch|combine|notify)[A-Za-z ]* timeout(?: \\([A-Za-z ]+\\))?, (?:channel|rank)",
 								"DeepEP error: (?:timeout \\((?:dispatch|combine)|CPU recv timeout)",
 							},
 						},
@@ -607,6 +607,9 @@ func builtinFiles() []Named {
 							NotMatch: []Example{
 								{
 									Text: "moe_flex_dispatcher_backend=\"deepep\",",
+								},
+								{
+									Text: "DeepEP dispatch timeout set to 100 seconds",
 								},
 								{
 									Text: "num_qps_per_rank=max(num_experts // group.size(), Buffer.num_sms // 2)",

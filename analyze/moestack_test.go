@@ -82,6 +82,20 @@ func TestDeepEPTimeoutAfterAnotherRanksFailure(t *testing.T) {
 	require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, res.RootCause.Title)
 }
 
+// TestDeepEPTimeoutWithTheSecondTierAlone: DeepEP's host-side timeout raised as a
+// RuntimeError is a collective timeout to the second tier too, at medium, not the catch-all
+// exception at low.
+func TestDeepEPTimeoutWithTheSecondTierAlone(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, WithoutSpecific(all), progress+
+		"[rank428]:   File \"/opt/venv/lib/python3.12/site-packages/deep_ep/buffer.py\", line 581, in internode_dispatch\n"+
+		"[rank428]: RuntimeError: DeepEP error: timeout (dispatch CPU)\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryCollectiveTimeout, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+}
+
 // TestExpertParallelStackNoticesOfHealthyRuns: what these stacks print on runs that go on is
 // no failure: NVSHMEM's INFO lines and its warning that a transport or a device did not come
 // up while another did, DeepEP's configuration and buffer allocation, a CUTLASS kernel's

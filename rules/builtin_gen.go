@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "dceffe9ea13ff6bfbc2844191b316973dc7303e1ba7d4ab6ac16141e84924332"
+const builtinDigest = "cf8579a2025cd2f0980326d238254f67017f032e52e64888ace5e0503f7aea09"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -573,6 +573,148 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-timeout/deepep-dispatch-timeout",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DeepEP expert all-to-all timed out",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "secondary",
+						Match: Match{
+							Patterns: []string{
+								"DeepEP (?:dispatch|combine|notify)[A-Za-z ]* timeout(?: \\([A-Za-z ]+\\))?, (?:channel|rank)",
+								"DeepEP error: (?:timeout \\((?:dispatch|combine)|CPU recv timeout)",
+							},
+						},
+						Explanation: "DeepEP's dispatch or combine (the MoE token all-to-all over NVLink and RDMA) waited past its timeout for a peer: another rank failed, hung or is far behind, or the RDMA path (NVSHMEM/IBGDA over InfiniBand or RoCE) does not deliver, as with NCCL's watchdog.\n",
+						Remediation: "Find the rank that failed or stalled first. If every rank times out together at start-up, check the RDMA fabric and NVSHMEM's setup (NVSHMEM_DEBUG=INFO, the versions DeepEP was built against, IBGDA driver options, QPs per rank); raise the timeout only for known slow phases.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "DeepEP dispatch forwarder timeout (RDMA meta), channel: 8, RDMA: 1, nvl: 7, src RDMA lane: 0, dst NVL: 5, meta: 0, 0, 0, 0",
+								},
+								{
+									Text: "DeepEP dispatch NVL receiver timeout, channel: 7, RDMA: 0, nvl: 7, src RDMA: 1, src nvl: 3, start: 0, end: 0",
+								},
+								{
+									Text: "[rank428]: RuntimeError: DeepEP error: timeout (dispatch CPU)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "moe_flex_dispatcher_backend=\"deepep\",",
+								},
+								{
+									Text: "DeepEP dispatch timeout set to 100 seconds",
+								},
+								{
+									Text: "num_qps_per_rank=max(num_experts // group.size(), Buffer.num_sms // 2)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "collective-error/nvshmem-setup-failed",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "NVSHMEM could not set up its transport",
+						Fault:    "platform",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"nvshmem (?:setup connections|detect topo) failed",
+								"aborting due to error in nvshmemi_init_thread",
+							},
+						},
+						Explanation: "NVSHMEM, the GPU-initiated communication library under DeepEP's expert all-to-all, could not connect its endpoints (IBGDA or IBRC queue pairs over InfiniBand or RoCE) or initialise any transport, so the MoE dispatcher never started.\n",
+						Remediation: "Run with NVSHMEM_DEBUG=INFO to see the failing verb. Check the NIC and driver setup IBGDA needs (the nvidia driver's PeerMappingOverride/stream memory options, nvidia_peermem or dmabuf), that the container can use the RDMA devices, the RoCE GID index and traffic class, and that DeepEP and NVSHMEM are the versions built for each other.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "/work/nvshmem_src_3.2.5-1/nvshmem_src/src/host/init/init.cu:1007: non-zero status: 7 nvshmem setup connections failed ",
+								},
+								{
+									Text: "nvshmem setup connections failed",
+								},
+								{
+									Text: "aborting due to error in nvshmemi_init_thread",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "WARN: Failed to initialize all selected devices. Perf may be limited.",
+								},
+								{
+									Text: "NVSHMEM_IB_ENABLE_IBGDA=1",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/deepep-qps-per-rank",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "DeepEP buffer has fewer RDMA queue pairs than its kernels need",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"condition: ibgda_get_state\\(\\)->num_rc_per_pe (?:>=|==) num_(?:channels|local_experts|sms)",
+							},
+						},
+						Explanation: "DeepEP's internode dispatch asserts that each peer has at least one RDMA queue pair per channel (low-latency mode: per local expert); the buffer the framework created has fewer, from its num_qps_per_rank or a DeepEP version whose defaults the framework does not match.\n",
+						Remediation: "Create the DeepEP buffer with num_qps_per_rank of at least the communication SMs / 2 in normal mode (the number of local experts in low-latency mode), or use the DeepEP version the framework (Megatron's flex dispatcher, SGLang) pins.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Assertion failed: /sgl-workspace/DeepEP/csrc/kernels/internode.cu:483, condition: ibgda_get_state()->num_rc_per_pe >= num_channels",
+								},
+								{
+									Text: "Assertion failed: /DeepEP/csrc/kernels/internode.cu:483, condition: ibgda_get_state()->num_rc_per_pe >= num_channels",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "num_qps_per_rank=max(num_experts // group.size(), Buffer.num_sms // 2)",
+								},
+								{
+									Text: "EP_DEVICE_ASSERT(ibgda_get_state()->num_rc_per_pe == num_local_experts);",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},
@@ -2515,9 +2657,10 @@ func builtinFiles() []Named {
 								"(?:CUDA|HIP) error: invalid device function",
 								"cuda runtime error \\(8\\) : invalid device function",
 								"hipErrorNoBinaryForGpu",
+								"Arch conditional MMA instruction used without targeting appropriate compute capability",
 							},
 						},
-						Explanation: "The binary (PyTorch, an extension, flash-attention...) was not compiled for this GPU's compute capability (on AMD GPUs: its gfx architecture).\n",
+						Explanation: "The binary (PyTorch, an extension, flash-attention...) was not compiled for this GPU's compute capability (on AMD GPUs: its gfx architecture; for CUTLASS kernels using Hopper or Blackwell MMA instructions, not for its arch-specific target such as sm_90a or sm_100a).\n",
 						Remediation: "Install a build that includes this architecture (check TORCH_CUDA_ARCH_LIST for extensions) or select nodes with a supported GPU model (ROCm: PYTORCH_ROCM_ARCH; HSA_OVERRIDE_GFX_VERSION only for a closely related gfx target).\n",
 						Examples: Examples{
 							Match: []Example{
@@ -2541,6 +2684,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"",
+								},
+								{
+									Text: "ERROR : Arch conditional MMA instruction used without targeting appropriate compute capability. Aborting.",
+								},
+								{
+									Text: "Assertion 0 && \"ERROR : Arch conditional MMA instruction used without targeting appropriate compute capability. Aborting.\\n\" failed.",
 								},
 							},
 							NotMatch: []Example{
@@ -13082,6 +13231,7 @@ func builtinFiles() []Named {
 								"failed \\(exitcode: -11\\) local_rank: \\d+",
 								"\\*\\*\\* SIGSEGV \\(@0x[0-9a-f]+\\) received by PID \\d+",
 								"\\] Caught signal 11 \\(Segmentation fault",
+								"^\\s*!!!!!!! (?:Segfault encountered|TVM FFI encountered a Segfault) !!!!!!!",
 							},
 						},
 						Explanation: "Native code crashed: a C++/CUDA extension bug, ABI-incompatible packages, or corrupted memory.\n",
@@ -13100,10 +13250,19 @@ func builtinFiles() []Named {
 								{
 									Text: "[gpu-node09:332629:0:332629] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x10)",
 								},
+								{
+									Text: "!!!!!!! Segfault encountered !!!!!!!",
+								},
+								{
+									Text: "!!!!!!! TVM FFI encountered a Segfault !!!!!!!",
+								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "faulthandler.enable()",
+								},
+								{
+									Text: "Note the `!!!!!!! Segfault encountered !!!!!!!` banner is tvm_ffi's signal handler",
 								},
 								{
 									Text: "-x UCX_ERROR_SIGNALS=SIGILL,SIGSEGV,SIGBUS,SIGFPE,SIGABRT",

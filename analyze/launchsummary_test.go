@@ -179,3 +179,30 @@ func TestMPIRealLauncherSigkill(t *testing.T) {
 	res = analyzeLogs(t, all, healthy)
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
 }
+
+// TestTorchelasticSigkillAfterTimeout: a SIGKILL torchrun reports after its own log's NCCL
+// watchdog timeout (pspot33 002, hpcaitech/ColossalAI#2531's form) did not start that
+// half-hour wait, so the usual cause is not sure: still host-oom, at low, and the timeout is
+// among the findings; the kill alone stays at medium. The lines are made up in the forms
+// torch prints.
+func TestTorchelasticSigkillAfterTimeout(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	timeout := "[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802117 milliseconds before timing out.\n" +
+		"[E ProcessGroupNCCL.cpp:414] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid this inconsistency, we are taking the entire process down.\n"
+	kill := "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 40211) of binary: /usr/bin/python3\n"
+
+	res := analyzeLogs(t, all, "step 40 | loss 1.93\n"+timeout+kill)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Contains(t, res.RootCause.Evidence[0].Text, "failed (exitcode: -9)", findingsOf(res))
+	require.Equal(t, ConfidenceLow, res.Confidence)
+	require.Equal(t, BasisKillAfterTimeout, res.ConfidenceBasis)
+	require.Contains(t, findingsOf(res), "collective-timeout")
+
+	// Another log's timeout is no part of this one's order: the kill alone stays medium.
+	res = analyzeLogs(t, all, "step 40 | loss 1.93\n"+kill)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+	require.Equal(t, BasisUsualCause, res.ConfidenceBasis)
+}

@@ -206,3 +206,25 @@ func TestTorchelasticSigkillAfterTimeout(t *testing.T) {
 	require.Equal(t, ConfidenceMedium, res.Confidence)
 	require.Equal(t, BasisUsualCause, res.ConfidenceBasis)
 }
+
+// TestColossalaiRunSSHAuth: `colossalai run` starts each node's torchrun over ssh (paramiko)
+// and prints the exception after the command; paramiko's "No authentication methods
+// available" (hpcaitech/ColossalAI#3066, #2959) is the login the node refused, permission-
+// denied at high, though the local node's torchrun banner follows. OpenSSH's debug line
+// before its own "Permission denied (...)" is no failure alone. The lines are made up in the
+// forms the launchers print.
+func TestColossalaiRunSSHAuth(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "Error: failed to run torchrun --nproc_per_node=8 --nnodes=2 --node_rank=1 --master_addr=10.0.3.11 --master_port=29500 train.py on node-b, is localhost: False, exception: No authentication methods available\n" +
+		"WARNING:torch.distributed.run:\n*****************************************\n" +
+		"Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.\n" +
+		"*****************************************\n"
+	res := requireNamedByRule(t, all, log, CategoryPermissionDenied, "permission-denied/ssh-auth")
+	require.Contains(t, res.RootCause.Evidence[0].Text, "No authentication methods available", findingsOf(res))
+
+	res = analyzeLogs(t, all, "debug1: Authentications that can continue: publickey\ndebug1: No more authentication methods to try.\n")
+	if res.RootCause != nil {
+		require.NotEqual(t, CategoryPermissionDenied, res.RootCause.Category, findingsOf(res))
+	}
+}

@@ -179,3 +179,52 @@ func TestMPIRealLauncherSigkill(t *testing.T) {
 	res = analyzeLogs(t, all, healthy)
 	require.NotEqual(t, VerdictUnhealthy, res.Verdict, findingsOf(res))
 }
+
+// TestTorchelasticSigkillAfterTimeout: a SIGKILL torchrun reports after its own log's NCCL
+// watchdog timeout (pspot33 002, hpcaitech/ColossalAI#2531's form) did not start that
+// half-hour wait, so the usual cause is not sure: still host-oom, at low, and the timeout is
+// among the findings; the kill alone stays at medium. The lines are made up in the forms
+// torch prints.
+func TestTorchelasticSigkillAfterTimeout(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	timeout := "[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802117 milliseconds before timing out.\n" +
+		"[E ProcessGroupNCCL.cpp:414] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid this inconsistency, we are taking the entire process down.\n"
+	kill := "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 40211) of binary: /usr/bin/python3\n"
+
+	res := analyzeLogs(t, all, "step 40 | loss 1.93\n"+timeout+kill)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Contains(t, res.RootCause.Evidence[0].Text, "failed (exitcode: -9)", findingsOf(res))
+	require.Equal(t, ConfidenceLow, res.Confidence)
+	require.Equal(t, BasisKillAfterTimeout, res.ConfidenceBasis)
+	require.Contains(t, findingsOf(res), "collective-timeout")
+
+	// Another log's timeout is no part of this one's order: the kill alone stays medium.
+	res = analyzeLogs(t, all, "step 40 | loss 1.93\n"+kill)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+	require.Equal(t, BasisUsualCause, res.ConfidenceBasis)
+}
+
+// TestColossalaiRunSSHAuth: `colossalai run` starts each node's torchrun over ssh (paramiko)
+// and prints the exception after the command; paramiko's "No authentication methods
+// available" (hpcaitech/ColossalAI#3066, #2959) is the login the node refused, permission-
+// denied at high, though the local node's torchrun banner follows. OpenSSH's debug line
+// before its own "Permission denied (...)" is no failure alone. The lines are made up in the
+// forms the launchers print.
+func TestColossalaiRunSSHAuth(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	log := "Error: failed to run torchrun --nproc_per_node=8 --nnodes=2 --node_rank=1 --master_addr=10.0.3.11 --master_port=29500 train.py on node-b, is localhost: False, exception: No authentication methods available\n" +
+		"WARNING:torch.distributed.run:\n*****************************************\n" +
+		"Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.\n" +
+		"*****************************************\n"
+	res := requireNamedByRule(t, all, log, CategoryPermissionDenied, "permission-denied/ssh-auth")
+	require.Contains(t, res.RootCause.Evidence[0].Text, "No authentication methods available", findingsOf(res))
+
+	res = analyzeLogs(t, all, "debug1: Authentications that can continue: publickey\ndebug1: No more authentication methods to try.\n")
+	if res.RootCause != nil {
+		require.NotEqual(t, CategoryPermissionDenied, res.RootCause.Category, findingsOf(res))
+	}
+}

@@ -79,6 +79,13 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			// the usual cause, the OOM killer, not one the log shows: a scheduler, an agent
 			// or a user kills with it too.
 			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceMedium, BasisUsualCause
+			if a.timedOutBefore(root) {
+				// Its own log shows a collective that had already timed out: the launcher
+				// notices a dead worker within seconds, so a kill it reports after a
+				// half-hour wait did not start that wait here (it tears the job down, or a
+				// rank stuck swapping was killed at last): could not tell which.
+				a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisKillAfterTimeout
+			}
 		}
 		if root.Category == CategoryHang && root.rule != nil && root.rule.Match.Silence == nil && a.stallYoung(root) {
 			// A stall a line reported (Horovod's inspector after 60 s, a dump) in a job still
@@ -203,6 +210,9 @@ const (
 	// BasisUsualCause: a launcher's report of a signal (a SIGKILL) matched, and its category is
 	// the signal's usual cause (the OOM killer), which the log does not show.
 	BasisUsualCause Basis = "usual-cause"
+	// BasisKillAfterTimeout: a launcher's report of a SIGKILL matched, but its log shows a
+	// collective operation that had timed out before it.
+	BasisKillAfterTimeout Basis = "kill-after-timeout"
 
 	// BasisRecentStall: a specific rule matched a stall a line reported, in a job still
 	// running and collected within the stuck threshold of it.
@@ -546,4 +556,15 @@ func (a *analyzer) renumber() {
 			f.SecondaryOf = ids[f.SecondaryOf]
 		}
 	}
+}
+
+// timedOutBefore says whether root's log shows a collective operation that timed out (an NCCL
+// watchdog's report) before root's line.
+func (a *analyzer) timedOutBefore(root *Finding) bool {
+	for _, f := range a.findings {
+		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCollectiveTimeout && f.Severity >= SeverityError {
+			return true
+		}
+	}
+	return false
 }

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "cf8579a2025cd2f0980326d238254f67017f032e52e64888ace5e0503f7aea09"
+const builtinDigest = "15ff49190508abe10f4af92890cc6f5319e3546ece805b2d16053ede857e08a5"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -15391,9 +15391,10 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"Permission denied \\((?:publickey|password|keyboard-interactive|gssapi-[\\w-]+|hostbased)(?:,[\\w-]+)*\\)",
+								"\\bNo authentication methods available\\b",
 							},
 						},
-						Explanation: "A launcher that starts workers over ssh (mpirun's rsh agent, DeepSpeed's pdsh runner, horovodrun) logged in to a node and the node's sshd rejected every authentication method: the launcher's public key is not in the worker's authorized_keys, the key file is unreadable or has too open permissions, or the user is wrong. No worker started there.\n",
+						Explanation: "A launcher that starts workers over ssh (mpirun's rsh agent, DeepSpeed's pdsh runner, horovodrun, colossalai run) logged in to a node and the node's sshd rejected every authentication method: the launcher's public key is not in the worker's authorized_keys, the key file is unreadable or has too open permissions, or the user is wrong. No worker started there.\n",
 						Remediation: "Set up passwordless key login from the launcher to every host (localhost too, for single-node runs that still go through pdsh): put the launcher's public key in each worker's ~/.ssh/authorized_keys with mode 600, or use a launcher that does not need ssh (torchrun, the MPI operator's own launcher, DeepSpeed with launcher=torch).\n",
 						Examples: Examples{
 							Match: []Example{
@@ -15409,10 +15410,19 @@ func builtinFiles() []Named {
 								{
 									Text: "Failed to connect to the host via ssh: Permission denied (publickey,password)",
 								},
+								{
+									Text: "Error: failed to run torchrun --nproc_per_node=4 --nnodes=2 --node_rank=1 --rdzv_backend=c10d --rdzv_endpoint=ip:29501 --rdzv_id=colossalai-default-job train.py --strategy colossalai_zero2 on gpu-1648, is localhost: False, exception: No authentication methods available",
+								},
+								{
+									Text: "Error: failed to run torchrun --nproc_per_node=2 --nnodes=2 --node_rank=1 --rdzv_backend=c10d --rdzv_endpoint=VM-48-4-centos:23456 --rdzv_id=colossalai-default-job train_multi_node.py on VM-48-13-centos, is localhost: False, exception: No authentication methods available",
+								},
 							},
 							NotMatch: []Example{
 								{
 									Text: "PermissionError: [Errno 13] Permission denied: '/root/.ssh/id_rsa'",
+								},
+								{
+									Text: "debug1: No more authentication methods to try.",
 								},
 								{
 									Text: "debug1: key_load_public: No such file or directory",

@@ -96,3 +96,50 @@ func TestRayWrappedException(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Contains(t, res.RootCause.Title, "ZeroDivisionError")
 }
+
+// TestRayTrainMemoryMonitorAndArrowS3: two lines a Ray Train or Tune driver prints when its
+// workers die of something outside the training code: the memory monitor's report of the
+// worker it killed (even when the OutOfMemoryError line above it was not pasted), and Arrow's
+// S3 filesystem failing a checkpoint upload or read. Tune's status line about the node's memory
+// and an S3 request refused for access are neither. The lines are those of the threads
+// rules/hostmem.yaml and rules/storage.yaml cite.
+func TestRayTrainMemoryMonitorAndArrowS3(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	training := "(RayTrainWorker pid=82347) epoch 1 step 10 loss 2.1\n(RayTrainWorker pid=82347) epoch 1 step 20 loss 2.0\n" +
+		"(RayTrainWorker pid=82347) epoch 1 step 30 loss 1.9\n(RayTrainWorker pid=82347) epoch 1 step 40 loss 1.8\n"
+	killed := "Memory on the node (IP: 172.31.237.1, ID: 2c0ca846c8a9b1630ce2a4aae5ce82dd974531325a67acab1801dbf1) where the task " +
+		"(task ID: 76b2551f16836f9d58427a0096d8ccf5ba077e2703000000, name=pi4_sample, pid=664672, memory used=0.05GB) was running " +
+		"was 219.41GB / 230.40GB (0.952289), which exceeds the memory usage threshold of 0.95. Ray killed this worker " +
+		"(ID: ba84684289453ec054c6d0aa4293b77bdf7d3f3e0c77b2724ee41479) because it was the most recently scheduled task\n"
+	upload := "IOError: When initiating multiple part upload for key 'data1.parquet' in bucket 'parquetpoc01': " +
+		"AWS Error NETWORK_CONNECTION during CreateMultipartUpload operation: curlCode: 28, Timeout was reached\n"
+	denied := "OSError: When reading information for key 'embedded_images/timestamp=2025-07-30-14/task_1286/0.parquet' in bucket 'xxxx': " +
+		"AWS Error ACCESS_DENIED during HeadObject operation: No response body.\n"
+	for _, tc := range []struct {
+		name, log, rule, evidence string
+		category                  Category
+	}{
+		{"the memory monitor's kill report", training + killed, "host-oom/ray-memory-monitor", "Memory on the node (IP: 172.31.237.1", CategoryHostOOM},
+		{"Arrow's S3 upload fails", training + upload, "storage-error/object-store", "AWS Error NETWORK_CONNECTION during CreateMultipartUpload", CategoryStorageError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := analyzeLogs(t, all, tc.log)
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.Equal(t, tc.category, res.RootCause.Category)
+			require.Equal(t, tc.rule, res.RootCause.RuleID)
+			require.Equal(t, ConfidenceHigh, res.Confidence)
+			require.Contains(t, res.RootCause.Evidence[0].Text, tc.evidence)
+		})
+	}
+	t.Run("Tune's node memory status is no kill", func(t *testing.T) {
+		res := analyzeLogs(t, all, "== Status ==\nMemory usage on this node: 34.5/64.0 GiB\nUsing FIFO scheduling algorithm.\n"+training)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+	})
+	t.Run("an S3 request refused is not a storage failure", func(t *testing.T) {
+		res := analyzeLogs(t, all, training+denied)
+		if res.RootCause != nil {
+			require.NotEqual(t, CategoryStorageError, res.RootCause.Category)
+		}
+	})
+}

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "15ff49190508abe10f4af92890cc6f5319e3546ece805b2d16053ede857e08a5"
+const builtinDigest = "28b300a48dd706da2930b5689c73d872bcc18d8ecb881328ecd1b0f46e9d85a3"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -5960,6 +5960,7 @@ func builtinFiles() []Named {
 								"Task was killed due to the node running low on memory",
 								"\\b[1-9]\\d* Workers \\(tasks / actors\\) killed due to memory pressure \\(OOM\\)",
 								"RayOutOfMemoryError: More than \\d+% of the memory on node",
+								"^Memory on the node \\(IP: [^,()]{1,64}, ID: [0-9a-f]{16,64}\\) where the (?:task|actor)\\b",
 							},
 						},
 						Explanation: "Ray's memory monitor found the node above its memory threshold (RAY_memory_usage_threshold) and killed the most recently scheduled task or actor to save the node: host memory is exhausted by the workers placed on it.\n",
@@ -5974,6 +5975,15 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node",
+								},
+								{
+									Text: "Memory on the node (IP: 172.31.237.1, ID: 2c0ca846c8a9b1630ce2a4aae5ce82dd974531325a67acab1801dbf1) where the task (task ID: 76b2551f16836f9d58427a0096d8ccf5ba077e2703000000, name=pi4_sample, pid=664672, memory used=0.05GB) was running was 219.41GB / 230.40GB (0.952289), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: ba84684289453ec054c6d0aa4293b77bdf7d3f3e0c77b2724ee41479) because it was the most recently scheduled task; to see more information about memory usage on this node, use `ray logs raylet.out -ip 172.31.237.1`. To see the logs of the worker, use `ray logs worker-ba84684289453ec054c6d0aa4293b77bdf7d3f3e0c77b2724ee41479*out -ip 172.31.237.1. Top 10 memory users:",
+								},
+								{
+									Text: "Memory on the node (IP: 169.254.181.2, ID: 708c7baf966d59aa3f08299830c349ca055293ebb1c33d8e72cd3336) where the task (actor ID: 0dab4ab45f6c947201afac6d01000000, name=RayWorkerVllm.__init__, pid=308, memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 79a553ea91fe46f95e8384ddf8a8f0a01e3418a975ecd0af983c7bb2) because it was the most recently scheduled task; to see more information about memory usage on this node, use `ray logs raylet.out -ip 169.254.181.2`. To see the logs of the worker, use `ray logs worker-79a553ea91fe46f95e8384ddf8a8f0a01e3418a975ecd0af983c7bb2*out -ip 169.254.181.2. Top 10 memory users:",
+								},
+								{
+									Text: "Memory on the node (IP: 172.17.0.2, ID: 8c5a1410013588601db2a6344fa1e07476f4378155083682818ebb94) where the task (task ID: 41617bc740ae9ca27726b37f8578c02f4cf1698d01000000, name=allocate_memory, pid=548, memory used=12.18GB) was running was 21.91GB / 33.28GB (0.658192), which exceeds the memory usage threshold of 0.65. Ray killed this worker (ID: 0f7695fad1848c8703eb36240efa3a80cb82ea43206919f4",
 								},
 							},
 							NotMatch: []Example{
@@ -16197,6 +16207,7 @@ func builtinFiles() []Named {
 								"botocore\\.exceptions\\.(?P<exc>\\w+)",
 								"S3UploadFailedError: Failed to upload",
 								"File \"[^\"]*/(?:s3transfer|botocore|boto3)/[^\"]+\", line \\d+",
+								"AWS Error (?P<code>NETWORK_CONNECTION|UNKNOWN|INVALID_ACCESS_KEY_ID|SIGNATURE_DOES_NOT_MATCH|SLOW_DOWN|SERVICE_UNAVAILABLE|INTERNAL_FAILURE|THROTTLING|REQUEST_TIME_TOO_SKEWED)\\b(?: \\(HTTP status \\d{3}\\))? during \\w+ operation",
 							},
 						},
 						Explanation: "Uploading or downloading a checkpoint or dataset through the S3 API (AWS S3 or a compatible store such as MinIO, R2, Ceph) failed: the endpoint was unreachable or closed the connection, the credentials or bucket policy refused the request, or a multipart transfer gave up after its retries.\n",
@@ -16215,6 +16226,12 @@ func builtinFiles() []Named {
 								{
 									Text: "  File \"/home/franka/openpi/.venv/lib/python3.11/site-packages/s3transfer/futures.py\", line 103, in result",
 								},
+								{
+									Text: "IOError: When initiating multiple part upload for key 'data1.parquet' in bucket 'parquetpoc01': AWS Error NETWORK_CONNECTION during CreateMultipartUpload operation: curlCode: 28, Timeout was reached",
+								},
+								{
+									Text: "OSError: When completing multiple part upload for key '<FILE>' in bucket '<BUCKET>': AWS Error UNKNOWN (HTTP status 400) during CompleteMultipartUpload operation: Unable to parse ExceptionName: InvalidPart Message: One or more of the specified parts could not be found.",
+								},
 							},
 							NotMatch: []Example{
 								{
@@ -16222,6 +16239,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "  File \"/usr/lib/python3.8/http/client.py\", line 963, in send",
+								},
+								{
+									Text: "OSError: When reading information for key 'embedded_images/timestamp=2025-07-30-14/task_1286/0.parquet' in bucket 'xxxx': AWS Error ACCESS_DENIED during HeadObject operation: No response body.",
 								},
 							},
 						},

@@ -480,3 +480,37 @@ func TestOpNamespaceWithoutItsOp(t *testing.T) {
 	require.NotNil(t, res.RootCause, res.VerdictReason)
 	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
 }
+
+// TestTorchSharedFileIsShmNotDisk (pspot34): torch.multiprocessing passes a tensor between a
+// DataLoader worker or a queue's feeder and its reader through a file </torch_PID_...> in
+// /dev/shm, so "unable to write to file </torch_...>: No space left on device (28)" is a full
+// shared memory, at high confidence, never a full disk; older releases print it without the
+// errno. A checkpoint write on a full volume stays disk-full, and a run that only reports its
+// /dev/shm size stays healthy.
+func TestTorchSharedFileIsShmNotDisk(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for _, line := range []string{
+		"RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on device (28)",
+		"RuntimeError: unable to write to file </torch_5845_4138295531>",
+	} {
+		res := analyzeLogs(t, all, progress+
+			"Traceback (most recent call last):\n"+
+			"  File \"/usr/lib/python3.10/multiprocessing/queues.py\", line 244, in _feed\n"+
+			"    obj = _ForkingPickler.dumps(obj)\n"+
+			line+"\n")
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.NotNil(t, res.RootCause)
+		require.Equal(t, CategoryShmBusError, res.RootCause.Category, res.RootCause.Title)
+		require.Equal(t, "shm-bus-error/torch-shared-file", res.RootCause.RuleID)
+		require.Equal(t, ConfidenceHigh, res.Confidence)
+		require.Equal(t, line, res.RootCause.Evidence[0].Text)
+	}
+
+	res := analyzeLogs(t, all, progress+"OSError: [Errno 28] No space left on device: '/output/checkpoint-2000/optimizer.pt'\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryDiskFull, res.RootCause.Category, res.RootCause.Title)
+
+	res = analyzeLogs(t, all, progress+"shm                      64M     0   64M   0% /dev/shm\n"+progress)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}

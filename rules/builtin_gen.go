@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "28b300a48dd706da2930b5689c73d872bcc18d8ecb881328ecd1b0f46e9d85a3"
+const builtinDigest = "550280c205a824d80ffb5acdda52e7de9fbdeb77bafff63bd5ced74848d5caed"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12897,6 +12897,9 @@ func builtinFiles() []Named {
 								"PytorchStreamWriter failed writing (?:file (?P<file>\\S+)|central directory): file write failed",
 								"unexpected pos \\d+ vs \\d+",
 							},
+							Unless: []string{
+								"unable to write to file </torch_",
+							},
 						},
 						Explanation: "A write failed because the file system is full: checkpoints, logs or caches filled the volume or the container's ephemeral storage. torch.save reports it as a failed stream write.\n",
 						Remediation: "Give the output volume more space, keep fewer checkpoints (save_total_limit), and move caches off the container filesystem. If the path is /dev/shm, enlarge the shm emptyDir.\n",
@@ -12927,6 +12930,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "worker-0:52:101 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+								},
+								{
+									Text: "RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on device (28)",
 								},
 								{
 									Text: "tmpfs                 24G   38M   24G   1% /dev/shm",
@@ -13151,6 +13157,49 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "tmpfs                 24G   38M   24G   1% /dev/shm",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "shm-bus-error/torch-shared-file",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Shared memory full while passing tensors between processes",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"unable to write to file </torch_\\d+_\\d+(?:_\\d+)?>",
+							},
+						},
+						Explanation: "A process could not write a tensor it shares with another process (a DataLoader worker sending a batch, a multiprocessing queue) into shared memory: /dev/shm is full. Containers get a 64 MiB /dev/shm by default. The \"No space left on device\" is that of /dev/shm, not of a disk.\n",
+						Remediation: "Mount an emptyDir with medium: Memory at /dev/shm (docker --shm-size or --ipc=host), sized for the workers and counted against the pod's memory limit, or reduce num_workers.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on device (28)",
+								},
+								{
+									Text: "RuntimeError: unable to write to file </torch_5845_4138295531>",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "OSError: [Errno 28] No space left on device: '/output/checkpoint-2000/optimizer.pt'",
+								},
+								{
+									Text: "RuntimeError: unable to open shared memory object </torch_4117_2843069573> in read-write mode",
 								},
 							},
 						},

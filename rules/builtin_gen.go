@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "dceffe9ea13ff6bfbc2844191b316973dc7303e1ba7d4ab6ac16141e84924332"
+const builtinDigest = "d787203937c598e67544134ea4d80836312f291e7e35cd53a23acb04765e5e2a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -12950,6 +12950,53 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:           "unknown/torchelastic-exit-barrier",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "torchrun's agent timed out at its exit barrier (another node's agent never arrived)",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
+						Match: Match{
+							Patterns: []string{
+								"Error waiting on exit barrier\\. Elapsed: [\\d.]+ seconds",
+							},
+						},
+						Explanation: "torchrun's elastic agent finished with its local workers and waited at the exit barrier for the agents of the other nodes; they did not arrive before the barrier's timeout (300 s by default). The store timeout printed under it is this wait, not a failure to start: another node's agent is gone (its machine or pod was lost, preempted or killed) or its workers are still running or stuck.\n",
+						Remediation: "Look at the other nodes: which one stopped logging first, and whether its pod or machine was lost (preemption, eviction, OOM kill, a host failure). A worker failure of this node printed above the barrier error is the failure that matters here.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ERROR:torch.distributed.elastic.agent.server.api:Error waiting on exit barrier. Elapsed: 315.7792458534241 seconds",
+								},
+								{
+									Text: "Error waiting on exit barrier. Elapsed: 300.1 seconds",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "INFO:torch.distributed.elastic.agent.server.api:Done waiting for other agents. Elapsed: 0.00020599365234375 seconds",
+								},
+								{
+									Text: "RuntimeError: Socket Timeout",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "d787203937c598e67544134ea4d80836312f291e7e35cd53a23acb04765e5e2a"
+const builtinDigest = "4dcfc788c33a67a64534ca24f25141b451148171b1d9660ef2ebec20808112af"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -5988,6 +5988,54 @@ func builtinFiles() []Named {
 						},
 					},
 					{
+						ID:       "host-oom/airflow-task-sigkill",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Airflow task process killed by SIGKILL (likely out of host memory)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"Task exited with return code (?:-9\\b|Negsignal\\.SIGKILL\\b)",
+							},
+						},
+						Explanation: "Airflow reports that the process running the task died of SIGKILL. Airflow itself does not send it; with no error of the task's own this is almost always the kernel OOM killer or the container's memory limit (a dataframe or model loaded in the worker's RAM).\n",
+						Remediation: "Give the task more memory (the worker's or the task pod's limit), or move the heavy work out of the worker (a KubernetesPodOperator pod sized for it, chunked loading); check the worker's kernel log or its pod's last state (OOMKilled).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "[2025-04-01, 08:07:05 UTC] {local_task_job_runner.py:266} INFO - Task exited with return code -9. For more information, see https://airflow.apache.org/docs/apache-airflow/stable/troubleshooting.html#LocalTaskJob-killed",
+								},
+								{
+									Text: "Task exited with return code Negsignal.SIGKILL",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[2024-03-08, 22:16:29 UTC] {local_task_job_runner.py:231} INFO - Task exited with return code 100 (task deferral)",
+								},
+								{
+									Text: "[2022-01-25, 20:13:25 UTC] {local_task_job.py:154} INFO - Task exited with return code 1",
+								},
+								{
+									Text: "INFO - Task exited with return code -90",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
 						ID:       "host-oom/tf-cpu-oom",
 						Severity: "error",
 						Layer:    "execution",
@@ -11635,6 +11683,49 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 bytes.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "preempted-evicted/dstack-interrupted",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "dstack's instance was interrupted (spot reclaim or capacity lost)",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"\\bINTERRUPTED_BY_NO_CAPACITY\\b",
+							},
+						},
+						Explanation: "dstack terminated the run because the instance it ran on became unavailable while the run was running: most often the cloud reclaimed a spot instance. The training process did not fail on its own; whatever it printed last is where it was when the machine went away.\n",
+						Remediation: "Give the run a retry policy on interruption and resume from checkpoints, or run on on-demand instances (spot_policy on-demand / --on-demand) when interruptions are too costly.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Run failed with error code INTERRUPTED_BY_NO_CAPACITY.",
+								},
+								{
+									Text: "The `modern-bear-1` run terminated with INTERRUPTED_BY_NO_CAPACITY which typically happens when the cloud interrupts spot instances.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "The server correctly fails the job with FAILED_TO_START_DUE_TO_NO_CAPACITY so it can be retried with `retry`.",
+								},
+								{
+									Text: "Run failed with error code CONTAINER_EXITED_WITH_ERROR. Check CLI and server logs for more details.",
 								},
 							},
 						},

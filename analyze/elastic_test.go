@@ -229,3 +229,46 @@ func TestCaughtExceptionThenTraining(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, CategoryUserCodeError, res.RootCause.Category)
 }
+
+// TestExitBarrierTimeoutIsNoRendezvousFailure: torchelastic's agent, done with its own
+// workers, waits at an exit barrier for the other nodes' agents and logs "Error waiting on
+// exit barrier" with the store's "Socket Timeout" under it when they never come
+// (pytorch/pytorch#69520 shows the line and its traceback, pytorch/pytorch#195543 the fixed
+// 300 s it waits). Another node is gone or still running: the store timed out in the barrier,
+// not at the start, so it is no rendezvous failure, and the line names no cause of its own.
+// The same store timeout at the start of a job stays a rendezvous failure.
+func TestExitBarrierTimeoutIsNoRendezvousFailure(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	barrier := "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 4121) of binary: /usr/bin/python3\n" +
+		"ERROR:torch.distributed.elastic.agent.server.api:Error waiting on exit barrier. Elapsed: 315.7792458534241 seconds\n" +
+		"Traceback (most recent call last):\n" +
+		"  File \"/usr/local/lib/python3.9/site-packages/torch/distributed/elastic/agent/server/api.py\", line 906, in _exit_barrier\n" +
+		"    store_util.barrier(\n" +
+		"  File \"/usr/local/lib/python3.9/site-packages/torch/distributed/elastic/utils/store.py\", line 78, in barrier\n" +
+		"    synchronize(store, data, rank, world_size, key_prefix, barrier_timeout)\n" +
+		"  File \"/usr/local/lib/python3.9/site-packages/torch/distributed/elastic/utils/store.py\", line 64, in synchronize\n" +
+		"    agent_data = get_all(store, rank, key_prefix, world_size)\n" +
+		"  File \"/usr/local/lib/python3.9/site-packages/torch/distributed/elastic/utils/store.py\", line 34, in get_all\n" +
+		"    data = store.get(f\"{prefix}{idx}\")\n" +
+		"RuntimeError: Socket Timeout\n"
+	res := analyzeLogs(t, all, barrier)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.NotNil(t, res.RootCause)
+	require.NotEqual(t, CategoryRendezvous, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, ConfidenceLow, res.Confidence, res.RootCause.Title)
+	require.Contains(t, res.RootCause.Evidence[0].Text, "Error waiting on exit barrier")
+
+	// An agent whose group finished and whose peers all came is healthy.
+	done := "step 400 | loss 1.9600 | lr 2.0e-04\n" +
+		"INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. Waiting 300 seconds for other agents to finish.\n" +
+		"INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (SUCCEEDED). Waiting 300 seconds for other agents to finish\n" +
+		"INFO:torch.distributed.elastic.agent.server.api:Done waiting for other agents. Elapsed: 0.00020599365234375 seconds\n"
+	require.NotEqual(t, VerdictUnhealthy, analyzeLogs(t, all, done).Verdict)
+
+	// The store's timeout while ranks gather at the start is still a rendezvous failure.
+	start := "torch.distributed.DistStoreError: Socket Timeout\n"
+	res = analyzeLogs(t, all, start)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, CategoryRendezvous, res.RootCause.Category, res.RootCause.Title)
+}

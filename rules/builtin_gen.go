@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "550280c205a824d80ffb5acdda52e7de9fbdeb77bafff63bd5ced74848d5caed"
+const builtinDigest = "aa2d1aaaf886907254a42e1528f844dc13617149ad809f6f92a78aabc886300c"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6147,6 +6147,54 @@ func builtinFiles() []Named {
 						},
 					},
 					{
+						ID:       "host-oom/airflow-task-sigkill",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Airflow task process killed by SIGKILL (likely out of host memory)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"Task exited with return code (?:-9\\b|Negsignal\\.SIGKILL\\b)",
+							},
+						},
+						Explanation: "Airflow reports that the process running the task died of SIGKILL. Airflow itself does not send it; with no error of the task's own this is almost always the kernel OOM killer or the container's memory limit (a dataframe or model loaded in the worker's RAM).\n",
+						Remediation: "Give the task more memory (the worker's or the task pod's limit), or move the heavy work out of the worker (a KubernetesPodOperator pod sized for it, chunked loading); check the worker's kernel log or its pod's last state (OOMKilled).\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "[2025-04-01, 08:07:05 UTC] {local_task_job_runner.py:266} INFO - Task exited with return code -9. For more information, see https://airflow.apache.org/docs/apache-airflow/stable/troubleshooting.html#LocalTaskJob-killed",
+								},
+								{
+									Text: "Task exited with return code Negsignal.SIGKILL",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[2024-03-08, 22:16:29 UTC] {local_task_job_runner.py:231} INFO - Task exited with return code 100 (task deferral)",
+								},
+								{
+									Text: "[2022-01-25, 20:13:25 UTC] {local_task_job.py:154} INFO - Task exited with return code 1",
+								},
+								{
+									Text: "INFO - Task exited with return code -90",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
 						ID:       "host-oom/tf-cpu-oom",
 						Severity: "error",
 						Layer:    "execution",
@@ -11808,6 +11856,49 @@ func builtinFiles() []Named {
 							"title",
 						},
 					},
+					{
+						ID:       "preempted-evicted/dstack-interrupted",
+						Severity: "error",
+						Layer:    "control",
+						Title:    "dstack's instance was interrupted (spot reclaim or capacity lost)",
+						Fault:    "platform",
+						Retry:    "transient",
+						Match: Match{
+							Patterns: []string{
+								"\\bINTERRUPTED_BY_NO_CAPACITY\\b",
+							},
+						},
+						Explanation: "dstack terminated the run because the instance it ran on became unavailable while the run was running: most often the cloud reclaimed a spot instance. The training process did not fail on its own; whatever it printed last is where it was when the machine went away.\n",
+						Remediation: "Give the run a retry policy on interruption and resume from checkpoints, or run on on-demand instances (spot_policy on-demand / --on-demand) when interruptions are too costly.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "Run failed with error code INTERRUPTED_BY_NO_CAPACITY.",
+								},
+								{
+									Text: "The `modern-bear-1` run terminated with INTERRUPTED_BY_NO_CAPACITY which typically happens when the cloud interrupts spot instances.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "The server correctly fails the job with FAILED_TO_START_DUE_TO_NO_CAPACITY so it can be retried with `retry`.",
+								},
+								{
+									Text: "Run failed with error code CONTAINER_EXITED_WITH_ERROR. Check CLI and server logs for more details.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
 				},
 			},
 		},
@@ -13115,6 +13206,53 @@ func builtinFiles() []Named {
 							"fault",
 							"id",
 							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:           "unknown/torchelastic-exit-barrier",
+						Severity:     "error",
+						Layer:        "execution",
+						Title:        "torchrun's agent timed out at its exit barrier (another node's agent never arrived)",
+						Fault:        "platform",
+						Retry:        "transient",
+						Role:         "secondary",
+						NamesNoCause: true,
+						Match: Match{
+							Patterns: []string{
+								"Error waiting on exit barrier\\. Elapsed: [\\d.]+ seconds",
+							},
+						},
+						Explanation: "torchrun's elastic agent finished with its local workers and waited at the exit barrier for the agents of the other nodes; they did not arrive before the barrier's timeout (300 s by default). The store timeout printed under it is this wait, not a failure to start: another node's agent is gone (its machine or pod was lost, preempted or killed) or its workers are still running or stuck.\n",
+						Remediation: "Look at the other nodes: which one stopped logging first, and whether its pod or machine was lost (preemption, eviction, OOM kill, a host failure). A worker failure of this node printed above the barrier error is the failure that matters here.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "ERROR:torch.distributed.elastic.agent.server.api:Error waiting on exit barrier. Elapsed: 315.7792458534241 seconds",
+								},
+								{
+									Text: "Error waiting on exit barrier. Elapsed: 300.1 seconds",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "INFO:torch.distributed.elastic.agent.server.api:Done waiting for other agents. Elapsed: 0.00020599365234375 seconds",
+								},
+								{
+									Text: "RuntimeError: Socket Timeout",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"namesNoCause",
 							"remediation",
 							"retry",
 							"role",

@@ -86,6 +86,13 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			// still come (a slow checkpoint), so it is not sure yet.
 			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceMedium, BasisRecentStall
 		}
+		if root.Category == CategoryHang && root.rule != nil && root.rule.Match.Silence == nil && a.loneStall(root) {
+			// Horovod's stall inspector repeats its report every check (60 s) for as long as
+			// the ranks do not come: one report with nothing known of the job after it is a
+			// wait of a minute or more (a slow first batch or checkpoint, an evaluation on one
+			// rank), not a hang shown (horovod/horovod#2315, #100).
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisLoneStall
+		}
 		if root.rule != nil && root.rule.Match.Streak != nil && root.rule.Match.Streak.ToEnd && root.Count < 2 && a.stillRunning() {
 			// One bad row at the end of a job still running is the step it was at when
 			// collected: the next may be finite again.
@@ -152,13 +159,17 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		// than the message does.
 		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
 	}
-	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) ||
+	if last := tf.lines[len(tf.lines)-1]; tf.strongest <= kindRetried && retryLine(last.text) && !lastTry(last.text) ||
 		tf.strongest == kindError && isRecovery(last.text, tailWordsOf(last.text)&hasSocketWord) {
 		// Retries printed again and again to the end of the log show the attempt never
 		// succeeded, not that the process gave up (the last try of a count does): a log cut
 		// while it still retries is a hang as much as a failure. c10d's client logs each
 		// failed connect at warning level and gives up at error level (recovered.go): a log
 		// that ends in a warning-level attempt, with nothing stronger, was still trying.
+		// However few the retries, and whatever stopped the pod after them: NCCL retries a
+		// refused connect silently for its budget and says that it gave up in a WARN line of
+		// its own (NVIDIA/nccl#1515, #1311), so an INFO "retrying" that ends a failed pod's log
+		// says only that the process still tried when its output stopped.
 		a.res.Confidence = ConfidenceLow
 	}
 	if a.res.Confidence == ConfidenceLow {
@@ -176,6 +187,15 @@ func (a *analyzer) stallYoung(f *Finding) bool {
 		return false
 	}
 	return mf.CollectedAt.Sub(*f.Time) < a.stuckAfter
+}
+
+// loneStall says whether f is a collective's stall report (collectiveWaitWords) seen once, in
+// a log nothing else tells the job's end of: no collection time, no pod's status. A stall
+// that lasted repeats its report; a bundle says whether the job went on or stopped.
+func (a *analyzer) loneStall(f *Finding) bool {
+	mf := a.m.Bundle.Manifest
+	return f.Count < 2 && evidenceSays(f.Evidence, collectiveWaitWords) &&
+		(mf == nil || mf.CollectedAt == nil) && len(a.m.Pods) == 0 && (a.m.Job == nil || a.m.Job.Object == nil)
 }
 
 // hedgeLow words a second-tier finding named at low confidence as a possibility: "likely"
@@ -197,6 +217,9 @@ const (
 	// BasisFrame: the second tier named the cause from the innermost frame of a traceback
 	// cut before its exception line.
 	BasisFrame Basis = "frame"
+	// BasisLoneStall: a stall report that repeats while the stall lasts was seen once, in a
+	// log that does not show whether the job went on or stopped.
+	BasisLoneStall Basis = "lone-stall"
 	// BasisOneRow: a specific rule matched a streak that lasts to the log's end, but it is one
 	// row long and the job was still running when it was collected.
 	BasisOneRow Basis = "one-row"

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -159,6 +160,11 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		// than the message does.
 		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
 	}
+	if abortWordsOnly(c) {
+		// The abort's own words name no cause (the message it aborted on, which nothing
+		// named, is the cause): the same as an exit code.
+		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, ""
+	}
 	if last := tf.lines[len(tf.lines)-1]; tf.strongest <= kindRetried && retryLine(last.text) && !lastTry(last.text) ||
 		tf.strongest == kindError && isRecovery(last.text, tailWordsOf(last.text)&hasSocketWord) {
 		// Retries printed again and again to the end of the log show the attempt never
@@ -254,25 +260,33 @@ func (c Classification) confidence() (Confidence, Basis) {
 }
 
 // ownWordsOnly says whether c, the second tier's agreement with a generic crash-signal
-// root, rests only on an abort's words, all of them in the root's own evidence lines: the
-// vocabulary then read the abort again, not the failure it aborted on. A segmentation fault's
+// root, rests only on an abort's words (in the root's evidence lines or in others of the same
+// abort): the vocabulary then read the abort again, not the failure it aborted on. A segmentation fault's
 // words name a crash of their own and keep their confidence.
 func ownWordsOnly(root *Finding, c Classification) bool {
-	if !root.generic || root.Category != CategoryCrashSignal || len(c.Terms) == 0 {
+	return root.generic && root.Category == CategoryCrashSignal && abortWordsOnly(c)
+}
+
+// abortWordsOnly says whether c is crash-signal named by nothing but words that say a
+// process aborted, wherever they were printed: an abort spreads over lines the abort rule
+// need not cite (absl's "*** SIGABRT received at time=...", "Fatal Python error: Aborted",
+// vllm-project/vllm#5458; torchelastic's "Signal 6 (SIGABRT) received by PID" row,
+// open-compass/VLMEvalKit#1131), and each says only what an exit code of 134 says.
+func abortWordsOnly(c Classification) bool {
+	if c.Category != CategoryCrashSignal || len(c.Terms) == 0 {
 		return false
 	}
-	var own strings.Builder
-	for _, e := range root.Evidence {
-		own.WriteString(lowerASCII(e.Text))
-		own.WriteByte('\n')
-	}
+	aborted := false
 	for _, t := range c.Terms {
 		w := lowerASCII(t.Text)
-		if !abortWords[w] || !strings.Contains(own.String(), w) {
+		aborted = aborted || w == "aborted"
+		if !abortWords[w] && w != "fatal python error" {
 			return false
 		}
 	}
-	return true
+	// Python's "Fatal Python error" is an abort's only beside "Aborted" (faulthandler's
+	// "Fatal Python error: Aborted"); its other messages name their own failure.
+	return aborted || !slices.ContainsFunc(c.Terms, func(t MatchedTerm) bool { return lowerASCII(t.Text) == "fatal python error" })
 }
 
 // abortWords are the crash-signal vocabulary's terms that say only that a process aborted

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,4 +33,51 @@ func TestAbortAgreeingWithItself(t *testing.T) {
 	}
 	// A run that stops on purpose and finishes is no abort.
 	requireNotUnhealthyInEitherTier(t, all, "step 1000 loss 1.20\nAborting training: max_steps reached\nTraining completed. Saving model.\n")
+}
+
+// TestAbortSpreadOverLines: an abort printed over lines the abort rule does not cite (absl's
+// signal handler and Python's faulthandler, vllm-project/vllm#5458; torchelastic's failure row,
+// open-compass/VLMEvalKit#1131 and open-mmlab/mmsegmentation#3106) says only that the process
+// aborted, as the one-line form does: crash-signal at low, never "likely" at medium.
+func TestAbortSpreadOverLines(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	absl := "*** SIGABRT received at time=1718198436 on cpu 25 ***\n" +
+		"PC: @     0x79bbf20969fc  (unknown)  pthread_kill\n" +
+		"    @     0x79bbf2042520  (unknown)  (unknown)\n" +
+		"[2024-06-12 13:20:36,731 E 78636 81939] logging.cc:343: *** SIGABRT received at time=1718198436 on cpu 25 ***\n" +
+		"[2024-06-12 13:20:36,731 E 78636 81939] logging.cc:343: PC: @     0x79bbf20969fc  (unknown)  pthread_kill\n" +
+		"[2024-06-12 13:20:36,731 E 78636 81939] logging.cc:343:     @     0x79bbf2042520  (unknown)  (unknown)\n" +
+		"Fatal Python error: Aborted\n\n\n"
+	elastic := "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" +
+		"======================================================\n" +
+		"run.py FAILED\n" +
+		"------------------------------------------------------\n" +
+		"Failures:\n" +
+		"[1]:\n" +
+		"  time      : 2025-07-10_21:46:37\n" +
+		"  host      : ip-172-31-21-134.ec2.internal\n" +
+		"  rank      : 1 (local_rank: 1)\n" +
+		"  exitcode  : -6 (pid: 32051)\n" +
+		"  error_file: <N/A>\n" +
+		"  traceback : Signal 6 (SIGABRT) received by PID 32051\n"
+	mmseg := "Root Cause (first observed failure):\n" +
+		"[0]:\n" +
+		"  time      : 2023-06-14_22:36:10\n" +
+		"  host      : neptun.informatik.uni-kl.de\n" +
+		"  rank      : 0 (local_rank: 0)\n" +
+		"  exitcode  : -6 (pid: 2385922)\n" +
+		"  error_file: <N/A>\n" +
+		"  traceback : Signal 6 (SIGABRT) received by PID 2385922\n"
+	for _, log := range []string{absl, elastic, mmseg} {
+		for _, res := range analyzeInEitherTier(t, all, log) {
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.NotNil(t, res.RootCause)
+			require.Equal(t, CategoryCrashSignal, res.RootCause.Category, findingsOf(res))
+			require.Equal(t, ConfidenceLow, res.Confidence, findingsOf(res))
+		}
+	}
+	// A segmentation fault names a crash of its own: it keeps its confidence.
+	res := analyzeLogs(t, all, strings.Replace(elastic, "exitcode  : -6", "exitcode  : -11", 1))
+	require.Equal(t, CategoryCrashSignal, res.RootCause.Category, findingsOf(res))
 }

@@ -294,3 +294,87 @@ func TestHorovodStallIsAHang(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, "%s %s", res.VerdictReason, findingsOf(res))
 	require.Equal(t, CategoryHang, res.RootCause.Category, findingsOf(res))
 }
+
+// hvdStallAt is Horovod's stall report as NVIDIA/OpenSeq2Seq#456 pasted it (one report, "not
+// sure the impact"), at the given time of day.
+func hvdStallAt(at string) string {
+	return "[2019-06-04 " + at + ": W horovod/common/operations.cc:588] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock.\n" +
+		"Stalled ops:Loss_Optimization/all_reduce/HorovodAllreduce_Loss_Optimization_mul_1_0 [missing ranks: 0]\n"
+}
+
+// TestHorovodLoneStall: Horovod's stall inspector repeats its report at every check for as
+// long as the ranks do not come. One report as a plain log's last words is a wait of a minute
+// or more, which a healthy run prints too (a slow first batch or checkpoint, an evaluation on
+// one rank: horovod/horovod#2315; on 80 nodes "the similar warning message comes once, short
+// later, I can see the training progress", horovod/horovod#100, whose maintainers ask in #86
+// and #100 whether training went on, as the warning cannot say): low, with the reason, not a
+// hang at medium. Reports that repeat are a stall that lasted: medium, as before.
+func TestHorovodLoneStall(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+
+	// NVIDIA/OpenSeq2Seq#456, as docker compose printed it.
+	res := analyzeLogs(t, all, "1469.worker.1  | [2019-06-04T16:49:20Z] [2019-06-04 16:49:19.737850: W horovod/common/operations.cc:588] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock.\n"+
+		"1469.worker.1  | [2019-06-04T16:49:20Z] Stalled ops:Loss_Optimization/all_reduce/HorovodAllreduce_Loss_Optimization_mul_1_0 [missing ranks: 0]\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "hang/horovod-stall", res.RootCause.RuleID, findingsOf(res))
+	require.Equal(t, ConfidenceLow, res.Confidence)
+	require.Equal(t, BasisLoneStall, res.ConfidenceBasis)
+	require.Contains(t, res.RootCause.Evidence[0].Text, "waiting for remainder of ranks")
+
+	// horovod/horovod#100: the older "WARNING: " form, once.
+	res = analyzeLogs(t, all, "WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. Stalled ops: HorovodBroadcast_fc1_fc1_beta_Adam_1_0 [ready ranks: 44, 90, 183, 148, 71, 83, 158, ...\n")
+	require.Equal(t, CategoryHang, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceLow, res.Confidence)
+
+	// The report repeated a minute later: the stall lasted, as far as the log shows.
+	res = analyzeLogs(t, all, hvdStallAt("16:49:19.737850")+hvdStallAt("16:50:19.738018"))
+	require.Equal(t, "hang/horovod-stall", res.RootCause.RuleID, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+	require.Equal(t, BasisSymptom, res.ConfidenceBasis)
+}
+
+// TestStallRepeatedIsNotYoung: a stall is young by when it was first reported. Horovod's
+// report repeated every minute for half an hour, the last a minute before the collection, in
+// a job still running, is a hang shown: high, not recent-stall. The same report first seen a
+// minute before the collection is young: medium, recent-stall.
+func TestStallRepeatedIsNotYoung(t *testing.T) {
+	running := `  phase: Running
+  startTime: "2026-03-14T10:00:10Z"
+  containerStatuses:
+  - {name: pytorch, image: "registry.local/ml/trainer:v2", imageID: "registry.local/ml/trainer@sha256:1", ready: true, restartCount: 0, state: {running: {startedAt: "2026-03-14T10:00:20Z"}}}
+`
+	// timed prefixes each line of Horovod's report at at with the time kubectl logs
+	// --timestamps gives it.
+	timed := func(at time.Time) string {
+		var b strings.Builder
+		for l := range strings.SplitSeq(strings.TrimSuffix(hvdStallAt(at.Format("15:04:05.000000")), "\n"), "\n") {
+			b.WriteString(at.Format(time.RFC3339) + " " + l + "\n")
+		}
+		return b.String()
+	}
+	const step = "2026-03-14T10:29:00Z Epoch 3 step 1200 loss 2.3104\n"
+	t0 := time.Date(2026, 3, 14, 10, 30, 0, 0, time.UTC)
+	var log strings.Builder
+	log.WriteString(step)
+	for m := 1; m <= 30; m++ {
+		log.WriteString(timed(t0.Add(time.Duration(m) * time.Minute)))
+	}
+	files := map[string]string{
+		"resources/kubeflow.org/PyTorchJob/ml/train.yaml": pytorchJobYAML(1, "Running", "2026-03-14T10:00:30Z"),
+		"resources/core/Pod/ml/train-worker-0.yaml":       workerPodYAML(0, running),
+		"logs/ml/train-worker-0/pytorch.log":              log.String(),
+	}
+	collected := t0.Add(31 * time.Minute)
+	res := analyzeBundle(t, files, collected, Options{})
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.Equal(t, "hang/horovod-stall", res.RootCause.RuleID, findingsOf(res))
+	require.Equal(t, ConfidenceHigh, res.Confidence)
+	require.Empty(t, res.ConfidenceBasis)
+
+	files["logs/ml/train-worker-0/pytorch.log"] = step + timed(collected.Add(-time.Minute))
+	res = analyzeBundle(t, files, collected, Options{})
+	require.Equal(t, "hang/horovod-stall", res.RootCause.RuleID, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+	require.Equal(t, BasisRecentStall, res.ConfidenceBasis)
+}

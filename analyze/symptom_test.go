@@ -39,8 +39,9 @@ func TestSymptomThatNamesNoCause(t *testing.T) {
 			"collective-error/mpi-nonzero-exit", ConfidenceMedium},
 		// https://github.com/horovod/horovod/issues/1890 (the stall inspector's warning: the
 		// ranks it waits for may still come)
-		{"horovod stall warning", "[1,0]<stderr>:[2020-04-20 20:29:29. 89665: W horovod/common/stall_inspector.cc:105] " +
-			"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds.\n",
+		// (repeated: one report alone is a wait of a minute or two, TestHorovodLoneStall)
+		{"horovod stall warning", strings.Repeat("[1,0]<stderr>:[2020-04-20 20:29:29. 89665: W horovod/common/stall_inspector.cc:105] "+
+			"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds.\n", 2),
 			"hang/horovod-stall", ConfidenceMedium},
 		// A timeout that names its collective and rank says what happened: high.
 		{"nccl watchdog", "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: " +

@@ -941,7 +941,7 @@ func retriedEnd(lines []tailLine, kinds []lineKind, words []wordSet, lastProgres
 		return
 	}
 	t := lines[end].text
-	if !literal.Any(retryWord, t) || literal.Any(enteredLoop, t) {
+	if !retryLine(t) {
 		return
 	}
 	if counted, last := retryCount(t); counted {
@@ -1013,6 +1013,11 @@ func retryCount(t []byte) (counted, last bool) {
 		return true, bytes.Equal(m[3], []byte("0"))
 	}
 	return true, bytes.Equal(m[1], m[2])
+}
+
+// retryLine says whether t says that it retries (not that a retry loop is entered).
+func retryLine(t []byte) bool {
+	return literal.Any(retryWord, t) && !literal.Any(enteredLoop, t)
 }
 
 // lastTry says whether retry line t numbers itself as the last of its count.

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,13 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			// still come (a slow checkpoint), so it is not sure yet.
 			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceMedium, BasisRecentStall
 		}
+		if root.Category == CategoryHang && root.rule != nil && root.rule.Match.Silence == nil && a.loneStall(root) {
+			// Horovod's stall inspector repeats its report every check (60 s) for as long as
+			// the ranks do not come: one report with nothing known of the job after it is a
+			// wait of a minute or more (a slow first batch or checkpoint, an evaluation on one
+			// rank), not a hang shown (horovod/horovod#2315, #100).
+			a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisLoneStall
+		}
 		if root.rule != nil && root.rule.Match.Streak != nil && root.rule.Match.Streak.ToEnd && root.Count < 2 && a.stillRunning() {
 			// One bad row at the end of a job still running is the step it was at when
 			// collected: the next may be finite again.
@@ -159,13 +167,22 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		// than the message does.
 		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
 	}
-	if last := tf.lines[len(tf.lines)-1]; tf.strongest == kindRetried && !lastTry(last.text) ||
+	if abortWordsOnly(c) {
+		// The abort's own words name no cause (the message it aborted on, which nothing
+		// named, is the cause): the same as an exit code.
+		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, ""
+	}
+	if last := tf.lines[len(tf.lines)-1]; tf.strongest <= kindRetried && retryLine(last.text) && !lastTry(last.text) ||
 		tf.strongest == kindError && isRecovery(last.text, tailWordsOf(last.text)&hasSocketWord) {
 		// Retries printed again and again to the end of the log show the attempt never
 		// succeeded, not that the process gave up (the last try of a count does): a log cut
 		// while it still retries is a hang as much as a failure. c10d's client logs each
 		// failed connect at warning level and gives up at error level (recovered.go): a log
 		// that ends in a warning-level attempt, with nothing stronger, was still trying.
+		// However few the retries, and whatever stopped the pod after them: NCCL retries a
+		// refused connect silently for its budget and says that it gave up in a WARN line of
+		// its own (NVIDIA/nccl#1515, #1311), so an INFO "retrying" that ends a failed pod's log
+		// says only that the process still tried when its output stopped.
 		a.res.Confidence = ConfidenceLow
 	}
 	if a.res.Confidence == ConfidenceLow {
@@ -183,6 +200,15 @@ func (a *analyzer) stallYoung(f *Finding) bool {
 		return false
 	}
 	return mf.CollectedAt.Sub(*f.Time) < a.stuckAfter
+}
+
+// loneStall says whether f is a collective's stall report (collectiveWaitWords) seen once, in
+// a log nothing else tells the job's end of: no collection time, no pod's status. A stall
+// that lasted repeats its report; a bundle says whether the job went on or stopped.
+func (a *analyzer) loneStall(f *Finding) bool {
+	mf := a.m.Bundle.Manifest
+	return f.Count < 2 && evidenceSays(f.Evidence, collectiveWaitWords) &&
+		(mf == nil || mf.CollectedAt == nil) && len(a.m.Pods) == 0 && (a.m.Job == nil || a.m.Job.Object == nil)
 }
 
 // hedgeLow words a second-tier finding named at low confidence as a possibility: "likely"
@@ -204,6 +230,9 @@ const (
 	// BasisFrame: the second tier named the cause from the innermost frame of a traceback
 	// cut before its exception line.
 	BasisFrame Basis = "frame"
+	// BasisLoneStall: a stall report that repeats while the stall lasts was seen once, in a
+	// log that does not show whether the job went on or stopped.
+	BasisLoneStall Basis = "lone-stall"
 	// BasisOneRow: a specific rule matched a streak that lasts to the log's end, but it is one
 	// row long and the job was still running when it was collected.
 	BasisOneRow Basis = "one-row"
@@ -241,25 +270,33 @@ func (c Classification) confidence() (Confidence, Basis) {
 }
 
 // ownWordsOnly says whether c, the second tier's agreement with a generic crash-signal
-// root, rests only on an abort's words, all of them in the root's own evidence lines: the
-// vocabulary then read the abort again, not the failure it aborted on. A segmentation fault's
+// root, rests only on an abort's words (in the root's evidence lines or in others of the same
+// abort): the vocabulary then read the abort again, not the failure it aborted on. A segmentation fault's
 // words name a crash of their own and keep their confidence.
 func ownWordsOnly(root *Finding, c Classification) bool {
-	if !root.generic || root.Category != CategoryCrashSignal || len(c.Terms) == 0 {
+	return root.generic && root.Category == CategoryCrashSignal && abortWordsOnly(c)
+}
+
+// abortWordsOnly says whether c is crash-signal named by nothing but words that say a
+// process aborted, wherever they were printed: an abort spreads over lines the abort rule
+// need not cite (absl's "*** SIGABRT received at time=...", "Fatal Python error: Aborted",
+// vllm-project/vllm#5458; torchelastic's "Signal 6 (SIGABRT) received by PID" row,
+// open-compass/VLMEvalKit#1131), and each says only what an exit code of 134 says.
+func abortWordsOnly(c Classification) bool {
+	if c.Category != CategoryCrashSignal || len(c.Terms) == 0 {
 		return false
 	}
-	var own strings.Builder
-	for _, e := range root.Evidence {
-		own.WriteString(lowerASCII(e.Text))
-		own.WriteByte('\n')
-	}
+	aborted := false
 	for _, t := range c.Terms {
 		w := lowerASCII(t.Text)
-		if !abortWords[w] || !strings.Contains(own.String(), w) {
+		aborted = aborted || w == "aborted"
+		if !abortWords[w] && w != "fatal python error" {
 			return false
 		}
 	}
-	return true
+	// Python's "Fatal Python error" is an abort's only beside "Aborted" (faulthandler's
+	// "Fatal Python error: Aborted"); its other messages name their own failure.
+	return aborted || !slices.ContainsFunc(c.Terms, func(t MatchedTerm) bool { return lowerASCII(t.Text) == "fatal python error" })
 }
 
 // abortWords are the crash-signal vocabulary's terms that say only that a process aborted

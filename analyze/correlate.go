@@ -668,12 +668,13 @@ func carriedBy(carried map[*Finding]*Finding, f *Finding) *Finding {
 	return s
 }
 
-// collectiveBefore returns, for a CUDA error chosen as the root, the NCCL error its process
-// printed before it in the same log, when there is one; else the root itself. A CUDA error
-// explains the NCCL errors it causes, which its log prints after it; an NCCL error printed
-// before it (an InfiniBand completion error, then NCCL's "Cuda failure" as the communicator
-// is torn down) came first, and line order within one log is time order also where lines
-// carry no time. Symptoms count: with nothing before them in the log, they are what failed
+// collectiveBefore returns, for a CUDA error chosen as the root, the NCCL error or collective
+// timeout its process printed before it in the same log, when there is one; else the root
+// itself. A CUDA error explains the NCCL errors it causes, which its log prints after it; an
+// NCCL error printed before it (an InfiniBand completion error, then NCCL's "Cuda failure" as
+// the communicator is torn down) came first, and so did a timeout (DeepEP's kernels trap
+// after printing theirs, and the trap is the "unspecified launch failure" that follows); line
+// order within one log is time order also where lines carry no time. Symptoms count: with nothing before them in the log, they are what failed
 // first. A generic NCCL line (a CUDA call NCCL saw fail) is that CUDA error itself.
 func (a *analyzer) collectiveBefore(root *Finding) *Finding {
 	if root.Category != CategoryCUDAError && root.Category != CategoryCrashSignal || root.log == "" {
@@ -683,7 +684,7 @@ func (a *analyzer) collectiveBefore(root *Finding) *Finding {
 		if f.log != root.log || f.order >= root.order {
 			continue
 		}
-		if f.Category == CategoryCollectiveError && f.Severity >= SeverityError && !f.generic && f.SecondaryOf == "" && sameProcess(f, root) {
+		if (f.Category == CategoryCollectiveError || f.Category == CategoryCollectiveTimeout) && f.Severity >= SeverityError && !f.generic && f.SecondaryOf == "" && sameProcess(f, root) {
 			return f
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // TorchTitan move tokens between experts with DeepEP over NVSHMEM, and run FP8/FP4 GEMMs as
 // CUTLASS kernels. Their failures are named in their own words at high confidence, with the
 // line a user would point at as evidence: DeepEP's dispatch timeouts (DeepEP#158, PR#181,
-// Megatron-Bridge#1335), NVSHMEM that cannot connect its transport (DeepEP#38, #17, #150),
+// Megatron-Bridge#1335), NVSHMEM that cannot connect its transport (DeepEP#38, #17),
 // DeepEP's assertion on the queue pairs per peer (sglang#6017, sglang PR#6832), a segfault
 // in the banner of tvm_ffi's handler that FlashInfer and CuTe DSL kernels load (vllm#27868,
 // vllm#44780), and a CUTLASS kernel built without its arch-specific target (tritonbench
@@ -47,6 +47,13 @@ func TestExpertParallelKernelFailures(t *testing.T) {
 		{"DeepEP's buffer has fewer queue pairs than channels",
 			"Assertion failed: /sgl-workspace/DeepEP/csrc/kernels/internode.cu:483, condition: ibgda_get_state()->num_rc_per_pe >= num_channels\n",
 			CategoryConfigError, "config-error/deepep-qps-per-rank", "num_rc_per_pe >= num_channels"},
+		{"DeepEP's kernel traps after its timeout: the CUDA error that follows is the trap's (DeepEP#274)",
+			"WARN: IB: read failed in ib_roce_get_version_num: Invalid argument\n" +
+				"DeepEP dispatch NVL receiver timeout, channel: 6, RDMA: 0, nvl: 0, src NVL: 5, head: 315, tail: 315\n" +
+				"DeepEP dispatch NVL receiver timeout, channel: 10, RDMA: 0, nvl: 0, src NVL: 5, head: 300, tail: 300\n" +
+				"terminate called after throwing an instance of 'EPException'\n" +
+				"  what():  Failed: CUDA error /workspace/DeepEP/csrc/deep_ep.cpp:83 'unspecified launch failure'\n",
+			CategoryCollectiveTimeout, "collective-timeout/deepep-dispatch-timeout", "DeepEP dispatch NVL receiver timeout, channel: 6"},
 		{"tvm_ffi's handler reports a segfault while a checkpoint is written",
 			progress +
 				"!!!!!!! Segfault encountered !!!!!!!\n" +
@@ -116,5 +123,24 @@ func TestExpertParallelStackNoticesOfHealthyRuns(t *testing.T) {
 	} {
 		res := analyzeLogs(t, all, log+progress)
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s\n%s", log, res.VerdictReason)
+	}
+}
+
+// TestNVSHMEMInitExitNamesNoTransport: NVSHMEM's last line after any failure of its init
+// ("aborting due to error in nvshmemi_init_thread") follows a bootstrap plugin it could not
+// load as well as a transport that did not connect (NVSHMEM's troubleshooting FAQ): it is no
+// evidence of a transport failure at high confidence.
+func TestNVSHMEMInitExitNamesNoTransport(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, all,
+		"src/bootstrap/bootstrap_loader.cpp:46: NULL value Bootstrap unable to load 'nvshmem_bootstrap_mpi.so'\n"+
+			"    nvshmem_bootstrap_mpi.so: cannot open shared object file: No such file or directory\n"+
+			"src/bootstrap/bootstrap.cpp:26: non-zero status: -1 bootstrap_loader_init returned error\n"+
+			"src/init/init.cpp:101: non-zero status: 7 bootstrap_init failed\n"+
+			"src/init/init.cpp:767: non-zero status: 7 nvshmem_bootstrap failed\n"+
+			"src/init/init.cpp:792: non-zero status: 7: Success, exiting... aborting due to error in nvshmemi_init_thread\n")
+	if res.RootCause != nil {
+		require.NotEqual(t, "collective-error/nvshmem-setup-failed", res.RootCause.RuleID)
 	}
 }

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "aa2d1aaaf886907254a42e1528f844dc13617149ad809f6f92a78aabc886300c"
+const builtinDigest = "fa92e50561e0aeb625a4f6d66f544e36ae23408ea52fea7eb2ad51b6d5ee1b6a"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -638,7 +638,6 @@ func builtinFiles() []Named {
 						Match: Match{
 							Patterns: []string{
 								"nvshmem (?:setup connections|detect topo) failed",
-								"aborting due to error in nvshmemi_init_thread",
 							},
 						},
 						Explanation: "NVSHMEM, the GPU-initiated communication library under DeepEP's expert all-to-all, could not connect its endpoints (IBGDA or IBRC queue pairs over InfiniBand or RoCE) or initialise any transport, so the MoE dispatcher never started.\n",
@@ -651,11 +650,11 @@ func builtinFiles() []Named {
 								{
 									Text: "nvshmem setup connections failed",
 								},
-								{
-									Text: "aborting due to error in nvshmemi_init_thread",
-								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "src/init/init.cpp:792: non-zero status: 7: Success, exiting... aborting due to error in nvshmemi_init_thread",
+								},
 								{
 									Text: "WARN: Failed to initialize all selected devices. Perf may be limited.",
 								},

@@ -71,6 +71,14 @@ func TestTreeMemoSeesEveryChange(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "logs", "ml", "b", "side.log"), []byte("x\n"), 0o644))
 		}},
 		{"a file removed", func() { require.NoError(t, os.Remove(filepath.Join(dir, "logs", "ml", "a", "main.log"))) }},
+		// Pod c holds dirFDFiles files or more: its files are stat'ed through the directory
+		// opened once, whose own signature must then say that an entry came or went.
+		{"a file added to a directory of many files", func() {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "logs", "ml", "c", "side-new.log"), []byte("x\n"), 0o644))
+		}},
+		{"a file removed from a directory of many files", func() {
+			require.NoError(t, os.Remove(filepath.Join(dir, "logs", "ml", "c", "side-0.log")))
+		}},
 		{"a file rewritten in place", func() {
 			p := filepath.Join(dir, "logs", "ml", "c", "main.log")
 			info, err := os.Stat(p)

@@ -674,8 +674,9 @@ func carriedBy(carried map[*Finding]*Finding, f *Finding) *Finding {
 // NCCL error printed before it (an InfiniBand completion error, then NCCL's "Cuda failure" as
 // the communicator is torn down) came first, and so did a timeout (DeepEP's kernels trap
 // after printing theirs, and the trap is the "unspecified launch failure" that follows); line
-// order within one log is time order also where lines carry no time. Symptoms count: with nothing before them in the log, they are what failed
-// first. A generic NCCL line (a CUDA call NCCL saw fail) is that CUDA error itself.
+// order within one log is time order also where lines carry no time. Symptoms count: with
+// nothing before them in the log, they are what failed first. A generic NCCL line (a CUDA
+// call NCCL saw fail) is that CUDA error itself.
 func (a *analyzer) collectiveBefore(root *Finding) *Finding {
 	if root.Category != CategoryCUDAError && root.Category != CategoryCrashSignal || root.log == "" {
 		return root

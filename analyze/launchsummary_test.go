@@ -200,11 +200,29 @@ func TestTorchelasticSigkillAfterTimeout(t *testing.T) {
 	require.Equal(t, BasisKillAfterTimeout, res.ConfidenceBasis)
 	require.Contains(t, findingsOf(res), "collective-timeout")
 
-	// Another log's timeout is no part of this one's order: the kill alone stays medium.
+	// The kill alone stays medium.
 	res = analyzeLogs(t, all, "step 40 | loss 1.93\n"+kill)
 	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
 	require.Equal(t, ConfidenceMedium, res.Confidence)
 	require.Equal(t, BasisUsualCause, res.ConfidenceBasis)
+
+	// PyTorch's generic abort lines are printed for a peer's NCCL error too, with no wait
+	// (tatsu-lab/stanford_alpaca#207's form): no timeout, the kill stays medium.
+	peerGone := "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.\n" +
+		"[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire process down.\n" +
+		"terminate called after throwing an instance of 'std::runtime_error'\n" +
+		"  what():  NCCL error: remote process exited or there was a network error, NCCL version 2.14.3\n" +
+		"ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+	res = analyzeLogs(t, all, "step 40 | loss 1.93\n"+peerGone+kill)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence, findingsOf(res))
+	require.Equal(t, BasisUsualCause, res.ConfidenceBasis)
+
+	// Another log's timeout (rank 0's, the launcher's report in a log of its own) is no part
+	// of the launcher log's order: the kill stays medium.
+	res = analyzeLogs(t, all, "step 40 | loss 1.93\n"+timeout, "step 40 | loss 1.93\n"+kill)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence, findingsOf(res))
 }
 
 // TestColossalaiRunSSHAuth: `colossalai run` starts each node's torchrun over ssh (paramiko)

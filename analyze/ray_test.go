@@ -136,10 +136,21 @@ func TestRayTrainMemoryMonitorAndArrowS3(t *testing.T) {
 		res := analyzeLogs(t, all, "== Status ==\nMemory usage on this node: 34.5/64.0 GiB\nUsing FIFO scheduling algorithm.\n"+training)
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
 	})
-	t.Run("an S3 request refused is not a storage failure", func(t *testing.T) {
-		res := analyzeLogs(t, all, training+denied)
-		if res.RootCause != nil {
-			require.NotEqual(t, CategoryStorageError, res.RootCause.Category)
-		}
-	})
+	// A request the store refused (access denied, a key it does not know, 403) is the user's
+	// credentials, permanent; a redirect to the bucket's region is configuration. Neither is a
+	// failure of the store.
+	for _, line := range []string{
+		denied,
+		"OSError: When getting information for key 'ckpt/model.pt' in bucket 'ml-ckpts': AWS Error UNKNOWN (HTTP status 403) during HeadObject operation: No response body.\n",
+		"OSError: When getting information for key 'ckpt/model.pt' in bucket 'ml-ckpts': AWS Error INVALID_ACCESS_KEY_ID during HeadObject operation: The AWS Access Key Id you provided does not exist in our records.\n",
+	} {
+		res := analyzeLogs(t, all, training+line)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Equal(t, "permission-denied/object-store-denied", res.RootCause.RuleID, line)
+		require.Equal(t, FaultUser, res.RootCause.Fault, line)
+	}
+	res := analyzeLogs(t, all, training+"OSError: When getting information for key 'uber' in bucket 'coiled-data': AWS Error UNKNOWN (HTTP status 301) during HeadObject operation: No response body. Looks like the configured region is 'us-east-1' while the bucket is located in 'us-east-2'.\n")
+	if res.RootCause != nil {
+		require.NotEqual(t, CategoryStorageError, res.RootCause.Category, res.RootCause.RuleID)
+	}
 }

@@ -83,8 +83,9 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 			if a.timedOutBefore(root) {
 				// Its own log shows a collective that had already timed out: the launcher
 				// notices a dead worker within seconds, so a kill it reports after a
-				// half-hour wait did not start that wait here (it tears the job down, or a
-				// rank stuck swapping was killed at last): could not tell which.
+				// half-hour wait did not start that wait here; a rank stuck swapping may
+				// have been killed at last, or the OOM killer took it for another reason:
+				// could not tell.
 				a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisKillAfterTimeout
 			}
 		}
@@ -596,10 +597,11 @@ func (a *analyzer) renumber() {
 }
 
 // timedOutBefore says whether root's log shows a collective operation that timed out (an NCCL
-// watchdog's report) before root's line.
+// watchdog's report) before root's line. PyTorch's generic abort lines ("Some NCCL operations
+// have failed or timed out") do not count: a peer's NCCL error, with no wait at all, prints them.
 func (a *analyzer) timedOutBefore(root *Finding) bool {
 	for _, f := range a.findings {
-		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCollectiveTimeout && f.Severity >= SeverityError {
+		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCollectiveTimeout && !f.generic && f.Severity >= SeverityError {
 			return true
 		}
 	}

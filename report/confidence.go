@@ -21,7 +21,7 @@ func (rc *RootCause) ConfidenceText() string {
 		return "medium — a launcher reported the signal a process died of, and its usual cause is named (the OOM killer for a SIGKILL), not one the log shows: check the pod's last state or the node's kernel log"
 
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisKillAfterTimeout:
-		return "low — could not tell for sure: a launcher reported a SIGKILL (usually the OOM killer), but the same log shows a collective that had already timed out before it, and a launcher notices a dead worker within seconds: the kill may be the job's teardown, or a rank stuck swapping killed at last; check the pod's last state or the node's kernel log"
+		return "low — could not tell for sure: a launcher reported a SIGKILL (usually the OOM killer), but the same log shows a collective that had already timed out before it, and a launcher notices a dead worker within seconds, so the kill did not start that wait (a rank stuck swapping may have been killed at last); check the pod's last state or the node's kernel log"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisPossibleCauses:
 		return "low — could not tell for sure: named only from a message's list of the causes the failure might have, not one it had"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisLibraryCall:

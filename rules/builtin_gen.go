@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "fa92e50561e0aeb625a4f6d66f544e36ae23408ea52fea7eb2ad51b6d5ee1b6a"
+const builtinDigest = "26ee6deed2f2321aa352471bac9129dbbe82cc5f9448110687093d71fe3f1834"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -16393,7 +16393,7 @@ func builtinFiles() []Named {
 								"botocore\\.exceptions\\.(?P<exc>\\w+)",
 								"S3UploadFailedError: Failed to upload",
 								"File \"[^\"]*/(?:s3transfer|botocore|boto3)/[^\"]+\", line \\d+",
-								"AWS Error (?P<code>NETWORK_CONNECTION|UNKNOWN|INVALID_ACCESS_KEY_ID|SIGNATURE_DOES_NOT_MATCH|SLOW_DOWN|SERVICE_UNAVAILABLE|INTERNAL_FAILURE|THROTTLING|REQUEST_TIME_TOO_SKEWED)\\b(?: \\(HTTP status \\d{3}\\))? during \\w+ operation",
+								"AWS Error (?P<code>NETWORK_CONNECTION|UNKNOWN|SLOW_DOWN|SERVICE_UNAVAILABLE|INTERNAL_FAILURE|THROTTLING|REQUEST_TIME_TOO_SKEWED)(?: \\(HTTP status (?:40[0-24-9]|4[1-9]\\d|5\\d\\d)\\))? during \\w+ operation",
 							},
 						},
 						Explanation: "Uploading or downloading a checkpoint or dataset through the S3 API (AWS S3 or a compatible store such as MinIO, R2, Ceph) failed: the endpoint was unreachable or closed the connection, the credentials or bucket policy refused the request, or a multipart transfer gave up after its retries.\n",
@@ -16429,6 +16429,12 @@ func builtinFiles() []Named {
 								{
 									Text: "OSError: When reading information for key 'embedded_images/timestamp=2025-07-30-14/task_1286/0.parquet' in bucket 'xxxx': AWS Error ACCESS_DENIED during HeadObject operation: No response body.",
 								},
+								{
+									Text: "OSError: When getting information for key 'uber' in bucket 'coiled-data': AWS Error UNKNOWN (HTTP status 301) during HeadObject operation: No response body. Looks like the configured region is 'us-east-1' while the bucket is located in 'us-east-2'.",
+								},
+								{
+									Text: "OSError: When getting information for key 'ckpt/model.pt' in bucket 'ml-ckpts': AWS Error INVALID_ACCESS_KEY_ID during HeadObject operation: The AWS Access Key Id you provided does not exist in our records.",
+								},
 							},
 						},
 						keys: []string{
@@ -16453,6 +16459,7 @@ func builtinFiles() []Named {
 							Patterns: []string{
 								"An? (?:client )?error (?:occurred )?\\(AccessDenied\\) (?:occurred )?when calling the (?P<op>\\w+) operation",
 								"google\\.(?:api_core|cloud)\\.exceptions\\.Forbidden: 403\\b",
+								"AWS Error (?:ACCESS_DENIED|INVALID_ACCESS_KEY_ID|SIGNATURE_DOES_NOT_MATCH|UNKNOWN \\(HTTP status 403\\)) during (?P<op>\\w+) operation",
 							},
 						},
 						Explanation: "The object store answered 403: the credentials the pod uses (an IAM role, a service account, access keys in a Secret) may not read or write this bucket or prefix. Retrying does not help; the checkpoint or dataset transfer fails the same way every time.\n",
@@ -16474,8 +16481,20 @@ func builtinFiles() []Named {
 								{
 									Text: "google.cloud.exceptions.Forbidden: 403 Caller does not have storage.buckets.get access to bucket aircraft-audio-data.",
 								},
+								{
+									Text: "OSError: When reading information for key 'embedded_images/timestamp=2025-07-30-14/task_1286/0.parquet' in bucket 'xxxx': AWS Error ACCESS_DENIED during HeadObject operation: No response body.",
+								},
+								{
+									Text: "(ObjectDetection pid=13508) 2023-04-18 13:48:58,003     ERROR syncer.py:437 -- Caught sync error: Sync process failed: When initiating multiple part upload for key 'ray/tune/checkpoints/x/checkpoint_000001/.is_checkpoint' in bucket 'bucket-test': AWS Error INVALID_ACCESS_KEY_ID during CreateMultipartUpload operation: The Access Key Id you provided does not exist in our records.. Retrying after sleeping for 1.0 seconds...",
+								},
 							},
 							NotMatch: []Example{
+								{
+									Text: "OSError: When getting information for key 'uber' in bucket 'coiled-data': AWS Error UNKNOWN (HTTP status 301) during HeadObject operation: No response body. Looks like the configured region is 'us-east-1' while the bucket is located in 'us-east-2'.",
+								},
+								{
+									Text: "IOError: When initiating multiple part upload for key 'data1.parquet' in bucket 'parquetpoc01': AWS Error NETWORK_CONNECTION during CreateMultipartUpload operation: curlCode: 28, Timeout was reached",
+								},
 								{
 									Text: "botocore.exceptions.ConnectionClosedError: Connection was closed before we received a valid response from endpoint URL:",
 								},

@@ -60,6 +60,9 @@ type Finding struct {
 	// restarted: the progress that recovered from the finding came after a restart;
 	// groupRestart: a restart of the worker group that an elastic agent logged (recovery.go).
 	restarted, groupRestart bool
+	// retried: the finding's last line, or one of the few lines after it, says that what failed
+	// is tried again (recovery.go, announcesRetry); retriedPast: training went on after that.
+	retried, retriedPast bool
 	// nodeEvidence: the finding is a node's own (a node condition or event, a line of a GPU
 	// agent's log on the node), not a pod's; context: such a finding of a GPU fault that does
 	// not line up in time with the failures on its node (nodeContext).

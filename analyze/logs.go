@@ -72,6 +72,10 @@ type logScanner struct {
 	// otherFailures: the line is in the "Failures:" part of torchelastic's failure table, above
 	// its "Root Cause (first observed failure):" (elasticTable).
 	otherFailures bool
+	// retryWatch is the finding of a line just visited that did not itself say it is retried,
+	// while the lines up to retryUntil may say so (recovery.go, announcesRetry).
+	retryWatch *Finding
+	retryUntil int
 	// groups are the log's last lines in which an elastic agent restarted or started its
 	// worker group (recovery.go), at most maxGroupLines.
 	groups []groupLine
@@ -187,6 +191,9 @@ func (s *logScanner) visit(l *logscan.Scanned) {
 	}
 	text, bracket := s.numbers.strip(line)
 	text, pre := splitPrefix(text)
+	if s.retryWatch != nil {
+		s.watchRetry(l.Number, text)
+	}
 	if pre.stream == "" && bracket >= 0 {
 		pre.rank, pre.stream = bracket, rankStream(bracket)
 	}
@@ -301,6 +308,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText
 		}
 		if f != nil {
 			f.Count++
+			s.noteRetry(f, num, raw.b)
 			f.notePrintedWait(raw.b)
 			f.addStream(stream)
 			if last := &f.Evidence[len(f.Evidence)-1]; num > last.LastLine {
@@ -321,6 +329,7 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText
 		f.order, f.log, f.stream, f.step = num, s.ls.Path, stream, proc.step
 		f.Evidence = []Evidence{{Source: SourceLog, File: s.ls.Path, Line: num, Time: timePtr(ts), Text: raw.excerpt()}}
 		f.addStream(stream)
+		s.noteRetry(f, num, raw.b)
 		f.notePrintedWait(raw.b)
 		s.byRule[h.Rule] = f
 		s.findings = append(s.findings, f)

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -152,5 +153,41 @@ func TestRayTrainMemoryMonitorAndArrowS3(t *testing.T) {
 	res := analyzeLogs(t, all, training+"OSError: When getting information for key 'uber' in bucket 'coiled-data': AWS Error UNKNOWN (HTTP status 301) during HeadObject operation: No response body. Looks like the configured region is 'us-east-1' while the bucket is located in 'us-east-2'.\n")
 	if res.RootCause != nil {
 		require.NotEqual(t, CategoryStorageError, res.RootCause.Category, res.RootCause.RuleID)
+	}
+}
+
+// TestRetriedFailureTrainedPast: a failure whose client says it tries again, after which
+// training goes on in the same log, did not end the job, however its words read (Ray Tune's
+// syncer failing a checkpoint upload once). The same failure printed again after the
+// training, with no retry said, or a retry that says it is the last, is how the log ends.
+func TestRetriedFailureTrainedPast(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	before := "(RayTrainWorker pid=82347, ip=10.0.12.7) epoch 3 step 100 loss 1.214\n(RayTrainWorker pid=82347, ip=10.0.12.7) epoch 3 step 200 loss 1.198\n"
+	failed := "2023-08-01 10:12:44,123\tERROR syncer.py:466 -- The latest sync operation failed with the following error: OSError(\"When initiating multiple part upload for key 'experiments/ft/checkpoint_000003/model.pt' in bucket 'ckpts': AWS Error NETWORK_CONNECTION during CreateMultipartUpload operation: curlCode: 28, Timeout was reached\")\n"
+	after := "(RayTrainWorker pid=82347, ip=10.0.12.7) epoch 4 step 100 loss 1.187\n(RayTrainWorker pid=82347, ip=10.0.12.7) epoch 4 step 200 loss 1.171\n" +
+		"(RayTrainWorker pid=82347, ip=10.0.12.7) epoch 5 step 100 loss 1.160\n(RayTrainWorker pid=82347, ip=10.0.12.7) epoch 5 step 200 loss 1.152\n"
+	for _, retry := range []string{
+		"Retrying 2 more time(s) after sleeping for 5 seconds...\n",
+		"WARNING syncer.py:470 -- Sync failed, will retry in 5 seconds\n",
+	} {
+		res := analyzeLogs(t, all, before+failed+retry+after)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+		require.Contains(t, res.VerdictReason, "retried, training went on", retry)
+	}
+	// The retry's own line: the error says it is retried.
+	res := analyzeLogs(t, all, before+strings.TrimSuffix(failed, "\n")+" Retrying after sleeping for 1.0 seconds...\n"+after)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+
+	for name, log := range map[string]string{
+		"no retry said":                 before + failed + after,
+		"failed again after training":   before + failed + "Retrying 2 more time(s) after sleeping for 5 seconds...\n" + after + failed,
+		"the last try":                  before + failed + "Retrying in 5s [Retry 5/5]\n" + after,
+		"retried, no training after":    before + failed + "Retrying 2 more time(s) after sleeping for 5 seconds...\n",
+		"a retry the client gave up on": before + failed + "Retrying failed: giving up after 3 attempts\n" + after,
+	} {
+		res := analyzeLogs(t, all, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, res.VerdictReason)
+		require.Equal(t, "storage-error/object-store", res.RootCause.RuleID, name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coroner-dev/coroner/internal/literal"
 	"github.com/coroner-dev/coroner/logscan"
 )
 
@@ -79,6 +80,10 @@ func (a *analyzer) recoveredByRestart() {
 			case p.log == f.log && f.Category != CategoryNaNLoss:
 				// Steps go on after a NaN loss; only finite values say it recovered (a streak).
 				m, ok = resumedAfter(p, f)
+				if !ok && f.retried {
+					m, ok = resumedAfterRetry(p, f)
+					f.retriedPast = ok
+				}
 			case previous[f.log] && !previous[p.log]:
 				m, ok = resumedAfterRestart(p, f)
 			}
@@ -355,6 +360,8 @@ func (f *Finding) recoveryText() string {
 		return "worker group restarted, resumed at " + m.place()
 	case f.restarted:
 		return "restarted, resumed at " + m.place()
+	case f.retriedPast:
+		return "retried, training went on at " + m.place()
 	case f.rule != nil && f.rule.Match.Streak != nil:
 		from := mark{line: f.order, step: f.step}
 		if f.Time != nil {
@@ -409,4 +416,78 @@ func thousands(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// A client that fails an attempt and tries again says so, on the failure's own line or just
+// below it: Ray's syncer "Caught sync error: ... Retrying after sleeping for 1.0 seconds...",
+// c10d's "..., will retry", the Hugging Face Hub client's "Retrying in 1s [Retry 1/5]"
+// (recovered.go). When the log's training then goes on, the attempt that failed did not end
+// the job, whatever the failure's words (a checkpoint upload to an object store, a download,
+// a rendezvous): it is recovered from, as a restart is, with no need for times on the
+// progress lines (a retry is no process's end, so the lines after it are no dying process's
+// buffer). A retry that says it is the last ("[Retry 5/5]", "(34/34)") or that it gave up
+// is none.
+
+// retryAnnounceWords say that an attempt is tried again, ASCII case folded; giveUpWords that
+// the tries are over.
+var (
+	retryAnnounceWords = literal.NewMatcher([]string{"retrying", "will retry", "will be retried"})
+	giveUpWords        = literal.NewMatcher([]string{"giving up", "gave up", "retries exhausted", "exhausted retries", "no more retries", "max retries"})
+)
+
+// retryLookahead is how many lines after a failure's line may say that it is retried: the
+// retry line of a client comes next, or after a line of the error's detail.
+const retryLookahead = 3
+
+// announcesRetry says whether t says that what failed is tried again.
+func announcesRetry(t []byte) bool {
+	return literal.Any(retryAnnounceWords, t) && !literal.Any(giveUpWords, t) && !literal.Any(enteredLoop, t) && !lastTry(t)
+}
+
+// noteRetry records whether line num of finding f (raw) says it is retried, and if not, has
+// the next few lines looked at (watchRetry). Each line of f decides anew: a failure retried
+// once and then printed again without a retry was not got past by the retry.
+func (s *logScanner) noteRetry(f *Finding, num int, raw []byte) {
+	f.retried = announcesRetry(raw)
+	if !f.retried {
+		s.retryWatch, s.retryUntil = f, num+retryLookahead
+	} else if s.retryWatch == f {
+		s.retryWatch = nil
+	}
+}
+
+// watchRetry marks the watched finding retried when line num (text) says so, and stops
+// watching past the lookahead.
+func (s *logScanner) watchRetry(num int, text []byte) {
+	switch {
+	case num > s.retryUntil:
+		s.retryWatch = nil
+	case announcesRetry(text):
+		s.retryWatch.retried = true
+		s.retryWatch = nil
+	}
+}
+
+// resumedAfterRetry finds training in the finding's log after a failure it said it retried:
+// at least minResumed progress lines of process p after its last line, past the step it was
+// at when both say.
+func resumedAfterRetry(p *procState, f *Finding) (mark, bool) {
+	last := f.lastLine()
+	n := 0
+	var first, end mark
+	for k := range min(p.progress, maxPeriods) {
+		m, _ := p.progressBack(k)
+		if m.line <= last {
+			break
+		}
+		if n == 0 {
+			end = m
+		}
+		first = m
+		n++
+	}
+	if n < minResumed || f.step >= 0 && end.step >= 0 && end.step <= f.step {
+		return mark{}, false
+	}
+	return first, true
 }

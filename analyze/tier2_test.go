@@ -673,3 +673,35 @@ func TestFlashAttentionOnAPreAmpereGPU(t *testing.T) {
 	warning, _, _ := strings.Cut(healthy, "\n")
 	require.NotEqual(t, CategoryConfigError, v.classify(warning, "", true).Category)
 }
+
+// TestAllocationOnDeviceIsGPUMemory: torch.OutOfMemoryError's message when the caching
+// allocator refuses an allocation is "Allocation on device"; ComfyUI-based trainers log it
+// without the exception's type, "!!! Exception during processing !!! Allocation on device"
+// (Comfy-Org/ComfyUI#4880's line), in a logging handler's columns or rich's: the GPU's memory
+// ran out, at the vocabulary's confidence, the evidence the line that says so. A run that
+// loaded its model partially to fit and went on stays healthy.
+func TestAllocationOnDeviceIsGPUMemory(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	for name, log := range map[string]string{
+		"logging's columns": "2024-09-11 11:51:35,206 - root - INFO - 0 models unloaded.\n" +
+			"2024-09-11 11:51:36,769 - root - ERROR - !!! Exception during processing !!! Allocation on device \n" +
+			"2024-09-11 11:51:36,772 - root - ERROR - Traceback (most recent call last):\n",
+		"rich's columns": "2025-07-08 10:39:40 ERROR    !!! Exception during processing !!! Allocation on device                   execution.py:430\n" +
+			"                    ERROR    Traceback (most recent call last):                                         execution.py:431\n",
+	} {
+		for _, res := range analyzeInEitherTier(t, all, log) {
+			require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, res.VerdictReason)
+			require.Equal(t, CategoryCUDAOOM, res.RootCause.Category, "%s: %s", name, res.RootCause.Title)
+			require.Equal(t, ConfidenceMedium, res.Confidence, name)
+			require.Contains(t, res.RootCause.Evidence[0].Text, "Allocation on device", name)
+		}
+	}
+	healthy := "2024-09-11 11:50:30,198 - root - INFO - Requested to load Flux\n" +
+		"2024-09-11 11:50:30,198 - root - INFO - Loading 1 new model\n" +
+		"2024-09-11 11:51:35,123 - root - INFO - loaded partially 11337.904888916015 11337.8525390625 1\n" +
+		"2024-09-11 11:51:35,196 - root - INFO - Unloading models for lowram load.\n" +
+		"Epoch 1/134 - steps:   1%|          | 16/1600 [00:40<1:06:00,  2.50s/it, avr_loss=0.412]\n" +
+		"2024-09-11 11:53:08,240 - root - INFO - Prompt executed in 158.07 seconds\n"
+	requireNotUnhealthyInEitherTier(t, all, healthy)
+}

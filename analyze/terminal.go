@@ -680,6 +680,9 @@ type terminalFailure struct {
 	// caller is the frame right above the log's last exception line, when there is one: the
 	// call that raised it (libcall.go).
 	caller []tailLine
+	// waitEnded says a line after the last failure line shows a scheduling wait ended
+	// (schedwait.go).
+	waitEnded bool
 }
 
 // maxFailureLines and maxContextLines bound what is classified.
@@ -829,6 +832,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		l.text = bytes.Clone(l.text)
 		tf.above = &l
 	}
+	tf.waitEnded = waitEndedAfter(lines, picked[0])
 	near := map[int]bool{}
 	for j := len(picked) - 1; j >= 0; j-- {
 		i := picked[j]

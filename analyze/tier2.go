@@ -425,6 +425,11 @@ func (a *analyzer) classifyTerminal(root *Finding, skip string) (*terminalFailur
 				c = Classification{Category: CategoryModuleNotFound, Best: CategoryModuleNotFound, RunnerUp: CategoryUnknown, Call: call}
 			}
 		}
+		if c.Category == CategoryScheduling && tf.schedulingWaitEnded() {
+			// A wait for resources that its own text shows ended (the scale-up finished, the
+			// pod assigned, the gang's minimum running) is how the job started (schedwait.go).
+			continue
+		}
 		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
 			continue
 		}
@@ -467,7 +472,7 @@ func (a *analyzer) streakRecovered(tf *terminalFailure) bool {
 // the verdict unknown. Log skip is passed over.
 func (a *analyzer) unexplainedEnd(skip string) *terminalFailure {
 	for _, tf := range a.terminals {
-		if tf.endsLog(true) && (skip == "" || tf.log != skip) {
+		if tf.endsLog(true) && (skip == "" || tf.log != skip) && !tf.gangAdmitted() {
 			return tf
 		}
 	}

@@ -1,0 +1,77 @@
+package analyze
+
+import (
+	"regexp"
+	"strconv"
+)
+
+// A scheduling wait is how a job starts on a busy cluster, not how it fails: a pod stays
+// unschedulable until the cluster autoscaler adds a node or a gang's other members get
+// theirs. The second tier names scheduling from the words of such a wait; when the same
+// text shows that the wait ended, those words are the story of a start, and the log names
+// no failure by them.
+//
+// The endings read here, each worded as the component that prints it words it:
+//   - the cluster autoscaler's "Scale up in group <group> finished successfully in <d>"
+//     (kubernetes/autoscaler cluster-autoscaler/clusterstate/clusterstate.go, and as a user
+//     saw it after "Pod udacity/bloaty-... is unschedulable" in
+//     bridgecrew-perf6/deployment-roulette starter/apps/bloatware/explanation.md);
+//   - the scheduler's Scheduled event "Successfully assigned <ns>/<pod> to <node>"
+//     (kubernetes-retired/kube-batch#829, after the same run's Unschedulable events;
+//     kubernetes/kubernetes#81773 on that event following a FailedScheduling wait);
+//   - Volcano's gang message with at least minAvailable members running ("pod group is
+//     ready, 1 minAvailable, 8 Running, 83 Pending", volcano-sh/volcano#4978; the podgroup
+//     Running with minMember met while its extra pods wait, volcano-sh/volcano#520): the
+//     gang was admitted, only pods beyond its minimum wait. A gang below its minimum
+//     ("job is not ready, 2 Running, 3 minAvailable", volcano-sh/volcano#457) still waits.
+var (
+	waitEndedRe = regexp.MustCompile(`(?i)\bscale up in group \S+ finished successfully\b|\bsuccessfully assigned \S+ to \S`)
+	gangRe      = regexp.MustCompile(`(?i)\bpod group is (?:not )?ready\b|\bjob is not ready\b`)
+	gangMinRe   = regexp.MustCompile(`(?i)\b(\d+) minavailable\b`)
+	gangRunRe   = regexp.MustCompile(`(?i)\b(\d+) running\b`)
+)
+
+// waitEndedAfter says whether a line after index from of lines shows a scheduling wait
+// ended.
+func waitEndedAfter(lines []tailLine, from int) bool {
+	for _, l := range lines[from+1:] {
+		if waitEndedRe.Match(l.text) {
+			return true
+		}
+	}
+	return false
+}
+
+// gangMet says whether t is a gang scheduler's message whose running members reach its
+// minimum: only pods beyond the gang's minimum are waiting.
+func gangMet(t []byte) bool {
+	if !gangRe.Match(t) {
+		return false
+	}
+	mm, rm := gangMinRe.FindSubmatch(t), gangRunRe.FindSubmatch(t)
+	if mm == nil || rm == nil {
+		return false
+	}
+	minAvail, err1 := strconv.Atoi(string(mm[1]))
+	running, err2 := strconv.Atoi(string(rm[1]))
+	return err1 == nil && err2 == nil && minAvail > 0 && running >= minAvail
+}
+
+// schedulingWaitEnded says whether tf, a failure the vocabulary names scheduling, is a wait
+// its own text shows ended: a line after its last failure line says the scale-up finished
+// or the pod was assigned, or each of its failure lines is a gang message with the gang's
+// minimum running.
+func (tf *terminalFailure) schedulingWaitEnded() bool {
+	return tf.waitEnded || tf.gangAdmitted()
+}
+
+// gangAdmitted says whether each of tf's failure lines is a gang message with the gang's
+// minimum running: whatever else the log says, they report pods beyond a started gang.
+func (tf *terminalFailure) gangAdmitted() bool {
+	for _, l := range tf.lines {
+		if !gangMet(l.text) {
+			return false
+		}
+	}
+	return len(tf.lines) > 0
+}

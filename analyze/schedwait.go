@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"regexp"
 	"strconv"
 )
@@ -25,17 +26,38 @@ import (
 //     gang was admitted, only pods beyond its minimum wait. A gang below its minimum
 //     ("job is not ready, 2 Running, 3 minAvailable", volcano-sh/volcano#457) still waits.
 var (
-	waitEndedRe = regexp.MustCompile(`(?i)\bscale up in group \S+ finished successfully\b|\bsuccessfully assigned \S+ to \S`)
-	gangRe      = regexp.MustCompile(`(?i)\bpod group is (?:not )?ready\b|\bjob is not ready\b`)
-	gangMinRe   = regexp.MustCompile(`(?i)\b(\d+) minavailable\b`)
-	gangRunRe   = regexp.MustCompile(`(?i)\b(\d+) running\b`)
+	scaledUpRe   = regexp.MustCompile(`(?i)\bscale up in group \S+ finished successfully\b`)
+	waitingPodRe = regexp.MustCompile(`(?i)\bpod (\S+/\S+) is unschedulable`)
+	assignedRe   = regexp.MustCompile(`(?i)\bsuccessfully assigned (\S+) to \S`)
+	gangRe       = regexp.MustCompile(`(?i)\bpod group is (?:not )?ready\b|\bjob is not ready\b`)
+	gangMinRe    = regexp.MustCompile(`(?i)\b(\d+) minavailable\b`)
+	gangRunRe    = regexp.MustCompile(`(?i)\b(\d+) running\b`)
 )
 
-// waitEndedAfter says whether a line after index from of lines shows a scheduling wait
-// ended.
-func waitEndedAfter(lines []tailLine, from int) bool {
-	for _, l := range lines[from+1:] {
-		if waitEndedRe.Match(l.text) {
+// waitEndedAfter says whether a line after the failure lines picked (indexes into lines, the
+// first the earliest) shows a scheduling wait ended: a scale-up finished, or a pod assigned.
+// When a failure line names its pod ("Pod default/trainer-1 is unschedulable"), only that
+// pod's assignment ends it: another pod's says nothing of this one's wait. Lines that name
+// none are a describe block's events, of the pod the block describes.
+func waitEndedAfter(lines []tailLine, picked []int) bool {
+	for _, l := range lines[picked[0]+1:] {
+		if scaledUpRe.Match(l.text) {
+			return true
+		}
+		m := assignedRe.FindSubmatch(l.text)
+		if m == nil {
+			continue
+		}
+		named := false
+		for _, i := range picked {
+			if p := waitingPodRe.FindSubmatch(lines[i].text); p != nil {
+				named = true
+				if bytes.Equal(p[1], m[1]) {
+					return true
+				}
+			}
+		}
+		if !named {
 			return true
 		}
 	}

@@ -35,6 +35,8 @@ func TestSchedulingWaitEnded(t *testing.T) {
 		{"gang below its minimum", gangShort, true},
 		{"pod assigned after FailedScheduling", failed + assigned, false},
 		{"assigned, then another wait that did not end", assigned + failed, true},
+		{"another pod assigned, this one's wait not ended", caWait + "I0208 13:02:12.100000       1 scheduler.go:100] Successfully assigned udacity/trainer-launcher-0 to ip-10-100-2-230\n", true},
+		{"the waiting pod assigned", caWait + "I0208 13:02:12.100000       1 scheduler.go:100] Successfully assigned udacity/bloaty-mcbloatface-58c98b98d8-7sbjl to ip-10-100-2-230\n", false},
 	}
 	for _, tt := range tests {
 		for _, tiers := range []struct {

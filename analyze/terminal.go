@@ -832,7 +832,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 		l.text = bytes.Clone(l.text)
 		tf.above = &l
 	}
-	tf.waitEnded = waitEndedAfter(lines, picked[0])
+	tf.waitEnded = waitEndedAfter(lines, picked)
 	near := map[int]bool{}
 	for j := len(picked) - 1; j >= 0; j-- {
 		i := picked[j]

@@ -79,9 +79,10 @@ func (a *analyzer) recoveredByRestart() {
 			switch {
 			case p.log == f.log && f.Category != CategoryNaNLoss:
 				// Steps go on after a NaN loss; only finite values say it recovered (a streak).
-				m, ok = resumedAfter(p, f)
+				m, ok = resumedAfter(p, f, true)
 				if !ok && f.retried {
-					m, ok = resumedAfterRetry(p, f)
+					// A retry is no process's end: its progress lines need no times.
+					m, ok = resumedAfter(p, f, false)
 					f.retriedPast = ok
 				}
 			case previous[f.log] && !previous[p.log]:
@@ -123,9 +124,10 @@ func (a *analyzer) markRecovered(f *Finding) {
 
 // resumedAfter finds, in the process's own log, training that went on after the finding's
 // last line (the same failure printed again later is not recovered from by the training
-// before it): enough progress lines, spread over time, reaching past the step the error was
-// at. Lines without times cannot tell resumed training from a buffer's last lines.
-func resumedAfter(p *procState, f *Finding) (mark, bool) {
+// before it): enough progress lines, spread over time when timed, reaching past the step the
+// error was at. Lines without times cannot tell resumed training from a buffer's last lines,
+// unless the failure said it was retried (no process ended there): then timed is false.
+func resumedAfter(p *procState, f *Finding, timed bool) (mark, bool) {
 	var after []mark
 	last := f.lastLine()
 	for k := range min(p.progress, maxPeriods) {
@@ -142,7 +144,7 @@ func resumedAfter(p *procState, f *Finding) (mark, bool) {
 	if p.first.line > last {
 		first = p.first
 	}
-	if first.time == 0 || end.time == 0 || time.Duration(end.time-first.time) < resumeSpan {
+	if timed && (first.time == 0 || end.time == 0 || time.Duration(end.time-first.time) < resumeSpan) {
 		return mark{}, false
 	}
 	if f.step >= 0 && end.step >= 0 && end.step <= f.step {
@@ -466,28 +468,4 @@ func (s *logScanner) watchRetry(num int, text []byte) {
 		s.retryWatch.retried = true
 		s.retryWatch = nil
 	}
-}
-
-// resumedAfterRetry finds training in the finding's log after a failure it said it retried:
-// at least minResumed progress lines of process p after its last line, past the step it was
-// at when both say.
-func resumedAfterRetry(p *procState, f *Finding) (mark, bool) {
-	last := f.lastLine()
-	n := 0
-	var first, end mark
-	for k := range min(p.progress, maxPeriods) {
-		m, _ := p.progressBack(k)
-		if m.line <= last {
-			break
-		}
-		if n == 0 {
-			end = m
-		}
-		first = m
-		n++
-	}
-	if n < minResumed || f.step >= 0 && end.step >= 0 && end.step <= f.step {
-		return mark{}, false
-	}
-	return first, true
 }

@@ -700,6 +700,7 @@ func TestAllocationOnDeviceIsGPUMemory(t *testing.T) {
 	healthy := "2024-09-11 11:50:30,198 - root - INFO - Requested to load Flux\n" +
 		"2024-09-11 11:50:30,198 - root - INFO - Loading 1 new model\n" +
 		"2024-09-11 11:51:35,123 - root - INFO - loaded partially 11337.904888916015 11337.8525390625 1\n" +
+		"2024-09-11 11:51:35,150 - root - WARNING - Allocation on device 0 would exceed allowed memory, offloading 12 blocks to CPU\n" +
 		"2024-09-11 11:51:35,196 - root - INFO - Unloading models for lowram load.\n" +
 		"Epoch 1/134 - steps:   1%|          | 16/1600 [00:40<1:06:00,  2.50s/it, avr_loss=0.412]\n" +
 		"2024-09-11 11:53:08,240 - root - INFO - Prompt executed in 158.07 seconds\n"

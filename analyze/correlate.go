@@ -428,15 +428,21 @@ func explains(g, f *Finding) bool {
 		return false
 	}
 	if g.symptom {
-		if f.generic && !weak(f) && f.Category != g.Category && after(f, g) {
-			// A line that names how the process died (mpirun's "exited on signal 9") says
-			// more than a summary printed before it that the process failed.
+		if f.generic && (!weak(f) || f.Category == CategoryCrashSignal && f.rankNamed && namesNoCause(g)) && f.Category != g.Category && after(f, g) {
+			// A line that names how the process died (mpirun's "exited on signal 9", or
+			// a rank named on signal 11) says more than a summary printed before it that
+			// the process failed (Open MPI's "Primary job terminated normally, but 1
+			// process returned"). An abort without a rank is still the peer's symptom.
 			return false
 		}
 		return !after(g, f) || near(f, g)
 	}
 	return true
 }
+
+// namesNoCause says whether f is a symptom whose words name no cause of their own (a peer
+// gone, a launcher's abort summary).
+func namesNoCause(f *Finding) bool { return f.rule != nil && f.rule.NamesNoCause }
 
 // waitsForOtherPod says whether f says only that pods a pasted listing names wait for a
 // node (onlyWaits) and g names none of them: the rows of every pod of a listing share one
@@ -655,7 +661,15 @@ func (a *analyzer) rootCause(carried map[*Finding]*Finding) *Finding {
 	if f := pick(func(f *Finding) bool { return !f.symptom && !weak(f) }); f != nil {
 		return f
 	}
-	return pick(func(f *Finding) bool { return true })
+	first := pick(func(f *Finding) bool { return true })
+	if first != nil && first.symptom && namesNoCause(first) {
+		// A launcher's summary that a rank failed names no cause; the line that names the
+		// rank and the signal it died of, which Open MPI prints right after it, says more.
+		if f := pick(func(f *Finding) bool { return f.generic && f.Category == CategoryCrashSignal && f.rankNamed }); f != nil {
+			return f
+		}
+	}
+	return first
 }
 
 // carriedBy is the line that explains catch-all f within its failure, when that line is

@@ -63,6 +63,9 @@ type Finding struct {
 	// retried: the finding's last line, or one of the few lines after it, says that what failed
 	// is tried again (recovery.go, announcesRetry); retriedPast: training went on after that.
 	retried, retriedPast bool
+	// rankNamed: the line itself names the rank it is about (a launcher's "process rank 3
+	// ... exited on signal 11"), not only the log it is in.
+	rankNamed bool
 	// nodeEvidence: the finding is a node's own (a node condition or event, a line of a GPU
 	// agent's log on the node), not a pod's; context: such a finding of a GPU fault that does
 	// not line up in time with the failures on its node (nodeContext).

@@ -319,10 +319,13 @@ func (s *logScanner) record(hits []Hit, num int, lt, latest int64, raw *lineText
 		}
 		f = newFinding(h.Rule, h.Groups)
 		f.Pod, f.Container, f.Rank = s.ls.Pod, s.ls.Container, rank
-		if r, ok := h.Groups["rank"]; ok && rank < 0 {
+		if r, ok := h.Groups["rank"]; ok {
 			// The rule's pattern names the rank ("process rank 3 ... exited on signal 9").
 			if n, ok := atoi([]byte(r)); ok {
-				f.Rank = n
+				f.rankNamed = true
+				if rank < 0 {
+					f.Rank = n
+				}
 			}
 		}
 		f.Time, f.at = timePtr(ts), timePtr(at)

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -407,6 +408,73 @@ func TestMPIRankSignal(t *testing.T) {
 		"mpirun noticed that process rank 1 with PID 0 on node worker-0 exited on signal 7 (Bus error).\n")
 	require.NotNil(t, res.RootCause)
 	require.Equal(t, CategoryShmBusError, res.RootCause.Category, res.RootCause.Title)
+
+	// Pasted into a ticket with the PID and the host blanked out, the line still names the rank
+	// and the signal, and mpirun's abort summary above it is not the answer.
+	const summary = "Primary job  terminated normally, but 1 process returned\n" +
+		"a non-zero exit code. Per user-direction, the job has been aborted.\n"
+	res = analyzeLogs(t, all, progress+summary+
+		"mpirun noticed that process rank 1 with PID xxxxxx on node xxxxxxxx exited on signal 9 (Killed).\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, "host-oom/mpi-rank-sigkill", res.RootCause.RuleID, res.RootCause.Title)
+	require.Contains(t, res.RootCause.Title, "rank 1")
+	res = analyzeLogs(t, all, progress+summary+
+		"mpirun noticed that process rank 0 with PID 0 on node exited on signal 11 (Segmentation fault).\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, "crash-signal/mpi-rank-signal", res.RootCause.RuleID, res.RootCause.Title)
+}
+
+// TestHydraBadTermination: MPICH's and Intel MPI's launcher report a rank's segfault in their
+// BAD TERMINATION banner (exit code 139); the cleanup lines after it carry hydra's source paths
+// (tools/bootstrap/...), which are no launch failure. A hydra banner for exit code 9 is left to
+// the SIGKILL vocabulary.
+func TestHydraBadTermination(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	const banner = "===================================================================================\n" +
+		"=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n" +
+		"=   PID 2671 RUNNING AT master-node00\n" +
+		"=   EXIT CODE: 139\n" +
+		"=   CLEANING UP REMAINING PROCESSES\n" +
+		"=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n" +
+		"===================================================================================\n" +
+		"[mpiexec@master-node00] HYDT_bscu_wait_for_completion (tools/bootstrap/utils/bscu_wait.c:75): one of the processes terminated badly; aborting\n" +
+		"[mpiexec@master-node00] HYDT_bsci_wait_for_completion (tools/bootstrap/src/bsci_wait.c:22): launcher returned error waiting for completion\n"
+	res := analyzeLogs(t, all, progress+banner)
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryCrashSignal, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, "crash-signal/hydra-bad-termination", res.RootCause.RuleID)
+	require.Contains(t, res.RootCause.Evidence[0].Text, "EXIT CODE: 139")
+
+	res = analyzeLogs(t, all, progress+strings.Replace(banner, "EXIT CODE: 139", "EXIT CODE: 9", 1)+
+		"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, res.RootCause.Title)
+
+	// A healthy run launched by hydra prints no banner.
+	res = analyzeLogs(t, all, "mpiexec -n 2 python train.py\n"+progress)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+}
+
+// TestMPINotEnoughSlots: Open MPI refusing to start more ranks than it has slots for is a
+// misconfigured launch (after horovod/horovod#978); the allocation table of a run that started
+// is no failure.
+func TestMPINotEnoughSlots(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	res := analyzeLogs(t, all, "--------------------------------------------------------------------------\n"+
+		"There are not enough slots available in the system to satisfy the 2 slots\n"+
+		"that were requested by the application:\n  python\n\n"+
+		"Either request fewer slots for your application, or make more slots available\nfor use.\n")
+	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryConfigError, res.RootCause.Category, res.RootCause.Title)
+	require.Equal(t, "config-error/mpi-not-enough-slots", res.RootCause.RuleID)
+	require.Contains(t, res.RootCause.Title, "2 processes")
+
+	res = analyzeLogs(t, all, " Data for JOB [12345,1] offset 0 Total slots allocated 16\n"+progress)
+	require.NotEqual(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 }
 
 // TestTorchrunTableRowOfSIGKILLAlone: torchrun's failure table lists every failed process, and

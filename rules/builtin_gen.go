@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "26ee6deed2f2321aa352471bac9129dbbe82cc5f9448110687093d71fe3f1834"
+const builtinDigest = "f29f62e406a68c55bf830b9eac876398d2efce478d0b098720abb5230c7ee355"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -1287,7 +1287,7 @@ func builtinFiles() []Named {
 						Role:     "generic",
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal (?P<signal>[0-8]|[1-9]\\d+)\\b",
+								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\S+ on node (?:(?P<node>\\S+) )?exited on signal (?P<signal>[0-8]|[1-9]\\d+)\\b",
 							},
 						},
 						Explanation: "A rank was killed by a signal: 11 is a segmentation fault, 6 an abort, 7 a bus error (often /dev/shm), 4 an illegal instruction (a binary built for another CPU). Signal 9 has its own rule (host-oom/mpi-rank-sigkill).\n",
@@ -1302,6 +1302,9 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "prterun noticed that process rank 48 with PID 613162 on node gpu-node07 exited on signal 11 (Segmentation fault).",
+								},
+								{
+									Text: "prterun noticed that process rank 48 with PID xxxxxx on node exited on signal 11 (Segmentation fault).",
 								},
 							},
 							NotMatch: []Example{
@@ -1325,6 +1328,107 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "crash-signal/hydra-bad-termination",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "An MPI process ended on a signal (hydra's BAD TERMINATION banner)",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "generic",
+						Match: Match{
+							Patterns: []string{
+								"^=\\s+EXIT CODE: (?:132|134|136|139)\\s*$",
+								"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: (?:Segmentation fault|Aborted|Illegal instruction|Floating point exception)\\b[^(]*\\(signal \\d+\\)",
+							},
+						},
+						Explanation: "The MPI launcher (MPICH or Intel MPI hydra) saw one of the ranks die of a signal: exit code 139 is a segmentation fault, 134 an abort, 132 an illegal instruction, 136 a floating point exception. The lines hydra prints after the banner are its cleanup of the other ranks.\n",
+						Remediation: "Look in the failing rank's own output above the banner for the native crash (a backtrace, an assertion); for an illegal instruction rebuild or reinstall the binary for the nodes' CPU.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "=   EXIT CODE: 139",
+								},
+								{
+									Text: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
+								},
+								{
+									Text: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault: 11 (signal 11)",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "=   EXIT CODE: 9",
+								},
+								{
+									Text: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Terminated (signal 15)",
+								},
+								{
+									Text: "=   EXIT CODE: 1",
+								},
+								{
+									Text: "Process finished with exit code 139 (interrupted by signal 11: SIGSEGV)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/mpi-not-enough-slots",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "mpirun was asked for {slots} processes, more than the slots it was given",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"There are not enough slots available in the system to satisfy the (?P<slots>\\d+)\\b",
+							},
+						},
+						Explanation: "mpirun counts the slots it may start ranks in (hostfile \"slots=N\", --host host:N, the resource manager's allocation, else the cores) and refused to start more processes than that; no rank ran.\n",
+						Remediation: "Make -np match the slots: list them in the hostfile or as host:N (horovodrun -H host:4), ask the scheduler for that many tasks, or pass --oversubscribe when more ranks than cores is meant.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "There are not enough slots available in the system to satisfy the 2 slots ",
+								},
+								{
+									Text: "There are not enough slots available in the system to satisfy the 16 slots",
+								},
+								{
+									Text: "There are not enough slots available in the system to satisfy the 2",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "Either request fewer slots for your application, or make more slots available",
+								},
+								{
+									Text: "Data for JOB [12345,1] offset 0 Total slots allocated 16",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},
@@ -6068,7 +6172,7 @@ func builtinFiles() []Named {
 						Role:     "generic",
 						Match: Match{
 							Patterns: []string{
-								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\d+ on node (?P<node>\\S+) exited on signal 9\\b",
+								"(?:mpirun(?:\\.real)?|mpiexec|prterun) noticed that process rank (?P<rank>\\d+) with PID \\S+ on node (?:(?P<node>\\S+) )?exited on signal 9\\b",
 							},
 						},
 						Explanation: "mpirun saw a rank die of SIGKILL. In an MPIJob or on an HPC node this is almost always the kernel OOM killer: the ranks on that node together needed more host memory than the container limit or the node has.\n",
@@ -6083,6 +6187,12 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "mpirun noticed that process rank 68 with PID 124424 on node node132 exited on signal 9 (Killed).",
+								},
+								{
+									Text: "mpirun noticed that process rank 10 with PID xxxxxx on node xxxxxxxx exited on signal 9 (Killed).",
+								},
+								{
+									Text: "mpirun noticed that process rank 10 with PID <pid> on node exited on signal 9 (Killed).",
 								},
 							},
 							NotMatch: []Example{

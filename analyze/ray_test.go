@@ -191,3 +191,38 @@ func TestRetriedFailureTrainedPast(t *testing.T) {
 		require.Equal(t, "storage-error/object-store", res.RootCause.RuleID, name)
 	}
 }
+
+// TestRestoredFromCheckpointTrainedPast: Ray Train restores a run whose worker failed from its
+// last checkpoint (FailureConfig(max_failures)) and says so as the new trainer starts ("Restored
+// on <ip> from checkpoint: Checkpoint(...)", ray-project/ray#46814 and Ray's fault-tolerance
+// example); a memory monitor's kill before it, with training after it, did not end the run. A
+// kill after the restore, a restore with no training after it, and a restore that begins the
+// log (a resumed run) before a kill leave the kill the root cause.
+func TestRestoredFromCheckpointTrainedPast(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	step := func(pid, epoch string) string {
+		return "(RayTrainWorker pid=" + pid + ", ip=10.0.0.12) {'loss': 1.0544, 'learning_rate': 4.4e-05, 'epoch': " + epoch + "}\n"
+	}
+	before := step("2145", "0.4") + step("2145", "0.8")
+	killed := "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n" +
+		"Memory on the node (IP: 10.0.0.12, ID: 6f2b1c) where the task (actor ID: 8c1d, name=RayTrainWorker.__init__, pid=2145, memory used=27.10GB) was running was 30.40GB / 32.00GB (0.95), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 91ab) because it was the most recently scheduled task.\n"
+	restored := "(TorchTrainer pid=2390, ip=10.0.0.12) Restored on 10.0.0.12 from checkpoint: Checkpoint(filesystem=local, path=/root/ray_results/TorchTrainer_6eea7_00000_0/checkpoint_000004)\n"
+	after := step("2512", "1.2") + step("2512", "1.6") + step("2512", "2.0") + step("2512", "2.4")
+
+	for _, restore := range []string{restored, "2019-02-17 01:50:20,572\tINFO trial_runner.py:460 -- Attempting to recover trial state from last checkpoint.\n"} {
+		res := analyzeLogs(t, all, before+killed+restore+after)
+		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
+		require.Contains(t, res.VerdictReason, "Ray killed workers for memory pressure, worker group restarted, resumed at", restore)
+	}
+	for name, log := range map[string]string{
+		"killed again after the restore": before + killed + restored + after + killed,
+		"no training after the restore":  before + killed + restored + step("2512", "1.2"),
+		"a resumed run killed later":     restored + before + killed,
+	} {
+		res := analyzeLogs(t, all, log)
+		require.Equal(t, VerdictUnhealthy, res.Verdict, "%s: %s", name, res.VerdictReason)
+		require.Equal(t, CategoryHostOOM, res.RootCause.Category, name)
+		require.Equal(t, ConfidenceHigh, res.Confidence, name)
+	}
+}

@@ -166,16 +166,34 @@ func resumedAfter(p *procState, f *Finding, timed bool) (mark, bool) {
 // in ray-project/ray#60376; FailureDecision.RAISE when it gives up). A failure in the log
 // before such a restart, or while the old group was torn down before the new one started,
 // after which the new group trained, did not end the job.
+//
+// Ray Train and Tune restore a failed run from its last checkpoint themselves
+// (FailureConfig(max_failures)) and say so when the new trainer starts: "(TorchTrainer
+// pid=512, ip=172.19.0.5) Restored on 172.19.0.5 from checkpoint: Checkpoint(filesystem=...,
+// path=.../checkpoint_000004)" (ray-project/ray#46814; Ray's fault-tolerance example of
+// fine-tuning a ResNet, "failed at epoch 7, the training automatically resumes using
+// checkpoint_000006"); Tune's trial runner before Ray 1.0 said "Attempting to recover trial
+// state from last checkpoint." (ray-project/ray#4076). Such a restore is a restart of the
+// group: a failure before it, after which training went on, did not end the run (a memory
+// monitor's kill of a worker, a lost node).
 var (
-	groupRestartWords = [][]byte{[]byte("will restart worker group"), []byte("FailureDecision.RETRY")}
+	groupRestartWords = [][]byte{[]byte("will restart worker group"), []byte("FailureDecision.RETRY"),
+		[]byte("recover trial state from last checkpoint")}
 	groupStartWords   = [][]byte{[]byte("Starting worker group"), []byte("start training worker group")}
 	attemptsLeftWords = []byte(" attempts left")
+	// restoredWords: "Restored on <ip> from checkpoint", both words in this order.
+	restoredWords = [2][]byte{[]byte("Restored on "), []byte(" from checkpoint")}
 	// groupWords are in every line of either kind; a tail line without one of them (tailWordsOf's
 	// hasGroupWord, which finds them without case) is neither.
-	groupWords = [][]byte{[]byte(groupWordList[0]), []byte(groupWordList[1])}
+	groupWords = func() (ws [][]byte) {
+		for _, w := range groupWordList {
+			ws = append(ws, []byte(w))
+		}
+		return ws
+	}()
 )
 
-var groupWordList = [2]string{"worker group", "FailureDecision"}
+var groupWordList = [...]string{"worker group", "FailureDecision", "from checkpoint", "from last checkpoint"}
 
 // groupLine is a line in which an agent restarted (restart) or started its worker group.
 type groupLine struct {
@@ -240,8 +258,11 @@ func (s *logScanner) restartedSince(f *Finding) bool {
 func groupLineOf(t []byte) (groupLine, bool) {
 	// Each word below holds one of groupWords: a line without them (most lines, and every line
 	// of a shape seeGroup has not ruled out) is read twice, not four times.
-	if !bytes.Contains(t, groupWords[0]) && !bytes.Contains(t, groupWords[1]) {
+	if !slices.ContainsFunc(groupWords, func(w []byte) bool { return bytes.Contains(t, w) }) {
 		return groupLine{}, false
+	}
+	if i := bytes.Index(t, restoredWords[0]); i >= 0 && bytes.Contains(t[i:], restoredWords[1]) {
+		return groupLine{restart: true}, true
 	}
 	for _, w := range groupRestartWords {
 		i := bytes.Index(t, w)

@@ -87,6 +87,11 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 				// have been killed at last, or the OOM killer took it for another reason:
 				// could not tell.
 				a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisKillAfterTimeout
+			} else if a.termedBefore(root) {
+				// Its own log shows the process was told to stop (SIGTERM) before: a runner
+				// or an agent sends SIGKILL to what did not exit within the grace period,
+				// and that escalation, not the OOM killer, is the usual kill then.
+				a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisKillAfterTerm
 			}
 		}
 		if root.Category == CategoryHang && root.rule != nil && root.rule.Match.Silence == nil && a.stallYoung(root) {
@@ -243,6 +248,9 @@ const (
 	// BasisKillAfterTimeout: a launcher's report of a SIGKILL matched, but its log shows a
 	// collective operation that had timed out before it.
 	BasisKillAfterTimeout Basis = "kill-after-timeout"
+	// BasisKillAfterTerm: a launcher's report of a SIGKILL matched, but its log shows the
+	// process was sent SIGTERM before it (the SIGKILL is the escalation after a grace period).
+	BasisKillAfterTerm Basis = "kill-after-sigterm"
 
 	// BasisRecentStall: a specific rule matched a stall a line reported, in a job still
 	// running and collected within the stuck threshold of it.
@@ -599,6 +607,18 @@ func (a *analyzer) renumber() {
 			f.SecondaryOf = ids[f.SecondaryOf]
 		}
 	}
+}
+
+// termedBefore says whether root's log shows, before root's line, that the process was told
+// to stop with SIGTERM (a launcher's or a task runner's notice: torchelastic's "Received 15
+// death signal", Airflow's "Received SIGTERM. Terminating subprocesses").
+func (a *analyzer) termedBefore(root *Finding) bool {
+	for _, f := range a.findings {
+		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCrashSignal && f.symptom && f.Severity == SeverityWarning {
+			return true
+		}
+	}
+	return false
 }
 
 // timedOutBefore says whether root's log shows a collective operation that timed out (an NCCL

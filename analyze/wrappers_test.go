@@ -28,6 +28,26 @@ func TestAirflowTaskSIGKILL(t *testing.T) {
 			require.Contains(t, res.RootCause.Evidence[0].Text, "Task exited with return code")
 		})
 	}
+	// Airflow told the task to stop first (its execution timeout, a state set from outside) and
+	// sent SIGKILL to what did not exit within the grace period: the kill is that escalation,
+	// could not tell (low), whichever of Airflow's SIGTERM notices the log shows; in a log that
+	// shows none, as above, it stays medium.
+	for _, term := range []string{
+		"[2023-06-21, 16:55:15 UTC] {taskinstance.py:1517} ERROR - Received SIGTERM. Terminating subprocesses.\n",
+		"[2023-06-21, 16:55:15 UTC] {process_utils.py:131} INFO - Sending Signals.SIGTERM to group 28. PIDs of all processes in the group: [28]\n",
+		"[2023-06-21, 16:56:15 UTC] {process_utils.py:149} WARNING - process psutil.Process(pid=28, name='airflow task runner', status='sleeping') did not respond to SIGTERM. Trying SIGKILL\n",
+	} {
+		res := analyzeLogs(t, all, "[2023-06-21, 16:50:01 UTC] {logging_mixin.py:137} INFO - epoch 1 step 200 loss 2.12\n"+term+
+			"[2023-06-21, 16:56:15 UTC] {local_task_job.py:208} INFO - Task exited with return code Negsignal.SIGKILL\n")
+		require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+		require.Equal(t, ConfidenceLow, res.Confidence, term)
+		require.Equal(t, BasisKillAfterTerm, res.ConfidenceBasis, term)
+	}
+	// A SIGTERM notice after the kill (the runner cleaning up) does not lower it.
+	res := analyzeLogs(t, all, "[2022-11-17, 10:02:11 UTC] {local_task_job.py:159} INFO - Task exited with return code Negsignal.SIGKILL\n"+
+		"[2022-11-17, 10:02:12 UTC] {process_utils.py:131} INFO - Sending Signals.SIGTERM to group 28. PIDs of all processes in the group: [28]\n")
+	require.Equal(t, ConfidenceMedium, res.Confidence)
+
 	// The task's own error explains the runner's line.
 	own := "[2022-11-17, 10:02:10 UTC] {taskinstance.py:1851} ERROR - Task failed with exception\n" +
 		"Traceback (most recent call last):\n" +
@@ -35,7 +55,7 @@ func TestAirflowTaskSIGKILL(t *testing.T) {
 		"    model = load()\n" +
 		"ModuleNotFoundError: No module named 'xgboost'\n" +
 		"[2022-11-17, 10:02:11 UTC] {local_task_job.py:159} INFO - Task exited with return code -9\n"
-	res := analyzeLogs(t, all, own)
+	res = analyzeLogs(t, all, own)
 	require.Equal(t, CategoryModuleNotFound, res.RootCause.Category, res.RootCause.Title)
 	// Healthy look-alike: a task that ended well.
 	for _, ok := range []string{

@@ -22,6 +22,8 @@ func (rc *RootCause) ConfidenceText() string {
 
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisKillAfterTimeout:
 		return "low — could not tell for sure: a launcher reported a SIGKILL (usually the OOM killer), but the same log shows a collective that had already timed out before it, and a launcher notices a dead worker within seconds, so the kill did not start that wait (a rank stuck swapping may have been killed at last); check the pod's last state or the node's kernel log"
+	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisKillAfterTerm:
+		return "low — could not tell for sure: a launcher reported a SIGKILL (usually the OOM killer), but the same log shows the process was sent SIGTERM before it, and a runner sends SIGKILL to what does not exit within its grace period; look for what stopped it (a timeout, a state set from outside, a deleted pod)"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisPossibleCauses:
 		return "low — could not tell for sure: named only from a message's list of the causes the failure might have, not one it had"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisLibraryCall:

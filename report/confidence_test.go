@@ -57,6 +57,7 @@ func TestConfidenceSaysWhy(t *testing.T) {
 		{analyze.ConfidenceMedium, analyze.BasisOneRow, "on one row at the end of a job still running"},
 		{analyze.ConfidenceMedium, analyze.BasisUsualCause, "its usual cause is named (the OOM killer for a SIGKILL)"},
 		{analyze.ConfidenceLow, analyze.BasisKillAfterTimeout, "a collective that had already timed out before it"},
+		{analyze.ConfidenceLow, analyze.BasisKillAfterTerm, "the process was sent SIGTERM before it"},
 		{analyze.ConfidenceMedium, "", "no specific rule matched"},
 		{analyze.ConfidenceLow, "", "only an exit code, a signal"},
 	} {

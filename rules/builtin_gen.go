@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "f29f62e406a68c55bf830b9eac876398d2efce478d0b098720abb5230c7ee355"
+const builtinDigest = "4560675f549ddb5c470d0586211178533b2690802cf3a49bf0ce3169e6d4ba3e"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -6268,7 +6268,7 @@ func builtinFiles() []Named {
 								"Task exited with return code (?:-9\\b|Negsignal\\.SIGKILL\\b)",
 							},
 						},
-						Explanation: "Airflow reports that the process running the task died of SIGKILL. Airflow itself does not send it; with no error of the task's own this is almost always the kernel OOM killer or the container's memory limit (a dataframe or model loaded in the worker's RAM).\n",
+						Explanation: "Airflow reports that the process running the task died of SIGKILL. Airflow sends it itself only to a task it told to stop with SIGTERM that did not exit (its log then says so); with neither that nor an error of the task's own this is almost always the kernel OOM killer or the container's memory limit (a dataframe or model loaded in the worker's RAM).\n",
 						Remediation: "Give the task more memory (the worker's or the task pod's limit), or move the heavy work out of the worker (a KubernetesPodOperator pod sized for it, chunked loading); check the worker's kernel log or its pod's last state (OOMKilled).\n",
 						Examples: Examples{
 							Match: []Example{
@@ -13745,6 +13745,63 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "signal.signal(signal.SIGTERM, handler)",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"severity",
+							"title",
+						},
+					},
+					{
+						ID:       "crash-signal/task-sigterm",
+						Severity: "warning",
+						Layer:    "execution",
+						Title:    "The task was told to stop (SIGTERM)",
+						Fault:    "platform",
+						Retry:    "transient",
+						Role:     "secondary",
+						Match: Match{
+							Patterns: []string{
+								"Received SIGTERM\\. Terminating subprocesses",
+								"Sending Signals\\.SIGTERM to group \\d+",
+								"did not respond to SIGTERM\\. Trying SIGKILL",
+							},
+						},
+						Explanation: "The task's runner sent it SIGTERM (the task instance was failed, cleared or marked from outside, its execution timeout passed, or the worker shut down), and sends SIGKILL to the processes that do not exit within the grace period: a SIGKILL after this is that escalation, not the kernel's OOM killer.\n",
+						Remediation: "Look for what stopped the task: a timeout (execution_timeout), a state set from the UI or the API (\"externally set to ...\"), a worker's shutdown; make the task handle SIGTERM if it needs to save its state.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "[2019-10-06 08:54:26,562] {models.py:1641} ERROR - Received SIGTERM. Terminating subprocesses.",
+								},
+								{
+									Text: "[2023-06-21, 16:55:15 UTC] {taskinstance.py:1517} ERROR - Received SIGTERM. Terminating subprocesses.",
+								},
+								{
+									Text: "[2023-06-21, 16:55:15 UTC] {process_utils.py:131} INFO - Sending Signals.SIGTERM to group 28. PIDs of all processes in the group: [28]",
+								},
+								{
+									Text: "[2025-07-28, 18:50:01 KST] WARNING - process did not respond to SIGTERM. Trying SIGKILL",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "[2023-06-21, 16:55:15 UTC] {process_utils.py:86} INFO - Sending the signal Signals.SIGKILL to group 28",
+								},
+								{
+									Text: "signal.signal(signal.SIGTERM, handler)",
+								},
+								{
+									Text: "W0616 00:37:22.831000 4015698 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 4015788 closing signal SIGTERM",
 								},
 							},
 						},

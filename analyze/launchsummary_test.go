@@ -200,6 +200,15 @@ func TestTorchelasticSigkillAfterTimeout(t *testing.T) {
 	require.Equal(t, BasisKillAfterTimeout, res.ConfidenceBasis)
 	require.Contains(t, findingsOf(res), "collective-timeout")
 
+	// A timeout of an earlier attempt, before torchrun restarted the worker group, did not
+	// start the new group's wait: the new group's kill stays medium.
+	restart := "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 2/3 attempts left; will restart worker group\n" +
+		"INFO:torch.distributed.elastic.agent.server.api:[default] Stopping worker group\n" +
+		"INFO:torch.distributed.elastic.agent.server.api:[default] Starting worker group\n"
+	res = analyzeLogs(t, all, "step 40 | loss 1.93\n"+timeout+restart+"step 10 | loss 2.10\n"+kill)
+	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))
+	require.Equal(t, ConfidenceMedium, res.Confidence, res.VerdictReason)
+
 	// The kill alone stays medium.
 	res = analyzeLogs(t, all, "step 40 | loss 1.93\n"+kill)
 	require.Equal(t, CategoryHostOOM, res.RootCause.Category, findingsOf(res))

@@ -609,12 +609,24 @@ func (a *analyzer) renumber() {
 	}
 }
 
-// termedBefore says whether root's log shows, before root's line, that the process was told
-// to stop with SIGTERM (a launcher's or a task runner's notice: torchelastic's "Received 15
+// termedBefore says whether root's log shows, before root's line and in the same attempt,
+// that the process was told to stop with SIGTERM (a launcher's or a task runner's notice: torchelastic's "Received 15
 // death signal", Airflow's "Received SIGTERM. Terminating subprocesses").
 func (a *analyzer) termedBefore(root *Finding) bool {
 	for _, f := range a.findings {
-		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCrashSignal && f.symptom && f.Severity == SeverityWarning {
+		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCrashSignal && f.symptom && f.Severity == SeverityWarning && !a.restartBetween(f, root) {
+			return true
+		}
+	}
+	return false
+}
+
+// restartBetween says whether an elastic agent restarted its worker group in f's log after
+// f's last line and before g's line: f was the end of an earlier attempt, g is the new group's.
+func (a *analyzer) restartBetween(f, g *Finding) bool {
+	last := f.lastLine()
+	for _, gl := range a.groups[f.log] {
+		if gl.restart && gl.line > last && gl.line < g.order {
 			return true
 		}
 	}
@@ -622,11 +634,12 @@ func (a *analyzer) termedBefore(root *Finding) bool {
 }
 
 // timedOutBefore says whether root's log shows a collective operation that timed out (an NCCL
-// watchdog's report) before root's line. PyTorch's generic abort lines ("Some NCCL operations
+// watchdog's report) before root's line, in the same attempt (no restart of the worker group
+// between them). PyTorch's generic abort lines ("Some NCCL operations
 // have failed or timed out") do not count: a peer's NCCL error, with no wait at all, prints them.
 func (a *analyzer) timedOutBefore(root *Finding) bool {
 	for _, f := range a.findings {
-		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCollectiveTimeout && !f.generic && f.Severity >= SeverityError {
+		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCollectiveTimeout && !f.generic && f.Severity >= SeverityError && !a.restartBetween(f, root) {
 			return true
 		}
 	}

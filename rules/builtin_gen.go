@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "4560675f549ddb5c470d0586211178533b2690802cf3a49bf0ce3169e6d4ba3e"
+const builtinDigest = "e720624fa668954e88d9b6da1ad17f1ee190897f081935c95a605b278336574f"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13781,13 +13781,16 @@ func builtinFiles() []Named {
 						Examples: Examples{
 							Match: []Example{
 								{
-									Text: "[2019-10-06 08:54:26,562] {models.py:1641} ERROR - Received SIGTERM. Terminating subprocesses.",
+									Text: "[2024-03-13, 15:19:53 UTC] {taskinstance.py:1488} ERROR - Received SIGTERM. Terminating subprocesses.",
 								},
 								{
-									Text: "[2023-06-21, 16:55:15 UTC] {taskinstance.py:1517} ERROR - Received SIGTERM. Terminating subprocesses.",
+									Text: "[2024-03-13, 15:19:53 UTC] {process_utils.py:133} INFO - Sending Signals.SIGTERM to group 249. PIDs of all processes in the group: [253, 309, 249]",
 								},
 								{
-									Text: "[2023-06-21, 16:55:15 UTC] {process_utils.py:131} INFO - Sending Signals.SIGTERM to group 28. PIDs of all processes in the group: [28]",
+									Text: "[2022-01-24, 16:18:18 UTC] {process_utils.py:120} INFO - Sending Signals.SIGTERM to group 553436. PIDs of all processes in the group: [553436]",
+								},
+								{
+									Text: "[2020-05-15 07:31:52,315] {__init__.py:1416} ERROR - Received SIGTERM. Terminating subprocesses.",
 								},
 								{
 									Text: "[2025-07-28, 18:50:01 KST] WARNING - process did not respond to SIGTERM. Trying SIGKILL",

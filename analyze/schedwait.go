@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -25,8 +26,18 @@ import (
 //     Running with minMember met while its extra pods wait, volcano-sh/volcano#520): the
 //     gang was admitted, only pods beyond its minimum wait. A gang below its minimum
 //     ("job is not ready, 2 Running, 3 minAvailable", volcano-sh/volcano#457) still waits.
+//
+// A finished scale-up ends only the wait of a pod that could use it: when the text says which
+// groups the pod triggered ("pod triggered scale-up: [{eks-gpu 2->3 (max: 5)}]", the
+// TriggeredScaleUp event), the group that finished must be one of them (a pod that triggered
+// none, "pod didn't trigger scale-up", is a failure of its own: scheduling/autoscaler-no-scale-up).
+// And an ending counts only after the wait's last report: a
+// FailedScheduling after a finished scale-up (the new node did not fit the pod either, as a
+// user saw after "TriggeredScaleUp ... 2->3" on EKS) is a wait that went on.
 var (
-	scaledUpRe   = regexp.MustCompile(`(?i)\bscale up in group \S+ finished successfully\b`)
+	scaledUpRe   = regexp.MustCompile(`(?i)\bscale up in group (\S+) finished successfully\b`)
+	triggeredRe  = regexp.MustCompile(`(?i)\bpod triggered scale-up: \[(.*)\]`)
+	triggerGrpRe = regexp.MustCompile(`\{(\S+) \d+->\d+`)
 	waitingPodRe = regexp.MustCompile(`(?i)\bpod (\S+/\S+) is unschedulable`)
 	assignedRe   = regexp.MustCompile(`(?i)\bsuccessfully assigned (\S+) to \S`)
 	gangRe       = regexp.MustCompile(`(?i)\bpod group is (?:not )?ready\b|\bjob is not ready\b`)
@@ -35,14 +46,25 @@ var (
 )
 
 // waitEndedAfter says whether a line after the failure lines picked (indexes into lines, the
-// first the earliest) shows a scheduling wait ended: a scale-up finished, or a pod assigned.
+// first the earliest; after the last of them) shows a scheduling wait ended: a scale-up finished, or a pod assigned.
 // When a failure line names its pod ("Pod default/trainer-1 is unschedulable"), only that
 // pod's assignment ends it: another pod's says nothing of this one's wait. Lines that name
 // none are a describe block's events, of the pod the block describes.
 func waitEndedAfter(lines []tailLine, picked []int) bool {
-	for _, l := range lines[picked[0]+1:] {
-		if scaledUpRe.Match(l.text) {
-			return true
+	var triggered [][]byte
+	for _, l := range lines {
+		if m := triggeredRe.FindSubmatch(l.text); m != nil {
+			for _, g := range triggerGrpRe.FindAllSubmatch(m[1], -1) {
+				triggered = append(triggered, g[1])
+			}
+		}
+	}
+	for _, l := range lines[picked[len(picked)-1]+1:] {
+		if m := scaledUpRe.FindSubmatch(l.text); m != nil {
+			if len(triggered) == 0 || slices.ContainsFunc(triggered, func(g []byte) bool { return sameGroup(g, m[1]) }) {
+				return true
+			}
+			continue
 		}
 		m := assignedRe.FindSubmatch(l.text)
 		if m == nil {
@@ -62,6 +84,16 @@ func waitEndedAfter(lines []tailLine, picked []int) bool {
 		}
 	}
 	return false
+}
+
+// sameGroup says whether two names of a node group are one: the same, or the same last path
+// element (GKE names an instance group by its URL in one message and may not in another).
+func sameGroup(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	base := func(s []byte) []byte { return s[bytes.LastIndexByte(s, '/')+1:] }
+	return len(base(a)) > 0 && bytes.Equal(base(a), base(b))
 }
 
 // gangMet says whether t is a gang scheduler's message whose running members reach its

@@ -23,6 +23,10 @@ func TestSchedulingWaitEnded(t *testing.T) {
 	gangReady := "  Warning  FailedScheduling  13m   volcano  pod group is ready, 1 minAvailable, 8 Running, 83 Pending; Pending: 83 Unschedulable\n" +
 		"  Warning  FailedScheduling  103s  volcano  pod group is ready, 1 minAvailable, 52 Pending, 8 Running; Pending: 52 Unschedulable\n"
 	gangShort := "  Warning  FailedScheduling  45m   volcano  3/2 tasks in gang unschedulable: job is not ready, 2 Running, 3 minAvailable; Pending: 1 Unschedulable\n"
+	// The pod's TriggeredScaleUp event (the forms of AKS and EKS users' describe output) names
+	// the groups it waits for.
+	trigger := "  Normal   TriggeredScaleUp  82s   cluster-autoscaler  pod triggered scale-up: [{aks-gpupool-27672801-vmss 0->1 (max: 3)}]\n"
+	gpuEnded := "I0208 13:04:21.800183       1 clusterstate.go:248] Scale up in group aks-gpupool-27672801-vmss finished successfully in 1m10.0s\n"
 	tests := []struct {
 		name      string
 		log       string
@@ -37,6 +41,10 @@ func TestSchedulingWaitEnded(t *testing.T) {
 		{"assigned, then another wait that did not end", assigned + failed, true},
 		{"another pod assigned, this one's wait not ended", caWait + "I0208 13:02:12.100000       1 scheduler.go:100] Successfully assigned udacity/trainer-launcher-0 to ip-10-100-2-230\n", true},
 		{"the waiting pod assigned", caWait + "I0208 13:02:12.100000       1 scheduler.go:100] Successfully assigned udacity/bloaty-mcbloatface-58c98b98d8-7sbjl to ip-10-100-2-230\n", false},
+		// (The tier alone names no category here, at low: still no healthy verdict.)
+		{"scale-up finished, then the pod failed to schedule again", caWait + caEnded + failed, true},
+		{"the group the pod triggered finished", caWait + trigger + gpuEnded, false},
+		{"another group than the pod triggered finished", caWait + trigger + caEnded, true},
 	}
 	for _, tt := range tests {
 		for _, tiers := range []struct {
@@ -57,6 +65,10 @@ func TestSchedulingWaitEnded(t *testing.T) {
 					return
 				}
 				require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+				if tt.log == caWait+caEnded+failed && tiers.name == "tier alone" {
+					require.Equal(t, ConfidenceLow, res.Confidence, res.VerdictReason)
+					return
+				}
 				require.Equal(t, CategoryScheduling, res.RootCause.Category, res.RootCause.Title)
 			})
 		}

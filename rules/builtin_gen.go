@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "e720624fa668954e88d9b6da1ad17f1ee190897f081935c95a605b278336574f"
+const builtinDigest = "0e94c8ad49372d851481386438e94555fbc02adad6b4d2130557ceedc4b3f91d"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -3041,6 +3041,52 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "RuntimeError: Found no NVIDIA driver on your system.",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"title",
+						},
+					},
+					{
+						ID:       "config-error/lightning-gpus-not-visible",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Lightning was asked for GPUs the process cannot see",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bBut your machine only has: \\[",
+							},
+						},
+						Explanation: "The Trainer (or Fabric) was configured with GPU indices or a device count that this process does not have: the job's allocation (Slurm's --gres, --gpus-per-task, the pod's GPU limit) or CUDA_VISIBLE_DEVICES gives it fewer GPUs, so Lightning refuses to start. An empty list means the process sees no GPU at all.\n",
+						Remediation: "Make the Trainer's devices match what each process is given (under Slurm, devices equal to --ntasks-per-node with one GPU per task, or request as many GPUs per node as devices), or use devices=\"auto\"; with an empty list check that the job asked for a GPU at all.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "lightning.fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [0, 1, 2, 3, 4, 5, 6] But your machine only has: [0, 1]",
+								},
+								{
+									Text: " But your machine only has: [] ",
+								},
+								{
+									Text: "(pid=1521966)  But your machine only has: [0]",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "GPU available: True, used: True",
+								},
+								{
+									Text: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1,2,3]",
 								},
 							},
 						},
@@ -9582,6 +9628,49 @@ func builtinFiles() []Named {
 							"remediation",
 							"retry",
 							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "image-pull/pyxis-import",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "pyxis could not import the container image",
+						Fault:    "user",
+						Retry:    "permanent",
+						Match: Match{
+							Patterns: []string{
+								"\\bpyxis: failed to import docker image\\b",
+							},
+						},
+						Explanation: "Slurm's pyxis plugin could not import the image given to srun/sbatch --container-image: enroot's download from the registry failed (credentials, a wrong image reference or registry, an unreachable or failing registry), so the job step never started. The enroot log pyxis prints under it has the registry's answer.\n",
+						Remediation: "Read the enroot lines pyxis copied below (the URL and the registry's status code); check the image reference (pyxis takes REGISTRY#IMAGE:TAG, and sbatch strips a #... suffix in an #SBATCH line), add credentials to ~/.config/enroot/.credentials, or import the image once with enroot import and pass the .sqsh file.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "   slurmstepd: error: pyxis: failed to import docker image",
+								},
+								{
+									Text: "slurmstepd: error: pyxis: failed to import docker image",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "pyxis: importing docker image: nvcr.io#nvidia/pytorch:20.02-py3",
+								},
+								{
+									Text: "slurmstepd: error: pyxis: couldn't start container",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
 							"title",
 						},
 					},

@@ -178,6 +178,14 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		// named, is the cause): the same as an exit code.
 		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, ""
 	}
+	if a.readAsUserFault(f) {
+		// A specific rule already read the line the words were found in, and called it the
+		// application's own fault at warning severity (an Xid 31 MMU fault or 13 SM exception
+		// of the process named in it: gpu-hardware/xid-app-fault): the words of that message
+		// ("Xid", "NVRM") are no second reading of it, and the rule that knows it found no
+		// hardware fault in it (tinygrad/tinygrad#6947, a driver module, not the GPU).
+		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, ""
+	}
 	if last := tf.lines[len(tf.lines)-1]; tf.strongest <= kindRetried && retryLine(last.text) && !lastTry(last.text) ||
 		tf.strongest == kindError && isRecovery(last.text, tailWordsOf(last.text)&hasSocketWord) {
 		// Retries printed again and again to the end of the log show the attempt never
@@ -195,6 +203,27 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		hedgeLow(f)
 	}
 	return f
+}
+
+// readAsUserFault says whether the evidence line of f, the second tier's finding, is one a
+// specific rule matched at warning severity as a fault of the user's own process in the same
+// category: the rule named that line for what it is, and it is not a failure by itself.
+func (a *analyzer) readAsUserFault(f *Finding) bool {
+	if len(f.Evidence) == 0 {
+		return false
+	}
+	ev := f.Evidence[0]
+	for _, g := range a.findings {
+		if g == f || g.rule == nil || g.fallback || g.generic || g.Severity != SeverityWarning || g.Fault != FaultUser || g.Category != f.Category {
+			continue
+		}
+		for _, e := range g.Evidence {
+			if e.File == ev.File && ev.Line >= e.Line && ev.Line <= max(e.Line, e.LastLine) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stallYoung says whether f, a stall some line reported, was collected within the stuck

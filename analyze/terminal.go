@@ -683,6 +683,11 @@ type terminalFailure struct {
 	// waitEnded says a line after the last failure line shows a scheduling wait ended
 	// (schedwait.go).
 	waitEnded bool
+	// errorEnd says that the log's last non-blank line is an error-level line (an ERROR level
+	// field, a glog or c10 E head, a vendor's error code with a failure's words) after its
+	// last training progress, and no retry: the runtime's own report of the failure it stopped
+	// on, with nothing after it but more of the same (errorEndsLog).
+	errorEnd bool
 }
 
 // maxFailureLines and maxContextLines bound what is classified.
@@ -807,6 +812,7 @@ func terminalOf(t *tailBuf, log, pod, container string) *terminalFailure {
 	if tf.frame == nil {
 		tf.caller = callerFrame(lines, kinds)
 	}
+	tf.errorEnd = errorEndsLog(lines, kinds, words, t.lastProgress)
 	var picked []int
 	for i := len(lines) - 1; i >= 0 && len(picked) < maxFailureLines; i-- {
 		if kinds[i] != kindNone {
@@ -1231,3 +1237,51 @@ var tableRowHead = regexp.MustCompile(`^\[\d+\]:$`)
 // sigtermRow is a row of torchelastic's failure table that says its process was stopped by
 // SIGTERM ("exitcode  : -15 (pid: 1721)", "traceback : Signal 15 (SIGTERM) received by PID 1721").
 var sigtermRow = regexp.MustCompile(`^(?:traceback\s*:\s*Signal 15 \(SIGTERM\) received by PID \d+|exitcode\s*:\s*-15\b)`)
+
+// errorEndsLog says whether a log ends in its runtime's error records: a run of lines, each
+// with the shape of a logger's error record (errorRecord), ends the log with nothing after it
+// but blank lines, comes after the last training progress, and none of it says retry. A
+// runtime that stops on a failure it cannot get past (a queue pair that never connects, a
+// device synchronize that timed out) often prints only that, at error level, and exits: no
+// exception, no exit code. A run that logs an error and goes on prints something after it (a
+// progress line, an INFO record), so its error is not its end. A line that merely holds a
+// failure's word ("failed", "forbidden") or a WARN record is no error record: either ends a
+// healthy run's paste as well. Only the vocabulary names such an end (classifyTerminal), and
+// at low confidence: a log that stops on an error record may still be a log cut while running.
+func errorEndsLog(lines []tailLine, kinds []lineKind, words []wordSet, lastProgress int) bool {
+	run := 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		t := bytes.TrimSpace(lines[i].text)
+		if len(t) == 0 {
+			continue
+		}
+		if !errorRecord(t) || kinds[i] != kindError || lines[i].line <= lastProgress || isRecovery(lines[i].text, words[i]&hasSocketWord) {
+			break
+		}
+		run++
+	}
+	end := lastNonBlank(lines)
+	return run > 0 && end >= 0 && errorRecord(bytes.TrimSpace(lines[end].text))
+}
+
+// errorRecord says whether trimmed line t has the shape of a logger's error record: a glog
+// or c10 E head ("E0314 12:00:00.000 ...", "[E socket.cpp:435]"), the level word ERROR or
+// FATAL where a header puts its level ("2024-03-01 10:00:00,000 ERROR ...", "[ERROR] ...",
+// Neuron's "... 1234:1234 ERROR  NRT:..."), or a vendor's error code that opens the line
+// (CANN's "EH9999:", "EE1002:").
+func errorRecord(t []byte) bool {
+	if glogHead(t, 'E') && t[5] == ' ' || c10Head(t, 'E') || vendorErrorCode.Match(t) {
+		return true
+	}
+	head := t[:min(len(t), maxHeaderBytes)]
+	for _, lv := range [][]byte{[]byte("ERROR"), []byte("FATAL")} {
+		if p := bytes.Index(head, lv); p >= 0 && wordEdge(t, p) && wordEdge(t, p+len(lv)) && headerBefore(t[:p]) {
+			return true
+		}
+	}
+	return false
+}
+
+// vendorErrorCode is a CANN error code that opens a line ("EH9999: Inner Error!",
+// "EE1002: ..."): an E, a letter for the module, four digits and a colon.
+var vendorErrorCode = regexp.MustCompile(`^E[A-Z][0-9]{4}:`)

@@ -173,6 +173,11 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		// than the message does.
 		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, BasisPossibleCauses
 	}
+	if root == nil && !tf.endsLog(true) && c.Score < 2*a.vocab.minScore {
+		// Error lines alone, named by the vocabulary only because they end the log
+		// (errorEndsLog): they say what the runtime stopped on, not that the process died.
+		a.res.Confidence, a.res.ConfidenceBasis = ConfidenceLow, ""
+	}
 	if abortWordsOnly(c) {
 		// The abort's own words name no cause (the message it aborted on, which nothing
 		// named, is the cause): the same as an exit code.
@@ -467,7 +472,7 @@ func (a *analyzer) classifyTerminal(root *Finding, skip string) (*terminalFailur
 			// pod assigned, the gang's minimum running) is how the job started (schedwait.go).
 			continue
 		}
-		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore || c.Category == CategoryNaNLoss) {
+		if root == nil && !tf.endsLog(true) && (c.Score < 2*a.vocab.minScore && !tf.errorEnd || c.Category == CategoryNaNLoss) {
 			continue
 		}
 		if c.Classified() {

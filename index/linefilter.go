@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/search/syntax"
 )
 
@@ -29,6 +30,13 @@ type foldedWord struct {
 	lo, up byte
 	pl, pu int
 	from   int // the place pl and pu were found from; -1 before the region's first search
+	// starts: only a place where a word starts (after a byte that is not a word byte, or at
+	// the start of the text) is found. A line matches a word, a phrase or a prefix only where
+	// a run of word bytes starts with it (lineWords), and the text checked has the same byte
+	// before that place as the raw lines the filter looks at, or none: the time split ends
+	// after a space, Clean cuts at a carriage return, turns an invalid byte into U+FFFD (word
+	// bytes both) and removes escapes and NULs only from regions read line by line.
+	starts bool
 }
 
 // newFoldedWord returns the finder of a folded ASCII word.
@@ -49,8 +57,9 @@ func newFoldedWord(w string) *foldedWord {
 // newLineFilter returns the filter of clauses (see needs), nil when there are none: a line may
 // match without holding any word it can look for (a clause of fields alone, a negation, a
 // word with non-ASCII letters). A clause with a word that is not plain lower-case ASCII is
-// left out.
-func newLineFilter(clauses [][]string) *lineFilter {
+// left out. With words, each word is found only where a word starts (a query's words; a
+// regular expression's literals are found anywhere).
+func newLineFilter(clauses [][]string, words bool) *lineFilter {
 	f := &lineFilter{}
 next:
 	for _, c := range clauses {
@@ -62,6 +71,7 @@ next:
 		var clause []*foldedWord
 		for _, w := range c {
 			fw := newFoldedWord(w)
+			fw.starts = words && logscan.IsWordByte(w[0])
 			f.special = f.special || strings.ContainsAny(w, "iks")
 			clause = append(clause, fw)
 		}
@@ -178,7 +188,7 @@ func (f *lineFilter) holds(line []byte, skip int) bool {
 		}
 		found := false
 		for _, w := range c {
-			if mayHoldFolded(line, w.w) {
+			if w.in(line) {
 				found = true
 				break
 			}
@@ -188,6 +198,17 @@ func (f *lineFilter) holds(line []byte, skip int) bool {
 		}
 	}
 	return true
+}
+
+// in reports whether line holds w in any case (where a word starts, as next), leaving w's
+// place in its region as it was.
+func (w *foldedWord) in(line []byte) bool {
+	if !w.starts {
+		return mayHoldFolded(line, w.w)
+	}
+	lw := *w
+	lw.from = -1
+	return lw.next(line, 0, true) >= 0
 }
 
 // next returns the first place at or after from where text holds w in any case (only in
@@ -218,8 +239,8 @@ func (w *foldedWord) next(text []byte, from int, upper bool) int {
 		if p < 0 || (w.pu >= 0 && w.pu < p) {
 			p = w.pu
 		}
-		if equalFoldASCII(text[p-w.anchor:p-w.anchor+len(w.w)], w.w) {
-			return p - w.anchor
+		if s := p - w.anchor; equalFoldASCII(text[s:s+len(w.w)], w.w) && (!w.starts || s == 0 || !logscan.IsWordByte(text[s-1])) {
+			return s
 		}
 		if p == w.pl {
 			w.pl = find(w.lo, p+1)

@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/coroner-dev/coroner/logscan"
@@ -15,11 +16,14 @@ import (
 // passes is checked whole, as before.
 type lineFilter struct {
 	clauses [][]*foldedWord
-	// special is set when a word holds 'i', 'k' or 's': U+0130, U+212A and U+017F fold into
-	// them (the last two as a case-insensitive regular expression folds), and a region of
-	// lines that holds any of them is read line by line.
-	special bool
+	// special are the runes that fold into a letter the words hold: U+0130 into 'i', U+212A
+	// into 'k' and U+017F into 's' (the last two as a case-insensitive regular expression
+	// folds). A region of lines that holds any of them is read line by line.
+	special []string
 }
+
+// foldsInto is the ASCII letter each rune of lineFilter.special folds into.
+var foldsInto = map[string]byte{"\u0130": 'i', "\u212a": 'k', "\u017f": 's'}
 
 // foldedWord finds a folded ASCII word in text in any case, from its rarest byte (as
 // mayHoldFolded). lo and up are, within one region, the next places of that byte in each case
@@ -72,7 +76,11 @@ next:
 		for _, w := range c {
 			fw := newFoldedWord(w)
 			fw.starts = words && logscan.IsWordByte(w[0])
-			f.special = f.special || strings.ContainsAny(w, "iks")
+			for _, r := range [...]string{"\u0130", "\u212a", "\u017f"} {
+				if l := string(foldsInto[r]); strings.Contains(w, l) && !slices.Contains(f.special, r) {
+					f.special = append(f.special, r)
+				}
+			}
 			clause = append(clause, fw)
 		}
 		f.clauses = append(f.clauses, clause)
@@ -137,8 +145,10 @@ func foldedClause(w string) [][]string {
 // that cleaning removes from within a line (an escape, a NUL), which the caller then reads
 // line by line.
 func (f *lineFilter) candidates(dst []int, buf []byte) (_ []int, all bool) {
-	if f.special && (bytes.Contains(buf, []byte("\u0130")) || bytes.Contains(buf, []byte("\u212a")) || bytes.Contains(buf, []byte("\u017f"))) {
-		return dst, true
+	for _, r := range f.special {
+		if hasRune(buf, r) { // by its last byte, rarer than its first beside runes of its block
+			return dst, true
+		}
 	}
 	if bytes.IndexByte(buf, 0x1b) >= 0 || bytes.IndexByte(buf, 0) >= 0 {
 		return dst, true

@@ -2,8 +2,10 @@ package index
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
+	"github.com/coroner-dev/coroner/logscan"
 	"github.com/coroner-dev/coroner/search/syntax"
 )
 
@@ -14,11 +16,14 @@ import (
 // passes is checked whole, as before.
 type lineFilter struct {
 	clauses [][]*foldedWord
-	// special is set when a word holds 'i', 'k' or 's': U+0130, U+212A and U+017F fold into
-	// them (the last two as a case-insensitive regular expression folds), and a region of
-	// lines that holds any of them is read line by line.
-	special bool
+	// special are the runes that fold into a letter the words hold: U+0130 into 'i', U+212A
+	// into 'k' and U+017F into 's' (the last two as a case-insensitive regular expression
+	// folds). A region of lines that holds any of them is read line by line.
+	special []string
 }
+
+// foldsInto is the ASCII letter each rune of lineFilter.special folds into.
+var foldsInto = map[string]byte{"\u0130": 'i', "\u212a": 'k', "\u017f": 's'}
 
 // foldedWord finds a folded ASCII word in text in any case, from its rarest byte (as
 // mayHoldFolded). lo and up are, within one region, the next places of that byte in each case
@@ -29,6 +34,13 @@ type foldedWord struct {
 	lo, up byte
 	pl, pu int
 	from   int // the place pl and pu were found from; -1 before the region's first search
+	// starts: only a place where a word starts (after a byte that is not a word byte, or at
+	// the start of the text) is found. A line matches a word, a phrase or a prefix only where
+	// a run of word bytes starts with it (lineWords), and the text checked has the same byte
+	// before that place as the raw lines the filter looks at, or none: the time split ends
+	// after a space, Clean cuts at a carriage return, turns an invalid byte into U+FFFD (word
+	// bytes both) and removes escapes and NULs only from regions read line by line.
+	starts bool
 }
 
 // newFoldedWord returns the finder of a folded ASCII word.
@@ -49,8 +61,9 @@ func newFoldedWord(w string) *foldedWord {
 // newLineFilter returns the filter of clauses (see needs), nil when there are none: a line may
 // match without holding any word it can look for (a clause of fields alone, a negation, a
 // word with non-ASCII letters). A clause with a word that is not plain lower-case ASCII is
-// left out.
-func newLineFilter(clauses [][]string) *lineFilter {
+// left out. With words, each word is found only where a word starts (a query's words; a
+// regular expression's literals are found anywhere).
+func newLineFilter(clauses [][]string, words bool) *lineFilter {
 	f := &lineFilter{}
 next:
 	for _, c := range clauses {
@@ -62,7 +75,12 @@ next:
 		var clause []*foldedWord
 		for _, w := range c {
 			fw := newFoldedWord(w)
-			f.special = f.special || strings.ContainsAny(w, "iks")
+			fw.starts = words && logscan.IsWordByte(w[0])
+			for _, r := range [...]string{"\u0130", "\u212a", "\u017f"} {
+				if l := string(foldsInto[r]); strings.Contains(w, l) && !slices.Contains(f.special, r) {
+					f.special = append(f.special, r)
+				}
+			}
 			clause = append(clause, fw)
 		}
 		f.clauses = append(f.clauses, clause)
@@ -127,8 +145,10 @@ func foldedClause(w string) [][]string {
 // that cleaning removes from within a line (an escape, a NUL), which the caller then reads
 // line by line.
 func (f *lineFilter) candidates(dst []int, buf []byte) (_ []int, all bool) {
-	if f.special && (bytes.Contains(buf, []byte("\u0130")) || bytes.Contains(buf, []byte("\u212a")) || bytes.Contains(buf, []byte("\u017f"))) {
-		return dst, true
+	for _, r := range f.special {
+		if hasRune(buf, r) { // by its last byte, rarer than its first beside runes of its block
+			return dst, true
+		}
 	}
 	if bytes.IndexByte(buf, 0x1b) >= 0 || bytes.IndexByte(buf, 0) >= 0 {
 		return dst, true
@@ -178,7 +198,7 @@ func (f *lineFilter) holds(line []byte, skip int) bool {
 		}
 		found := false
 		for _, w := range c {
-			if mayHoldFolded(line, w.w) {
+			if w.in(line) {
 				found = true
 				break
 			}
@@ -188,6 +208,17 @@ func (f *lineFilter) holds(line []byte, skip int) bool {
 		}
 	}
 	return true
+}
+
+// in reports whether line holds w in any case (where a word starts, as next), leaving w's
+// place in its region as it was.
+func (w *foldedWord) in(line []byte) bool {
+	if !w.starts {
+		return mayHoldFolded(line, w.w)
+	}
+	lw := *w
+	lw.from = -1
+	return lw.next(line, 0, true) >= 0
 }
 
 // next returns the first place at or after from where text holds w in any case (only in
@@ -218,8 +249,8 @@ func (w *foldedWord) next(text []byte, from int, upper bool) int {
 		if p < 0 || (w.pu >= 0 && w.pu < p) {
 			p = w.pu
 		}
-		if equalFoldASCII(text[p-w.anchor:p-w.anchor+len(w.w)], w.w) {
-			return p - w.anchor
+		if s := p - w.anchor; equalFoldASCII(text[s:s+len(w.w)], w.w) && (!w.starts || s == 0 || !logscan.IsWordByte(text[s-1])) {
+			return s
 		}
 		if p == w.pl {
 			w.pl = find(w.lo, p+1)

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coroner-dev/coroner/search/syntax"
 )
 
 // TestLineFilterFindsWhatLinesHold: the lines a search skips unread in bulk (lineFilter) are
@@ -43,6 +46,20 @@ func TestLineFilterFindsWhatLinesHold(t *testing.T) {
 			return "to\u212aens" // the Kelvin sign folds to k
 		case 7:
 			return "pedagogy"
+		case 8:
+			return "\u2581peda" // a SentencePiece piece: one run of word bytes, not the word
+		case 9:
+			return "x_tokens"
+		case 10:
+			return "\xfftokens" // an invalid byte (U+FFFD once cleaned) starts the run
+		case 11:
+			return "[peda]"
+		case 12:
+			return "tokens\u2581peda"
+		case 13:
+			return "x\rpeda" // the progress bar's last frame starts at the word
+		case 14:
+			return "9PEDA"
 		}
 		return fmt.Sprintf("%s%x", filler[r.IntN(len(filler))], r.Uint32())
 	}
@@ -115,6 +132,37 @@ func TestLineFilterFindsWhatLinesHold(t *testing.T) {
 	}
 }
 
+// TestLineFilterSkipsWordsInsideRuns: a line holds a word, a phrase's word or a prefix only
+// where a run of word bytes starts, so a line that holds the letters only inside runs (the
+// pieces of a tokenizer's dump, "▁peda") is skipped in bulk, not checked line by line:
+// a query over a log of such pieces reads no line it cannot match.
+func TestLineFilterSkipsWordsInsideRuns(t *testing.T) {
+	buf := []byte("tokens: ['▁peda', '▁zuxire']\n" +
+		"x_tokens peda\n" +
+		"Tokens: peda\n" +
+		"\xfftokens [peda]\n" +
+		"TOKENS 9PEDA\n" +
+		"tokens\rpeda\n")
+	starts := func(ls []int) (out []string) {
+		for _, l := range ls {
+			out = append(out, string(buf[l:l+bytes.IndexByte(buf[l:], '\n')]))
+		}
+		return out
+	}
+	filter := func(q string) *lineFilter {
+		n, err := syntax.Parse(q)
+		require.NoError(t, err)
+		return newLineFilter(needs(n), true)
+	}
+	f := filter("tokens AND peda")
+	got, all := f.candidates(nil, buf)
+	require.False(t, all)
+	require.Equal(t, []string{"Tokens: peda", "tokens\rpeda"}, starts(got))
+	f = filter("ped*")
+	got, _ = f.candidates(nil, buf)
+	require.Equal(t, []string{"x_tokens peda", "Tokens: peda", "\xfftokens [peda]", "tokens\rpeda"}, starts(got))
+}
+
 // TestFilteredReadEqualsFullRead: reading every line of each log with a query's filter (or a
 // regular expression's) gives the lines that match, and their times, that reading them all
 // and checking each gives.
@@ -139,6 +187,9 @@ func TestFilteredReadEqualsFullRead(t *testing.T) {
 		case 12000:
 			// The long s: a case-insensitive regular expression folds it into 's'.
 			log.WriteString("hello token\u017f there\n")
+		case 13000:
+			// The words inside runs of word bytes, then as words.
+			log.WriteString("\u2581tokens x_peda \xffTOKENS peda9\n[tokens] (peda)\n")
 		}
 		if i%1000 == 501 {
 			log.WriteString("tokens\n")

@@ -53,7 +53,7 @@ func (ix *Index) queryMatcher(ctx context.Context, q string) (*queryMatch, error
 		return nil, &QueryError{err}
 	}
 	m := &queryMatch{root: root, leaves: syntax.Leaves(root), sets: map[syntax.Node][]bool{}, leafTmpl: map[syntax.Node]tri{},
-		lines: newLineFilter(needs(root))}
+		lines: newLineFilter(needs(root), true)}
 	for _, l := range m.leaves {
 		var bq query.Query
 		switch n := l.(type) {
@@ -456,7 +456,7 @@ func (ix *Index) regexMatcher(expr string) (*regexMatch, error) {
 		return nil, &QueryError{&RegexError{err}}
 	}
 	sets := literal.Required(expr)
-	return &regexMatch{re: re, sets: sets, lines: newLineFilter(sets)}, nil
+	return &regexMatch{re: re, sets: sets, lines: newLineFilter(sets, false)}, nil
 }
 
 func (m *regexMatch) doc(d *doc) tri {

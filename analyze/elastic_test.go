@@ -272,3 +272,27 @@ func TestExitBarrierTimeoutIsNoRendezvousFailure(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, CategoryRendezvous, res.RootCause.Category, res.RootCause.Title)
 }
+
+// TestElasticHeading: the headings of torchelastic's failure table, whose first byte the
+// heading check looks at before it compares them.
+func TestElasticHeading(t *testing.T) {
+	for _, tt := range []struct {
+		line          string
+		opens, closes bool
+	}{
+		{"Failures:", true, false},
+		{"Root Cause (first observed failure):", false, true},
+		{"------------------------------------------------------------", false, true},
+		{"============================================================", false, true},
+		{"", false, false},
+		{"Failures: 2", false, false},
+		{"failures:", false, false},
+		{"[0]:", false, false},
+		{"step 81 | loss 3.2569", false, false},
+		{"Root", false, false},
+	} {
+		opens, closes := elasticHeading([]byte(tt.line))
+		require.Equal(t, tt.opens, opens, tt.line)
+		require.Equal(t, tt.closes, closes, tt.line)
+	}
+}

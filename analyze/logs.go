@@ -674,6 +674,9 @@ func (s *logScanner) seeElasticTable(text []byte, hits []Hit) []Hit {
 // failure table, or closes it: the rule of dashes under its rows, "Root Cause (first observed
 // failure):", or the table's closing rule of equals signs.
 func elasticHeading(t []byte) (opens, closes bool) {
+	if len(t) == 0 || t[0] != 'F' && t[0] != 'R' && t[0] != '-' && t[0] != '=' {
+		return false, false // most lines: four compares saved, at every tail line of every log
+	}
 	if bytes.Equal(t, []byte("Failures:")) {
 		return true, false
 	}

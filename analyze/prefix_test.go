@@ -112,6 +112,11 @@ func TestContentRanks(t *testing.T) {
 		}, -1, 16},
 		{"not NCCL", []string{"worker rank 3 nranks 4 says hello"}, -1, 0},
 		{"a rank beyond the world", []string{"NCCL INFO comm 0x1 rank 7 nranks 4 cudaDev 0"}, -1, 0},
+		{"an init after the banner", []string{
+			"host:57:57 [0] NCCL INFO Channel 00/32 :    0   1   2   3   4   5   6   7",
+			"host:57:57 [0] NCCL INFO comm 0x1 rank 3 nranks 8 cudaDev 3 busId 41000 - Init COMPLETE",
+			"host:57:57 [0] NCCL INFO Channel 01/32 :    0   1   2   3   4   5   6   7",
+		}, 3, 8},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var c contentRanks

@@ -54,6 +54,9 @@ func quietWarnings(lines []tailLine, kinds []lineKind) {
 // and ":" ("/x/compiler.py:686: UserWarning: ...", "C:\\x\\image.py:13: UserWarning: ...").
 func isWarningHeader(t []byte) bool {
 	head := t[:min(len(t), 512)]
+	if !bytes.Contains(head, []byte("Warning:")) {
+		return false // most lines: 'W' is rare, where '.' of ".py:" starts every number
+	}
 	i := bytes.Index(head, []byte(".py:"))
 	if i <= 0 {
 		return false

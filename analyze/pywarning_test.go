@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,4 +66,26 @@ func TestPythonWarningIsNoFailure(t *testing.T) {
 	require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
 	require.Equal(t, CategoryModuleNotFound, res.RootCause.Category)
 	require.False(t, isWarningSource([]byte("  3%|▎         | 30/1000 [00:01<00:40, 24.00it/s]")))
+}
+
+// TestWarningHeaderGate: a warning's first line is told by its class and the ':' after it,
+// whatever precedes it, and a line without "Warning:" in its first 512 bytes never is one
+// (isWarningHeader looks for that before the ".py:" every number's '.' may start).
+func TestWarningHeaderGate(t *testing.T) {
+	long := "/x/" + strings.Repeat("a", 520) + ".py:3: UserWarning: late"
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{
+		{"/usr/lib/python3/site-packages/torch/nn/modules/module.py:1511: UserWarning: the flag is deprecated", true},
+		{`C:\\x\\image.py:13: UserWarning: Failed to load image Python extension`, true},
+		{"2026-03-14 train.py:88: FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated", true},
+		{"train.py:88: FutureWarning no colon after the class", false},
+		{"train.py:88: userWarning: a class starts with a capital", false},
+		{"step 81 | loss 3.2569 | lr 3.00e-04 | grad_norm 1.141 | mem 62.9GiB", false},
+		{"Warning: train.py:88: the class comes after the file", false},
+		{long, false},
+	} {
+		require.Equal(t, tt.want, isWarningHeader([]byte(tt.line)), tt.line)
+	}
 }

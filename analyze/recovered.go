@@ -87,7 +87,7 @@ func samePod(a, b []byte, many bool) bool {
 
 // podNamed is the "pod/<name>" a line names, nil when it names none.
 func podNamed(t []byte) []byte {
-	i := bytes.Index(t, []byte("pod/"))
+	i := podSlash(t)
 	if i < 0 || i > 0 && t[i-1] != ' ' && t[i-1] != '\t' {
 		return nil
 	}
@@ -96,6 +96,23 @@ func podNamed(t []byte) []byte {
 		ref = ref[:j]
 	}
 	return ref
+}
+
+// podSlash is bytes.Index(t, "pod/") by way of the slashes: the first "pod/" is the first
+// '/' after "pod", and a tail line holds few slashes where a search for "pod/" stops at every
+// 'p' ("step 81"); forgetScheduled asks it of every tail line of every log.
+func podSlash(t []byte) int {
+	for j := 0; ; {
+		k := bytes.IndexByte(t[j:], '/')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		if j >= 3 && t[j-3] == 'p' && t[j-2] == 'o' && t[j-1] == 'd' {
+			return j - 3
+		}
+		j++
+	}
 }
 
 // describeName is how kubectl describe starts an object's block: "Name:         trainer-0".

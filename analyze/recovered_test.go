@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -591,4 +592,27 @@ func TestSchedulingRefusalThenRunning(t *testing.T) {
 		require.Equal(t, VerdictUnhealthy, res.Verdict, name)
 		require.Equal(t, CategoryScheduling, res.RootCause.Category, name)
 	}
+}
+
+// TestPodSlashIsIndex: podSlash finds the first "pod/" as bytes.Index does, whatever stands
+// around it, and podNamed reads the reference from it.
+func TestPodSlashIsIndex(t *testing.T) {
+	for _, s := range []string{
+		"", "/", "pod", "pod/", "/pod/", "po/d/pod/x", "pod//pod/", "ppod/", "a/b/c pod/trainer-0 d/e",
+		"step 81 | loss 3.2569 | tokens/s 41800", "Error from server (NotFound): pods \"x\" not found",
+		"warning: pod/trainer-0 evicted, pod/trainer-1 too", "xpod/a pod/b",
+	} {
+		require.Equal(t, bytes.Index([]byte(s), []byte("pod/")), podSlash([]byte(s)), s)
+	}
+	const alphabet = "pod/ x"
+	for n := range 20000 { // every string of up to six of these bytes, and some of seven
+		var b []byte
+		for m := n; m > 0; m /= len(alphabet) {
+			b = append(b, alphabet[m%len(alphabet)])
+		}
+		require.Equal(t, bytes.Index(b, []byte("pod/")), podSlash(b), string(b))
+	}
+	require.Equal(t, "pod/trainer-0", string(podNamed([]byte("Events for pod/trainer-0\tNormal"))))
+	require.Nil(t, podNamed([]byte("xpod/a pod/b")), "the first pod/ is not after a blank")
+	require.Nil(t, podNamed([]byte("step 81 | tokens/s 41800")))
 }

@@ -321,7 +321,7 @@ func (u failureUnit) anyException(f *Finding) bool {
 // printed before its unit, with progress or many lines between, explains nothing of it.
 func (u failureUnit) explains(g, f *Finding) bool {
 	switch {
-	case u.anyException(f) && g.symptom && !g.generic && !g.fallback && !g.derived && g.log == f.log:
+	case u.anyException(f) && g.symptom && !g.generic && !g.fallback && !g.derived && g.log == f.log && !(namesNoCause(g) && after(g, f)):
 		if u.same(f, g) {
 			return (g.Severity >= SeverityError || explainsUntilRecovered(g, f)) && sameProcess(f, g)
 		}
@@ -428,6 +428,12 @@ func explains(g, f *Finding) bool {
 		return false
 	}
 	if g.symptom {
+		if namesNoCause(g) && f.fallback && !f.generic && after(g, f) {
+			// A symptom that names no cause (a launcher's summary that a rank failed, a peer
+			// gone) follows from the exception the process raised before it; it does not
+			// say why that exception was raised.
+			return false
+		}
 		if f.generic && (!weak(f) || f.Category == CategoryCrashSignal && f.rankNamed && namesNoCause(g)) && f.Category != g.Category && after(f, g) {
 			// A line that names how the process died (mpirun's "exited on signal 9", or
 			// a rank named on signal 11) says more than a summary printed before it that

@@ -422,6 +422,18 @@ func TestMPIRankSignal(t *testing.T) {
 		"mpirun noticed that process rank 0 with PID 0 on node exited on signal 11 (Segmentation fault).\n")
 	require.NotNil(t, res.RootCause)
 	require.Equal(t, "crash-signal/mpi-rank-signal", res.RootCause.RuleID, res.RootCause.Title)
+
+	// The rank's own exception before Open MPI's summary (its lines tagged [1,2]<stderr>) is the
+	// cause; the summary, whose words name none, follows from it (a review of session 26).
+	res = analyzeLogs(t, all, progress+
+		"[1,2]<stderr>:Traceback (most recent call last):\n"+
+		"[1,2]<stderr>:  File \"train.py\", line 40, in <module>\n"+
+		"[1,2]<stderr>:    x = dataset[idx]\n"+
+		"[1,2]<stderr>:KeyError: 'label'\n"+summary+
+		"mpirun noticed that process rank 2 with PID 0 on node worker-1 exited on signal 6 (Aborted).\n")
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
+	require.Contains(t, res.RootCause.Evidence[0].Text, "KeyError: 'label'")
 }
 
 // TestHydraBadTermination: MPICH's and Intel MPI's launcher report a rank's segfault in their

@@ -81,3 +81,47 @@ func TestAbortSpreadOverLines(t *testing.T) {
 	res := analyzeLogs(t, all, strings.Replace(elastic, "exitcode  : -6", "exitcode  : -11", 1))
 	require.Equal(t, CategoryCrashSignal, res.RootCause.Category, findingsOf(res))
 }
+
+// TestAssertionAboveAbort: glibc's assert() prints the condition that failed, then the
+// process aborts. The assertion is the cause and its own evidence line (user-code-error at
+// low, as any failure no specific rule names), not the abort below it (tmbdev/clstm#130,
+// AlexeyAB/darknet#4227). A CUDA kernel's assertion stays cuda-error's, and a run that only
+// mentions assertions stays healthy.
+func TestAssertionAboveAbort(t *testing.T) {
+	all, err := DefaultRules()
+	require.NoError(t, err)
+	clstm := "pstring.h:43: std::__cxx11::wstring {anonymous}::utf8_to_utf32(std::__cxx11::string): Assertion `w != 0' failed.\n" +
+		"./train.sh: line 17: 13912 Aborted                 (core dumped) ./clstmocrtrain train valid\n"
+	darknet := " 49: 1336.996094, 1546.744385 avg loss, 0.000000 rate, 1.790012 seconds, 1568 images\n" +
+		"darknet: ./src/cuda.c:36: check_error: Assertion `0' failed.\n" +
+		"Aborted (core dumped)\n"
+	torchrun := "[rank0]: step 200 loss 2.12\n" +
+		"python: /workspace/src/tensor_ops.cpp:212: void check_shape(const Tensor&): Assertion `t.dim() == 4' failed.\n" +
+		"terminate called after throwing an instance of 'std::runtime_error'\n" +
+		"Fatal Python error: Aborted\n" +
+		"ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 2231) of binary: /usr/bin/python3\n"
+	for _, log := range []string{clstm, darknet, torchrun} {
+		assertion := ""
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "Assertion `") {
+				assertion = l
+			}
+		}
+		for _, res := range analyzeInEitherTier(t, all, log) {
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.NotNil(t, res.RootCause)
+			require.Equal(t, CategoryUserCodeError, res.RootCause.Category, res.RootCause.Title)
+			require.True(t, strings.HasPrefix(res.RootCause.Title, "Assertion failed: "), res.RootCause.Title)
+			require.Equal(t, assertion, res.RootCause.Evidence[0].Text)
+			require.Equal(t, ConfidenceLow, res.Confidence)
+		}
+	}
+	device := "/opt/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n" +
+		"RuntimeError: CUDA error: device-side assert triggered\n" +
+		"Aborted (core dumped)\n"
+	res := analyzeLogs(t, all, device)
+	require.NotNil(t, res.RootCause)
+	require.Equal(t, CategoryCUDAError, res.RootCause.Category)
+	requireNotUnhealthyInEitherTier(t, all, "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"+
+		"step 1000 loss 1.20\nassert_on_overflow: false\nTraining completed. Saving model.\n")
+}

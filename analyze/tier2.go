@@ -163,6 +163,12 @@ func (a *analyzer) secondTier(root *Finding) *Finding {
 		root.Explanation = strings.TrimSpace(root.Explanation + " " + words)
 		return root
 	}
+	if root != nil && root.fallback && root.Category == CategoryUserCodeError && abortWordsOnly(c) {
+		// The log ends in an abort whose words say only that the process aborted, below a
+		// line that says on what (a C assertion, an exception): that line is the cause and
+		// its own evidence, at the low confidence of any failure no specific rule names.
+		return root
+	}
 	f := a.tierFinding(tf, c)
 	a.findings = append(a.findings, f)
 	a.renumber()

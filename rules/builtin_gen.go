@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "0e94c8ad49372d851481386438e94555fbc02adad6b4d2130557ceedc4b3f91d"
+const builtinDigest = "431d4b0aeda5ad67755b94d3c1cf17352b1d48ac6b9c9afcfcb26bbb36626df6"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -13782,6 +13782,54 @@ func builtinFiles() []Named {
 								},
 								{
 									Text: "abort_on_error: false",
+								},
+							},
+						},
+						keys: []string{
+							"examples",
+							"explanation",
+							"fault",
+							"id",
+							"match",
+							"remediation",
+							"retry",
+							"role",
+							"title",
+						},
+					},
+					{
+						ID:       "user-code-error/native-assert",
+						Severity: "error",
+						Layer:    "execution",
+						Title:    "Assertion failed: {expr}",
+						Fault:    "user",
+						Retry:    "permanent",
+						Role:     "fallback",
+						Match: Match{
+							Patterns: []string{
+								":\\d+: .*\\bAssertion `(?P<expr>[^`%][^`]*?)' failed\\.",
+							},
+						},
+						Explanation: "A C or C++ assertion failed in native code (the program itself, an extension or a library it loads), and the process aborted on it: the condition it names did not hold, most often an index or a size out of range, input data of an unexpected shape, or two builds that do not fit together.\n",
+						Remediation: "Read the file and line the assertion names: whose code it is (the training program's extension or a library) says where to look; check the input it was given at that point.\n",
+						Examples: Examples{
+							Match: []Example{
+								{
+									Text: "pstring.h:43: std::__cxx11::wstring {anonymous}::utf8_to_utf32(std::__cxx11::string): Assertion `w != 0' failed.",
+								},
+								{
+									Text: "darknet: ./src/cuda.c:36: check_error: Assertion `0' failed.",
+								},
+							},
+							NotMatch: []Example{
+								{
+									Text: "#2  0x0000ffff85ffbb84 in __assert_fail_base (fmt=0xffff860f6c10 \"%s%s%s:%u: %s%sAssertion `%s' failed.\\n%n\", assertion=assertion@entry=0xaaaac3a04680 \"std::isfinite(x)\",",
+								},
+								{
+									Text: "/opt/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+								},
+								{
+									Text: "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
 								},
 							},
 						},

@@ -219,12 +219,18 @@ func TestRestoredFromCheckpointTrainedPast(t *testing.T) {
 	restored := "(TorchTrainer pid=2390, ip=10.0.0.12) Restored on 10.0.0.12 from checkpoint: Checkpoint(filesystem=local, path=/root/ray_results/TorchTrainer_6eea7_00000_0/checkpoint_000004)\n"
 	after := step("2512", "1.2") + step("2512", "1.6") + step("2512", "2.0") + step("2512", "2.4")
 
-	for _, restore := range []string{restored, "2019-02-17 01:50:20,572\tINFO trial_runner.py:460 -- Attempting to recover trial state from last checkpoint.\n"} {
+	for _, restore := range []string{restored, "2019-02-17 01:50:20,572\tINFO trial_runner.py:460 -- Attempting to recover trial state from last checkpoint.\n",
+		"2023-01-20 10:14:09,000\tINFO trial_runner.py:1457 -- Trial TorchTrainer_6eea7_00000: Attempting to restore trial state from last checkpoint.\n"} {
 		res := analyzeLogs(t, all, before+killed+restore+after)
 		require.NotEqual(t, VerdictUnhealthy, res.Verdict, "%s: %s", res.VerdictReason, findingsOf(res))
 		require.Contains(t, res.VerdictReason, "Ray killed workers for memory pressure, worker group restarted, resumed at", restore)
 	}
+	// Population based training clones one trial into another, and the function trainable
+	// prints the restore: no retry of the trial that was killed (a review of session 26).
+	pbt := "2024-03-02 10:14:09,000\tINFO pbt.py:804 -- [PopulationBasedTraining] [Exploit] Cloning trial 4b7c2_00003 (score = 0.430000) into trial 4b7c2_00001\n" +
+		"(train_fn pid=2390, ip=10.0.0.12) Restored on 10.0.0.12 from checkpoint: Checkpoint(filesystem=local, path=/root/ray_results/train_fn_4b7c2_00003_3/checkpoint_000002)\n"
 	for name, log := range map[string]string{
+		"another trial cloned by PBT":    before + killed + pbt + after,
 		"killed again after the restore": before + killed + restored + after + killed,
 		"no training after the restore":  before + killed + restored + step("2512", "1.2"),
 		"a resumed run killed later":     restored + before + killed,

@@ -167,22 +167,28 @@ func resumedAfter(p *procState, f *Finding, timed bool) (mark, bool) {
 // before such a restart, or while the old group was torn down before the new one started,
 // after which the new group trained, did not end the job.
 //
-// Ray Train and Tune restore a failed run from its last checkpoint themselves
-// (FailureConfig(max_failures)) and say so when the new trainer starts: "(TorchTrainer
-// pid=512, ip=172.19.0.5) Restored on 172.19.0.5 from checkpoint: Checkpoint(filesystem=...,
-// path=.../checkpoint_000004)" (ray-project/ray#46814; Ray's fault-tolerance example of
-// fine-tuning a ResNet, "failed at epoch 7, the training automatically resumes using
-// checkpoint_000006"); Tune's trial runner before Ray 1.0 said "Attempting to recover trial
-// state from last checkpoint." (ray-project/ray#4076). Such a restore is a restart of the
-// group: a failure before it, after which training went on, did not end the run (a memory
-// monitor's kill of a worker, a lost node).
+// Ray Train restores a failed run from its last checkpoint itself (FailureConfig(max_failures))
+// and says so when the new trainer starts: "(TorchTrainer pid=512, ip=172.19.0.5) Restored on
+// 172.19.0.5 from checkpoint: Checkpoint(filesystem=..., path=.../checkpoint_000004)"
+// (ray-project/ray#46814; Ray's fault-tolerance example of fine-tuning a ResNet, "failed at
+// epoch 7, the training automatically resumes using checkpoint_000006"); Tune's trial runner
+// said "Attempting to recover trial state from last checkpoint." (ray-project/ray#4076), later
+// "Trial <name>: Attempting to restore trial state from last checkpoint." (ray-project/ray#31701),
+// only when it retries a failed trial. Such a restore is a restart of the group: a failure
+// before it, after which training went on, did not end the run (a memory monitor's kill of a
+// worker, a lost node). The "Restored on" line counts only from a trainer (its actor's prefix
+// "(...Trainer pid="): Trainable.restore prints it for every restore of any trial, a population
+// based training's clone of one trial into another or a pause's resume too, which says nothing
+// of a failed trial (a review of session 26).
 var (
 	groupRestartWords = [][]byte{[]byte("will restart worker group"), []byte("FailureDecision.RETRY"),
-		[]byte("recover trial state from last checkpoint")}
+		[]byte("recover trial state from last checkpoint"), []byte("restore trial state from last checkpoint")}
 	groupStartWords   = [][]byte{[]byte("Starting worker group"), []byte("start training worker group")}
 	attemptsLeftWords = []byte(" attempts left")
-	// restoredWords: "Restored on <ip> from checkpoint", both words in this order.
+	// restoredWords: "Restored on <ip> from checkpoint", both words in this order, after a
+	// trainer actor's prefix.
 	restoredWords = [2][]byte{[]byte("Restored on "), []byte(" from checkpoint")}
+	trainerPrefix = []byte("Trainer pid=")
 	// groupWords are in every line of either kind; a tail line without one of them (tailWordsOf's
 	// hasGroupWord, which finds them without case) is neither.
 	groupWords = func() (ws [][]byte) {
@@ -229,7 +235,8 @@ func (s *logScanner) seeGroup(l *logscan.Scanned, text []byte) {
 			}
 		}
 	}
-	g, ok := groupLineOf(text)
+	// The whole line: Ray Train's restore counts only with its trainer actor's prefix.
+	g, ok := groupLineOf(l.Text)
 	if !ok {
 		return
 	}
@@ -261,7 +268,7 @@ func groupLineOf(t []byte) (groupLine, bool) {
 	if !slices.ContainsFunc(groupWords, func(w []byte) bool { return bytes.Contains(t, w) }) {
 		return groupLine{}, false
 	}
-	if i := bytes.Index(t, restoredWords[0]); i >= 0 && bytes.Contains(t[i:], restoredWords[1]) {
+	if i := bytes.Index(t, restoredWords[0]); i >= 0 && bytes.Contains(t[i:], restoredWords[1]) && bytes.Contains(t[:i], trainerPrefix) {
 		return groupLine{restart: true}, true
 	}
 	for _, w := range groupRestartWords {

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"cmp"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,7 +30,8 @@ import (
 //
 // A finished scale-up ends only the wait of a pod that could use it: when the text says which
 // groups the pod triggered ("pod triggered scale-up: [{eks-gpu 2->3 (max: 5)}]", the
-// TriggeredScaleUp event), the group that finished must be one of them (a pod that triggered
+// TriggeredScaleUp event; another pod's, where the event and the wait name their pods, do not
+// count), the group that finished must be one of them (a pod that triggered
 // none, "pod didn't trigger scale-up", is a failure of its own: scheduling/autoscaler-no-scale-up).
 // And an ending counts only after the wait's last report: a
 // FailedScheduling after a finished scale-up (the new node did not fit the pod either, as a
@@ -38,6 +40,10 @@ var (
 	scaledUpRe   = regexp.MustCompile(`(?i)\bscale up in group (\S+) finished successfully\b`)
 	triggeredRe  = regexp.MustCompile(`(?i)\bpod triggered scale-up: \[(.*)\]`)
 	triggerGrpRe = regexp.MustCompile(`\{(\S+) \d+->\d+`)
+	// triggerPodRe names the pod of a TriggeredScaleUp event where the line does: the
+	// autoscaler's own log (`Name:"trainer-0"`) or an events listing (`pod/trainer-0`); a
+	// describe block's event names none, being of the pod described.
+	triggerPodRe = regexp.MustCompile(`\bName:"([^"]+)"|\bpod/([a-z0-9][-a-z0-9.]*)`)
 	waitingPodRe = regexp.MustCompile(`(?i)\bpod (\S+/\S+) is unschedulable`)
 	assignedRe   = regexp.MustCompile(`(?i)\bsuccessfully assigned (\S+) to \S`)
 	gangRe       = regexp.MustCompile(`(?i)\bpod group is (?:not )?ready\b|\bjob is not ready\b`)
@@ -51,12 +57,26 @@ var (
 // pod's assignment ends it: another pod's says nothing of this one's wait. Lines that name
 // none are a describe block's events, of the pod the block describes.
 func waitEndedAfter(lines []tailLine, picked []int) bool {
+	// The pods the wait's lines name ("Pod default/trainer-0 is unschedulable"), by name.
+	var waiting [][]byte
+	for _, i := range picked {
+		if p := waitingPodRe.FindSubmatch(lines[i].text); p != nil {
+			waiting = append(waiting, p[1][bytes.IndexByte(p[1], '/')+1:])
+		}
+	}
 	var triggered [][]byte
 	for _, l := range lines {
-		if m := triggeredRe.FindSubmatch(l.text); m != nil {
-			for _, g := range triggerGrpRe.FindAllSubmatch(m[1], -1) {
-				triggered = append(triggered, g[1])
+		m := triggeredRe.FindSubmatch(l.text)
+		if m == nil {
+			continue
+		}
+		if p := triggerPodRe.FindSubmatch(l.text); p != nil && len(waiting) > 0 {
+			if name := cmp.Or(string(p[1]), string(p[2])); !slices.ContainsFunc(waiting, func(w []byte) bool { return string(w) == name }) {
+				continue // another pod's scale-up
 			}
+		}
+		for _, g := range triggerGrpRe.FindAllSubmatch(m[1], -1) {
+			triggered = append(triggered, g[1])
 		}
 	}
 	for _, l := range lines[picked[len(picked)-1]+1:] {

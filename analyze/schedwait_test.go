@@ -45,6 +45,10 @@ func TestSchedulingWaitEnded(t *testing.T) {
 		{"scale-up finished, then the pod failed to schedule again", caWait + caEnded + failed, true},
 		{"the group the pod triggered finished", caWait + trigger + gpuEnded, false},
 		{"another group than the pod triggered finished", caWait + trigger + caEnded, true},
+		{"another pod's scale-up finished, not this pod's", "I0208 13:02:11.610626       1 klogx.go:86] Pod default/trainer-0 is unschedulable\n" +
+			"I0208 13:02:11.700000       1 event_sink_logging_wrapper.go:48] Event(v1.ObjectReference{Kind:\"Pod\", Namespace:\"default\", Name:\"etl-worker-7f9c\"}): type: 'Normal' reason: 'TriggeredScaleUp' pod triggered scale-up: [{eks-cpu-pool-9cc3184c 3->4 (max: 10)}]\n" +
+			"I0208 13:02:11.700100       1 event_sink_logging_wrapper.go:48] Event(v1.ObjectReference{Kind:\"Pod\", Namespace:\"default\", Name:\"trainer-0\"}): type: 'Normal' reason: 'TriggeredScaleUp' pod triggered scale-up: [{eks-gpu-pool-1a2b3c4d 0->1 (max: 2)}]\n" +
+			"I0208 13:02:21.800183       1 clusterstate.go:248] Scale up in group eks-cpu-pool-9cc3184c finished successfully in 10.017174918s\n", true},
 	}
 	for _, tt := range tests {
 		for _, tiers := range []struct {

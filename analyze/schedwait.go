@@ -57,30 +57,9 @@ var (
 // pod's assignment ends it: another pod's says nothing of this one's wait. Lines that name
 // none are a describe block's events, of the pod the block describes.
 func waitEndedAfter(lines []tailLine, picked []int) bool {
-	// The pods the wait's lines name ("Pod default/trainer-0 is unschedulable"), by name.
-	var waiting [][]byte
-	for _, i := range picked {
-		if p := waitingPodRe.FindSubmatch(lines[i].text); p != nil {
-			waiting = append(waiting, p[1][bytes.IndexByte(p[1], '/')+1:])
-		}
-	}
-	var triggered [][]byte
-	for _, l := range lines {
-		m := triggeredRe.FindSubmatch(l.text)
-		if m == nil {
-			continue
-		}
-		if p := triggerPodRe.FindSubmatch(l.text); p != nil && len(waiting) > 0 {
-			if name := cmp.Or(string(p[1]), string(p[2])); !slices.ContainsFunc(waiting, func(w []byte) bool { return string(w) == name }) {
-				continue // another pod's scale-up
-			}
-		}
-		for _, g := range triggerGrpRe.FindAllSubmatch(m[1], -1) {
-			triggered = append(triggered, g[1])
-		}
-	}
 	for _, l := range lines[picked[len(picked)-1]+1:] {
 		if m := scaledUpRe.FindSubmatch(l.text); m != nil {
+			triggered := triggeredGroups(lines, picked)
 			if len(triggered) == 0 || slices.ContainsFunc(triggered, func(g []byte) bool { return sameGroup(g, m[1]) }) {
 				return true
 			}
@@ -104,6 +83,35 @@ func waitEndedAfter(lines []tailLine, picked []int) bool {
 		}
 	}
 	return false
+}
+
+// triggeredGroups are the node groups the text says the waiting pod triggered a scale-up of:
+// every TriggeredScaleUp event's groups, but for an event that names another pod than the
+// ones the wait's lines name. Read only when a scale-up finished: most logs have none.
+func triggeredGroups(lines []tailLine, picked []int) [][]byte {
+	// The pods the wait's lines name ("Pod default/trainer-0 is unschedulable"), by name.
+	var waiting [][]byte
+	for _, i := range picked {
+		if p := waitingPodRe.FindSubmatch(lines[i].text); p != nil {
+			waiting = append(waiting, p[1][bytes.IndexByte(p[1], '/')+1:])
+		}
+	}
+	var triggered [][]byte
+	for _, l := range lines {
+		m := triggeredRe.FindSubmatch(l.text)
+		if m == nil {
+			continue
+		}
+		if p := triggerPodRe.FindSubmatch(l.text); p != nil && len(waiting) > 0 {
+			if name := cmp.Or(string(p[1]), string(p[2])); !slices.ContainsFunc(waiting, func(w []byte) bool { return string(w) == name }) {
+				continue // another pod's scale-up
+			}
+		}
+		for _, g := range triggerGrpRe.FindAllSubmatch(m[1], -1) {
+			triggered = append(triggered, g[1])
+		}
+	}
+	return triggered
 }
 
 // sameGroup says whether two names of a node group are one: the same, or the same last path

@@ -9,9 +9,9 @@ import (
 // TestBatchSchedulerRefusalsBeforeTraining: a job launched by Slurm can fail before its first
 // step in ways the scheduler's plugins print, not the trainer: pyxis cannot import the
 // container image (the step never starts), or Lightning is asked for GPUs the allocation did
-// not give the task. Each is named by its own line, at high confidence (and by the second
-// tier's words alone at medium); the same tools'
-// lines of a run that started stay healthy.
+// not give the task. Lightning's is named by its own line, at high confidence (and by the
+// second tier's words alone at medium); pyxis's by what enroot printed under it; the same
+// tools' lines of a run that started stay healthy.
 func TestBatchSchedulerRefusalsBeforeTraining(t *testing.T) {
 	all, err := DefaultRules()
 	require.NoError(t, err)
@@ -19,17 +19,6 @@ func TestBatchSchedulerRefusalsBeforeTraining(t *testing.T) {
 		name, log, ruleID, evidence string
 		category                    Category
 	}{
-		// Lines as pyxis prints them (NVIDIA/pyxis#168): a 401 from the registry.
-		{"pyxis cannot import the image",
-			"pyxis: importing docker image: evuedsoacr.azurecr.io/dc-ecosys-appl-eng/mlperf-nvidia:stable_diffusion-pyt\n" +
-				"slurmstepd: error: pyxis: child 1022281 failed with error code: 1\n" +
-				"slurmstepd: error: pyxis: failed to import docker image\n" +
-				"slurmstepd: error: pyxis: printing enroot log file:\n" +
-				"slurmstepd: error: pyxis:     [INFO] Querying registry for permission grant\n" +
-				"slurmstepd: error: pyxis:     [ERROR] URL https://registry-1.docker.io/v2/evuedsoacr.azurecr.io/dc-ecosys-appl-eng/mlperf-nvidia/manifests/stable_diffusion-pyt returned error code: 401 Unauthorized\n" +
-				"slurmstepd: error: pyxis: couldn't start container\n" +
-				"srun: error: compute-0: task 0: Exited with exit code 1\n",
-			"image-pull/pyxis-import", "failed to import docker image", CategoryImagePull},
 		// Lightning's device check (talmolab/sleap#2642), raised through the Trainer.
 		{"Lightning asked for GPUs the task cannot see",
 			"Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n    trainer = pl.Trainer(devices=7)\n" +
@@ -43,6 +32,37 @@ func TestBatchSchedulerRefusalsBeforeTraining(t *testing.T) {
 			require.Contains(t, res.RootCause.Evidence[0].Text, tt.evidence)
 			requireNamedByVocabulary(t, all, tt.log, tt.category)
 		})
+	}
+	// pyxis's summary names no cause of its own: the enroot lines it copies below say it. A
+	// registry's 401 (NVIDIA/pyxis#168) is image-pull, at medium from those words; a full disk
+	// under the same summary (NVIDIA/pyxis#53) is disk-full, an unwritable runtime directory
+	// (NVIDIA/pyxis#12) permission-denied (a review of session 26).
+	const pyxisHead = "pyxis: importing docker image: evuedsoacr.azurecr.io/dc-ecosys-appl-eng/mlperf-nvidia:stable_diffusion-pyt\n" +
+		"slurmstepd: error: pyxis: child 1022281 failed with error code: 1\n" +
+		"slurmstepd: error: pyxis: failed to import docker image\n" +
+		"slurmstepd: error: pyxis: printing enroot log file:\n"
+	for _, tc := range []struct {
+		name, enroot string
+		category     Category
+	}{
+		{"a registry's 401", "slurmstepd: error: pyxis:     [INFO] Querying registry for permission grant\n" +
+			"slurmstepd: error: pyxis:     [ERROR] URL https://registry-1.docker.io/v2/evuedsoacr.azurecr.io/dc-ecosys-appl-eng/mlperf-nvidia/manifests/stable_diffusion-pyt returned error code: 401 Unauthorized\n", CategoryImagePull},
+		{"a full disk", "slurmstepd: error: pyxis:     [INFO] Found all layers in cache\n" +
+			"slurmstepd: error: pyxis:     [INFO] Creating squashfs filesystem...\n" +
+			"slurmstepd: error: pyxis:     Write failed because No space left on device\n" +
+			"slurmstepd: error: pyxis:     FATAL ERROR:Failed to write to output filesystem\n", CategoryDiskFull},
+		{"an unwritable runtime directory", "slurmstepd: error: pyxis:     mkdir: cannot create directory '/run/enroot': Permission denied\n", CategoryPermissionDenied},
+	} {
+		for _, rules := range [][]*Rule{all, WithoutSpecific(all)} {
+			res := analyzeLogs(t, rules, pyxisHead+tc.enroot+"slurmstepd: error: pyxis: couldn't start container\n"+
+				"srun: error: compute-0: task 0: Exited with exit code 1\n")
+			require.Equal(t, VerdictUnhealthy, res.Verdict, res.VerdictReason)
+			require.NotNil(t, res.RootCause, tc.name)
+			require.Equal(t, tc.category, res.RootCause.Category, "%s: %s", tc.name, res.RootCause.Title)
+			if tc.category == CategoryImagePull {
+				require.Equal(t, ConfidenceMedium, res.Confidence, tc.name)
+			}
+		}
 	}
 	for name, log := range map[string]string{
 		"pyxis imported the image and the step ran": "pyxis: importing docker image: login1:5000#bert\n" +

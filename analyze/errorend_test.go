@@ -61,6 +61,10 @@ func TestErrorRecordNotTheEndStaysHealthy(t *testing.T) {
 		// https://github.com/NVIDIA/nccl/issues/851: NCCL's WARN after an epoch that finished.
 		{"an NCCL WARN record after progress", "{'loss': 1.7731, 'grad_norm': 2.20, 'learning_rate': 1.9e-05, 'epoch': 0.32}\n" +
 			"NCCL WARN [Service thread] Unknown command 790 from localRank -1\n"},
+		// Training said it was over before a tracker's upload failed (a review of session 26).
+		{"an MLflow upload error after Lightning finished", "Epoch 2: 100%|##########| 1563/1563 [05:12<00:00,  5.00it/s, v_num=3, train_loss=0.213]\n" +
+			"`Trainer.fit` stopped: `max_epochs=3` reached.\n" +
+			"[2024-06-01 11:00:00,412][mlflow.utils.requests_utils][ERROR] - API request to https://mlflow.internal/api/2.0/mlflow/runs/log-batch failed: Read timed out. (read timeout=120)\n"},
 		// https://github.com/SymbioticLab/Justitia/issues/3 and thustorage/Sherman#5: the
 		// words without a record's level.
 		{"failure words without a level", "I connect server 0\nfailed to modify QP state to RTR\nfailed to modify QP state to RTS\n"},

@@ -1249,8 +1249,8 @@ var sigtermRow = regexp.MustCompile(`^(?:traceback\s*:\s*Signal 15 \(SIGTERM\) r
 // healthy run's paste as well. Only the vocabulary names such an end (classifyTerminal), and
 // at low confidence: a log that stops on an error record may still be a log cut while running.
 func errorEndsLog(lines []tailLine, kinds []lineKind, words []wordSet, lastProgress int) bool {
-	run := 0
-	for i := len(lines) - 1; i >= 0; i-- {
+	run, i := 0, len(lines)-1
+	for ; i >= 0; i-- {
 		t := bytes.TrimSpace(lines[i].text)
 		if len(t) == 0 {
 			continue
@@ -1260,8 +1260,26 @@ func errorEndsLog(lines []tailLine, kinds []lineKind, words []wordSet, lastProgr
 		}
 		run++
 	}
+	for ; i >= 0; i-- {
+		if runCompleted(lines[i].text) {
+			// The run said it finished before the records: an uploader's or a tracker's
+			// error after that is no end of training (a review of session 26).
+			return false
+		}
+	}
 	end := lastNonBlank(lines)
 	return run > 0 && end >= 0 && errorRecord(bytes.TrimSpace(lines[end].text))
+}
+
+// completedWords are what trainers print once training is over: Lightning's "`Trainer.fit`
+// stopped: `max_epochs=3` reached.", Hugging Face's "Training completed. Do not forget to share
+// your model" and its metrics dict with 'train_runtime', Ray Train's "Training completed after
+// 10 iterations".
+var completedWords = [][]byte{[]byte("`Trainer.fit` stopped"), []byte("Training completed"), []byte("'train_runtime'")}
+
+// runCompleted says whether line t says that training is over.
+func runCompleted(t []byte) bool {
+	return slices.ContainsFunc(completedWords, func(w []byte) bool { return bytes.Contains(t, w) })
 }
 
 // errorRecord says whether trimmed line t has the shape of a logger's error record: a glog

@@ -3,7 +3,7 @@
 package rules
 
 // builtinDigest is digestFS of the files these values were made from.
-const builtinDigest = "431d4b0aeda5ad67755b94d3c1cf17352b1d48ac6b9c9afcfcb26bbb36626df6"
+const builtinDigest = "9acb3f2c0d56dfb844aedd7c951df6528740189a6f6be374cfd1e8e3458aa4ab"
 
 func builtinFiles() []Named {
 	return []Named{
@@ -9638,6 +9638,7 @@ func builtinFiles() []Named {
 						Title:    "pyxis could not import the container image",
 						Fault:    "user",
 						Retry:    "permanent",
+						Role:     "generic-fallback",
 						Match: Match{
 							Patterns: []string{
 								"\\bpyxis: failed to import docker image\\b",
@@ -9671,6 +9672,7 @@ func builtinFiles() []Named {
 							"match",
 							"remediation",
 							"retry",
+							"role",
 							"title",
 						},
 					},

@@ -249,12 +249,16 @@ func (a *analyzer) stallYoung(f *Finding) bool {
 }
 
 // loneStall says whether f is a collective's stall report (collectiveWaitWords) seen once, in
-// a log nothing else tells the job's end of: no collection time, no pod's status. A stall
-// that lasted repeats its report; a bundle says whether the job went on or stopped.
+// a log nothing else tells the job's end of (no collection time, no pod's status), or in a job
+// still running that was collected within the stuck threshold of it (stallYoung). A stall
+// that lasted repeats its report; a bundle collected long after one report says whether the
+// job went on or stopped, one collected soon after it does not (a review of session 25: a
+// healthy Horovod run whose first checkpoint drew one report, collected a minute later, was a
+// hang at medium).
 func (a *analyzer) loneStall(f *Finding) bool {
 	mf := a.m.Bundle.Manifest
 	return f.Count < 2 && evidenceSays(f.Evidence, collectiveWaitWords) &&
-		(mf == nil || mf.CollectedAt == nil) && len(a.m.Pods) == 0 && (a.m.Job == nil || a.m.Job.Object == nil)
+		((mf == nil || mf.CollectedAt == nil) && len(a.m.Pods) == 0 && (a.m.Job == nil || a.m.Job.Object == nil) || a.stallYoung(f))
 }
 
 // hedgeLow words a second-tier finding named at low confidence as a possibility: "likely"

@@ -29,7 +29,7 @@ func (rc *RootCause) ConfidenceText() string {
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisLibraryCall:
 		return "low — could not tell for sure: named from where a class was constructed with an argument it does not take (inside an installed package, which two packages at versions that do not fit together do most often), not from the error's words"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisLoneStall:
-		return "low — could not tell for sure: a stall was reported once, and such a report repeats while the stall lasts; the log does not show whether the job went on or stopped"
+		return "low — could not tell for sure: a stall was reported once, and such a report repeats while the stall lasts; nothing after it (the log, or a bundle collected within minutes of it) shows whether the job went on or stopped"
 	case rc.Confidence == analyze.ConfidenceLow && rc.Basis == analyze.BasisFrame:
 		return "low — could not tell for sure: named from the innermost frame of a traceback cut before its exception line"
 	}

@@ -657,8 +657,16 @@ func (a *analyzer) renumber() {
 // that the process was told to stop with SIGTERM (a launcher's or a task runner's notice: torchelastic's "Received 15
 // death signal", Airflow's "Received SIGTERM. Terminating subprocesses").
 func (a *analyzer) termedBefore(root *Finding) bool {
+	return a.beforeInAttempt(root, func(f *Finding) bool {
+		return f.Category == CategoryCrashSignal && f.symptom && f.Severity == SeverityWarning
+	})
+}
+
+// beforeInAttempt says whether a finding ok accepts was printed in root's log before root's
+// line, with no restart of the worker group between them.
+func (a *analyzer) beforeInAttempt(root *Finding, ok func(*Finding) bool) bool {
 	for _, f := range a.findings {
-		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCrashSignal && f.symptom && f.Severity == SeverityWarning && !a.restartBetween(f, root) {
+		if f != root && f.log != "" && f.log == root.log && f.order < root.order && ok(f) && !a.restartBetween(f, root) {
 			return true
 		}
 	}
@@ -682,10 +690,7 @@ func (a *analyzer) restartBetween(f, g *Finding) bool {
 // between them). PyTorch's generic abort lines ("Some NCCL operations
 // have failed or timed out") do not count: a peer's NCCL error, with no wait at all, prints them.
 func (a *analyzer) timedOutBefore(root *Finding) bool {
-	for _, f := range a.findings {
-		if f != root && f.log != "" && f.log == root.log && f.order < root.order && f.Category == CategoryCollectiveTimeout && !f.generic && f.Severity >= SeverityError && !a.restartBetween(f, root) {
-			return true
-		}
-	}
-	return false
+	return a.beforeInAttempt(root, func(f *Finding) bool {
+		return f.Category == CategoryCollectiveTimeout && !f.generic && f.Severity >= SeverityError
+	})
 }

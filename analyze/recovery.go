@@ -263,8 +263,9 @@ func (s *logScanner) restartedSince(f *Finding) bool {
 // groupLineOf reads line t as an agent's restart or start of its worker group. A restart
 // with no attempt left ("0/3 attempts left") is none.
 func groupLineOf(t []byte) (groupLine, bool) {
-	// Each word below holds one of groupWords: a line without them (most lines, and every line
-	// of a shape seeGroup has not ruled out) is read twice, not four times.
+	// Each phrase below holds one of groupWords: a line without them (most lines, and every
+	// line of a shape seeGroup has not ruled out) is read once per group word, not once per
+	// phrase.
 	if !slices.ContainsFunc(groupWords, func(w []byte) bool { return bytes.Contains(t, w) }) {
 		return groupLine{}, false
 	}
